@@ -1,0 +1,41 @@
+#include "deadline.hpp"
+
+#include <sched.h>
+
+#include <climits>
+#include <thread>
+
+#include "format.hpp"
+#include "mscclpp/errors.hpp"
+#include "params.hpp"
+
+namespace mscclpp {
+
+Deadline::Deadline(double seconds) : seconds_(seconds), infinite_(seconds <= 0) {
+  if (!infinite_) at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+Deadline Deadline::fromTimeoutParam() { return Deadline(params::timeoutSeconds()); }
+
+int Deadline::remainingMs() const {
+  if (infinite_) return -1;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(at_ - Clock::now()).count();
+  if (left < 0) return 0;
+  return left > INT_MAX ? INT_MAX : static_cast<int>(left);
+}
+
+void throwTimeout(const Deadline& deadline, const std::string& what) {
+  throw TimeoutError(strFormat("%s did not complete within %.3g s (MSCCLPP_TIMEOUT_S)", what.c_str(), deadline.seconds()));
+}
+
+void backoffPause(unsigned iteration) {
+  // Spin briefly for latency, then yield: the CPU backend runs many more threads than cores.
+  if (iteration < 64) return;
+  if (iteration < 4096) {
+    sched_yield();
+    return;
+  }
+  std::this_thread::sleep_for(std::chrono::microseconds(iteration < 65536 ? 20 : 200));
+}
+
+}  // namespace mscclpp

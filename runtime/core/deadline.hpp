@@ -1,0 +1,50 @@
+// Deadlines for every host-side wait. A Deadline is taken from MSCCLPP_TIMEOUT_S unless a caller
+// passes its own; code that waits checks expired() in its loop and throws a TimeoutError naming
+// what it waited for (see waitUntil).
+#ifndef MSCCLPP_CORE_DEADLINE_HPP_
+#define MSCCLPP_CORE_DEADLINE_HPP_
+
+#include <chrono>
+#include <string>
+
+namespace mscclpp {
+
+class Deadline {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // A deadline seconds from now; seconds <= 0 means "never" (only for tests that need it).
+  explicit Deadline(double seconds);
+  // A deadline MSCCLPP_TIMEOUT_S from now.
+  static Deadline fromTimeoutParam();
+
+  bool expired() const { return !infinite_ && Clock::now() >= at_; }
+  // Milliseconds left, clamped to [0, INT_MAX]; -1 for an infinite deadline (poll()-style).
+  int remainingMs() const;
+  double seconds() const { return seconds_; }
+
+ private:
+  Clock::time_point at_;
+  double seconds_;
+  bool infinite_;
+};
+
+// Spins (with a growing backoff that yields the CPU) until done() is true; throws TimeoutError
+// "<what> did not complete within <s> s" when the deadline passes first.
+template <class Done>
+void waitUntil(Done&& done, const Deadline& deadline, const std::string& what);
+
+void throwTimeout(const Deadline& deadline, const std::string& what);
+void backoffPause(unsigned iteration);
+
+template <class Done>
+void waitUntil(Done&& done, const Deadline& deadline, const std::string& what) {
+  for (unsigned i = 0; !done(); ++i) {
+    if ((i & 63) == 0 && deadline.expired()) throwTimeout(deadline, what);
+    backoffPause(i);
+  }
+}
+
+}  // namespace mscclpp
+
+#endif  // MSCCLPP_CORE_DEADLINE_HPP_

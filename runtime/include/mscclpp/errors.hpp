@@ -1,0 +1,53 @@
+// The one error hierarchy of the runtime. Code inside the library throws mscclpp::Error (or a
+// subclass); every C entry point (the plan C API, the NCCL shim) catches it in one guard and maps
+// ErrorCode to its own result codes. Nothing else is thrown across module boundaries on purpose.
+#ifndef MSCCLPP_ERRORS_HPP_
+#define MSCCLPP_ERRORS_HPP_
+
+#include <stdexcept>
+#include <string>
+
+namespace mscclpp {
+
+enum class ErrorCode {
+  InvalidUsage,     // the caller used the API in the wrong order or state
+  InvalidArgument,  // a bad value: argument, environment variable, plan field
+  SystemError,      // an OS call failed (errno is in the message)
+  InternalError,    // a bug of ours: an invariant broke
+  RemoteError,      // a peer misbehaved or went away
+  Timeout,          // a wait passed its deadline (MSCCLPP_TIMEOUT_S)
+  CudaError,        // the CUDA runtime or driver reported an error
+  InvalidPlan,      // a plan file failed to load or validate
+  NotSupported,     // a request we deliberately do not serve (fallback or clear failure)
+  Aborted,          // the communicator was aborted while the call was in progress
+};
+
+const char* errorCodeName(ErrorCode code);
+
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorCode code, const std::string& message);
+  ErrorCode code() const { return code_; }
+
+ private:
+  ErrorCode code_;
+};
+
+// An OS call failed; the message ends with strerror(errnoValue).
+class SystemError : public Error {
+ public:
+  SystemError(const std::string& what, int errnoValue);
+  int errnoValue() const { return errno_; }
+
+ private:
+  int errno_;
+};
+
+class TimeoutError : public Error {
+ public:
+  explicit TimeoutError(const std::string& message) : Error(ErrorCode::Timeout, message) {}
+};
+
+}  // namespace mscclpp
+
+#endif  // MSCCLPP_ERRORS_HPP_

@@ -1,0 +1,104 @@
+/* C API of the plan registry: the one registry the NCCL shim, the executor and the Python package
+ * (through ctypes) share inside a process.
+ *
+ * Ownership: the registry copies everything it is given; pointers handed to a selector callback are
+ * valid only during that call. Thread-safety: every function may be called from any thread; the
+ * registry serialises registration internally, and lookups never block on registration for longer
+ * than one registration takes.
+ *
+ * Errors: functions return 0 on success and a negative mscclppPlanStatus otherwise; the message
+ * (naming file, rank, threadblock, op and field where it applies) is written to errBuf, always
+ * NUL-terminated and truncated to errLen, when errBuf is not NULL. */
+#ifndef MSCCLPP_PLAN_API_H_
+#define MSCCLPP_PLAN_API_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MSCCLPP_PLAN_API_VERSION 1
+
+typedef enum mscclppPlanStatus {
+  mscclppPlanOk = 0,
+  mscclppPlanInvalid = -1,        /* the plan failed to load or validate */
+  mscclppPlanNotFound = -2,       /* no plan of that name */
+  mscclppPlanDuplicate = -3,      /* a plan of that name is already registered */
+  mscclppPlanBadArgument = -4,    /* NULL or out-of-range argument */
+  mscclppPlanInternalError = -5
+} mscclppPlanStatus;
+
+/* What a collective call asks for. dtype and redOp use NCCL's numbering (ncclDataType_t,
+ * ncclRedOp_t); redOp is -1 for collectives that do not reduce. messageBytes is the input size,
+ * except for allgather where it is the output size (as plans' min/max_message_size are). */
+typedef struct mscclppPlanRequest {
+  const char* collective; /* "allreduce", "allgather", ... */
+  int worldSize;
+  int nRanksPerNode;
+  uint64_t messageBytes;
+  int inPlace;
+  int dtype;
+  int redOp;
+  int root; /* broadcast/reduce root rank; -1 for collectives without a root */
+  const void* sendBuffer;
+  const void* recvBuffer;
+} mscclppPlanRequest;
+
+/* A registered plan as a selector sees it. */
+typedef struct mscclppPlanInfo {
+  const char* name;
+  const char* collective;
+  const char* protocol; /* "Simple" or "LL" */
+  int worldSize;
+  int inPlace;
+  int root; /* the optional top-level "root" key (broadcast/reduce; default 0), -1 for other collectives */
+  uint64_t minMessageBytes;
+  uint64_t maxMessageBytes;
+  const char* const* tags;
+  int nTags;
+  const char* source; /* file path, or "<memory>" for plans registered from a string */
+} mscclppPlanInfo;
+
+/* A user selector: gets every registered plan of the request's collective and world size (in the
+ * registry's deterministic order) and returns the index of the one to use, or -1 for "no plan"
+ * (the call then goes to NCCL). Returning -2 asks for the registry's default choice. The choice is
+ * cached per request key (collective, world size, ranks per node, bytes, in-place, dtype, op), so
+ * a selector is called once per distinct key, not once per collective call. */
+typedef int (*mscclppPlanSelectorFn)(const mscclppPlanInfo* candidates, int nCandidates,
+                                     const mscclppPlanRequest* request, void* userData);
+
+/* Registers the plan in the file at path (tags may be NULL when nTags is 0). */
+int mscclppPlanRegisterFile(const char* path, const char* const* tags, int nTags, char* errBuf, size_t errLen);
+
+/* Registers a plan given as JSON text of len bytes; sourceName is used in error messages. */
+int mscclppPlanRegisterJson(const char* json, size_t len, const char* sourceName, const char* const* tags, int nTags,
+                            char* errBuf, size_t errLen);
+
+/* Removes the named plan. Contexts already built from it stay valid until their communicator ends. */
+int mscclppPlanUnregister(const char* name, char* errBuf, size_t errLen);
+
+/* Installs (or, with fn == NULL, removes) the user selector and clears the selection cache. */
+int mscclppPlanSetSelector(mscclppPlanSelectorFn fn, void* userData);
+
+/* Number of registered plans (after the plan directories have been scanned). */
+int mscclppPlanCount(void);
+
+/* Fills *info for the i-th plan in registry order; the strings stay valid until the plan is
+ * unregistered. */
+int mscclppPlanGetInfo(int i, mscclppPlanInfo* info);
+
+/* Runs selection for request without executing anything: writes the chosen plan's name (or "" when
+ * none) to nameBuf and the reason to reasonBuf. Returns 1 when a plan was chosen, 0 when none. */
+int mscclppPlanSelect(const mscclppPlanRequest* request, char* nameBuf, size_t nameLen, char* reasonBuf,
+                      size_t reasonLen);
+
+/* The C API version, MSCCLPP_PLAN_API_VERSION, so Python can check it is talking to a matching library. */
+int mscclppPlanApiVersion(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MSCCLPP_PLAN_API_H_ */
