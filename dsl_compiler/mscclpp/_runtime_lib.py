@@ -1,0 +1,147 @@
+"""Finding the runtime's plan registry (runtime/include/mscclpp/plan_api.h) through ctypes.
+
+The registry must be the one the NCCL shim and the executor of this process use, so the symbols
+are looked up in the process first (``ctypes.CDLL(None)``: libraries already loaded, e.g. by
+LD_PRELOAD of libmscclpp_nccl.so); then in the library named by ``MSCCLPP_LIBRARY``.
+"""
+import ctypes
+import os
+
+API_VERSION = 2  # MSCCLPP_PLAN_API_VERSION of runtime/include/mscclpp/plan_api.h
+_REQUIRED = (
+    "mscclppPlanRegisterFile",
+    "mscclppPlanRegisterJson",
+    "mscclppPlanUnregister",
+    "mscclppPlanSetSelector",
+    "mscclppPlanCount",
+    "mscclppPlanGetInfo",
+    "mscclppPlanSelect",
+    "mscclppPlanApiVersion",
+)
+
+
+class RuntimeNotLoaded(RuntimeError):
+    """The plan registry's C functions are not available in this process."""
+
+
+class PlanRequest(ctypes.Structure):
+    _fields_ = [
+        ("collective", ctypes.c_char_p),
+        ("worldSize", ctypes.c_int),
+        ("nRanksPerNode", ctypes.c_int),
+        ("messageBytes", ctypes.c_uint64),
+        ("inPlace", ctypes.c_int),
+        ("dtype", ctypes.c_int),
+        ("redOp", ctypes.c_int),
+        ("root", ctypes.c_int),
+        ("sendBuffer", ctypes.c_void_p),
+        ("recvBuffer", ctypes.c_void_p),
+        ("tags", ctypes.POINTER(ctypes.c_char_p)),  # tags the plan must all carry
+        ("nTags", ctypes.c_int),
+    ]
+
+
+class PlanInfo(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("collective", ctypes.c_char_p),
+        ("protocol", ctypes.c_char_p),
+        ("worldSize", ctypes.c_int),
+        ("inPlace", ctypes.c_int),
+        ("root", ctypes.c_int),
+        ("minMessageBytes", ctypes.c_uint64),
+        ("maxMessageBytes", ctypes.c_uint64),
+        ("tags", ctypes.POINTER(ctypes.c_char_p)),
+        ("nTags", ctypes.c_int),
+        ("source", ctypes.c_char_p),
+    ]
+
+
+SELECTOR_FN = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.POINTER(PlanInfo), ctypes.c_int, ctypes.POINTER(PlanRequest), ctypes.c_void_p
+)
+
+_cached = None
+
+
+def _has_symbols(lib):
+    return all(hasattr(lib, name) for name in _REQUIRED)
+
+
+def _declare(lib):
+    err = (ctypes.c_char_p, ctypes.c_size_t)
+    tags = ctypes.POINTER(ctypes.c_char_p)
+    signatures = {
+        "mscclppPlanRegisterFile": (ctypes.c_char_p, tags, ctypes.c_int) + err,
+        "mscclppPlanRegisterJson": (ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, tags, ctypes.c_int) + err,
+        "mscclppPlanUnregister": (ctypes.c_char_p,) + err,
+        "mscclppPlanSetSelector": (SELECTOR_FN, ctypes.c_void_p),
+        "mscclppPlanCount": (),
+        "mscclppPlanGetInfo": (ctypes.c_int, ctypes.POINTER(PlanInfo)),
+        "mscclppPlanSelect": (
+            ctypes.POINTER(PlanRequest),
+            ctypes.c_char_p,
+            ctypes.c_size_t,
+            ctypes.c_char_p,
+            ctypes.c_size_t,
+        ),
+        "mscclppPlanApiVersion": (),
+    }
+    for name, argtypes in signatures.items():
+        function = getattr(lib, name)
+        function.argtypes = list(argtypes)
+        function.restype = ctypes.c_int
+    return lib
+
+
+def _process_library():
+    """The symbols already loaded in this process (tests replace this to force MSCCLPP_LIBRARY)."""
+    return ctypes.CDLL(None)
+
+
+def load():
+    """The registry library, declared; raises RuntimeNotLoaded naming what was tried."""
+    global _cached
+    if _cached is not None:
+        return _cached
+    tried = []
+    process = _process_library()
+    if process is not None and _has_symbols(process):
+        lib = process
+    else:
+        missing = [name for name in _REQUIRED if process is None or not hasattr(process, name)]
+        tried.append(f"this process does not contain {', '.join(missing)}")
+        path = os.environ.get("MSCCLPP_LIBRARY")
+        lib = None
+        if not path:
+            tried.append("MSCCLPP_LIBRARY is not set")
+        else:
+            try:
+                candidate = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            except OSError as error:
+                tried.append(f"MSCCLPP_LIBRARY={path} cannot be loaded: {error}")
+            else:
+                if _has_symbols(candidate):
+                    lib = candidate
+                else:
+                    missing = [name for name in _REQUIRED if not hasattr(candidate, name)]
+                    tried.append(f"MSCCLPP_LIBRARY={path} lacks {', '.join(missing)}")
+        if lib is None:
+            raise RuntimeNotLoaded(
+                "the MSCCL++ runtime (plan registry) is not loaded: "
+                + "; ".join(tried)
+                + ". Load libmscclpp.so in this process (LD_PRELOAD=libmscclpp_nccl.so, or import code "
+                "that links it) or set MSCCLPP_LIBRARY=/path/to/libmscclpp.so."
+            )
+    _declare(lib)
+    version = lib.mscclppPlanApiVersion()
+    if version != API_VERSION:
+        raise RuntimeNotLoaded(f"the runtime's plan API version is {version}, this package speaks version {API_VERSION}")
+    _cached = lib
+    return lib
+
+
+def reset():
+    """Forget the library found (tests switch MSCCLPP_LIBRARY)."""
+    global _cached
+    _cached = None

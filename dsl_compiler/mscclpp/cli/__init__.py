@@ -1,0 +1,161 @@
+"""python3 -m mscclpp: compile DSL programs, install and list the default plans, inspect plans, and
+reach the C++ plan tools.
+
+  python3 -m mscclpp compile PROGRAM.py [program args...] -o OUT.json [--indent N]
+                             [--function NAME] [--program NAME]
+      Runs PROGRAM.py and writes the plan of the CollectiveProgram it builds (compact JSON unless
+      --indent). Arguments after PROGRAM.py belong to the program, except -o/--output, --indent,
+      --function and --program, which are ours wherever they appear; after a literal "--" every
+      argument goes to the program. Without --function the file runs as a script (__main__, with
+      sys.argv = [PROGRAM.py, program args...]); with --function NAME it is imported and NAME is
+      called with the program args (--key value / key=value as keywords, the rest positional).
+      "-o -" writes to standard output.
+  python3 -m mscclpp --install [--dir DIR]   (or: install)
+      Writes the default plans into DIR, by default the first $MSCCLPP_PLAN_DIR entry, else
+      ~/.cache/mscclpp/plans.
+  python3 -m mscclpp list [--dir DIR ...]
+      The plans in the plan directories and what each serves.
+  python3 -m mscclpp show PLAN.json
+      A per-rank, per-threadblock summary of a plan.
+  python3 -m mscclpp emulate ARGS...   ->  mscclpp-emulate ARGS...
+  python3 -m mscclpp verify ARGS...    ->  mscclpp-plan validate ARGS...
+"""
+import argparse
+import subprocess
+import sys
+
+from ..language.errors import DSLError
+
+_OURS_WITH_VALUE = {"-o": "output", "--output": "output", "--indent": "indent", "--function": "function", "--program": "program"}
+
+
+def _split_compile_args(argv):
+    """(our options, program file, program args) from the words after "compile"."""
+    options, program, rest = {}, None, []
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            rest.extend(argv[i + 1 :])
+            break
+        key, eq, value = word.partition("=")
+        if key in _OURS_WITH_VALUE:
+            if not eq:
+                if i + 1 >= len(argv):
+                    raise SystemExit(f"compile: {key} needs a value")
+                value = argv[i + 1]
+                i += 1
+            options[_OURS_WITH_VALUE[key]] = value
+        elif program is None and not word.startswith("-"):
+            program = word
+        elif program is None:
+            raise SystemExit(f"compile: unknown option {word} before PROGRAM.py")
+        else:
+            rest.append(word)
+        i += 1
+    if program is None:
+        raise SystemExit("compile: missing PROGRAM.py")
+    return options, program, rest
+
+
+def cmd_compile(argv):
+    from .program_runner import ProgramFileError, run_program
+
+    options, path, rest = _split_compile_args(argv)
+    output = options.get("output")
+    if output is None:
+        raise SystemExit("compile: missing -o OUT.json (use -o - for standard output)")
+    indent = options.get("indent")
+    try:
+        indent = int(indent) if indent is not None else None
+    except ValueError:
+        raise SystemExit(f"compile: --indent takes a number, got {indent!r}") from None
+    try:
+        program = run_program(path, rest, options.get("function"), options.get("program"))
+        text = program.to_json(indent=indent)
+    except (DSLError, ProgramFileError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    if output == "-":
+        sys.stdout.write(text + "\n")
+    else:
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+        print(f"wrote {output} ({program.name}: {program.collective.name}, {program.num_ranks} ranks)", file=sys.stderr)
+    return 0
+
+
+def cmd_install(argv):
+    from ..dsl.presets import write_all
+    from .plan_files import default_install_dir
+
+    parser = argparse.ArgumentParser(prog="python3 -m mscclpp --install")
+    parser.add_argument("--dir", default=None, help="where to write (default: %(default)s)")
+    args = parser.parse_args(argv)
+    directory = args.dir or default_install_dir()
+    paths = write_all(directory)
+    print(f"installed {len(paths)} default plans into {directory}")
+    return 0
+
+
+def cmd_list(argv):
+    from .plan_files import list_plans, plan_directories
+
+    parser = argparse.ArgumentParser(prog="python3 -m mscclpp list")
+    parser.add_argument("--dir", action="append", default=None, help="plan directory (repeatable)")
+    args = parser.parse_args(argv)
+    return list_plans(args.dir or plan_directories(), sys.stdout)
+
+
+def cmd_show(argv):
+    from .plan_files import show
+
+    parser = argparse.ArgumentParser(prog="python3 -m mscclpp show")
+    parser.add_argument("plan")
+    args = parser.parse_args(argv)
+    try:
+        return show(args.plan, sys.stdout)
+    except (OSError, ValueError, KeyError) as error:
+        print(f"error: {args.plan}: {error}", file=sys.stderr)
+        return 1
+
+
+def _forward(tool, prefix_args, argv):
+    from .tools import find_tool
+
+    path, looked = find_tool(tool)
+    if path is None:
+        print(
+            f"error: {tool} is not built or not found (looked in: {'; '.join(looked)}). Build the C++ tools "
+            f"(meson setup build && ninja -C build) and put them on PATH or set MSCCLPP_BUILD_DIR=build.",
+            file=sys.stderr,
+        )
+        return 127
+    return subprocess.call([path, *prefix_args, *argv])
+
+
+_COMMANDS = {
+    "compile": cmd_compile,
+    "install": cmd_install,
+    "--install": cmd_install,
+    "list": cmd_list,
+    "show": cmd_show,
+    "emulate": lambda argv: _forward("mscclpp-emulate", [], argv),
+    "verify": lambda argv: _forward("mscclpp-plan", ["validate"], argv),
+}
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(__doc__.strip())
+        return 0 if argv else 2
+    command = _COMMANDS.get(argv[0])
+    if command is None:
+        print(f"unknown command {argv[0]!r}\n\n{__doc__.strip()}", file=sys.stderr)
+        return 2
+    try:
+        return command(argv[1:])
+    except BrokenPipeError:  # e.g. `list | head`
+        sys.stderr.close()
+        return 0

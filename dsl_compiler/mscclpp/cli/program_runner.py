@@ -1,0 +1,134 @@
+"""Running a user's DSL program file and getting the CollectiveProgram it builds.
+
+Two styles:
+- script: the file builds a program when run (``python3 prog.py --num_gpus 8`` prints JSON());
+  it runs as ``__main__`` with ``sys.argv = [file, *args]``. Its standard output is captured:
+  the JSON it prints is dropped (we write the plan ourselves), anything else goes to stderr.
+- function (``function=NAME``): the file is imported (as module ``__mscclpp_program__``, so an
+  ``if __name__ == "__main__"`` block does not run) and ``NAME(*positional, **keywords)`` is called
+  with the args: ``--key value``, ``--key=value`` and ``key=value`` become keywords (values read as
+  Python literals when they parse, else strings; a ``--flag`` with no value is True), the rest are
+  positional. It returns the CollectiveProgram (or builds exactly one).
+In both styles, when several programs are built, ``program_name`` picks one by name.
+"""
+import ast
+import contextlib
+import importlib.util
+import io
+import os
+import runpy
+import sys
+
+from ..language.errors import DSLError
+from ..language.program import CollectiveProgram, observe_programs
+
+
+class ProgramFileError(Exception):
+    """The file did not yield exactly one program (message says why)."""
+
+
+def _literal(text):
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def parse_call_args(args):
+    positional, keywords = [], {}
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token.startswith("--") and len(token) > 2:
+            key, eq, value = token[2:].partition("=")
+            key = key.replace("-", "_")
+            if eq:
+                keywords[key] = _literal(value)
+            elif i + 1 < len(args) and not args[i + 1].startswith("--"):
+                keywords[key] = _literal(args[i + 1])
+                i += 1
+            else:
+                keywords[key] = True
+        elif "=" in token and token.split("=", 1)[0].isidentifier():
+            key, value = token.split("=", 1)
+            keywords[key] = _literal(value)
+        else:
+            positional.append(_literal(token))
+        i += 1
+    return positional, keywords
+
+
+@contextlib.contextmanager
+def _argv(argv):
+    saved = sys.argv
+    sys.argv = argv
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
+def _pick(programs, path, program_name):
+    if program_name is not None:
+        chosen = [p for p in programs if p.name == program_name]
+        if len(chosen) != 1:
+            names = ", ".join(repr(p.name) for p in programs) or "none"
+            raise ProgramFileError(f"{path}: no single program named {program_name!r} (built: {names})")
+        return chosen[0]
+    if not programs:
+        raise ProgramFileError(
+            f"{path} built no CollectiveProgram; if it only defines functions, name one with --function"
+        )
+    if len(programs) > 1:
+        names = ", ".join(repr(p.name) for p in programs)
+        raise ProgramFileError(f"{path} built {len(programs)} programs ({names}); choose one with --program NAME")
+    return programs[0]
+
+
+def run_program(path, args=(), function=None, program_name=None):
+    """The CollectiveProgram that the file at path builds (see the module doc for the styles)."""
+    if not os.path.isfile(path):
+        raise ProgramFileError(f"{path}: no such file")
+    built = []
+    stop_observing = observe_programs(built.append)
+    captured = io.StringIO()
+    directory = os.path.dirname(os.path.abspath(path))
+    sys.path.insert(0, directory)
+    try:
+        if function is None:
+            with _argv([path, *args]), contextlib.redirect_stdout(captured):
+                try:
+                    runpy.run_path(path, run_name="__main__")
+                except SystemExit as exit_:
+                    if exit_.code not in (None, 0):
+                        raise ProgramFileError(f"{path} exited: {exit_.code}") from None
+            result = None
+        else:
+            spec = importlib.util.spec_from_file_location("__mscclpp_program__", path)
+            module = importlib.util.module_from_spec(spec)
+            with _argv([path]), contextlib.redirect_stdout(captured):
+                spec.loader.exec_module(module)
+                target = getattr(module, function, None)
+                if not callable(target):
+                    raise ProgramFileError(f"{path} has no function {function!r}")
+                positional, keywords = parse_call_args(list(args))
+                result = target(*positional, **keywords)
+    finally:
+        stop_observing()
+        sys.path.remove(directory)
+        _forward_output(captured.getvalue())
+    if isinstance(result, CollectiveProgram):
+        if program_name is None or result.name == program_name:
+            return result
+    return _pick(built, path, program_name)
+
+
+def _forward_output(text):
+    """What the program printed, minus the plan JSON it printed itself, goes to stderr."""
+    for line in text.splitlines():
+        if line.startswith("{") and '"gpus"' in line:
+            continue
+        print(line, file=sys.stderr)
+
+
+__all__ = ["run_program", "parse_call_args", "ProgramFileError", "DSLError"]

@@ -1,0 +1,11 @@
+"""Integration helpers of seed 004: ``jit`` (compile DSL functions into cached plans) and
+``presets`` (the default plans)."""
+import importlib
+
+__all__ = ["jit", "presets"]
+
+
+def __getattr__(name):
+    if name in __all__:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(name)

@@ -1,0 +1,81 @@
+"""The default plans: which algorithm serves which collective, rank count and message size.
+
+``python3 -m mscclpp.dsl.presets --out plans/`` writes them (one JSON file per plan, compact);
+``python3 -m mscclpp --install`` writes the same files where the registry looks. ``catalog()``
+lists them without compiling. For each collective and rank count the "default"-tagged plans of
+one in-place flavour cover every message size exactly once; "nvls" plans are extra (they need
+NVSwitch multicast) and never tagged "default".
+"""
+import os
+from dataclasses import dataclass, field
+
+from . import algorithms as a
+
+__all__ = ["Preset", "catalog", "build", "write_all", "RANKS_PER_NODE"]
+
+RANKS_PER_NODE = (2, 4, 8)
+MiB = 1 << 20
+MAX = a.MAX
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    collective: str
+    ranks: int
+    inplace: bool
+    size_range: tuple
+    tags: tuple
+    algorithm: object = field(compare=False)
+    options: tuple = ()
+
+    def build(self):
+        return self.algorithm(self.name, self.ranks, self.inplace, self.size_range, list(self.tags), **dict(self.options))
+
+
+# (collective, algorithm short name, function, size range, tags)
+_TABLE = (
+    ("allreduce", "ll", a.allreduce_ll, (0, MiB - 1), ("default", "ll")),
+    ("allreduce", "allpairs", a.allreduce_allpairs, (MiB, 16 * MiB - 1), ("default", "allpairs")),
+    ("allreduce", "rsag", a.allreduce_rsag, (16 * MiB, MAX), ("default", "rsag")),
+    ("allreduce", "nvls", a.allreduce_nvls, (MiB, MAX), ("nvls",)),
+    ("allgather", "ll", a.allgather_ll, (0, MiB - 1), ("default", "ll")),
+    ("allgather", "put", a.allgather_put, (MiB, MAX), ("default",)),
+    ("reducescatter", "ll", a.reducescatter_ll, (0, MiB - 1), ("default", "ll")),
+    ("reducescatter", "put", a.reducescatter_put, (MiB, MAX), ("default",)),
+    ("alltoall", "put", a.alltoall_put, (0, MAX), ("default",)),
+    ("broadcast", "put", a.broadcast_put, (0, MAX), ("default",)),
+    ("reduce", "put", a.reduce_put, (0, MAX), ("default",)),
+)
+
+
+def catalog():
+    presets = []
+    for n in RANKS_PER_NODE:
+        for collective, short, function, size_range, tags in _TABLE:
+            for inplace in (True, False):
+                flavour = "ip" if inplace else "oop"
+                roots = range(n) if collective in ("broadcast", "reduce") else (None,)
+                for root in roots:
+                    name = f"{collective}_{short}_n{n}_{flavour}" + (f"_root{root}" if root is not None else "")
+                    options = (("root", root),) if root is not None else ()
+                    presets.append(Preset(name, collective, n, inplace, size_range, tags, function, options))
+    return presets
+
+
+def build(preset):
+    """The compiled plan of one preset, as compact JSON text."""
+    return preset.build().to_json()
+
+
+def write_all(directory):
+    """Writes every preset to directory/<name>.json; returns the paths written."""
+    os.makedirs(directory, exist_ok=True)
+    paths = []
+    for preset in catalog():
+        path = os.path.join(directory, preset.name + ".json")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(build(preset))
+            f.write("\n")
+        paths.append(path)
+    return paths

@@ -1,0 +1,61 @@
+"""The MSCCL++ DSL: write a collective algorithm in Python, compile it to an execution plan.
+
+Everything a program needs is importable from here; the MSCCL++ module layout
+(``mscclpp.language.program``, ``.collectives``, ``.channel``, ``.rank``, ``.general``, ``.loop``,
+``.thread_block_group``, ``.utils``) works too, star imports included.
+"""
+from .buffer import BaseBuffer, Buffer
+from .channel import Channel, MemoryChannel, PortChannel, SwitchChannel
+from .collectives import (
+    AllGather,
+    AllReduce,
+    AllToAll,
+    Broadcast,
+    Collective,
+    Reduce,
+    ReduceScatter,
+    SendRecv,
+    TestCollective,
+)
+from .errors import DSLError
+from .general import JSON
+from .loop import Loop, LoopIterationContext
+from .program import CollectiveProgram, MSCCLPPProgram
+from .rank import Rank, Semaphore
+from .thread_block_group import ThreadBlockGroup
+from .types import BufferType, ChannelType, Chunk, ReduceOperationType, ReplicationPolicy, SyncType
+from .utils import AlgoSpec
+
+__all__ = [
+    "AlgoSpec",
+    "AllGather",
+    "AllReduce",
+    "AllToAll",
+    "BaseBuffer",
+    "Broadcast",
+    "Buffer",
+    "BufferType",
+    "Channel",
+    "ChannelType",
+    "Chunk",
+    "Collective",
+    "CollectiveProgram",
+    "DSLError",
+    "JSON",
+    "Loop",
+    "LoopIterationContext",
+    "MSCCLPPProgram",
+    "MemoryChannel",
+    "PortChannel",
+    "Rank",
+    "Reduce",
+    "ReduceOperationType",
+    "ReduceScatter",
+    "ReplicationPolicy",
+    "Semaphore",
+    "SendRecv",
+    "SwitchChannel",
+    "SyncType",
+    "TestCollective",
+    "ThreadBlockGroup",
+]

@@ -1,0 +1,1 @@
+"""Compiler internals: ops, passes, per-rank state and JSON emission. Not a public API."""

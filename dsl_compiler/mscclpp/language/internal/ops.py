@@ -1,0 +1,559 @@
+"""The compiler's operations: one class per op family, each knowing three things.
+
+- ``accesses()``: the local buffer ranges it reads and writes, for automatic intra-threadblock sync;
+- ``fuse(next_op)``: the op that replaces this one and the next, or None (it may also drop a sync
+  made redundant by the neighbour, as the reference compiler does);
+- ``emit(out, shift)``: its JSON text, with buffer indexes moved for one replicated instance.
+
+References are tuples, not objects, because programs create hundreds of thousands of them:
+local ``(buffer, index, size)`` with buffer one of "i", "o", "s"; remote
+``(buffer_id, index, size, peer_rank, buffer)`` where buffer_id is the threadblock-local id.
+Sync bits: 1 = a block-wide barrier before the op, 2 = after it.
+"""
+
+READ = 1
+WRITE = 2
+BEFORE = 1
+AFTER = 2
+
+_LOCAL = '{"type":"%s","index":%d,"size":%d}'
+_REMOTE = '{"buffer_id":%d,"index":%d,"size":%d}'
+_CHUNK = '{"rank":%d,"type":"%s","index":%d,"size":%d}'
+_SWITCH = '{"switch_channel_id":%d,"index":%d,"size":%d}'
+
+
+def local_refs_json(refs, shift):
+    if shift is None:
+        return ",".join([_LOCAL % ref for ref in refs])
+    move = shift.local
+    return ",".join([_LOCAL % (b, move(b, i, s), s) for b, i, s in refs])
+
+
+def remote_refs_json(refs, shift):
+    if shift is None:
+        return ",".join([_REMOTE % (bid, i, s) for bid, i, s, _, _ in refs])
+    move = shift.remote
+    return ",".join([_REMOTE % (bid, move(peer, b, i, s), s) for bid, i, s, peer, b in refs])
+
+
+def ids_json(ids):
+    return ",".join(map(str, ids))
+
+
+def tbg_json(tbg):
+    return ',"tbg_info":{"tb_id":%d,"tbg_size":%d}' % tbg if tbg else ""
+
+
+class Op:
+    """Base: an op with no local data access that fuses with nothing."""
+
+    __slots__ = ("name",)
+    is_sync_op = False  # carries a data_sync (signal, wait, flush, semaphores)
+
+    def accesses(self):
+        return ()
+
+    def fuse(self, nxt):
+        return None
+
+
+class Nop(Op):
+    """Threadblock-wide barrier (__syncthreads)."""
+
+    __slots__ = ()
+
+    def __init__(self):
+        self.name = "nop"
+
+    def fuse(self, nxt):
+        if isinstance(nxt, Nop):
+            return Nop()
+        if isinstance(nxt, Barrier):
+            return nxt
+        if isinstance(nxt, Pipeline) and nxt.data_sync() & BEFORE:
+            return nxt
+        if nxt.is_sync_op:
+            nxt.sync &= ~BEFORE  # this nop already is the barrier nxt asked for
+        return None
+
+    def emit(self, out, shift):
+        out.append('{"name":"nop"}')
+
+
+class Barrier(Op):
+    """Barrier among ``num_threadblocks`` threadblocks of one rank."""
+
+    __slots__ = ("barrier_id", "num_threadblocks")
+
+    def __init__(self, barrier_id, num_threadblocks):
+        self.name = "barrier"
+        self.barrier_id = barrier_id
+        self.num_threadblocks = num_threadblocks
+
+    def fuse(self, nxt):
+        if nxt.is_sync_op:
+            nxt.sync &= ~BEFORE
+            return None
+        if isinstance(nxt, Nop):
+            return self
+        return None
+
+    def emit(self, out, shift):
+        bid = self.barrier_id if shift is None else shift.resource(self.barrier_id)
+        out.append('{"name":"barrier","barrier_id":%d,"num_threadblocks":%d}' % (bid, self.num_threadblocks))
+
+
+def _following_sync(nxt):
+    """True when nxt starts with a block-wide barrier, so a sync after the previous op is redundant."""
+    return (
+        (nxt.is_sync_op and nxt.sync & BEFORE)
+        or (isinstance(nxt, Pipeline) and nxt.data_sync() & BEFORE)
+        or isinstance(nxt, (Nop, Barrier))
+    )
+
+
+class SyncOp(Op):
+    """signal, wait (and their relaxed forms) and flush: ids are threadblock-local channel indexes."""
+
+    __slots__ = ("ids", "channel_type", "sync", "idset")
+    is_sync_op = True
+
+    def __init__(self, name, ids, channel_type, sync):
+        self.name = name
+        self.ids = ids
+        self.channel_type = channel_type
+        self.sync = sync
+        self.idset = None  # set(ids), built when the op starts absorbing others
+
+    def fuse(self, nxt):
+        # Fusion may extend self in place: every op object lives in exactly one op list, and the
+        # fused op replaces both operands there.
+        if type(nxt) is SyncOp and nxt.name == self.name and nxt.channel_type == self.channel_type:
+            seen = self.idset
+            if seen is None:
+                seen = self.idset = set(self.ids)
+            new = [i for i in nxt.ids if i not in seen]
+            # a second signal on the same channel is a second increment: never merge it away
+            if len(new) == len(nxt.ids) or self.name == "flush":
+                self.ids += new
+                seen.update(new)
+                self.sync |= nxt.sync
+                return self
+        if _following_sync(nxt):
+            self.sync &= ~AFTER
+        return None
+
+    def emit(self, out, shift):
+        out.append(
+            '{"name":"%s","channel_ids":[%s],"channel_type":"%s"}' % (self.name, ids_json(self.ids), self.channel_type)
+        )
+
+
+class SemaphoreOp(Op):
+    """sem_acquire / sem_release; ids are rank-level semaphore ids."""
+
+    __slots__ = ("ids", "sync")
+    is_sync_op = True
+
+    def __init__(self, name, ids, sync):
+        self.name = name
+        self.ids = ids
+        self.sync = sync
+
+    def fuse(self, nxt):
+        if type(nxt) is SemaphoreOp and nxt.name == self.name:
+            self.ids += nxt.ids
+            self.sync |= nxt.sync
+            return self
+        if _following_sync(nxt):
+            self.sync &= ~AFTER
+        return None
+
+    def emit(self, out, shift):
+        ids = self.ids if shift is None else [shift.resource(i) for i in self.ids]
+        out.append('{"name":"%s","semaphore_ids":[%s]}' % (self.name, ids_json(ids)))
+
+
+class Copy(Op):
+    """copy (plain), cpkt (plain -> packets in scratch), upkt (packets in scratch -> plain)."""
+
+    __slots__ = ("src", "dst", "tbg")
+
+    def __init__(self, name, src, dst, tbg):
+        self.name = name
+        self.src = src
+        self.dst = dst
+        self.tbg = tbg
+
+    def accesses(self):
+        # Packets carry their own flags: the packet side of a conversion needs no barrier.
+        result = []
+        if self.name != "upkt":
+            result += [(b, i, i + s - 1, READ) for b, i, s in self.src]
+        if self.name != "cpkt":
+            result += [(b, i, i + s - 1, WRITE) for b, i, s in self.dst]
+        return result
+
+    def emit(self, out, shift):
+        out.append(
+            '{"name":"%s","src_buff":[%s],"dst_buff":[%s]%s}'
+            % (self.name, local_refs_json(self.src, shift), local_refs_json(self.dst, shift), tbg_json(self.tbg))
+        )
+
+
+class Get(Op):
+    """get: remote src -> local dst through memory channels."""
+
+    __slots__ = ("src", "dst", "ids", "channel_type", "tbg")
+
+    def __init__(self, src, dst, ids, channel_type, tbg):
+        self.name = "get"
+        self.src = src
+        self.dst = dst
+        self.ids = ids
+        self.channel_type = channel_type
+        self.tbg = tbg
+
+    def accesses(self):
+        return [(b, i, i + s - 1, WRITE) for b, i, s in self.dst]
+
+    def fuse(self, nxt):
+        if (
+            type(nxt) is Get
+            and nxt.src[0][2] == self.src[0][2]
+            and nxt.channel_type == self.channel_type
+            and nxt.tbg == self.tbg
+        ):
+            self.src += nxt.src
+            self.dst += nxt.dst
+            self.ids += nxt.ids
+            return self
+        return None
+
+    def emit(self, out, shift):
+        out.append(
+            '{"name":"get","src_buff":[%s],"dst_buff":[%s],"channel_ids":[%s],"channel_type":"%s"%s}'
+            % (
+                remote_refs_json(self.src, shift),
+                local_refs_json(self.dst, shift),
+                ids_json(self.ids),
+                self.channel_type,
+                tbg_json(self.tbg),
+            )
+        )
+
+
+_NO_TBG = object()
+_PUT_FUSABLE = frozenset(("put", "ppkt", "pws", "pwsf"))
+
+
+class Put(Op):
+    """put, ppkt (plain -> remote packets), rppkt (local packets -> remote packets), pws, pwsf."""
+
+    __slots__ = ("src", "dst", "ids", "channel_type", "tbg")
+
+    def __init__(self, name, src, dst, ids, channel_type, tbg):
+        self.name = name
+        self.src = src
+        self.dst = dst
+        self.ids = ids
+        self.channel_type = channel_type
+        self.tbg = tbg
+
+    def accesses(self):
+        if self.name == "rppkt":
+            return ()
+        return [(b, i, i + s - 1, READ) for b, i, s in self.src]
+
+    def fuse(self, nxt):
+        if type(nxt) is not Put or nxt.name != self.name or nxt.channel_type != self.channel_type:
+            return None
+        if nxt.tbg != self.tbg:
+            return None
+        if self.name in _PUT_FUSABLE and nxt.src[0][2] == self.src[0][2]:
+            self.src += nxt.src
+        elif not (self.name == "rppkt" and nxt.src[0] == self.src[0]):
+            return None
+        # (rppkt: one read of the local packets, forwarded to every destination)
+        self.dst += nxt.dst
+        self.ids += nxt.ids
+        return self
+
+    def emit(self, out, shift):
+        ids = ',"channel_ids":[%s]' % ids_json(self.ids) if self.channel_type == "port" else ""
+        out.append(
+            '{"name":"%s","src_buff":[%s],"dst_buff":[%s]%s,"channel_type":"%s"%s}'
+            % (
+                self.name,
+                local_refs_json(self.src, shift),
+                remote_refs_json(self.dst, shift),
+                ids,
+                self.channel_type,
+                tbg_json(self.tbg),
+            )
+        )
+
+
+class Reduce(Op):
+    """The reduce family. Its name follows from what it has:
+
+    re (local only), res (+ remote dsts), rre (+ remote srcs), rres (both), and with packets repkt,
+    respkt (+ remote packet dsts), recpkt (+ a local packet copy), recspkt (both).
+    """
+
+    __slots__ = ("src", "dst", "pkt_dst", "rsrc", "rdst", "ids", "put_ids", "channel_type", "op", "tbg", "packet")
+
+    def __init__(self, src, dst, pkt_dst, rsrc, rdst, ids, put_ids, channel_type, op, tbg, packet):
+        self.src = src
+        self.dst = dst
+        self.pkt_dst = pkt_dst
+        self.rsrc = rsrc
+        self.rdst = rdst
+        self.ids = ids
+        self.put_ids = put_ids
+        self.channel_type = channel_type
+        self.op = op
+        self.tbg = tbg
+        self.packet = packet
+        self._rename()
+
+    def accesses(self):
+        # With packets, src[0] is the local plain operand and the others are packets (flagged):
+        # only src[0] needs ordering against earlier writes. (The reference compiler skips src[0]
+        # instead; see docs/dsl-compiler.md, "Differences".)
+        srcs = self.src[:1] if self.packet else self.src
+        result = [(b, i, i + s - 1, READ) for b, i, s in srcs]
+        result += [(b, i, i + s - 1, WRITE) for b, i, s in self.dst]
+        return result
+
+    def _rename(self):
+        """The op name after fusion added remote destinations or a packet copy."""
+        if self.packet:
+            if self.pkt_dst:
+                self.name = "recspkt" if self.rdst else "recpkt"
+            else:
+                self.name = "respkt" if self.rdst else "repkt"
+        else:
+            self.name = ("rres" if self.rdst else "rre") if self.rsrc else ("res" if self.rdst else "re")
+
+    def fuse(self, nxt):
+        name = self.name
+        if getattr(nxt, "tbg", _NO_TBG) != self.tbg:
+            return None
+        kind = type(nxt)
+        if kind is Put:
+            if nxt.channel_type != "memory":
+                return None
+            other = nxt.name
+            if name in ("re", "res", "rre", "rres"):
+                ok = other == "put" and nxt.src[0] == self.dst[0]
+            elif name in ("repkt", "respkt"):
+                ok = other == "ppkt" and nxt.src[0] == self.dst[0]
+            elif name in ("recpkt", "recspkt"):
+                ok = (other == "ppkt" and nxt.src[0] == self.dst[0]) or (
+                    other == "rppkt" and nxt.src[0] == self.pkt_dst[0]
+                )
+            else:
+                ok = False
+            if not ok:
+                return None
+            self.rdst += nxt.dst
+            self.put_ids += nxt.ids
+            self.channel_type = "memory"
+        elif kind is Reduce:
+            if not (
+                name in ("re", "repkt", "rre")
+                and nxt.name == name
+                and nxt.src[0] == self.src[0]
+                and nxt.dst == self.dst
+                and nxt.channel_type == self.channel_type
+                and nxt.op == self.op
+            ):
+                return None
+            self.src += nxt.src[1:]
+            self.rsrc += nxt.rsrc
+            self.ids += nxt.ids
+        elif kind is Copy and name == "repkt" and nxt.name == "cpkt" and nxt.src[0] == self.dst[0]:
+            self.pkt_dst = list(nxt.dst)
+        else:
+            return None
+        self._rename()
+        return self
+
+    def emit(self, out, shift):
+        src = local_refs_json(self.src, shift)
+        if self.rsrc:
+            src += "," + remote_refs_json(self.rsrc, shift)
+        dst = local_refs_json(self.dst + self.pkt_dst, shift)
+        if self.rdst:
+            dst += "," + remote_refs_json(self.rdst, shift)
+        ctype = ',"channel_type":"%s"' % self.channel_type if self.channel_type != "none" else ""
+        out.append(
+            '{"name":"%s","src_buff":[%s],"dst_buff":[%s]%s,"reduce_op":"%s"%s}'
+            % (self.name, src, dst, ctype, self.op, tbg_json(self.tbg))
+        )
+
+
+class GroupLoadReduce(Op):
+    """glre: NVLS multimem load-reduce of [offset, offset+size) of the group's buffers into dst."""
+
+    __slots__ = ("buffer", "offset", "size", "dst", "dst_rank", "ids", "op")
+
+    def __init__(self, buffer, offset, size, dst, dst_rank, ids, op):
+        self.name = "glre"
+        self.buffer = buffer
+        self.offset = offset
+        self.size = size
+        self.dst = dst  # local ref (b, index, size)
+        self.dst_rank = dst_rank
+        self.ids = ids
+        self.op = op
+
+    def accesses(self):
+        b, i, s = self.dst
+        return [(b, i, i + s - 1, WRITE)]
+
+    def fuse(self, nxt):
+        if (
+            type(nxt) is GroupStore
+            and nxt.name == "gstore"
+            and nxt.buffer == self.buffer
+            and nxt.size == self.size
+            and nxt.src == self.dst
+            and nxt.src_rank == self.dst_rank
+            and nxt.ids == self.ids
+        ):
+            return GroupLoadReduceStore(self.buffer, self.size, [self.offset], [nxt.offset], self.ids, self.op)
+        return None
+
+    def emit(self, out, shift):
+        b, i, s = self.dst
+        offset = self.offset
+        if shift is not None:
+            i = shift.local(b, i, s)
+            offset = shift.local(self.buffer, offset, self.size)
+        cid = self.ids[0]
+        # Uniform src_buff/dst_buff references first; then the keys the reference DSL emits for glre,
+        # so readers of either form understand the op (docs/dsl-compiler.md, "Differences").
+        out.append(
+            '{"name":"glre","src_buff":[%s],"dst_buff":[%s],"channel_type":"switch","reduce_op":"%s",'
+            '"buffer_type":"%s","buffer_offset":%d,"size":%d,"dst_chunk":%s,"channel_ids":[%s]}'
+            % (
+                _SWITCH % (cid, offset, self.size),
+                _LOCAL % (b, i, s),
+                self.op,
+                self.buffer,
+                offset,
+                self.size,
+                _CHUNK % (self.dst_rank, b, i, s),
+                ids_json(self.ids),
+            )
+        )
+
+
+class GroupStore(Op):
+    """gstore / gstorepkt: NVLS multimem store of a local chunk to [offset, offset+size) of the group."""
+
+    __slots__ = ("src", "src_rank", "buffer", "offset", "size", "ids")
+
+    def __init__(self, name, src, src_rank, buffer, offset, size, ids):
+        self.name = name
+        self.src = src
+        self.src_rank = src_rank
+        self.buffer = buffer
+        self.offset = offset
+        self.size = size
+        self.ids = ids
+
+    def accesses(self):
+        if self.name == "gstorepkt":
+            return ()
+        b, i, s = self.src
+        return [(b, i, i + s - 1, READ)]
+
+    def emit(self, out, shift):
+        b, i, s = self.src
+        offset = self.offset
+        if shift is not None:
+            i = shift.local(b, i, s)
+            offset = shift.local(self.buffer, offset, self.size)
+        out.append(
+            '{"name":"%s","src_buff":[%s],"dst_buff":[%s],"channel_type":"switch"}'
+            % (self.name, _CHUNK % (self.src_rank, b, i, s), _SWITCH % (self.ids[0], offset, self.size))
+        )
+
+
+class GroupLoadReduceStore(Op):
+    """glres: load-reduce from the group and store the result back to the group, in one op."""
+
+    __slots__ = ("buffer", "size", "src_offsets", "dst_offsets", "ids", "op")
+
+    def __init__(self, buffer, size, src_offsets, dst_offsets, ids, op):
+        self.name = "glres"
+        self.buffer = buffer
+        self.size = size
+        self.src_offsets = src_offsets
+        self.dst_offsets = dst_offsets
+        self.ids = ids
+        self.op = op
+
+    def emit(self, out, shift):
+        size = self.size
+        move = (lambda o: o) if shift is None else (lambda o: shift.local(self.buffer, o, size))
+        src = ",".join(_SWITCH % (cid, move(o), size) for cid, o in zip(self.ids, self.src_offsets))
+        dst = ",".join(_SWITCH % (cid, move(o), size) for cid, o in zip(self.ids, self.dst_offsets))
+        out.append(
+            '{"name":"glres","src_buff":[%s],"dst_buff":[%s],"channel_type":"switch","reduce_op":"%s"}'
+            % (src, dst, self.op)
+        )
+
+
+class Pipeline(Op):
+    """A loop over the message in units of ``unit_size`` bytes, running ``ops`` on each unit."""
+
+    __slots__ = ("unit_size", "num_chunks", "ops")
+
+    def __init__(self, unit_size, num_chunks):
+        self.name = "pipeline"
+        self.unit_size = unit_size
+        self.num_chunks = num_chunks
+        self.ops = []
+
+    def data_sync(self):
+        """Whether the body starts (BEFORE) or ends (AFTER) with a block-wide barrier."""
+        result = 0
+        if self.ops:
+            first, last = self.ops[0], self.ops[-1]
+            if isinstance(first, (Nop, Barrier)):
+                result |= BEFORE
+            elif first.is_sync_op:
+                result |= first.sync & BEFORE
+            if isinstance(last, (Nop, Barrier)):
+                result |= AFTER
+            elif last.is_sync_op:
+                result |= last.sync & AFTER
+        return result
+
+    def accesses(self):
+        result = []
+        for op in self.ops:
+            result += op.accesses()
+        return result
+
+    def fuse(self, nxt):
+        if self.data_sync() & AFTER:
+            if nxt.is_sync_op:
+                nxt.sync &= ~BEFORE
+                return None
+            if isinstance(nxt, Nop):
+                return self
+        return None
+
+    def emit(self, out, shift):
+        inner = []
+        for op in self.ops:
+            op.emit(inner, shift)
+        out.append(
+            '{"name":"pipeline","iter_context":{"unit_size":%d,"num_chunks":%d},"ops":[%s]}'
+            % (self.unit_size, self.num_chunks, ",".join(inner))
+        )

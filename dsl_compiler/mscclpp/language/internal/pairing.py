@@ -1,0 +1,84 @@
+"""Signal/wait pairing, checked channel by channel.
+
+The k-th channel of a type from rank A to rank B pairs with the k-th channel of that type from B
+to A: a signal on one increments the counter the other waits on. So every (sender, receiver,
+channel type, channel index) must see as many signals on the sender's side as waits on the
+receiver's, and inside pipeline loops the counts are compared per loop shape (unit, chunks), since
+a loop body runs a size-dependent number of times.
+"""
+from ..errors import DSLError
+
+
+def _peer_ordinals(ranks):
+    """(rank, type, channel id) -> (peer, k) and (rank, type, peer, k) -> channel id."""
+    ordinal, by_ordinal = {}, {}
+    for state in ranks:
+        for ctype, peers in state.channels.items():
+            seen = {}
+            for cid, peer in enumerate(peers):
+                k = seen.get(peer, 0)
+                seen[peer] = k + 1
+                ordinal[(state.rank, ctype, cid)] = (peer, k)
+                by_ordinal[(state.rank, ctype, peer, k)] = cid
+    return ordinal, by_ordinal
+
+
+def source_location(location):
+    """(filename, line) of a recorded (code object, instruction offset)."""
+    code, offset = location
+    for start, end, line in code.co_lines():
+        if start <= offset < end and line is not None:
+            return (code.co_filename, line)
+    return (code.co_filename, code.co_firstlineno)
+
+
+def _loop_text(loop):
+    return "" if loop is None else f" inside pipeline loops (unit {loop[0]}, {loop[1]} chunk(s))"
+
+
+def check_pairing(ranks, records):
+    """records: (rank, type, channel id, loop key) -> (signal locations, wait locations).
+
+    Raises DSLError for the mismatch whose first unmatched call comes earliest in the source.
+    """
+    ordinal, by_ordinal = _peer_ordinals(ranks)
+    empty = ((), ())
+    problems = []
+    for (rank, ctype, cid, loop), (signals, waits) in records.items():
+        peer, k = ordinal[(rank, ctype, cid)]
+        partner = by_ordinal.get((peer, ctype, rank, k))
+        if partner is None:
+            location = (signals or waits)[0]
+            what = "signal" if signals else "wait"
+            problems.append(
+                (
+                    location,
+                    f"{what} on rank {rank}'s {ctype} channel #{k} to rank {peer} cannot pair: rank {peer} has no "
+                    f"{ctype} channel #{k} to rank {rank} (channels pair by order: the k-th from A to B with the "
+                    f"k-th from B to A)",
+                )
+            )
+            continue
+        peer_signals, peer_waits = records.get((peer, ctype, partner, loop), empty)
+        if len(signals) > len(peer_waits):
+            problems.append(
+                (
+                    signals[len(peer_waits)],
+                    f"signal without a matching wait: rank {rank} signals {len(signals)} time(s) on its {ctype} "
+                    f"channel #{k} to rank {peer}, but rank {peer} waits {len(peer_waits)} time(s) on its {ctype} "
+                    f"channel #{k} from rank {rank}{_loop_text(loop)}",
+                )
+            )
+        elif len(waits) > len(peer_signals):
+            problems.append(
+                (
+                    waits[len(peer_signals)],
+                    f"wait without a matching signal: rank {rank} waits {len(waits)} time(s) on its {ctype} "
+                    f"channel #{k} from rank {peer}, but rank {peer} signals {len(peer_signals)} time(s) on its "
+                    f"{ctype} channel #{k} to rank {rank}{_loop_text(loop)}",
+                )
+            )
+    if problems:
+        located = [(source_location(location), message) for location, message in problems]
+        location, message = min(located, key=lambda item: item[0])
+        raise DSLError(message, location)

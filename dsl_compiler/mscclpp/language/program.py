@@ -1,0 +1,241 @@
+"""CollectiveProgram: the container a DSL program builds, and its compilation to plan JSON."""
+import gc
+import json
+
+from .collectives import Collective
+from .errors import DSLError, user_location
+from .internal import emit, passes
+from .internal.ops import Pipeline
+from .internal.pairing import check_pairing
+from .internal.rank_state import RankState
+from .internal.state import active_program, set_program
+from .types import BufferType, ChannelType, ReduceOperationType, ReplicationPolicy, SyncType
+from .utils import AlgoSpec
+
+__all__ = [
+    "CollectiveProgram",
+    "MSCCLPPProgram",
+    "DSLError",
+    "SyncType",
+    "BufferType",
+    "ChannelType",
+    "ReduceOperationType",
+    "ReplicationPolicy",
+    "AlgoSpec",
+]
+
+_PROTOCOLS = ("Simple", "LL")
+
+
+class CollectiveProgram:
+    """A collective algorithm for ``num_ranks`` ranks, written inside ``with CollectiveProgram(...):``.
+
+    The settings are those of the plan it compiles to (docs/dsl-compiler.md lists them). Compilation
+    happens once, on the first ``to_json()``/``JSON()``; the program cannot change afterwards.
+    """
+
+    def __init__(
+        self,
+        name,
+        collective,
+        num_ranks,
+        instances=1,
+        protocol="Simple",
+        instr_fusion=True,
+        auto_sync=True,
+        replication_policy=ReplicationPolicy.interleaved,
+        reuse_resources=False,
+        num_threads_per_block=1024,
+        use_double_scratch_buffer=False,
+        buffer_alignment=16,
+        min_message_size=0,
+        max_message_size=2**64 - 1,
+        tags=(),
+    ):
+        where = user_location()
+        if not isinstance(collective, Collective):
+            raise DSLError(f"collective must be a Collective (AllReduce(...), ...), got {collective!r}", where)
+        if protocol not in _PROTOCOLS:
+            raise DSLError(f"protocol {protocol!r} is not supported: use \"Simple\" or \"LL\"", where)
+        if not isinstance(num_ranks, int) or num_ranks < 1:
+            raise DSLError(f"num_ranks must be a positive integer, got {num_ranks!r}", where)
+        if num_ranks != collective.num_ranks:
+            raise DSLError(
+                f"num_ranks {num_ranks} differs from the collective's num_ranks {collective.num_ranks}", where
+            )
+        if not isinstance(instances, int) or instances < 1:
+            raise DSLError(f"instances must be a positive integer, got {instances!r}", where)
+        if isinstance(replication_policy, str):
+            if replication_policy not in ReplicationPolicy.__members__:
+                raise DSLError(f"replication_policy {replication_policy!r}: use interleaved or none", where)
+            replication_policy = ReplicationPolicy[replication_policy]
+        if not 0 <= min_message_size <= max_message_size <= 2**64 - 1:
+            raise DSLError(
+                f"message size range [{min_message_size}, {max_message_size}] is not within [0, 2**64-1]", where
+            )
+        if buffer_alignment < 1:
+            raise DSLError(f"buffer_alignment must be positive, got {buffer_alignment}", where)
+        self.name = name
+        self.collective = collective
+        self.num_ranks = num_ranks
+        self.instances = instances
+        self.protocol = protocol
+        self.instr_fusion = instr_fusion
+        self.auto_sync = auto_sync
+        self.replication_policy = replication_policy
+        self.reuse_resources = reuse_resources
+        self.num_threads_per_block = num_threads_per_block
+        self.use_double_scratch_buffer = use_double_scratch_buffer
+        self.buffer_alignment = buffer_alignment
+        self.min_message_size = min_message_size
+        self.max_message_size = max_message_size
+        self.tags = list(tags)
+        self.buffers = collective.init_buffers()
+        self.ranks = [
+            RankState(r, self.buffers[r][BufferType.input].size, self.buffers[r][BufferType.output].size)
+            for r in range(num_ranks)
+        ]
+        self.loop_context = None
+        self._loop_pipelines = {}
+        self.sync_records = {}  # (rank, channel type, channel id, loop key) -> ([signal locs], [wait locs])
+        self.last_rank = None  # rank of the latest Rank(...): the executing rank of legacy switch calls
+        self._json = None
+        self._gc_was_enabled = False
+        self.deferred_checks = []  # callables raising DSLError; run first when compiling
+
+    @classmethod
+    def from_spec(cls, spec: AlgoSpec):
+        return cls(
+            spec.name,
+            spec.collective,
+            spec.world_size,
+            instances=spec.instances,
+            protocol=spec.protocol,
+            instr_fusion=spec.instr_fusion,
+            auto_sync=spec.auto_sync,
+            replication_policy=spec.replication_policy,
+            reuse_resources=spec.reuse_resources,
+            num_threads_per_block=spec.num_threads_per_block,
+            use_double_scratch_buffer=spec.use_double_scratch_buffer,
+            buffer_alignment=spec.buffer_alignment,
+            min_message_size=spec.min_message_size,
+            max_message_size=spec.max_message_size,
+            tags=sorted(spec.tags) if isinstance(spec.tags, (set, frozenset)) else list(spec.tags),
+        )
+
+    def __enter__(self):
+        if active_program() is not None:
+            raise DSLError("CollectiveProgram blocks cannot be nested", user_location())
+        set_program(self)
+        # Programs allocate millions of small acyclic objects; the cycle collector would rescan them
+        # all again and again (a third of the run time). It is switched off inside the block only.
+        self._gc_was_enabled = gc.isenabled()
+        gc.disable()
+        _notify_created(self)
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        set_program(None)
+        self.loop_context = None
+        if self._gc_was_enabled:
+            gc.enable()
+        return False
+
+    # ---- used by the DSL objects while the program is written ----
+
+    def rank_state(self, rank):
+        return self.ranks[rank]
+
+    def check_writable(self):
+        if self._json is not None:
+            raise DSLError(f"program {self.name!r} was already compiled; it cannot change", user_location())
+
+    def add_op(self, rank, tb, op):
+        if self._json is not None:
+            self.check_writable()
+        loop = self.loop_context
+        if loop is None:
+            self.ranks[rank].tb(tb).ops.append(op)
+            return
+        key = (rank, tb)
+        pipeline = self._loop_pipelines.get(key)
+        if pipeline is None:
+            pipeline = self._loop_pipelines[key] = Pipeline(loop.unit, loop.num_chunks)
+            self.ranks[rank].tb(tb).ops.append(pipeline)
+        pipeline.ops.append(op)
+
+    def sync_entry(self, rank, channel_type, channel_id, loop_key):
+        """The (signal locations, wait locations) lists of one channel, inside one loop shape or none."""
+        key = (rank, channel_type, channel_id, loop_key)
+        entry = self.sync_records.get(key)
+        if entry is None:
+            entry = self.sync_records[key] = ([], [])
+        return entry
+
+    def record_sync(self, rank, channel_type, channel_id, is_signal, location):
+        loop = self.loop_context
+        loop_key = None if loop is None else (loop.unit, loop.num_chunks)
+        self.sync_entry(rank, channel_type, channel_id, loop_key)[0 if is_signal else 1].append(location)
+
+    def set_loop_context(self, loop_context):
+        if self.loop_context is not None and loop_context is not None:
+            raise DSLError("pipeline loops cannot be nested", user_location())
+        self.loop_context = loop_context
+        self._loop_pipelines = {}
+
+    # ---- compilation ----
+
+    def post_process_operations(self):
+        """Runs the compiler passes (once). Called by to_json(); public for MSCCL++ compatibility."""
+        if self._json is not None:
+            return
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self._compile()
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+    def _compile(self):
+        for check in self.deferred_checks:
+            check()
+        check_pairing(self.ranks, self.sync_records)
+        for state in self.ranks:
+            for tb in state.threadblocks:
+                ops = tb.ops
+                if self.instr_fusion:
+                    ops = passes.fuse(ops)
+                ops = passes.expand_data_sync(ops)
+                if self.auto_sync:
+                    ops = passes.insert_dependency_syncs(ops)
+                tb.ops = ops
+        self._json = emit.plan_json(self, self.ranks)
+
+    def to_json(self, indent=None, **kwargs):
+        """The plan as JSON text: compact by default, ``indent=N`` for humans."""
+        self.post_process_operations()
+        if indent is None and not kwargs:
+            return self._json
+        return json.dumps(json.loads(self._json), indent=indent, **kwargs)
+
+    def to_dict(self):
+        self.post_process_operations()
+        return json.loads(self._json)
+
+
+# The name MSCCL++ used before CollectiveProgram.
+MSCCLPPProgram = CollectiveProgram
+
+_observers = []
+
+
+def _notify_created(program):
+    for observer in list(_observers):
+        observer(program)
+
+
+def observe_programs(callback):
+    """Calls callback(program) for every program entered from now on; returns an unsubscribe function."""
+    _observers.append(callback)
+    return lambda: _observers.remove(callback)
