@@ -37,7 +37,9 @@ def summarize(build_dir):
     with open(log) as f:
         for line in f:
             entry = json.loads(line)
-            name, result = entry["name"], entry["result"]
+            # Meson names a test "project:suite / name" when suites are set; the XML uses the bare name.
+            name = entry["name"].rsplit(" / ", 1)[-1]
+            result = entry["result"]
             ok = result in ("OK", "EXPECTEDFAIL", "SKIP")
             xml_path = os.path.join(build_dir, "test-results", name + ".xml")
             if os.path.exists(xml_path):

@@ -1,0 +1,83 @@
+// The collectives and views shared by every bootstrap, built on a MessageEndpoint:
+// allGather (Bruck, ceil(log2 n) rounds), broadcast (binomial tree), barrier (dissemination),
+// split (all-gather of color/key, then a view with its own namespace) and named views.
+#ifndef MSCCLPP_BOOTSTRAP_GROUP_OPS_HPP_
+#define MSCCLPP_BOOTSTRAP_GROUP_OPS_HPP_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bootstrap/message_endpoint.hpp"
+#include "mscclpp/bootstrap.hpp"
+
+namespace mscclpp::detail {
+
+// One rank's view of a group of world ranks. Thread-safety as Bootstrap's (see bootstrap.hpp).
+class GroupOps {
+ public:
+  // worldRanks[i] is the endpoint rank of view rank i; myRank is this rank's index in it.
+  // parentToken: the token of the view this one derives from (nullptr for a world's own view).
+  GroupOps(std::shared_ptr<MessageEndpoint> endpoint, uint64_t ns, std::vector<int> worldRanks, int myRank,
+           double timeoutSeconds, std::shared_ptr<const CancelToken> parentToken);
+
+  int rank() const { return rank_; }
+  int nRanks() const { return static_cast<int>(worldRanks_.size()); }
+  void send(const void* data, size_t size, int peer, int tag);
+  std::vector<char> recv(int peer, int tag, size_t maxBytes);
+  void allGather(void* allData, size_t size);
+  void broadcast(void* data, size_t size, int root);
+  void barrier();
+  std::shared_ptr<Bootstrap> split(int color, int key);
+  std::shared_ptr<Bootstrap> withNamespace(const std::string& name);
+  // The world's own view aborts the endpoint (closing connections); a derived view cancels only
+  // its own calls and those of views derived from it.
+  void abort();
+  double timeoutSeconds() const { return timeout_.load(std::memory_order_relaxed); }
+  void setTimeout(double seconds) { timeout_.store(seconds, std::memory_order_relaxed); }
+
+ private:
+  Deadline deadline() const { return Deadline(timeoutSeconds()); }
+  void checkPeer(int peer, const char* op) const;
+  std::string describe(const char* op, const char* direction, int peer, int tag) const;
+  void sendKeyed(int peer, uint32_t kind, int tag, const void* data, size_t size, const Deadline& deadline,
+                 const char* op);
+  std::vector<char> recvKeyed(int peer, uint32_t kind, int tag, size_t maxBytes, const Deadline& deadline,
+                              const char* op);
+
+  std::shared_ptr<MessageEndpoint> endpoint_;
+  uint64_t ns_;
+  std::vector<int> worldRanks_;
+  int rank_;
+  std::atomic<double> timeout_;
+  std::atomic<uint64_t> splitCount_{0};
+  std::shared_ptr<CancelToken> token_;
+};
+
+// A Bootstrap over a GroupOps: what split() and withNamespace() return.
+class ViewBootstrap : public Bootstrap {
+ public:
+  explicit ViewBootstrap(std::unique_ptr<GroupOps> ops) : ops_(std::move(ops)) {}
+  int getRank() const override { return ops_->rank(); }
+  int getNranks() const override { return ops_->nRanks(); }
+  void send(const void* data, size_t size, int peer, int tag) override { ops_->send(data, size, peer, tag); }
+  std::vector<char> recv(int peer, int tag, size_t maxBytes) override { return ops_->recv(peer, tag, maxBytes); }
+  using Bootstrap::recv;
+  using Bootstrap::send;
+  void allGather(void* allData, size_t size) override { ops_->allGather(allData, size); }
+  void broadcast(void* data, size_t size, int root) override { ops_->broadcast(data, size, root); }
+  void barrier() override { ops_->barrier(); }
+  std::shared_ptr<Bootstrap> split(int color, int key) override { return ops_->split(color, key); }
+  std::shared_ptr<Bootstrap> withNamespace(const std::string& name) override { return ops_->withNamespace(name); }
+  void abort() override { ops_->abort(); }
+  double timeoutSeconds() const override { return ops_->timeoutSeconds(); }
+  void setTimeout(double seconds) override { ops_->setTimeout(seconds); }
+
+ private:
+  std::unique_ptr<GroupOps> ops_;
+};
+
+}  // namespace mscclpp::detail
+
+#endif  // MSCCLPP_BOOTSTRAP_GROUP_OPS_HPP_

@@ -1,0 +1,104 @@
+// Ranks as threads of one process: each rank's mailbox is filled directly by the sending thread.
+#include <memory>
+
+#include "bootstrap/group_ops.hpp"
+#include "bootstrap/mailbox.hpp"
+#include "core/enforce.hpp"
+#include "core/params.hpp"
+#include "mscclpp/bootstrap.hpp"
+
+namespace mscclpp {
+
+struct InProcessBootstrap::Group {
+  explicit Group(int n) {
+    for (int r = 0; r < n; ++r) boxes.push_back(std::make_unique<detail::Mailbox>(n));
+  }
+  std::vector<std::unique_ptr<detail::Mailbox>> boxes;
+};
+
+namespace {
+
+class InProcessEndpoint : public detail::MessageEndpoint {
+ public:
+  InProcessEndpoint(std::shared_ptr<InProcessBootstrap::Group> group, int rank) : group_(std::move(group)), rank_(rank) {}
+  ~InProcessEndpoint() override { leave("destroyed its bootstrap"); }
+
+  int rank() const override { return rank_; }
+  int nRanks() const override { return static_cast<int>(group_->boxes.size()); }
+
+  void send(int peer, const detail::MessageKey& key, const void* data, size_t size, const Deadline&,
+            const std::string& what) override {
+    MSCCLPP_ENFORCE(!group_->boxes[rank_]->aborted(), ErrorCode::Aborted, "%s: the bootstrap was aborted",
+                    what.c_str());
+    const char* p = static_cast<const char*>(data);
+    group_->boxes[peer]->deliver(rank_, key, std::vector<char>(p, p + size));
+  }
+
+  std::vector<char> recv(int peer, const detail::MessageKey& key, size_t maxBytes, const Deadline& deadline,
+                         const std::string& what, const detail::CancelToken* token) override {
+    return group_->boxes[rank_]->take(peer, key, maxBytes, deadline, what, token);
+  }
+
+  void wakeAll() override { group_->boxes[rank_]->wakeAll(); }
+
+  void abort() override {
+    group_->boxes[rank_]->abort("the bootstrap was aborted");
+    leave("aborted");
+  }
+
+ private:
+  void leave(const char* how) {
+    for (int r = 0; r < nRanks(); ++r) {
+      if (r != rank_) group_->boxes[r]->markPeerGone(rank_, "rank " + std::to_string(rank_) + " " + how);
+    }
+  }
+
+  std::shared_ptr<InProcessBootstrap::Group> group_;
+  int rank_;
+};
+
+}  // namespace
+
+struct InProcessBootstrap::Impl {
+  std::unique_ptr<detail::GroupOps> ops;
+};
+
+std::shared_ptr<InProcessBootstrap::Group> InProcessBootstrap::createGroup(int nRanks) {
+  MSCCLPP_ENFORCE(nRanks > 0, ErrorCode::InvalidArgument, "InProcessBootstrap::createGroup: nRanks=%d must be > 0",
+                  nRanks);
+  return std::make_shared<Group>(nRanks);
+}
+
+InProcessBootstrap::InProcessBootstrap(std::shared_ptr<Group> group, int rank) : pimpl_(std::make_unique<Impl>()) {
+  MSCCLPP_ENFORCE(group != nullptr, ErrorCode::InvalidArgument, "InProcessBootstrap: null group");
+  int n = static_cast<int>(group->boxes.size());
+  MSCCLPP_ENFORCE(rank >= 0 && rank < n, ErrorCode::InvalidArgument, "InProcessBootstrap: rank %d not in [0, %d)",
+                  rank, n);
+  std::vector<int> world(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) world[r] = r;
+  pimpl_->ops = std::make_unique<detail::GroupOps>(std::make_shared<InProcessEndpoint>(std::move(group), rank), 0,
+                                                   std::move(world), rank, params::timeoutSeconds(), nullptr);
+}
+
+InProcessBootstrap::~InProcessBootstrap() = default;
+
+int InProcessBootstrap::getRank() const { return pimpl_->ops->rank(); }
+int InProcessBootstrap::getNranks() const { return pimpl_->ops->nRanks(); }
+void InProcessBootstrap::send(const void* data, size_t size, int peer, int tag) {
+  pimpl_->ops->send(data, size, peer, tag);
+}
+std::vector<char> InProcessBootstrap::recv(int peer, int tag, size_t maxBytes) {
+  return pimpl_->ops->recv(peer, tag, maxBytes);
+}
+void InProcessBootstrap::allGather(void* allData, size_t size) { pimpl_->ops->allGather(allData, size); }
+void InProcessBootstrap::broadcast(void* data, size_t size, int root) { pimpl_->ops->broadcast(data, size, root); }
+void InProcessBootstrap::barrier() { pimpl_->ops->barrier(); }
+std::shared_ptr<Bootstrap> InProcessBootstrap::split(int color, int key) { return pimpl_->ops->split(color, key); }
+std::shared_ptr<Bootstrap> InProcessBootstrap::withNamespace(const std::string& name) {
+  return pimpl_->ops->withNamespace(name);
+}
+void InProcessBootstrap::abort() { pimpl_->ops->abort(); }
+double InProcessBootstrap::timeoutSeconds() const { return pimpl_->ops->timeoutSeconds(); }
+void InProcessBootstrap::setTimeout(double seconds) { pimpl_->ops->setTimeout(seconds); }
+
+}  // namespace mscclpp

@@ -1,0 +1,216 @@
+// TcpBootstrap: the unique id, the rendezvous with the root, then a TcpEndpoint with the shared
+// collectives (group_ops).
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+
+#include "bootstrap/group_ops.hpp"
+#include "bootstrap/net_interface.hpp"
+#include "bootstrap/root.hpp"
+#include "bootstrap/tcp_endpoint.hpp"
+#include "bootstrap/unique_id.hpp"
+#include "bootstrap/wire.hpp"
+#include "core/enforce.hpp"
+#include "core/logger.hpp"
+#include "core/params.hpp"
+#include "mscclpp/bootstrap.hpp"
+
+namespace mscclpp {
+
+using bootstrap::RootListener;
+using bootstrap::TcpEndpoint;
+
+struct TcpBootstrap::Impl {
+  int rank;
+  int nRanks;
+  double timeout = 0;
+  UniqueId id{};
+  std::shared_ptr<TcpEndpoint> endpoint;
+  std::unique_ptr<detail::GroupOps> ops;
+  std::unique_ptr<RootListener> root;  // rank 0 with a fixed address (MSCCLPP_COMM_ID)
+  // abort() may run on another thread while initialize() is in the rendezvous: it sets the flag
+  // and shuts the rendezvous socket down (under the mutex, so never a closed and reused fd).
+  std::mutex mutex;
+  std::atomic<bool> aborted{false};
+  int rendezvousFd = -1;
+
+  detail::GroupOps& checked() const {
+    MSCCLPP_ENFORCE(ops != nullptr, ErrorCode::InvalidUsage, "TcpBootstrap rank %d/%d: initialize() was not called",
+                    rank, nRanks);
+    return *ops;
+  }
+  std::vector<net::SocketAddress> rendezvous(const bootstrap::UniqueIdFields& f);
+};
+
+UniqueId TcpBootstrap::createUniqueId() {
+  std::string commId = params::commId();
+  if (!commId.empty()) return bootstrap::encodeUniqueId(bootstrap::fixedAddressId(commId));
+  net::NetInterface iface = net::chooseDefaultInterface();
+  net::Socket listener = net::Socket::listenOn(iface.address);
+  bootstrap::UniqueIdFields f;
+  f.root = listener.localAddress();
+  f.secret = bootstrap::randomSecret();
+  MSCCLPP_INFO(LogBootstrap, "bootstrap root listening on %s (interface %s)", f.root.toString().c_str(),
+               iface.name.c_str());
+  RootListener::start(std::move(listener), f.secret, params::timeoutSeconds())->detach();
+  return bootstrap::encodeUniqueId(f);
+}
+
+TcpBootstrap::TcpBootstrap(int rank, int nRanks) : pimpl_(std::make_unique<Impl>()) {
+  MSCCLPP_ENFORCE(nRanks > 0 && rank >= 0 && rank < nRanks, ErrorCode::InvalidArgument,
+                  "TcpBootstrap: rank %d is not in [0, nRanks=%d)", rank, nRanks);
+  pimpl_->rank = rank;
+  pimpl_->nRanks = nRanks;
+}
+
+TcpBootstrap::~TcpBootstrap() = default;
+
+std::vector<net::SocketAddress> TcpBootstrap::Impl::rendezvous(const bootstrap::UniqueIdFields& f) {
+  using namespace bootstrap;
+  const std::string who = strFormat("bootstrap rank %d/%d", rank, nRanks);
+  const std::string rootText = "the bootstrap root at " + f.root.toString();
+  // The root's deadline restarts when the first rank arrives, so a rank allows a little more than
+  // the timeout to hear the root's verdict (the missing ranks) rather than timing out blindly.
+  Deadline connectDeadline(timeout);
+  Deadline replyDeadline(timeout > 0 ? timeout * 1.1 + 2.0 : timeout);
+  net::Socket s = net::Socket::connectTo(f.root, connectDeadline, "the bootstrap root", true, &aborted);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (aborted.load()) MSCCLPP_THROW(ErrorCode::Aborted, "%s: the rendezvous was aborted", who.c_str());
+    rendezvousFd = s.fd();
+  }
+  struct ForgetFd {
+    Impl& m;
+    ~ForgetFd() {
+      std::lock_guard<std::mutex> lock(m.mutex);
+      m.rendezvousFd = -1;
+    }
+  } forget{*this};
+  RendezvousHello hello{};
+  std::memcpy(hello.magic, kRendezvousHelloMagic, 8);
+  std::memcpy(hello.secret, f.secret.data(), 16);
+  hello.rank = rank;
+  hello.nRanks = nRanks;
+  endpoint->listenAddress().encode(hello.listenAddress);
+  s.sendAll(&hello, sizeof(hello), connectDeadline, who + ": rendezvous hello to " + rootText);
+  RendezvousReply reply{};
+  const std::string waiting = who + ": waiting for the other ranks at " + rootText;
+  s.recvAll(&reply, sizeof(reply), replyDeadline, waiting);
+  MSCCLPP_ENFORCE(std::memcmp(reply.magic, kRendezvousReplyMagic, 8) == 0, ErrorCode::RemoteError,
+                  "%s: the reply has a bad magic (is %s a bootstrap root of this library?)", waiting.c_str(),
+                  f.root.toString().c_str());
+  if (reply.status != 0) {
+    MSCCLPP_ENFORCE(reply.length <= kMaxRendezvousErrorBytes, ErrorCode::RemoteError,
+                    "%s: error reply of %u bytes is too long", waiting.c_str(), reply.length);
+    std::string text(reply.length, '\0');
+    s.recvAll(text.data(), text.size(), replyDeadline, waiting);
+    ErrorCode code = text.find("did not arrive") != std::string::npos ? ErrorCode::Timeout : ErrorCode::RemoteError;
+    throw Error(code, who + ": rendezvous failed: " + text);
+  }
+  const size_t expect = static_cast<size_t>(nRanks) * net::SocketAddress::kEncodedBytes;
+  MSCCLPP_ENFORCE(reply.length == expect, ErrorCode::RemoteError, "%s: address table of %u bytes, expected %zu",
+                  waiting.c_str(), reply.length, expect);
+  std::vector<uint8_t> table(expect);
+  s.recvAll(table.data(), table.size(), replyDeadline, waiting);
+  std::vector<net::SocketAddress> peers;
+  for (int r = 0; r < nRanks; ++r) {
+    peers.push_back(net::SocketAddress::decode(table.data() + r * net::SocketAddress::kEncodedBytes,
+                                               "rendezvous address table"));
+  }
+  return peers;
+}
+
+void TcpBootstrap::initialize(const UniqueId& uniqueId, double timeoutSec) {
+  Impl& m = *pimpl_;
+  MSCCLPP_ENFORCE(m.ops == nullptr, ErrorCode::InvalidUsage, "TcpBootstrap rank %d/%d: initialize() called twice",
+                  m.rank, m.nRanks);
+  ScopedLogRank logRank(m.rank);
+  bootstrap::UniqueIdFields f = bootstrap::decodeUniqueId(uniqueId);
+  m.timeout = timeoutSec > 0 ? timeoutSec : params::timeoutSeconds();
+  m.id = uniqueId;
+  int64_t maxBytes = params::bootstrapMaxMessageBytes();
+  MSCCLPP_ENFORCE(maxBytes > 0, ErrorCode::InvalidArgument, "MSCCLPP_BOOTSTRAP_MAX_BYTES=%lld must be > 0",
+                  (long long)maxBytes);
+  if ((f.flags & bootstrap::kFlagFixedAddress) && m.rank == 0) {
+    m.root = RootListener::start(net::Socket::listenOn(f.root), f.secret, m.timeout);
+  }
+  // Listen where the root is reachable from: loopback roots keep the job on loopback.
+  net::NetInterface iface = f.root.isLoopback() && params::socketIfname().empty()
+                                ? net::chooseInterface("lo", net::listInterfaces())
+                                : net::chooseDefaultInterface();
+  auto endpoint = std::make_shared<TcpEndpoint>(m.rank, m.nRanks, f.secret, net::Socket::listenOn(iface.address),
+                                                static_cast<size_t>(maxBytes));
+  {
+    std::lock_guard<std::mutex> lock(m.mutex);
+    MSCCLPP_ENFORCE(!m.aborted.load(), ErrorCode::Aborted, "bootstrap rank %d/%d: initialize was aborted", m.rank,
+                    m.nRanks);
+    m.endpoint = endpoint;
+  }
+  try {
+    m.endpoint->setPeerAddresses(m.rendezvous(f));
+  } catch (const Error& e) {
+    std::shared_ptr<TcpEndpoint> gone;
+    {
+      std::lock_guard<std::mutex> lock(m.mutex);
+      gone = std::move(m.endpoint);
+    }
+    if (m.root) m.root->stop();
+    m.root.reset();
+    if (m.aborted.load() && e.code() != ErrorCode::Aborted) {
+      MSCCLPP_THROW(ErrorCode::Aborted, "bootstrap rank %d/%d: initialize was aborted (%s)", m.rank, m.nRanks,
+                    e.what());
+    }
+    throw;
+  }
+  std::vector<int> world(static_cast<size_t>(m.nRanks));
+  for (int r = 0; r < m.nRanks; ++r) world[r] = r;
+  m.ops = std::make_unique<detail::GroupOps>(m.endpoint, 0, std::move(world), m.rank, m.timeout, nullptr);
+  MSCCLPP_INFO(LogBootstrap, "bootstrap rank %d/%d ready, listening on %s", m.rank, m.nRanks,
+               m.endpoint->listenAddress().toString().c_str());
+}
+
+void TcpBootstrap::initialize(const std::string& hostPort, double timeoutSec) {
+  initialize(bootstrap::encodeUniqueId(bootstrap::fixedAddressId(hostPort)), timeoutSec);
+}
+
+UniqueId TcpBootstrap::getUniqueId() const { return pimpl_->id; }
+std::string TcpBootstrap::listenAddress() const {
+  return pimpl_->endpoint ? pimpl_->endpoint->listenAddress().toString() : "";
+}
+
+int TcpBootstrap::getRank() const { return pimpl_->rank; }
+int TcpBootstrap::getNranks() const { return pimpl_->nRanks; }
+void TcpBootstrap::send(const void* data, size_t size, int peer, int tag) {
+  pimpl_->checked().send(data, size, peer, tag);
+}
+std::vector<char> TcpBootstrap::recv(int peer, int tag, size_t maxBytes) {
+  return pimpl_->checked().recv(peer, tag, maxBytes);
+}
+void TcpBootstrap::allGather(void* allData, size_t size) { pimpl_->checked().allGather(allData, size); }
+void TcpBootstrap::broadcast(void* data, size_t size, int root) { pimpl_->checked().broadcast(data, size, root); }
+void TcpBootstrap::barrier() { pimpl_->checked().barrier(); }
+std::shared_ptr<Bootstrap> TcpBootstrap::split(int color, int key) { return pimpl_->checked().split(color, key); }
+std::shared_ptr<Bootstrap> TcpBootstrap::withNamespace(const std::string& name) {
+  return pimpl_->checked().withNamespace(name);
+}
+void TcpBootstrap::abort() {
+  std::shared_ptr<TcpEndpoint> endpoint;
+  {
+    std::lock_guard<std::mutex> lock(pimpl_->mutex);
+    pimpl_->aborted.store(true);
+    if (pimpl_->rendezvousFd >= 0) ::shutdown(pimpl_->rendezvousFd, SHUT_RDWR);
+    endpoint = pimpl_->endpoint;
+  }
+  if (endpoint) endpoint->abort();
+}
+double TcpBootstrap::timeoutSeconds() const {
+  return pimpl_->ops ? pimpl_->ops->timeoutSeconds() : pimpl_->timeout;
+}
+void TcpBootstrap::setTimeout(double seconds) {
+  pimpl_->timeout = seconds;
+  if (pimpl_->ops) pimpl_->ops->setTimeout(seconds);
+}
+
+}  // namespace mscclpp

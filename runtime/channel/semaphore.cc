@@ -1,0 +1,152 @@
+#include "mscclpp/semaphore.hpp"
+
+#include "channel/semaphore_setup.hpp"
+#include "comm/communicator_impl.hpp"
+#include "comm/serial.hpp"
+#include "core/deadline.hpp"
+#include "core/enforce.hpp"
+#include "core/params.hpp"
+
+namespace mscclpp {
+
+namespace detail {
+
+namespace {
+constexpr uint32_t kSemaphoreMagic = 0x4d45534d;  // "MSEM"
+constexpr size_t kMaxSemaphoreMessage = 64 << 10;
+
+TransportFlags counterTransport(const Connection& c, SemaphoreKind kind, const std::string& who) {
+  Transport t = c.transport();
+  if (kind == SemaphoreKind::MemoryDevice2Device) {
+    MSCCLPP_ENFORCE(t == Transport::HostShm || t == Transport::CudaIpc, ErrorCode::InvalidArgument,
+                    "%s: a memory-channel semaphore needs a SHM or IPC connection (the peer writes our counter "
+                    "through a mapping)",
+                    who.c_str());
+  }
+  return TransportFlags(t);
+}
+}  // namespace
+
+const char* semaphoreKindName(SemaphoreKind kind) {
+  switch (kind) {
+    case SemaphoreKind::Host2Device: return "Host2DeviceSemaphore";
+    case SemaphoreKind::Host2Host: return "Host2HostSemaphore";
+    case SemaphoreKind::MemoryDevice2Device: return "MemoryDevice2DeviceSemaphore";
+  }
+  return "semaphore";
+}
+
+std::shared_ptr<SemaphoreCounters> setupSemaphore(Communicator& comm, const std::shared_ptr<Connection>& connection,
+                                                  SemaphoreKind kind) {
+  MSCCLPP_ENFORCE(connection != nullptr, ErrorCode::InvalidArgument, "%s: null connection", semaphoreKindName(kind));
+  Communicator::Impl& m = comm.impl();
+  m.checkAlive(semaphoreKindName(kind));
+  auto s = std::make_shared<SemaphoreCounters>();
+  s->who = std::string(semaphoreKindName(kind)) + " " + connection->describe();
+  TransportFlags transports = counterTransport(*connection, kind, s->who);
+  int tag = m.tagOf(*connection);
+  int peer = connection->remoteRank();
+  auto pool = m.counters();
+  s->inbound = pool->allocate();
+  s->expected = pool->allocate();
+  s->localInbound = comm.registerMemory(s->inbound.get(), sizeof(uint64_t), transports);
+  double timeout = params::timeoutSeconds();
+  s->timeoutNs = timeout > 0 ? static_cast<uint64_t>(timeout * 1e9) : kNoDeadline;
+
+  comm::ByteWriter w;
+  w.put(kSemaphoreMagic);
+  w.put(static_cast<uint8_t>(kind));
+  std::vector<char> mem = s->localInbound.serialize();
+  w.putBytes(mem.data(), mem.size());
+  m.semaphoreBootstrap->send(w.bytes(), peer, tag);
+  std::vector<char> got = m.semaphoreBootstrap->recv(peer, tag, kMaxSemaphoreMessage);
+  comm::ByteReader r(got, s->who.c_str());
+  MSCCLPP_ENFORCE(r.get<uint32_t>("magic") == kSemaphoreMagic, ErrorCode::RemoteError,
+                  "%s: the peer's message is not a semaphore", s->who.c_str());
+  uint8_t peerKind = r.get<uint8_t>("kind");
+  MSCCLPP_ENFORCE(peerKind == static_cast<uint8_t>(kind), ErrorCode::InvalidArgument,
+                  "%s: rank %d built a %s on this connection: both sides must build the same kind, in the same order",
+                  s->who.c_str(), peer, semaphoreKindName(static_cast<SemaphoreKind>(peerKind)));
+  std::vector<char> rest(got.begin() + 5, got.end());
+  s->remoteInbound = RegisteredMemory::deserialize(rest);
+  if (kind == SemaphoreKind::MemoryDevice2Device) {
+    MSCCLPP_ENFORCE(s->remoteInbound.data() != nullptr, ErrorCode::InternalError,
+                    "%s: the peer's counter is not mapped here", s->who.c_str());
+  }
+  return s;
+}
+
+}  // namespace detail
+
+// ---- Host2DeviceSemaphore -------------------------------------------------------------------
+
+Host2DeviceSemaphore::Host2DeviceSemaphore(Communicator& communicator, std::shared_ptr<Connection> connection)
+    : connection_(connection),
+      counters_(detail::setupSemaphore(communicator, connection, detail::SemaphoreKind::Host2Device)) {}
+
+Host2DeviceSemaphore::~Host2DeviceSemaphore() = default;
+
+void Host2DeviceSemaphore::signal() {
+  detail::SemaphoreCounters& c = *counters_;
+  connection_->updateAndSync(c.remoteInbound, 0, &c.outbound, c.outbound + 1);
+}
+
+Host2DeviceSemaphore::DeviceHandle Host2DeviceSemaphore::deviceHandle() const {
+  DeviceHandle h{};
+  h.inboundCounter = counters_->inbound.get();
+  h.expectedInboundCounter = counters_->expected.get();
+  h.timeoutNs = counters_->timeoutNs;
+  return h;
+}
+
+// ---- Host2HostSemaphore ---------------------------------------------------------------------
+
+Host2HostSemaphore::Host2HostSemaphore(Communicator& communicator, std::shared_ptr<Connection> connection)
+    : connection_(connection),
+      counters_(detail::setupSemaphore(communicator, connection, detail::SemaphoreKind::Host2Host)) {
+  MSCCLPP_ENFORCE(communicator.device() < 0, ErrorCode::InvalidArgument,
+                  "%s: host-to-host semaphores need host counters (a communicator without a device)",
+                  counters_->who.c_str());
+}
+
+Host2HostSemaphore::~Host2HostSemaphore() = default;
+
+void Host2HostSemaphore::signal() {
+  detail::SemaphoreCounters& c = *counters_;
+  connection_->updateAndSync(c.remoteInbound, 0, &c.outbound, c.outbound + 1);
+  connection_->flush();
+}
+
+bool Host2HostSemaphore::poll() {
+  uint64_t next = *counters_->expected + 1;
+  // Acquire: pairs with the release that published the counter (after the peer's writes).
+  if (__atomic_load_n(counters_->inbound.get(), __ATOMIC_ACQUIRE) < next) return false;
+  *counters_->expected = next;
+  return true;
+}
+
+void Host2HostSemaphore::wait(double timeoutSeconds) {
+  Deadline deadline(timeoutSeconds < 0 ? params::timeoutSeconds() : timeoutSeconds);
+  waitUntil([this] { return poll(); }, deadline, counters_->who + ": wait for signal #" +
+                                                      std::to_string(*counters_->expected + 1));
+}
+
+// ---- MemoryDevice2DeviceSemaphore -----------------------------------------------------------
+
+MemoryDevice2DeviceSemaphore::MemoryDevice2DeviceSemaphore(Communicator& communicator,
+                                                           std::shared_ptr<Connection> connection)
+    : connection_(connection),
+      counters_(detail::setupSemaphore(communicator, connection, detail::SemaphoreKind::MemoryDevice2Device)) {}
+
+MemoryDevice2DeviceSemaphore::~MemoryDevice2DeviceSemaphore() = default;
+
+MemoryDevice2DeviceSemaphore::DeviceHandle MemoryDevice2DeviceSemaphore::deviceHandle() const {
+  DeviceHandle h{};
+  h.inboundCounter = counters_->inbound.get();
+  h.outboundCounter = static_cast<uint64_t*>(counters_->remoteInbound.data());
+  h.expectedInboundCounter = counters_->expected.get();
+  h.timeoutNs = counters_->timeoutNs;
+  return h;
+}
+
+}  // namespace mscclpp

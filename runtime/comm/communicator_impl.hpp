@@ -1,0 +1,69 @@
+// The state behind Communicator (see mscclpp/communicator.hpp). Shared with the channel layer,
+// which allocates semaphore counters through it.
+#ifndef MSCCLPP_COMM_COMMUNICATOR_IMPL_HPP_
+#define MSCCLPP_COMM_COMMUNICATOR_IMPL_HPP_
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "comm/counter_pool.hpp"
+#include "comm/ordered_receiver.hpp"
+#include "mscclpp/communicator.hpp"
+
+namespace mscclpp {
+
+namespace transport::tcp {
+class Engine;
+}
+namespace transport::ib_verbs {
+class Device;
+}
+
+struct Communicator::Impl {
+  std::shared_ptr<Bootstrap> userBootstrap;  // what the user gave (split() splits it)
+  std::shared_ptr<Bootstrap> bootstrap;      // our own namespace of it: never mixes with user tags
+  std::shared_ptr<Bootstrap> semaphoreBootstrap;  // semaphore exchanges (channel layer)
+  int rank = 0;
+  int size = 0;
+  int device = kHostDevice;
+  std::string hostId;
+  uint64_t hostHash = 0;
+  std::vector<std::string> hostIds;
+  std::vector<int> localRanks;
+  int localRank = 0;
+  double timeoutSeconds = 0;
+
+  std::mutex mutex;  // guards everything below
+  std::shared_ptr<transport::tcp::Engine> tcpEngine;
+  std::shared_ptr<transport::ib_verbs::Device> ibDevices[8];
+  std::map<std::tuple<uintptr_t, size_t, uint32_t>, std::weak_ptr<RegisteredMemory::Impl>> registrations;
+  std::map<std::pair<int, int>, std::shared_ptr<comm::OrderedReceiver>> receivers;
+  uint64_t registrationCount = 0;  // new registrations made (tests: cache hits make none)
+  std::shared_ptr<comm::CounterPool> counterPool;
+  std::map<const Connection*, int> connectionTags;  // the tag each connection was made with
+
+  std::atomic<bool> aborted{false};
+  mutable std::mutex errorMutex;
+  bool hasError = false;
+  ErrorCode errorCode = ErrorCode::InternalError;
+  std::string errorMessage;
+
+  std::shared_ptr<transport::tcp::Engine> engine();
+  std::shared_ptr<transport::ib_verbs::Device> ibDevice(int index);
+  std::shared_ptr<comm::OrderedReceiver> receiver(int peer, int tag);
+  std::shared_ptr<comm::CounterPool> counters();
+  // The tag `connection` was created with on this communicator (semaphores exchange on it).
+  int tagOf(const Connection& connection);
+  void checkPeer(int peer, const char* op) const;
+  void checkAlive(const char* op) const;
+  std::string who() const;  // "communicator rank 2/8"
+};
+
+}  // namespace mscclpp
+
+#endif  // MSCCLPP_COMM_COMMUNICATOR_IMPL_HPP_

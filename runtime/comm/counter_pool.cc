@@ -1,0 +1,81 @@
+#include "comm/counter_pool.hpp"
+
+#include "core/enforce.hpp"
+#include "mscclpp/memory.hpp"
+#include "mscclpp_config.h"
+
+#if MSCCLPP_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace mscclpp::comm {
+
+struct CounterPool::Block {
+  std::shared_ptr<void> memory;
+  std::vector<bool> used = std::vector<bool>(kBlockBytes / kSlotBytes, false);
+  char* base() const { return static_cast<char*>(memory.get()); }
+};
+
+namespace {
+
+std::shared_ptr<void> allocateBlock(int device) {
+  if (device < 0) return allocSharedHostBytes(CounterPool::kBlockBytes);
+#if MSCCLPP_HAVE_CUDA
+  void* p = nullptr;
+  cudaError_t e = cudaSetDevice(device);
+  if (e == cudaSuccess) e = cudaMalloc(&p, CounterPool::kBlockBytes);
+  if (e == cudaSuccess) e = cudaMemset(p, 0, CounterPool::kBlockBytes);
+  MSCCLPP_ENFORCE(e == cudaSuccess, ErrorCode::CudaError, "semaphore counters: cudaMalloc of %zu bytes on device %d: %s",
+                  CounterPool::kBlockBytes, device, cudaGetErrorString(e));
+  return std::shared_ptr<void>(p, [](void* q) { cudaFree(q); });
+#else
+  MSCCLPP_THROW(ErrorCode::NotSupported, "semaphore counters on CUDA device %d: this build has no CUDA support", device);
+#endif
+}
+
+void zeroSlot(int device, void* p) {
+  if (device < 0) {
+    __atomic_store_n(static_cast<uint64_t*>(p), 0, __ATOMIC_RELAXED);
+    return;
+  }
+#if MSCCLPP_HAVE_CUDA
+  cudaMemset(p, 0, sizeof(uint64_t));
+#endif
+}
+
+}  // namespace
+
+std::shared_ptr<uint64_t> CounterPool::allocate() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::shared_ptr<Block> block;
+  size_t slot = 0;
+  for (auto& b : blocks_) {
+    for (size_t i = 0; i < b->used.size(); ++i) {
+      if (!b->used[i]) {
+        block = b;
+        slot = i;
+        break;
+      }
+    }
+    if (block) break;
+  }
+  if (!block) {
+    block = std::make_shared<Block>();
+    block->memory = allocateBlock(device_);
+    blocks_.push_back(block);
+  }
+  block->used[slot] = true;
+  uint64_t* p = reinterpret_cast<uint64_t*>(block->base() + slot * kSlotBytes);
+  std::weak_ptr<CounterPool> pool = weak_from_this();
+  return std::shared_ptr<uint64_t>(p, [pool, block, slot](uint64_t*) {
+    if (auto self = pool.lock()) self->release(block, slot);
+  });
+}
+
+void CounterPool::release(const std::shared_ptr<Block>& block, size_t slot) {
+  zeroSlot(device_, block->base() + slot * kSlotBytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  block->used[slot] = false;
+}
+
+}  // namespace mscclpp::comm

@@ -1,0 +1,99 @@
+// Channels, host side: objects that own (or share) what a channel needs and produce the trivially
+// copyable device handles of memory_channel_device.hpp, port_channel_device.hpp and
+// switch_channel_device.hpp.
+//
+// Ownership: a channel keeps its semaphore, memories and (for switch channels) the member pointer
+// array alive; the device handle is a view valid while the channel object (or a copy) lives.
+// Thread-safety: channels are immutable after construction; deviceHandle() may be called anywhere.
+#ifndef MSCCLPP_CHANNEL_HPP_
+#define MSCCLPP_CHANNEL_HPP_
+
+#include <memory>
+#include <vector>
+
+#include "mscclpp/communicator.hpp"
+#include "mscclpp/memory_channel_device.hpp"
+#include "mscclpp/port_channel_device.hpp"
+#include "mscclpp/proxy.hpp"
+#include "mscclpp/semaphore.hpp"
+#include "mscclpp/switch_channel_device.hpp"
+
+namespace mscclpp {
+
+// Direct access to one peer's memory (seed 003's SmChannel).
+class MemoryChannel {
+ public:
+  using DeviceHandle = MemoryChannelDeviceHandle;
+
+  MemoryChannel() = default;
+  // dst: the peer's memory, imported and mapped here (SHM or IPC); src: our buffer; packetBuffer:
+  // where the peer's putPackets land in our memory (nullptr when unused).
+  MemoryChannel(std::shared_ptr<MemoryDevice2DeviceSemaphore> semaphore, RegisteredMemory dst, void* src,
+                void* packetBuffer = nullptr);
+
+  DeviceHandle deviceHandle() const;
+  const RegisteredMemory& dst() const { return dst_; }
+
+ private:
+  std::shared_ptr<MemoryDevice2DeviceSemaphore> semaphore_;
+  RegisteredMemory dst_;
+  void* src_ = nullptr;
+  void* packetBuffer_ = nullptr;
+};
+using SmChannel = MemoryChannel;
+
+// A port channel without default memories: every put names its memory ids.
+class BasePortChannel {
+ public:
+  BasePortChannel() = default;
+  BasePortChannel(SemaphoreId id, std::shared_ptr<Host2DeviceSemaphore> semaphore, FifoDeviceHandle fifo);
+  PortChannelDeviceHandle deviceHandle() const;
+
+ protected:
+  SemaphoreId id_ = 0;
+  std::shared_ptr<Host2DeviceSemaphore> semaphore_;
+  FifoDeviceHandle fifo_{};
+};
+
+// Requests to the proxy (seed 003's ProxyChannel), with default destination and source memories.
+class PortChannel : public BasePortChannel {
+ public:
+  using DeviceHandle = PortChannelDeviceHandle;
+
+  PortChannel() = default;
+  PortChannel(SemaphoreId id, std::shared_ptr<Host2DeviceSemaphore> semaphore, FifoDeviceHandle fifo, MemoryId dst,
+              MemoryId src);
+  DeviceHandle deviceHandle() const;
+
+ private:
+  MemoryId dst_ = 0;
+  MemoryId src_ = 0;
+};
+using ProxyChannel = PortChannel;
+
+// One buffer per member of a group, bound together (NVLS on sm_90 GPUs; emulated with the members'
+// buffers on the CPU backend). Collective over `ranks` (every member calls it with the same list,
+// the same size and the same tag).
+class SwitchChannel {
+ public:
+  using DeviceHandle = SwitchChannelDeviceHandle;
+
+  SwitchChannel() = default;
+  // buffer: ours, bytes long. CPU backend: from allocSharedHost; GPU: device memory (CUDA IPC), and
+  // the multicast binding when the device supports it.
+  static SwitchChannel create(Communicator& communicator, const std::vector<int>& ranks, void* buffer, size_t bytes,
+                              int tag);
+
+  DeviceHandle deviceHandle() const;
+  // Whether the handle carries a multicast address (NVLS) or only the members' buffers.
+  bool hasMulticast() const;
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace mscclpp
+
+#endif  // MSCCLPP_CHANNEL_HPP_

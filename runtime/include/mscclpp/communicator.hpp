@@ -1,0 +1,102 @@
+// The communicator: a group of ranks over a Bootstrap, with host identity (who shares this host),
+// the device, memory registration and connections.
+//
+// Construction is collective (every rank of the bootstrap constructs one): the ranks exchange
+// their host identities (host name + /proc/sys/kernel/random/boot_id, or MSCCLPP_HOSTID), which
+// gives localRank / nRanksPerNode / isSameHost.
+//
+// Setup pattern (as MSCCL++; futures let every rank post all its sends before waiting, so the
+// order in which ranks set up their peers cannot deadlock):
+//   auto conn = comm.connect(peer, tag, Transport::Tcp);      // sends our endpoint now
+//   comm.sendMemory(mem, peer, tag);
+//   auto remote = comm.recvMemory(peer, tag);
+//   conn.get(); remote.get();                                // receives, in posting order
+// connect/sendMemory/recvMemory with the same (peer, tag) are matched in call order on both
+// sides; get() on a later future first completes the earlier ones of that (peer, tag).
+//
+// Thread-safety: rank/size/identity queries, registerMemory, asyncError and abort may be called
+// from any thread. Setup calls (connect, send/recvMemory, split) use the bootstrap: concurrent setup
+// from several threads must use different tags (split must not run concurrently with itself).
+// Ownership: shared; connections and registered memories keep what they need alive, so they may
+// outlive the communicator object.
+#ifndef MSCCLPP_COMMUNICATOR_HPP_
+#define MSCCLPP_COMMUNICATOR_HPP_
+
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mscclpp/bootstrap.hpp"
+#include "mscclpp/connection.hpp"
+#include "mscclpp/errors.hpp"
+#include "mscclpp/memory.hpp"
+
+namespace mscclpp {
+
+// Device selection for a communicator.
+constexpr int kDeviceAuto = -2;  // the current CUDA device when one is visible and MSCCLPP_BACKEND != cpu
+constexpr int kHostDevice = -1;  // no GPU: host memory, the CPU backend
+
+class Communicator {
+ public:
+  explicit Communicator(std::shared_ptr<Bootstrap> bootstrap, int device = kDeviceAuto);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  std::shared_ptr<Bootstrap> bootstrap() const;
+  int rank() const;
+  int size() const;
+  // Position among the ranks of this host (in rank order) and how many share the host.
+  int localRank() const;
+  int nRanksPerNode() const;
+  const std::string& hostId() const;
+  const std::string& hostIdOf(int rank) const;
+  bool isSameHost(int peer) const;
+  // The ranks on this host (this one included), in rank order.
+  const std::vector<int>& localRanks() const;
+  // CUDA device ordinal, or kHostDevice (-1).
+  int device() const;
+
+  // Collective over all ranks (ncclCommSplit): same color -> one new communicator, ranks ordered by
+  // key then by rank here; color < 0 returns nullptr. The new bootstrap reuses this one's
+  // connections (tag namespaces, no new sockets). Same device.
+  std::shared_ptr<Communicator> split(int color, int key);
+
+  // Registers [ptr, ptr+size) for the given transports. Repeated registration of the same buffer
+  // with the same transports returns the same registration while one is alive (no new IB memory
+  // region, shm lookup, TCP key or IPC handle). HostShm needs memory from allocSharedHost; CudaIpc
+  // needs CUDA device memory; TCP and IB accept host memory (and device memory with a GPU).
+  RegisteredMemory registerMemory(void* ptr, size_t size, TransportFlags transports);
+
+  void sendMemory(const RegisteredMemory& memory, int remoteRank, int tag);
+  std::shared_future<RegisteredMemory> recvMemory(int remoteRank, int tag);
+
+  // Starts a connection to remoteRank over transport; remoteRank calls connect(rank(), tag, same
+  // transport) too. HostShm and CudaIpc need the peer on this host; TCP works anywhere; IB needs a
+  // device. A mismatch (other transport, other host) fails get() with an error naming both sides.
+  std::shared_future<std::shared_ptr<Connection>> connect(int remoteRank, int tag, Transport transport);
+
+  // Records an error that happened outside a call (proxy thread, transport threads): the first one
+  // is kept. Cheap and thread-safe, for ncclCommGetAsyncError-style polling.
+  void setAsyncError(ErrorCode code, const std::string& message);
+  // True (and the first error) when one was recorded.
+  bool asyncError(ErrorCode* code, std::string* message) const;
+
+  // Returns promptly whatever the peers do: aborts the bootstrap (blocked calls throw Aborted),
+  // closes the transports' sockets and stops their threads. The communicator is unusable after.
+  void abort();
+  bool aborted() const;
+
+  // Internal (runtime/comm/communicator_impl.hpp): the runtime's own layers reach the state here.
+  struct Impl;
+  Impl& impl() const { return *pimpl_; }
+
+ private:
+  std::shared_ptr<Impl> pimpl_;
+};
+
+}  // namespace mscclpp
+
+#endif  // MSCCLPP_COMMUNICATOR_HPP_

@@ -1,0 +1,140 @@
+// Transports, registered memory and shared host memory.
+//
+// A RegisteredMemory describes a buffer and how peers may reach it: per transport, what a peer
+// needs (a shared-memory segment name and offset, a CUDA IPC handle of the allocation base and the
+// offset, an InfiniBand rkey, a TCP memory key). It is created by Communicator::registerMemory on
+// the owner, serialised, sent (Communicator::sendMemory or any channel), and deserialised by the
+// peer, which maps it where it can (same host: shared memory or CUDA IPC).
+//
+// Ownership: a RegisteredMemory never owns the buffer it describes; the buffer must outlive every
+// copy of it (local and imported). Copies share one registration (cheap to copy). Imported
+// mappings are cached per process and per peer allocation: importing the same allocation twice
+// maps it once. Thread-safety: RegisteredMemory objects are immutable; any thread may use them.
+#ifndef MSCCLPP_MEMORY_HPP_
+#define MSCCLPP_MEMORY_HPP_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mscclpp {
+
+// MSCCL++'s transport names, plus HostShm (same-host shared memory for the CPU backend).
+// Ethernet is the TCP transport (alias Transport::Tcp).
+enum class Transport : uint8_t {
+  Unknown = 0,
+  CudaIpc,
+  Nvls,
+  IB0,
+  IB1,
+  IB2,
+  IB3,
+  IB4,
+  IB5,
+  IB6,
+  IB7,
+  Ethernet,
+  HostShm,
+  NumTransports,
+  Tcp = Ethernet,
+};
+
+// "IPC", "NVLS", "IB0".."IB7", "TCP", "SHM", "UNK".
+const char* transportName(Transport t);
+bool isIbTransport(Transport t);
+// The IB device index of IB0..IB7 (0..7).
+int ibDeviceIndex(Transport t);
+
+class TransportFlags {
+ public:
+  constexpr TransportFlags() : bits_(0) {}
+  constexpr TransportFlags(Transport t) : bits_(1u << static_cast<unsigned>(t)) {}
+  static constexpr TransportFlags fromBits(uint32_t bits) { return TransportFlags(bits, 0); }
+
+  constexpr bool has(Transport t) const { return (bits_ >> static_cast<unsigned>(t)) & 1u; }
+  constexpr bool none() const { return bits_ == 0; }
+  constexpr bool any() const { return bits_ != 0; }
+  int count() const { return __builtin_popcount(bits_); }
+  constexpr uint32_t bits() const { return bits_; }
+  // "SHM|TCP".
+  std::string toString() const;
+
+  constexpr TransportFlags operator|(TransportFlags o) const { return TransportFlags(bits_ | o.bits_, 0); }
+  constexpr TransportFlags operator&(TransportFlags o) const { return TransportFlags(bits_ & o.bits_, 0); }
+  constexpr TransportFlags operator^(TransportFlags o) const { return TransportFlags(bits_ ^ o.bits_, 0); }
+  TransportFlags& operator|=(TransportFlags o) {
+    bits_ |= o.bits_;
+    return *this;
+  }
+  constexpr bool operator==(TransportFlags o) const { return bits_ == o.bits_; }
+  constexpr bool operator!=(TransportFlags o) const { return bits_ != o.bits_; }
+
+ private:
+  constexpr TransportFlags(uint32_t bits, int) : bits_(bits) {}
+  uint32_t bits_;
+};
+
+constexpr TransportFlags operator|(Transport a, Transport b) { return TransportFlags(a) | TransportFlags(b); }
+
+constexpr TransportFlags AllIBTransports = Transport::IB0 | Transport::IB1 | Transport::IB2 | Transport::IB3 |
+                                           Transport::IB4 | Transport::IB5 | Transport::IB6 | Transport::IB7;
+
+class RegisteredMemory {
+ public:
+  struct Impl;  // internal (runtime/comm/registered_memory_impl.hpp)
+
+  RegisteredMemory() = default;
+  explicit RegisteredMemory(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+  bool valid() const { return impl_ != nullptr; }
+  // The buffer's address in this process: the original pointer on the owner, the mapping on a
+  // same-host importer (shared memory, CUDA IPC), nullptr where it is not mapped (another host:
+  // reach it through a connection).
+  void* data() const;
+  // The owner's address (for diagnostics; meaningless in another process).
+  void* originalDataPtr() const;
+  size_t size() const;
+  TransportFlags transports() const;
+  // The rank that registered it (in the communicator it was registered with).
+  int rank() const;
+  // True on the process and communicator that registered it.
+  bool isLocal() const;
+  // True when the buffer is CUDA device memory.
+  bool isDeviceMemory() const;
+
+  // A self-describing byte string (versioned, bounds-checked on the way back in).
+  std::vector<char> serialize() const;
+  // Imports a serialised registration: maps it when it lives on this host and a mappable transport
+  // (HostShm, CudaIpc) is among its transports. Throws Error(InvalidArgument) naming the field for
+  // malformed bytes, and a precise error when a mapping fails.
+  static RegisteredMemory deserialize(const std::vector<char>& data);
+
+  const std::shared_ptr<Impl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+// Shared host memory: zeroed, page-aligned memory that same-host processes can map after
+// registerMemory(ptr, bytes, Transport::HostShm) + send + deserialize. Backed by memfd (peers open
+// it through /proc/<pid>/fd, so nothing is left behind even after a crash) or, with
+// MSCCLPP_HOST_SHM=posix, by a POSIX shm name unlinked when the memory is freed (or earlier with
+// unlinkSharedHostName). The memory is unmapped when the last shared_ptr goes; peers' mappings
+// keep the pages alive until they unmap too.
+// Thread-safety: allocation and lookup may be called from any thread.
+std::shared_ptr<void> allocSharedHostBytes(size_t bytes);
+template <class T = char>
+std::shared_ptr<T> allocSharedHost(size_t count) {
+  return std::static_pointer_cast<T>(allocSharedHostBytes(count * sizeof(T)));
+}
+// True when [ptr, ptr+bytes) lies in one live shared host allocation.
+bool isSharedHost(const void* ptr, size_t bytes = 1);
+// POSIX mode: removes the allocation's name now (call once every peer imported it, e.g. after a
+// barrier); later imports fail. No effect for memfd-backed memory. Returns whether a name was removed.
+bool unlinkSharedHostName(const void* ptr);
+
+}  // namespace mscclpp
+
+#endif  // MSCCLPP_MEMORY_HPP_

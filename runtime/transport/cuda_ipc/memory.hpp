@@ -1,0 +1,25 @@
+// CUDA IPC export/import of device memory. A registration exports the IPC handle of the
+// allocation's base (found with cuMemGetAddressRange) plus the offset of the registered range, so
+// sub-ranges of one cudaMalloc share one handle; importers open each peer allocation once per
+// process (cudaIpcOpenMemHandle refuses a second open) and keep it open while any registration
+// uses it. Compiled in every build; without CUDA the functions throw NotSupported.
+// Thread-safety: all functions may be called from any thread.
+#ifndef MSCCLPP_TRANSPORT_CUDA_IPC_MEMORY_HPP_
+#define MSCCLPP_TRANSPORT_CUDA_IPC_MEMORY_HPP_
+
+#include <memory>
+#include <string>
+
+#include "comm/registered_memory_impl.hpp"
+
+namespace mscclpp::transport::cuda_ipc {
+
+// Whether this build can use CUDA IPC at all (a CUDA build; a device is checked at use).
+bool compiledIn();
+
+void exportRange(const void* ptr, size_t bytes, CudaIpcExport* out);
+std::shared_ptr<void> importRange(const CudaIpcExport& e, size_t bytes, void** data, const std::string& what);
+
+}  // namespace mscclpp::transport::cuda_ipc
+
+#endif  // MSCCLPP_TRANSPORT_CUDA_IPC_MEMORY_HPP_

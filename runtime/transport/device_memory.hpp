@@ -1,0 +1,23 @@
+// The few CUDA calls host-side transports need to touch device memory (TCP writes into a GPU
+// buffer, the proxy's staging copies). Without a CUDA build they report "not device memory" and
+// the copies throw NotSupported.
+#ifndef MSCCLPP_TRANSPORT_DEVICE_MEMORY_HPP_
+#define MSCCLPP_TRANSPORT_DEVICE_MEMORY_HPP_
+
+#include <cstddef>
+
+namespace mscclpp::transport {
+
+// True when ptr is CUDA device memory (not host or managed memory). Never throws.
+bool isDevicePointer(const void* ptr);
+// Synchronous copies; errors name `what`.
+void copyHostToDevice(void* dst, const void* src, size_t bytes, const char* what);
+void copyDeviceToHost(void* dst, const void* src, size_t bytes, const char* what);
+// The number of visible CUDA devices (0 without CUDA or without a device; never throws).
+int cudaDeviceCount();
+// The current CUDA device (-1 without one).
+int currentCudaDevice();
+
+}  // namespace mscclpp::transport
+
+#endif  // MSCCLPP_TRANSPORT_DEVICE_MEMORY_HPP_

@@ -1,0 +1,299 @@
+#include "transport/host_shm/memory.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "bootstrap/unique_id.hpp"
+#include "core/enforce.hpp"
+#include "core/logger.hpp"
+#include "core/params.hpp"
+
+namespace mscclpp::transport::host_shm {
+
+namespace {
+
+struct Allocation {
+  size_t size;
+  std::string name;  // exported name
+  int fd;            // memfd kept open for peers; -1 for POSIX
+  std::string posixName;
+  bool unlinked;
+};
+
+struct AllocationTable {
+  std::mutex mutex;
+  std::map<uintptr_t, Allocation> byBase;
+};
+
+AllocationTable& allocations() {
+  static AllocationTable* t = new AllocationTable();  // never destroyed: deleters may run at exit
+  return *t;
+}
+
+struct Mapping {
+  void* base = nullptr;
+  size_t size = 0;
+  ~Mapping() {
+    if (base) ::munmap(base, size);
+  }
+};
+
+struct ImportCache {
+  std::mutex mutex;
+  std::map<std::string, std::weak_ptr<Mapping>> byName;
+};
+
+ImportCache& imports() {
+  static ImportCache* c = new ImportCache();
+  return *c;
+}
+
+size_t pageRound(size_t bytes) {
+  size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
+
+void* mapFd(int fd, size_t size, const std::string& what) {
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) throw SystemError(what + ": mmap of " + std::to_string(size) + " bytes", errno);
+  return p;
+}
+
+std::shared_ptr<void> allocateMemfd(size_t size, int* errOut) {
+  int fd = ::memfd_create("mscclpp-shared-host", MFD_CLOEXEC);
+  if (fd < 0) {
+    *errOut = errno;
+    return nullptr;
+  }
+  if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    int e = errno;
+    ::close(fd);
+    throw SystemError("allocSharedHost: ftruncate of a memfd to " + std::to_string(size) + " bytes", e);
+  }
+  void* base;
+  try {
+    base = mapFd(fd, size, "allocSharedHost");
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  struct stat st {};
+  ::fstat(fd, &st);
+  Allocation a{size, strFormat("memfd:%d:%d:%llu", int(getpid()), fd, (unsigned long long)st.st_ino), fd, "", true};
+  {
+    std::lock_guard<std::mutex> lock(allocations().mutex);
+    allocations().byBase[reinterpret_cast<uintptr_t>(base)] = a;
+  }
+  return std::shared_ptr<void>(base, [size](void* p) {
+    Allocation gone;
+    {
+      std::lock_guard<std::mutex> lock(allocations().mutex);
+      auto it = allocations().byBase.find(reinterpret_cast<uintptr_t>(p));
+      if (it != allocations().byBase.end()) {
+        gone = it->second;
+        allocations().byBase.erase(it);
+      }
+    }
+    ::munmap(p, size);
+    if (gone.fd >= 0) ::close(gone.fd);
+  });
+}
+
+std::shared_ptr<void> allocatePosix(size_t size) {
+  static std::atomic<uint64_t> counter{0};
+  auto rnd = bootstrap::randomSecret();
+  uint32_t tag;
+  std::memcpy(&tag, rnd.data(), sizeof(tag));
+  std::string name = strFormat("/mscclpp.%d.%llu.%08x", int(getpid()), (unsigned long long)counter.fetch_add(1), tag);
+  int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) throw SystemError("allocSharedHost: shm_open(" + name + ")", errno);
+  void* base = nullptr;
+  if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    int e = errno;
+    ::close(fd);
+    ::shm_unlink(name.c_str());
+    throw SystemError("allocSharedHost: ftruncate of " + name + " to " + std::to_string(size) + " bytes", e);
+  }
+  try {
+    base = mapFd(fd, size, "allocSharedHost");
+  } catch (...) {
+    ::close(fd);
+    ::shm_unlink(name.c_str());
+    throw;
+  }
+  ::close(fd);  // peers open the name
+  {
+    std::lock_guard<std::mutex> lock(allocations().mutex);
+    allocations().byBase[reinterpret_cast<uintptr_t>(base)] = Allocation{size, "posix:" + name, -1, name, false};
+  }
+  return std::shared_ptr<void>(base, [size](void* p) {
+    Allocation gone{0, "", -1, "", true};
+    {
+      std::lock_guard<std::mutex> lock(allocations().mutex);
+      auto it = allocations().byBase.find(reinterpret_cast<uintptr_t>(p));
+      if (it != allocations().byBase.end()) {
+        gone = it->second;
+        allocations().byBase.erase(it);
+      }
+    }
+    ::munmap(p, size);
+    if (!gone.unlinked && !gone.posixName.empty()) ::shm_unlink(gone.posixName.c_str());
+  });
+}
+
+// The live allocation containing [ptr, ptr+bytes); caller holds the table lock.
+const std::pair<const uintptr_t, Allocation>* findLocked(const void* ptr, size_t bytes) {
+  auto& table = allocations().byBase;
+  uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+  auto it = table.upper_bound(p);
+  if (it == table.begin()) return nullptr;
+  --it;
+  if (p < it->first || p + bytes > it->first + it->second.size || p + bytes < p) return nullptr;
+  return &*it;
+}
+
+}  // namespace
+
+std::shared_ptr<void> allocate(size_t bytes) {
+  MSCCLPP_ENFORCE(bytes > 0, ErrorCode::InvalidArgument, "allocSharedHost: 0 bytes requested");
+  size_t size = pageRound(bytes);
+  std::string mode = params::hostShmMode();
+  if (mode != "posix") {
+    int err = 0;
+    auto p = allocateMemfd(size, &err);
+    if (p) return p;
+    MSCCLPP_ENFORCE(mode != "memfd", ErrorCode::SystemError, "allocSharedHost: memfd_create failed: %s (MSCCLPP_HOST_SHM=memfd)",
+                    std::strerror(err));
+    MSCCLPP_INFO(LogTransport, "allocSharedHost: memfd_create failed (%s); using POSIX shared memory",
+                 std::strerror(err));
+  }
+  return allocatePosix(size);
+}
+
+bool isShared(const void* ptr, size_t bytes) {
+  std::lock_guard<std::mutex> lock(allocations().mutex);
+  return findLocked(ptr, bytes) != nullptr;
+}
+
+bool unlinkName(const void* ptr) {
+  std::string name;
+  {
+    std::lock_guard<std::mutex> lock(allocations().mutex);
+    auto* found = findLocked(ptr, 1);
+    if (found == nullptr) return false;
+    Allocation& a = const_cast<Allocation&>(found->second);
+    if (a.unlinked || a.posixName.empty()) return false;
+    a.unlinked = true;
+    name = a.posixName;
+  }
+  return ::shm_unlink(name.c_str()) == 0;
+}
+
+bool exportRange(const void* ptr, size_t bytes, HostShmExport* out) {
+  std::lock_guard<std::mutex> lock(allocations().mutex);
+  auto* found = findLocked(ptr, bytes);
+  if (found == nullptr) return false;
+  out->segmentName = found->second.name;
+  out->segmentSize = found->second.size;
+  out->offset = reinterpret_cast<uintptr_t>(ptr) - found->first;
+  return true;
+}
+
+namespace {
+
+int openSegment(const std::string& name, uint64_t* expectInode, const std::string& what) {
+  if (name.rfind("memfd:", 0) == 0) {
+    int pid = 0, fd = 0;
+    unsigned long long ino = 0;
+    char tail = 0;
+    MSCCLPP_ENFORCE(std::sscanf(name.c_str(), "memfd:%d:%d:%llu%c", &pid, &fd, &ino, &tail) == 3 && pid > 0 && fd >= 0,
+                    ErrorCode::InvalidArgument, "%s: malformed shared memory name '%s'", what.c_str(), name.c_str());
+    *expectInode = ino;
+    std::string path = strFormat("/proc/%d/fd/%d", pid, fd);
+    int f = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (f < 0) {
+      int e = errno;
+      MSCCLPP_THROW(ErrorCode::SystemError,
+                    "%s: cannot open %s: %s (the owner process exited or freed the memory, or is on another host "
+                    "or PID namespace)",
+                    what.c_str(), path.c_str(), std::strerror(e));
+    }
+    return f;
+  }
+  if (name.rfind("posix:/", 0) == 0) {
+    std::string posix = name.substr(6);
+    MSCCLPP_ENFORCE(posix.size() < 255 && posix.find('/', 1) == std::string::npos, ErrorCode::InvalidArgument,
+                    "%s: malformed shared memory name '%s'", what.c_str(), name.c_str());
+    int f = ::shm_open(posix.c_str(), O_RDWR | O_CLOEXEC, 0);
+    if (f < 0) {
+      int e = errno;
+      MSCCLPP_THROW(ErrorCode::SystemError, "%s: cannot open POSIX shared memory %s: %s (freed or already unlinked?)",
+                    what.c_str(), posix.c_str(), std::strerror(e));
+    }
+    *expectInode = 0;
+    return f;
+  }
+  MSCCLPP_THROW(ErrorCode::InvalidArgument, "%s: unknown shared memory name '%s'", what.c_str(), name.c_str());
+}
+
+}  // namespace
+
+std::shared_ptr<void> importRange(const HostShmExport& e, size_t bytes, void** data, const std::string& what) {
+  MSCCLPP_ENFORCE(e.offset <= e.segmentSize && bytes <= e.segmentSize - e.offset, ErrorCode::InvalidArgument,
+                  "%s: range [%llu, +%zu) is outside its shared memory segment of %llu bytes", what.c_str(),
+                  (unsigned long long)e.offset, bytes, (unsigned long long)e.segmentSize);
+  ImportCache& cache = imports();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  std::shared_ptr<Mapping> m = cache.byName[e.segmentName].lock();
+  if (!m) {
+    uint64_t inode = 0;
+    int fd = openSegment(e.segmentName, &inode, what);
+    struct stat st {};
+    ::fstat(fd, &st);
+    if ((inode != 0 && static_cast<uint64_t>(st.st_ino) != inode) ||
+        static_cast<uint64_t>(st.st_size) < e.segmentSize) {
+      ::close(fd);
+      MSCCLPP_THROW(ErrorCode::RemoteError,
+                    "%s: shared memory '%s' is not the exported allocation any more (inode %llu, %lld bytes)",
+                    what.c_str(), e.segmentName.c_str(), (unsigned long long)st.st_ino, (long long)st.st_size);
+    }
+    m = std::make_shared<Mapping>();
+    try {
+      m->base = mapFd(fd, e.segmentSize, what);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    ::close(fd);
+    m->size = e.segmentSize;
+    cache.byName[e.segmentName] = m;
+  }
+  *data = static_cast<char*>(m->base) + e.offset;
+  return m;
+}
+
+size_t liveImportCount() {
+  ImportCache& cache = imports();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  size_t n = 0;
+  for (auto it = cache.byName.begin(); it != cache.byName.end();) {
+    if (it->second.expired()) {
+      it = cache.byName.erase(it);
+    } else {
+      ++n;
+      ++it;
+    }
+  }
+  return n;
+}
+
+}  // namespace mscclpp::transport::host_shm

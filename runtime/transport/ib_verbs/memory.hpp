@@ -1,0 +1,49 @@
+// InfiniBand devices and memory regions, through rdma-core loaded at run time (dlopen of
+// MSCCLPP_IBVERBS_LIBRARY, default libibverbs.so.1): the build needs only the headers, and a
+// machine without rdma-core or without an HCA gets a precise error instead of a crash.
+// Thread-safety: a Device may be shared by threads; registration is internally serialised by
+// rdma-core.
+#ifndef MSCCLPP_TRANSPORT_IB_VERBS_MEMORY_HPP_
+#define MSCCLPP_TRANSPORT_IB_VERBS_MEMORY_HPP_
+
+#include <memory>
+#include <string>
+
+#include "comm/registered_memory_impl.hpp"
+#include "transport/ib_verbs/verbs_library.hpp"
+
+namespace mscclpp::transport::ib_verbs {
+
+// An opened HCA: context, protection domain and the port we use.
+class Device {
+ public:
+  Device(std::shared_ptr<VerbsLibrary> lib, ibv_context* context, ibv_pd* pd, std::string name, uint8_t port,
+         const ibv_port_attr& portAttr, const ibv_gid& gid, int maxQpWr);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const std::shared_ptr<VerbsLibrary> lib;
+  ibv_context* const context;
+  ibv_pd* const pd;
+  const std::string name;
+  const uint8_t port;
+  const ibv_port_attr portAttr;
+  const ibv_gid gid;
+  const int maxQpWr;
+};
+
+// Opens HCA number `index` (IB0..IB7 -> 0..7, in ibv_get_device_list order) with its first active
+// port. Errors (NotSupported unless noted) name what is missing: the library (dlopen's message),
+// a symbol, no device at all, fewer devices than index + 1, no active port (SystemError for
+// failing verbs calls).
+std::shared_ptr<Device> openDevice(int index, const std::string& libraryName);
+std::string deviceName(const Device& device);
+
+// Registers [ptr, +bytes) for local and remote RDMA access on the device; the handle deregisters
+// (and keeps the device open until then).
+std::shared_ptr<void> registerRegion(const std::shared_ptr<Device>& device, void* ptr, size_t bytes, IbExport* out);
+
+}  // namespace mscclpp::transport::ib_verbs
+
+#endif  // MSCCLPP_TRANSPORT_IB_VERBS_MEMORY_HPP_

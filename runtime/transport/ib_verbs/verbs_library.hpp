@@ -1,0 +1,46 @@
+// rdma-core's libibverbs loaded with dlopen: the functions the IB transport calls through the
+// dynamic linker (ibv_post_send/ibv_poll_cq are inline in verbs.h and go through the context's
+// ops table, so they need no symbol). Loading fails with an error naming the library and the
+// missing piece; nothing here crashes on a machine without rdma-core.
+#ifndef MSCCLPP_TRANSPORT_IB_VERBS_VERBS_LIBRARY_HPP_
+#define MSCCLPP_TRANSPORT_IB_VERBS_VERBS_LIBRARY_HPP_
+
+#include <infiniband/verbs.h>
+
+#include <memory>
+#include <string>
+
+namespace mscclpp::transport::ib_verbs {
+
+struct VerbsLibrary {
+  ~VerbsLibrary();
+
+  std::string name;
+  void* handle = nullptr;
+  ibv_device** (*getDeviceList)(int*) = nullptr;
+  void (*freeDeviceList)(ibv_device**) = nullptr;
+  const char* (*getDeviceName)(ibv_device*) = nullptr;
+  ibv_context* (*openDevice)(ibv_device*) = nullptr;
+  int (*closeDevice)(ibv_context*) = nullptr;
+  int (*queryDevice)(ibv_context*, ibv_device_attr*) = nullptr;
+  int (*queryPort)(ibv_context*, uint8_t, ibv_port_attr*) = nullptr;
+  int (*queryGid)(ibv_context*, uint8_t, int, ibv_gid*) = nullptr;
+  ibv_pd* (*allocPd)(ibv_context*) = nullptr;
+  int (*deallocPd)(ibv_pd*) = nullptr;
+  ibv_mr* (*regMr)(ibv_pd*, void*, size_t, int) = nullptr;
+  int (*deregMr)(ibv_mr*) = nullptr;
+  ibv_cq* (*createCq)(ibv_context*, int, void*, ibv_comp_channel*, int) = nullptr;
+  int (*destroyCq)(ibv_cq*) = nullptr;
+  ibv_qp* (*createQp)(ibv_pd*, ibv_qp_init_attr*) = nullptr;
+  int (*modifyQp)(ibv_qp*, ibv_qp_attr*, int) = nullptr;
+  int (*destroyQp)(ibv_qp*) = nullptr;
+  const char* (*wcStatusStr)(ibv_wc_status) = nullptr;
+};
+
+// dlopen(name) and resolve every symbol above. Throws Error(NotSupported) "InfiniBand: cannot load
+// <name>: <dlerror>" or "InfiniBand: <name> has no symbol <sym>".
+std::shared_ptr<VerbsLibrary> loadVerbsLibrary(const std::string& name);
+
+}  // namespace mscclpp::transport::ib_verbs
+
+#endif  // MSCCLPP_TRANSPORT_IB_VERBS_VERBS_LIBRARY_HPP_

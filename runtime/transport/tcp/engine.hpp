@@ -1,0 +1,188 @@
+// The TCP transport's engine: one per communicator, with a listening socket and one receiver
+// thread that applies the peers' frames to local memory in arrival order.
+//
+// A connection between ranks A and B is a Link of two sockets, one per direction of data:
+//   out: A writes data frames (write, update, flush), B's engine reads them and writes ACK/ERROR
+//        frames back on the same socket, which A's engine reads;
+//   in:  the mirror image for B's data.
+// So every socket direction has exactly one writer and one reader, and the receiver thread never
+// waits for a sender's mutex: two ranks pushing large writes at each other cannot deadlock.
+//
+// Frames (32-byte header, little-endian): WRITE(key, offset, size) + payload; UPDATE(key, offset,
+// value) applied with release order after everything before it; FLUSH(seq) answered by ACK(seq)
+// once everything before it was applied; ERROR(seq of the failed frame, message length) + text when
+// a frame was rejected (unknown key, out of bounds): the stream stays in sync (the payload is
+// discarded) and the sender sees the error at its next call or flush.
+//
+// Sockets are opened with a hello carrying the target engine's 128-bit secret (exchanged over the
+// authenticated bootstrap) and a connection id; anything else is dropped with a WARN.
+#ifndef MSCCLPP_TRANSPORT_TCP_ENGINE_HPP_
+#define MSCCLPP_TRANSPORT_TCP_ENGINE_HPP_
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/net_interface.hpp"
+#include "bootstrap/socket.hpp"
+#include "bootstrap/unique_id.hpp"
+#include "mscclpp/errors.hpp"
+#include "transport/tcp/memory.hpp"
+
+namespace mscclpp::transport::tcp {
+
+struct WireFrame {
+  uint32_t magic;
+  uint32_t type;
+  uint64_t a;
+  uint64_t b;
+  uint64_t c;
+};
+static_assert(sizeof(WireFrame) == 32, "wire layout");
+constexpr uint32_t kWireMagic = 0x5054534d;  // "MSTP"
+enum FrameType : uint32_t { kFrameWrite = 1, kFrameUpdate = 2, kFrameFlush = 3, kFrameAck = 4, kFrameError = 5 };
+constexpr uint64_t kMaxErrorText = 4096;
+
+struct Hello {
+  char magic[8];  // "MSCLTCP1"
+  uint8_t secret[16];
+  uint64_t connId;
+  int32_t fromRank;
+  uint32_t reserved;
+};
+static_assert(sizeof(Hello) == 40, "wire layout");
+
+// Both sockets of one connection. Shared by the TcpConnection (sending thread, flush waiter) and the
+// engine (receiver thread).
+class Link {
+ public:
+  Link(std::string who, int remoteRank, uint64_t remoteEngineId, net::Socket out, net::Socket in);
+
+  const std::string& who() const { return who_; }
+  int remoteRank() const { return remoteRank_; }
+  uint64_t remoteEngineId() const { return remoteEngineId_; }
+
+  // ---- sending thread ----
+  // Sends one frame (and optional payload) on the out socket; fails with the link's error, if any.
+  void send(const WireFrame& frame, const void* payload, size_t bytes, const Deadline& deadline,
+            const std::string& what);
+  // Sends the header of a WRITE whose payload follows in pieces (sendMore).
+  void sendMore(const void* payload, size_t bytes, const Deadline& deadline, const std::string& what);
+  std::mutex& sendMutex() { return sendMutex_; }
+  uint64_t nextSequence() { return ++sequence_; }
+  // Waits until the peer acknowledged flush `seq`; throws the link's error or Timeout.
+  void waitAck(uint64_t seq, const Deadline& deadline, const std::string& what);
+  // Throws the first recorded error, if any (errors of earlier asynchronous operations).
+  void throwIfFailed(const std::string& what) const;
+
+  // ---- receiver thread ----
+  void acknowledged(uint64_t seq);
+  // Records the first error and wakes waiters.
+  void fail(ErrorCode code, const std::string& message);
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  // Records a failed send (prefix `what` removed from the stored text) and throws it.
+  [[noreturn]] void sendFailed(const Error& e, const std::string& what);
+
+  // Receive state, engine thread only.
+  struct DataRx {
+    WireFrame header{};
+    size_t headerGot = 0;
+    bool inPayload = false;
+    char* target = nullptr;     // host destination of the payload (nullptr: discard or staging)
+    char* deviceTarget = nullptr;
+    uint64_t remaining = 0;
+    uint64_t frameIndex = 0;   // frames received so far (for error messages)
+    std::string rejection;     // why the current WRITE is being discarded
+    bool closed = false;
+  };
+  struct AckRx {
+    WireFrame header{};
+    size_t headerGot = 0;
+    std::string text;  // ERROR text being read
+    size_t textGot = 0;
+    bool inText = false;
+    bool closed = false;
+  };
+  net::Socket out;
+  net::Socket in;
+  DataRx dataRx;
+  AckRx ackRx;
+  std::atomic<bool> released{false};
+
+ private:
+  std::string who_;
+  int remoteRank_;
+  uint64_t remoteEngineId_;
+  std::mutex sendMutex_;
+  uint64_t sequence_ = 0;
+  mutable std::mutex stateMutex_;
+  std::condition_variable stateCv_;
+  uint64_t acked_ = 0;
+  std::atomic<bool> failed_{false};
+  ErrorCode errorCode_ = ErrorCode::RemoteError;
+  std::string error_;
+};
+
+class Engine {
+ public:
+  // Listens on iface (port 0) and starts the receiver thread. rank is for log lines and errors.
+  Engine(int rank, const net::NetInterface& iface);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  uint64_t id() const { return id_; }
+  const bootstrap::Secret& secret() const { return secret_; }
+  net::SocketAddress address() const { return address_; }
+  const std::shared_ptr<KeyRegistry>& keys() const { return keys_; }
+
+  // The incoming socket a peer opened with connId (after a valid hello), waiting for it.
+  net::Socket claim(uint64_t connId, const Deadline& deadline, const std::string& what);
+  // Starts receiving on the link's sockets.
+  void attach(std::shared_ptr<Link> link);
+  // Stops receiving on the link and closes its sockets (on the receiver thread).
+  void release(const std::shared_ptr<Link>& link);
+  // Shuts every socket down and stops the thread without waiting for peers. Idempotent.
+  void abort();
+  bool aborted() const { return aborted_.load(); }
+
+ private:
+  struct Pending;
+  void loop();
+  void wake();
+  bool serviceHello(Pending& p);
+  // Reads and applies what is available; false when the socket must be dropped.
+  bool serviceData(Link& link);
+  bool serviceAcks(Link& link);
+  void applyControl(Link& link);
+  void beginWrite(Link& link);
+  void finishWritePiece(Link& link, size_t bytes);
+  void sendBack(Link& link, const WireFrame& f, const std::string& text);
+
+  const int rank_;
+  std::string who_;
+  bootstrap::Secret secret_;
+  uint64_t id_;
+  net::Socket listener_;
+  net::SocketAddress address_;
+  std::shared_ptr<KeyRegistry> keys_;
+  int wakeFd_ = -1;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> aborted_{false};
+
+  std::mutex mutex_;  // guards links_, parked_
+  std::condition_variable parkedCv_;
+  std::vector<std::shared_ptr<Link>> links_;
+  std::map<uint64_t, net::Socket> parked_;
+  std::vector<char> staging_;  // receiver thread: device-memory writes and discarded payloads
+  std::thread thread_;
+};
+
+}  // namespace mscclpp::transport::tcp
+
+#endif  // MSCCLPP_TRANSPORT_TCP_ENGINE_HPP_

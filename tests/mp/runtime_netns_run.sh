@@ -1,0 +1,70 @@
+#!/bin/bash
+# Runs a command as 2*K ranks on two emulated hosts: two network namespaces joined by a veth pair.
+#
+#   runtime_netns_run.sh [--ranks-per-host K] [--timeout S] [--launcher PATH] [--env K=V]... -- command [args...]
+#
+# Host A (namespace $NS-a, 10.<a>.<b>.1) runs ranks 0..K-1 and the rendezvous root; host B
+# (namespace $NS-b, .2) runs ranks K..2K-1. Each host has its own MSCCLPP_HOSTID, so the runtime
+# sees two hosts (shared memory inside a host, TCP across), and MSCCLPP_SOCKET_IFNAME names its
+# veth end. Ranks get RANK/WORLD_SIZE/LOCAL_RANK/... and MSCCLPP_COMM_ID from runtime_launch.
+# Everything created is removed on exit. Exit status: the launchers' (0 = all ranks passed);
+# 77 (the test harness's "skipped") with a SKIP line when namespaces cannot be created here.
+set -u
+K=2
+TIMEOUT=120
+LAUNCHER="$(dirname "$0")/runtime_launch"
+ENVS=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --ranks-per-host) K="$2"; shift 2 ;;
+    --timeout) TIMEOUT="$2"; shift 2 ;;
+    --launcher) LAUNCHER="$2"; shift 2 ;;
+    --env) ENVS+=(--env "$2"); shift 2 ;;
+    --) shift; break ;;
+    *) echo "runtime_netns_run.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[ $# -gt 0 ] || { echo "runtime_netns_run.sh: no command after --" >&2; exit 2; }
+[ -x "$LAUNCHER" ] || { echo "runtime_netns_run.sh: launcher $LAUNCHER not found (use --launcher)" >&2; exit 2; }
+
+ID=$(( $$ % 100000 ))
+NS="mscclpp-$ID"
+VA="msv${ID}a"
+VB="msv${ID}b"
+SUBNET="10.$(( (ID / 250) % 250 + 1 )).$(( ID % 250 + 1 ))"
+ADDR_A="$SUBNET.1"
+ADDR_B="$SUBNET.2"
+PORT=$(( 20000 + ID % 20000 ))
+
+cleanup() {
+  ip netns del "$NS-a" 2>/dev/null
+  ip netns del "$NS-b" 2>/dev/null
+  ip link del "$VA" 2>/dev/null
+}
+trap cleanup EXIT
+
+skip() {
+  echo "SKIP: cannot create network namespaces here ($1); the two-host test needs root or CAP_NET_ADMIN and iproute2"
+  exit 77
+}
+command -v ip >/dev/null 2>&1 || skip "the ip command (iproute2) is missing"
+err=$(ip netns add "$NS-a" 2>&1) || skip "ip netns add: $err"
+ip netns add "$NS-b" || skip "ip netns add (second)"
+ip link add "$VA" type veth peer name "$VB" || skip "ip link add veth"
+ip link set "$VA" netns "$NS-a" && ip link set "$VB" netns "$NS-b" || skip "moving the veth ends"
+ip -n "$NS-a" addr add "$ADDR_A/24" dev "$VA" && ip -n "$NS-b" addr add "$ADDR_B/24" dev "$VB" || skip "ip addr add"
+for ns in a b; do ip -n "$NS-$ns" link set lo up; done
+ip -n "$NS-a" link set "$VA" up && ip -n "$NS-b" link set "$VB" up || skip "ip link set up"
+
+N=$(( 2 * K ))
+COMMON=(--nranks "$N" --local-ranks "$K" --comm-id "$ADDR_A:$PORT" --timeout "$TIMEOUT" "${ENVS[@]}")
+ip netns exec "$NS-a" env MSCCLPP_HOSTID=netns-host-a MSCCLPP_SOCKET_IFNAME="$VA" \
+  "$LAUNCHER" "${COMMON[@]}" --first-rank 0 -- "$@" &
+PID_A=$!
+ip netns exec "$NS-b" env MSCCLPP_HOSTID=netns-host-b MSCCLPP_SOCKET_IFNAME="$VB" \
+  "$LAUNCHER" "${COMMON[@]}" --first-rank "$K" -- "$@" &
+PID_B=$!
+wait $PID_A; RC_A=$?
+wait $PID_B; RC_B=$?
+echo "runtime_netns_run.sh: host A ($ADDR_A) exit $RC_A, host B ($ADDR_B) exit $RC_B"
+[ $RC_A -eq 0 ] && [ $RC_B -eq 0 ]

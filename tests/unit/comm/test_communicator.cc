@@ -1,0 +1,228 @@
+// Communicator: identity, split, registration cache, memory exchange, setup futures.
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "../bootstrap/rank_threads.hpp"
+#include "comm/communicator_impl.hpp"
+#include "comm/registered_memory_impl.hpp"
+#include "mscclpp/communicator.hpp"
+#include "transport/host_shm/memory.hpp"
+
+using namespace mscclpp;
+using mscclpp::test::runRanks;
+
+namespace {
+
+std::vector<std::shared_ptr<Communicator>> makeComms(const std::vector<std::shared_ptr<Bootstrap>>& bs) {
+  std::vector<std::shared_ptr<Communicator>> comms(bs.size());
+  runRanks(static_cast<int>(bs.size()),
+           [&](int r) { comms[r] = std::make_shared<Communicator>(bs[r], kHostDevice); });
+  return comms;
+}
+
+}  // namespace
+
+TEST_CASE("ranks on one host see each other as local", "[comm]") {
+  for (std::string kind : {"tcp", "inproc"}) {
+    SECTION(kind) {
+      auto bs = kind == "tcp" ? test::makeTcpBootstraps(3) : test::makeInProcessBootstraps(3);
+      auto comms = makeComms(bs);
+      for (int r = 0; r < 3; ++r) {
+        Communicator& c = *comms[r];
+        CHECK(c.rank() == r);
+        CHECK(c.size() == 3);
+        CHECK(c.localRank() == r);
+        CHECK(c.nRanksPerNode() == 3);
+        CHECK(c.localRanks() == std::vector<int>{0, 1, 2});
+        CHECK(c.isSameHost((r + 1) % 3));
+        CHECK(c.device() == kHostDevice);
+        CHECK(c.hostIdOf(0) == c.hostId());
+        CHECK(c.hostId().find(':') != std::string::npos);  // host name : boot id
+      }
+      CHECK_THROWS_WITH(comms[0]->isSameHost(3), "communicator rank 0/3: isSameHost: no rank 3");
+    }
+  }
+}
+
+TEST_CASE("MSCCLPP_HOSTID overrides the host identity", "[comm]") {
+  test::EnvGuard env("MSCCLPP_HOSTID", "rack7-node3");
+  auto comms = makeComms(test::makeInProcessBootstraps(2));
+  CHECK(comms[0]->hostId() == "rack7-node3");
+  CHECK(comms[1]->hostIdOf(0) == "rack7-node3");
+  test::EnvGuard tooLong("MSCCLPP_HOSTID", std::string(300, 'x').c_str());
+  auto bs = test::makeInProcessBootstraps(1);
+  CHECK_THROWS_WITH(Communicator(bs[0], kHostDevice),
+                    Catch::Contains("has 300 bytes, more than 240 (MSCCLPP_HOSTID)"));
+}
+
+TEST_CASE("a device that does not exist is refused", "[comm]") {
+  auto bs = test::makeInProcessBootstraps(1);
+  CHECK_THROWS_WITH(Communicator(bs[0], 3), "communicator rank 0/1: device 3 requested but 0 CUDA devices are visible");
+  Communicator c(bs[0]);  // auto: no device here
+  CHECK(c.device() == kHostDevice);
+}
+
+TEST_CASE("split forms communicators by color ordered by key", "[comm]") {
+  auto comms = makeComms(test::makeTcpBootstraps(4));
+  std::vector<std::shared_ptr<Communicator>> subs(4);
+  runRanks(4, [&](int r) { subs[r] = comms[r]->split(r == 3 ? -1 : r % 2, -r); });
+  CHECK(subs[3] == nullptr);
+  REQUIRE(subs[0] != nullptr);
+  CHECK(subs[0]->size() == 2);
+  CHECK(subs[2]->rank() == 0);  // key -2 < key 0
+  CHECK(subs[0]->rank() == 1);
+  CHECK(subs[1]->size() == 1);
+  CHECK(subs[1]->nRanksPerNode() == 1);
+  // The children work while the parent is used too.
+  runRanks(4, [&](int r) {
+    if (subs[r]) subs[r]->bootstrap()->barrier();
+    comms[r]->bootstrap()->barrier();
+  });
+}
+
+TEST_CASE("aborting a split leaves the parent working", "[comm]") {
+  auto comms = makeComms(test::makeTcpBootstraps(2));
+  std::vector<std::shared_ptr<Communicator>> subs(2);
+  runRanks(2, [&](int r) { subs[r] = comms[r]->split(0, r); });
+  subs[0]->abort();
+  CHECK(subs[0]->aborted());
+  CHECK_THROWS_WITH(subs[0]->bootstrap()->barrier(), Catch::Contains("aborted"));
+  CHECK_THROWS_WITH(subs[0]->registerMemory(&comms, 8, Transport::Tcp),
+                    "communicator rank 0/2: registerMemory: the communicator was aborted");
+  runRanks(2, [&](int r) { comms[r]->bootstrap()->barrier(); });
+}
+
+TEST_CASE("registerMemory caches per buffer and checks its arguments", "[comm][memory]") {
+  auto comms = makeComms(test::makeInProcessBootstraps(1));
+  Communicator& c = *comms[0];
+  auto shm = allocSharedHost<char>(4096);
+  RegisteredMemory a = c.registerMemory(shm.get(), 4096, Transport::HostShm | Transport::Tcp);
+  uint64_t made = c.impl().registrationCount;
+  RegisteredMemory b = c.registerMemory(shm.get(), 4096, Transport::HostShm | Transport::Tcp);
+  CHECK(a.impl() == b.impl());  // the same registration: no new TCP key, no new lookup
+  CHECK(c.impl().registrationCount == made);
+  CHECK(a.data() == shm.get());
+  CHECK(a.isLocal());
+  CHECK(a.rank() == 0);
+  CHECK(a.transports() == (Transport::HostShm | Transport::Tcp));
+  CHECK(a.impl()->shm.offset == 0);
+  RegisteredMemory sub = c.registerMemory(shm.get() + 1024, 512, Transport::HostShm);
+  CHECK(sub.impl() != a.impl());
+  CHECK(sub.impl()->shm.offset == 1024);
+  CHECK(sub.impl()->shm.segmentName == a.impl()->shm.segmentName);
+  CHECK(c.impl().registrationCount == made + 1);
+
+  std::vector<char> plain(64);
+  CHECK_THROWS_WITH(c.registerMemory(plain.data(), 64, Transport::HostShm),
+                    Catch::EndsWith("SHM needs memory from allocSharedHost, and this range is not in one"));
+  CHECK_THROWS_WITH(c.registerMemory(shm.get(), 8192, Transport::HostShm),
+                    Catch::EndsWith("SHM needs memory from allocSharedHost, and this range is not in one"));
+  CHECK_THROWS_WITH(c.registerMemory(plain.data(), 64, Transport::Nvls), Catch::Contains("transports NVLS"));
+  CHECK_THROWS_WITH(c.registerMemory(nullptr, 64, Transport::Tcp), Catch::Contains("a null pointer or zero size"));
+  CHECK_THROWS_WITH(c.registerMemory(plain.data(), 64, Transport::CudaIpc),
+                    Catch::EndsWith("IPC needs CUDA device memory (and this build has no CUDA support)"));
+  CHECK_THROWS_WITH(c.registerMemory(plain.data(), 64, Transport::IB0), Catch::Contains("InfiniBand: "));
+}
+
+TEST_CASE("registered memory crosses ranks and maps once per allocation", "[comm][memory]") {
+  auto comms = makeComms(test::makeTcpBootstraps(2));
+  auto shm = allocSharedHost<uint32_t>(1024);
+  for (int i = 0; i < 1024; ++i) shm.get()[i] = 0xabc00000u + i;
+  size_t importsBefore = transport::host_shm::liveImportCount();
+  runRanks(2, [&](int r) {
+    Communicator& c = *comms[r];
+    if (r == 0) {
+      RegisteredMemory m = c.registerMemory(shm.get(), 4096, Transport::HostShm);
+      c.sendMemory(m, 1, 0);
+      c.sendMemory(c.registerMemory(shm.get() + 512, 2048, Transport::HostShm), 1, 0);
+      c.bootstrap()->barrier();  // rank 1 imported and wrote
+      CHECK(shm.get()[7] == 77u);
+    } else {
+      auto f1 = c.recvMemory(0, 0);
+      auto f2 = c.recvMemory(0, 0);
+      RegisteredMemory second = f2.get();  // out of order: the first one is received on the way
+      RegisteredMemory first = f1.get();
+      CHECK(first.size() == 4096);
+      CHECK(second.size() == 2048);
+      CHECK_FALSE(first.isLocal());
+      CHECK(first.rank() == 0);
+      REQUIRE(first.data() != nullptr);
+      CHECK(first.data() != static_cast<void*>(shm.get()));  // our own mapping of the peer's memory
+      CHECK(static_cast<uint32_t*>(first.data())[5] == 0xabc00005u);
+      CHECK(static_cast<uint32_t*>(second.data())[0] == 0xabc00000u + 512);
+      CHECK(static_cast<char*>(second.data()) - static_cast<char*>(first.data()) == 2048);
+      CHECK(transport::host_shm::liveImportCount() == importsBefore + 1);  // one mapping for both
+      static_cast<uint32_t*>(first.data())[7] = 77;
+      c.bootstrap()->barrier();
+    }
+  });
+}
+
+TEST_CASE("serialised registrations are checked field by field", "[comm][memory]") {
+  auto comms = makeComms(test::makeInProcessBootstraps(1));
+  std::vector<char> buf(256);
+  RegisteredMemory m = comms[0]->registerMemory(buf.data(), buf.size(), Transport::Tcp);
+  std::vector<char> bytes = m.serialize();
+  RegisteredMemory back = RegisteredMemory::deserialize(bytes);
+  CHECK(back.size() == 256);
+  CHECK(back.rank() == 0);
+  CHECK(back.originalDataPtr() == buf.data());
+  CHECK(back.data() == nullptr);  // TCP only: not mapped
+  CHECK(back.impl()->tcp.key == m.impl()->tcp.key);
+  CHECK(back.impl()->tcp.engineId == m.impl()->tcp.engineId);
+
+  std::vector<char> truncated(bytes.begin(), bytes.end() - 3);
+  CHECK_THROWS_WITH(RegisteredMemory::deserialize(truncated),
+                    Catch::StartsWith("RegisteredMemory::deserialize: truncated at field tcp.key"));
+  std::vector<char> trailing = bytes;
+  trailing.push_back(0);
+  CHECK_THROWS_WITH(RegisteredMemory::deserialize(trailing),
+                    "RegisteredMemory::deserialize: 1 trailing bytes after the last field");
+  std::vector<char> magic = bytes;
+  magic[0] ^= 1;
+  CHECK_THROWS_WITH(RegisteredMemory::deserialize(magic),
+                    "RegisteredMemory::deserialize: bad magic (not a serialised RegisteredMemory)");
+  std::vector<char> bits = bytes;
+  bits[8] = 0;
+  bits[9] = static_cast<char>(0x80);  // bit 15: no such transport
+  CHECK_THROWS_WITH(RegisteredMemory::deserialize(bits),
+                    "RegisteredMemory::deserialize: unknown transport bits 0x8000");
+  CHECK_THROWS_WITH(RegisteredMemory::deserialize({}), Catch::StartsWith("RegisteredMemory::deserialize: truncated"));
+}
+
+TEST_CASE("IB and IPC registrations round-trip through the wire form", "[comm][memory]") {
+  auto impl = std::make_shared<RegisteredMemory::Impl>();
+  impl->size = 1 << 20;
+  impl->originalData = 0x7f0000001000;
+  impl->ownerRank = 5;
+  impl->ownerHostHash = 42;  // another host: nothing is mapped on import
+  impl->transports = Transport::IB3 | Transport::CudaIpc;
+  impl->deviceMemory = true;
+  impl->ib[3] = transport::IbExport{0x7f0000001000, 0x1234, 0};
+  for (int i = 0; i < 64; ++i) impl->ipc.handle[i] = static_cast<uint8_t>(i);
+  impl->ipc.baseOffset = 4096;
+  impl->ipc.allocationSize = 1 << 21;
+  impl->ipc.device = 2;
+  RegisteredMemory back = RegisteredMemory::deserialize(RegisteredMemory(impl).serialize());
+  CHECK(back.rank() == 5);
+  CHECK(back.isDeviceMemory());
+  CHECK(back.data() == nullptr);
+  CHECK(back.impl()->ib[3].address == 0x7f0000001000);
+  CHECK(back.impl()->ib[3].rkey == 0x1234);
+  CHECK(back.impl()->ib[3].lkey == 0);  // never sent
+  CHECK(back.impl()->ipc.handle == impl->ipc.handle);
+  CHECK(back.impl()->ipc.baseOffset == 4096);
+  CHECK(back.impl()->ipc.device == 2);
+}
+
+TEST_CASE("async errors keep the first one", "[comm]") {
+  auto comms = makeComms(test::makeInProcessBootstraps(1));
+  ErrorCode code;
+  std::string msg;
+  CHECK_FALSE(comms[0]->asyncError(&code, &msg));
+  comms[0]->setAsyncError(ErrorCode::RemoteError, "proxy: rank 1 gone");
+  comms[0]->setAsyncError(ErrorCode::Timeout, "later");
+  REQUIRE(comms[0]->asyncError(&code, &msg));
+  CHECK(code == ErrorCode::RemoteError);
+  CHECK(msg == "proxy: rank 1 gone");
+}

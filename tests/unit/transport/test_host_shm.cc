@@ -1,0 +1,143 @@
+// Shared host memory (allocator, names, import) and the shared-memory connection.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "../bootstrap/rank_threads.hpp"
+#include "comm/registered_memory_impl.hpp"
+#include "core/deadline.hpp"
+#include "mscclpp/communicator.hpp"
+#include "transport/host_shm/memory.hpp"
+
+using namespace mscclpp;
+using mscclpp::test::runRanks;
+
+namespace {
+bool shmNameExists(const std::string& exported) {
+  struct stat st {};
+  return ::stat(("/dev/shm" + exported.substr(6)).c_str(), &st) == 0;
+}
+}  // namespace
+
+TEST_CASE("allocSharedHost gives zeroed, page-aligned, findable memory", "[shm]") {
+  std::shared_ptr<uint64_t> p = allocSharedHost<uint64_t>(1000);
+  REQUIRE(p != nullptr);
+  CHECK(reinterpret_cast<uintptr_t>(p.get()) % 4096 == 0);
+  bool zero = true;
+  for (int i = 0; i < 1000; ++i) zero = zero && p.get()[i] == 0;
+  CHECK(zero);
+  CHECK(isSharedHost(p.get(), 8000));
+  CHECK(isSharedHost(p.get() + 500, 8));
+  CHECK_FALSE(isSharedHost(p.get(), 8192 + 1));  // past the (page-rounded) end
+  transport::HostShmExport e;
+  REQUIRE(transport::host_shm::exportRange(p.get() + 10, 80, &e));
+  CHECK(e.offset == 80);
+  CHECK(e.segmentSize == 8192);
+  CHECK(e.segmentName.rfind("memfd:" + std::to_string(getpid()) + ":", 0) == 0);
+  void* raw = p.get();
+  p.reset();
+  CHECK_FALSE(isSharedHost(raw, 8));
+  CHECK_THROWS_WITH(allocSharedHost<char>(0), "allocSharedHost: 0 bytes requested");
+}
+
+TEST_CASE("imports map the exporter's pages and fail clearly once it is gone", "[shm]") {
+  auto p = allocSharedHost<int>(1024);
+  transport::HostShmExport e;
+  REQUIRE(transport::host_shm::exportRange(p.get(), 4096, &e));
+  void* data = nullptr;
+  auto mapping = transport::host_shm::importRange(e, 4096, &data, "test import");
+  REQUIRE(data != nullptr);
+  CHECK(data != static_cast<void*>(p.get()));
+  static_cast<int*>(data)[3] = 33;  // a second mapping of the same pages
+  CHECK(p.get()[3] == 33);
+  void* again = nullptr;
+  auto mapping2 = transport::host_shm::importRange(e, 4096, &again, "test import");
+  CHECK(again == data);  // cached: one mapping per allocation
+  p.reset();             // the exporter frees; our mapping keeps the pages
+  CHECK(static_cast<int*>(data)[3] == 33);
+  mapping.reset();
+  mapping2.reset();
+  void* late = nullptr;
+  CHECK_THROWS_WITH(transport::host_shm::importRange(e, 4096, &late, "late import"),
+                    Catch::StartsWith("late import: ") &&
+                        (Catch::Contains("cannot open /proc/") || Catch::Contains("is not the exported allocation")));
+
+  transport::HostShmExport bad = e;
+  bad.segmentName = "memfd:x:y";
+  CHECK_THROWS_WITH(transport::host_shm::importRange(bad, 8, &late, "forged"),
+                    "forged: malformed shared memory name 'memfd:x:y'");
+  bad.segmentName = "tmpfs:/etc/passwd";
+  CHECK_THROWS_WITH(transport::host_shm::importRange(bad, 8, &late, "forged"),
+                    "forged: unknown shared memory name 'tmpfs:/etc/passwd'");
+  bad = e;
+  bad.offset = e.segmentSize;
+  CHECK_THROWS_WITH(transport::host_shm::importRange(bad, 8, &late, "forged"),
+                    "forged: range [4096, +8) is outside its shared memory segment of 4096 bytes");
+}
+
+TEST_CASE("POSIX mode names segments and unlinks them on free or on request", "[shm]") {
+  test::EnvGuard mode("MSCCLPP_HOST_SHM", "posix");
+  auto p = allocSharedHost<char>(100);
+  transport::HostShmExport e;
+  REQUIRE(transport::host_shm::exportRange(p.get(), 100, &e));
+  REQUIRE(e.segmentName.rfind("posix:/mscclpp.", 0) == 0);
+  CHECK(shmNameExists(e.segmentName));
+  void* data = nullptr;
+  auto m = transport::host_shm::importRange(e, 100, &data, "posix import");
+  CHECK(unlinkSharedHostName(p.get()));  // every peer mapped it: the name can go
+  CHECK_FALSE(shmNameExists(e.segmentName));
+  CHECK_FALSE(unlinkSharedHostName(p.get()));
+  static_cast<char*>(data)[0] = 'x';  // still shared after the unlink
+  CHECK(p.get()[0] == 'x');
+  auto q = allocSharedHost<char>(100);
+  transport::HostShmExport e2;
+  REQUIRE(transport::host_shm::exportRange(q.get(), 100, &e2));
+  CHECK(shmNameExists(e2.segmentName));
+  q.reset();  // freed without an explicit unlink: the name goes too
+  CHECK_FALSE(shmNameExists(e2.segmentName));
+  void* late = nullptr;
+  CHECK_THROWS_WITH(transport::host_shm::importRange(e2, 100, &late, "late"),
+                    Catch::StartsWith("late: cannot open POSIX shared memory /mscclpp."));
+}
+
+TEST_CASE("the shared-memory connection writes, signals in order and checks bounds", "[shm][connection]") {
+  auto bs = test::makeInProcessBootstraps(2);
+  std::vector<std::shared_ptr<Communicator>> comms(2);
+  runRanks(2, [&](int r) { comms[r] = std::make_shared<Communicator>(bs[r], kHostDevice); });
+  std::vector<std::shared_ptr<uint64_t>> bufs = {allocSharedHost<uint64_t>(1024), allocSharedHost<uint64_t>(1024)};
+  runRanks(2, [&](int r) {
+    Communicator& c = *comms[r];
+    int peer = 1 - r;
+    auto connF = c.connect(peer, 0, Transport::HostShm);
+    RegisteredMemory mine = c.registerMemory(bufs[r].get(), 8192, Transport::HostShm);
+    c.sendMemory(mine, peer, 0);
+    RegisteredMemory theirs = c.recvMemory(peer, 0).get();
+    std::shared_ptr<Connection> conn = connF.get();
+    CHECK(conn->transport() == Transport::HostShm);
+    CHECK(conn->describe() == "rank " + std::to_string(r) + " -> rank " + std::to_string(peer) + " over SHM");
+    CHECK(conn->getTransportName() == "SHM -> SHM");
+    // Our data in words 1..500, written to the peer's words 501..1000, then the flag in word 1023.
+    for (int i = 1; i <= 500; ++i) bufs[r].get()[i] = 1000000 * (r + 1) + i;
+    conn->write(theirs, 501 * 8, mine, 8, 4000);
+    uint64_t outbound = 0;
+    conn->updateAndSync(theirs, 1023 * 8, &outbound, 1);
+    CHECK(outbound == 1);
+    conn->flush();
+    // Wait for the peer's flag (acquire), then check its data.
+    uint64_t* flag = bufs[r].get() + 1023;
+    waitUntil([&] { return __atomic_load_n(flag, __ATOMIC_ACQUIRE) == 1; }, Deadline(10), "peer flag");
+    for (int i = 1; i <= 500; ++i) REQUIRE(bufs[r].get()[500 + i] == uint64_t(1000000 * (peer + 1) + i));
+    CHECK_THROWS_WITH(conn->write(theirs, 8000, mine, 0, 200),
+                      "rank " + std::to_string(r) + " -> rank " + std::to_string(peer) +
+                          " over SHM: write of 200 bytes at destination offset 8000 overruns rank " +
+                          std::to_string(peer) + "'s 8192-byte memory");
+    CHECK_THROWS_WITH(conn->updateAndSync(theirs, 12, &outbound, 2), Catch::Contains("needs an aligned 8-byte word"));
+    RegisteredMemory tcpOnly = c.registerMemory(bufs[r].get(), 64, Transport::Tcp);
+    c.sendMemory(tcpOnly, peer, 1);
+    RegisteredMemory peerTcpOnly = c.recvMemory(peer, 1).get();
+    CHECK_THROWS_WITH(conn->write(peerTcpOnly, 0, mine, 0, 8), Catch::Contains("is not mapped in this process"));
+    c.bootstrap()->barrier();
+  });
+}
