@@ -45,6 +45,8 @@ using SmChannel = MemoryChannel;
 // A port channel without default memories: every put names its memory ids.
 class BasePortChannel {
  public:
+  using DeviceHandle = PortChannelDeviceHandle;
+
   BasePortChannel() = default;
   BasePortChannel(SemaphoreId id, std::shared_ptr<Host2DeviceSemaphore> semaphore, FifoDeviceHandle fifo);
   PortChannelDeviceHandle deviceHandle() const;
@@ -93,6 +95,18 @@ class SwitchChannel {
  private:
   std::shared_ptr<State> state_;
 };
+
+// MSCCL++'s spelling of a channel's (or semaphore's) device handle type, as in seed 003:
+// `DeviceHandle<mscclpp::ProxyChannel>` is PortChannelDeviceHandle, `DeviceHandle<SmChannel>` is
+// MemoryChannelDeviceHandle.
+template <class T>
+using DeviceHandle = typename T::DeviceHandle;
+
+// t.deviceHandle(), for generic host code that fills arrays of handles.
+template <class T>
+DeviceHandle<T> deviceHandle(const T& t) {
+  return t.deviceHandle();
+}
 
 }  // namespace mscclpp
 

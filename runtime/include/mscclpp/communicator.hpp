@@ -25,6 +25,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mscclpp/bootstrap.hpp"
@@ -96,6 +97,20 @@ class Communicator {
  private:
   std::shared_ptr<Impl> pimpl_;
 };
+
+// The one-call form of "communicator from a unique id" (ncclCommInitRank's shape): joins the job
+// described by `id` as `rank` of `nRanks` over a TcpBootstrap (see bootstrap.hpp: the id comes
+// from TcpBootstrap::createUniqueId() on one rank and is passed to all), then builds the
+// communicator on it. Collective: every rank calls it. timeoutSec <= 0: MSCCLPP_TIMEOUT_S.
+// Equivalent to: auto b = std::make_shared<TcpBootstrap>(rank, nRanks); b->initialize(id, timeoutSec);
+// std::make_shared<Communicator>(b, device). Use the Communicator constructor directly to build one
+// from an existing bootstrap (InProcessBootstrap, a split, your own Bootstrap implementation).
+inline std::shared_ptr<Communicator> createCommunicator(const UniqueId& id, int rank, int nRanks,
+                                                        int device = kDeviceAuto, double timeoutSec = 0) {
+  auto bootstrap = std::make_shared<TcpBootstrap>(rank, nRanks);
+  bootstrap->initialize(id, timeoutSec);
+  return std::make_shared<Communicator>(std::move(bootstrap), device);
+}
 
 }  // namespace mscclpp
 

@@ -233,6 +233,7 @@ void Engine::beginWrite(Link& link) {
   } else {
     rx.target = region.base + h.b;
   }
+  if (!rx.rejection.empty() && rx.firstRejectedWrite == 0) rx.firstRejectedWrite = rx.frameIndex;
   rx.inPayload = rx.remaining > 0;
   if (!rx.inPayload && !rx.rejection.empty()) {
     sendBack(link, WireFrame{kWireMagic, kFrameError, rx.frameIndex, 0, rx.rejection.size()}, rx.rejection);
@@ -249,7 +250,11 @@ void Engine::applyControl(Link& link) {
   }
   Region region;
   std::string problem;
-  if (!keys_->find(h.a, &region)) {
+  if (rx.firstRejectedWrite != 0) {
+    problem = strFormat("%s: update #%llu refused: write #%llu before it on this connection was rejected, so the "
+                        "signal would announce data that never arrived",
+                        who_.c_str(), (unsigned long long)rx.frameIndex, (unsigned long long)rx.firstRejectedWrite);
+  } else if (!keys_->find(h.a, &region)) {
     problem = strFormat("%s: update #%llu names unknown memory key %llu", who_.c_str(),
                         (unsigned long long)rx.frameIndex, (unsigned long long)h.a);
   } else if (h.b > region.size || region.size - h.b < 8 || ((reinterpret_cast<uintptr_t>(region.base) + h.b) & 7)) {

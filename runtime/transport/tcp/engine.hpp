@@ -98,6 +98,9 @@ class Link {
     uint64_t remaining = 0;
     uint64_t frameIndex = 0;   // frames received so far (for error messages)
     std::string rejection;     // why the current WRITE is being discarded
+    // The first WRITE this link rejected (0: none). Later UPDATEs are refused: a signal must never
+    // announce data that did not arrive (the sender may have sent it before our ERROR reached it).
+    uint64_t firstRejectedWrite = 0;
     bool closed = false;
   };
   struct AckRx {

@@ -1,0 +1,9 @@
+// putWithSignal, then unrelated computation while the proxy moves the data (seed 003).
+// Run: example_overlap [--device cpu|gpu] [--transport shm|tcp|ipc|ibN], or as processes with
+// --nranks 2 --rank R --root HOST:PORT.
+#include "overlap.hpp"
+
+int main(int argc, char** argv) {
+  using namespace mscclpp::examples;
+  return exampleMain<OverlapResult>(argc, argv, "overlap", 2, runOverlap);
+}

@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""The install test: installs this build into a temporary folder and builds a program outside the
+tree (examples/external/) against the installed headers and library through pkg-config only.
+
+usage: install_test.py BUILD_DIR SOURCE_DIR PREFIX LIBDIR INCLUDEDIR NVCC JUNIT_XML
+
+Each step is one JUnit test case (written to JUNIT_XML); the exit status is 1 when any failed.
+  1. `meson install --no-rebuild --destdir TMP` of BUILD_DIR;
+  2. `pkg-config --cflags --libs mscclpp` (prefix redefined to the staged one) names only the
+     installed folders and the CUDA toolkit's, never the source or build tree;
+  3. every installed header compiles on its own with only those flags (no internal header leaks);
+  4. examples/external/hello.cc compiled with `c++ ... $(pkg-config ...)` runs and prints the
+     expected lines;
+  5. the external Meson project (dependency('mscclpp')) configures, builds and runs;
+  6. examples/external/hello_cuda.cu compiled with nvcc runs (skipped when NVCC does not exist).
+"""
+import concurrent.futures
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+
+
+class Step:
+    def __init__(self, name):
+        self.name, self.failure, self.skipped, self.seconds = name, None, None, 0.0
+
+
+def run(cmd, env=None, cwd=None, timeout=600):
+    """Runs cmd; returns (returncode, stdout, stderr)."""
+    p = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def must(cmd, what, **kw):
+    rc, out, err = run(cmd, **kw)
+    if rc != 0:
+        raise AssertionError(f"{what} failed (exit {rc}): {' '.join(cmd)}\n{out}{err}")
+    return out
+
+
+def main(argv):
+    if len(argv) != 8:
+        print(__doc__, file=sys.stderr)
+        return 2
+    build, source, prefix, libdir, includedir, nvcc, junit = argv[1:]
+    work = tempfile.mkdtemp(prefix="mscclpp-install-test.")
+    dest = os.path.join(work, "dest")
+    root = dest + prefix  # the staged prefix
+    lib_path = libdir if os.path.isabs(libdir) else os.path.join(prefix, libdir)
+    inc_path = includedir if os.path.isabs(includedir) else os.path.join(prefix, includedir)
+    staged_lib, staged_inc = dest + lib_path, dest + inc_path
+    env = dict(os.environ)
+    env["PKG_CONFIG_PATH"] = os.path.join(staged_lib, "pkgconfig")
+    env["LD_LIBRARY_PATH"] = staged_lib + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    external = os.path.join(source, "examples", "external")
+    state = {}
+    steps = []
+
+    def step(name):
+        def wrap(fn):
+            s = Step(name)
+            t = time.monotonic()
+            prerequisite_failed = any(x.failure for x in steps[:1])  # nothing works without the install
+            if prerequisite_failed:
+                s.skipped = "the install step failed"
+            else:
+                try:
+                    skip = fn()
+                    if isinstance(skip, str):
+                        s.skipped = skip
+                except AssertionError as e:
+                    s.failure = str(e)
+                except Exception as e:  # a crash of the step itself is a failure too
+                    s.failure = f"{type(e).__name__}: {e}"
+            s.seconds = time.monotonic() - t
+            steps.append(s)
+            print(f"{'SKIP' if s.skipped else 'FAIL' if s.failure else 'ok'}: {name}" +
+                  (f": {s.skipped}" if s.skipped else f"\n{s.failure}" if s.failure else ""), flush=True)
+            return fn
+        return wrap
+
+    @step("meson install --destdir stages the library, headers and pkg-config file")
+    def _install():
+        must(["meson", "install", "-C", build, "--no-rebuild", "--quiet", "--destdir", dest], "meson install")
+        for path in [os.path.join(staged_lib, "libmscclpp.so"), os.path.join(staged_lib, "pkgconfig", "mscclpp.pc"),
+                     os.path.join(staged_inc, "mscclpp", "mscclpp.hpp"),
+                     os.path.join(staged_inc, "mscclpp", "host_launch.hpp")]:
+            if not os.path.exists(path):
+                raise AssertionError(f"not installed: {path}")
+
+    @step("pkg-config flags name only installed and toolkit folders")
+    def _flags():
+        define = ["--define-variable=prefix=" + root]
+        cflags = must(["pkg-config"] + define + ["--cflags", "mscclpp"], "pkg-config --cflags", env=env).split()
+        libs = must(["pkg-config"] + define + ["--libs", "mscclpp"], "pkg-config --libs", env=env).split()
+        state["cflags"], state["libs"] = cflags, libs
+        for flag in cflags + libs:
+            for tree in (os.path.realpath(source), os.path.realpath(build)):
+                if tree in flag:
+                    raise AssertionError(f"pkg-config flag {flag} points into {tree}")
+        if "-I" + staged_inc not in cflags:
+            raise AssertionError(f"-I{staged_inc} missing from the cflags {cflags}")
+        if "-L" + staged_lib not in libs or "-lmscclpp" not in libs:
+            raise AssertionError(f"-L{staged_lib} -lmscclpp missing from the libs {libs}")
+        for flag in cflags:
+            if not flag.startswith("-I"):
+                raise AssertionError(f"unexpected compile flag {flag} (a broken pkg-config file?)")
+
+    @step("every installed header compiles on its own with the pkg-config flags only")
+    def _headers():
+        if "cflags" not in state:
+            return "no pkg-config flags"
+        headers = sorted(os.listdir(os.path.join(staged_inc, "mscclpp")))
+
+        def compile_one(h):
+            is_c = h.endswith(".h")
+            cmd = (["cc", "-std=c11"] if is_c else ["c++", "-std=c++17"]) + \
+                ["-fsyntax-only", "-Wall", "-Wextra", "-x", "c" if is_c else "c++", "-"] + state["cflags"]
+            p = subprocess.run(cmd, input=f"#include <mscclpp/{h}>\n", capture_output=True, text=True, timeout=300)
+            return h, p.returncode, p.stderr
+
+        failures = []
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            for h, rc, err in pool.map(compile_one, headers):
+                if rc != 0:
+                    failures.append(f"mscclpp/{h}:\n{err}")
+        if len(headers) < 20:
+            raise AssertionError(f"only {len(headers)} headers installed: {headers}")
+        if failures:
+            raise AssertionError("headers that do not compile on their own:\n" + "\n".join(failures))
+
+    def check_output(out, lines, program):
+        if out.splitlines() != lines:
+            raise AssertionError(f"{program} printed:\n{out}\nexpected:\n" + "\n".join(lines))
+
+    hello_lines = [f"external: rank {r}: memory channel (SHM) and port channel (TCP) delivered 256 words: OK"
+                   for r in range(2)]
+
+    @step("examples/external/hello.cc built with c++ and pkg-config runs correctly")
+    def _hello():
+        if "cflags" not in state:
+            return "no pkg-config flags"
+        exe = os.path.join(work, "hello")
+        must(["c++", "-std=c++17", "-Wall", "-Wextra", os.path.join(external, "hello.cc"), "-o", exe] +
+             state["cflags"] + state["libs"] + ["-pthread"], "compiling hello.cc")
+        rc, out, err = run([exe], env=env, timeout=300)
+        if rc != 0:
+            raise AssertionError(f"hello exited {rc}:\n{out}{err}")
+        check_output(out, hello_lines, "hello")
+
+    have_nvcc = os.access(nvcc, os.X_OK)
+
+    @step("the external Meson project finds mscclpp through pkg-config, builds and runs")
+    def _meson_project():
+        ext_build = os.path.join(work, "external-build")
+        # The project's own prefix must be the staged one: meson reads the .pc file as written (its
+        # prefix is the final one), so point pkg-config at the staged tree with a sysroot-like
+        # override of `prefix`.
+        menv = dict(env)
+        menv["PKG_CONFIG"] = os.path.join(work, "pkg-config-staged")
+        with open(menv["PKG_CONFIG"], "w") as f:
+            f.write(f"#!/bin/sh\nexec pkg-config --define-variable=prefix='{root}' \"$@\"\n")
+        os.chmod(menv["PKG_CONFIG"], 0o755)
+        if have_nvcc:
+            menv["PATH"] = os.path.dirname(nvcc) + ":" + menv.get("PATH", "")
+        else:  # keep an nvcc elsewhere on PATH out of it: the CUDA half is covered by the next step
+            menv["CUDACXX"] = "/nonexistent/nvcc"
+        must(["meson", "setup", ext_build, external], "meson setup of the external project", env=menv)
+        must(["ninja", "-C", ext_build, "-j2"], "building the external project", env=menv, timeout=900)
+        rc, out, err = run([os.path.join(ext_build, "hello")], env=env, timeout=300)
+        if rc != 0:
+            raise AssertionError(f"the external project's hello exited {rc}:\n{out}{err}")
+        check_output(out, hello_lines, "hello (meson)")
+        cuda_exe = os.path.join(ext_build, "hello_cuda")
+        if have_nvcc and not os.path.exists(cuda_exe):
+            raise AssertionError("nvcc exists but the external project did not build hello_cuda")
+        state["cuda_exe"] = cuda_exe if os.path.exists(cuda_exe) else None
+
+    @step("examples/external/hello_cuda.cu built with nvcc runs correctly")
+    def _hello_cuda():
+        if not have_nvcc:
+            return f"no nvcc at {nvcc}"
+        exe = state.get("cuda_exe")
+        if exe is None:
+            if "cflags" not in state:
+                return "no pkg-config flags"
+            exe = os.path.join(work, "hello_cuda")
+            must([nvcc, "-std=c++17", "--expt-relaxed-constexpr", os.path.join(external, "hello_cuda.cu"), "-o", exe] +
+                 state["cflags"] + state["libs"], "compiling hello_cuda.cu with nvcc", timeout=900)
+        rc, out, err = run([exe], env=env, timeout=300)
+        if rc != 0:
+            raise AssertionError(f"hello_cuda exited {rc}:\n{out}{err}")
+        lines = out.splitlines()
+        if len(lines) != 2 or not all(l.startswith(f"external_cuda: rank {r}: memory-channel kernels on ") and
+                                      l.endswith(": OK") for r, l in enumerate(lines)):
+            raise AssertionError(f"hello_cuda printed:\n{out}")
+
+    suite = ET.Element("testsuite", name="install", tests=str(len(steps)),
+                       failures=str(sum(1 for s in steps if s.failure)),
+                       skipped=str(sum(1 for s in steps if s.skipped)))
+    for s in steps:
+        case = ET.SubElement(suite, "testcase", classname="install", name=s.name, time=f"{s.seconds:.3f}")
+        if s.failure:
+            ET.SubElement(case, "failure", message=s.failure.splitlines()[0][:200]).text = s.failure
+        elif s.skipped:
+            ET.SubElement(case, "skipped", message=s.skipped)
+    root_el = ET.Element("testsuites")
+    root_el.append(suite)
+    ET.ElementTree(root_el).write(junit, encoding="utf-8", xml_declaration=True)
+    shutil.rmtree(work, ignore_errors=True)
+    return 1 if any(s.failure for s in steps) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
