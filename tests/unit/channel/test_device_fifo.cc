@@ -26,7 +26,7 @@ struct Ring {
 }  // namespace
 
 TEST_CASE("trigger encoding round-trips the seed 003 layout", "[device][fifo]") {
-  ProxyTrigger t;
+  ProxyTrigger t{0, 0};
   REQUIRE(ProxyTrigger::encode(TriggerPut | TriggerSignal, 511, 0xfffffff0ull, 3, 17, 4096, 1023, &t));
   // Bit positions of seed 003: size | srcOffset in fst; dstOffset | src id | dst id | type | channel | units16.
   REQUIRE((t.fst & 0xffffffffull) == 4096);
@@ -61,7 +61,7 @@ TEST_CASE("FIFO: producers and a consumer thread exchange every request in order
   std::thread consumer([&] {
     FifoConsumer c(ring.slots.data(), &ring.tail, 8);
     int got = 0;
-    ProxyTrigger t;
+    ProxyTrigger t{0, 0};
     while (got < kProducers * kPerProducer) {
       if (!c.poll(&t)) {
         std::this_thread::yield();
@@ -74,12 +74,14 @@ TEST_CASE("FIFO: producers and a consumer thread exchange every request in order
     }
     done = true;
   });
+  // Catch2 assertions are not thread-safe: threads count failures, the test checks them after join.
+  std::atomic<int> encodeFailures{0};
   std::vector<std::thread> producers;
   for (int p = 0; p < kProducers; ++p) {
     producers.emplace_back([&, p] {
       for (int i = 0; i < kPerProducer; ++i) {
-        ProxyTrigger t;
-        REQUIRE(ProxyTrigger::encode(TriggerPut, 0, 0, 0, 0, static_cast<uint64_t>(i), static_cast<uint32_t>(p), &t));
+        ProxyTrigger t{0, 0};
+        encodeFailures += !ProxyTrigger::encode(TriggerPut, 0, 0, 0, 0, static_cast<uint64_t>(i), static_cast<uint32_t>(p), &t);
         uint64_t idx = h.push(t);
         if (i % 500 == 0) h.sync(idx);  // waits until the consumer completed it
       }
@@ -87,6 +89,7 @@ TEST_CASE("FIFO: producers and a consumer thread exchange every request in order
   }
   for (auto& t : producers) t.join();
   consumer.join();
+  REQUIRE(encodeFailures == 0);
   REQUIRE(done);
   REQUIRE(ring.head == kProducers * kPerProducer);
   REQUIRE(ring.tail == kProducers * kPerProducer);
@@ -99,7 +102,7 @@ TEST_CASE("FIFO: producers and a consumer thread exchange every request in order
 TEST_CASE("FIFO: a full ring without a consumer times out", "[device][fifo]") {
   Ring ring(2);
   FifoDeviceHandle h = ring.handle(20000000);
-  ProxyTrigger t;
+  ProxyTrigger t{0, 0};
   REQUIRE(ProxyTrigger::encode(TriggerSignal, 0, 0, 0, 0, 0, 0, &t));
   h.push(t);
   h.push(t);
@@ -124,7 +127,7 @@ TEST_CASE("port channel: put, signal, flush and wait through a host proxy", "[de
   std::vector<TriggerFields> requests;
   std::thread proxy([&] {
     FifoConsumer c(ring.slots.data(), &ring.tail, 16);
-    ProxyTrigger t;
+    ProxyTrigger t{0, 0};
     while (!stop) {
       if (!c.poll(&t)) {
         std::this_thread::yield();

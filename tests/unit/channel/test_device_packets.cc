@@ -87,12 +87,12 @@ TEST_CASE("packets cross threads: a reader waits for a writer", "[device][packet
   std::memset(pkts.data(), 0, sizeof(LL8Packet) * pkts.size());
   auto src = pattern(4000, 1);
   std::vector<unsigned char> dst(4000);
-  std::thread reader([&] {
-    REQUIRE(getPackets<LL8Packet>(dst.data(), pkts.data(), 4000, 0, 1, 42, deadlineAfter(10000000000ull), nullptr) ==
-            SpinStatus::Ok);
-  });
+  SpinStatus st = SpinStatus::Invalid;
+  std::thread reader(
+      [&] { st = getPackets<LL8Packet>(dst.data(), pkts.data(), 4000, 0, 1, 42, deadlineAfter(10000000000ull), nullptr); });
   putPackets<LL8Packet>(pkts.data(), src.data(), 4000, 0, 1, 42);
   reader.join();
+  REQUIRE(st == SpinStatus::Ok);
   REQUIRE(dst == src);
 }
 

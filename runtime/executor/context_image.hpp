@@ -1,0 +1,103 @@
+// Builds the host image of an execution context: every plan reference resolved (chunk size, thread
+// block group slice, buffer address or proxy memory id), every channel handle filled, bounds and
+// shapes checked with errors naming plan, rank, threadblock, op and field. The CPU backend runs the
+// interpreter directly on this image; the GPU launcher copies it into device memory.
+//
+// Thread-safety: an image is immutable after build() except the state memory it points to (flag,
+// counters, records), which the blocks of one launch at a time update.
+#ifndef MSCCLPP_EXECUTOR_CONTEXT_IMAGE_HPP_
+#define MSCCLPP_EXECUTOR_CONTEXT_IMAGE_HPP_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "executor/exec_layout.hpp"
+#include "executor/rank_resources.hpp"
+#include "mscclpp/datatype.hpp"
+#include "mscclpp/fifo_device.hpp"
+#include "plan/plan.hpp"
+
+namespace mscclpp::exec {
+
+// Proxy memory ids: our input, output and scratch, then remote buffer k at kFirstRemoteMemoryId + k.
+constexpr uint32_t kInputMemoryId = 0;
+constexpr uint32_t kOutputMemoryId = 1;
+constexpr uint32_t kScratchMemoryId = 2;
+constexpr uint32_t kFirstRemoteMemoryId = 3;
+
+// Decides the shape of a call (plan sizing + the reuse_resources scratch limit). Throws
+// Error(NotSupported) naming the plan and the reason when the plan cannot serve these sizes.
+CallShape shapeCall(const plan::Plan& plan, int rank, uint64_t inputBytes, uint64_t outputBytes, DataType dtype);
+
+// Where the input of an in-place plan lives inside its data buffer, and the data buffer size:
+// allgather: input at output + rank * inputBytes; reducescatter: output at input + rank *
+// outputBytes; other collectives: input == output.
+struct InPlaceLayout {
+  uint64_t dataBytes = 0;
+  uint64_t inputOffset = 0;
+  uint64_t outputOffset = 0;
+};
+InPlaceLayout inPlaceLayout(plan::Collective collective, int rank, uint64_t inputBytes, uint64_t outputBytes);
+
+class ContextImage {
+ public:
+  struct MemoryEntry {
+    char* base;
+    uint64_t bytes;
+  };
+
+  // fifo: the proxy ring port channels push to (required when the plan has port channels).
+  // timeoutNs: the convenience timeout stored in handles (the interpreter passes its own deadline).
+  static std::unique_ptr<ContextImage> build(plan::PlanPtr plan, int rank, const CallShape& shape,
+                                             RankResources resources, const FifoDeviceHandle* fifo,
+                                             uint64_t timeoutNs);
+
+  const ExecContextDevice& device() const { return dev_; }
+  const plan::Plan& plan() const { return *plan_; }
+  const plan::PlanPtr& planPtr() const { return plan_; }
+  const plan::RankPlan& rankPlan() const { return plan_->ranks[rank_]; }
+  int rank() const { return rank_; }
+  const CallShape& shape() const { return shape_; }
+  const RankResources& resources() const { return res_; }
+  // The proxy's memory table, indexed by memory id (base null: not accessible through the proxy).
+  const std::vector<MemoryEntry>& memoryTable() const { return memoryTable_; }
+  // Every offset and size a reducing op touches is a multiple of this (elements must divide it).
+  uint64_t reduceGranularity() const { return reduceGranularity_; }
+  bool usesPortChannels() const { return !rankPlan().portChannels.empty(); }
+  bool usesSwitchChannels() const { return !rankPlan().switchChannels.empty(); }
+
+  // Puts counters, records and flag back to their initial values (a fresh context's state).
+  void resetState();
+
+ private:
+  ContextImage() = default;
+  void resolveThreadblocks();
+  void fillChannels(const FifoDeviceHandle* fifo, uint64_t timeoutNs);
+  void fillState();
+
+  plan::PlanPtr plan_;
+  int rank_ = -1;
+  CallShape shape_;
+  RankResources res_;
+  ExecContextDevice dev_{};
+  std::vector<std::vector<ResolvedRef>> refs_;
+  std::vector<ThreadblockDevice> blocks_;
+  std::vector<MemoryChannelDeviceHandle> memoryChannels_;
+  std::vector<PortChannelDeviceHandle> portChannels_;
+  std::vector<SwitchChannelDeviceHandle> switchChannels_;
+  std::vector<std::vector<void*>> switchMembers_;
+  std::vector<uint64_t> expected_;  // memory channels, then port channels
+  std::vector<uint32_t> semaphores_;
+  std::vector<DeviceSyncer> barriers_;
+  std::vector<ExecState> ownState_;
+  std::vector<BlockRecord> ownRecords_;
+  std::vector<uint32_t> ownAbort_;
+  std::vector<MemoryEntry> memoryTable_;
+  uint64_t reduceGranularity_ = 0;
+};
+
+}  // namespace mscclpp::exec
+
+#endif  // MSCCLPP_EXECUTOR_CONTEXT_IMAGE_HPP_

@@ -1,0 +1,118 @@
+#include "executor/cpu/cpu_context.hpp"
+
+#include <cstring>
+
+#include "core/enforce.hpp"
+#include "core/logger.hpp"
+#include "core/params.hpp"
+#include "executor/cpu/host_block_runner.hpp"
+#include "executor/diagnostics.hpp"
+
+namespace mscclpp::exec {
+namespace {
+
+unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); }
+
+uint64_t secondsToNs(double s) { return s <= 0 ? kNoDeadline : static_cast<uint64_t>(s * 1e9); }
+
+}  // namespace
+
+CpuContext::CpuContext(plan::PlanPtr plan, int rank, const CallShape& shape, RankResources resources) {
+  const std::string name = strFormat("plan %s rank %d", plan->header.name.c_str(), rank);
+  const uint64_t handleTimeout = secondsToNs(params::timeoutSeconds());
+  FifoDeviceHandle fifo{};
+  if (!plan->ranks.at(rank).portChannels.empty()) {
+    int64_t slots = params::proxyFifoSize();
+    MSCCLPP_ENFORCE(slots > 0 && slots <= (1 << 20), ErrorCode::InvalidArgument,
+                    "MSCCLPP_PROXY_FIFO_SIZE=%lld: expected 1 to 1048576 slots", static_cast<long long>(slots));
+    proxy_ = std::make_unique<ProxyService>(static_cast<int>(slots), kHostDevice);
+    fifo = proxy_->fifoDeviceHandle();
+  }
+  image_ = ContextImage::build(std::move(plan), rank, shape, std::move(resources), proxy_ ? &fifo : nullptr,
+                               handleTimeout);
+  if (proxy_) {
+    // The handler reads this context's tables; a failure raises the abort flag so blocks stop.
+    proxy_->setRequestHandler([this](const TriggerFields& f) { return handleRequest(f); });
+    proxy_->setFailureFlag(image_->device().abortFlag);
+    proxy_->startProxy();
+  }
+  workers_ = std::make_unique<BlockWorkers>(image_->device().nBlocks, rank, name);
+}
+
+CpuContext::~CpuContext() {
+  workers_.reset();
+  if (proxy_) proxy_->stopProxy();
+}
+
+// The emulated port-channel transfer: a copy into the peer's (shared) memory, then a release
+// increment of the peer's semaphore, in FIFO order. Flush needs nothing more: the copy is done
+// when the request is popped, and pop() publishes the tail that flush waits for.
+std::string CpuContext::handleRequest(const TriggerFields& f) {
+  const auto& table = image_->memoryTable();
+  if (f.type & TriggerPut) {
+    if (f.srcMemoryId >= table.size() || f.dstMemoryId >= table.size() || table[f.srcMemoryId].base == nullptr ||
+        table[f.dstMemoryId].base == nullptr) {
+      return strFormat("put on port channel %u names memory ids %u -> %u; registered: %zu", f.channelId, f.srcMemoryId,
+                       f.dstMemoryId, table.size());
+    }
+    const auto& s = table[f.srcMemoryId];
+    const auto& d = table[f.dstMemoryId];
+    if (f.srcOffset + f.size > s.bytes || f.dstOffset + f.size > d.bytes || f.srcOffset + f.size < f.srcOffset ||
+        f.dstOffset + f.size < f.dstOffset) {
+      return strFormat("put on port channel %u of %llu bytes from memory %u offset %llu (%llu bytes) to memory %u "
+                       "offset %llu (%llu bytes) is out of bounds",
+                       f.channelId, ull(f.size), f.srcMemoryId, ull(f.srcOffset), ull(s.bytes), f.dstMemoryId,
+                       ull(f.dstOffset), ull(d.bytes));
+    }
+    std::memmove(d.base + f.dstOffset, s.base + f.srcOffset, f.size);
+  }
+  if (f.type & TriggerSignal) {
+    const auto& out = image_->resources().portOutbound;
+    if (f.channelId >= out.size()) return strFormat("signal on port channel %u; %zu declared", f.channelId, out.size());
+    // Release: the copies performed for this channel before the signal are visible to the peer's wait.
+    atomicFetchAdd<uint64_t>(out[f.channelId], 1, memoryOrderRelease);
+  }
+  return std::string();
+}
+
+void CpuContext::launch(DataType dtype, ReduceOp op, PacketType packet, double timeoutSeconds) {
+  const plan::Plan& plan = image_->plan();
+  const int rank = image_->rank();
+  MSCCLPP_ENFORCE(!failed_, ErrorCode::InvalidUsage,
+                  "plan %s rank %d: this execution context failed in an earlier launch and cannot run again",
+                  plan.header.name.c_str(), rank);
+  const size_t elem = dataTypeSize(dtype);
+  MSCCLPP_ENFORCE(elem > 0 && (image_->reduceGranularity() % elem) == 0, ErrorCode::NotSupported,
+                  "plan %s rank %d: its reductions touch offsets/sizes in steps of %llu bytes, not whole %s elements",
+                  plan.header.name.c_str(), rank, ull(image_->reduceGranularity()), dataTypeName(dtype));
+  HostBlockFn fn = hostBlockFunction(dtype, op);
+  const ExecContextDevice& dev = image_->device();
+  LaunchArgs args{secondsToNs(timeoutSeconds), static_cast<uint32_t>(packet), 0};
+  lastFlag_ = dev.state->flag;  // no launch in flight: a plain read is ordered by the last run()
+  const double safety = timeoutSeconds <= 0 ? 1e9 : 2 * timeoutSeconds + 30;
+  workers_->run([&](uint32_t block) { fn(dev, block, args); }, safety);
+
+  bool stopped = false, timedOut = false, invalid = false;
+  for (uint32_t b = 0; b < dev.nBlocks; ++b) {
+    uint32_t s = dev.blockRecords[b].state;
+    stopped |= blockStopped(dev.blockRecords[b]);
+    timedOut |= s == kBlockTimedOut;
+    invalid |= s == kBlockInvalid;
+  }
+  const std::string proxyError = proxy_ ? proxy_->errorMessage() : std::string();
+  if (!stopped && proxyError.empty()) return;
+  failed_ = true;
+  std::string msg = strFormat("plan %s (%s) rank %d: launch with flag %u failed", plan.header.name.c_str(),
+                              plan.header.source.c_str(), rank, lastFlag_);
+  if (timedOut) msg += strFormat(" (MSCCLPP_TIMEOUT_S=%.3g)", timeoutSeconds);
+  if (!proxyError.empty()) msg += "; " + proxyError;
+  for (const std::string& line :
+       describeUnfinishedBlocks(plan, rank, dev.blockRecords, dev.nBlocks, lastFlag_, dev.state->firstFailedBlock)) {
+    msg += "\n  " + line;
+  }
+  if (timedOut) throw TimeoutError(msg);
+  if (invalid || !proxyError.empty()) throw Error(ErrorCode::NotSupported, msg);
+  throw Error(ErrorCode::Aborted, msg);
+}
+
+}  // namespace mscclpp::exec

@@ -1,0 +1,53 @@
+// A CPU-backend execution context: the resolved plan image for one (plan, rank, call shape,
+// resources), a persistent pool of block threads, and, when the plan has port channels, the
+// runtime's ProxyService (runtime/proxy) with a request handler that performs the emulated
+// transfer against this context's memory table. Built once, launched many times; the LL flag, semaphore counters and scratch persist
+// between launches exactly as on the GPU.
+//
+// Thread-safety: one launch at a time (the owner serialises calls); different contexts (ranks)
+// run concurrently. After a failed launch the context refuses further launches.
+#ifndef MSCCLPP_EXECUTOR_CPU_CPU_CONTEXT_HPP_
+#define MSCCLPP_EXECUTOR_CPU_CPU_CONTEXT_HPP_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "executor/context_image.hpp"
+#include "executor/cpu/block_workers.hpp"
+#include "mscclpp/datatype.hpp"
+#include "mscclpp/proxy.hpp"
+
+namespace mscclpp::exec {
+
+class CpuContext {
+ public:
+  CpuContext(plan::PlanPtr plan, int rank, const CallShape& shape, RankResources resources);
+  ~CpuContext();
+  CpuContext(const CpuContext&) = delete;
+  CpuContext& operator=(const CpuContext&) = delete;
+
+  // Runs every threadblock once with reduce op `op` (native: sum, prod, max, min) and returns when
+  // all finished. Every wait is bounded by timeoutSeconds. On failure throws TimeoutError (a wait
+  // of this rank timed out), Error(Aborted) (stopped because another rank failed) or
+  // Error(NotSupported/InvalidArgument) with the blocks' wait-for description.
+  void launch(DataType dtype, ReduceOp op, PacketType packet, double timeoutSeconds);
+
+  const ContextImage& image() const { return *image_; }
+  bool failed() const { return failed_; }
+  // The flag of the most recent launch.
+  uint32_t lastLaunchFlag() const { return lastFlag_; }
+
+ private:
+  std::string handleRequest(const TriggerFields& f);
+
+  std::unique_ptr<ProxyService> proxy_;
+  std::unique_ptr<ContextImage> image_;
+  std::unique_ptr<BlockWorkers> workers_;
+  bool failed_ = false;
+  uint32_t lastFlag_ = 0;
+};
+
+}  // namespace mscclpp::exec
+
+#endif  // MSCCLPP_EXECUTOR_CPU_CPU_CONTEXT_HPP_

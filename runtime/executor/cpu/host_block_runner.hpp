@@ -1,0 +1,26 @@
+// The CPU backend's entry into the op interpreter: one call runs one plan threadblock on the calling
+// host thread (threadId 0 of 1). Instantiated once per (dtype, native reduce op) in the generated
+// translation units interp_inst_<type>.cc (one per dtype, so builds run in parallel).
+#ifndef MSCCLPP_EXECUTOR_CPU_HOST_BLOCK_RUNNER_HPP_
+#define MSCCLPP_EXECUTOR_CPU_HOST_BLOCK_RUNNER_HPP_
+
+#include <cstdint>
+
+#include "executor/exec_layout.hpp"
+#include "mscclpp/datatype.hpp"
+
+namespace mscclpp::exec {
+
+using HostBlockFn = void (*)(const ExecContextDevice& ctx, uint32_t block, const LaunchArgs& args);
+
+// Defined (and explicitly instantiated) only in the interp_inst_*.cc files.
+template <class T, class Op>
+void runHostBlock(const ExecContextDevice& ctx, uint32_t block, const LaunchArgs& args);
+
+// The instantiation for (dtype, op); op must be native (sum, prod, max, min). Throws
+// Error(InvalidArgument) for values outside the table.
+HostBlockFn hostBlockFunction(DataType dtype, ReduceOp op);
+
+}  // namespace mscclpp::exec
+
+#endif  // MSCCLPP_EXECUTOR_CPU_HOST_BLOCK_RUNNER_HPP_

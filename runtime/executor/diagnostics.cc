@@ -1,0 +1,160 @@
+#include "executor/diagnostics.hpp"
+
+#include "core/format.hpp"
+#include "plan/op_rules.hpp"
+
+namespace mscclpp::exec {
+namespace {
+
+unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); }
+
+int peerOf(const std::vector<plan::ChannelDecl>& channels, uint32_t c) {
+  return c < channels.size() ? channels[c].peer : -1;
+}
+
+// Which ops of the plan write LL packets into rank's scratch chunks [index, index + size): local
+// packet destinations on that rank, remote packet destinations of peers pointing at its scratch,
+// and multicast packet stores to a group it belongs to. Chunk granularity (thread-block-group slices
+// are not told apart). Only possible when every rank's threadblocks are loaded.
+std::string packetWriters(const plan::Plan& plan, int rank, uint32_t index, uint32_t size) {
+  std::vector<std::string> writers;
+  for (const plan::RankPlan& q : plan.ranks) {
+    if (!q.hasOps) return std::string();
+    for (const plan::ThreadblockPlan& tb : q.threadblocks) {
+      for (size_t i = 0; i < tb.ops.size(); ++i) {
+        const plan::Op& op = tb.ops[i];
+        if (op.type == plan::OpType::Pipeline) continue;
+        const plan::OpRule& rule = plan::opRule(op.type);
+        for (uint32_t k = 0; k < op.nDst; ++k) {
+          const plan::RefSlot slot = rule.dst.slot(k);
+          const plan::BufferRef& ref = tb.refs[op.dstBegin + k];
+          bool hits = false;
+          if (slot == plan::RefSlot::LocalPackets) {
+            hits = q.rank == rank && ref.kind == plan::RefKind::Local && ref.type == plan::BufferType::Scratch;
+          } else if (slot == plan::RefSlot::RemotePackets && ref.kind == plan::RefKind::Remote &&
+                     ref.id < q.remoteBuffers.size()) {
+            hits = q.remoteBuffers[ref.id].rank == rank && q.remoteBuffers[ref.id].type == plan::BufferType::Scratch;
+          } else if (slot == plan::RefSlot::MulticastPackets && ref.kind == plan::RefKind::Multicast &&
+                     ref.id < q.switchChannels.size()) {
+            for (int m : q.switchChannels[ref.id].ranks) hits |= m == rank;
+          }
+          if (hits && ref.index < index + size && index < ref.index + ref.size) {
+            writers.push_back(strFormat("rank %d threadblock %d op %zu (%s)", q.rank, tb.id, i, plan::opTypeName(op.type)));
+          }
+        }
+      }
+    }
+  }
+  if (writers.empty()) return "; no op of any rank writes LL packets there, so the plan cannot complete as written";
+  std::string s = "; written by ";
+  for (size_t i = 0; i < writers.size() && i < 4; ++i) s += (i ? ", " : "") + writers[i];
+  if (writers.size() > 4) s += strFormat(" and %zu more", writers.size() - 4);
+  return s;
+}
+
+// Which ops of the peer signal the channel paired with rank's channel c (the k-th channel of the
+// same type from the peer back to rank). Empty when the peer's threadblocks are not loaded.
+std::string channelSignalers(const plan::Plan& plan, int rank, uint32_t c, bool port) {
+  const plan::RankPlan& rp = plan.ranks[rank];
+  const auto& mine = port ? rp.portChannels : rp.memoryChannels;
+  if (c >= mine.size()) return std::string();
+  const int peer = mine[c].peer;
+  if (peer < 0 || peer >= static_cast<int>(plan.ranks.size()) || !plan.ranks[peer].hasOps) return std::string();
+  const plan::RankPlan& pp = plan.ranks[peer];
+  const auto& theirs = port ? pp.portChannels : pp.memoryChannels;
+  int paired = -1;
+  for (size_t i = 0; i < theirs.size(); ++i)
+    if (theirs[i].peer == rank && theirs[i].pairIndex == mine[c].pairIndex) paired = static_cast<int>(i);
+  if (paired < 0) return strFormat("; rank %d has no channel paired with it", peer);
+  int signals = 0;
+  for (const plan::ThreadblockPlan& tb : pp.threadblocks) {
+    for (const plan::Op& op : tb.ops) {
+      const bool signalling = op.type == plan::OpType::Signal || op.type == plan::OpType::RelaxedSignal ||
+                              op.type == plan::OpType::PutWithSignal || op.type == plan::OpType::PutWithSignalAndFlush;
+      if (!signalling || op.channelType != (port ? plan::ChannelType::Port : plan::ChannelType::Memory)) continue;
+      for (uint32_t k = 0; k < op.nIds; ++k) signals += tb.ids[op.idsBegin + k] == static_cast<uint32_t>(paired);
+    }
+  }
+  if (signals == 0)
+    return strFormat("; no op of rank %d signals its paired channel %d, so this wait can never complete", peer, paired);
+  return strFormat("; rank %d signals its paired channel %d in %d op(s) per launch", peer, paired, signals);
+}
+
+std::string waitText(const plan::Plan& plan, int rank, uint32_t block, const BlockRecord& r) {
+  const plan::RankPlan& rp = plan.ranks[rank];
+  switch (static_cast<WaitKind>(r.waitKind)) {
+    case WaitKind::None: return "was stopped between ops by the abort of another block or rank";
+    case WaitKind::MemoryChannel:
+      return strFormat("waits on memory channel %u (peer %d): signal #%llu expected, counter at %llu%s", r.id,
+                       peerOf(rp.memoryChannels, r.id), ull(r.expected), ull(r.observed),
+                       channelSignalers(plan, rank, r.id, false).c_str());
+    case WaitKind::PortChannel:
+      return strFormat("waits on port channel %u (peer %d): signal #%llu expected, counter at %llu%s", r.id,
+                       peerOf(rp.portChannels, r.id), ull(r.expected), ull(r.observed),
+                       channelSignalers(plan, rank, r.id, true).c_str());
+    case WaitKind::Packet: {
+      std::string where = "a packet buffer", writers;
+      if (block < rp.threadblocks.size() && r.opIndex < rp.threadblocks[block].ops.size()) {
+        const plan::ThreadblockPlan& tb = rp.threadblocks[block];
+        const plan::Op& op = tb.ops[r.opIndex];
+        if (r.id < op.nSrc) {
+          const plan::BufferRef& ref = tb.refs[op.srcBegin + r.id];
+          where = strFormat("src_buff[%u] = %s chunk %u", r.id, plan::bufferTypeName(ref.type), ref.index);
+          if (ref.kind == plan::RefKind::Local && ref.type == plan::BufferType::Scratch)
+            writers = packetWriters(plan, rank, ref.index, ref.size);
+        }
+      }
+      return strFormat("waits for LL packet flag %llu at byte %llu of its scratch (%s): flag %llu is there%s",
+                       ull(r.expected), ull(r.detail), where.c_str(), ull(r.observed), writers.c_str());
+    }
+    case WaitKind::Barrier:
+      return strFormat("waits at barrier %u for %llu threadblocks", r.id, ull(r.expected));
+    case WaitKind::Semaphore:
+      return strFormat("waits to acquire semaphore %u (value %llu)", r.id, ull(r.observed));
+    case WaitKind::FifoPush:
+      return strFormat("waits for a free proxy FIFO slot to request on port channel %u (peer %d)", r.id,
+                       peerOf(rp.portChannels, r.id));
+    case WaitKind::Flush:
+      return strFormat("waits for the proxy to complete request %llu on port channel %u (peer %d); it completed %llu",
+                       ull(r.expected), r.id, peerOf(rp.portChannels, r.id), ull(r.observed));
+    case WaitKind::Request:
+      return strFormat("could not request %llu bytes on port channel %u (peer %d): offsets/size beyond what a FIFO "
+                       "trigger encodes",
+                       ull(r.detail), r.id, peerOf(rp.portChannels, r.id));
+  }
+  return "stopped";
+}
+
+}  // namespace
+
+std::string describeBlock(const plan::Plan& plan, int rank, uint32_t block, const BlockRecord& r, uint32_t launchFlag) {
+  const plan::RankPlan& rp = plan.ranks[rank];
+  const int tbId = block < rp.threadblocks.size() ? rp.threadblocks[block].id : static_cast<int>(block);
+  std::string head = strFormat("rank %d threadblock %d", rank, tbId);
+  if (!blockStopped(r)) {
+    if (r.state == kBlockFinished && r.launchFlag == launchFlag) return head + " finished";
+    return head + " was running (not waiting)";
+  }
+  const char* opName = "?";
+  if (block < rp.threadblocks.size() && r.opIndex < rp.threadblocks[block].ops.size())
+    opName = plan::opTypeName(rp.threadblocks[block].ops[r.opIndex].type);
+  head += strFormat(" op %u (%s)", r.opIndex, opName);
+  if (r.pipelineIteration != UINT32_MAX) head += strFormat(" pipeline iteration %u", r.pipelineIteration);
+  const char* how = r.state == kBlockTimedOut ? "timed out" : (r.state == kBlockAborted ? "aborted" : "failed");
+  return strFormat("%s %s [%s]", head.c_str(), waitText(plan, rank, block, r).c_str(), how);
+}
+
+std::vector<std::string> describeUnfinishedBlocks(const plan::Plan& plan, int rank, const BlockRecord* records,
+                                                  uint32_t nBlocks, uint32_t launchFlag, uint32_t firstFailedBlock) {
+  std::vector<std::string> lines;
+  for (uint32_t b = 0; b < nBlocks; ++b) {
+    const BlockRecord& r = records[b];
+    if (r.state == kBlockFinished && r.launchFlag == launchFlag) continue;
+    std::string line = describeBlock(plan, rank, b, r, launchFlag);
+    if (b == firstFailedBlock && r.state == kBlockTimedOut) line += " (first to time out)";
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+}  // namespace mscclpp::exec

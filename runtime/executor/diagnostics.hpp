@@ -1,0 +1,32 @@
+// Turns the blocks' records (exec_layout.hpp BlockRecord) into sentences: which rank, threadblock,
+// op and pipeline iteration each block stopped at and what it waited for ("wait on memory channel 3
+// (peer 5): signal #7 expected, counter at 6"). Used by both backends after a failed launch, and by
+// the emulator to print the wait-for picture of all ranks at once.
+#ifndef MSCCLPP_EXECUTOR_DIAGNOSTICS_HPP_
+#define MSCCLPP_EXECUTOR_DIAGNOSTICS_HPP_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "executor/exec_layout.hpp"
+#include "plan/plan.hpp"
+
+namespace mscclpp::exec {
+
+// One line for block `block` of `rank`; launchFlag is the flag of the launch being described (a
+// record finished with another flag belongs to an earlier launch: the block was still running).
+std::string describeBlock(const plan::Plan& plan, int rank, uint32_t block, const BlockRecord& record,
+                          uint32_t launchFlag);
+
+// True when the record says the block stopped (timeout, abort or invalid request) in that launch.
+inline bool blockStopped(const BlockRecord& r) { return r.state >= kBlockTimedOut; }
+
+// The lines of every block of a rank that did not finish, the block that timed out first marked
+// "(first to time out)". Empty when all finished.
+std::vector<std::string> describeUnfinishedBlocks(const plan::Plan& plan, int rank, const BlockRecord* records,
+                                                  uint32_t nBlocks, uint32_t launchFlag, uint32_t firstFailedBlock);
+
+}  // namespace mscclpp::exec
+
+#endif  // MSCCLPP_EXECUTOR_DIAGNOSTICS_HPP_

@@ -1,0 +1,137 @@
+// The data the op interpreter reads: one ExecContextDevice per (plan, rank, resources), built once
+// on the host by the context builder and placed where the blocks can read it (device memory for the
+// GPU backend, process memory for the CPU backend). Everything here is trivially copyable.
+//
+// Resolution of plan references happens on the host when a context is built (chunk size, thread
+// block group slices, scratch layout, remote buffer addresses, bounds checks): the interpreter
+// only adds the launch's scratch half and the pipeline offset at run time.
+#ifndef MSCCLPP_EXECUTOR_EXEC_LAYOUT_HPP_
+#define MSCCLPP_EXECUTOR_EXEC_LAYOUT_HPP_
+
+#include <cstdint>
+#include <type_traits>
+
+#include "mscclpp/device_syncer.hpp"
+#include "mscclpp/memory_channel_device.hpp"
+#include "mscclpp/port_channel_device.hpp"
+#include "mscclpp/switch_channel_device.hpp"
+#include "plan/plan.hpp"
+
+namespace mscclpp::exec {
+
+// A plan reference resolved for one context. The byte range in the data domain is
+// [offset, offset + bytes); for packet data the address is base + 2 * (offset + pipeline offset).
+struct ResolvedRef {
+  char* base;         // Local: our buffer; Remote (memory access): the peer's buffer mapped here; else null
+  uint64_t offset;    // data-domain offset of the slice: index * chunk (+ thread-block-group slice)
+  uint64_t bytes;     // data-domain size of the slice
+  uint32_t id;        // Remote: rank-level remote buffer id; Multicast: rank-level switch channel id
+  uint32_t memoryId;  // port channels: the proxy memory id of the target buffer (UINT32_MAX: none)
+  uint8_t kind;       // plan::RefKind
+  uint8_t type;       // plan::BufferType of the target buffer
+  uint8_t scratch;    // 1 when the target is a scratch buffer (launch half and scratch wrap apply)
+  uint8_t reserved[5];
+};
+static_assert(std::is_trivially_copyable<ResolvedRef>::value && sizeof(ResolvedRef) == 40, "copied as bytes");
+
+// One plan threadblock. refs[] is parallel to the plan's refs (same indexes as Op::srcBegin/dstBegin).
+struct ThreadblockDevice {
+  const plan::Op* ops;
+  const ResolvedRef* refs;
+  const uint32_t* ids;
+  uint32_t nOps;
+  uint32_t nRefs;
+  uint32_t nIds;
+  uint32_t planTbId;  // the plan's "id" of this threadblock
+};
+
+// What a block was doing when it stopped (the wait-for picture of a deadlock).
+enum class WaitKind : uint32_t {
+  None = 0,
+  MemoryChannel,  // id: rank-level memory channel; expected/observed: semaphore counters
+  PortChannel,    // id: rank-level port channel; expected/observed: semaphore counters
+  Packet,         // id: ref position in the op; detail: packet byte offset in its buffer; expected/observed: flags
+  Barrier,        // id: barrier id; expected: blocks taking part
+  Semaphore,      // id: semaphore id; observed: its value
+  FifoPush,       // id: rank-level port channel (the proxy FIFO was full)
+  Flush,          // id: rank-level port channel; expected: FIFO index; observed: proxy tail
+  Request,        // id: rank-level port channel; a request that cannot be encoded (detail: bytes)
+};
+
+enum BlockState : uint32_t {
+  kBlockRunning = 0,   // started (or never ran)
+  kBlockFinished = 1,  // its last launch completed all ops
+  kBlockWriting = 2,   // a thread is filling the record
+  kBlockTimedOut = 3,  // its own wait passed the deadline
+  kBlockAborted = 4,   // stopped because another block/rank failed
+  kBlockInvalid = 5,   // a request could not be made
+};
+
+struct BlockRecord {
+  uint32_t state;  // BlockState
+  uint32_t opIndex;
+  uint32_t opType;  // plan::OpType
+  uint32_t waitKind;
+  uint32_t id;
+  uint32_t pipelineIteration;  // UINT32_MAX outside pipelines
+  uint32_t launchFlag;         // the LL flag of the launch this record describes
+  uint32_t reserved;
+  uint64_t expected;
+  uint64_t observed;
+  uint64_t detail;
+};
+
+// Mutable state owned by the context, persistent across launches (graph replays included).
+struct ExecState {
+  uint32_t flag;        // LL flag of the next launch: starts at 1, never 0, advanced by the launch's last block
+  uint32_t doneBlocks;  // blocks of the current launch that finished
+  uint32_t firstFailedBlock;  // UINT32_MAX until a block times out or fails
+  uint32_t reserved;
+};
+
+struct ExecContextDevice {
+  int32_t rank;
+  uint32_t nBlocks;
+  const ThreadblockDevice* blocks;
+
+  uint64_t chunkBytes;         // the call's chunk size (plan sizing)
+  uint64_t scratchChunkBytes;  // reuse_resources: scratch chunk, may be < chunkBytes (then wrapScratch)
+  uint64_t scratchHalfBytes;   // double scratch: offset of the second half; 0 otherwise
+  uint8_t doubleScratch;
+  uint8_t wrapScratch;  // pipeline offsets into scratch wrap modulo scratchChunkBytes
+  uint8_t reserved[6];
+
+  char* input;
+  char* output;
+  char* scratch;
+
+  MemoryChannelDeviceHandle* memoryChannels;
+  PortChannelDeviceHandle* portChannels;
+  SwitchChannelDeviceHandle* switchChannels;
+  uint32_t nMemoryChannels;
+  uint32_t nPortChannels;
+  uint32_t nSwitchChannels;
+  uint32_t nSemaphores;
+  uint32_t* semaphores;    // sem_acquire / sem_release counters (rank-local)
+  DeviceSyncer* barriers;  // barrier ids (rank-local)
+  uint32_t nBarriers;
+  uint32_t reserved2;
+
+  ExecState* state;
+  BlockRecord* blockRecords;  // [nBlocks]
+  uint32_t* abortFlag;        // nonzero: stop waiting (may be shared by all ranks of an emulation)
+};
+static_assert(std::is_trivially_copyable<ExecContextDevice>::value, "copied as bytes");
+
+// Per-launch arguments (by value).
+struct LaunchArgs {
+  uint64_t timeoutNs;  // each block's deadline is its start time + timeoutNs
+  uint32_t packetType;  // mscclpp::PacketType
+  uint32_t reserved;
+};
+
+MSCCLPP_HOST_DEVICE_INLINE uint32_t nextFlag(uint32_t flag) { return flag == UINT32_MAX ? 1u : flag + 1; }
+
+}  // namespace mscclpp::exec
+
+#endif  // MSCCLPP_EXECUTOR_EXEC_LAYOUT_HPP_

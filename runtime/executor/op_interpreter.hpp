@@ -1,0 +1,683 @@
+// THE op interpreter: the semantics of every plan operation (plan-format.md), written once as
+// __host__ __device__ code. The GPU kernel (executor_kernel.cu) runs one BlockInterpreter per CUDA
+// block with all its threads cooperating; the CPU backend runs one per host thread with
+// threadId 0 of 1 thread. Nothing here knows which backend it runs on except where the hardware
+// differs (multimem, vector widths), marked with MSCCLPP_DEVICE_COMPILE.
+//
+// Synchronisation rules the code keeps:
+//  * Block-wide barriers (syncBlockThreads) appear only where every thread of the block reaches
+//    them: in nop, barrier, the memory-channel pws/pwsf, and at the end of the block. A thread
+//    whose wait failed still walks the op list (its waits return at once), so barriers match.
+//  * Every wait is bounded by the block's deadline (start + LaunchArgs::timeoutNs) and stops when
+//    the context's abort flag is set. The first thread of a block to fail fills the block's record
+//    (what it waited for) and, for a timeout, sets the abort flag so every block stops promptly.
+//  * The LL flag is read from context memory at block start and advanced by the launch's last
+//    block (ExecState): graph replays and back-to-back launches advance it without the host.
+#ifndef MSCCLPP_EXECUTOR_OP_INTERPRETER_HPP_
+#define MSCCLPP_EXECUTOR_OP_INTERPRETER_HPP_
+
+#include <cstdint>
+
+#include "exec_layout.hpp"
+#include "mscclpp/copy_device.hpp"
+#include "mscclpp/datatype.hpp"
+#include "mscclpp/device.hpp"
+#include "mscclpp/packet_device.hpp"
+#include "mscclpp/switch_channel_device.hpp"
+#include "reduce_ops.hpp"
+
+namespace mscclpp::exec {
+
+constexpr uint64_t kNoUnit = UINT64_MAX;
+
+// Which (dtype, op) pairs the switch reduces natively (multimem.ld_reduce); others use the
+// members' pointers.
+template <class T, class Op>
+struct MultimemOf {
+  static constexpr bool kOk = false;
+};
+#define MSCCLPP_MULTIMEM(T, OP, E, O)                        \
+  template <>                                               \
+  struct MultimemOf<T, OP> {                                \
+    static constexpr bool kOk = true;                       \
+    static constexpr MultimemElem kElem = MultimemElem::E;  \
+    static constexpr MultimemOp kOp = MultimemOp::O;        \
+  };
+MSCCLPP_MULTIMEM(float, OpSum, F32, Sum)
+MSCCLPP_MULTIMEM(__half, OpSum, F16, Sum)
+MSCCLPP_MULTIMEM(__half, OpMin, F16, Min)
+MSCCLPP_MULTIMEM(__half, OpMax, F16, Max)
+MSCCLPP_MULTIMEM(__nv_bfloat16, OpSum, BF16, Sum)
+MSCCLPP_MULTIMEM(__nv_bfloat16, OpMin, BF16, Min)
+MSCCLPP_MULTIMEM(__nv_bfloat16, OpMax, BF16, Max)
+MSCCLPP_MULTIMEM(int32_t, OpSum, S32, Sum)
+MSCCLPP_MULTIMEM(int32_t, OpMin, S32, Min)
+MSCCLPP_MULTIMEM(int32_t, OpMax, S32, Max)
+MSCCLPP_MULTIMEM(uint32_t, OpSum, U32, Sum)
+MSCCLPP_MULTIMEM(uint32_t, OpMin, U32, Min)
+MSCCLPP_MULTIMEM(uint32_t, OpMax, U32, Max)
+#undef MSCCLPP_MULTIMEM
+
+template <class T, class Op>
+class BlockInterpreter {
+ public:
+  using R = Reducer<T, Op>;
+
+  MSCCLPP_HOST_DEVICE_INLINE BlockInterpreter(const ExecContextDevice& ctx, const ThreadblockDevice& tb,
+                                              uint32_t blockIndex, uint32_t threadId, uint32_t numThreads,
+                                              const LaunchArgs& args)
+      : ctx_(ctx), tb_(tb), block_(blockIndex), tid_(threadId), nthreads_(numThreads) {
+    deadline_ = deadlineAfter(args.timeoutNs);
+    ll8_ = args.packetType == static_cast<uint32_t>(PacketType::LL8);
+    // Acquire: pairs with the previous launch's last block, which released the advanced flag.
+    flag_ = atomicLoad<uint32_t, scopeDevice>(&ctx.state->flag, memoryOrderAcquire);
+    half_ = (ctx.doubleScratch && (flag_ & 1u) == 0) ? ctx.scratchHalfBytes : 0;
+  }
+
+  MSCCLPP_HOST_DEVICE_INLINE void run() {
+    for (uint32_t i = 0; i < tb_.nOps;) {
+      if (stopped()) {
+        markStopped(i);
+        break;
+      }
+      const plan::Op& op = tb_.ops[i];
+      if (op.type == plan::OpType::Pipeline) {
+        runPipeline(op, i);
+        i += 1 + op.bodyCount;
+      } else {
+        exec(op, i);
+        ++i;
+      }
+    }
+    finishBlock();
+  }
+
+ private:
+  struct Span {
+    uint64_t off;
+    uint64_t bytes;
+  };
+
+  // ---- references ------------------------------------------------------------------------------
+  MSCCLPP_HOST_DEVICE_INLINE const ResolvedRef& src(const plan::Op& op, uint32_t k) const {
+    return tb_.refs[op.srcBegin + k];
+  }
+  MSCCLPP_HOST_DEVICE_INLINE const ResolvedRef& dst(const plan::Op& op, uint32_t k) const {
+    return tb_.refs[op.dstBegin + k];
+  }
+  MSCCLPP_HOST_DEVICE_INLINE uint32_t id(const plan::Op& op, uint32_t k) const {
+    return tb_.ids[op.idsBegin + (k < op.nIds ? k : op.nIds - 1)];
+  }
+  // The part of a reference this pipeline iteration covers (the whole slice outside pipelines).
+  MSCCLPP_HOST_DEVICE_INLINE Span span(const ResolvedRef& r) const {
+    if (unit_ == kNoUnit) return Span{r.offset, r.bytes};
+    if (pipeOff_ >= r.bytes) return Span{r.offset, 0};
+    uint64_t b = r.bytes - pipeOff_ < unit_ ? r.bytes - pipeOff_ : unit_;
+    uint64_t p = (r.scratch && ctx_.wrapScratch) ? pipeOff_ % ctx_.scratchChunkBytes : pipeOff_;
+    return Span{r.offset + p, b};
+  }
+  // Byte offset inside the target buffer (scratch half included; packets at twice the data offset).
+  MSCCLPP_HOST_DEVICE_INLINE uint64_t bufferOffset(const ResolvedRef& r, uint64_t dataOff, bool packet) const {
+    return (r.scratch ? half_ : 0) + (packet ? 2 * dataOff : dataOff);
+  }
+  MSCCLPP_HOST_DEVICE_INLINE char* addr(const ResolvedRef& r, uint64_t dataOff, bool packet) const {
+    return r.base + bufferOffset(r, dataOff, packet);
+  }
+  MSCCLPP_HOST_DEVICE_INLINE static uint64_t minU(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+  // ---- control -----------------------------------------------------------------------------------
+  // The CPU backend stops a block once the context is aborted (one thread per block: no barrier to
+  // keep matched). On the GPU, threads keep walking the ops (their waits return at once).
+  MSCCLPP_HOST_DEVICE_INLINE bool stopped() const {
+#if defined(MSCCLPP_DEVICE_COMPILE)
+    return false;
+#else
+    return failed_ || atomicLoad<uint32_t>(ctx_.abortFlag, memoryOrderRelaxed) != 0;
+#endif
+  }
+
+  // Records that the block stopped before op `index` because the context was aborted.
+  MSCCLPP_HOST_DEVICE_INLINE void markStopped(uint32_t index) {
+    if (failed_) return;
+    opIndex_ = index;
+    fail(SpinStatus::Aborted, tb_.ops[index], WaitKind::None, 0, 0, 0, 0);
+  }
+
+  MSCCLPP_HOST_DEVICE_INLINE void fail(SpinStatus st, const plan::Op& op, WaitKind kind, uint32_t what,
+                                       uint64_t expected, uint64_t observed, uint64_t detail) {
+    if (failed_) return;
+    failed_ = true;
+    BlockRecord* r = &ctx_.blockRecords[block_];
+    uint32_t s = atomicLoad<uint32_t, scopeDevice>(&r->state, memoryOrderRelaxed);
+    while (s == kBlockRunning || s == kBlockFinished) {
+      if (atomicCompareExchange<uint32_t, scopeDevice>(&r->state, &s, kBlockWriting, memoryOrderRelaxed)) {
+        r->opIndex = opIndex_;
+        r->opType = static_cast<uint32_t>(op.type);
+        r->waitKind = static_cast<uint32_t>(kind);
+        r->id = what;
+        r->pipelineIteration = unit_ == kNoUnit ? UINT32_MAX : iteration_;
+        r->launchFlag = flag_;
+        r->expected = expected;
+        r->observed = observed;
+        r->detail = detail;
+        uint32_t finalState = st == SpinStatus::Timeout ? kBlockTimedOut
+                              : st == SpinStatus::Aborted ? kBlockAborted
+                                                          : kBlockInvalid;
+        // Release: the fields above are complete when the state says so (the host reads them
+        // after the launch ended, which orders them anyway; this keeps concurrent readers safe).
+        atomicStore<uint32_t, scopeSystem>(&r->state, finalState, memoryOrderRelease);
+        break;
+      }
+    }
+    if (st != SpinStatus::Aborted) {
+      uint32_t none = UINT32_MAX;
+      atomicCompareExchange<uint32_t, scopeDevice>(&ctx_.state->firstFailedBlock, &none, block_, memoryOrderRelaxed);
+      // Relaxed: the flag only makes other spins give up; it publishes no data.
+      atomicStore<uint32_t, scopeSystem>(ctx_.abortFlag, 1u, memoryOrderRelaxed);
+    }
+  }
+
+  MSCCLPP_HOST_DEVICE_INLINE void finishBlock() {
+    syncBlockThreads();
+    if (tid_ != 0) return;
+    BlockRecord* r = &ctx_.blockRecords[block_];
+    uint32_t s = atomicLoad<uint32_t, scopeDevice>(&r->state, memoryOrderRelaxed);
+    if ((s == kBlockRunning || s == kBlockFinished) &&
+        atomicCompareExchange<uint32_t, scopeDevice>(&r->state, &s, kBlockWriting, memoryOrderRelaxed)) {
+      r->launchFlag = flag_;
+      atomicStore<uint32_t, scopeSystem>(&r->state, static_cast<uint32_t>(kBlockFinished), memoryOrderRelease);
+    }
+#if defined(MSCCLPP_DEVICE_COMPILE)
+    // The block's writes (all threads, ordered by the barrier above) before our completion count.
+    __threadfence();
+#endif
+    // acq_rel: the last block acquires every block's completion before advancing the flag.
+    uint32_t done = atomicFetchAdd<uint32_t, scopeDevice>(&ctx_.state->doneBlocks, 1u, memoryOrderAcqRel) + 1;
+    if (done == ctx_.nBlocks) {
+      atomicStore<uint32_t, scopeDevice>(&ctx_.state->doneBlocks, 0u, memoryOrderRelaxed);
+      // Release: the next launch (stream-ordered after this one) reads the new flag.
+      atomicStore<uint32_t, scopeDevice>(&ctx_.state->flag, nextFlag(flag_), memoryOrderRelease);
+    }
+  }
+
+  MSCCLPP_HOST_DEVICE_INLINE void runPipeline(const plan::Op& op, uint32_t index) {
+    uint64_t total = static_cast<uint64_t>(op.numChunks) * ctx_.chunkBytes;
+    uint64_t unit = op.unitSize;
+    if (unit == 0) return;  // refused when the context was built
+    uint64_t iterations = (total + unit - 1) / unit;
+    for (uint64_t it = 0; it < iterations; ++it) {
+      pipeOff_ = it * unit;
+      unit_ = unit;
+      iteration_ = static_cast<uint32_t>(it);
+      for (uint32_t b = 1; b <= op.bodyCount; ++b) {
+        if (stopped()) {
+          markStopped(index + b);
+          it = iterations;
+          break;
+        }
+        exec(tb_.ops[index + b], index + b);
+      }
+    }
+    pipeOff_ = 0;
+    unit_ = kNoUnit;
+  }
+
+  // Out of line on the GPU: called from the op loop and the pipeline loop, inlining it twice would
+  // double the kernel (and its compile time) for nothing.
+  MSCCLPP_HOST_DEVICE_NOINLINE void exec(const plan::Op& op, uint32_t index) {
+    opIndex_ = index;
+    using plan::OpType;
+    switch (op.type) {
+      case OpType::Nop: syncBlockThreads(); break;
+      case OpType::Barrier: {
+        SpinStatus st = ctx_.barriers[op.barrierId].sync(op.numThreadblocks, deadline_, ctx_.abortFlag);
+        if (st != SpinStatus::Ok) fail(st, op, WaitKind::Barrier, op.barrierId, op.numThreadblocks, 0, 0);
+        break;
+      }
+      case OpType::Signal: signal(op, false); break;
+      case OpType::RelaxedSignal: signal(op, true); break;
+      case OpType::Wait: wait(op, false); break;
+      case OpType::RelaxedWait: wait(op, true); break;
+      case OpType::Flush: flush(op); break;
+      case OpType::Put:
+      case OpType::PutWithSignal:
+      case OpType::PutWithSignalAndFlush: put(op); break;
+      case OpType::Get: get(op); break;
+      case OpType::Copy: copyOp(op); break;
+      case OpType::Reduce:
+      case OpType::ReduceSend:
+      case OpType::ReadReduce:
+      case OpType::ReadReduceSend: reduce(op); break;
+      case OpType::PutPackets:
+      case OpType::ReadPutPackets:
+      case OpType::CopyPackets:
+      case OpType::UnpackPackets:
+      case OpType::ReducePackets:
+      case OpType::ReduceSendPackets:
+      case OpType::ReduceCopyPackets:
+      case OpType::ReduceCopySendPackets:
+      case OpType::GroupStorePackets:
+        if (ll8_) packetOp<LL8Packet>(op);
+        else packetOp<LL16Packet>(op);
+        break;
+      case OpType::GroupLoadReduce:
+      case OpType::GroupLoadReduceStore: groupReduce(op); break;
+      case OpType::GroupStore: groupStore(op); break;
+      case OpType::SemAcquire: semAcquire(op); break;
+      case OpType::SemRelease:
+        for (uint32_t k = tid_; k < op.nIds; k += nthreads_) {
+          // Release: what this block did before is visible to the block that acquires.
+          atomicFetchAdd<uint32_t, scopeDevice>(&ctx_.semaphores[id(op, k)], 1u, memoryOrderRelease);
+        }
+        break;
+      case OpType::Pipeline: break;  // nested pipelines are refused at load time
+    }
+  }
+
+  // ---- synchronisation ops ----------------------------------------------------------------------
+  MSCCLPP_HOST_DEVICE_INLINE void signal(const plan::Op& op, bool relaxed) {
+    for (uint32_t k = tid_; k < op.nIds; k += nthreads_) {
+      uint32_t c = id(op, k);
+      if (op.channelType == plan::ChannelType::Memory) {
+        if (relaxed) ctx_.memoryChannels[c].relaxedSignal();
+        else ctx_.memoryChannels[c].signal();
+      } else {
+        SpinStatus st = ctx_.portChannels[c].signal(deadline_, ctx_.abortFlag);
+        if (st != SpinStatus::Ok) fail(st, op, WaitKind::FifoPush, c, 0, 0, 0);
+      }
+    }
+  }
+
+  MSCCLPP_HOST_DEVICE_INLINE void wait(const plan::Op& op, bool relaxed) {
+    for (uint32_t k = tid_; k < op.nIds; k += nthreads_) {
+      uint32_t c = id(op, k);
+      uint64_t expected = 0, observed = 0;
+      SpinStatus st;
+      WaitKind kind;
+      if (op.channelType == plan::ChannelType::Memory) {
+        kind = WaitKind::MemoryChannel;
+        auto& sem = ctx_.memoryChannels[c].semaphore_;
+        st = relaxed ? sem.relaxedWait(deadline_, ctx_.abortFlag, &expected, &observed)
+                     : sem.wait(deadline_, ctx_.abortFlag, &expected, &observed);
+      } else {
+        kind = WaitKind::PortChannel;
+        st = ctx_.portChannels[c].semaphore_.wait(deadline_, ctx_.abortFlag, &expected, &observed);
+      }
+      if (st != SpinStatus::Ok) {
+        fail(st, op, kind, c, expected, observed, 0);
+        return;
+      }
+    }
+  }
+
+  // Defect 1 fixed: one thread per listed port channel pushes a flush and waits for it.
+  MSCCLPP_HOST_DEVICE_INLINE void flush(const plan::Op& op) {
+    for (uint32_t k = tid_; k < op.nIds; k += nthreads_) {
+      uint32_t c = id(op, k);
+      uint64_t index = 0, tail = 0;
+      SpinStatus st = ctx_.portChannels[c].flush(deadline_, ctx_.abortFlag, &index, &tail);
+      if (st != SpinStatus::Ok) {
+        fail(st, op, WaitKind::Flush, c, index + 1, tail, 0);
+        return;
+      }
+    }
+  }
+
+  MSCCLPP_HOST_DEVICE_INLINE void semAcquire(const plan::Op& op) {
+    for (uint32_t k = tid_; k < op.nIds; k += nthreads_) {
+      uint32_t s = id(op, k);
+      uint32_t* sem = &ctx_.semaphores[s];
+      uint32_t seen = 0;
+      SpinStatus st = spinUntil(
+          [&] {
+            uint32_t v = atomicLoad<uint32_t, scopeDevice>(sem, memoryOrderRelaxed);
+            while (v > 0) {
+              // Acquire on success: pairs with the sem_release that made the count positive.
+              if (atomicCompareExchange<uint32_t, scopeDevice>(sem, &v, v - 1, memoryOrderAcquire)) return true;
+            }
+            seen = v;
+            return false;
+          },
+          deadline_, ctx_.abortFlag);
+      if (st != SpinStatus::Ok) {
+        fail(st, op, WaitKind::Semaphore, s, 1, seen, 0);
+        return;
+      }
+    }
+  }
+
+  // ---- data movement ----------------------------------------------------------------------------
+  MSCCLPP_HOST_DEVICE_INLINE void put(const plan::Op& op) {
+    if (op.channelType == plan::ChannelType::Port) {
+      for (uint32_t i = tid_; i < op.nDst; i += nthreads_) {
+        const ResolvedRef& s = src(op, op.nSrc == 1 ? 0 : i);
+        const ResolvedRef& d = dst(op, i);
+        Span ss = span(s), ds = span(d);
+        uint64_t bytes = minU(ss.bytes, ds.bytes);
+        uint32_t c = id(op, i);
+        auto& pc = ctx_.portChannels[c];
+        uint64_t dOff = bufferOffset(d, ds.off, false), sOff = bufferOffset(s, ss.off, false);
+        SpinStatus st;
+        if (op.type == plan::OpType::Put) {
+          st = pc.put(d.memoryId, dOff, s.memoryId, sOff, bytes, deadline_, ctx_.abortFlag);
+        } else if (op.type == plan::OpType::PutWithSignal) {
+          st = pc.putWithSignal(d.memoryId, dOff, s.memoryId, sOff, bytes, deadline_, ctx_.abortFlag);
+        } else {
+          st = pc.putWithSignalAndFlush(d.memoryId, dOff, s.memoryId, sOff, bytes, deadline_, ctx_.abortFlag);
+        }
+        if (st != SpinStatus::Ok) {
+          fail(st, op, st == SpinStatus::Invalid ? WaitKind::Request : WaitKind::FifoPush, c, 0, 0, bytes);
+          return;
+        }
+      }
+      return;
+    }
+    for (uint32_t i = 0; i < op.nDst; ++i) {
+      const ResolvedRef& s = src(op, op.nSrc == 1 ? 0 : i);
+      const ResolvedRef& d = dst(op, i);
+      Span ss = span(s), ds = span(d);
+      copy(addr(d, ds.off, false), addr(s, ss.off, false), minU(ss.bytes, ds.bytes), tid_, nthreads_);
+    }
+    if (op.type != plan::OpType::Put) {
+      // pws/pwsf over memory channels: the whole block's copy lands before the signal releases it.
+      syncBlockThreads();
+      for (uint32_t k = tid_; k < op.nIds; k += nthreads_) ctx_.memoryChannels[id(op, k)].signal();
+    }
+  }
+
+  // Defect 2 fixed: the remote source uses its own offset, the local destination its own.
+  MSCCLPP_HOST_DEVICE_INLINE void get(const plan::Op& op) {
+    for (uint32_t i = 0; i < op.nDst; ++i) {
+      const ResolvedRef& s = src(op, op.nSrc == 1 ? 0 : i);
+      const ResolvedRef& d = dst(op, i);
+      Span ss = span(s), ds = span(d);
+      copy(addr(d, ds.off, false), addr(s, ss.off, false), minU(ss.bytes, ds.bytes), tid_, nthreads_);
+    }
+  }
+
+  MSCCLPP_HOST_DEVICE_INLINE void copyOp(const plan::Op& op) {
+    const ResolvedRef& s = src(op, 0);
+    const ResolvedRef& d = dst(op, 0);
+    Span ss = span(s), ds = span(d);
+    copy(addr(d, ds.off, false), addr(s, ss.off, false), minU(ss.bytes, ds.bytes), tid_, nthreads_);
+  }
+
+  // re / res / rre / rres: dst[*] = src[0] (+) src[1] (+) ...; res/rres also store to dst[1..]
+  // (remote). Tiles: each thread reads all sources of a tile before writing any destination, so a
+  // destination may alias a source; any number of sources and destinations.
+  MSCCLPP_HOST_DEVICE_INLINE void reduce(const plan::Op& op) {
+    uint64_t count = span(src(op, 0)).bytes / sizeof(T);
+    uint32_t nDst = (op.type == plan::OpType::Reduce || op.type == plan::OpType::ReadReduce) ? 1 : op.nDst;
+#if defined(MSCCLPP_DEVICE_COMPILE)
+    constexpr uint64_t kTile = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
+#else
+    constexpr uint64_t kTile = 4096 / sizeof(T);
+#endif
+    uint64_t nTiles = (count + kTile - 1) / kTile;
+    for (uint64_t t = tid_; t < nTiles; t += nthreads_) {
+      uint64_t e0 = t * kTile;
+      uint64_t m = minU(kTile, count - e0);
+      T acc[kTile];
+      {
+        const ResolvedRef& s0 = src(op, 0);
+        const T* p = reinterpret_cast<const T*>(addr(s0, span(s0).off, false)) + e0;
+        for (uint64_t j = 0; j < m; ++j) acc[j] = p[j];
+      }
+      for (uint32_t k = 1; k < op.nSrc; ++k) {
+        const ResolvedRef& sk = src(op, k);
+        const T* p = reinterpret_cast<const T*>(addr(sk, span(sk).off, false)) + e0;
+        for (uint64_t j = 0; j < m; ++j) acc[j] = R::apply(acc[j], p[j]);
+      }
+      for (uint32_t d = 0; d < nDst; ++d) {
+        const ResolvedRef& dd = dst(op, d);
+        T* p = reinterpret_cast<T*>(addr(dd, span(dd).off, false)) + e0;
+        for (uint64_t j = 0; j < m; ++j) p[j] = acc[j];
+      }
+    }
+  }
+
+  // ---- packets ------------------------------------------------------------------------------------
+  template <class Pkt>
+  MSCCLPP_HOST_DEVICE_INLINE bool readPkt(const plan::Op& op, const Pkt* p, uint32_t refPos, uint64_t packetByteOff,
+                                          typename Pkt::Payload* v) {
+    uint32_t observed = 0;
+    SpinStatus st = readPacket(p, flag_, v, deadline_, ctx_.abortFlag, &observed);
+    if (st == SpinStatus::Ok) return true;
+    fail(st, op, WaitKind::Packet, refPos, flag_, observed, packetByteOff);
+    return false;
+  }
+
+  template <class Pkt>
+  MSCCLPP_HOST_DEVICE_INLINE void packetOp(const plan::Op& op) {
+    using plan::OpType;
+    switch (op.type) {
+      case OpType::CopyPackets: {
+        const ResolvedRef& s = src(op, 0);
+        const ResolvedRef& d = dst(op, 0);
+        Span ss = span(s), ds = span(d);
+        putPackets<Pkt>(addr(d, ds.off, true), addr(s, ss.off, false), minU(ss.bytes, ds.bytes), tid_, nthreads_,
+                        flag_);
+        return;
+      }
+      case OpType::UnpackPackets: {
+        const ResolvedRef& s = src(op, 0);
+        const ResolvedRef& d = dst(op, 0);
+        Span ss = span(s), ds = span(d);
+        PacketWaitInfo info;
+        SpinStatus st = getPackets<Pkt>(addr(d, ds.off, false), addr(s, ss.off, true), minU(ss.bytes, ds.bytes), tid_,
+                                        nthreads_, flag_, deadline_, ctx_.abortFlag, &info);
+        if (st != SpinStatus::Ok)
+          fail(st, op, WaitKind::Packet, 0, flag_, info.observedFlag,
+               bufferOffset(s, ss.off, true) + info.packetIndex * sizeof(Pkt));
+        return;
+      }
+      case OpType::PutPackets: putPacketsOp<Pkt>(op); return;
+      case OpType::ReadPutPackets: readPutPackets<Pkt>(op); return;
+      case OpType::GroupStorePackets: groupStorePackets<Pkt>(op); return;
+      default: reducePackets<Pkt>(op); return;
+    }
+  }
+
+  template <class Pkt>
+  MSCCLPP_HOST_DEVICE_INLINE void putPacketsOp(const plan::Op& op) {
+    if (op.channelType == plan::ChannelType::Port) {
+      // The source is already in packet form (as in MSCCL++): forward the packet bytes.
+      for (uint32_t i = tid_; i < op.nDst; i += nthreads_) {
+        const ResolvedRef& s = src(op, op.nSrc == 1 ? 0 : i);
+        const ResolvedRef& d = dst(op, i);
+        Span ss = span(s), ds = span(d);
+        uint32_t c = id(op, i);
+        uint64_t pktBytes = 2 * minU(ss.bytes, ds.bytes);
+        SpinStatus st = ctx_.portChannels[c].put(d.memoryId, bufferOffset(d, ds.off, true), s.memoryId,
+                                                 bufferOffset(s, ss.off, true), pktBytes, deadline_, ctx_.abortFlag);
+        if (st != SpinStatus::Ok) {
+          fail(st, op, st == SpinStatus::Invalid ? WaitKind::Request : WaitKind::FifoPush, c, 0, 0, pktBytes);
+          return;
+        }
+      }
+      return;
+    }
+    for (uint32_t i = 0; i < op.nDst; ++i) {
+      const ResolvedRef& s = src(op, op.nSrc == 1 ? 0 : i);
+      const ResolvedRef& d = dst(op, i);
+      Span ss = span(s), ds = span(d);
+      putPackets<Pkt>(addr(d, ds.off, true), addr(s, ss.off, false), minU(ss.bytes, ds.bytes), tid_, nthreads_, flag_);
+    }
+  }
+
+  // rppkt: local packets (wait for their flags) re-sent to remote packet buffers with the same flag.
+  template <class Pkt>
+  MSCCLPP_HOST_DEVICE_INLINE void readPutPackets(const plan::Op& op) {
+    if (op.channelType == plan::ChannelType::Port) {
+      for (uint32_t i = tid_; i < op.nDst; i += nthreads_) {
+        const ResolvedRef& s = src(op, op.nSrc == 1 ? 0 : i);
+        const ResolvedRef& d = dst(op, i);
+        Span ss = span(s), ds = span(d);
+        uint64_t bytes = minU(ss.bytes, ds.bytes);
+        const Pkt* in = reinterpret_cast<const Pkt*>(addr(s, ss.off, true));
+        for (uint64_t q = 0; q < packetCount<Pkt>(bytes); ++q) {
+          typename Pkt::Payload v;
+          if (!readPkt(op, &in[q], op.nSrc == 1 ? 0 : i, bufferOffset(s, ss.off, true) + q * sizeof(Pkt), &v)) return;
+        }
+        uint32_t c = id(op, i);
+        SpinStatus st = ctx_.portChannels[c].put(d.memoryId, bufferOffset(d, ds.off, true), s.memoryId,
+                                                 bufferOffset(s, ss.off, true), 2 * bytes, deadline_, ctx_.abortFlag);
+        if (st != SpinStatus::Ok) {
+          fail(st, op, st == SpinStatus::Invalid ? WaitKind::Request : WaitKind::FifoPush, c, 0, 0, 2 * bytes);
+          return;
+        }
+      }
+      return;
+    }
+    uint64_t bytes = span(src(op, 0)).bytes;
+    for (uint32_t i = 0; i < op.nDst; ++i) bytes = minU(bytes, span(dst(op, i)).bytes);
+    uint64_t n = packetCount<Pkt>(bytes);
+    for (uint64_t q = tid_; q < n; q += nthreads_) {
+      for (uint32_t i = 0; i < op.nDst; ++i) {
+        uint32_t sp = op.nSrc == 1 ? 0 : i;
+        const ResolvedRef& s = src(op, sp);
+        const ResolvedRef& d = dst(op, i);
+        Span ss = span(s);
+        typename Pkt::Payload v;
+        const Pkt* in = reinterpret_cast<const Pkt*>(addr(s, ss.off, true)) + q;
+        if (!readPkt(op, in, sp, bufferOffset(s, ss.off, true) + q * sizeof(Pkt), &v)) return;
+        reinterpret_cast<Pkt*>(addr(d, span(d).off, true))[q].write(v, flag_);
+      }
+    }
+  }
+
+  // repkt / respkt / recpkt / recspkt: dst[0] = src[0] (+) packets(src[1..]); every later dst
+  // (local or remote packet buffer) receives the result as packets. A group of packets covers
+  // whole elements (two LL8 packets per 8-byte element), so any dtype works with either format.
+  template <class Pkt>
+  MSCCLPP_HOST_DEVICE_INLINE void reducePackets(const plan::Op& op) {
+    using P = typename Pkt::Payload;
+    constexpr uint64_t kP = Pkt::kPayloadBytes;
+    constexpr uint64_t kG = sizeof(T) > kP ? sizeof(T) : kP;  // bytes per group (<= 8)
+    constexpr uint64_t kPerGroup = kG / kP;
+    const ResolvedRef& s0 = src(op, 0);
+    Span s0s = span(s0);
+    uint64_t bytes = s0s.bytes;
+    uint64_t nGroups = (bytes + kG - 1) / kG;
+    for (uint64_t g = tid_; g < nGroups; g += nthreads_) {
+      uint64_t gOff = g * kG;
+      uint64_t gBytes = minU(kG, bytes - gOff);
+      uint64_t nPk = (gBytes + kP - 1) / kP;
+      alignas(16) unsigned char accBuf[16];
+      alignas(16) unsigned char inBuf[16];
+      T* acc = reinterpret_cast<T*>(accBuf);
+      const T* in = reinterpret_cast<const T*>(inBuf);
+      const char* p0 = addr(s0, s0s.off, false) + gOff;
+      for (uint64_t b = 0; b < gBytes; ++b) accBuf[b] = static_cast<unsigned char>(p0[b]);
+      for (uint32_t k = 1; k < op.nSrc; ++k) {
+        const ResolvedRef& sk = src(op, k);
+        Span sks = span(sk);
+        const Pkt* pk = reinterpret_cast<const Pkt*>(addr(sk, sks.off, true)) + g * kPerGroup;
+        for (uint64_t q = 0; q < nPk; ++q) {
+          P v;
+          if (!readPkt(op, &pk[q], k, bufferOffset(sk, sks.off, true) + (g * kPerGroup + q) * sizeof(Pkt), &v)) return;
+          detail::storePayload<P>(reinterpret_cast<char*>(inBuf) + q * kP, v, minU(kP, gBytes - q * kP));
+        }
+        for (uint64_t e = 0; e < gBytes / sizeof(T); ++e) acc[e] = R::apply(acc[e], in[e]);
+      }
+      const ResolvedRef& d0 = dst(op, 0);
+      char* out = addr(d0, span(d0).off, false) + gOff;
+      for (uint64_t b = 0; b < gBytes; ++b) out[b] = static_cast<char>(accBuf[b]);
+      for (uint32_t d = 1; d < op.nDst; ++d) {
+        const ResolvedRef& dd = dst(op, d);
+        Pkt* pk = reinterpret_cast<Pkt*>(addr(dd, span(dd).off, true)) + g * kPerGroup;
+        for (uint64_t q = 0; q < nPk; ++q)
+          pk[q].write(detail::loadPayload<P>(reinterpret_cast<const char*>(accBuf) + q * kP, minU(kP, gBytes - q * kP)),
+                      flag_);
+      }
+    }
+  }
+
+  // ---- switch (NVLS) ops --------------------------------------------------------------------------
+  MSCCLPP_HOST_DEVICE_INLINE const SwitchChannelDeviceHandle& switchOf(const ResolvedRef& r) const {
+    return ctx_.switchChannels[r.id];
+  }
+
+  // glre: dst[0] (local) = reduction over the group of src[0]; glres: the result stored to the
+  // group through dst[0] (multicast). Defect 4 fixed: glre executes.
+  MSCCLPP_HOST_DEVICE_INLINE void groupReduce(const plan::Op& op) {
+    const ResolvedRef& s = src(op, 0);
+    const ResolvedRef& d = dst(op, 0);
+    Span ss = span(s), ds = span(d);
+    const SwitchChannelDeviceHandle& in = switchOf(s);
+    uint64_t sOff = bufferOffset(s, ss.off, false);
+    uint64_t count = minU(ss.bytes, ds.bytes) / sizeof(T);
+    bool toGroup = d.kind == static_cast<uint8_t>(plan::RefKind::Multicast);
+    uint64_t dOff = bufferOffset(d, ds.off, false);
+    T* local = toGroup ? nullptr : reinterpret_cast<T*>(addr(d, ds.off, false));
+#if defined(MSCCLPP_DEVICE_COMPILE) && __CUDA_ARCH__ >= 900
+    if constexpr (MultimemOf<T, Op>::kOk) {
+      // The switch reduces 16 bytes per access when it can reach every piece (aligned, whole vectors).
+      char* outMc = toGroup ? static_cast<char*>(switchOf(d).mcPtr) : nullptr;
+      const uint64_t bytes = count * sizeof(T);
+      if (in.mcPtr != nullptr && (!toGroup || outMc != nullptr) &&
+          ((sOff | dOff | bytes | reinterpret_cast<uintptr_t>(local)) & 15) == 0) {
+        const char* inMc = static_cast<const char*>(in.mcPtr) + sOff;
+        for (uint64_t i = tid_; i < bytes / 16; i += nthreads_) {
+          Vec16 v = SwitchChannelDeviceHandle::multimemLoadReduce16<MultimemOf<T, Op>::kElem, MultimemOf<T, Op>::kOp>(
+              inMc + i * 16);
+          if (toGroup) SwitchChannelDeviceHandle::multimemStore16(outMc + dOff + i * 16, v);
+          else reinterpret_cast<Vec16*>(local)[i] = v;
+        }
+        return;
+      }
+    }
+#endif
+    for (uint64_t e = tid_; e < count; e += nthreads_) {
+      T v = in.template reduceMembers<T>(sOff + e * sizeof(T), [](T a, T b) { return R::apply(a, b); });
+      if (toGroup) switchOf(d).template storeMembers<T>(dOff + e * sizeof(T), v);
+      else local[e] = v;
+    }
+  }
+
+  MSCCLPP_HOST_DEVICE_INLINE void groupStore(const plan::Op& op) {
+    const ResolvedRef& s = src(op, 0);
+    const ResolvedRef& d = dst(op, 0);
+    Span ss = span(s), ds = span(d);
+    switchOf(d).broadcastBytes(bufferOffset(d, ds.off, false), addr(s, ss.off, false), minU(ss.bytes, ds.bytes),
+                               tid_, nthreads_);
+  }
+
+  // gstorepkt: local packets (wait for their flags) stored to every member's packet buffer.
+  template <class Pkt>
+  MSCCLPP_HOST_DEVICE_INLINE void groupStorePackets(const plan::Op& op) {
+    const ResolvedRef& s = src(op, 0);
+    const ResolvedRef& d = dst(op, 0);
+    Span ss = span(s), ds = span(d);
+    const SwitchChannelDeviceHandle& sw = switchOf(d);
+    const Pkt* in = reinterpret_cast<const Pkt*>(addr(s, ss.off, true));
+    uint64_t dOff = bufferOffset(d, ds.off, true);
+    uint64_t n = packetCount<Pkt>(minU(ss.bytes, ds.bytes));
+    for (uint64_t q = tid_; q < n; q += nthreads_) {
+      typename Pkt::Payload v;
+      if (!readPkt(op, &in[q], 0, bufferOffset(s, ss.off, true) + q * sizeof(Pkt), &v)) return;
+      for (uint32_t m = 0; m < sw.nMembers; ++m)
+        reinterpret_cast<Pkt*>(static_cast<char*>(sw.memberPtrs[m]) + dOff)[q].write(v, flag_);
+    }
+  }
+
+  // ---- state -----------------------------------------------------------------------------------
+  const ExecContextDevice& ctx_;
+  const ThreadblockDevice& tb_;
+  uint32_t block_;
+  uint32_t tid_;
+  uint32_t nthreads_;
+  uint64_t deadline_ = 0;
+  uint32_t flag_ = 0;
+  uint64_t half_ = 0;
+  bool ll8_ = false;
+  bool failed_ = false;
+  uint32_t opIndex_ = 0;
+  uint32_t iteration_ = 0;
+  uint64_t pipeOff_ = 0;
+  uint64_t unit_ = kNoUnit;
+};
+
+}  // namespace mscclpp::exec
+
+#endif  // MSCCLPP_EXECUTOR_OP_INTERPRETER_HPP_

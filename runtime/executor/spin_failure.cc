@@ -1,0 +1,17 @@
+// The host side of the device headers' failure path (mscclpp/device.hpp, failSpin): a convenience
+// wait()/sync()/push() that did not complete throws from the calling host thread.
+#include "core/format.hpp"
+#include "mscclpp/device.hpp"
+#include "mscclpp/errors.hpp"
+
+namespace mscclpp {
+
+void throwSpinFailure(SpinStatus status, const char* what) {
+  if (status == SpinStatus::Timeout) {
+    throw TimeoutError(strFormat("%s did not complete within its timeout (MSCCLPP_TIMEOUT_S)", what));
+  }
+  if (status == SpinStatus::Aborted) throw Error(ErrorCode::Aborted, strFormat("%s was aborted", what));
+  throw Error(ErrorCode::InvalidArgument, strFormat("%s: the request cannot be encoded", what));
+}
+
+}  // namespace mscclpp

@@ -1,0 +1,51 @@
+// Datatypes, reduce operations and packet types of collective calls. Numbering follows NCCL
+// (ncclDataType_t, ncclRedOp_t), so the shim converts with a cast.
+#ifndef MSCCLPP_DATATYPE_HPP_
+#define MSCCLPP_DATATYPE_HPP_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mscclpp {
+
+enum class DataType : int {
+  Int8 = 0,
+  Uint8 = 1,
+  Int32 = 2,
+  Uint32 = 3,
+  Int64 = 4,
+  Uint64 = 5,
+  Float16 = 6,
+  Float32 = 7,
+  Float64 = 8,
+  BFloat16 = 9,
+  Float8E4M3 = 10,
+  Float8E5M2 = 11,
+};
+constexpr int kNumDataTypes = 12;
+
+enum class ReduceOp : int {
+  Sum = 0,
+  Prod = 1,
+  Max = 2,
+  Min = 3,
+  Avg = 4,        // sum, then the result divided by the number of ranks (integers: truncating division)
+  PreMulSum = 5,  // each input multiplied by a scalar (given with the call), then summed
+};
+constexpr int kNumReduceOps = 6;
+
+// LL packet format used by a launch (packet_device.hpp).
+enum class PacketType : int { LL16 = 0, LL8 = 1 };
+
+size_t dataTypeSize(DataType type);
+// "float32", "bfloat16", ...; nullptr for a value outside the enum.
+const char* dataTypeName(DataType type);
+// Accepts the names above and the short forms f32, f16, bf16, f64, i8, u8, i32, u32, i64, u64,
+// f8e4m3, f8e5m2 (case-insensitive). Returns false for anything else.
+bool dataTypeFromName(const char* name, DataType* type);
+const char* reduceOpName(ReduceOp op);  // "sum", "prod", "max", "min", "avg", "premulsum"
+bool reduceOpFromName(const char* name, ReduceOp* op);
+
+}  // namespace mscclpp
+
+#endif  // MSCCLPP_DATATYPE_HPP_

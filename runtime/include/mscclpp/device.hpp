@@ -1,0 +1,203 @@
+// Basic building blocks of every device-side header: function qualifiers, atomics with explicit
+// memory order and scope, a nanosecond clock, and a bounded spin.
+//
+// Every header under mscclpp/*_device.hpp is written once as __host__ __device__ code: nvcc compiles
+// it for GPU kernels (users' kernels and our op interpreter) and g++ compiles the same code for the
+// CPU backend, where host threads stand in for thread blocks. The atomics are thin wrappers over
+// cuda::atomic_ref (libcu++), which works in both compilers; on the host they become the compiler's
+// __atomic builtins, so ThreadSanitizer sees the same ordering the GPU code asks for.
+//
+// Thread-safety: everything here is stateless; callers own the memory they pass.
+#ifndef MSCCLPP_DEVICE_HPP_
+#define MSCCLPP_DEVICE_HPP_
+
+#include <cstdint>
+#include <cuda/atomic>
+
+#if !defined(__CUDA_ARCH__)
+#include <sched.h>
+
+#include <chrono>
+#include <thread>
+#endif
+
+#if defined(__CUDACC__)
+#define MSCCLPP_HOST_DEVICE_INLINE __forceinline__ __host__ __device__
+#define MSCCLPP_DEVICE_INLINE __forceinline__ __device__
+#define MSCCLPP_HOST_DEVICE __host__ __device__
+// A function the GPU compiler must keep out of line (large bodies called from several places).
+#define MSCCLPP_HOST_DEVICE_NOINLINE __noinline__ __host__ __device__
+#else
+#define MSCCLPP_HOST_DEVICE_INLINE inline
+#define MSCCLPP_DEVICE_INLINE inline
+#define MSCCLPP_HOST_DEVICE
+#define MSCCLPP_HOST_DEVICE_NOINLINE inline
+#endif
+
+// Defined while nvcc compiles device code (the GPU pass); absent for g++ and for nvcc's host pass.
+#if defined(__CUDA_ARCH__)
+#define MSCCLPP_DEVICE_COMPILE 1
+#endif
+
+namespace mscclpp {
+
+// ---- Memory order and scope ------------------------------------------------------------------
+// Orders are cuda::memory_order values; scopes say which agents must observe an access:
+//   scopeBlock  - threads of one block (CPU backend: the one host thread of the block),
+//   scopeDevice - all blocks of one GPU (CPU backend: all threads of the process),
+//   scopeSystem - other GPUs and the host (CPU backend: other processes through shared memory).
+// Counters that a peer or the proxy touches use scopeSystem.
+constexpr cuda::memory_order memoryOrderRelaxed = cuda::memory_order_relaxed;
+constexpr cuda::memory_order memoryOrderAcquire = cuda::memory_order_acquire;
+constexpr cuda::memory_order memoryOrderRelease = cuda::memory_order_release;
+constexpr cuda::memory_order memoryOrderAcqRel = cuda::memory_order_acq_rel;
+constexpr cuda::memory_order memoryOrderSeqCst = cuda::memory_order_seq_cst;
+constexpr cuda::thread_scope scopeBlock = cuda::thread_scope_block;
+constexpr cuda::thread_scope scopeDevice = cuda::thread_scope_device;
+constexpr cuda::thread_scope scopeSystem = cuda::thread_scope_system;
+
+// T must be a 1, 2, 4 or 8-byte trivially copyable type and ptr naturally aligned.
+template <class T, cuda::thread_scope Scope = scopeSystem>
+MSCCLPP_HOST_DEVICE_INLINE T atomicLoad(const T* ptr, cuda::memory_order order) {
+  return cuda::atomic_ref<T, Scope>(*const_cast<T*>(ptr)).load(order);
+}
+
+template <class T, cuda::thread_scope Scope = scopeSystem>
+MSCCLPP_HOST_DEVICE_INLINE void atomicStore(T* ptr, T value, cuda::memory_order order) {
+  cuda::atomic_ref<T, Scope>(*ptr).store(value, order);
+}
+
+template <class T, cuda::thread_scope Scope = scopeSystem>
+MSCCLPP_HOST_DEVICE_INLINE T atomicFetchAdd(T* ptr, T value, cuda::memory_order order) {
+  return cuda::atomic_ref<T, Scope>(*ptr).fetch_add(value, order);
+}
+
+template <class T, cuda::thread_scope Scope = scopeSystem>
+MSCCLPP_HOST_DEVICE_INLINE T atomicExchange(T* ptr, T value, cuda::memory_order order) {
+  return cuda::atomic_ref<T, Scope>(*ptr).exchange(value, order);
+}
+
+// Returns true and stores desired when *ptr == *expected; otherwise loads *ptr into *expected.
+template <class T, cuda::thread_scope Scope = scopeSystem>
+MSCCLPP_HOST_DEVICE_INLINE bool atomicCompareExchange(T* ptr, T* expected, T desired, cuda::memory_order order) {
+  return cuda::atomic_ref<T, Scope>(*ptr).compare_exchange_strong(*expected, desired, order, memoryOrderRelaxed);
+}
+
+// ---- Clock and deadlines -----------------------------------------------------------------------
+// Nanoseconds of a monotonic clock: %globaltimer on the GPU, steady_clock on the host. The two
+// clocks have different epochs: pass durations between host and device and turn them into a
+// deadline on the side that waits (deadlineAfter).
+MSCCLPP_HOST_DEVICE_INLINE uint64_t clockNs() {
+#if defined(MSCCLPP_DEVICE_COMPILE)
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#else
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+#endif
+}
+
+// A deadline that never passes (tests only: every production wait has a deadline).
+constexpr uint64_t kNoDeadline = UINT64_MAX;
+
+// The timeout used by the convenience wait()/sync() methods when a handle carries none (0). The
+// host-side code that fills handles sets their timeout from MSCCLPP_TIMEOUT_S.
+#ifndef MSCCLPP_DEFAULT_TIMEOUT_NS
+#define MSCCLPP_DEFAULT_TIMEOUT_NS 120000000000ull
+#endif
+
+// now + timeoutNs, saturating; timeoutNs == 0 picks MSCCLPP_DEFAULT_TIMEOUT_NS.
+MSCCLPP_HOST_DEVICE_INLINE uint64_t deadlineAfter(uint64_t timeoutNs) {
+  if (timeoutNs == 0) timeoutNs = MSCCLPP_DEFAULT_TIMEOUT_NS;
+  if (timeoutNs == kNoDeadline) return kNoDeadline;
+  uint64_t now = clockNs();
+  return now > kNoDeadline - timeoutNs ? kNoDeadline : now + timeoutNs;
+}
+
+// ---- Bounded spin --------------------------------------------------------------------------------
+enum class SpinStatus : uint32_t {
+  Ok = 0,       // the condition became true
+  Timeout = 1,  // the deadline passed first
+  Aborted = 2,  // *abortFlag became nonzero first (another block or rank failed)
+  Invalid = 3,  // the request could not be made at all (e.g. a FIFO trigger that cannot encode it)
+};
+
+MSCCLPP_HOST_DEVICE_INLINE const char* spinStatusName(SpinStatus s) {
+  switch (s) {
+    case SpinStatus::Ok: return "ok";
+    case SpinStatus::Timeout: return "timeout";
+    case SpinStatus::Aborted: return "aborted";
+    default: return "invalid request";
+  }
+}
+
+// Pause between polls. On the host the CPU backend runs many more threads (one per plan thread
+// block, per rank) than there are cores, so after a short spin we yield, then sleep a little: a
+// spinning thread must not starve the thread it waits for.
+struct SpinBackoff {
+  uint32_t iteration = 0;
+
+  MSCCLPP_HOST_DEVICE_INLINE void pause() {
+    ++iteration;
+#if defined(MSCCLPP_DEVICE_COMPILE)
+#if __CUDA_ARCH__ >= 700
+    if (iteration > 1024) __nanosleep(64);
+#endif
+#else
+    if (iteration < 16) return;
+    if (iteration < 2048) {
+      sched_yield();
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(iteration < 16384 ? 5 : 50));
+#endif
+  }
+};
+
+// Polls ready() until it returns true, deadlineNs (clockNs() domain) passes, or *abortFlag
+// (optional, read relaxed: it only stops the spin, it publishes no data) becomes nonzero.
+template <class Ready>
+MSCCLPP_HOST_DEVICE_INLINE SpinStatus spinUntil(Ready&& ready, uint64_t deadlineNs, const uint32_t* abortFlag) {
+  SpinBackoff backoff;
+  for (uint32_t i = 0;; ++i) {
+    if (ready()) return SpinStatus::Ok;
+    // Checking the clock and the flag every few polls keeps the fast path to one load.
+    if ((i & 31) == 31) {
+      if (abortFlag != nullptr && atomicLoad<uint32_t>(abortFlag, memoryOrderRelaxed) != 0) return SpinStatus::Aborted;
+      if (deadlineNs != kNoDeadline && clockNs() >= deadlineNs) {
+        // One last look: a slow scheduler may have delayed us past the deadline right after the
+        // condition became true.
+        return ready() ? SpinStatus::Ok : SpinStatus::Timeout;
+      }
+    }
+    backoff.pause();
+  }
+}
+
+// The failure path of the convenience methods (wait(), sync(), push() without a status out
+// parameter): on the GPU it prints what was stuck and traps (the launch fails with an error the
+// host sees); on the host it throws mscclpp::Error (Timeout or Aborted) from the calling thread.
+[[noreturn]] void throwSpinFailure(SpinStatus status, const char* what);  // defined in libmscclpp
+
+MSCCLPP_HOST_DEVICE_INLINE void failSpin(SpinStatus status, const char* what) {
+#if defined(MSCCLPP_DEVICE_COMPILE)
+  printf("mscclpp: %s: %s (block %d thread %d)\n", what, spinStatusName(status), (int)blockIdx.x, (int)threadIdx.x);
+  __trap();
+#else
+  throwSpinFailure(status, what);
+#endif
+}
+
+// ---- Block-level helpers ---------------------------------------------------------------------
+// A barrier among the threads of one block. The CPU backend runs a block as one host thread, so
+// on the host it is a no-op.
+MSCCLPP_HOST_DEVICE_INLINE void syncBlockThreads() {
+#if defined(MSCCLPP_DEVICE_COMPILE)
+  __syncthreads();
+#endif
+}
+
+}  // namespace mscclpp
+
+#endif  // MSCCLPP_DEVICE_HPP_

@@ -1,0 +1,67 @@
+// A grid-wide barrier among nBlocks blocks of one kernel (CPU backend: among block threads of one
+// rank). Reusable: each completed round bumps `generation`, so the same syncer serves any number
+// of rounds and launches, as long as every round has the same nBlocks participants.
+//
+// Memory: the struct must start zeroed, live in memory all participating blocks can access
+// (device memory / process memory) and be used by one group of blocks at a time. Ordering: after
+// sync() returns Ok, every write a participating block made before its sync() is visible to every
+// participant (release on arrival, acquire on departure, device scope).
+#ifndef MSCCLPP_DEVICE_SYNCER_HPP_
+#define MSCCLPP_DEVICE_SYNCER_HPP_
+
+#include <cstdint>
+#include <type_traits>
+
+#include "device.hpp"
+
+namespace mscclpp {
+
+struct DeviceSyncer {
+  uint32_t count;       // blocks arrived in the current round
+  uint32_t generation;  // completed rounds
+
+  // All threads of each participating block call it. Returns Ok, Timeout or Aborted for every
+  // thread of the block alike. After Timeout/Aborted the syncer must be re-zeroed before reuse.
+  MSCCLPP_HOST_DEVICE_INLINE SpinStatus sync(uint32_t nBlocks, uint64_t deadlineNs, const uint32_t* abortFlag) {
+    syncBlockThreads();
+    SpinStatus st = SpinStatus::Ok;
+#if defined(MSCCLPP_DEVICE_COMPILE)
+    if (threadIdx.x == 0) {
+      // Makes the writes of all this block's threads (ordered before us by the barrier above)
+      // visible device-wide before our arrival is counted.
+      __threadfence();
+#endif
+      // A block enters a round only after seeing the previous generation, so this read is the
+      // generation of the round we are joining.
+      uint32_t gen = atomicLoad<uint32_t, scopeDevice>(&generation, memoryOrderRelaxed);
+      // acq_rel: release our block's writes; the last arriver also acquires everyone's.
+      uint32_t arrived = atomicFetchAdd<uint32_t, scopeDevice>(&count, 1u, memoryOrderAcqRel) + 1;
+      if (arrived >= nBlocks) {
+        atomicStore<uint32_t, scopeDevice>(&count, 0u, memoryOrderRelaxed);
+        // Release: publishes the count reset and all arrivals' writes (acquired above).
+        atomicStore<uint32_t, scopeDevice>(&generation, gen + 1, memoryOrderRelease);
+      } else {
+        // Acquire: pairs with the last arriver's release.
+        st = spinUntil([&] { return atomicLoad<uint32_t, scopeDevice>(&generation, memoryOrderAcquire) != gen; },
+                       deadlineNs, abortFlag);
+      }
+#if defined(MSCCLPP_DEVICE_COMPILE)
+    }
+    // Every thread of the block leaves with the same status.
+    if (__syncthreads_or(st != SpinStatus::Ok)) {
+      st = __syncthreads_or(st == SpinStatus::Aborted) ? SpinStatus::Aborted : SpinStatus::Timeout;
+    }
+#endif
+    return st;
+  }
+
+  MSCCLPP_HOST_DEVICE_INLINE void sync(uint32_t nBlocks, uint64_t timeoutNs = 0) {
+    SpinStatus st = sync(nBlocks, deadlineAfter(timeoutNs), nullptr);
+    if (st != SpinStatus::Ok) failSpin(st, "DeviceSyncer::sync");
+  }
+};
+static_assert(std::is_trivially_copyable<DeviceSyncer>::value, "DeviceSyncer lives in device memory as bytes");
+
+}  // namespace mscclpp
+
+#endif  // MSCCLPP_DEVICE_SYNCER_HPP_

@@ -1,0 +1,82 @@
+// The executor: runs an execution plan for one rank on the chosen backend (seed 004:
+// `Executor(communicator)` then `execute(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype,
+// plan, stream)`).
+//
+// Backends (MSCCLPP_BACKEND=auto|cuda|cpu; auto: cuda when a CUDA device is visible, else cpu
+// with one INFO line):
+//  * cpu: the op interpreter on host threads (one per plan threadblock, a persistent pool per
+//    execution context). User buffers are ordinary host memory; the executor stages them through
+//    shared memory (copy in, run, copy out), so execute() has completed when it returns and the
+//    stream argument is not used. Ranks may be threads of one process or processes on one host.
+//  * cuda: the same interpreter as a CUDA kernel (issue 6). Until its execution contexts exist,
+//    execute() on this backend throws Error(NotSupported).
+//
+// Contexts: one per (plan, rank, send/recv sizes), built on first use (a collective step: every
+// rank must make the same calls in the same order, as NCCL requires) and cached
+// (MSCCLPP_EXEC_CONTEXT_CACHE entries per executor, least recently used dropped beyond it).
+//
+// Reduce ops: sum, prod, max, min natively; avg = sum, then the output divided by the number of
+// ranks; premulsum = each input multiplied by `scalar` (one element of dtype in host memory)
+// before the plan runs. A plan whose only reduce op is sum serves every op; a plan written with
+// another op serves only that op (docs/executor.md).
+//
+// In-place plans serve out-of-place calls: the send buffer is copied to where the plan expects
+// its input (allgather: recv + rank * sendBytes; others: recv).
+//
+// Thread-safety: one Executor per rank; its execute() calls are serialised internally. Errors are
+// mscclpp::Error: Timeout (a wait passed MSCCLPP_TIMEOUT_S; the message names rank, threadblock,
+// op and what it waited for), Aborted (another rank failed), NotSupported (this plan cannot serve
+// the call), InvalidArgument (bad arguments).
+#ifndef MSCCLPP_EXECUTOR_HPP_
+#define MSCCLPP_EXECUTOR_HPP_
+
+#include <cstddef>
+#include <memory>
+
+#include "mscclpp/datatype.hpp"
+
+namespace mscclpp {
+
+class Communicator;
+namespace plan {
+struct Plan;
+}
+namespace exec {
+class ContextWiring;
+}
+
+enum class Backend { Auto, Cuda, Cpu };
+
+// MSCCLPP_BACKEND resolved: Cuda or Cpu (auto logs its choice once at INFO).
+Backend resolveBackend();
+const char* backendName(Backend b);  // "auto", "cuda", "cpu"
+
+class Executor {
+ public:
+  // Ranks are the communicator's; buffers and semaphores are exchanged through it (CPU backend:
+  // host shared memory, so every rank must be on this host).
+  explicit Executor(std::shared_ptr<Communicator> comm);
+  // Ranks wired by `wiring` (the emulator's shared-memory world; tests).
+  Executor(std::shared_ptr<exec::ContextWiring> wiring, Backend backend = Backend::Auto);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // stream: a cudaStream_t for the cuda backend (ignored by cpu). recvBuff may be null on
+  // non-root ranks of a reduce.
+  void execute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes, DataType dtype,
+               const std::shared_ptr<const plan::Plan>& plan, void* stream = nullptr,
+               PacketType packetType = PacketType::LL16, ReduceOp op = ReduceOp::Sum, const void* scalar = nullptr);
+
+  Backend backend() const;
+  // Execution contexts currently cached.
+  size_t contextCount() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mscclpp
+
+#endif  // MSCCLPP_EXECUTOR_HPP_

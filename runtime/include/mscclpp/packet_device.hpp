@@ -1,0 +1,206 @@
+// LL ("low latency") packets: data travels with a flag in the same store, so a reader knows the
+// data is there by looking at the flag; no separate signal and no fence is needed.
+//
+//   LL16Packet: 16 bytes {data u32, flag u32, data u32, flag u32}, 8 payload bytes. It is two
+//               self-validating 64-bit halves: a half is valid when its flag equals the expected
+//               flag, so a reader never needs 16-byte single-copy atomicity (the host has none).
+//   LL8Packet:  8 bytes {data u32, flag u32}, 4 payload bytes.
+// A packet is twice the size of its payload; plans place packet data at twice the data offset.
+//
+// Memory: packet buffers are written by peers (or by the local block) and read by the owner; they
+// must start zeroed (flag 0 is never a valid flag). Ordering: each 64-bit half is written and read
+// with one system-scope access. On the GPU it is volatile (relaxed): a matching flag proves its own
+// half's data, and what a block does with that data is ordered after the read by the data
+// dependency (the payload it stores is the value it loaded), as is the writer's earlier load of the
+// payload before its store. On the host the same order is spelled as release (write) / acquire
+// (read) of each half, which costs nothing on x86 and makes that dependency chain a happens-before
+// edge the C++ model and ThreadSanitizer see. Plans must not use a packet's arrival to publish
+// OTHER data: that is unsound on a GPU (the emulator cannot flag it; docs/executor.md).
+#ifndef MSCCLPP_PACKET_DEVICE_HPP_
+#define MSCCLPP_PACKET_DEVICE_HPP_
+
+#include <cstdint>
+#include <cstring>
+
+#include "device.hpp"
+
+namespace mscclpp {
+
+MSCCLPP_HOST_DEVICE_INLINE uint64_t packHalf(uint32_t data, uint32_t flag) {
+  return static_cast<uint64_t>(data) | (static_cast<uint64_t>(flag) << 32);
+}
+
+struct alignas(16) LL16Packet {
+  uint64_t halves[2];  // each: data (bits 0-31) | flag (bits 32-63)
+
+  using Payload = uint64_t;
+  static constexpr uint32_t kPayloadBytes = 8;
+
+  MSCCLPP_HOST_DEVICE_INLINE void write(uint64_t payload, uint32_t flag) {
+    uint32_t lo = static_cast<uint32_t>(payload), hi = static_cast<uint32_t>(payload >> 32);
+#if defined(MSCCLPP_DEVICE_COMPILE)
+    // One 16-byte volatile store: each 8-byte half lands atomically, which is all readers assume.
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(this), "r"(lo), "r"(flag), "r"(hi), "r"(flag)
+                 : "memory");
+#else
+    atomicStore(&halves[0], packHalf(lo, flag), memoryOrderRelease);
+    atomicStore(&halves[1], packHalf(hi, flag), memoryOrderRelease);
+#endif
+  }
+
+  // True and *payload set when both halves carry flag; *observed (optional) gets a flag seen.
+  MSCCLPP_HOST_DEVICE_INLINE bool readOnce(uint32_t flag, uint64_t* payload, uint32_t* observed = nullptr) const {
+    uint32_t d0, f0, d1, f1;
+#if defined(MSCCLPP_DEVICE_COMPILE)
+    asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(d0), "=r"(f0), "=r"(d1), "=r"(f1)
+                 : "l"(this)
+                 : "memory");
+#else
+    uint64_t h0 = atomicLoad(&halves[0], memoryOrderAcquire);
+    uint64_t h1 = atomicLoad(&halves[1], memoryOrderAcquire);
+    d0 = static_cast<uint32_t>(h0), f0 = static_cast<uint32_t>(h0 >> 32);
+    d1 = static_cast<uint32_t>(h1), f1 = static_cast<uint32_t>(h1 >> 32);
+#endif
+    if (observed != nullptr) *observed = (f0 != flag) ? f0 : f1;
+    if (f0 != flag || f1 != flag) return false;
+    *payload = static_cast<uint64_t>(d0) | (static_cast<uint64_t>(d1) << 32);
+    return true;
+  }
+};
+static_assert(sizeof(LL16Packet) == 16, "LL16Packet is 16 bytes");
+
+struct alignas(8) LL8Packet {
+  uint64_t word;  // data (bits 0-31) | flag (bits 32-63)
+
+  using Payload = uint32_t;
+  static constexpr uint32_t kPayloadBytes = 4;
+
+  MSCCLPP_HOST_DEVICE_INLINE void write(uint32_t payload, uint32_t flag) {
+#if defined(MSCCLPP_DEVICE_COMPILE)
+    atomicStore(&word, packHalf(payload, flag), memoryOrderRelaxed);  // dependency-ordered (see above)
+#else
+    atomicStore(&word, packHalf(payload, flag), memoryOrderRelease);
+#endif
+  }
+
+  MSCCLPP_HOST_DEVICE_INLINE bool readOnce(uint32_t flag, uint32_t* payload, uint32_t* observed = nullptr) const {
+#if defined(MSCCLPP_DEVICE_COMPILE)
+    uint64_t w = atomicLoad(&word, memoryOrderRelaxed);  // dependency-ordered (see above)
+#else
+    uint64_t w = atomicLoad(&word, memoryOrderAcquire);
+#endif
+    uint32_t f = static_cast<uint32_t>(w >> 32);
+    if (observed != nullptr) *observed = f;
+    if (f != flag) return false;
+    *payload = static_cast<uint32_t>(w);
+    return true;
+  }
+};
+static_assert(sizeof(LL8Packet) == 8, "LL8Packet is 8 bytes");
+
+// Where a packet wait stopped: the packet's index in the buffer and the flag it held.
+struct PacketWaitInfo {
+  uint64_t packetIndex = 0;
+  uint32_t observedFlag = 0;
+};
+
+template <class Packet>
+MSCCLPP_HOST_DEVICE_INLINE SpinStatus readPacket(const Packet* pkt, uint32_t flag, typename Packet::Payload* payload,
+                                                 uint64_t deadlineNs, const uint32_t* abortFlag,
+                                                 uint32_t* observed = nullptr) {
+  return spinUntil([&] { return pkt->readOnce(flag, payload, observed); }, deadlineNs, abortFlag);
+}
+
+namespace detail {
+
+// Loads n (<= sizeof(P)) bytes into a zero-padded payload; aligned full payloads take one load.
+template <class P>
+MSCCLPP_HOST_DEVICE_INLINE P loadPayload(const char* src, uint64_t n) {
+  P v = 0;
+  if (n == sizeof(P) && (reinterpret_cast<uintptr_t>(src) % sizeof(P)) == 0) return *reinterpret_cast<const P*>(src);
+  for (uint64_t b = 0; b < n; ++b) v |= static_cast<P>(static_cast<unsigned char>(src[b])) << (8 * b);
+  return v;
+}
+
+template <class P>
+MSCCLPP_HOST_DEVICE_INLINE void storePayload(char* dst, P v, uint64_t n) {
+  if (n == sizeof(P) && (reinterpret_cast<uintptr_t>(dst) % sizeof(P)) == 0) {
+    *reinterpret_cast<P*>(dst) = v;
+    return;
+  }
+  for (uint64_t b = 0; b < n; ++b) dst[b] = static_cast<char>((v >> (8 * b)) & 0xff);
+}
+
+}  // namespace detail
+
+// Number of packets that carry `bytes` payload bytes (the last one possibly partial).
+template <class Packet>
+MSCCLPP_HOST_DEVICE_INLINE uint64_t packetCount(uint64_t bytes) {
+  return (bytes + Packet::kPayloadBytes - 1) / Packet::kPayloadBytes;
+}
+
+// Writes srcBytes of plain data from src as packets at dstPackets (any tail byte count; the
+// padding of a partial last packet is zero). Cooperative over numThreads threads.
+template <class Packet = LL16Packet>
+MSCCLPP_HOST_DEVICE_INLINE void putPackets(void* dstPackets, const void* src, uint64_t srcBytes, uint32_t threadId,
+                                           uint32_t numThreads, uint32_t flag) {
+  using P = typename Packet::Payload;
+  Packet* dst = static_cast<Packet*>(dstPackets);
+  const char* s = static_cast<const char*>(src);
+  uint64_t n = packetCount<Packet>(srcBytes);
+  for (uint64_t i = threadId; i < n; i += numThreads) {
+    uint64_t off = i * Packet::kPayloadBytes;
+    uint64_t len = srcBytes - off < Packet::kPayloadBytes ? srcBytes - off : Packet::kPayloadBytes;
+    dst[i].write(detail::loadPayload<P>(s + off, len), flag);
+  }
+}
+
+// MSCCL++-style offsets: dst + dstOffset (bytes into the packet buffer), src + srcOffset.
+template <class Packet = LL16Packet>
+MSCCLPP_HOST_DEVICE_INLINE void putPackets(void* dst, uint64_t dstOffset, const void* src, uint64_t srcOffset,
+                                           uint64_t srcBytes, uint32_t threadId, uint32_t numThreads, uint32_t flag) {
+  putPackets<Packet>(static_cast<char*>(dst) + dstOffset, static_cast<const char*>(src) + srcOffset, srcBytes, threadId,
+                     numThreads, flag);
+}
+
+// Waits for and unpacks dstBytes of payload from srcPackets into dst. Returns the first spin that
+// did not complete (Timeout/Aborted) with *info naming the packet; Ok when all arrived.
+template <class Packet = LL16Packet>
+MSCCLPP_HOST_DEVICE_INLINE SpinStatus getPackets(void* dst, const void* srcPackets, uint64_t dstBytes,
+                                                 uint32_t threadId, uint32_t numThreads, uint32_t flag,
+                                                 uint64_t deadlineNs, const uint32_t* abortFlag,
+                                                 PacketWaitInfo* info = nullptr) {
+  using P = typename Packet::Payload;
+  const Packet* src = static_cast<const Packet*>(srcPackets);
+  char* d = static_cast<char*>(dst);
+  uint64_t n = packetCount<Packet>(dstBytes);
+  for (uint64_t i = threadId; i < n; i += numThreads) {
+    P v;
+    uint32_t observed = 0;
+    SpinStatus st = readPacket(&src[i], flag, &v, deadlineNs, abortFlag, &observed);
+    if (st != SpinStatus::Ok) {
+      if (info != nullptr) *info = PacketWaitInfo{i, observed};
+      return st;
+    }
+    uint64_t off = i * Packet::kPayloadBytes;
+    uint64_t len = dstBytes - off < Packet::kPayloadBytes ? dstBytes - off : Packet::kPayloadBytes;
+    detail::storePayload<P>(d + off, v, len);
+  }
+  return SpinStatus::Ok;
+}
+
+// Convenience form with MSCCL++'s argument order (src = packet buffer); waits up to timeoutNs
+// (0: MSCCLPP_DEFAULT_TIMEOUT_NS) and fails like wait() does (trap on the GPU, throw on the host).
+template <class Packet = LL16Packet>
+MSCCLPP_HOST_DEVICE_INLINE void getPackets(const void* src, uint64_t srcOffset, void* dst, uint64_t dstOffset,
+                                           uint64_t dstBytes, uint32_t threadId, uint32_t numThreads, uint32_t flag,
+                                           uint64_t timeoutNs = 0) {
+  SpinStatus st = getPackets<Packet>(static_cast<char*>(dst) + dstOffset, static_cast<const char*>(src) + srcOffset,
+                                     dstBytes, threadId, numThreads, flag, deadlineAfter(timeoutNs), nullptr);
+  if (st != SpinStatus::Ok) failSpin(st, "getPackets: waiting for packet flags");
+}
+
+}  // namespace mscclpp
+
+#endif  // MSCCLPP_PACKET_DEVICE_HPP_

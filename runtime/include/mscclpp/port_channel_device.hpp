@@ -1,0 +1,124 @@
+// The device handle of a port channel (MSCCL++'s ProxyChannel): one thread pushes requests into
+// the proxy's FIFO; the host proxy performs the copy (cudaMemcpy, RDMA write, or a host memcpy on
+// the CPU backend) and the signal, in FIFO order.
+//
+// Filled by the host (channel layer or executor context builder); immutable and trivially
+// copyable. Memory ids name buffers registered with the proxy serving this channel (9 bits each);
+// offsets are bytes. Transfers of 4 GiB or more are split into several requests; offsets or sizes
+// beyond 4 GiB must then be multiples of 16 (otherwise the status variants return Invalid and the
+// convenience variants fail like wait()).
+//
+// Ordering: put() only enqueues; the data is read by the proxy later, so the source must not be
+// overwritten before a flush() (or a wait for a reply) says the copy completed. A signal pushed
+// after a put is performed after that put completed; the peer's wait() acquires it.
+#ifndef MSCCLPP_PORT_CHANNEL_DEVICE_HPP_
+#define MSCCLPP_PORT_CHANNEL_DEVICE_HPP_
+
+#include <cstdint>
+#include <type_traits>
+
+#include "fifo_device.hpp"
+#include "semaphore_device.hpp"
+
+namespace mscclpp {
+
+using MemoryId = uint32_t;
+
+struct PortChannelDeviceHandle {
+  uint32_t channelId_;  // the proxy's id for this channel's semaphore (10 bits in the trigger)
+  MemoryId dst_;        // default remote memory id (the peer's buffer registered with the proxy)
+  MemoryId src_;        // default local memory id
+  uint32_t reserved_;
+  Host2DeviceSemaphoreDeviceHandle semaphore_;  // incremented by the peer's proxy on its signal
+  FifoDeviceHandle fifo_;                       // our proxy's request ring
+
+  // Pushes one request (split as needed); *lastIndex gets the FIFO index of the final piece.
+  MSCCLPP_HOST_DEVICE_INLINE SpinStatus push(TriggerType type, MemoryId dst, uint64_t dstOffset, MemoryId src,
+                                             uint64_t srcOffset, uint64_t size, uint64_t deadlineNs,
+                                             const uint32_t* abortFlag, uint64_t* lastIndex = nullptr) {
+    constexpr uint64_t kPiece = 0xfffffff0ull;  // < 4 GiB and a multiple of 16
+    for (;;) {
+      uint64_t piece = size > kPiece ? kPiece : size;
+      bool last = piece == size;
+      ProxyTrigger trig{0, 0};
+      if (!ProxyTrigger::encode(last ? type : TriggerPut, dst, dstOffset, src, srcOffset, piece, channelId_, &trig))
+        return SpinStatus::Invalid;
+      SpinStatus st = fifo_.push(trig, deadlineNs, abortFlag, lastIndex);
+      if (st != SpinStatus::Ok || last) return st;
+      dstOffset += piece, srcOffset += piece, size -= piece;
+    }
+  }
+
+  // ---- status variants (the op interpreter uses these) ----
+  MSCCLPP_HOST_DEVICE_INLINE SpinStatus put(MemoryId dst, uint64_t dstOffset, MemoryId src, uint64_t srcOffset,
+                                            uint64_t size, uint64_t deadlineNs, const uint32_t* abortFlag) {
+    return push(TriggerPut, dst, dstOffset, src, srcOffset, size, deadlineNs, abortFlag);
+  }
+  MSCCLPP_HOST_DEVICE_INLINE SpinStatus signal(uint64_t deadlineNs, const uint32_t* abortFlag) {
+    return push(TriggerSignal, 0, 0, 0, 0, 0, deadlineNs, abortFlag);
+  }
+  MSCCLPP_HOST_DEVICE_INLINE SpinStatus putWithSignal(MemoryId dst, uint64_t dstOffset, MemoryId src,
+                                                      uint64_t srcOffset, uint64_t size, uint64_t deadlineNs,
+                                                      const uint32_t* abortFlag) {
+    return push(TriggerPut | TriggerSignal, dst, dstOffset, src, srcOffset, size, deadlineNs, abortFlag);
+  }
+  // Pushes the request and waits until the proxy completed it and everything pushed before it.
+  MSCCLPP_HOST_DEVICE_INLINE SpinStatus putWithSignalAndFlush(MemoryId dst, uint64_t dstOffset, MemoryId src,
+                                                              uint64_t srcOffset, uint64_t size, uint64_t deadlineNs,
+                                                              const uint32_t* abortFlag) {
+    uint64_t idx = 0;
+    SpinStatus st = push(TriggerPut | TriggerSignal | TriggerFlush, dst, dstOffset, src, srcOffset, size, deadlineNs,
+                         abortFlag, &idx);
+    return st != SpinStatus::Ok ? st : fifo_.sync(idx, deadlineNs, abortFlag);
+  }
+  MSCCLPP_HOST_DEVICE_INLINE SpinStatus flush(uint64_t deadlineNs, const uint32_t* abortFlag,
+                                              uint64_t* index = nullptr, uint64_t* observedTail = nullptr) {
+    uint64_t idx = 0;
+    SpinStatus st = push(TriggerFlush, 0, 0, 0, 0, 0, deadlineNs, abortFlag, &idx);
+    if (index != nullptr) *index = idx;
+    return st != SpinStatus::Ok ? st : fifo_.sync(idx, deadlineNs, abortFlag, observedTail);
+  }
+  MSCCLPP_HOST_DEVICE_INLINE SpinStatus wait(uint64_t deadlineNs, const uint32_t* abortFlag) {
+    return semaphore_.wait(deadlineNs, abortFlag);
+  }
+
+  // ---- convenience variants (seed 003); they trap (GPU) or throw (host) on failure ----
+  MSCCLPP_HOST_DEVICE_INLINE void put(MemoryId dst, uint64_t dstOffset, MemoryId src, uint64_t srcOffset,
+                                      uint64_t size) {
+    check(put(dst, dstOffset, src, srcOffset, size, deadlineAfter(fifo_.timeoutNs), nullptr), "PortChannel::put");
+  }
+  MSCCLPP_HOST_DEVICE_INLINE void put(uint64_t dstOffset, uint64_t srcOffset, uint64_t size) {
+    put(dst_, dstOffset, src_, srcOffset, size);
+  }
+  MSCCLPP_HOST_DEVICE_INLINE void put(uint64_t offset, uint64_t size) { put(dst_, offset, src_, offset, size); }
+  MSCCLPP_HOST_DEVICE_INLINE void signal() {
+    check(signal(deadlineAfter(fifo_.timeoutNs), nullptr), "PortChannel::signal");
+  }
+  MSCCLPP_HOST_DEVICE_INLINE void putWithSignal(uint64_t dstOffset, uint64_t srcOffset, uint64_t size) {
+    check(putWithSignal(dst_, dstOffset, src_, srcOffset, size, deadlineAfter(fifo_.timeoutNs), nullptr),
+          "PortChannel::putWithSignal");
+  }
+  MSCCLPP_HOST_DEVICE_INLINE void putWithSignal(uint64_t offset, uint64_t size) { putWithSignal(offset, offset, size); }
+  MSCCLPP_HOST_DEVICE_INLINE void putWithSignalAndFlush(uint64_t dstOffset, uint64_t srcOffset, uint64_t size) {
+    check(putWithSignalAndFlush(dst_, dstOffset, src_, srcOffset, size, deadlineAfter(fifo_.timeoutNs), nullptr),
+          "PortChannel::putWithSignalAndFlush");
+  }
+  MSCCLPP_HOST_DEVICE_INLINE void putWithSignalAndFlush(uint64_t offset, uint64_t size) {
+    putWithSignalAndFlush(offset, offset, size);
+  }
+  MSCCLPP_HOST_DEVICE_INLINE void flush() { check(flush(deadlineAfter(fifo_.timeoutNs), nullptr), "PortChannel::flush"); }
+  MSCCLPP_HOST_DEVICE_INLINE void wait() { semaphore_.wait(); }
+  MSCCLPP_HOST_DEVICE_INLINE bool poll() { return semaphore_.poll(); }
+
+ private:
+  MSCCLPP_HOST_DEVICE_INLINE static void check(SpinStatus st, const char* what) {
+    if (st != SpinStatus::Ok) failSpin(st, what);
+  }
+};
+static_assert(std::is_trivially_copyable<PortChannelDeviceHandle>::value, "device handles are copied as bytes");
+
+using ProxyChannelDeviceHandle = PortChannelDeviceHandle;
+
+}  // namespace mscclpp
+
+#endif  // MSCCLPP_PORT_CHANNEL_DEVICE_HPP_
