@@ -65,7 +65,8 @@ static_assert(sizeof(BufferRef) == 16, "BufferRef is copied to device memory as 
 // srcBegin+nSrc), refs[dstBegin .. dstBegin+nDst), ids[idsBegin .. idsBegin+nIds). For channel ops
 // ids are RANK-LEVEL channel indexes of channelType (already translated through the threadblock's
 // channel list); for sem_acquire/sem_release they are semaphore ids. Thread-block groups: op runs
-// slice tbgId of tbgSize (1 and 0 when the op has no tbg_info).
+// slice tbgId of tbgSize (tbgId 0 of tbgSize 1 when the op has no tbg_info). reduceOp is None for ops that
+// do not reduce, and Sum for reducing ops without a reduce_op key (the DSL's default).
 struct Op {
   OpType type;
   ChannelType channelType;
@@ -99,6 +100,10 @@ struct ThreadblockPlan {
 struct ChannelDecl {
   int peer = -1;
   int pairIndex = 0;  // k: how many earlier channels of this type this rank has toward the same peer
+  // Not listed in the plan: added by the loader after this rank's listed channels because the peer lists
+  // more channels of this type toward this rank than this rank lists toward the peer (MSCCL++ pairs them
+  // the same way). No op of this rank uses it; it exists so that the peer's extra channel has its pair.
+  bool implicit = false;
 };
 
 struct SwitchChannelDecl {
@@ -147,6 +152,7 @@ struct PlanHeader {
   int formatVersion = 0;  // 0: the key was absent (MSCCL++-compiled plans)
   std::vector<std::string> tags;
   int root = 0;  // broadcast/reduce root (our optional "root" key)
+  int nRanksPerNode = 0;  // our optional "nranks_per_node" key: the ranks per node the plan serves; 0 = any
   // Bit i set when the plan contains reduce_op i (PlanReduceOp). A plan whose only reduce op is
   // Sum (the DSL's default) serves every call op: the executor substitutes the call's op.
   uint32_t reduceOps = 0;

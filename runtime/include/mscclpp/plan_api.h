@@ -19,7 +19,8 @@
 extern "C" {
 #endif
 
-#define MSCCLPP_PLAN_API_VERSION 1
+/* 2: mscclppPlanRequest gained tags/nTags at its end. */
+#define MSCCLPP_PLAN_API_VERSION 2
 
 typedef enum mscclppPlanStatus {
   mscclppPlanOk = 0,
@@ -44,6 +45,8 @@ typedef struct mscclppPlanRequest {
   int root; /* broadcast/reduce root rank; -1 for collectives without a root */
   const void* sendBuffer;
   const void* recvBuffer;
+  const char* const* tags; /* tags the plan must all carry (NULL when nTags is 0) */
+  int nTags;
 } mscclppPlanRequest;
 
 /* A registered plan as a selector sees it. */
@@ -90,7 +93,9 @@ int mscclppPlanCount(void);
 int mscclppPlanGetInfo(int i, mscclppPlanInfo* info);
 
 /* Runs selection for request without executing anything: writes the chosen plan's name (or "" when
- * none) to nameBuf and the reason to reasonBuf. Returns 1 when a plan was chosen, 0 when none. */
+ * none) to nameBuf and the reason to reasonBuf. Returns 1 when a plan was chosen, 0 when none, and a
+ * negative status for a bad request (the message then goes to reasonBuf). Selection here judges plans by
+ * their summary; a plan whose full load later fails is skipped from then on. */
 int mscclppPlanSelect(const mscclppPlanRequest* request, char* nameBuf, size_t nameLen, char* reasonBuf,
                       size_t reasonLen);
 

@@ -1,0 +1,138 @@
+#include "plan/plan_sizing.hpp"
+
+#include "core/format.hpp"
+
+namespace mscclpp::plan {
+namespace {
+
+bool mulOverflows(uint64_t a, uint64_t b, uint64_t* out) {
+  return __builtin_mul_overflow(a, b, out);
+}
+
+std::string bytesText(uint64_t bytes) {
+  const std::string f = formatBytes(bytes);
+  // "3 MiB" is exact enough; a rounded "1.5 MiB" or a plain count gets the exact value too.
+  if (bytes < 1024 || f.find('.') != std::string::npos) {
+    return bytes < 1024 ? f : strFormat("%s (%llu bytes)", f.c_str(), static_cast<unsigned long long>(bytes));
+  }
+  return f;
+}
+
+}  // namespace
+
+SizingResult sizePlan(const PlanHeader& header, const RankPlan& rank, uint64_t inputBytes, uint64_t outputBytes,
+                      size_t elementBytes) {
+  return sizePlan(header, rank.inputChunks, rank.outputChunks, rank.scratchChunks, inputBytes, outputBytes,
+                  elementBytes);
+}
+
+SizingResult sizePlan(const PlanHeader& header, uint32_t inputChunks, uint32_t outputChunks, uint32_t scratchChunks,
+                      uint64_t inputBytes, uint64_t outputBytes, size_t elementBytes) {
+  SizingResult r;
+  if (inputChunks == 0 && outputChunks == 0) {
+    r.reason = "the plan has no input or output chunks, so no chunk size follows from the call";
+    return r;
+  }
+  const bool byInput = inputChunks != 0;
+  const uint64_t base = byInput ? inputBytes : outputBytes;
+  const uint64_t chunks = byInput ? inputChunks : outputChunks;
+  const char* baseName = byInput ? "input" : "output";
+  const uint64_t align = header.bufferAlignment == 0 ? 1 : header.bufferAlignment;
+  if (base == 0) {
+    r.reason =
+        strFormat("an empty %s cannot be divided into %llu chunks", baseName, static_cast<unsigned long long>(chunks));
+    return r;
+  }
+  // chunks <= 2^32 and align <= 2^32, so the product fits in 64 bits.
+  if (base % (chunks * align) != 0) {
+    r.reason = strFormat("%s %s is not divisible into %llu chunks of a multiple of %llu bytes", bytesText(base).c_str(),
+                         baseName, static_cast<unsigned long long>(chunks), static_cast<unsigned long long>(align));
+    return r;
+  }
+  const uint64_t chunk = base / chunks;
+  if (header.reduceOps != 0 && elementBytes > 1 && chunk % elementBytes != 0) {
+    r.reason = strFormat("a chunk of %s is not a multiple of the %zu-byte element the plan reduces",
+                         bytesText(chunk).c_str(), elementBytes);
+    return r;
+  }
+  const uint64_t otherChunks = byInput ? outputChunks : inputChunks;
+  const uint64_t otherBytes = byInput ? outputBytes : inputBytes;
+  if (otherChunks != 0) {
+    uint64_t need = 0;
+    const bool overflow = mulOverflows(otherChunks, chunk, &need);
+    if (overflow || need != otherBytes) {
+      r.reason = strFormat("%s is %s but the plan's %llu %s chunks of %s need %s", byInput ? "output" : "input",
+                           bytesText(otherBytes).c_str(), static_cast<unsigned long long>(otherChunks),
+                           byInput ? "output" : "input", bytesText(chunk).c_str(),
+                           overflow ? "more than 2^64 bytes" : bytesText(need).c_str());
+      return r;
+    }
+  }
+  uint64_t scratch = 0;
+  const uint64_t factor = (header.protocol == Protocol::LL ? 2 : 1) * (header.useDoubleScratchBuffer ? 2 : 1);
+  if (mulOverflows(chunk, scratchChunks, &scratch) || mulOverflows(scratch, factor, &scratch)) {
+    r.reason = strFormat("the scratch buffer (%u chunks of %s) would exceed 2^64 bytes", scratchChunks,
+                         bytesText(chunk).c_str());
+    return r;
+  }
+  r.ok = true;
+  r.chunkBytes = chunk;
+  r.scratchBytes = scratch;
+  return r;
+}
+
+bool callBytes(Collective collective, uint64_t count, size_t elementBytes, int nRanks, uint64_t* inputBytes,
+               uint64_t* outputBytes) {
+  uint64_t bytes = 0;
+  if (mulOverflows(count, elementBytes, &bytes) || nRanks < 1) return false;
+  uint64_t all = 0;
+  const bool allOverflows = mulOverflows(bytes, static_cast<uint64_t>(nRanks), &all);
+  switch (collective) {
+    case Collective::AllGather:
+      if (allOverflows) return false;
+      *inputBytes = bytes;
+      *outputBytes = all;
+      return true;
+    case Collective::ReduceScatter:
+      if (allOverflows) return false;
+      *inputBytes = all;
+      *outputBytes = bytes;
+      return true;
+    case Collective::AllToAll:
+      if (allOverflows) return false;
+      *inputBytes = *outputBytes = all;
+      return true;
+    default:
+      *inputBytes = *outputBytes = bytes;
+      return true;
+  }
+}
+
+bool callBytesFromMessage(Collective collective, uint64_t messageBytes, int nRanks, uint64_t* inputBytes,
+                          uint64_t* outputBytes, std::string* reason) {
+  const uint64_t n = nRanks < 1 ? 1 : static_cast<uint64_t>(nRanks);
+  switch (collective) {
+    case Collective::AllGather:
+    case Collective::ReduceScatter:
+      if (messageBytes % n != 0) {
+        *reason = strFormat("%s message of %s does not split into %llu equal parts", collectiveName(collective),
+                            bytesText(messageBytes).c_str(), static_cast<unsigned long long>(n));
+        return false;
+      }
+      *inputBytes = collective == Collective::AllGather ? messageBytes / n : messageBytes;
+      *outputBytes = collective == Collective::AllGather ? messageBytes : messageBytes / n;
+      return true;
+    default:
+      *inputBytes = *outputBytes = messageBytes;
+      return true;
+  }
+}
+
+size_t ncclDataTypeBytes(int dtype) {
+  // ncclInt8, ncclUint8, ncclInt32, ncclUint32, ncclInt64, ncclUint64, ncclFloat16, ncclFloat32,
+  // ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2
+  static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+  return dtype >= 0 && dtype < static_cast<int>(sizeof(sizes) / sizeof(sizes[0])) ? sizes[dtype] : 0;
+}
+
+}  // namespace mscclpp::plan

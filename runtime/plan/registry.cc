@@ -1,0 +1,559 @@
+#include "plan/registry.hpp"
+
+#include <dirent.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "core/deadline.hpp"
+#include "core/enforce.hpp"
+#include "core/format.hpp"
+#include "core/logger.hpp"
+#include "core/params.hpp"
+#include "mscclpp_config.h"
+#include "plan/plan_names.hpp"
+#include "plan/registry_entry.hpp"
+#include "plan/selection.hpp"
+
+namespace mscclpp::plan {
+namespace {
+
+// A cache larger than this is dropped and rebuilt (a job uses a handful of message sizes).
+constexpr size_t kMaxCachedSelections = 4096;
+
+uint64_t indexKey(Collective c, int worldSize) {
+  return (static_cast<uint64_t>(c) << 32) | static_cast<uint32_t>(worldSize);
+}
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+uint64_t hashString(const char* s) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (; *s; ++s) h = (h ^ static_cast<unsigned char>(*s)) * 1099511628211ull;
+  return h;
+}
+
+uint64_t hashRequest(const SelectRequest& r) {
+  uint64_t h = indexKey(r.collective, r.worldSize);
+  h = mix(h, static_cast<uint64_t>(static_cast<uint32_t>(r.nRanksPerNode)));
+  h = mix(h, r.messageBytes);
+  h = mix(h, (static_cast<uint64_t>(r.inPlace) << 40) ^ (static_cast<uint64_t>(static_cast<uint32_t>(r.dtype)) << 8) ^
+                 static_cast<uint32_t>(r.redOp));
+  h = mix(h, (static_cast<uint64_t>(static_cast<uint32_t>(r.root)) << 32) | static_cast<uint32_t>(r.rank));
+  uint64_t tags = 0;  // order-independent: required tags are a set
+  for (int i = 0; i < r.nTags; ++i) tags += hashString(r.tags[i]);
+  return mix(h, tags);
+}
+
+struct CachedSelection {
+  SelectRequest key;  // pointers cleared; tags copied below
+  std::vector<std::string> tags;
+  SelectionPtr selection;
+
+  bool matches(const SelectRequest& r) const {
+    if (r.collective != key.collective || r.worldSize != key.worldSize || r.nRanksPerNode != key.nRanksPerNode ||
+        r.messageBytes != key.messageBytes || r.inPlace != key.inPlace || r.dtype != key.dtype ||
+        r.redOp != key.redOp || r.root != key.root || r.rank != key.rank ||
+        static_cast<size_t>(r.nTags) != tags.size()) {
+      return false;
+    }
+    for (int i = 0; i < r.nTags; ++i) {
+      if (std::find(tags.begin(), tags.end(), r.tags[i]) == tags.end()) return false;
+    }
+    return true;
+  }
+};
+
+std::string homeCacheDir() {
+  const std::string cache = params::cacheDir();
+  if (!cache.empty()) return cache + "/plans";
+  // The passwd entry, not $HOME: environment variables are read only through params.
+  struct passwd pw;
+  struct passwd* found = nullptr;
+  std::vector<char> buffer(16384);
+  if (getpwuid_r(getuid(), &pw, buffer.data(), buffer.size(), &found) != 0 || found == nullptr || !pw.pw_dir) return "";
+  return std::string(pw.pw_dir) + "/.cache/mscclpp/plans";
+}
+
+std::vector<std::string> splitDirs(const std::string& list) {
+  std::vector<std::string> dirs;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t colon = list.find(':', start);
+    const std::string part = list.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    if (!part.empty()) dirs.push_back(part);
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return dirs;
+}
+
+void addTags(PlanHeader* h, const std::vector<std::string>& tags) {
+  for (const auto& t : tags) {
+    MSCCLPP_ENFORCE(!t.empty(), ErrorCode::InvalidArgument, "%s: an empty tag was given at registration",
+                    h->source.c_str());
+    if (std::find(h->tags.begin(), h->tags.end(), t) == h->tags.end()) h->tags.push_back(t);
+  }
+}
+
+}  // namespace
+
+PlanPtr Registry::Entry::planFor(int rank) {
+  std::shared_future<PlanPtr> future;
+  std::promise<PlanPtr> promise;
+  bool loadHere = false;
+  {
+    std::lock_guard<std::mutex> lock(loadMutex);
+    auto it = loads.find(rank);
+    if (it == loads.end()) {
+      future = promise.get_future().share();
+      loads.emplace(rank, future);
+      loadHere = true;
+    } else {
+      future = it->second;
+    }
+  }
+  if (loadHere) {
+    try {
+      LoadOptions options;
+      options.onlyRank = rank;
+      PlanPtr plan = path.empty() ? loadPlanJson(json, summary.header.source, options) : loadPlanFile(path, options);
+      if (plan->header.name != summary.header.name) {
+        MSCCLPP_THROW(ErrorCode::InvalidPlan, "%s: the plan's name changed from '%s' to '%s' since it was registered",
+                      summary.header.source.c_str(), summary.header.name.c_str(), plan->header.name.c_str());
+      }
+      promise.set_value(std::move(plan));
+    } catch (...) {
+      promise.set_exception(std::current_exception());
+    }
+  }
+  const Deadline deadline = Deadline::fromTimeoutParam();
+  while (future.wait_for(
+             std::chrono::milliseconds(deadline.remainingMs() < 0 ? 1000 : std::min(deadline.remainingMs(), 1000))) !=
+         std::future_status::ready) {
+    if (deadline.expired())
+      throwTimeout(deadline, strFormat("loading plan %s for rank %d", summary.header.source.c_str(), rank));
+  }
+  return future.get();
+}
+
+void Registry::Entry::fillInfo() {
+  const PlanHeader& h = summary.header;
+  tagPointers.clear();
+  for (const auto& t : h.tags) tagPointers.push_back(t.c_str());
+  info.name = h.name.c_str();
+  info.collective = collectiveName(h.collective);
+  info.protocol = protocolName(h.protocol);
+  info.worldSize = h.worldSize;
+  info.inPlace = h.inPlace ? 1 : 0;
+  info.root = (h.collective == Collective::Broadcast || h.collective == Collective::Reduce) ? h.root : -1;
+  info.minMessageBytes = h.minMessageSize;
+  info.maxMessageBytes = h.maxMessageSize;
+  info.tags = tagPointers.empty() ? nullptr : tagPointers.data();
+  info.nTags = static_cast<int>(tagPointers.size());
+  info.source = h.source.c_str();
+}
+
+struct Registry::Impl {
+  bool fromEnvironment = false;
+  std::vector<std::string> directories;
+
+  std::mutex scanMutex;
+  std::atomic<bool> scanned{false};
+
+  mutable std::shared_mutex mutex;              // guards everything below
+  std::vector<std::shared_ptr<Entry>> entries;  // registry order
+  std::unordered_map<std::string, std::shared_ptr<Entry>> byName;
+  std::unordered_map<uint64_t, std::vector<std::shared_ptr<Entry>>> index;  // collective + world size
+  std::unordered_map<uint64_t, std::vector<CachedSelection>> cache;
+  size_t cached = 0;
+  uint64_t generation = 0;  // bumped by every change that can alter a selection
+  uint64_t nextOrder = 0;
+  mscclppPlanSelectorFn selector = nullptr;
+  void* selectorData = nullptr;
+
+  void invalidateLocked() {
+    ++generation;
+    cache.clear();
+    cached = 0;
+  }
+
+  void insertLocked(const std::shared_ptr<Entry>& e) {
+    e->order = nextOrder++;
+    e->fillInfo();
+    // Directory plans come before run-time registrations in registry order.
+    if (e->fromDirectory) {
+      auto pos = std::find_if(entries.begin(), entries.end(), [](const auto& x) { return !x->fromDirectory; });
+      entries.insert(pos, e);
+    } else {
+      entries.push_back(e);
+    }
+    byName.emplace(e->header().name, e);
+    auto& bucket = index[indexKey(e->header().collective, e->header().worldSize)];
+    bucket.push_back(e);
+    std::stable_sort(bucket.begin(), bucket.end(), [](const auto& a, const auto& b) {
+      return a->fromDirectory != b->fromDirectory ? a->fromDirectory : a->order < b->order;
+    });
+    invalidateLocked();
+  }
+
+  // By value: e may be the very shared_ptr held by byName, which this erases.
+  void eraseLocked(std::shared_ptr<Entry> e) {
+    entries.erase(std::remove(entries.begin(), entries.end(), e), entries.end());
+    byName.erase(e->header().name);
+    auto it = index.find(indexKey(e->header().collective, e->header().worldSize));
+    if (it != index.end()) {
+      it->second.erase(std::remove(it->second.begin(), it->second.end(), e), it->second.end());
+      if (it->second.empty()) index.erase(it);
+    }
+    invalidateLocked();
+  }
+
+  void scanDirectory(const std::string& dir, bool warnIfMissing);
+};
+
+void Registry::Impl::scanDirectory(const std::string& dir, bool warnIfMissing) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    const int err = errno;
+    if (warnIfMissing) {
+      MSCCLPP_WARN(LogPlan, "plan directory %s cannot be used: %s", dir.c_str(), std::strerror(err));
+    } else {
+      MSCCLPP_INFO(LogPlan, "default plan directory %s is absent (%s)", dir.c_str(), std::strerror(err));
+    }
+    return;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    MSCCLPP_WARN(LogPlan, "plan directory %s is not a directory; skipped", dir.c_str());
+    return;
+  }
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) {
+    MSCCLPP_WARN(LogPlan, "plan directory %s cannot be read: %s", dir.c_str(), std::strerror(errno));
+    return;
+  }
+  std::vector<std::string> names;
+  while (struct dirent* ent = ::readdir(d)) {
+    const std::string name = ent->d_name;
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0) names.push_back(name);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());  // deterministic order, independent of the file system
+  size_t added = 0;
+  for (const std::string& name : names) {
+    const std::string path = dir + "/" + name;
+    auto e = std::make_shared<Entry>();
+    e->path = path;
+    e->fromDirectory = true;
+    try {
+      e->summary = loadPlanSummaryFile(path);
+    } catch (const Error& err) {
+      MSCCLPP_WARN(LogPlan, "skipping plan file %s: %s", path.c_str(), err.what());
+      continue;
+    } catch (const std::exception& err) {
+      MSCCLPP_WARN(LogPlan, "skipping plan file %s: %s", path.c_str(), err.what());
+      continue;
+    }
+    std::unique_lock<std::shared_mutex> lock(mutex);
+    auto existing = byName.find(e->header().name);
+    if (existing != byName.end()) {
+      MSCCLPP_WARN(LogPlan,
+                   "skipping plan file %s: plan name '%s' is already registered from %s (the first one found wins)",
+                   path.c_str(), e->header().name.c_str(), existing->second->header().source.c_str());
+      continue;
+    }
+    insertLocked(e);
+    ++added;
+  }
+  MSCCLPP_INFO(LogPlan, "plan directory %s: %zu plan(s) registered", dir.c_str(), added);
+}
+
+Registry& Registry::instance() {
+  static Registry* registry = new Registry(FromEnvironment{});  // never destroyed: usable during static destruction
+  return *registry;
+}
+
+Registry::Registry(FromEnvironment) : impl_(std::make_unique<Impl>()) {
+  impl_->fromEnvironment = true;
+}
+
+Registry::Registry(std::vector<std::string> directories) : impl_(std::make_unique<Impl>()) {
+  impl_->directories = std::move(directories);
+}
+
+Registry::~Registry() = default;
+
+void Registry::ensureScanned() {
+  if (impl_->scanned.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(impl_->scanMutex);
+  if (impl_->scanned.load(std::memory_order_relaxed)) return;
+  std::vector<std::string> dirs = impl_->directories;
+  bool explicitDirs = true;
+  if (impl_->fromEnvironment) {
+    dirs = splitDirs(params::planDir());
+    if (dirs.empty()) {
+      explicitDirs = false;
+      dirs.push_back(MSCCLPP_INSTALL_PLAN_DIR);
+      const std::string home = homeCacheDir();
+      if (!home.empty()) dirs.push_back(home);
+    }
+  }
+  for (const auto& dir : dirs) impl_->scanDirectory(dir, explicitDirs);
+  impl_->scanned.store(true, std::memory_order_release);
+}
+
+void Registry::rescan() {
+  {
+    std::lock_guard<std::mutex> scanLock(impl_->scanMutex);
+    std::unique_lock<std::shared_mutex> lock(impl_->mutex);
+    std::vector<std::shared_ptr<Entry>> fromDirs;
+    for (const auto& e : impl_->entries) {
+      if (e->fromDirectory) fromDirs.push_back(e);
+    }
+    for (const auto& e : fromDirs) impl_->eraseLocked(e);
+    impl_->scanned.store(false, std::memory_order_release);
+  }
+  ensureScanned();
+}
+
+Registry::Status Registry::registerFile(const std::string& path, const std::vector<std::string>& tags,
+                                        std::string* name) {
+  ensureScanned();
+  auto e = std::make_shared<Entry>();
+  e->path = path;
+  e->summary = loadPlanSummaryFile(path);
+  addTags(&e->summary.header, tags);
+  std::unique_lock<std::shared_mutex> lock(impl_->mutex);
+  if (name != nullptr) *name = e->header().name;
+  if (impl_->byName.count(e->header().name) != 0) return Status::Duplicate;
+  impl_->insertLocked(e);
+  return Status::Ok;
+}
+
+Registry::Status Registry::registerJson(const std::string& json, const std::string& sourceName,
+                                        const std::vector<std::string>& tags, std::string* name) {
+  ensureScanned();
+  auto e = std::make_shared<Entry>();
+  e->json = json;
+  e->summary = loadPlanSummaryJson(e->json, sourceName);
+  addTags(&e->summary.header, tags);
+  std::unique_lock<std::shared_mutex> lock(impl_->mutex);
+  if (name != nullptr) *name = e->header().name;
+  if (impl_->byName.count(e->header().name) != 0) return Status::Duplicate;
+  impl_->insertLocked(e);
+  return Status::Ok;
+}
+
+Registry::Status Registry::unregister(const std::string& name) {
+  ensureScanned();
+  std::unique_lock<std::shared_mutex> lock(impl_->mutex);
+  auto it = impl_->byName.find(name);
+  if (it == impl_->byName.end()) return Status::NotFound;
+  impl_->eraseLocked(it->second);
+  return Status::Ok;
+}
+
+void Registry::setSelector(mscclppPlanSelectorFn fn, void* userData) {
+  std::unique_lock<std::shared_mutex> lock(impl_->mutex);
+  impl_->selector = fn;
+  impl_->selectorData = fn != nullptr ? userData : nullptr;
+  impl_->invalidateLocked();
+}
+
+size_t Registry::count() {
+  ensureScanned();
+  std::shared_lock<std::shared_mutex> lock(impl_->mutex);
+  return impl_->entries.size();
+}
+
+bool Registry::info(size_t i, mscclppPlanInfo* out) {
+  ensureScanned();
+  std::shared_lock<std::shared_mutex> lock(impl_->mutex);
+  if (i >= impl_->entries.size()) return false;
+  *out = impl_->entries[i]->info;
+  return true;
+}
+
+SelectionPtr Registry::select(const SelectRequest& request) {
+  MSCCLPP_ENFORCE(request.worldSize >= 1, ErrorCode::InvalidArgument, "plan selection: world size %d must be positive",
+                  request.worldSize);
+  MSCCLPP_ENFORCE(request.nRanksPerNode >= 1 && request.nRanksPerNode <= request.worldSize, ErrorCode::InvalidArgument,
+                  "plan selection: %d ranks per node is not in 1..%d (the world size)", request.nRanksPerNode,
+                  request.worldSize);
+  MSCCLPP_ENFORCE(request.nTags >= 0 && (request.nTags == 0 || request.tags != nullptr), ErrorCode::InvalidArgument,
+                  "plan selection: %d tags given with tags=%p", request.nTags, static_cast<const void*>(request.tags));
+  for (int i = 0; i < request.nTags; ++i) {
+    MSCCLPP_ENFORCE(request.tags[i] != nullptr, ErrorCode::InvalidArgument, "plan selection: tag %d is NULL", i);
+  }
+  ensureScanned();
+  const uint64_t hash = hashRequest(request);
+  {
+    // The hot path: a cached answer for this exact request. No allocation.
+    std::shared_lock<std::shared_mutex> lock(impl_->mutex);
+    auto it = impl_->cache.find(hash);
+    if (it != impl_->cache.end()) {
+      for (const CachedSelection& c : it->second) {
+        if (c.matches(request)) return c.selection;
+      }
+    }
+  }
+
+  for (;;) {
+    // Snapshot the candidates; judge, call the selector and load without holding the registry lock.
+    std::vector<std::shared_ptr<Entry>> held;
+    mscclppPlanSelectorFn selector;
+    void* selectorData;
+    uint64_t generation;
+    size_t total;
+    {
+      std::shared_lock<std::shared_mutex> lock(impl_->mutex);
+      auto it = impl_->index.find(indexKey(request.collective, request.worldSize));
+      if (it != impl_->index.end()) held = it->second;
+      selector = impl_->selector;
+      selectorData = impl_->selectorData;
+      generation = impl_->generation;
+      total = impl_->entries.size();
+    }
+    std::vector<const Entry*> candidates;
+    for (const auto& e : held) candidates.push_back(e.get());
+    std::vector<detail::Verdict> verdicts;
+    for (const Entry* e : candidates) verdicts.push_back(detail::judge(*e, request));
+
+    auto selection = std::make_shared<Selection>();
+    int chosen = -1;
+    std::string why;
+    bool decided = false;
+    if (selector != nullptr && !candidates.empty()) {
+      std::vector<mscclppPlanInfo> infos;
+      for (const Entry* e : candidates) infos.push_back(e->info);
+      mscclppPlanRequest c{};
+      c.collective = collectiveName(request.collective);
+      c.worldSize = request.worldSize;
+      c.nRanksPerNode = request.nRanksPerNode;
+      c.messageBytes = request.messageBytes;
+      c.inPlace = request.inPlace ? 1 : 0;
+      c.dtype = request.dtype;
+      c.redOp = request.redOp;
+      c.root = request.root;
+      c.sendBuffer = request.sendBuffer;
+      c.recvBuffer = request.recvBuffer;
+      c.tags = request.tags;
+      c.nTags = request.nTags;
+      int answer = -2;
+      try {
+        answer = selector(infos.data(), static_cast<int>(infos.size()), &c, selectorData);
+      } catch (...) {
+        MSCCLPP_WARN(LogPlan, "the plan selector threw an exception for %s; using the default choice",
+                     detail::describeRequest(request).c_str());
+        answer = -2;
+      }
+      if (answer == -1) {
+        why = "the user selector chose no plan";
+        decided = true;
+      } else if (answer >= 0 && answer < static_cast<int>(candidates.size())) {
+        if (verdicts[static_cast<size_t>(answer)].serves) {
+          chosen = answer;
+          why = "chosen by the user selector";
+          decided = true;
+        } else {
+          MSCCLPP_WARN(LogPlan,
+                       "the plan selector chose %s for %s, which cannot serve it: %s; using the default choice",
+                       detail::describePlan(*candidates[static_cast<size_t>(answer)]).c_str(),
+                       detail::describeRequest(request).c_str(), verdicts[static_cast<size_t>(answer)].why.c_str());
+        }
+      } else if (answer != -2) {
+        MSCCLPP_WARN(LogPlan,
+                     "the plan selector returned %d for %s, not a candidate index (0..%zu), -1 or -2; using the "
+                     "default choice",
+                     answer, detail::describeRequest(request).c_str(), candidates.size());
+      }
+    }
+    if (!decided) {
+      std::string rule;
+      chosen = detail::pickDefault(candidates, verdicts, &rule);
+      if (chosen >= 0) {
+        size_t able = 0;
+        for (const auto& v : verdicts) able += v.serves;
+        why = able == 1
+                  ? strFormat("the only one of %zu candidate(s) that can serve it", candidates.size())
+                  : strFormat("preferred over the other %zu that can serve it because %s", able - 1, rule.c_str());
+      }
+    }
+
+    if (chosen >= 0) {
+      Entry* e = held[static_cast<size_t>(chosen)].get();
+      const detail::Verdict& v = verdicts[static_cast<size_t>(chosen)];
+      if (request.rank >= 0) {
+        try {
+          selection->plan = e->planFor(request.rank);
+        } catch (const std::exception& err) {
+          // A plan whose full load fails is skipped from now on; choose again without it.
+          std::unique_lock<std::shared_mutex> lock(impl_->mutex);
+          if (!e->broken.load(std::memory_order_relaxed)) {
+            e->brokenReason = err.what();
+            e->broken.store(true, std::memory_order_release);
+            MSCCLPP_WARN(LogPlan, "skipping plan %s: %s", detail::describePlan(*e).c_str(), err.what());
+          }
+          impl_->invalidateLocked();
+          continue;
+        }
+      }
+      selection->name = e->header().name;
+      selection->source = e->header().source;
+      selection->copyInput = v.copyInput;
+      selection->chunkBytes = v.chunkBytes;
+      selection->inputBytes = v.inputBytes;
+      selection->outputBytes = v.outputBytes;
+      selection->reason =
+          strFormat("plan %s for %s: %s; chunk %s", detail::describePlan(*e).c_str(),
+                    detail::describeRequest(request).c_str(), why.c_str(), formatBytes(v.chunkBytes).c_str());
+      if (v.copyInput) {
+        selection->reason +=
+            "; the plan is in-place and the call is not: the executor copies the send buffer into "
+            "the receive buffer first";
+      }
+    } else if (candidates.empty()) {
+      selection->reason = strFormat("no plan for %s: none is registered for %s on %d ranks (%zu plan(s) registered)",
+                                    detail::describeRequest(request).c_str(), collectiveName(request.collective),
+                                    request.worldSize, total);
+    } else if (decided) {
+      selection->reason = strFormat("no plan for %s: %s", detail::describeRequest(request).c_str(), why.c_str());
+    } else {
+      std::string list;
+      for (size_t i = 0; i < candidates.size() && i < 8; ++i) {
+        list +=
+            strFormat("%s%s: %s", i ? "; " : "", detail::describePlan(*candidates[i]).c_str(), verdicts[i].why.c_str());
+      }
+      if (candidates.size() > 8) list += strFormat("; and %zu more", candidates.size() - 8);
+      selection->reason = strFormat("no plan for %s: %s", detail::describeRequest(request).c_str(), list.c_str());
+    }
+    MSCCLPP_INFO(LogPlan, "%s", selection->reason.c_str());
+
+    std::unique_lock<std::shared_mutex> lock(impl_->mutex);
+    if (impl_->generation == generation) {
+      if (impl_->cached >= kMaxCachedSelections) {
+        impl_->cache.clear();
+        impl_->cached = 0;
+      }
+      CachedSelection c;
+      c.key = request;
+      c.key.tags = nullptr;
+      c.key.sendBuffer = c.key.recvBuffer = nullptr;
+      for (int i = 0; i < request.nTags; ++i) c.tags.emplace_back(request.tags[i]);
+      c.selection = selection;
+      impl_->cache[hash].push_back(std::move(c));
+      ++impl_->cached;
+    }
+    return selection;
+  }
+}
+
+}  // namespace mscclpp::plan

@@ -1,0 +1,43 @@
+// Internal to the registry: one registered plan. Immutable after registration except for the lazily
+// loaded per-rank plans (guarded by loadMutex) and the broken flag (set once, with its reason, when a
+// full load fails; the reason is written before the flag is released).
+#ifndef MSCCLPP_PLAN_REGISTRY_ENTRY_HPP_
+#define MSCCLPP_PLAN_REGISTRY_ENTRY_HPP_
+
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "mscclpp/plan_api.h"
+#include "plan/plan_loader.hpp"
+#include "plan/registry.hpp"
+
+namespace mscclpp::plan {
+
+struct Registry::Entry {
+  PlanSummary summary;  // header.tags include the tags given at registration
+  std::string path;     // the file, "" for a plan registered from a string
+  std::string json;     // the text of a plan registered from a string
+  bool fromDirectory = false;
+  uint64_t order = 0;  // registration order, for the last tie-break
+  std::vector<const char*> tagPointers;
+  mscclppPlanInfo info{};  // the C view; its strings point into summary
+
+  std::mutex loadMutex;
+  std::unordered_map<int, std::shared_future<PlanPtr>> loads;  // by rank
+  std::atomic<bool> broken{false};
+  std::string brokenReason;
+
+  const PlanHeader& header() const { return summary.header; }
+  // This rank's plan, loaded on first use (concurrent callers for the same rank wait for one load, at
+  // most MSCCLPP_TIMEOUT_S). Throws the load error; the caller marks the entry broken.
+  PlanPtr planFor(int rank);
+  void fillInfo();
+};
+
+}  // namespace mscclpp::plan
+
+#endif  // MSCCLPP_PLAN_REGISTRY_ENTRY_HPP_

@@ -1,0 +1,205 @@
+#include "plan/selection.hpp"
+
+#include <algorithm>
+
+#include "core/format.hpp"
+#include "plan/plan_names.hpp"
+#include "plan/plan_sizing.hpp"
+
+namespace mscclpp::plan::detail {
+namespace {
+
+const char* dtypeName(int dtype) {
+  static const char* const names[] = {"int8",    "uint8",   "int32",   "uint32",   "int64",      "uint64",
+                                      "float16", "float32", "float64", "bfloat16", "float8e4m3", "float8e5m2"};
+  return dtype >= 0 && dtype < 12 ? names[dtype] : nullptr;
+}
+
+const char* redOpName(int op) {
+  static const char* const names[] = {"sum", "prod", "max", "min", "avg"};
+  return op >= 0 && op < 5 ? names[op] : nullptr;
+}
+
+// ncclRedOp_t of a plan reduce op (ncclSum 0, ncclProd 1, ncclMax 2, ncclMin 3).
+int ncclOpOf(PlanReduceOp op) {
+  switch (op) {
+    case PlanReduceOp::Sum:
+      return 0;
+    case PlanReduceOp::Prod:
+      return 1;
+    case PlanReduceOp::Max:
+      return 2;
+    case PlanReduceOp::Min:
+      return 3;
+    default:
+      return -1;
+  }
+}
+
+std::string reduceOpList(uint32_t mask) {
+  std::string s;
+  for (int i = 1; i <= static_cast<int>(PlanReduceOp::Max); ++i) {
+    if (mask & (1u << i)) s += (s.empty() ? "" : ", ") + std::string(planReduceOpName(static_cast<PlanReduceOp>(i)));
+  }
+  return s;
+}
+
+std::string range(const PlanHeader& h) {
+  return strFormat("[%s, %s]", formatBytes(h.minMessageSize).c_str(),
+                   h.maxMessageSize == UINT64_MAX ? "unbounded" : formatBytes(h.maxMessageSize).c_str());
+}
+
+bool hasTag(const PlanHeader& h, const char* tag) {
+  return std::any_of(h.tags.begin(), h.tags.end(), [&](const std::string& t) { return t == tag; });
+}
+
+}  // namespace
+
+bool copyMakesInPlace(Collective collective) {
+  return collective == Collective::AllReduce || collective == Collective::AllGather ||
+         collective == Collective::AllToAll;
+}
+
+std::string describeRequest(const SelectRequest& r) {
+  std::string s =
+      strFormat("%s on %d ranks (%d per node), %s, %s", collectiveName(r.collective), r.worldSize, r.nRanksPerNode,
+                formatBytes(r.messageBytes).c_str(), r.inPlace ? "in-place" : "out-of-place");
+  if (const char* d = dtypeName(r.dtype)) s += std::string(", ") + d;
+  if (r.redOp >= 0) s += ", " + (redOpName(r.redOp) ? std::string(redOpName(r.redOp)) : strFormat("op %d", r.redOp));
+  if (r.root >= 0 && (r.collective == Collective::Broadcast || r.collective == Collective::Reduce)) {
+    s += strFormat(", root %d", r.root);
+  }
+  for (int i = 0; i < r.nTags; ++i) s += strFormat("%s\"%s\"", i == 0 ? ", tags " : ",", r.tags[i]);
+  return s;
+}
+
+std::string describePlan(const Registry::Entry& e) {
+  return strFormat("'%s' (%s)", e.header().name.c_str(), e.header().source.c_str());
+}
+
+Verdict judge(const Registry::Entry& e, const SelectRequest& r) {
+  Verdict v;
+  const PlanHeader& h = e.header();
+  if (e.broken.load(std::memory_order_acquire)) {
+    v.why = "it failed to load: " + e.brokenReason;
+    return v;
+  }
+  if (h.nRanksPerNode != 0 && h.nRanksPerNode != r.nRanksPerNode) {
+    v.why = strFormat("it serves %d ranks per node, the call has %d", h.nRanksPerNode, r.nRanksPerNode);
+    return v;
+  }
+  if (!h.inPlace && r.inPlace) {
+    v.why = "it is out-of-place, the call is in-place";
+    return v;
+  }
+  if (h.inPlace && !r.inPlace) {
+    if (!copyMakesInPlace(r.collective)) {
+      v.why = strFormat("it is in-place, the call is out-of-place (%s cannot copy its way to in-place)",
+                        collectiveName(r.collective));
+      return v;
+    }
+    v.copyInput = true;
+  }
+  if ((r.collective == Collective::Broadcast || r.collective == Collective::Reduce) && h.root != r.root) {
+    v.why = strFormat("it has root %d, the call has root %d", h.root, r.root);
+    return v;
+  }
+  for (int i = 0; i < r.nTags; ++i) {
+    if (!hasTag(h, r.tags[i])) {
+      v.why = strFormat("it lacks the tag \"%s\"", r.tags[i]);
+      return v;
+    }
+  }
+  if (r.messageBytes < h.minMessageSize || r.messageBytes > h.maxMessageSize) {
+    v.why = strFormat("%s is outside its size range %s", formatBytes(r.messageBytes).c_str(), range(h).c_str());
+    return v;
+  }
+  size_t elementBytes = 0;
+  if (h.reduceOps != 0) {
+    elementBytes = ncclDataTypeBytes(r.dtype);
+    if (elementBytes == 0) {
+      v.why = strFormat("it reduces and dtype %d is not an NCCL datatype", r.dtype);
+      return v;
+    }
+    const uint32_t sumOnly = 1u << static_cast<unsigned>(PlanReduceOp::Sum);
+    if (r.redOp >= 0) {
+      if (h.reduceOps == sumOnly) {
+        // The DSL's default op: the executor applies the call's op instead (sum, prod, max, min, avg).
+        if (r.redOp > 4) {
+          v.why = strFormat("it cannot apply the user-defined reduce op %d", r.redOp);
+          return v;
+        }
+      } else if ((h.reduceOps & (h.reduceOps - 1)) == 0) {
+        const PlanReduceOp own = static_cast<PlanReduceOp>(__builtin_ctz(h.reduceOps));
+        if (ncclOpOf(own) != r.redOp) {
+          v.why = strFormat("it reduces with %s, the call asks for %s", planReduceOpName(own),
+                            redOpName(r.redOp) ? redOpName(r.redOp) : strFormat("op %d", r.redOp).c_str());
+          return v;
+        }
+      } else {
+        v.why =
+            strFormat("it mixes reduce ops (%s), which no single call op matches", reduceOpList(h.reduceOps).c_str());
+        return v;
+      }
+    }
+  }
+  if (!callBytesFromMessage(r.collective, r.messageBytes, r.worldSize, &v.inputBytes, &v.outputBytes, &v.why)) return v;
+  const SizingResult s = sizePlan(h, e.summary.inputChunks, e.summary.outputChunks, e.summary.maxScratchChunks,
+                                  v.inputBytes, v.outputBytes, elementBytes);
+  if (!s.ok) {
+    v.why = s.reason;
+    return v;
+  }
+  v.chunkBytes = s.chunkBytes;
+  v.serves = true;
+  return v;
+}
+
+int pickDefault(const std::vector<const Registry::Entry*>& candidates, const std::vector<Verdict>& verdicts,
+                std::string* decidedBy) {
+  // Returns < 0 when a goes first, > 0 when b does; *rule names the deciding rule.
+  auto compare = [&](size_t a, size_t b, std::string* rule) -> int {
+    const PlanHeader& ha = candidates[a]->header();
+    const PlanHeader& hb = candidates[b]->header();
+    if (verdicts[a].copyInput != verdicts[b].copyInput) {
+      *rule = "it needs no copy of the send buffer (exactly in-place or out-of-place like the call)";
+      return verdicts[a].copyInput ? 1 : -1;
+    }
+    if ((ha.nRanksPerNode != 0) != (hb.nRanksPerNode != 0)) {
+      *rule = "it states nranks_per_node (the other serves any)";
+      return ha.nRanksPerNode != 0 ? -1 : 1;
+    }
+    const uint64_t wa = ha.maxMessageSize - ha.minMessageSize, wb = hb.maxMessageSize - hb.minMessageSize;
+    if (wa != wb) {
+      *rule = strFormat("its size range %s is narrower than %s", range(wa < wb ? ha : hb).c_str(),
+                        range(wa < wb ? hb : ha).c_str());
+      return wa < wb ? -1 : 1;
+    }
+    if (candidates[a]->fromDirectory != candidates[b]->fromDirectory) {
+      *rule = "it was registered explicitly (directory plans come after)";
+      return candidates[a]->fromDirectory ? 1 : -1;
+    }
+    if (ha.name != hb.name) {
+      *rule = "its name comes first";
+      return ha.name < hb.name ? -1 : 1;
+    }
+    *rule = "it was registered first";
+    return candidates[a]->order < candidates[b]->order ? -1 : 1;
+  };
+  int best = -1, second = -1;
+  std::string rule;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (!verdicts[i].serves) continue;
+    if (best < 0 || compare(i, static_cast<size_t>(best), &rule) < 0) {
+      second = best;
+      best = static_cast<int>(i);
+    } else if (second < 0 || compare(i, static_cast<size_t>(second), &rule) < 0) {
+      second = static_cast<int>(i);
+    }
+  }
+  decidedBy->clear();
+  if (best >= 0 && second >= 0) compare(static_cast<size_t>(best), static_cast<size_t>(second), decidedBy);
+  return best;
+}
+
+}  // namespace mscclpp::plan::detail

@@ -1,0 +1,42 @@
+// Internal to the registry: whether one registered plan can serve a request (and why not), and the
+// default choice among those that can. Pure functions; the registry caches their results.
+#ifndef MSCCLPP_PLAN_SELECTION_HPP_
+#define MSCCLPP_PLAN_SELECTION_HPP_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plan/registry.hpp"
+#include "plan/registry_entry.hpp"
+
+namespace mscclpp::plan::detail {
+
+struct Verdict {
+  bool serves = false;
+  bool copyInput = false;  // in-place plan for an out-of-place call
+  std::string why;         // why not (empty when it serves)
+  uint64_t chunkBytes = 0;
+  uint64_t inputBytes = 0;
+  uint64_t outputBytes = 0;
+};
+
+Verdict judge(const Registry::Entry& entry, const SelectRequest& request);
+
+// The best of the candidates whose verdict serves, or -1. *decidedBy names the tie-break rule that put
+// it ahead of the runner-up ("" when it is the only one).
+int pickDefault(const std::vector<const Registry::Entry*>& candidates, const std::vector<Verdict>& verdicts,
+                std::string* decidedBy);
+
+// "allreduce on 8 ranks (8 per node), 1 MiB, in-place, float32, sum"
+std::string describeRequest(const SelectRequest& request);
+// "'allreduce_pkt' (plans/allreduce_pkt.json)"
+std::string describePlan(const Registry::Entry& entry);
+
+// Whether an in-place plan may serve an out-of-place call of this collective by first copying the send
+// buffer into the receive buffer (not reducescatter: its receive buffer is smaller than its input).
+bool copyMakesInPlace(Collective collective);
+
+}  // namespace mscclpp::plan::detail
+
+#endif  // MSCCLPP_PLAN_SELECTION_HPP_

@@ -1,0 +1,555 @@
+// The registry: directory scans, registration, the selection rules and tie-break, the user selector,
+// lazy per-rank loading, and allocation-free cached lookups.
+#include <catch2/catch.hpp>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <new>
+#include <thread>
+
+#include "core/logger.hpp"
+#include "mscclpp/errors.hpp"
+#include "plan/registry.hpp"
+#include "plan_test_util.hpp"
+
+using namespace mscclpp::plan;
+using plantest::json;
+
+// This file replaces the global operator new/delete with malloc/free; GCC cannot see that they pair.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+// ---- allocation counting for this test binary (the library's allocations go through it too)
+namespace {
+std::atomic<bool> gCountAllocations{false};
+std::atomic<uint64_t> gAllocations{0};
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (gCountAllocations.load(std::memory_order_relaxed)) gAllocations.fetch_add(1, std::memory_order_relaxed);
+  void* p = std::malloc(n == 0 ? 1 : n);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+// Every unaligned form, so that allocation and release always pair (sanitizers check it).
+void* operator new[](std::size_t n) {
+  return ::operator new(n);
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  return std::malloc(n == 0 ? 1 : n);
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+  return std::malloc(n == 0 ? 1 : n);
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+
+namespace {
+
+constexpr uint64_t KiB = 1024, MiB = 1024 * 1024;
+
+// Captures this process's log lines in a file for the scope of a test.
+class LogCapture {
+ public:
+  explicit LogCapture(const char* level = "WARN") : file_(dir_.file("log.txt")) {
+    setenv("MSCCLPP_DEBUG_FILE", file_.c_str(), 1);
+    setenv("MSCCLPP_DEBUG", level, 1);
+    mscclpp::reloadLogConfig();
+  }
+  ~LogCapture() {
+    unsetenv("MSCCLPP_DEBUG_FILE");
+    unsetenv("MSCCLPP_DEBUG");
+    mscclpp::reloadLogConfig();
+  }
+  size_t count(const std::string& text) const {
+    std::ifstream in(file_);
+    std::string line;
+    size_t n = 0;
+    while (std::getline(in, line)) n += line.find(text) != std::string::npos;
+    return n;
+  }
+  size_t lines() const { return count(""); }
+
+ private:
+  plantest::TempDir dir_;
+  std::string file_;
+};
+
+json plan(const std::string& name, const std::string& collective, int nRanks, bool inPlace, uint64_t min = 0,
+          uint64_t max = UINT64_MAX, const std::string& reduceOp = "sum") {
+  const bool gather = collective == "allgather";
+  json j = plantest::minimalPlan(name, collective, nRanks, gather ? 1 : 2, gather ? static_cast<uint32_t>(nRanks) : 2,
+                                 inPlace, collective == "allreduce" || collective == "reduce" ? reduceOp : "");
+  j["min_message_size"] = min;
+  j["max_message_size"] = max;
+  return j;
+}
+
+void add(Registry& reg, const json& j, const std::vector<std::string>& tags = {}) {
+  REQUIRE(reg.registerJson(j.dump(), j["name"].get<std::string>() + ".json", tags) == Registry::Status::Ok);
+}
+
+SelectRequest request(Collective c, int n, uint64_t bytes, bool inPlace = true) {
+  SelectRequest r;
+  r.collective = c;
+  r.worldSize = n;
+  r.nRanksPerNode = n;
+  r.messageBytes = bytes;
+  r.inPlace = inPlace;
+  r.dtype = 7;  // float32
+  r.redOp = (c == Collective::AllReduce || c == Collective::Reduce || c == Collective::ReduceScatter) ? 0 : -1;
+  r.root = (c == Collective::Broadcast || c == Collective::Reduce) ? 0 : -1;
+  return r;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("a directory scan skips each bad file with one WARN; the first of two names wins", "[plan][registry]") {
+  plantest::TempDir dir;
+  plantest::writeFile(dir.file("a.json"), plan("alpha", "allreduce", 2, true).dump());
+  plantest::writeFile(dir.file("b.json"), "{ broken");
+  plantest::writeFile(dir.file("c.json"), plan("alpha", "allgather", 2, true).dump());
+  plantest::writeFile(dir.file("d.txt"), plan("delta", "allreduce", 2, true).dump());
+  REQUIRE(::mkdir(dir.file("e.json").c_str(), 0755) == 0);
+  LogCapture log;
+  Registry reg({dir.path(), dir.file("missing"), dir.file("d.txt")});
+  CHECK(reg.count() == 1);
+  CHECK(log.count("skipping plan file " + dir.file("b.json") + ": " + dir.file("b.json") +
+                  ": invalid JSON at line 1, column 3: expected a member name (a string)") == 1);
+  CHECK(log.count("skipping plan file " + dir.file("c.json") + ": plan name 'alpha' is already registered from " +
+                  dir.file("a.json") + " (the first one found wins)") == 1);
+  CHECK(log.count("skipping plan file " + dir.file("e.json") + ": " + dir.file("e.json") +
+                  ": is a directory, not a plan file") == 1);
+  CHECK(log.count("plan directory " + dir.file("missing") + " cannot be used: No such file or directory") == 1);
+  CHECK(log.count("plan directory " + dir.file("d.txt") + " is not a directory; skipped") == 1);
+  CHECK(log.count("d.txt") == 1);  // only as a directory: the scan reads *.json files
+  const size_t lines = log.lines();
+  CHECK(reg.count() == 1);  // scanned once
+  CHECK(log.lines() == lines);
+  mscclppPlanInfo info{};
+  REQUIRE(reg.info(0, &info));
+  CHECK(std::string(info.name) == "alpha");
+  CHECK(std::string(info.source) == dir.file("a.json"));
+  CHECK(std::string(info.collective) == "allreduce");
+  CHECK(std::string(info.protocol) == "Simple");
+  CHECK(info.worldSize == 2);
+  CHECK(info.inPlace == 1);
+  CHECK(info.root == -1);
+  CHECK(info.nTags == 0);
+  CHECK_FALSE(reg.info(1, &info));
+  // rescan picks up a file added since
+  plantest::writeFile(dir.file("f.json"), plan("phi", "allreduce", 2, true).dump());
+  reg.rescan();
+  CHECK(reg.count() == 2);
+}
+
+TEST_CASE("selection: size ranges, in-place, ranks per node, and the tie-break", "[plan][registry]") {
+  Registry reg(std::vector<std::string>{});
+  add(reg, plan("small", "allreduce", 8, true, 0, 64 * KiB));
+  add(reg, plan("large", "allreduce", 8, true, 64 * KiB + 1));
+  add(reg, plan("wide", "allreduce", 8, true));
+  SelectionPtr s = reg.select(request(Collective::AllReduce, 8, 32 * KiB));
+  CHECK(s->name == "small");
+  CHECK(s->chunkBytes == 16 * KiB);
+  CHECK(s->plan == nullptr);  // rank -1: choose only
+  CHECK(
+      s->reason ==
+      "plan 'small' (small.json) for allreduce on 8 ranks (8 per node), 32 KiB, in-place, float32, sum: preferred over "
+      "the other 1 that can serve it because its size range [0 B, 64 KiB] is narrower than [0 B, unbounded]; chunk 16 "
+      "KiB");
+  CHECK(reg.select(request(Collective::AllReduce, 8, 64 * KiB))->name == "small");  // bounds are inclusive
+  CHECK(reg.select(request(Collective::AllReduce, 8, 64 * KiB + 32))->name == "large");
+  CHECK(reg.select(request(Collective::AllReduce, 8, 1 * MiB))->name == "large");
+
+  // an in-place plan serves an out-of-place call through a copy; an out-of-place plan never serves in-place
+  s = reg.select(request(Collective::AllReduce, 8, MiB, false));
+  CHECK(s->name == "large");
+  CHECK(s->copyInput);
+  CHECK(contains(s->reason,
+                 "; the plan is in-place and the call is not: the executor copies the send buffer into the "
+                 "receive buffer first"));
+  add(reg, plan("oop", "allreduce", 8, false));
+  s = reg.select(request(Collective::AllReduce, 8, MiB, false));
+  CHECK(s->name == "oop");
+  CHECK_FALSE(s->copyInput);
+  CHECK(contains(s->reason, "because it needs no copy of the send buffer"));
+  CHECK(reg.select(request(Collective::AllReduce, 8, MiB, true))->name == "large");
+
+  // a plan stating its ranks per node beats one serving any, and serves no other shape
+  json node4 = plan("node4", "allreduce", 8, true);
+  node4["nranks_per_node"] = 4;
+  add(reg, node4);
+  SelectRequest twoNodes = request(Collective::AllReduce, 8, MiB);
+  twoNodes.nRanksPerNode = 4;
+  s = reg.select(twoNodes);
+  CHECK(s->name == "node4");
+  CHECK(contains(s->reason, "because it states nranks_per_node (the other serves any)"));
+  CHECK(reg.select(request(Collective::AllReduce, 8, MiB))->name == "large");
+
+  // reducescatter cannot reach in-place by copying
+  add(reg, plan("rs", "reducescatter", 8, true));
+  s = reg.select(request(Collective::ReduceScatter, 8, MiB, false));
+  CHECK(s->name.empty());
+  CHECK(contains(s->reason,
+                 "'rs' (rs.json): it is in-place, the call is out-of-place (reducescatter cannot copy its way "
+                 "to in-place)"));
+}
+
+TEST_CASE("tie-break: explicit registrations before directory plans, then names", "[plan][registry]") {
+  plantest::TempDir dir;
+  plantest::writeFile(dir.file("b.json"), plan("b", "allgather", 2, true).dump());
+  Registry reg({dir.path()});
+  CHECK(reg.select(request(Collective::AllGather, 2, 64))->name == "b");
+  add(reg, plan("c", "allgather", 2, true));
+  SelectionPtr s = reg.select(request(Collective::AllGather, 2, 64));
+  CHECK(s->name == "c");
+  CHECK(contains(s->reason, "because it was registered explicitly (directory plans come after)"));
+  add(reg, plan("a", "allgather", 2, true));
+  s = reg.select(request(Collective::AllGather, 2, 64));
+  CHECK(s->name == "a");
+  CHECK(contains(s->reason, "preferred over the other 2 that can serve it because its name comes first"));
+  REQUIRE(reg.unregister("a") == Registry::Status::Ok);
+  CHECK(reg.select(request(Collective::AllGather, 2, 64))->name == "c");
+  // registry order: directory plans first, then registrations in call order
+  mscclppPlanInfo info{};
+  REQUIRE(reg.info(0, &info));
+  CHECK(std::string(info.name) == "b");
+  REQUIRE(reg.info(1, &info));
+  CHECK(std::string(info.name) == "c");
+}
+
+TEST_CASE("selection: root, tags, reduce ops and datatypes", "[plan][registry]") {
+  Registry reg(std::vector<std::string>{});
+  json b0 = plan("b0", "broadcast", 2, false);
+  json b1 = plan("b1", "broadcast", 2, false);
+  b1["root"] = 1;
+  add(reg, b0);
+  add(reg, b1);
+  SelectRequest r = request(Collective::Broadcast, 2, 64, false);
+  r.root = 1;
+  CHECK(reg.select(r)->name == "b1");
+  r.root = 0;
+  CHECK(reg.select(r)->name == "b0");
+
+  json tagged = plan("tagged", "allreduce", 2, true);
+  tagged["tags"] = {"own"};
+  add(reg, tagged, {"fast"});
+  add(reg, plan("plain", "allreduce", 2, true, 0, MiB));  // narrower: wins without tags
+  CHECK(reg.select(request(Collective::AllReduce, 2, 64))->name == "plain");
+  const char* fast[] = {"fast"};
+  SelectRequest withTag = request(Collective::AllReduce, 2, 64);
+  withTag.tags = fast;
+  withTag.nTags = 1;
+  CHECK(reg.select(withTag)->name == "tagged");
+  const char* both[] = {"fast", "own"};
+  withTag.tags = both;
+  withTag.nTags = 2;
+  CHECK(reg.select(withTag)->name == "tagged");
+  const char* other[] = {"slow"};
+  withTag.tags = other;
+  withTag.nTags = 1;
+  CHECK(contains(reg.select(withTag)->reason, "'plain' (plain.json): it lacks the tag \"slow\""));
+  mscclppPlanInfo info{};
+  REQUIRE(reg.info(2, &info));
+  REQUIRE(info.nTags == 2);
+  CHECK(std::string(info.tags[0]) == "own");
+  CHECK(std::string(info.tags[1]) == "fast");
+
+  // reduce ops: a max-only plan serves max; a sum plan serves every built-in op; a mix serves none
+  add(reg, plan("maxonly", "allreduce", 3, true, 0, UINT64_MAX, "max"));
+  add(reg, plan("sumplan", "allreduce", 4, true, 0, UINT64_MAX, "sum"));
+  json mixed = plan("mixed", "allreduce", 5, true, 0, UINT64_MAX, "sum");
+  for (auto& g : mixed["gpus"]) g["threadblocks"][0]["ops"].push_back(g["threadblocks"][0]["ops"][1]);
+  mixed["gpus"][4]["threadblocks"][0]["ops"][2]["reduce_op"] = "max";
+  add(reg, mixed);
+  SelectRequest q = request(Collective::AllReduce, 3, 64);
+  q.redOp = 2;  // ncclMax
+  CHECK(reg.select(q)->name == "maxonly");
+  q.redOp = 0;
+  CHECK(contains(reg.select(q)->reason, "'maxonly' (maxonly.json): it reduces with max, the call asks for sum"));
+  q.worldSize = q.nRanksPerNode = 4;
+  for (int op : {0, 1, 2, 3, 4}) {
+    q.redOp = op;
+    CHECK(reg.select(q)->name == "sumplan");
+  }
+  q.redOp = 7;  // a user-defined op (ncclRedOpCreatePreMulSum)
+  CHECK(contains(reg.select(q)->reason, "it cannot apply the user-defined reduce op 7"));
+  q.redOp = 0;
+  q.dtype = 99;
+  CHECK(contains(reg.select(q)->reason, "it reduces and dtype 99 is not an NCCL datatype"));
+  q.worldSize = q.nRanksPerNode = 5;
+  q.dtype = 7;
+  CHECK(contains(reg.select(q)->reason, "it mixes reduce ops (sum, max), which no single call op matches"));
+  // a plan that only moves data ignores the datatype
+  add(reg, plan("gather", "allgather", 2, true));
+  SelectRequest g = request(Collective::AllGather, 2, 64);
+  g.dtype = 99;
+  CHECK(reg.select(g)->name == "gather");
+
+  // whole elements per chunk for a reducing plan
+  json narrow = plan("narrow", "allreduce", 6, true);
+  narrow["buffer_alignment"] = 4;
+  add(reg, narrow);
+  SelectRequest e = request(Collective::AllReduce, 6, 16);
+  e.dtype = 8;  // ncclFloat64
+  CHECK(reg.select(e)->name == "narrow");
+  e.messageBytes = 8;
+  CHECK(contains(reg.select(e)->reason, "a chunk of 4 B is not a multiple of the 8-byte element the plan reduces"));
+}
+
+TEST_CASE("why no plan: nothing registered, or every candidate's reason", "[plan][registry]") {
+  Registry reg(std::vector<std::string>{});
+  add(reg, plan("a", "allreduce", 2, true, 0, KiB));
+  add(reg, plan("b", "allreduce", 2, false));
+  SelectionPtr s = reg.select(request(Collective::AllReduce, 16, MiB));
+  CHECK(s->name.empty());
+  CHECK(s->plan == nullptr);
+  CHECK(s->reason ==
+        "no plan for allreduce on 16 ranks (16 per node), 1 MiB, in-place, float32, sum: none is registered "
+        "for allreduce on 16 ranks (2 plan(s) registered)");
+  s = reg.select(request(Collective::AllReduce, 2, 1000));
+  CHECK(s->reason ==
+        "no plan for allreduce on 2 ranks (2 per node), 1000 B, in-place, float32, sum: 'a' (a.json): 1000 B "
+        "input is not divisible into 2 chunks of a multiple of 16 bytes; 'b' (b.json): it is out-of-place, the "
+        "call is in-place");
+  s = reg.select(request(Collective::AllReduce, 2, 2 * KiB));
+  CHECK(contains(s->reason, "'a' (a.json): 2 KiB is outside its size range [0 B, 1 KiB]"));
+  SelectRequest bad = request(Collective::AllReduce, 2, 64);
+  bad.nRanksPerNode = 3;
+  CHECK_THROWS_WITH(reg.select(bad), "plan selection: 3 ranks per node is not in 1..2 (the world size)");
+  bad.worldSize = 0;
+  CHECK_THROWS_WITH(reg.select(bad), "plan selection: world size 0 must be positive");
+}
+
+namespace {
+struct SelectorState {
+  int calls = 0;
+  int answer = -2;
+  std::vector<std::string> seen;
+  std::string collective;
+};
+int testSelector(const mscclppPlanInfo* candidates, int n, const mscclppPlanRequest* request, void* userData) {
+  auto* s = static_cast<SelectorState*>(userData);
+  ++s->calls;
+  s->seen.clear();
+  for (int i = 0; i < n; ++i) s->seen.emplace_back(candidates[i].name);
+  s->collective = request->collective;
+  return s->answer;
+}
+int indexOf(const SelectorState& s, const std::string& name) {
+  for (size_t i = 0; i < s.seen.size(); ++i)
+    if (s.seen[i] == name) return static_cast<int>(i);
+  return -100;
+}
+}  // namespace
+
+TEST_CASE("a user selector overrides the choice, is validated, and is cached per request", "[plan][registry]") {
+  Registry reg(std::vector<std::string>{});
+  add(reg, plan("a", "allreduce", 2, true));
+  add(reg, plan("b", "allreduce", 2, true, 0, 64 * KiB));
+  add(reg, plan("c", "allreduce", 2, true, MiB));
+  add(reg, plan("other", "allgather", 2, true));
+  SelectorState state;
+  reg.setSelector(testSelector, &state);
+  CHECK(reg.select(request(Collective::AllReduce, 2, KiB))->name == "b");  // -2: the default choice
+  CHECK(state.calls == 1);
+  CHECK(state.seen == std::vector<std::string>{"a", "b", "c"});  // the collective's plans, registry order
+  CHECK(state.collective == "allreduce");
+
+  state.answer = indexOf(state, "a");
+  reg.setSelector(testSelector, &state);  // clears the cache
+  SelectionPtr s = reg.select(request(Collective::AllReduce, 2, KiB));
+  CHECK(s->name == "a");
+  CHECK(contains(s->reason, ": chosen by the user selector; chunk 512 B"));
+  CHECK(state.calls == 2);
+  CHECK(reg.select(request(Collective::AllReduce, 2, KiB))->name == "a");
+  CHECK(state.calls == 2);  // cached
+  CHECK(reg.select(request(Collective::AllReduce, 2, 2 * KiB))->name == "a");
+  CHECK(state.calls == 3);  // a new request key
+
+  state.answer = -1;
+  reg.setSelector(testSelector, &state);
+  s = reg.select(request(Collective::AllReduce, 2, KiB));
+  CHECK(s->name.empty());
+  CHECK(s->reason ==
+        "no plan for allreduce on 2 ranks (2 per node), 1 KiB, in-place, float32, sum: the user selector "
+        "chose no plan");
+
+  LogCapture log;
+  state.answer = indexOf(state, "c");  // c cannot serve 1 KiB
+  reg.setSelector(testSelector, &state);
+  CHECK(reg.select(request(Collective::AllReduce, 2, KiB))->name == "b");
+  CHECK(
+      log.count("the plan selector chose 'c' (c.json) for allreduce on 2 ranks (2 per node), 1 KiB, in-place, float32, "
+                "sum, which cannot serve it: 1 KiB is outside its size range [1 MiB, unbounded]; using the default "
+                "choice") == 1);
+  state.answer = 7;
+  reg.setSelector(testSelector, &state);
+  CHECK(reg.select(request(Collective::AllReduce, 2, KiB))->name == "b");
+  CHECK(log.count(
+            "the plan selector returned 7 for allreduce on 2 ranks (2 per node), 1 KiB, in-place, float32, sum, not "
+            "a candidate index (0..3), -1 or -2; using the default choice") == 1);
+
+  const int before = state.calls;
+  reg.setSelector(nullptr, nullptr);
+  CHECK(reg.select(request(Collective::AllReduce, 2, KiB))->name == "b");
+  CHECK(state.calls == before);
+}
+
+TEST_CASE("plans load lazily for the asking rank; a plan failing its full load is skipped once", "[plan][registry]") {
+  Registry reg(std::vector<std::string>{});
+  add(reg, plan("good", "allreduce", 2, true));
+  json bad = plan("bad", "allreduce", 2, true, 0, 64 * KiB);  // narrower: preferred
+  bad["gpus"][0]["threadblocks"][0]["ops"][0]["src_buff"][0]["index"] = 40;
+  add(reg, bad);  // its summary is fine: ops are not read at registration
+  CHECK(reg.select(request(Collective::AllReduce, 2, KiB))->name == "bad");
+
+  LogCapture log;
+  SelectRequest r = request(Collective::AllReduce, 2, KiB);
+  r.rank = 1;
+  SelectionPtr s = reg.select(r);
+  CHECK(s->name == "bad");  // rank 1's part of "bad" is valid
+  REQUIRE(s->plan != nullptr);
+  CHECK(s->plan->ranks[1].hasOps);
+  CHECK_FALSE(s->plan->ranks[0].hasOps);
+
+  r.rank = 0;
+  s = reg.select(r);
+  CHECK(s->name == "good");
+  REQUIRE(s->plan != nullptr);
+  CHECK(s->plan->ranks[0].hasOps);
+  CHECK_FALSE(s->plan->ranks[1].hasOps);
+  CHECK(
+      log.count("skipping plan 'bad' (bad.json): bad.json: gpus[0].threadblocks[0].ops[0].src_buff[0].index=40 out of "
+                "range (input has 2 chunks)") == 1);
+  r.messageBytes = 2 * KiB;
+  SelectionPtr again = reg.select(r);
+  CHECK(again->plan == s->plan);  // the loaded plan is shared, not reloaded
+  CHECK(log.count("skipping plan 'bad'") == 1);
+  // from now on every selection skips it, with the reason
+  CHECK(reg.select(request(Collective::AllReduce, 2, KiB))->name == "good");
+  SelectRequest oop = request(Collective::AllReduce, 2, 1000);
+  CHECK(contains(reg.select(oop)->reason,
+                 "'bad' (bad.json): it failed to load: bad.json: gpus[0].threadblocks[0].ops[0]"));
+}
+
+TEST_CASE("registration: duplicates, unregistering, bad plans and arguments", "[plan][registry]") {
+  Registry reg(std::vector<std::string>{});
+  std::string name;
+  CHECK(reg.registerJson(plan("x", "allreduce", 2, true).dump(), "x.json", {}, &name) == Registry::Status::Ok);
+  CHECK(name == "x");
+  CHECK(reg.registerJson(plan("x", "allgather", 2, true).dump(), "x2.json", {}) == Registry::Status::Duplicate);
+  CHECK(reg.count() == 1);
+  CHECK_THROWS_WITH(reg.registerJson("{", "s.json", {}),
+                    "s.json: invalid JSON at line 1, column 2: unexpected end of input inside an object");
+  try {
+    reg.registerFile("/nonexistent/p.json", {});
+    FAIL("no throw");
+  } catch (const mscclpp::Error& e) {
+    CHECK(e.code() == mscclpp::ErrorCode::SystemError);
+    CHECK(std::string(e.what()) == "/nonexistent/p.json: cannot open plan file: No such file or directory");
+  }
+  CHECK_THROWS_WITH(reg.registerJson(plan("y", "allreduce", 2, true).dump(), "y.json", {""}),
+                    "y.json: an empty tag was given at registration");
+  CHECK(reg.unregister("x") == Registry::Status::Ok);
+  CHECK(reg.unregister("x") == Registry::Status::NotFound);
+  CHECK(reg.count() == 0);
+  CHECK(reg.select(request(Collective::AllReduce, 2, 64))->name.empty());
+}
+
+TEST_CASE("1,000 registered plans: the right one is found and cached lookups never allocate", "[plan][registry]") {
+  Registry reg(std::vector<std::string>{});
+  for (int i = 0; i < 1000; ++i) {
+    char name[16];
+    std::snprintf(name, sizeof(name), "p%04d", i);
+    const uint64_t min = static_cast<uint64_t>(i / 10) * 64 * KiB;
+    add(reg, plan(name, "allreduce", 2 + i % 10, true, min, min + 64 * KiB - 1));
+  }
+  CHECK(reg.count() == 1000);
+  SelectRequest r = request(Collective::AllReduce, 5, 50 * 64 * KiB + 64);
+  CHECK(reg.select(r)->name == "p0503");
+  SelectRequest none = request(Collective::AllReduce, 5, 1000);  // not divisible: no plan
+  CHECK(reg.select(none)->name.empty());
+
+  uint64_t allocations = 0;
+  bool same = true;
+  const SelectionPtr first = reg.select(r);
+  gAllocations = 0;
+  gCountAllocations = true;
+  for (int i = 0; i < 1000; ++i) {
+    same = same && reg.select(r) == first;
+    same = same && reg.select(none)->name.empty();
+  }
+  gCountAllocations = false;
+  allocations = gAllocations.load();
+  CHECK(same);
+  CHECK(allocations == 0);
+}
+
+TEST_CASE("concurrent lookups while plans are registered and unregistered", "[plan][registry]") {
+  Registry reg(std::vector<std::string>{});
+  add(reg, plan("base", "allreduce", 4, true));
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 3; ++t) {
+    readers.emplace_back([&, t] {
+      while (!stop.load()) {
+        SelectRequest r = request(Collective::AllReduce, 4, static_cast<uint64_t>(64 * (1 + t)));
+        r.rank = t % 2;
+        const SelectionPtr s = reg.select(r);
+        if (s->name != "base" && s->name != "narrow") ++wrong;
+        if (s->plan == nullptr || !s->plan->ranks[static_cast<size_t>(t % 2)].hasOps) ++wrong;
+      }
+    });
+  }
+  for (int i = 0; i < 200; ++i) {
+    add(reg, plan("narrow", "allreduce", 4, true, 0, 4 * KiB));
+    REQUIRE(reg.unregister("narrow") == Registry::Status::Ok);
+  }
+  stop = true;
+  for (auto& th : readers) th.join();
+  CHECK(wrong.load() == 0);
+}
+
+TEST_CASE("unknown keys are logged at TRACE; implicit channels at INFO", "[plan][registry]") {
+  json j = plantest::simplePlan();
+  j["compiler"] = "dsl 9";
+  j["gpus"][1]["threadblocks"][0]["ops"][1]["comment"] = "copy";
+  j["gpus"][0]["channels"][1]["connected_to"] = {1, 1};  // rank 1 lists one port channel back
+  {
+    LogCapture log("TRACE");
+    plantest::load(j);
+    CHECK(log.count("TRACE PLAN t.json: ignoring unknown key \"compiler\" in the top level") == 1);
+    CHECK(log.count("TRACE PLAN t.json: ignoring unknown key \"comment\" in gpus[1].threadblocks[0].ops[1]") == 1);
+    CHECK(
+        log.count("INFO PLAN t.json: added 1 implicit port channel(s) so that every listed channel has its pair (e.g. "
+                  "rank 0 lists 2 port channel(s) to rank 1, which lists 1 back)") == 1);
+  }
+  LogCapture quiet("WARN");
+  plantest::load(j);
+  CHECK(quiet.count("ignoring unknown key") == 0);
+}
