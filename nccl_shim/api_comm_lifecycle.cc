@@ -1,0 +1,133 @@
+// Entry points for a communicator's life after init and for its queries: ncclCommSplit, ncclCommShrink,
+// ncclCommFinalize, ncclCommRevoke, ncclCommDestroy, ncclCommAbort, ncclCommGetAsyncError, ncclCommCount,
+// ncclCommCuDevice, ncclCommUserRank (the work is in comm_lifecycle.cc).
+#include "api_common.hpp"
+#include "comm.hpp"
+#include "comm_lifecycle.hpp"
+#include "core/enforce.hpp"
+#include "group.hpp"
+
+using namespace mscclpp;        // NOLINT: entry points are thin wrappers
+using namespace mscclpp::shim;  // NOLINT
+
+MSCCLPP_NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                 ncclConfig_t* config);
+ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclCommSplit, comm, color, key, newcomm, config);
+  if (isRealNcclComm(comm)) return passThrough<NcclFn::ncclCommSplit>(comm, color, key, newcomm, config);
+  return latchInGroup(guarded([&] {
+    splitComm(checkComm(comm, "CommSplit"), color, key, newcomm, config);
+    return ncclSuccess;
+  }));
+}
+
+MSCCLPP_NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                 ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
+ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
+                             ncclConfig_t* config, int shrinkFlags) {
+  MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclCommShrink, comm, excludeRanksList, excludeRanksCount, newcomm, config,
+                                      shrinkFlags);
+  if (isRealNcclComm(comm)) {
+    return passThrough<NcclFn::ncclCommShrink>(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  }
+  return latchInGroup(guarded([&] {
+    shrinkComm(checkComm(comm, "CommShrink"), excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+    return ncclSuccess;
+  }));
+}
+
+MSCCLPP_NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm);
+ncclResult_t pncclCommFinalize(ncclComm_t comm) {
+  MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclCommFinalize, comm);
+  if (comm == nullptr) return ncclSuccess;  // NCCL: finalizing NULL is a no-op
+  if (isRealNcclComm(comm)) return passThrough<NcclFn::ncclCommFinalize>(comm);
+  return guarded([&] {
+    Comm* c = checkComm(comm, "CommFinalize");
+    MSCCLPP_ENFORCE(!c->finalized(), ErrorCode::InvalidArgument,
+                    "CommFinalize : communicator rank %d of %d was already finalized", c->rank(), c->nRanks());
+    finalizeComm(c);
+    return ncclSuccess;
+  });
+}
+
+MSCCLPP_NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags);
+ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclCommRevoke, comm, revokeFlags);
+  if (comm == nullptr) return ncclSuccess;  // NCCL: revoking NULL is a no-op
+  if (isRealNcclComm(comm)) return passThrough<NcclFn::ncclCommRevoke>(comm, revokeFlags);
+  return guarded([&] {
+    revokeComm(checkComm(comm, "CommRevoke"), revokeFlags);
+    return ncclSuccess;
+  });
+}
+
+MSCCLPP_NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm);
+ncclResult_t pncclCommDestroy(ncclComm_t comm) {
+  MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclCommDestroy, comm);
+  if (comm == nullptr) return ncclSuccess;
+  if (isRealNcclComm(comm)) return passThrough<NcclFn::ncclCommDestroy>(comm);
+  return guarded([&] {
+    destroyComm(checkComm(comm, "CommDestroy"));
+    return ncclSuccess;
+  });
+}
+
+MSCCLPP_NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm);
+ncclResult_t pncclCommAbort(ncclComm_t comm) {
+  MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclCommAbort, comm);
+  if (comm == nullptr) return ncclSuccess;
+  if (isRealNcclComm(comm)) return passThrough<NcclFn::ncclCommAbort>(comm);
+  return guarded([&] {
+    abortComm(checkComm(comm, "CommAbort"));
+    return ncclSuccess;
+  });
+}
+
+MSCCLPP_NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError);
+ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclCommGetAsyncError, comm, asyncError);
+  if (isRealNcclComm(comm)) return passThrough<NcclFn::ncclCommGetAsyncError>(comm, asyncError);
+  // Called by watchdog threads concurrently with everything else: two atomic loads and, with a real twin, the
+  // real NCCL's own (equally cheap) query.
+  return guarded([&] {
+    Comm* c = checkComm(comm, "ncclGetAsyncError");
+    MSCCLPP_ENFORCE(asyncError != nullptr, ErrorCode::InvalidArgument,
+                    "ncclGetAsyncError : asyncError argument is NULL");
+    *asyncError = c->asyncError();
+    return ncclSuccess;
+  });
+}
+
+namespace {
+template <class Get>
+ncclResult_t queryComm(ncclComm_t comm, int* out, const char* opName, const char* outName, Get get) {
+  return guarded([&] {
+    Comm* c = checkComm(comm, opName);
+    MSCCLPP_ENFORCE(out != nullptr, ErrorCode::InvalidArgument, "%s : %s argument is NULL", opName, outName);
+    c->ensureReady(opName, /*allowRevoked=*/true);
+    *out = get(*c);
+    return ncclSuccess;
+  });
+}
+}  // namespace
+
+MSCCLPP_NCCL_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count);
+ncclResult_t pncclCommCount(const ncclComm_t comm, int* count) {
+  MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclCommCount, comm, count);
+  if (isRealNcclComm(comm)) return passThrough<NcclFn::ncclCommCount>(comm, count);
+  return queryComm(comm, count, "CommCount", "count", [](const Comm& c) { return c.nRanks(); });
+}
+
+MSCCLPP_NCCL_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device);
+ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device) {
+  MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclCommCuDevice, comm, device);
+  if (isRealNcclComm(comm)) return passThrough<NcclFn::ncclCommCuDevice>(comm, device);
+  return queryComm(comm, device, "CommCuDevice", "device", [](const Comm& c) { return c.cudaDev(); });
+}
+
+MSCCLPP_NCCL_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank);
+ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank) {
+  MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclCommUserRank, comm, rank);
+  if (isRealNcclComm(comm)) return passThrough<NcclFn::ncclCommUserRank>(comm, rank);
+  return queryComm(comm, rank, "CommUserRank", "rank", [](const Comm& c) { return c.rank(); });
+}

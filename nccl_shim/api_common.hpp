@@ -1,0 +1,57 @@
+// Shared by the api_*.cc files (the exported entry points, one file per family).
+//
+// MSCCLPP_NCCL_API defines the layout libnccl.so.2 has: a strong pncclX and ncclX as a weak alias of it, both
+// exported (the version script exports these names and nothing else).
+//
+// MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL makes an entry point reached while this thread is inside a call into the
+// real NCCL (the real library calling one of its own public names, see real_nccl.hpp) go straight to the real
+// symbol with the arguments unchanged.
+#ifndef MSCCLPP_NCCL_SHIM_API_COMMON_HPP_
+#define MSCCLPP_NCCL_SHIM_API_COMMON_HPP_
+
+#include <nccl.h>
+#include <nccl_device.h>
+
+#include <type_traits>
+
+#include "guard.hpp"
+#include "real_nccl.hpp"
+
+#define MSCCLPP_NCCL_API(ret, name, ...)                                      \
+  extern "C" __attribute__((visibility("default"))) ret p##name(__VA_ARGS__); \
+  extern "C" __attribute__((visibility("default"), weak, alias("p" #name))) ret name(__VA_ARGS__)
+
+namespace mscclpp::shim {
+
+// The value an entry point returns when it cannot even reach the real symbol.
+template <class R>
+R passThroughFailure() {
+  if constexpr (std::is_same<R, ncclResult_t>::value) {
+    return ncclInternalError;
+  } else if constexpr (std::is_same<R, const char*>::value) {
+    return "internal error: the MSCCL++ shim could not reach the real NCCL";
+  } else if constexpr (std::is_void<R>::value) {
+    return;
+  } else {
+    return R{};
+  }
+}
+
+template <NcclFn F, class... Args>
+auto passThrough(Args... args) -> decltype(RealNccl::instance().fnOrNull<F>()(args...)) {
+  using R = decltype(RealNccl::instance().fnOrNull<F>()(args...));
+  auto f = RealNccl::instance().fnOrNull<F>();
+  if (f == nullptr) return passThroughFailure<R>();
+  return f(args...);
+}
+
+}  // namespace mscclpp::shim
+
+#define MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(name, ...)                                 \
+  do {                                                                                 \
+    if (__builtin_expect(::mscclpp::shim::insideRealNccl(), 0)) {                      \
+      return ::mscclpp::shim::passThrough<::mscclpp::shim::NcclFn::name>(__VA_ARGS__); \
+    }                                                                                  \
+  } while (0)
+
+#endif  // MSCCLPP_NCCL_SHIM_API_COMMON_HPP_

@@ -1,0 +1,46 @@
+// One NCCL operation as the shim carries it from the entry point to a plan or to the real NCCL: the caller's
+// arguments unchanged, plus what the shim derives from them (bytes, in-place).
+#ifndef MSCCLPP_NCCL_SHIM_COLL_CALL_HPP_
+#define MSCCLPP_NCCL_SHIM_COLL_CALL_HPP_
+
+#include <nccl.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "nccl_types.hpp"
+
+namespace mscclpp::shim {
+
+class Comm;
+
+struct CollCall {
+  CollKind kind = CollKind::AllReduce;
+  const void* sendbuff = nullptr;  // Send: the buffer; Recv: unused
+  void* recvbuff = nullptr;        // Recv: the buffer; Send: unused
+  size_t count = 0;                // NCCL's count argument (per rank where NCCL's is per rank)
+  int dtype = ncclInt8;            // ncclDataType_t as passed (rawEnum): may be invalid until checkCallArgs passed
+  int op = ncclSum;                // ncclRedOp_t as passed; ncclSum for operations that do not reduce
+  int root = 0;                    // root rank, or the peer of a send/recv
+  cudaStream_t stream = nullptr;
+  Comm* comm = nullptr;
+  bool viaBcast = false;  // entered through ncclBcast: forwarded as ncclBcast
+};
+
+// Bytes of one rank's contribution (count * element size).
+inline uint64_t elementBytes(const CollCall& c) { return static_cast<uint64_t>(c.count) * dtypeSize(c.dtype); }
+
+// The message size the plan registry selects on (plan-format.md: the output size for allgather, the input size
+// otherwise); nRanks is the communicator size.
+uint64_t planMessageBytes(const CollCall& c, int nRanks);
+
+// Bytes the executor reads from sendbuff and writes to recvbuff on this rank.
+uint64_t sendBytes(const CollCall& c, int nRanks);
+uint64_t recvBytes(const CollCall& c, int nRanks);
+
+// NCCL's in-place rule for the call's collective (e.g. allgather: sendbuff == recvbuff + rank * bytes).
+bool isInPlace(const CollCall& c, int rank);
+
+}  // namespace mscclpp::shim
+
+#endif  // MSCCLPP_NCCL_SHIM_COLL_CALL_HPP_

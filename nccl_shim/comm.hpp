@@ -1,0 +1,169 @@
+// The object behind every ncclComm_t the shim hands out: one rank of one communicator, owning its link to the
+// runtime (bootstrap + executor), its real-NCCL twin (the fallback), its user reduce ops, its routing state and
+// its counters.
+//
+// Lifecycle: created by an init call (or split/shrink) in state InProgress; becomes Ready when the rendezvous and
+// the fallback setup finished (at once for blocking inits, at group end for inits inside a group, on a
+// background thread for nonblocking ones), or holds the init error. Finalize / revoke / abort / destroy follow
+// NCCL's rules.
+//
+// Threads: NCCL's rule holds (one thread drives a communicator at a time); asyncResult() and
+// ncclCommGetAsyncError may be called from any thread at any time (the PyTorch watchdog does).
+#ifndef MSCCLPP_NCCL_SHIM_COMM_HPP_
+#define MSCCLPP_NCCL_SHIM_COMM_HPP_
+
+#include <nccl.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "comm_config.hpp"
+#include "comm_stats.hpp"
+#include "fallback_comm.hpp"
+#include "local_registrations.hpp"
+#include "rank_link.hpp"
+#include "route_table.hpp"
+#include "user_red_ops.hpp"
+
+namespace mscclpp::shim {
+
+class Comm {
+ public:
+  // Distinct from NCCL's comm magic (0x0280028002800280) so a real NCCL comm handed to us is recognised.
+  static constexpr uint64_t kMagic = 0x4d534343504c5348ull;
+
+  Comm(int nRanks, int rank, int cudaDev, CommConfig config);
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  bool hasValidMagic() const { return startMagic_ == kMagic && endMagic_ == kMagic; }
+
+  int rank() const { return rank_; }
+  int nRanks() const { return nRanks_; }
+  int nRanksPerNode() const { return link_ ? link_->nRanksPerNode() : 1; }
+  int cudaDev() const { return cudaDev_; }
+  const CommConfig& config() const { return config_; }
+
+  // ---- state ----
+  ncclResult_t asyncResult() const { return asyncResult_.load(std::memory_order_acquire); }
+  void setAsyncResult(ncclResult_t r) { asyncResult_.store(r, std::memory_order_release); }
+  // A failed call on a ready nonblocking communicator becomes its async error (NCCL's rule). Never overwrites
+  // an initialization in progress (a call made too early must not race the init's own result).
+  void recordCallFailure(ncclResult_t r) {
+    ncclResult_t ready = ncclSuccess;
+    asyncResult_.compare_exchange_strong(ready, r, std::memory_order_acq_rel);
+  }
+  // NCCL's ncclCommEnsureReady: throws when the communicator is still initializing (InvalidArgument, NCCL's
+  // "Attempt to use communicator before the previous operation returned ncclSuccess"), failed, was aborted or
+  // revoked.
+  // allowRevoked: split and shrink may use a revoked communicator (that is what revoke is for).
+  void ensureReady(const char* opName, bool allowRevoked = false) const;
+  // ncclCommGetAsyncError: ours, then the real communicator's.
+  ncclResult_t asyncError() const;
+
+  // Joins the rendezvous and builds the fallback (all ranks together). Sets the async result on success or
+  // failure; throws on failure too.
+  void initialize(const ncclUniqueId& id);
+  // The same for a communicator whose link already exists (split, shrink): the link is adopted.
+  void adoptLink(std::unique_ptr<RankLink> link);
+  void markReady();
+  void markFailed(ncclResult_t result);
+
+  // Wakes everything blocked on this communicator's network (a rendezvous of an initialization still running, a
+  // collective or split waiting for peers): they fail with Error(Aborted). Any thread, at any time.
+  void abortNetwork();
+
+  // Nonblocking init running on a background thread (joined by destroy/abort).
+  void startBackgroundInit(const ncclUniqueId& id);
+  void joinBackgroundInit();
+
+  // True between an init deferred to the enclosing ncclGroupEnd and that group end.
+  bool initDeferred() const { return initDeferred_.load(std::memory_order_acquire); }
+  void setInitDeferred(bool v) { initDeferred_.store(v, std::memory_order_release); }
+
+  bool finalized() const { return finalized_; }
+  void setFinalized() { finalized_ = true; }
+  bool revoked() const { return revoked_.load(std::memory_order_acquire); }
+  void setRevoked() { revoked_.store(true, std::memory_order_release); }
+  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
+  void setAborted() { aborted_.store(true, std::memory_order_release); }
+  bool destroyStarted() const { return destroyStarted_; }
+  void setDestroyStarted() { destroyStarted_ = true; }
+  // Marks the object as dead so a later use of the stale handle is caught by the magic check.
+  void killMagic() { startMagic_ = endMagic_ = 0; }
+
+  // ---- parts ----
+  RankLink& link() { return *link_; }
+  bool hasLink() const { return link_ != nullptr; }
+  FallbackComm& fallback() { return fallback_; }
+  const FallbackComm& fallback() const { return fallback_; }
+  UserRedOps& redOps() { return redOps_; }
+  const UserRedOps& redOps() const { return redOps_; }
+  CommStats& stats() { return stats_; }
+  LocalRegistrations& registrations() { return registrations_; }
+  RouteTable& routes() { return routes_; }
+
+  // Calls running on this communicator right now (abort waits for them to come back before freeing it).
+  void enterCall() { inflight_.fetch_add(1, std::memory_order_acq_rel); }
+  void leaveCall() { inflight_.fetch_sub(1, std::memory_order_acq_rel); }
+  int inflightCalls() const { return inflight_.load(std::memory_order_acquire); }
+
+  // Number of split/shrink children created so far (part of a child's identity in our exchanges).
+  int nextChildIndex() { return ++childCount_; }
+
+ private:
+  uint64_t startMagic_ = kMagic;
+  int nRanks_;
+  int rank_;
+  int cudaDev_;
+  CommConfig config_;
+  std::atomic<ncclResult_t> asyncResult_{ncclInProgress};
+  std::atomic<bool> revoked_{false};
+  std::atomic<bool> aborted_{false};
+  std::atomic<int> inflight_{0};
+  std::atomic<bool> initDeferred_{false};
+  bool finalized_ = false;
+  bool destroyStarted_ = false;
+  int childCount_ = 0;
+  std::mutex connectorMutex_;  // guards connector_ and the assignment of link_ (abortNetwork races initialize)
+  std::unique_ptr<LinkConnector> connector_;
+  std::unique_ptr<RankLink> link_;
+  FallbackComm fallback_;
+  UserRedOps redOps_;
+  CommStats stats_;
+  RouteTable routes_;
+  LocalRegistrations registrations_;
+  std::thread initThread_;
+  uint64_t endMagic_ = kMagic;
+};
+
+inline ncclComm_t toHandle(Comm* c) { return reinterpret_cast<ncclComm_t>(c); }
+
+class InflightScope {
+ public:
+  explicit InflightScope(Comm* c) : comm_(c) { comm_->enterCall(); }
+  ~InflightScope() { comm_->leaveCall(); }
+  InflightScope(const InflightScope&) = delete;
+  InflightScope& operator=(const InflightScope&) = delete;
+
+ private:
+  Comm* comm_;
+};
+
+// NCCL's magic at the start of its own communicators.
+constexpr uint64_t kRealNcclCommMagic = 0x0280028002800280ull;
+// True when handle is a communicator of the real NCCL (reached us through its internal calls or an application
+// mixing handles): such calls are passed through unchanged.
+bool isRealNcclComm(ncclComm_t handle);
+
+// NCCL's CommCheck: "<op> : <arg> argument is NULL" for NULL, "<op> : <arg> is not a valid communicator
+// (destroyed or corrupted)" for a dead or foreign object (both ncclInvalidArgument).
+Comm* checkComm(ncclComm_t handle, const char* opName, const char* argName = "comm");
+
+}  // namespace mscclpp::shim
+
+#endif  // MSCCLPP_NCCL_SHIM_COMM_HPP_

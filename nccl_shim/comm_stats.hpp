@@ -1,0 +1,54 @@
+// Per-communicator counters of what ran where, printed at INFO when the communicator ends ("allreduce: 12 calls,
+// 48.0 MiB, 10 via plans, 2 via NCCL"). Counting is relaxed atomics: cheap on the hot path, readable from the
+// thread that destroys the communicator. Group ends that drive several ranks from one thread record each rank's
+// calls on that rank's own counters, so no two threads ever write one counter.
+#ifndef MSCCLPP_NCCL_SHIM_COMM_STATS_HPP_
+#define MSCCLPP_NCCL_SHIM_COMM_STATS_HPP_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "nccl_types.hpp"
+
+namespace mscclpp::shim {
+
+class CommStats {
+ public:
+  struct Counts {
+    uint64_t calls = 0;
+    uint64_t bytes = 0;
+    uint64_t viaPlan = 0;
+    uint64_t viaNccl = 0;
+  };
+
+  // Called by the thread driving the communicator (one at a time, NCCL's rule): plain loads and stores, no
+  // read-modify-write, so counting costs no bus lock.
+  void record(CollKind kind, uint64_t bytes, bool viaPlan) {
+    Slot& s = slots_[static_cast<int>(kind)];
+    bump(s.calls, 1);
+    bump(s.bytes, bytes);
+    bump(viaPlan ? s.viaPlan : s.viaNccl, 1);
+  }
+
+  Counts get(CollKind kind) const;
+  // One line per collective that was called; "" when none was.
+  std::string summary() const;
+
+ private:
+  struct Slot {
+    std::atomic<uint64_t> calls{0};
+    std::atomic<uint64_t> bytes{0};
+    std::atomic<uint64_t> viaPlan{0};
+    std::atomic<uint64_t> viaNccl{0};
+  };
+  static void bump(std::atomic<uint64_t>& v, uint64_t by) {
+    v.store(v.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+  }
+  std::array<Slot, kNumCollKinds> slots_;
+};
+
+}  // namespace mscclpp::shim
+
+#endif  // MSCCLPP_NCCL_SHIM_COMM_STATS_HPP_

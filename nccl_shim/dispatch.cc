@@ -1,0 +1,332 @@
+#include "dispatch.hpp"
+
+#include <functional>
+
+#include "arg_check.hpp"
+#include "comm.hpp"
+#include "core/enforce.hpp"
+#include "core/logger.hpp"
+#include "group.hpp"
+#include "guard.hpp"
+#include "p2p_patterns.hpp"
+#include "real_nccl.hpp"
+
+namespace mscclpp::shim {
+
+namespace {
+
+constexpr const char* kForcedReason = "forced by MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION";
+
+// The plan for call, or an empty choice (with the reason in *why when why != nullptr).
+PlanChoice choosePlan(const CollCall& call, std::string* why) {
+  Comm& comm = *call.comm;
+  if (comm.routes().forced(call.kind)) {
+    if (why) *why = kForcedReason;
+    return PlanChoice();
+  }
+  if (isP2p(call.kind)) {
+    if (why)
+      *why = strFormat("%s to/from rank %d is not part of a pattern plans serve", collPlanName(call.kind), call.root);
+    return PlanChoice();
+  }
+  return comm.link().selectPlan(call, why);
+}
+
+ExecReduceOp execOpFor(const Comm& comm, const CollCall& call) {
+  if (call.op < static_cast<int>(ncclNumOps)) {
+    ExecReduceOp e;
+    e.builtin = toEnum<ncclRedOp_t>(call.op);
+    return e;
+  }
+  const UserRedOp* user = comm.redOps().find(call.op);
+  MSCCLPP_ENFORCE(user != nullptr, ErrorCode::InvalidArgument,
+                  "%s : reduction operation %d unknown to this communicator", collApiName(call.kind), call.op);
+  return user->exec;
+}
+
+ncclRedOp_t realOpFor(const Comm& comm, const CollCall& call) {
+  if (!isReduction(call.kind) || call.op < static_cast<int>(ncclNumOps)) return toEnum<ncclRedOp_t>(call.op);
+  const UserRedOp* user = comm.redOps().find(call.op);
+  MSCCLPP_ENFORCE(user != nullptr && user->hasRealOp, ErrorCode::NotSupported,
+                  "%s : reduction operation %d has no counterpart in the real NCCL (created while the fallback was "
+                  "unavailable: %s)",
+                  collApiName(call.kind), call.op, comm.fallback().unavailableReason().c_str());
+  return user->realOp;
+}
+
+void runOnPlan(const PlanChoice& plan, const CollCall& call) {
+  ScopedLogRank logRank(call.comm->rank());  // a plan may log (and fail) from its own threads: name the rank
+  Comm& comm = *call.comm;
+  comm.link().runPlan(plan, call, execOpFor(comm, call));
+  uint64_t bytes = planMessageBytes(call, comm.nRanks());
+  if (call.kind == CollKind::SendRecv) {
+    comm.stats().record(CollKind::Send, bytes, true);
+    comm.stats().record(CollKind::Recv, bytes, true);
+  } else {
+    comm.stats().record(call.kind, bytes, true);
+  }
+  MSCCLPP_INFO(LogShim, "plan %s ran: %s", plan.name, describeCall(call, comm.nRanks(), comm.rank()).c_str());
+}
+
+// Why call goes to NCCL, for the log line and the unavailable-fallback error (built only when needed).
+std::string fallbackReason(const CollCall& call) {
+  std::string why;
+  (void)choosePlan(call, &why);
+  return why;
+}
+
+// why: the reason when it is not the call's own (a plan that refused it); nullptr otherwise.
+void runOnNccl(const CollCall& call, const std::string* why = nullptr) {
+  Comm& comm = *call.comm;
+  if (!comm.fallback().available()) {
+    comm.fallback().throwUnavailable(collApiName(call.kind), why ? *why : fallbackReason(call));
+  }
+  if (call.kind == CollKind::SendRecv) {
+    // A recognised exchange whose plan refused it: the two calls it came from, in one real group.
+    CollCall send = call, recv = call;
+    send.kind = CollKind::Send;
+    send.recvbuff = nullptr;
+    recv.kind = CollKind::Recv;
+    recv.sendbuff = nullptr;
+    FallbackComm::issueGroup({{&send, comm.fallback().real(), ncclSum}, {&recv, comm.fallback().real(), ncclSum}});
+    comm.stats().record(CollKind::Send, planMessageBytes(call, comm.nRanks()), false);
+    comm.stats().record(CollKind::Recv, planMessageBytes(call, comm.nRanks()), false);
+  } else {
+    comm.fallback().issue(call, realOpFor(comm, call));
+    comm.stats().record(call.kind, planMessageBytes(call, comm.nRanks()), false);
+  }
+  if (logEnabled(LogLevel::Info, LogShim)) {
+    ScopedLogRank logRank(comm.rank());
+    MSCCLPP_INFO(LogShim, "NCCL ran: %s", why ? why->c_str() : fallbackReason(call).c_str());
+  }
+}
+
+// The plan, or NCCL when the executor says the plan cannot serve this call (Error(NotSupported): raised before
+// any rank exchanges anything, from facts every rank shares, so all ranks turn to NCCL together).
+void runOnPlanOrNccl(const PlanChoice& plan, const CollCall& call) {
+  try {
+    runOnPlan(plan, call);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::NotSupported) throw;
+    std::string why = strFormat("plan %s cannot serve this call: %s", plan.name, e.what());
+    runOnNccl(call, &why);
+  }
+}
+
+void runSingle(const CollCall& call) {
+  // NCCL discards empty collectives (sends and recvs of 0 elements still take part in matching).
+  if (call.count == 0 && !isP2p(call.kind)) {
+    MSCCLPP_TRACE(LogShim, "%s of 0 elements: nothing to do", collApiName(call.kind));
+    return;
+  }
+  PlanChoice plan = choosePlan(call, nullptr);
+  if (plan) {
+    runOnPlanOrNccl(plan, call);
+  } else {
+    runOnNccl(call);
+  }
+}
+
+// ---- groups ----
+
+struct GroupItem {
+  CollCall call;
+  PlanChoice plan;  // empty: the real NCCL
+  std::string why;  // why not a plan, when it is not the call's own reason (set only when INFO logs it)
+};
+
+// Decides every queued call: collectives one by one, each communicator's sends/recvs together.
+void planGroup(std::vector<CollCall>& ops, std::vector<GroupItem>* items) {
+  items->clear();
+  // Scratch reused by this thread's later groups: a steady stream of groups allocates nothing.
+  thread_local std::vector<Comm*> p2pDone;  // communicators whose sends/recvs were already decided
+  thread_local std::vector<const CollCall*> mine;
+  p2pDone.clear();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const CollCall& c = ops[i];
+    if (!isP2p(c.kind)) {
+      if (c.count == 0) continue;
+      items->push_back({c, choosePlan(c, nullptr), std::string()});
+      continue;
+    }
+    bool done = false;
+    for (Comm* d : p2pDone) done = done || d == c.comm;
+    if (done) continue;
+    p2pDone.push_back(c.comm);
+    mine.clear();
+    for (size_t j = i; j < ops.size(); ++j) {
+      if (isP2p(ops[j].kind) && ops[j].comm == c.comm) mine.push_back(&ops[j]);
+    }
+    CollCall exchange;
+    PlanChoice plan;
+    std::string why;
+    std::string* whyPtr = logEnabled(LogLevel::Info, LogShim) ? &why : nullptr;
+    bool exchangeFound = matchTwoRankExchange(mine, c.comm->rank(), c.comm->nRanks(), &exchange);
+    if (exchangeFound && c.comm->routes().forced(CollKind::SendRecv)) {
+      if (whyPtr) why = std::string("a two-rank exchange, ") + kForcedReason;
+    } else if (exchangeFound) {
+      plan = c.comm->link().selectPlan(exchange, whyPtr);
+      if (whyPtr && !plan) why = "a two-rank exchange: " + why;
+    }
+    if (plan) {
+      items->push_back({exchange, plan, std::string()});
+    } else {
+      for (const CollCall* p : mine) items->push_back({*p, PlanChoice(), why});
+    }
+  }
+}
+
+void runPlanSegment(std::vector<GroupItem>& items, size_t begin, size_t end) {
+  std::vector<Comm*> comms;
+  bool blocking = false;
+  for (size_t i = begin; i < end; ++i) {
+    Comm* c = items[i].call.comm;
+    bool seen = false;
+    for (Comm* d : comms) seen = seen || d == c;
+    if (!seen) comms.push_back(c);
+    blocking = blocking || c->link().planRunBlocksHost();
+  }
+  if (comms.size() == 1 || !blocking) {
+    for (size_t i = begin; i < end; ++i) runOnPlanOrNccl(items[i].plan, items[i].call);
+    return;
+  }
+  // One thread drives several ranks whose plans only finish together: run each rank's plans on its own thread.
+  std::vector<std::function<void()>> jobs;
+  for (Comm* c : comms) {
+    jobs.push_back([&items, begin, end, c] {
+      ScopedLogRank logRank(c->rank());
+      for (size_t i = begin; i < end; ++i) {
+        if (items[i].call.comm == c) runOnPlanOrNccl(items[i].plan, items[i].call);
+      }
+    });
+  }
+  runConcurrently(jobs);
+}
+
+const std::vector<FallbackComm::RealIssue>& realIssues(std::vector<GroupItem>& items, size_t begin, size_t end) {
+  thread_local std::vector<FallbackComm::RealIssue> issues;
+  issues.clear();
+  for (size_t i = begin; i < end; ++i) {
+    const CollCall& c = items[i].call;
+    if (!c.comm->fallback().available()) c.comm->fallback().throwUnavailable(collApiName(c.kind), fallbackReason(c));
+    issues.push_back({&c, c.comm->fallback().real(), realOpFor(*c.comm, c)});
+  }
+  return issues;
+}
+
+void runNcclSegment(std::vector<GroupItem>& items, size_t begin, size_t end) {
+  FallbackComm::issueGroup(realIssues(items, begin, end));
+  for (size_t i = begin; i < end; ++i) {
+    const CollCall& c = items[i].call;
+    c.comm->stats().record(c.kind, planMessageBytes(c, c.comm->nRanks()), false);
+    if (logEnabled(LogLevel::Info, LogShim)) {
+      ScopedLogRank logRank(c.comm->rank());
+      MSCCLPP_INFO(LogShim, "NCCL ran: %s", items[i].why.empty() ? fallbackReason(c).c_str() : items[i].why.c_str());
+    }
+  }
+}
+
+}  // namespace
+
+std::string describeCall(const CollCall& c, int nRanks, int rank) {
+  std::string s = strFormat("%s, %d ranks, %s, %s", collPlanName(c.kind), nRanks,
+                            formatBytes(planMessageBytes(c, nRanks)).c_str(), dtypeName(c.dtype));
+  if (isReduction(c.kind)) s += strFormat(", %s", redOpName(c.op));
+  if (hasRoot(c.kind)) s += strFormat(", root %d", c.root);
+  if (isP2p(c.kind) || c.kind == CollKind::SendRecv) s += strFormat(", peer %d", c.root);
+  if (!isP2p(c.kind) && isInPlace(c, rank)) s += ", in-place";
+  return s;
+}
+
+ncclResult_t submitCall(CollCall call, ncclComm_t handle) noexcept {
+  GroupState& group = threadGroup();
+  Comm* comm = nullptr;
+  try {
+    if (isRealNcclComm(handle)) {
+      // A communicator of the real NCCL (the application mixes handles, or the real library reached us): serve
+      // it unchanged.
+      FallbackComm::issueOnRealHandle(call, handle);
+      return ncclSuccess;
+    }
+    comm = checkComm(handle, collApiName(call.kind));
+    comm->ensureReady(collApiName(call.kind));
+    call.comm = comm;
+    checkCallArgs(call, *comm);
+    if (group.active()) {
+      group.addOp(call);
+      return ncclSuccess;
+    }
+    InflightScope inflight(comm);
+    runSingle(call);
+    return ncclSuccess;
+  } catch (...) {
+    // The warning line carries the rank (log lines name it only where they are written: errors, INFO).
+    int logRankValue = comm != nullptr && comm->hasValidMagic() ? comm->rank() : -1;
+    ScopedLogRank logRank(logRankValue);
+    ncclResult_t r = detail::handleCurrentException();
+    if (group.active()) group.latch(r);
+    // NCCL poisons a nonblocking communicator with the error of a failed call (the caller polls for it).
+    if (comm != nullptr && comm->hasValidMagic() && !comm->config().blocking()) comm->recordCallFailure(r);
+    return r;
+  }
+}
+
+void runGroupOps(std::vector<CollCall>& ops) {
+  thread_local std::vector<GroupItem> items;
+  planGroup(ops, &items);
+  // Every communicator of the group counts as busy until the group is issued (abort waits for it).
+  thread_local std::vector<Comm*> busyComms;
+  busyComms.clear();
+  struct Busy {
+    std::vector<Comm*>& comms;
+    ~Busy() {
+      for (Comm* c : comms) c->leaveCall();
+      comms.clear();
+    }
+  } busy{busyComms};
+  for (const GroupItem& it : items) {
+    bool seen = false;
+    for (Comm* c : busy.comms) seen = seen || c == it.call.comm;
+    if (!seen) {
+      it.call.comm->enterCall();
+      busy.comms.push_back(it.call.comm);
+    }
+  }
+  size_t i = 0;
+  while (i < items.size()) {
+    size_t j = i;
+    bool plan = static_cast<bool>(items[i].plan);
+    while (j < items.size() && static_cast<bool>(items[j].plan) == plan) ++j;
+    if (plan) {
+      runPlanSegment(items, i, j);
+    } else {
+      runNcclSegment(items, i, j);
+    }
+    i = j;
+  }
+  items.clear();
+}
+
+void simulateGroupOps(std::vector<CollCall>& ops, ncclSimInfo_t* simInfo) {
+  std::vector<GroupItem> items;
+  planGroup(ops, &items);
+  size_t onPlans = 0;
+  const char* first = nullptr;
+  for (const GroupItem& it : items) {
+    if (it.plan) {
+      ++onPlans;
+      if (first == nullptr) first = it.plan.name;
+    }
+  }
+  MSCCLPP_ENFORCE(onPlans == 0, ErrorCode::InvalidUsage,
+                  "ncclGroupSimulateEnd : %zu of the group's %zu operations would run on MSCCL++ plans (the first on "
+                  "plan %s), whose time NCCL cannot estimate; nothing was launched",
+                  onPlans, items.size(), first ? first : "");
+  if (items.empty()) {
+    simInfo->estimatedTime = 0.0f;
+    return;
+  }
+  FallbackComm::simulateGroup(realIssues(items, 0, items.size()), simInfo);
+}
+
+}  // namespace mscclpp::shim

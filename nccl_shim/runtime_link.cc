@@ -1,0 +1,181 @@
+// RankLink over the runtime: a TcpBootstrap from our unique id, a Communicator on it (host identity: ranks per
+// node), the process's plan registry for "which plan?", and an Executor on the communicator to run the plan.
+//
+// The shim's own control messages (fallback agreement, split colors, shrink ids) travel on a bootstrap view of
+// their own (withNamespace), so they never mix with the executor's or the communicator's messages.
+#include <cstring>
+#include <memory>
+
+#include "core/enforce.hpp"
+#include "core/logger.hpp"
+#include "mscclpp/bootstrap.hpp"
+#include "mscclpp/communicator.hpp"
+#include "mscclpp/datatype.hpp"
+#include "mscclpp/executor.hpp"
+#include "plan/registry.hpp"
+#include "rank_link.hpp"
+#include "real_nccl.hpp"
+
+namespace mscclpp::shim {
+
+namespace {
+
+constexpr const char* kShimNamespace = "nccl-shim";
+
+bool planCollectiveOf(CollKind kind, plan::Collective* out) {
+  switch (kind) {
+    case CollKind::AllReduce:
+      *out = plan::Collective::AllReduce;
+      return true;
+    case CollKind::AllGather:
+      *out = plan::Collective::AllGather;
+      return true;
+    case CollKind::ReduceScatter:
+      *out = plan::Collective::ReduceScatter;
+      return true;
+    case CollKind::Broadcast:
+      *out = plan::Collective::Broadcast;
+      return true;
+    case CollKind::Reduce:
+      *out = plan::Collective::Reduce;
+      return true;
+    case CollKind::AllToAll:
+      *out = plan::Collective::AllToAll;
+      return true;
+    case CollKind::SendRecv:
+      *out = plan::Collective::SendRecv;
+      return true;
+    default:
+      return false;  // gather, scatter and single sends/recvs have no plan collective
+  }
+}
+
+ReduceOp executorOp(const ExecReduceOp& op) {
+  return op.preMul ? ReduceOp::PreMulSum : static_cast<ReduceOp>(rawEnum(op.builtin));
+}
+
+class RuntimeLink final : public RankLink {
+ public:
+  explicit RuntimeLink(std::shared_ptr<Communicator> comm)
+      : comm_(comm), control_(comm_->bootstrap()->withNamespace(kShimNamespace)), executor_(comm) {}
+
+  int rank() const override { return comm_->rank(); }
+  int nRanks() const override { return comm_->size(); }
+  int nRanksPerNode() const override { return comm_->nRanksPerNode(); }
+
+  void allGather(void* allData, size_t bytesPerRank) override { control_->allGather(allData, bytesPerRank); }
+  void broadcast(void* data, size_t bytes, int root) override { control_->broadcast(data, bytes, root); }
+  void barrier() override { control_->barrier(); }
+  void send(int peer, int tag, const void* data, size_t bytes) override { control_->send(data, bytes, peer, tag); }
+  void recv(int peer, int tag, void* data, size_t bytes) override { control_->recv(data, bytes, peer, tag); }
+
+  std::unique_ptr<RankLink> split(int color, int key) override {
+    std::shared_ptr<Communicator> child = comm_->split(color, key);
+    if (!child) return nullptr;
+    return std::make_unique<RuntimeLink>(std::move(child));
+  }
+
+  void abort() override { comm_->abort(); }
+  void interruptInflight() override {}
+
+  PlanChoice selectPlan(const CollCall& call, std::string* why) override {
+    plan::SelectRequest req;
+    if (!planCollectiveOf(call.kind, &req.collective)) {
+      if (why)
+        *why =
+            strFormat("no plan for %s: plans have no %s collective", collPlanName(call.kind), collPlanName(call.kind));
+      return PlanChoice();
+    }
+    req.worldSize = comm_->size();
+    req.nRanksPerNode = comm_->nRanksPerNode();
+    req.messageBytes = planMessageBytes(call, comm_->size());
+    req.inPlace = isInPlace(call, comm_->rank());
+    req.dtype = call.dtype;
+    // A user op is a PreMulSum (the executor's op 5) whatever its handle.
+    req.redOp = !isReduction(call.kind)                  ? -1
+                : call.op < static_cast<int>(ncclNumOps) ? call.op
+                                                         : static_cast<int>(ReduceOp::PreMulSum);
+    req.root = hasRoot(call.kind) ? call.root : -1;
+    req.rank = comm_->rank();
+    req.sendBuffer = call.sendbuff;
+    req.recvBuffer = call.recvbuff;
+    plan::SelectionPtr sel = plan::Registry::instance().select(req);
+    if (!sel->plan) {
+      if (why) *why = sel->reason;
+      return PlanChoice();
+    }
+    PlanChoice choice;
+    choice.name = sel->name.c_str();  // lives as long as the selection, which the choice holds
+    choice.selection = sel;
+    return choice;
+  }
+
+  void runPlan(const PlanChoice& choice, const CollCall& call, const ExecReduceOp& op) override {
+    auto sel = std::static_pointer_cast<const plan::Selection>(choice.selection);
+    const int n = comm_->size();
+    // NCCL ignores a broadcast's sendbuff on non-root ranks (often NULL): give the executor a valid one.
+    const void* send = call.sendbuff;
+    if (call.kind == CollKind::Broadcast && send == nullptr) send = call.recvbuff;
+    const void* scalar = nullptr;
+    if (op.preMul) {
+      // The executor reads the scalar from host memory when it runs; a device-resident scalar is host memory
+      // only on the CPU backend.
+      MSCCLPP_ENFORCE(!op.scalarIsPtr || executor_.backend() == Backend::Cpu, ErrorCode::NotSupported,
+                      "plan %s: a device-resident PreMulSum scalar cannot be read by the host", choice.name);
+      scalar = op.scalarIsPtr ? op.scalarPtr : op.scalarBytes;
+    }
+    executor_.execute(comm_->rank(), send, call.recvbuff, sendBytes(call, n), recvBytes(call, n),
+                      static_cast<DataType>(call.dtype), sel->plan, call.stream, PacketType::LL16, executorOp(op),
+                      scalar);
+  }
+  bool planRunBlocksHost() const override { return executor_.backend() == Backend::Cpu; }
+  // The CPU backend completes every plan before execute() returns; the CUDA backend enqueues on the caller's
+  // streams, which the caller synchronises (NCCL's ncclCommFinalize does not wait for user streams either).
+  void flush() override {}
+
+ private:
+  std::shared_ptr<Communicator> comm_;
+  std::shared_ptr<Bootstrap> control_;
+  Executor executor_;
+};
+
+}  // namespace
+
+ncclUniqueId createLinkUniqueId() {
+  UniqueId uid = TcpBootstrap::createUniqueId();
+  static_assert(sizeof(UniqueId) == sizeof(ncclUniqueId), "our unique id must be NCCL's 128 bytes");
+  ncclUniqueId id;
+  std::memcpy(&id, uid.data(), sizeof(id));
+  return id;
+}
+
+namespace {
+
+class TcpConnector final : public LinkConnector {
+ public:
+  TcpConnector(int nRanks, int rank) : bootstrap_(std::make_shared<TcpBootstrap>(rank, nRanks)) {}
+
+  std::unique_ptr<RankLink> connect(const ncclUniqueId& id) override {
+    UniqueId uid;
+    std::memcpy(uid.data(), &id, sizeof(id));
+    bootstrap_->initialize(uid);
+    return std::make_unique<RuntimeLink>(std::make_shared<Communicator>(bootstrap_));
+  }
+  void abort() override { bootstrap_->abort(); }
+
+ private:
+  std::shared_ptr<TcpBootstrap> bootstrap_;
+};
+
+}  // namespace
+
+std::unique_ptr<LinkConnector> makeLinkConnector(int nRanks, int rank) {
+  if (nRanks == 1) return makeSoloConnector();
+  return std::make_unique<TcpConnector>(nRanks, rank);
+}
+
+std::unique_ptr<RankLink> connectLink(const ncclUniqueId& id, int nRanks, int rank) {
+  return makeLinkConnector(nRanks, rank)->connect(id);
+}
+
+}  // namespace mscclpp::shim

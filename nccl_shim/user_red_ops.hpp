@@ -1,0 +1,49 @@
+// The reduce ops a communicator's user created with ncclRedOpCreatePreMulSum. Each exists in both worlds: ours
+// (the scalar, for plans) and the real NCCL's (its own handle, for the fallback), so a call with a user op can go
+// either way. Handles are >= ncclNumOps, carry a per-communicator salt (a handle from another communicator is
+// rejected, as NCCL does) and are valid until ncclRedOpDestroy.
+//
+// Threads: used by the thread that drives the communicator (NCCL's rule); lookups do not allocate.
+#ifndef MSCCLPP_NCCL_SHIM_USER_RED_OPS_HPP_
+#define MSCCLPP_NCCL_SHIM_USER_RED_OPS_HPP_
+
+#include <nccl.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "rank_link.hpp"
+
+namespace mscclpp::shim {
+
+struct UserRedOp {
+  ncclDataType_t dtype = ncclFloat32;
+  ExecReduceOp exec;             // what a plan applies
+  ncclRedOp_t realOp = ncclSum;  // the real NCCL's handle
+  bool hasRealOp = false;
+  bool inUse = false;
+};
+
+class UserRedOps {
+ public:
+  explicit UserRedOps(uint32_t salt);
+
+  // Adds an op and returns its handle.
+  ncclRedOp_t add(const UserRedOp& op);
+  // The op behind handle, or nullptr when handle is not a live op of this communicator.
+  const UserRedOp* find(int handle) const;
+  // Removes it; false when handle is not a live op of this communicator.
+  bool remove(int handle, UserRedOp* removed);
+  // Every live op (for destroying their real counterparts when the communicator ends).
+  std::vector<UserRedOp> live() const;
+
+ private:
+  int slotOf(int handle) const;
+
+  uint32_t salt_;
+  std::vector<UserRedOp> slots_;
+};
+
+}  // namespace mscclpp::shim
+
+#endif  // MSCCLPP_NCCL_SHIM_USER_RED_OPS_HPP_

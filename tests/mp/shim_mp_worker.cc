@@ -1,0 +1,576 @@
+// One rank of a multi-process job that uses nothing but the NCCL API, as an unmodified NCCL program does. It is
+// linked against libnccl.so.2 (the shim's replace-mode copy in the build tree) and may also run with
+// LD_PRELOAD=libmscclpp_nccl.so. Usage: shim_mp_worker <scenario> <rank> <nranks>; rank 0 prints "ID <hex>" after
+// ncclGetUniqueId, the others read that line on stdin (shim_mp_launch). Prints "RESULT OK" and exits 0 when every
+// check passed; otherwise prints each failed check and exits 1.
+//
+// Scenarios (the fallback library is the test double, MSCCLPP_NCCL_LIB_PATH):
+//   fallback  every collective and grouped send/recv goes to the real NCCL's twin with the exact arguments
+//   split     ncclCommSplit by color and key (NOCOLOR too), collectives on the children
+//   abort     the last rank vanishes after init; the others' ncclCommAbort returns promptly
+//   plans     every collective through plans (MSCCLPP_PLAN_DIR: the default plans and tests/data/shim/plans),
+//             in-place and out-of-place, several datatypes and reduce ops, results checked against a reference;
+//             a size no plan serves goes to the real NCCL (the double) instead
+#include <dlfcn.h>
+#include <nccl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "nccl_double.h"
+
+namespace {
+
+int gFailures = 0;
+int gRank = -1;
+
+void fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void fail(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::fprintf(stdout, "rank %d FAILED: ", gRank);
+  std::vfprintf(stdout, fmt, ap);
+  std::fprintf(stdout, "\n");
+  std::fflush(stdout);
+  va_end(ap);
+  ++gFailures;
+}
+
+#define EXPECT(cond, ...)           \
+  do {                              \
+    if (!(cond)) fail(__VA_ARGS__); \
+  } while (0)
+
+#define NCCL_OK(call)                                                                                         \
+  do {                                                                                                        \
+    ncclResult_t r_ = (call);                                                                                 \
+    if (r_ != ncclSuccess) {                                                                                  \
+      fail("%s returned %d: %s (line %d)", #call, static_cast<int>(r_), ncclGetLastError(nullptr), __LINE__); \
+      finish();                                                                                               \
+    }                                                                                                         \
+  } while (0)
+
+[[noreturn]] void finish() {
+  std::fprintf(stdout, gFailures == 0 ? "RESULT OK\n" : "RESULT FAIL (%d checks)\n", gFailures);
+  std::fflush(stdout);
+  std::exit(gFailures == 0 ? 0 : 1);
+}
+
+std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
+std::string fmt(const char* f, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, f);
+  vsnprintf(buf, sizeof(buf), f, ap);
+  va_end(ap);
+  return buf;
+}
+
+// ---- the test double as loaded in this process ----
+struct Double {
+  void* h = dlopen(NCCL_DOUBLE_PATH, RTLD_LAZY | RTLD_NOLOAD);
+  template <class F>
+  F fn(const char* name) const {
+    return reinterpret_cast<F>(dlsym(h, name));
+  }
+  int count() const { return fn<ncclDoubleRecordCountFn>("ncclDoubleRecordCount")(); }
+  std::string record(int i) const { return fn<ncclDoubleRecordFn>("ncclDoubleRecord")(i); }
+  void* comm(int i) const { return fn<ncclDoubleRecordCommFn>("ncclDoubleRecordComm")(i); }
+  void reset() const { fn<ncclDoubleResetFn>("ncclDoubleReset")(); }
+  int find(const std::string& prefix, int from = 0) const {
+    for (int i = from; i < count(); ++i) {
+      if (record(i).compare(0, prefix.size(), prefix) == 0) return i;
+    }
+    return -1;
+  }
+  int rankOf(void* realComm) const {
+    int r = -2;
+    fn<ncclResult_t (*)(ncclComm_t, int*)>("ncclCommUserRank")(reinterpret_cast<ncclComm_t>(realComm), &r);
+    return r;
+  }
+  std::string dump() const {
+    std::string s;
+    for (int i = 0; i < count(); ++i) s += "    " + record(i) + "\n";
+    return s;
+  }
+};
+
+ncclUniqueId exchangeId(int rank) {
+  ncclUniqueId id;
+  if (rank == 0) {
+    NCCL_OK(ncclGetUniqueId(&id));
+    std::string hex;
+    for (unsigned char c : id.internal) hex += fmt("%02x", c);
+    std::fprintf(stdout, "ID %s\n", hex.c_str());
+    std::fflush(stdout);
+    return id;
+  }
+  std::string line;
+  if (!std::getline(std::cin, line) || line.size() != 3 + 2 * sizeof(id.internal) || line.compare(0, 3, "ID ") != 0) {
+    fail("no unique id on stdin (got '%s')", line.c_str());
+    finish();
+  }
+  for (size_t i = 0; i < sizeof(id.internal); ++i) {
+    id.internal[i] = static_cast<char>(std::stoi(line.substr(3 + 2 * i, 2), nullptr, 16));
+  }
+  return id;
+}
+
+ncclComm_t init(const ncclUniqueId& id, int rank, int nRanks) {
+  ncclComm_t comm = nullptr;
+  if (rank % 2 == 0) {
+    NCCL_OK(ncclCommInitRank(&comm, nRanks, id, rank));
+  } else {
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.commName = "shim-mp";
+    NCCL_OK(ncclCommInitRankConfig(&comm, nRanks, id, rank, &cfg));
+  }
+  int n = -1, r = -1;
+  NCCL_OK(ncclCommCount(comm, &n));
+  NCCL_OK(ncclCommUserRank(comm, &r));
+  EXPECT(n == nRanks && r == rank, "CommCount/UserRank gave %d/%d, expected %d/%d", n, r, nRanks, rank);
+  return comm;
+}
+
+// The record of the first call named fn after index from, checked for its text and its real communicator.
+void expectRecord(const Double& d, const std::string& want, int wantRealRank) {
+  int i = d.find(want);
+  if (i < 0) {
+    fail("the real NCCL never received %s; it got:\n%s", want.c_str(), d.dump().c_str());
+    return;
+  }
+  int realRank = d.rankOf(d.comm(i));
+  EXPECT(realRank == wantRealRank, "%s went to a real communicator of rank %d, expected rank %d", want.c_str(),
+         realRank, wantRealRank);
+}
+
+void scenarioFallback(int rank, int nRanks) {
+  ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
+  Double d;
+  if (d.h == nullptr) {
+    fail("the test double is not loaded (MSCCLPP_NCCL_LIB_PATH=%s)", std::getenv("MSCCLPP_NCCL_LIB_PATH"));
+    finish();
+  }
+  d.reset();
+  std::vector<float> a(1024 * nRanks, 1.0f), b(1024 * nRanks, 0.0f);
+  const void* pa = a.data();
+  void* pb = b.data();
+  NCCL_OK(ncclAllReduce(pa, pb, 1024, ncclFloat32, ncclAvg, comm, nullptr));
+  NCCL_OK(ncclAllGather(pa, pb, 1024, ncclFloat32, comm, nullptr));
+  NCCL_OK(ncclReduceScatter(pa, pb, 1024, ncclFloat32, ncclMax, comm, nullptr));
+  NCCL_OK(ncclBroadcast(pa, pb, 1024, ncclFloat32, nRanks - 1, comm, nullptr));
+  NCCL_OK(ncclReduce(pa, pb, 1024, ncclFloat32, ncclSum, 0, comm, nullptr));
+  NCCL_OK(ncclAlltoAll(pa, pb, 1024, ncclFloat32, comm, nullptr));
+  expectRecord(d, fmt("ncclAllReduce(sendbuff=%p, recvbuff=%p, count=1024, datatype=7, op=4, comm=", pa, pb), rank);
+  expectRecord(d, fmt("ncclAllGather(sendbuff=%p, recvbuff=%p, sendcount=1024, datatype=7, comm=", pa, pb), rank);
+  expectRecord(d, fmt("ncclReduceScatter(sendbuff=%p, recvbuff=%p, recvcount=1024, datatype=7, op=2, comm=", pa, pb),
+               rank);
+  expectRecord(
+      d, fmt("ncclBroadcast(sendbuff=%p, recvbuff=%p, count=1024, datatype=7, root=%d, comm=", pa, pb, nRanks - 1),
+      rank);
+  expectRecord(d, fmt("ncclReduce(sendbuff=%p, recvbuff=%p, count=1024, datatype=7, op=0, root=0, comm=", pa, pb),
+               rank);
+  expectRecord(d, fmt("ncclAlltoAll(sendbuff=%p, recvbuff=%p, count=1024, datatype=7, comm=", pa, pb), rank);
+
+  // A ring exchange in one group: each call reaches the real NCCL inside one real group.
+  d.reset();
+  int next = (rank + 1) % nRanks, prev = (rank + nRanks - 1) % nRanks;
+  NCCL_OK(ncclGroupStart());
+  NCCL_OK(ncclSend(pa, 64, ncclFloat32, next, comm, nullptr));
+  NCCL_OK(ncclRecv(pb, 64, ncclFloat32, prev, comm, nullptr));
+  NCCL_OK(ncclGroupEnd());
+  EXPECT(d.find("ncclGroupStart()") == 0, "the ring was not opened with the real ncclGroupStart:\n%s",
+         d.dump().c_str());
+  expectRecord(d, fmt("ncclSend(sendbuff=%p, count=64, datatype=7, peer=%d, comm=", pa, next), rank);
+  expectRecord(d, fmt("ncclRecv(recvbuff=%p, count=64, datatype=7, peer=%d, comm=", pb, prev), rank);
+  EXPECT(d.find("ncclGroupEnd()") > 0, "the ring was not closed with the real ncclGroupEnd:\n%s", d.dump().c_str());
+
+  d.reset();
+  NCCL_OK(ncclCommDestroy(comm));
+  EXPECT(d.find("ncclCommDestroy(comm=") >= 0, "the real communicator was not destroyed:\n%s", d.dump().c_str());
+}
+
+void scenarioSplit(int rank, int nRanks) {
+  ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
+  Double d;
+  // Two colors by parity, reversed order inside each (key = -rank); rank 0 stays out when there are 4+ ranks.
+  bool out = nRanks >= 4 && rank == 0;
+  int color = out ? NCCL_SPLIT_NOCOLOR : rank % 2;
+  ncclComm_t child = reinterpret_cast<ncclComm_t>(0x1);
+  NCCL_OK(ncclCommSplit(comm, color, -rank, &child, nullptr));
+  if (out) {
+    EXPECT(child == nullptr, "NCCL_SPLIT_NOCOLOR gave a communicator");
+  } else {
+    std::vector<int> members;
+    for (int r = nRanks - 1; r >= 0; --r) {
+      if (r % 2 == color && !(nRanks >= 4 && r == 0)) members.push_back(r);
+    }
+    int wantRank = 0;
+    while (members[wantRank] != rank) ++wantRank;
+    int n = -1, r = -1;
+    NCCL_OK(ncclCommCount(child, &n));
+    NCCL_OK(ncclCommUserRank(child, &r));
+    EXPECT(n == static_cast<int>(members.size()) && r == wantRank, "child is rank %d of %d, expected %d of %zu", r, n,
+           wantRank, members.size());
+    d.reset();
+    std::vector<double> x(16, rank);
+    NCCL_OK(ncclAllReduce(x.data(), x.data(), 16, ncclFloat64, ncclSum, child, nullptr));
+    int i = d.find("ncclAllReduce(");
+    EXPECT(i >= 0, "the child's allreduce did not reach the real NCCL");
+    NCCL_OK(ncclCommDestroy(child));
+  }
+  NCCL_OK(ncclCommDestroy(comm));
+}
+
+void scenarioAbort(int rank, int nRanks) {
+  ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
+  if (rank == nRanks - 1) {
+    // Vanish without a goodbye: no destroy, sockets closed by the kernel.
+    std::fprintf(stdout, "RESULT OK\n");
+    std::fflush(stdout);
+    _exit(0);
+  }
+  auto start = std::chrono::steady_clock::now();
+  NCCL_OK(ncclCommAbort(comm));
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT(s < 5.0, "ncclCommAbort took %.1f s", s);
+}
+
+// ---- plans ----
+
+// Element access in any NCCL datatype, for values that are small integers (exact in every type, f8 aside).
+double loadElem(ncclDataType_t t, const void* p, size_t i) {
+  switch (t) {
+    case ncclInt8:
+      return static_cast<const int8_t*>(p)[i];
+    case ncclUint8:
+      return static_cast<const uint8_t*>(p)[i];
+    case ncclInt32:
+      return static_cast<const int32_t*>(p)[i];
+    case ncclUint32:
+      return static_cast<const uint32_t*>(p)[i];
+    case ncclInt64:
+      return static_cast<double>(static_cast<const int64_t*>(p)[i]);
+    case ncclUint64:
+      return static_cast<double>(static_cast<const uint64_t*>(p)[i]);
+    case ncclFloat32:
+      return static_cast<const float*>(p)[i];
+    case ncclFloat64:
+      return static_cast<const double*>(p)[i];
+    case ncclBfloat16: {
+      uint32_t bits = static_cast<uint32_t>(static_cast<const uint16_t*>(p)[i]) << 16;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      return f;
+    }
+    case ncclFloat16: {
+      uint16_t h = static_cast<const uint16_t*>(p)[i];
+      int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+      double v = exp == 0 ? std::ldexp(mant, -24) : std::ldexp(1024 + mant, exp - 25);
+      return (h & 0x8000) ? -v : v;
+    }
+    default:
+      return NAN;
+  }
+}
+
+void storeElem(ncclDataType_t t, void* p, size_t i, double v) {
+  switch (t) {
+    case ncclInt8:
+      static_cast<int8_t*>(p)[i] = static_cast<int8_t>(v);
+      break;
+    case ncclUint8:
+      static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v);
+      break;
+    case ncclInt32:
+      static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v);
+      break;
+    case ncclUint32:
+      static_cast<uint32_t*>(p)[i] = static_cast<uint32_t>(v);
+      break;
+    case ncclInt64:
+      static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v);
+      break;
+    case ncclUint64:
+      static_cast<uint64_t*>(p)[i] = static_cast<uint64_t>(v);
+      break;
+    case ncclFloat32:
+      static_cast<float*>(p)[i] = static_cast<float>(v);
+      break;
+    case ncclFloat64:
+      static_cast<double*>(p)[i] = v;
+      break;
+    case ncclBfloat16: {
+      float f = static_cast<float>(v);
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      static_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(bits >> 16);  // exact for small integers
+      break;
+    }
+    case ncclFloat16: {
+      // Small non-negative integers only (exact in half precision).
+      uint16_t h = 0;
+      if (v != 0) {
+        int e;
+        double m = std::frexp(v, &e);  // v = m * 2^e, m in [0.5, 1)
+        h = static_cast<uint16_t>(((e + 14) << 10) | (static_cast<int>(m * 2048) & 0x3ff));
+      }
+      static_cast<uint16_t*>(p)[i] = h;
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+size_t elemSize(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8:
+    case ncclUint8:
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2:
+      return 1;
+    case ncclFloat16:
+    case ncclBfloat16:
+      return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32:
+      return 4;
+    default:
+      return 8;
+  }
+}
+
+bool isFloat(ncclDataType_t t) { return t == ncclFloat16 || t == ncclFloat32 || t == ncclFloat64 || t == ncclBfloat16; }
+
+// Rank r's input element i for a reduction op: small integers whose reduction over up to 8 ranks stays exact
+// in every datatype tested (prod: 1s and 2s, at most 2^8; only used with 16-bit-or-wider types).
+double inputValue(ncclRedOp_t op, int r, size_t i) {
+  switch (op) {
+    case ncclProd:
+      return static_cast<double>(((r + i) % 2) + 1);
+    case ncclMax:
+    case ncclMin:
+      return static_cast<double>((r * 7 + i) % 11);
+    default:
+      return static_cast<double>((r + i) % 4);
+  }
+}
+
+double reduceRef(ncclRedOp_t op, ncclDataType_t t, int nRanks, size_t i, size_t offsetOf) {
+  double acc = inputValue(op, 0, offsetOf + i);
+  for (int r = 1; r < nRanks; ++r) {
+    double v = inputValue(op, r, offsetOf + i);
+    switch (op) {
+      case ncclProd:
+        acc *= v;
+        break;
+      case ncclMax:
+        acc = std::max(acc, v);
+        break;
+      case ncclMin:
+        acc = std::min(acc, v);
+        break;
+      default:
+        acc += v;
+        break;
+    }
+  }
+  if (op == ncclAvg) acc = isFloat(t) ? acc / nRanks : std::trunc(acc / nRanks);
+  return acc;
+}
+
+struct PlanCase {
+  Double* dbl;
+  ncclComm_t comm;
+  int rank, nRanks;
+};
+
+// Checks that the call just made ran on a plan (or, when wantNccl, went to the real NCCL) and that out holds
+// ref(i) for i < count.
+template <class Ref>
+void checkResult(const PlanCase& pc, const char* what, const void* out, size_t count, ncclDataType_t t, bool wantNccl,
+                 Ref ref) {
+  int i = -1;
+  for (const char* name : {"ncclAllReduce(", "ncclAllGather(", "ncclReduceScatter(", "ncclBroadcast(", "ncclReduce(",
+                           "ncclAlltoAll(", "ncclSend(", "ncclRecv("}) {
+    int k = pc.dbl->find(name);
+    if (k >= 0) i = k;
+  }
+  if (wantNccl) {
+    EXPECT(i >= 0, "%s: expected the real NCCL to get this call (no plan serves it); it did not", what);
+    return;
+  }
+  EXPECT(i < 0, "%s: expected a plan to run it, but the real NCCL got %s", what,
+         i >= 0 ? pc.dbl->record(i).c_str() : "");
+  if (out == nullptr) return;
+  for (size_t e = 0; e < count; ++e) {
+    double got = loadElem(t, out, e), want = ref(e);
+    if (got != want) {
+      fail("%s: element %zu is %g, expected %g", what, e, got, want);
+      return;
+    }
+  }
+}
+
+void planCollectives(PlanCase& pc, ncclDataType_t t, ncclRedOp_t op, size_t count, bool inPlace) {
+  const int r = pc.rank, n = pc.nRanks;
+  const size_t es = elemSize(t);
+  std::string tag = fmt("%s dtype %d op %d count %zu", inPlace ? "in-place" : "out-of-place", t, op, count);
+  std::vector<char> a(count * n * es), b(count * n * es);
+  auto fill = [&](void* p, size_t elems, size_t offset, int rank) {
+    for (size_t e = 0; e < elems; ++e) storeElem(t, p, e, inputValue(op, rank, offset + e));
+  };
+
+  // allreduce
+  pc.dbl->reset();
+  fill(a.data(), count, 0, r);
+  void* out = inPlace ? a.data() : b.data();
+  NCCL_OK(ncclAllReduce(a.data(), out, count, t, op, pc.comm, nullptr));
+  checkResult(pc, ("allreduce " + tag).c_str(), out, count, t, false,
+              [&](size_t e) { return reduceRef(op, t, n, e, 0); });
+
+  // reducescatter: rank r's result is block r of the reduced N*count input
+  pc.dbl->reset();
+  fill(a.data(), count * n, 0, r);
+  out = inPlace ? a.data() + r * count * es : b.data();
+  NCCL_OK(ncclReduceScatter(a.data(), out, count, t, op, pc.comm, nullptr));
+  checkResult(pc, ("reducescatter " + tag).c_str(), out, count, t, false,
+              [&](size_t e) { return reduceRef(op, t, n, e, r * count); });
+
+  if (op != ncclSum) return;  // the data-movement collectives below do not reduce: run them once
+
+  // allgather
+  pc.dbl->reset();
+  void* send = inPlace ? b.data() + r * count * es : a.data();
+  fill(send, count, 0, r);
+  NCCL_OK(ncclAllGather(send, b.data(), count, t, pc.comm, nullptr));
+  checkResult(pc, ("allgather " + tag).c_str(), b.data(), count * n, t, false,
+              [&](size_t e) { return inputValue(op, static_cast<int>(e / count), e % count); });
+
+  // alltoall: block j of my output is block r of rank j's input
+  pc.dbl->reset();
+  fill(a.data(), count * n, 0, r);
+  out = inPlace ? a.data() : b.data();
+  NCCL_OK(ncclAlltoAll(a.data(), out, count, t, pc.comm, nullptr));
+  checkResult(pc, ("alltoall " + tag).c_str(), out, count * n, t, false,
+              [&](size_t e) { return inputValue(op, static_cast<int>(e / count), r * count + e % count); });
+
+  // broadcast from every root
+  for (int root = 0; root < n; ++root) {
+    pc.dbl->reset();
+    fill(a.data(), count, 0, r);
+    out = inPlace ? a.data() : b.data();
+    NCCL_OK(ncclBroadcast(a.data(), out, count, t, root, pc.comm, nullptr));
+    checkResult(pc, fmt("broadcast root %d %s", root, tag.c_str()).c_str(), out, count, t, false,
+                [&](size_t e) { return inputValue(op, root, e); });
+  }
+
+  // reduce to the first and the last rank
+  for (int root : {0, n - 1}) {
+    pc.dbl->reset();
+    fill(a.data(), count, 0, r);
+    out = inPlace ? a.data() : b.data();
+    NCCL_OK(ncclReduce(a.data(), out, count, t, op, root, pc.comm, nullptr));
+    checkResult(pc, fmt("reduce root %d %s", root, tag.c_str()).c_str(), r == root ? out : nullptr, count, t, false,
+                [&](size_t e) { return reduceRef(op, t, n, e, 0); });
+  }
+}
+
+void scenarioPlans(int rank, int nRanks) {
+  ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
+  Double d;
+  if (d.h == nullptr) {
+    fail("the test double is not loaded");
+    finish();
+  }
+  PlanCase pc{&d, comm, rank, nRanks};
+  // Sizes the default plans serve: LL plans below 1 MiB, the all-pairs plan from 1 MiB.
+  planCollectives(pc, ncclFloat32, ncclSum, 1024, false);
+  planCollectives(pc, ncclFloat32, ncclSum, 1024, true);
+  for (ncclRedOp_t op : {ncclProd, ncclMax, ncclMin, ncclAvg}) planCollectives(pc, ncclFloat32, op, 256, false);
+  planCollectives(pc, ncclInt32, ncclMax, 512, true);
+  planCollectives(pc, ncclInt32, ncclAvg, 512, false);
+  planCollectives(pc, ncclUint8, ncclSum, 2048, false);
+  planCollectives(pc, ncclFloat16, ncclSum, 512, true);
+  planCollectives(pc, ncclBfloat16, ncclMax, 512, false);
+  planCollectives(pc, ncclFloat64, ncclSum, 256, false);
+  planCollectives(pc, ncclInt64, ncclMin, 256, true);
+  {
+    // 1 MiB of float32: the all-pairs plan.
+    size_t count = (1 << 20) / 4;
+    std::vector<float> a(count), b(count);
+    for (size_t e = 0; e < count; ++e) a[e] = static_cast<float>(inputValue(ncclSum, rank, e));
+    d.reset();
+    NCCL_OK(ncclAllReduce(a.data(), b.data(), count, ncclFloat32, ncclSum, comm, nullptr));
+    checkResult(pc, "allreduce 1 MiB f32", b.data(), count, ncclFloat32, false,
+                [&](size_t e) { return reduceRef(ncclSum, ncclFloat32, nRanks, e, 0); });
+  }
+  {
+    // 3 floats: not a multiple of the plans' 16-byte alignment; no plan serves it, the real NCCL gets it.
+    float a[3] = {1, 2, 3}, b[3] = {0, 0, 0};
+    d.reset();
+    NCCL_OK(ncclAllReduce(a, b, 3, ncclFloat32, ncclSum, comm, nullptr));
+    checkResult(pc, "allreduce of 12 bytes", b, 3, ncclFloat32, true, [](size_t) { return 0.0; });
+  }
+  {
+    // Several collectives in one group: each on its plan, in order.
+    std::vector<float> a(512), b(512), c(512 * nRanks);
+    for (size_t e = 0; e < a.size(); ++e) a[e] = static_cast<float>(inputValue(ncclSum, rank, e));
+    d.reset();
+    NCCL_OK(ncclGroupStart());
+    NCCL_OK(ncclAllReduce(a.data(), b.data(), a.size(), ncclFloat32, ncclSum, comm, nullptr));
+    NCCL_OK(ncclAllGather(b.data(), c.data(), b.size(), ncclFloat32, comm, nullptr));
+    NCCL_OK(ncclGroupEnd());
+    checkResult(pc, "grouped allreduce then allgather", c.data(), c.size(), ncclFloat32, false,
+                [&](size_t e) { return reduceRef(ncclSum, ncclFloat32, nRanks, e % 512, 0); });
+  }
+  if (nRanks == 2) {
+    // A grouped send + recv with the peer: the sendrecv plan.
+    std::vector<int32_t> a(1024), b(1024, -1);
+    for (size_t e = 0; e < a.size(); ++e) a[e] = static_cast<int32_t>(rank * 1000 + e);
+    d.reset();
+    NCCL_OK(ncclGroupStart());
+    NCCL_OK(ncclSend(a.data(), a.size(), ncclInt32, 1 - rank, comm, nullptr));
+    NCCL_OK(ncclRecv(b.data(), b.size(), ncclInt32, 1 - rank, comm, nullptr));
+    NCCL_OK(ncclGroupEnd());
+    checkResult(pc, "two-rank exchange", b.data(), b.size(), ncclInt32, false,
+                [&](size_t e) { return static_cast<double>((1 - rank) * 1000 + e); });
+  }
+  NCCL_OK(ncclCommDestroy(comm));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: %s fallback|split|abort|plans <rank> <nranks>\n", argv[0]);
+    return 2;
+  }
+  std::string scenario = argv[1];
+  gRank = std::atoi(argv[2]);
+  int nRanks = std::atoi(argv[3]);
+  if (scenario == "fallback") {
+    scenarioFallback(gRank, nRanks);
+  } else if (scenario == "split") {
+    scenarioSplit(gRank, nRanks);
+  } else if (scenario == "abort") {
+    scenarioAbort(gRank, nRanks);
+  } else if (scenario == "plans") {
+    scenarioPlans(gRank, nRanks);
+  } else {
+    fail("unknown scenario %s", scenario.c_str());
+  }
+  finish();
+}

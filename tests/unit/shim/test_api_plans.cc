@@ -1,0 +1,189 @@
+// The plan path through the C ABI with ranks as threads of this process (CPU backend; MSCCLPP_PLAN_DIR = the
+// default plans and tests/data/shim/plans): one thread driving several ranks in a group, one thread per rank,
+// the two-rank exchange plan, forced fallback with a plan available, and the INFO decision lines.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "shim_test_util.hpp"
+
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // ncclResetDebugInit: deprecated, still ABI
+
+using shimtest::Double;
+using shimtest::lastError;
+using shimtest::ScopedEnv;
+
+namespace {
+
+const Double& dbl() {
+  static Double d(NCCL_DOUBLE_PATH);
+  return d;
+}
+
+std::vector<ncclComm_t> groupInit(int n) {
+  ncclUniqueId id;
+  REQUIRE(ncclGetUniqueId(&id) == ncclSuccess);
+  std::vector<ncclComm_t> comms(n, nullptr);
+  REQUIRE(ncclGroupStart() == ncclSuccess);
+  for (int r = 0; r < n; ++r) REQUIRE(ncclCommInitRank(&comms[r], n, id, r) == ncclSuccess);
+  ncclResult_t end = ncclGroupEnd();
+  INFO(lastError());
+  REQUIRE(end == ncclSuccess);
+  return comms;
+}
+
+void destroyAll(const std::vector<ncclComm_t>& comms) {
+  for (ncclComm_t c : comms) CHECK(ncclCommDestroy(c) == ncclSuccess);
+}
+
+// Whether the double got any collective since its last reset.
+bool ncclGotCollective() {
+  for (const char* name : {"ncclAllReduce(", "ncclAllGather(", "ncclReduceScatter(", "ncclBroadcast(", "ncclReduce(",
+                           "ncclAlltoAll(", "ncclSend(", "ncclRecv("}) {
+    if (dbl().find(name) >= 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("one thread drives four ranks: a grouped allreduce runs each rank's plan concurrently", "[plans]") {
+  std::vector<ncclComm_t> comms = groupInit(4);
+  const size_t count = 4096;
+  std::vector<std::vector<float>> in(4, std::vector<float>(count)), out(4, std::vector<float>(count, -1));
+  for (int r = 0; r < 4; ++r) {
+    for (size_t i = 0; i < count; ++i) in[r][i] = static_cast<float>(r * 10 + i % 7);
+  }
+  dbl().reset();
+  REQUIRE(ncclGroupStart() == ncclSuccess);
+  for (int r = 0; r < 4; ++r) {
+    REQUIRE(ncclAllReduce(in[r].data(), out[r].data(), count, ncclFloat32, ncclSum, comms[r], nullptr) == ncclSuccess);
+  }
+  ncclResult_t end = ncclGroupEnd();
+  INFO(lastError());
+  REQUIRE(end == ncclSuccess);
+  CHECK_FALSE(ncclGotCollective());
+  for (int r = 0; r < 4; ++r) {
+    for (size_t i = 0; i < count; ++i) {
+      float want = static_cast<float>(60 + 4 * (i % 7));
+      if (out[r][i] != want) {
+        FAIL_CHECK("rank " << r << " element " << i << " is " << out[r][i] << ", expected " << want);
+        break;
+      }
+    }
+  }
+  destroyAll(comms);
+}
+
+TEST_CASE("one thread per rank: ungrouped collectives on plans", "[plans]") {
+  std::vector<ncclComm_t> comms = groupInit(2);
+  std::vector<std::vector<int32_t>> bufs(2, std::vector<int32_t>(1024 * 2));
+  std::vector<ncclResult_t> results(2, ncclInternalError);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      std::vector<int32_t>& b = bufs[r];
+      for (size_t i = 0; i < 1024; ++i) b[r * 1024 + i] = static_cast<int32_t>(r * 100000 + i);
+      // In-place allgather: my block already sits at rank * count.
+      results[r] = ncclAllGather(b.data() + r * 1024, b.data(), 1024, ncclInt32, comms[r], nullptr);
+    });
+  }
+  for (auto& t : threads) t.join();
+  INFO(lastError());
+  for (int r = 0; r < 2; ++r) {
+    CHECK(results[r] == ncclSuccess);
+    for (int src = 0; src < 2; ++src) {
+      CHECK(bufs[r][src * 1024 + 5] == src * 100000 + 5);
+      CHECK(bufs[r][src * 1024 + 1023] == src * 100000 + 1023);
+    }
+  }
+  destroyAll(comms);
+}
+
+TEST_CASE("a grouped send and recv between two ranks runs the sendrecv plan", "[plans]") {
+  std::vector<ncclComm_t> comms(2, nullptr);
+  REQUIRE(ncclCommInitAll(comms.data(), 2, nullptr) == ncclSuccess);
+  std::vector<std::vector<double>> send(2, std::vector<double>(512)), recv(2, std::vector<double>(512, -1));
+  for (int r = 0; r < 2; ++r) {
+    for (size_t i = 0; i < 512; ++i) send[r][i] = r + i * 0.5;
+  }
+  dbl().reset();
+  REQUIRE(ncclGroupStart() == ncclSuccess);
+  for (int r = 0; r < 2; ++r) {
+    REQUIRE(ncclSend(send[r].data(), 512, ncclFloat64, 1 - r, comms[r], nullptr) == ncclSuccess);
+    REQUIRE(ncclRecv(recv[r].data(), 512, ncclFloat64, 1 - r, comms[r], nullptr) == ncclSuccess);
+  }
+  ncclResult_t end = ncclGroupEnd();
+  INFO(lastError() << "\n" << dbl().dump());
+  REQUIRE(end == ncclSuccess);
+  CHECK_FALSE(ncclGotCollective());
+  CHECK(recv[0] == send[1]);
+  CHECK(recv[1] == send[0]);
+  destroyAll(comms);
+}
+
+TEST_CASE("MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION sends a collective to NCCL even when a plan exists", "[plans]") {
+  std::vector<ncclComm_t> comms;
+  {
+    ScopedEnv force("MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION", "AllReduce");  // read when a communicator is made
+    comms = groupInit(2);
+  }
+  std::vector<float> a(256, 1.0f);                                          // only read
+  std::vector<std::vector<float>> b(2, std::vector<float>(256 * 2, 0.0f));  // one output per rank
+  dbl().reset();
+  REQUIRE(ncclGroupStart() == ncclSuccess);
+  for (int r = 0; r < 2; ++r) {
+    REQUIRE(ncclAllReduce(a.data(), b[r].data(), 256, ncclFloat32, ncclSum, comms[r], nullptr) == ncclSuccess);
+  }
+  REQUIRE(ncclGroupEnd() == ncclSuccess);
+  CHECK(dbl().find("ncclAllReduce(") >= 0);
+  dbl().reset();
+  REQUIRE(ncclGroupStart() == ncclSuccess);
+  for (int r = 0; r < 2; ++r) {
+    REQUIRE(ncclAllGather(a.data(), b[r].data(), 256, ncclFloat32, comms[r], nullptr) == ncclSuccess);
+  }
+  REQUIRE(ncclGroupEnd() == ncclSuccess);
+  CHECK_FALSE(ncclGotCollective());  // not forced: its plan ran
+  for (int r = 0; r < 2; ++r) {
+    CHECK(b[r][0] == 1.0f);
+    CHECK(b[r][511] == 1.0f);
+  }
+  destroyAll(comms);
+}
+
+TEST_CASE("MSCCLPP_DEBUG=INFO names the plan that ran", "[plans]") {
+  std::string path = "/tmp/mscclpp-shim-plans-" + std::to_string(getpid()) + ".log";
+  std::remove(path.c_str());
+  {
+    ScopedEnv level("MSCCLPP_DEBUG", "INFO");
+    ScopedEnv subsys("MSCCLPP_DEBUG_SUBSYS", "SHIM");
+    ScopedEnv file("MSCCLPP_DEBUG_FILE", path.c_str());
+    ncclResetDebugInit();
+    std::vector<ncclComm_t> comms = groupInit(2);
+    std::vector<float> a(64, 2.0f);
+    std::vector<std::vector<float>> b(2, std::vector<float>(64));
+    REQUIRE(ncclGroupStart() == ncclSuccess);
+    for (int r = 0; r < 2; ++r) {
+      REQUIRE(ncclAllReduce(a.data(), b[r].data(), 64, ncclFloat32, ncclSum, comms[r], nullptr) == ncclSuccess);
+    }
+    REQUIRE(ncclGroupEnd() == ncclSuccess);
+    destroyAll(comms);
+  }
+  ncclResetDebugInit();
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string log = text.str();
+  std::remove(path.c_str());
+  INFO(log);
+  CHECK(log.find("[0] MSCCLPP INFO SHIM plan allreduce_ll_n2_oop ran: allreduce, 2 ranks, 256 B, f32, sum") !=
+        std::string::npos);
+  CHECK(log.find("[1] MSCCLPP INFO SHIM plan allreduce_ll_n2_oop ran") != std::string::npos);
+  CHECK(log.find("allreduce: 1 calls, 256 B, 1 via plans, 0 via NCCL") != std::string::npos);
+}
