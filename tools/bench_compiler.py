@@ -3,9 +3,11 @@
 
 Programs: the all-pairs AllReduce (Simple; mscclpp/examples/allreduce_allpairs.py, 8 threadblocks
 per rank) at 8, 16, 32 and 64 ranks with 1 to 16 instances, and the LL all-pairs AllReduce
-(mscclpp/examples/allreduce_packets.py) at 64 ranks. Each row is the best of --repeat runs of
-"run the DSL program + compile + write compact JSON". ``ops`` counts emitted ops (pipeline bodies
-included); ``us/op`` shows the time grows linearly with them.
+(mscclpp/examples/allreduce_packets.py) at 64 ranks. Each row is the best (``seconds``) and the
+median wall-clock time of --repeat runs of "run the DSL program + compile + write compact JSON",
+and the best CPU time of this process (``cpu``: what an idle machine would take; on a shared
+machine the wall-clock time can be 2-3x). ``ops`` counts emitted ops (pipeline bodies included);
+``us/op`` shows the time grows linearly with them.
 
     python3 tools/bench_compiler.py [--repeat 3] [--quick]
 """
@@ -21,14 +23,16 @@ from mscclpp.examples import allreduce_allpairs, allreduce_packets  # noqa: E402
 
 
 def measure(build, repeat, **kwargs):
-    best, text = None, None
+    """(best, median) wall-clock seconds and best CPU seconds of ``repeat`` runs, and the plan text."""
+    times, cpu_times, text = [], [], None
     for _ in range(repeat):
         gc.collect()
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         text = build(**kwargs).to_json()
-        elapsed = time.perf_counter() - start
-        best = elapsed if best is None else min(best, elapsed)
-    return best, text
+        times.append(time.perf_counter() - start)
+        cpu_times.append(time.process_time() - cpu_start)
+    times.sort()
+    return times[0], times[len(times) // 2], min(cpu_times), text
 
 
 def count_ops(text):
@@ -46,13 +50,19 @@ def main():
     rows = []
     for n in ranks:
         for k in instances:
-            seconds, text = measure(allreduce_allpairs.build, args.repeat, num_gpus=n, instances=k)
-            rows.append(("allpairs Simple", n, k, seconds, count_ops(text), len(text)))
-    seconds, text = measure(allreduce_packets.build, args.repeat, num_gpus=64)
-    rows.append(("allpairs LL", 64, 1, seconds, count_ops(text), len(text)))
-    print(f"{'program':<16} {'ranks':>5} {'inst':>4} {'seconds':>8} {'ops':>9} {'us/op':>6} {'JSON MB':>8}")
-    for name, n, k, seconds, ops, size in rows:
-        print(f"{name:<16} {n:>5} {k:>4} {seconds:>8.3f} {ops:>9} {seconds / ops * 1e6:>6.2f} {size / 1e6:>8.2f}")
+            best, median, cpu, text = measure(allreduce_allpairs.build, args.repeat, num_gpus=n, instances=k)
+            rows.append(("allpairs Simple", n, k, best, median, cpu, count_ops(text), len(text)))
+    best, median, cpu, text = measure(allreduce_packets.build, args.repeat, num_gpus=64)
+    rows.append(("allpairs LL", 64, 1, best, median, cpu, count_ops(text), len(text)))
+    print(
+        f"{'program':<16} {'ranks':>5} {'inst':>4} {'seconds':>8} {'median':>8} {'cpu':>8} {'ops':>9} {'us/op':>6} "
+        f"{'JSON MB':>8}"
+    )
+    for name, n, k, best, median, cpu, ops, size in rows:
+        print(
+            f"{name:<16} {n:>5} {k:>4} {best:>8.3f} {median:>8.3f} {cpu:>8.3f} {ops:>9} {best / ops * 1e6:>6.2f} "
+            f"{size / 1e6:>8.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ from sys import _getframe
 
 from .errors import _LANGUAGE_DIR, DSLError, user_location
 from .internal import state as _state
-from .internal.ops import GroupLoadReduce, GroupStore, Put, Get, Reduce, SyncOp
+from .internal.ops import GroupLoadReduce, GroupStore, Get, Put, PutRun, Reduce, ReduceRun, SyncOp, SyncRun
+from .internal.rank_state import ThreadBlock
 from .internal.state import get_program
 from .loop import check_iter_context
 from .rank import reduce_op_value, require_packets, require_scratch, sync_bits
@@ -29,8 +30,24 @@ __all__ = [
 
 _SCRATCH = BufferType.scratch
 _BOTH = SyncType.both
+_AFTER = SyncType.after
+_BEFORE = SyncType.before
 _BITS = {t._value_: t.bits for t in SyncType}  # keyed by value: Enum.__hash__ is slow Python code
 _SUM = ReduceOperationType.sum
+_new = object.__new__  # ops of the hot paths are built field by field: no __init__ call
+
+# The code object of the latest frame _user_frame found outside mscclpp/language: a DSL method
+# called from it needs no frame walk (programs call from the same few loops again and again).
+_user_code = None
+
+
+def _user_frame(frame):
+    """The innermost frame, from ``frame`` outwards, whose code lives outside mscclpp/language."""
+    global _user_code
+    while frame.f_code.co_filename.startswith(_LANGUAGE_DIR):
+        frame = frame.f_back
+    _user_code = frame.f_code
+    return frame
 
 
 def _check_rank(program, rank, role):
@@ -38,17 +55,216 @@ def _check_rank(program, rank, role):
         raise DSLError(f"{role} rank {rank!r} is out of range: the program has {program.num_ranks} rank(s)", user_location())
 
 
+_PUT_OP_NAMES = {
+    "put": "put",
+    "put_packets": "ppkt",
+    "read_put_packets": "rppkt",
+    "put_with_signal": "pws",
+    "put_with_signal_and_flush": "pwsf",
+}
+
+
+def _put_method(name, doc):
+    """put / put_packets / read_put_packets (see _PeerChannel): the fast path, else _put. The fast path
+    takes only an int tb and no tb_group, so PortChannel's _put (its group check) is not bypassed."""
+    op_name = _PUT_OP_NAMES[name]
+    packets = op_name == "ppkt" or op_name == "rppkt"
+    forward = op_name == "rppkt"
+
+    def method(self, dst_chunk, src_chunk, tb=None, tb_group=None, iter_context=None):
+        program = _state._active
+        if (
+            program is self._program
+            and program._direct
+            and type(tb) is int
+            and tb_group is None
+            and iter_context is None
+            and type(src_chunk) is Chunk
+            and type(dst_chunk) is Chunk
+            and src_chunk.rank == self.src_rank
+            and dst_chunk.rank == self.dst_rank
+            and dst_chunk.size == src_chunk.size
+            and (
+                not packets
+                or (
+                    program.protocol == "LL"
+                    and dst_chunk.buffer is _SCRATCH
+                    and (not forward or src_chunk.buffer is _SCRATCH)
+                )
+            )
+        ):
+            dst_buffer = dst_chunk.buffer._value_
+            slot = self._slots.get(tb)
+            if slot is None:
+                slot = self._slot(tb, dst_buffer)
+                local_rb = slot[2][dst_buffer]
+            else:
+                local_rb = slot[2].get(dst_buffer)
+                if local_rb is None:
+                    local_rb = self._remote(slot, dst_buffer)
+            size = src_chunk.size
+            src = (src_chunk.buffer._value_, src_chunk.index, size)
+            dst = (local_rb, dst_chunk.index, size, self.dst_rank, dst_buffer)
+            ctype = self.channel_type
+            ops = slot[0].ops
+            if ops:
+                run = ops[-1]
+                if type(run) is PutRun and run.name == op_name and run.channel_type == ctype:
+                    run.puts.append((src, dst, slot[1]))
+                    return
+            run = _new(PutRun)
+            run.name = op_name
+            run.channel_type = ctype
+            run.puts = [(src, dst, slot[1])]
+            ops.append(run)
+            return
+        self._put(name, dst_chunk, src_chunk, tb, tb_group, iter_context)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = doc
+    return method
+
+
+def _memory_sync(strict_name, relaxed_name, index, doc):
+    """MemoryChannel.signal (index 0) / wait (index 1): the fast path, else _sync_op.
+
+    The pairing check needs where each signal and wait was called: the fast path records the
+    caller's (code, instruction offset), which costs a fraction of reading f_lineno; the caller is
+    the user's frame unless the call came through another DSL method (relaxedSignal, ...)."""
+    is_signal = index == 0
+
+    def method(self, tb, data_sync=_BOTH, relaxed=False, sync=None, iter_context=None):
+        program = _state._active
+        if program is self._program and program._direct and sync is None and iter_context is None:
+            if data_sync is _BOTH:
+                bits = 3
+            elif data_sync is _AFTER:
+                bits = 2
+            elif data_sync is _BEFORE:
+                bits = 1
+            else:
+                bits = _BITS.get(getattr(data_sync, "_value_", None))
+            if bits is not None:
+                slot = self._slots.get(tb) or self._slot(tb)
+                frame = _getframe(1)
+                if frame.f_code is not _user_code:
+                    frame = _user_frame(frame)
+                records = self._records
+                if records is None:
+                    records = self._records = program.sync_entry(self._pair, None)
+                records[index].append((frame.f_code, frame.f_lasti))
+                ops = slot[0].ops
+                name = relaxed_name if relaxed else strict_name
+                if ops:
+                    run = ops[-1]
+                    if type(run) is SyncRun and run.bits == bits and run.name == name and run.channel_type == "memory":
+                        run.ids.append(slot[1])
+                        return
+                run = _new(SyncRun)
+                run.name = name
+                run.channel_type = "memory"
+                run.bits = bits
+                run.ids = [slot[1]]
+                ops.append(run)
+                return
+        self._sync_op(relaxed_name if relaxed else strict_name, tb, data_sync, sync, iter_context, is_signal)
+
+    method.__name__ = method.__qualname__ = strict_name
+    method.__doc__ = doc
+    return method
+
+
+def _port_sync(name, index):
+    """PortChannel.signal (index 0) / wait (index 1): the fast path, else _sync_op."""
+    is_signal = index == 0
+
+    def method(self, tb, data_sync=_BOTH, sync=None, iter_context=None, relaxed=False):
+        if relaxed:
+            raise DSLError(f"relaxed {name} exists only on memory channels", user_location())
+        program = _state._active
+        if program is self._program and program._direct and sync is None and iter_context is None:
+            if data_sync is _BOTH:
+                bits = 3
+            elif data_sync is _AFTER:
+                bits = 2
+            elif data_sync is _BEFORE:
+                bits = 1
+            else:
+                bits = _BITS.get(getattr(data_sync, "_value_", None))
+            if bits is not None:
+                slot = self._slots.get(tb) or self._slot(tb)
+                frame = _getframe(1)
+                if frame.f_code is not _user_code:
+                    frame = _user_frame(frame)
+                records = self._records
+                if records is None:
+                    records = self._records = program.sync_entry(self._pair, None)
+                records[index].append((frame.f_code, frame.f_lasti))
+                ops = slot[0].ops
+                if ops:
+                    run = ops[-1]
+                    if type(run) is SyncRun and run.bits == bits and run.name == name and run.channel_type == "port":
+                        run.ids.append(slot[1])
+                        return
+                run = _new(SyncRun)
+                run.name = name
+                run.channel_type = "port"
+                run.bits = bits
+                run.ids = [slot[1]]
+                ops.append(run)
+                return
+        self._sync_op(name, tb, data_sync, sync, iter_context, is_signal)
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
 class _PeerChannel:
     """What memory and port channels share: identity, pairing records, signal/wait/put.
 
     Programs call these methods hundreds of thousands of times, so each channel caches what it
     resolved once: its rank's state and, per threadblock, the threadblock's local channel index and
-    remote-buffer indexes (``_slots``).
+    remote-buffer indexes (``_slots``). signal, wait, put, put_packets, read_put_packets and
+    MemoryChannel.reduce start with a fast path for the common call (an int tb, no group, outside
+    loops, default options, nothing to report): its checks are the general path's, all passing, in
+    one expression, and it appends the op to a run of like ops (SyncRun, PutRun, ReduceRun in
+    internal/ops.py) instead of making an op object. Any other call, and every call that has
+    something to report, takes the general path (``_sync_op``, ``_put``, ``_reduce``), which checks
+    everything in the documented order, so errors and their locations do not depend on the path.
     """
 
     channel_type = None  # "memory" or "port"
 
     def __init__(self, dst_rank, src_rank):
+        program = _state._active
+        if (
+            program is None
+            or program._json is not None
+            or type(dst_rank) is not int
+            or type(src_rank) is not int
+            or not 0 <= src_rank < program.num_ranks
+            or not 0 <= dst_rank < program.num_ranks
+            or dst_rank == src_rank
+        ):
+            program, dst_rank, src_rank = self._check_new(dst_rank, src_rank)
+        self.src_rank = src_rank
+        self.dst_rank = dst_rank
+        self._program = program
+        self._state = state = program.ranks[src_rank]
+        ctype = self.channel_type
+        self.channel_id, k = state.add_channel(ctype, dst_rank)
+        self._key = (ctype, self.channel_id)  # the channel's key in ThreadBlock.channel_index
+        self._pair = (src_rank, dst_rank, ctype, k)  # identifies its pairing records (see pairing.py)
+        self._slots = {}  # tb -> [ThreadBlock, local channel index, {buffer char: local remote-buffer index}]
+        self._remote_ids = {}  # buffer char -> (channel type, rank-level remote buffer id)
+        self._records = None  # (signal locations, wait locations) outside loops
+
+    def __repr__(self):
+        return f"{type(self).__name__}(dst_rank={self.dst_rank}, src_rank={self.src_rank}) #{self.channel_id}"
+
+    @staticmethod
+    def _check_new(dst_rank, src_rank):
+        """The constructor's checks, in order; returns (program, dst_rank, src_rank) or raises."""
         program = get_program()
         program.check_writable()
         dst_rank = getattr(dst_rank, "rank", dst_rank)
@@ -57,17 +273,7 @@ class _PeerChannel:
         _check_rank(program, dst_rank, "destination")
         if dst_rank == src_rank:
             raise DSLError(f"a channel connects two different ranks, got {src_rank} -> {dst_rank}", user_location())
-        self.src_rank = src_rank
-        self.dst_rank = dst_rank
-        self._program = program
-        self._state = program.rank_state(src_rank)
-        self.channel_id = self._state.add_channel(self.channel_type, dst_rank)
-        self._slots = {}  # tb -> [ThreadBlock, local channel index, {buffer char: local remote-buffer index}]
-        self._remote_ids = {}  # buffer char -> rank-level remote buffer id
-        self._records = None  # (signal locations, wait locations) outside loops
-
-    def __repr__(self):
-        return f"{type(self).__name__}(dst_rank={self.dst_rank}, src_rank={self.src_rank}) #{self.channel_id}"
+        return program, dst_rank, src_rank
 
     def _current(self):
         program = _state._active
@@ -77,21 +283,50 @@ class _PeerChannel:
             raise DSLError(f"{self!r} belongs to another CollectiveProgram", user_location())
         return program
 
-    def _slot(self, tb):
+    def _slot(self, tb, buffer=None):
+        """Registers the channel on threadblock tb (RankState.tb + ThreadBlock.channel, inlined), and
+        the peer's ``buffer`` too when given (as _remote would next)."""
         if type(tb) is not int or tb < 0:
             raise DSLError(f"tb must be a non-negative integer threadblock id, got {tb!r}", user_location())
-        block = self._state.tb(tb)
-        slot = self._slots[tb] = [block, block.channel(self.channel_type, self.channel_id), {}]
+        tbs = self._state.threadblocks
+        if tb >= len(tbs):
+            tbs.extend([ThreadBlock() for _ in range(tb + 1 - len(tbs))])
+        block = tbs[tb]
+        key = self._key
+        local = block.channel_index.get(key)
+        if local is None:
+            ids = block.channels.get(key[0])
+            if ids is None:
+                ids = block.channels[key[0]] = []
+            local = block.channel_index[key] = len(ids)
+            ids.append(key[1])
+        if buffer is None:
+            slot = self._slots[tb] = [block, local, {}]
+        else:
+            slot = self._slots[tb] = [block, local, {buffer: self._register_remote(block, buffer)}]
         return slot
 
     def _remote(self, slot, buffer):
         """The threadblock-local id of the peer's buffer, registering it on first use."""
         local = slot[2].get(buffer)
         if local is None:
-            rid = self._remote_ids.get(buffer)
-            if rid is None:
-                rid = self._remote_ids[buffer] = self._state.remote_buffer(self.dst_rank, buffer, self.channel_type)
-            local = slot[2][buffer] = slot[0].remote_buffer(self.channel_type, rid)
+            local = slot[2][buffer] = self._register_remote(slot[0], buffer)
+        return local
+
+    def _register_remote(self, block, buffer):
+        """Registers the peer's buffer on ThreadBlock block (RankState.remote_buffer and
+        ThreadBlock.remote_buffer, inlined); returns its threadblock-local id."""
+        key = self._remote_ids.get(buffer)  # (channel type, rank-level remote buffer id)
+        if key is None:
+            rid = self._state.remote_buffer(self.dst_rank, buffer, self.channel_type)
+            key = self._remote_ids[buffer] = (self.channel_type, rid)
+        local = block.remote_index.get(key)
+        if local is None:
+            ids = block.remote_buffers.get(key[0])
+            if ids is None:
+                ids = block.remote_buffers[key[0]] = []
+            local = block.remote_index[key] = len(ids)
+            ids.append(key[1])
         return local
 
     def _wrong_chunk(self, what, role, chunk, side):
@@ -109,17 +344,15 @@ class _PeerChannel:
 
         Stored as (code, instruction offset): reading a frame's f_lineno scans the code's line
         table, which costs more than the rest of the call; the line is computed only for errors."""
-        frame = _getframe(2)
-        while frame.f_code.co_filename.startswith(_LANGUAGE_DIR):
-            frame = frame.f_back
+        frame = _user_frame(_getframe(2))
         location = (frame.f_code, frame.f_lasti)
         if program.loop_context is None:
             records = self._records
             if records is None:
-                records = self._records = program.sync_entry(self.src_rank, self.channel_type, self.channel_id, None)
+                records = self._records = program.sync_entry(self._pair, None)
             records[0 if is_signal else 1].append(location)
         else:
-            program.record_sync(self.src_rank, self.channel_type, self.channel_id, is_signal, location)
+            program.record_sync(self._pair, is_signal, location)
 
     def _sync_op(self, name, tb, data_sync, sync, iter_context, is_signal):
         program = _state._active
@@ -134,7 +367,7 @@ class _PeerChannel:
         if is_signal is not None:
             self._record(program, is_signal)
         op = SyncOp(name, [slot[1]], self.channel_type, bits)
-        if program.loop_context is None and program._json is None:
+        if program._direct:
             slot[0].ops.append(op)
         else:
             program.add_op(self.src_rank, tb, op)
@@ -169,7 +402,7 @@ class _PeerChannel:
             if local_rb is None:
                 local_rb = self._remote(slot, dst_buffer)
             op = Put(op_name, [src], [(local_rb, dst_chunk.index, size, self.dst_rank, dst_buffer)], [slot[1]], ctype, None)
-            if program.loop_context is None and program._json is None:
+            if program._direct:
                 slot[0].ops.append(op)
             else:
                 program.add_op(self.src_rank, tb, op)
@@ -181,30 +414,15 @@ class _PeerChannel:
         if op_name == "pws" or op_name == "pwsf":
             self._record(program, True)
 
-    def put(self, dst_chunk, src_chunk, tb=None, tb_group=None, iter_context=None):
-        """Copies src_chunk (on src_rank) to dst_chunk (on dst_rank)."""
-        self._put("put", dst_chunk, src_chunk, tb, tb_group, iter_context)
-
-    def put_packets(self, dst_chunk, src_chunk, tb=None, tb_group=None, iter_context=None):
-        """Sends src_chunk as LL packets into dst_chunk (the peer's scratch)."""
-        self._put("put_packets", dst_chunk, src_chunk, tb, tb_group, iter_context)
-
-    def read_put_packets(self, dst_chunk, src_chunk, tb=None, tb_group=None, iter_context=None):
-        """Forwards LL packets from src_chunk (local scratch) to dst_chunk (the peer's scratch)."""
-        self._put("read_put_packets", dst_chunk, src_chunk, tb, tb_group, iter_context)
+    put = _put_method("put", "Copies src_chunk (on src_rank) to dst_chunk (on dst_rank).")
+    put_packets = _put_method("put_packets", "Sends src_chunk as LL packets into dst_chunk (the peer's scratch).")
+    read_put_packets = _put_method(
+        "read_put_packets", "Forwards LL packets from src_chunk (local scratch) to dst_chunk (the peer's scratch)."
+    )
 
     # Names of earlier MSCCL++ releases.
     put_packet = put_packets
     read_put_packet = read_put_packets
-
-
-_PUT_OP_NAMES = {
-    "put": "put",
-    "put_packets": "ppkt",
-    "read_put_packets": "rppkt",
-    "put_with_signal": "pws",
-    "put_with_signal_and_flush": "pwsf",
-}
 
 
 class MemoryChannel(_PeerChannel):
@@ -212,13 +430,10 @@ class MemoryChannel(_PeerChannel):
 
     channel_type = "memory"
 
-    def signal(self, tb, data_sync=SyncType.both, relaxed=False, sync=None, iter_context=None):
-        """Increments the peer's counter for this channel (relaxed: no memory ordering)."""
-        self._sync_op("rlxsignal" if relaxed else "signal", tb, data_sync, sync, iter_context, True)
-
-    def wait(self, tb, data_sync=SyncType.both, relaxed=False, sync=None, iter_context=None):
-        """Waits for the peer's signal on this channel (relaxed: no memory ordering)."""
-        self._sync_op("rlxwait" if relaxed else "wait", tb, data_sync, sync, iter_context, False)
+    signal = _memory_sync(
+        "signal", "rlxsignal", 0, "Increments the peer's counter for this channel (relaxed: no memory ordering)."
+    )
+    wait = _memory_sync("wait", "rlxwait", 1, "Waits for the peer's signal on this channel (relaxed: no memory ordering).")
 
     def relaxedSignal(self, tb, data_sync=SyncType.both, sync=None, iter_context=None):  # noqa: N802 (seed 001)
         self.signal(tb, data_sync, True, sync, iter_context)
@@ -259,6 +474,65 @@ class MemoryChannel(_PeerChannel):
         iter_context=None,
     ):
         """local_dst_chunk = local_src_chunk (+) each remote chunk (read from the peer's memory)."""
+        program = _state._active
+        if (
+            program is self._program
+            and program._direct
+            and type(tb) is int
+            and tb_group is None
+            and iter_context is None
+            and reduce_op is _SUM
+            and op is None
+            and type(local_src_chunk) is Chunk
+            and local_src_chunk.rank == self.src_rank
+        ):
+            # Fast path: the checks below, all passing, in one go; anything else takes _reduce.
+            size = local_src_chunk.size
+            dst_rank = self.dst_rank
+            remote = remote_src_chunks
+            if type(remote) is Chunk:
+                remote = (remote,)
+            elif type(remote) is not list and type(remote) is not tuple:
+                remote = ()
+            if remote and (
+                local_dst_chunk is None
+                or (
+                    type(local_dst_chunk) is Chunk
+                    and local_dst_chunk.rank == self.src_rank
+                    and local_dst_chunk.size == size
+                )
+            ):
+                for c in remote:
+                    if type(c) is not Chunk or c.rank != dst_rank or c.size != size:
+                        break
+                else:
+                    slot = self._slots.get(tb) or self._slot(tb)
+                    rb = slot[2]
+                    refs = []
+                    for c in remote:
+                        buffer = c.buffer._value_
+                        local_rb = rb.get(buffer)
+                        if local_rb is None:
+                            local_rb = self._remote(slot, buffer)
+                        refs.append((local_rb, c.index, size, dst_rank, buffer))
+                    src = (local_src_chunk.buffer._value_, local_src_chunk.index, size)
+                    if local_dst_chunk is not None:
+                        dst = (local_dst_chunk.buffer._value_, local_dst_chunk.index, size)
+                    else:
+                        dst = src
+                    ops = slot[0].ops
+                    if ops:
+                        run = ops[-1]
+                        if type(run) is ReduceRun:
+                            run.reduces.append((src, dst, refs, slot[1]))
+                            return
+                    run = _new(ReduceRun)
+                    run.reduces = [(src, dst, refs, slot[1])]
+                    ops.append(run)
+                    return
+        self._reduce(local_src_chunk, remote_src_chunks, tb, tb_group, local_dst_chunk, reduce_op, op, iter_context)
+
+    def _reduce(self, local_src_chunk, remote_src_chunks, tb, tb_group, local_dst_chunk, reduce_op, op, iter_context):
         program = self._current()
         if iter_context is not None:
             check_iter_context(program, iter_context)
@@ -304,15 +578,8 @@ class PortChannel(_PeerChannel):
 
     channel_type = "port"
 
-    def signal(self, tb, data_sync=SyncType.both, sync=None, iter_context=None, relaxed=False):
-        if relaxed:
-            raise DSLError("relaxed signal exists only on memory channels", user_location())
-        self._sync_op("signal", tb, data_sync, sync, iter_context, True)
-
-    def wait(self, tb, data_sync=SyncType.both, sync=None, iter_context=None, relaxed=False):
-        if relaxed:
-            raise DSLError("relaxed wait exists only on memory channels", user_location())
-        self._sync_op("wait", tb, data_sync, sync, iter_context, False)
+    signal = _port_sync("signal", 0)
+    wait = _port_sync("wait", 1)
 
     def flush(self, tb, data_sync=SyncType.both, sync=None, iter_context=None):
         """Waits until the proxy has completed this channel's earlier requests."""

@@ -97,7 +97,10 @@ class CollectiveProgram:
         ]
         self.loop_context = None
         self._loop_pipelines = {}
-        self.sync_records = {}  # (rank, channel type, channel id, loop key) -> ([signal locs], [wait locs])
+        # True while ops go straight to their threadblock: outside loops, before compilation. The DSL
+        # methods' fast paths test this one flag (kept equal to loop_context is None and _json is None).
+        self._direct = True
+        self.sync_records = {}  # (rank, peer, channel type, k, loop key) -> ([signal locs], [wait locs])
         self.last_rank = None  # rank of the latest Rank(...): the executing rank of legacy switch calls
         self._json = None
         self._gc_was_enabled = False
@@ -137,6 +140,7 @@ class CollectiveProgram:
     def __exit__(self, exc_type, exc_value, traceback):
         set_program(None)
         self.loop_context = None
+        self._direct = self._json is None
         if self._gc_was_enabled:
             gc.enable()
         return False
@@ -164,24 +168,27 @@ class CollectiveProgram:
             self.ranks[rank].tb(tb).ops.append(pipeline)
         pipeline.ops.append(op)
 
-    def sync_entry(self, rank, channel_type, channel_id, loop_key):
-        """The (signal locations, wait locations) lists of one channel, inside one loop shape or none."""
-        key = (rank, channel_type, channel_id, loop_key)
+    def sync_entry(self, pair, loop_key):
+        """The (signal locations, wait locations) lists of one channel, inside one loop shape or none.
+
+        pair is (rank, peer, channel type, k) for the rank's k-th channel of that type to peer."""
+        key = pair + (loop_key,)
         entry = self.sync_records.get(key)
         if entry is None:
             entry = self.sync_records[key] = ([], [])
         return entry
 
-    def record_sync(self, rank, channel_type, channel_id, is_signal, location):
+    def record_sync(self, pair, is_signal, location):
         loop = self.loop_context
         loop_key = None if loop is None else (loop.unit, loop.num_chunks)
-        self.sync_entry(rank, channel_type, channel_id, loop_key)[0 if is_signal else 1].append(location)
+        self.sync_entry(pair, loop_key)[0 if is_signal else 1].append(location)
 
     def set_loop_context(self, loop_context):
         if self.loop_context is not None and loop_context is not None:
             raise DSLError("pipeline loops cannot be nested", user_location())
         self.loop_context = loop_context
         self._loop_pipelines = {}
+        self._direct = loop_context is None and self._json is None
 
     # ---- compilation ----
 
@@ -206,11 +213,14 @@ class CollectiveProgram:
                 ops = tb.ops
                 if self.instr_fusion:
                     ops = passes.fuse(ops)
+                else:
+                    ops = passes.expand_runs(ops)
                 ops = passes.expand_data_sync(ops)
                 if self.auto_sync:
                     ops = passes.insert_dependency_syncs(ops)
                 tb.ops = ops
         self._json = emit.plan_json(self, self.ranks)
+        self._direct = False
 
     def to_json(self, indent=None, **kwargs):
         """The plan as JSON text: compact by default, ``indent=N`` for humans."""

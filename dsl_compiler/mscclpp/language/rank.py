@@ -2,6 +2,7 @@
 from .buffer import BaseBuffer, Buffer
 from .errors import DSLError, user_location
 from .internal.ops import Barrier, Copy, Nop, Reduce, SemaphoreOp
+from .internal import state as _state
 from .internal.state import get_program
 from .loop import check_iter_context
 from .thread_block_group import ThreadBlockGroup, threadblocks
@@ -20,6 +21,7 @@ __all__ = [
 ]
 
 _SCRATCH = BufferType.scratch
+_SUM = ReduceOperationType.sum
 
 
 def sync_bits(data_sync, sync, default):
@@ -161,6 +163,33 @@ class Rank:
                 )
 
     def _copy(self, name, what, dst_chunk, src_chunk, tb, tb_group, iter_context):
+        program = _state._active
+        rank = self.rank
+        if (
+            program is not None
+            and program._direct
+            and type(tb) is int
+            and tb >= 0
+            and tb_group is None
+            and iter_context is None
+            and type(src_chunk) is Chunk
+            and type(dst_chunk) is Chunk
+            and src_chunk.rank == rank
+            and dst_chunk.rank == rank
+            and src_chunk.size == dst_chunk.size
+            and (
+                name == "copy"
+                or (
+                    program.protocol == "LL"
+                    and (dst_chunk if name == "cpkt" else src_chunk).buffer is _SCRATCH
+                )
+            )
+        ):
+            # Fast path: the checks below, all passing; anything else takes the full path.
+            src = (src_chunk.buffer._value_, src_chunk.index, src_chunk.size)
+            dst = (dst_chunk.buffer._value_, dst_chunk.index, dst_chunk.size)
+            program.ranks[rank].tb(tb).ops.append(Copy(name, [src], [dst], None))
+            return
         program = get_program()
         check_iter_context(program, iter_context)
         self._check_local(what, dst=dst_chunk, src=src_chunk)
@@ -217,6 +246,43 @@ class Rank:
         With ``packet=True`` the other chunks are LL packets in scratch. The seed spelling
         ``reduce(dst, src, op="sum", tb=0)`` (one chunk instead of a list) means dst = dst (+) src.
         """
+        program = _state._active
+        rank = self.rank
+        if (
+            program is not None
+            and program._direct
+            and type(tb) is int
+            and tb >= 0
+            and tb_group is None
+            and iter_context is None
+            and reduce_op is _SUM
+            and op is None
+            and type(src_chunk) is Chunk
+            and src_chunk.rank == rank
+            and type(other_chunks) is list
+            and other_chunks
+            and (not packet or program.protocol == "LL")
+        ):
+            # Fast path: the checks below, all passing, in one go; anything else takes the full path.
+            size = src_chunk.size
+            if dst_chunk is None or (type(dst_chunk) is Chunk and dst_chunk.rank == rank and dst_chunk.size == size):
+                for c in other_chunks:
+                    if (
+                        type(c) is not Chunk
+                        or c.rank != rank
+                        or c.size != size
+                        or (packet and c.buffer is not _SCRATCH)
+                    ):
+                        break
+                else:
+                    if dst_chunk is None:
+                        dst_chunk = src_chunk
+                    src = [(src_chunk.buffer._value_, src_chunk.index, size)]
+                    src += [(c.buffer._value_, c.index, size) for c in other_chunks]
+                    dst = [(dst_chunk.buffer._value_, dst_chunk.index, size)]
+                    op_ = Reduce(src, dst, [], [], [], [], [], "none", "sum", None, bool(packet))
+                    program.ranks[rank].tb(tb).ops.append(op_)
+                    return
         program = get_program()
         check_iter_context(program, iter_context)
         if isinstance(other_chunks, Chunk):

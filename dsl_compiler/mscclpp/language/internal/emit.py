@@ -6,6 +6,8 @@ per-threadblock passes therefore run once, on the program as written, not once p
 """
 import json
 
+from . import ops
+
 FORMAT_VERSION = 1
 
 
@@ -21,6 +23,7 @@ class Shift:
         self.n = n
         self.own = own
         self.counts = counts
+        self.interleaved = interleaved
         if interleaved:
             self.local = self._local_interleaved
             self.remote = self._remote_interleaved
@@ -50,7 +53,7 @@ def _tb_json(tb_id, tb, shift, n, k):
         op.emit(ops, shift)
     channels = ",".join(
         '{"channel_type":"%s","channel_ids":[%s]}'
-        % (ctype, ",".join(str(c * n + k) for c in ids) if n > 1 else ",".join(map(str, ids)))
+        % (ctype, ",".join([str(c * n + k) for c in ids]) if n > 1 else ",".join(map(str, ids)))
         for ctype, ids in tb.channels.items()
     )
     refs = ",".join(
@@ -61,13 +64,14 @@ def _tb_json(tb_id, tb, shift, n, k):
 
 
 def _rank_json(state, n, interleaved, counts):
+    copies = range(n)
     tbs = []
     for t, tb in enumerate(state.threadblocks):
         for k in range(n):
             shift = Shift(k, n, interleaved, counts[state.rank], counts) if n > 1 else None
             tbs.append(_tb_json(t * n + k, tb, shift, n, k))
     channels = [
-        '{"channel_type":"%s","connected_to":[%s]}' % (ctype, ",".join(str(p) for p in peers for _ in range(n)))
+        '{"channel_type":"%s","connected_to":[%s]}' % (ctype, ",".join([p for p in map(str, peers) for _ in copies]))
         for ctype, peers in state.channels.items()
     ]
     for buffer, ranks in state.switch_channels:
@@ -99,7 +103,11 @@ def plan_json(program, ranks):
     n = program.instances
     interleaved = program.replication_policy.value == "interleaved"
     counts = {s.rank: {"i": s.input_chunks, "o": s.output_chunks, "s": s.scratch_chunks} for s in ranks}
-    gpus = ",".join(_rank_json(state, n, interleaved, counts) for state in ranks)
+    try:
+        gpus = ",".join([_rank_json(state, n, interleaved, counts) for state in ranks])
+    finally:
+        for cache in ops.TEXT_CACHES:
+            cache.clear()
     tail = ',"format_version":%d' % FORMAT_VERSION
     if program.tags:
         tail += ',"tags":%s' % json.dumps(list(program.tags), separators=(",", ":"))

@@ -9,6 +9,10 @@ References are tuples, not objects, because programs create hundreds of thousand
 local ``(buffer, index, size)`` with buffer one of "i", "o", "s"; remote
 ``(buffer_id, index, size, peer_rank, buffer)`` where buffer_id is the threadblock-local id.
 Sync bits: 1 = a block-wide barrier before the op, 2 = after it.
+
+The DSL's fast paths do not make most ops: consecutive signals/waits, puts and channel reduces of a
+threadblock are recorded as runs (SyncRun, PutRun, ReduceRun, at the end of this module), which the
+passes turn into the ops they stand for, making only those that fusion does not merge away.
 """
 
 READ = 1
@@ -22,18 +26,50 @@ _CHUNK = '{"rank":%d,"type":"%s","index":%d,"size":%d}'
 _SWITCH = '{"switch_channel_id":%d,"index":%d,"size":%d}'
 
 
+class _Texts(dict):
+    """value -> ``fmt % value``, made on first use: the JSON of a reference is put together from a
+    few cached pieces instead of formatted each time. Equal values format equally with %d and %s,
+    so the cache cannot change the text. emit.plan_json clears the caches after each plan."""
+
+    __slots__ = ("fmt",)
+
+    def __init__(self, fmt):
+        super().__init__()
+        self.fmt = fmt
+
+    def __missing__(self, key):
+        text = self[key] = self.fmt % key
+        return text
+
+
+_local_text = _Texts(_LOCAL)  # (buffer, index, size) -> whole reference (local ones repeat a lot)
+_buffer_text = _Texts('{"type":"%s","index":')
+_buffer_id_text = _Texts('{"buffer_id":%d,"index":')
+_index_text = _Texts("%d")
+_size_text = _Texts(',"size":%d}')
+TEXT_CACHES = (_local_text, _buffer_text, _buffer_id_text, _index_text, _size_text)
+
+
 def local_refs_json(refs, shift):
     if shift is None:
-        return ",".join([_LOCAL % ref for ref in refs])
+        return ",".join([_local_text[ref] for ref in refs])
+    buffer, index, size = _buffer_text, _index_text, _size_text
+    if shift.interleaved:  # Shift._local_interleaved, inlined
+        n, k = shift.n, shift.k
+        return ",".join([f"{buffer[b]}{index[i * n + k * s]}{size[s]}" for b, i, s in refs])
     move = shift.local
-    return ",".join([_LOCAL % (b, move(b, i, s), s) for b, i, s in refs])
+    return ",".join([f"{buffer[b]}{index[move(b, i, s)]}{size[s]}" for b, i, s in refs])
 
 
 def remote_refs_json(refs, shift):
+    buffer_id, index, size = _buffer_id_text, _index_text, _size_text
     if shift is None:
-        return ",".join([_REMOTE % (bid, i, s) for bid, i, s, _, _ in refs])
+        return ",".join([f"{buffer_id[bid]}{index[i]}{size[s]}" for bid, i, s, _, _ in refs])
+    if shift.interleaved:  # Shift._remote_interleaved, inlined
+        n, k = shift.n, shift.k
+        return ",".join([f"{buffer_id[bid]}{index[i * n + k * s]}{size[s]}" for bid, i, s, _, _ in refs])
     move = shift.remote
-    return ",".join([_REMOTE % (bid, move(peer, b, i, s), s) for bid, i, s, peer, b in refs])
+    return ",".join([f"{buffer_id[bid]}{index[move(peer, b, i, s)]}{size[s]}" for bid, i, s, peer, b in refs])
 
 
 def ids_json(ids):
@@ -115,7 +151,7 @@ def _following_sync(nxt):
 class SyncOp(Op):
     """signal, wait (and their relaxed forms) and flush: ids are threadblock-local channel indexes."""
 
-    __slots__ = ("ids", "channel_type", "sync", "idset")
+    __slots__ = ("ids", "channel_type", "sync", "idset", "text")
     is_sync_op = True
 
     def __init__(self, name, ids, channel_type, sync):
@@ -124,6 +160,7 @@ class SyncOp(Op):
         self.channel_type = channel_type
         self.sync = sync
         self.idset = None  # set(ids), built when the op starts absorbing others
+        self.text = None  # its JSON, once emitted
 
     def fuse(self, nxt):
         # Fusion may extend self in place: every op object lives in exactly one op list, and the
@@ -132,7 +169,21 @@ class SyncOp(Op):
             seen = self.idset
             if seen is None:
                 seen = self.idset = set(self.ids)
-            new = [i for i in nxt.ids if i not in seen]
+            ids = nxt.ids
+            if len(ids) == 1:  # the usual case, without the general code's temporary lists
+                i = ids[0]
+                if i not in seen:
+                    self.ids.append(i)
+                    seen.add(i)
+                    self.sync |= nxt.sync
+                    return self
+                if self.name == "flush":
+                    self.sync |= nxt.sync
+                    return self
+                if nxt.sync & BEFORE:  # _following_sync(nxt), nxt being a SyncOp
+                    self.sync &= ~AFTER
+                return None
+            new = [i for i in ids if i not in seen]
             # a second signal on the same channel is a second increment: never merge it away
             if len(new) == len(nxt.ids) or self.name == "flush":
                 self.ids += new
@@ -144,9 +195,15 @@ class SyncOp(Op):
         return None
 
     def emit(self, out, shift):
-        out.append(
-            '{"name":"%s","channel_ids":[%s],"channel_type":"%s"}' % (self.name, ids_json(self.ids), self.channel_type)
-        )
+        # The same text for every instance (ids are threadblock-local): made once.
+        text = self.text
+        if text is None:
+            text = self.text = '{"name":"%s","channel_ids":[%s],"channel_type":"%s"}' % (
+                self.name,
+                ids_json(self.ids),
+                self.channel_type,
+            )
+        out.append(text)
 
 
 class SemaphoreOp(Op):
@@ -243,7 +300,6 @@ class Get(Op):
         )
 
 
-_NO_TBG = object()
 _PUT_FUSABLE = frozenset(("put", "ppkt", "pws", "pwsf"))
 
 
@@ -336,26 +392,28 @@ class Reduce(Op):
         else:
             self.name = ("rres" if self.rdst else "rre") if self.rsrc else ("res" if self.rdst else "re")
 
+    def takes_put(self, put_name, put_src):
+        """Whether a memory-channel put (put_name, local source put_src) of the same tbg sends this
+        reduce's result (or its packet copy), so that it fuses into this op."""
+        name = self.name
+        if name in ("re", "res", "rre", "rres"):
+            return put_name == "put" and put_src == self.dst[0]
+        if name in ("repkt", "respkt"):
+            return put_name == "ppkt" and put_src == self.dst[0]
+        if name in ("recpkt", "recspkt"):
+            return (put_name == "ppkt" and put_src == self.dst[0]) or (
+                put_name == "rppkt" and put_src == self.pkt_dst[0]
+            )
+        return False
+
     def fuse(self, nxt):
         name = self.name
-        if getattr(nxt, "tbg", _NO_TBG) != self.tbg:
-            return None
         kind = type(nxt)
+        # Only Put, Reduce and Copy fuse into a reduce, and only with the same tbg.
+        if (kind is not Put and kind is not Reduce and kind is not Copy) or nxt.tbg != self.tbg:
+            return None
         if kind is Put:
-            if nxt.channel_type != "memory":
-                return None
-            other = nxt.name
-            if name in ("re", "res", "rre", "rres"):
-                ok = other == "put" and nxt.src[0] == self.dst[0]
-            elif name in ("repkt", "respkt"):
-                ok = other == "ppkt" and nxt.src[0] == self.dst[0]
-            elif name in ("recpkt", "recspkt"):
-                ok = (other == "ppkt" and nxt.src[0] == self.dst[0]) or (
-                    other == "rppkt" and nxt.src[0] == self.pkt_dst[0]
-                )
-            else:
-                ok = False
-            if not ok:
+            if nxt.channel_type != "memory" or not self.takes_put(nxt.name, nxt.src[0]):
                 return None
             self.rdst += nxt.dst
             self.put_ids += nxt.ids
@@ -370,9 +428,11 @@ class Reduce(Op):
                 and nxt.op == self.op
             ):
                 return None
-            self.src += nxt.src[1:]
+            if len(nxt.src) > 1:
+                self.src += nxt.src[1:]
             self.rsrc += nxt.rsrc
             self.ids += nxt.ids
+            return self  # same name: both have the same name, packet flag, pkt_dst and rdst kinds
         elif kind is Copy and name == "repkt" and nxt.name == "cpkt" and nxt.src[0] == self.dst[0]:
             self.pkt_dst = list(nxt.dst)
         else:
@@ -506,6 +566,44 @@ class GroupLoadReduceStore(Op):
             '{"name":"glres","src_buff":[%s],"dst_buff":[%s],"channel_type":"switch","reduce_op":"%s"}'
             % (src, dst, self.op)
         )
+
+
+class SyncRun:
+    """Signal/wait ops of one name, channel type and data_sync, written one after the other on a
+    threadblock through the DSL's fast path and kept as a list of channel indexes instead of one
+    SyncOp each: ``ids[i]`` stands for ``SyncOp(name, [ids[i]], channel_type, bits)``. Runs exist
+    only in threadblock op lists before the passes: passes.fuse (or passes.expand_runs without
+    fusion) treats them exactly as those SyncOps, without making the ones fusion merges away."""
+
+    __slots__ = ("name", "channel_type", "bits", "ids")
+
+    def ops(self):
+        name, ctype, bits = self.name, self.channel_type, self.bits
+        return [SyncOp(name, [i], ctype, bits) for i in self.ids]
+
+
+class PutRun:
+    """Puts of one name and channel type (no tbg) written one after the other on a threadblock
+    through the DSL's fast path: ``puts[i] = (src, dst, channel index)`` stands for ``Put(name,
+    [src], [dst], [channel index], channel_type, None)``. Like SyncRun, expanded by the passes."""
+
+    __slots__ = ("name", "channel_type", "puts")
+
+    def ops(self):
+        name, ctype = self.name, self.channel_type
+        return [Put(name, [s], [d], [i], ctype, None) for s, d, i in self.puts]
+
+
+class ReduceRun:
+    """Memory-channel reduces (sum, no tbg) written one after the other on a threadblock through
+    the DSL's fast path: ``reduces[i] = (src, dst, remote srcs, channel index)`` stands for the rre
+    ``Reduce([src], [dst], [], remote srcs, [], [channel index], [], "memory", "sum", None, False)``.
+    Like SyncRun, expanded by the passes."""
+
+    __slots__ = ("reduces",)
+
+    def ops(self):
+        return [Reduce([s], [d], [], r, [], [i], [], "memory", "sum", None, False) for s, d, r, i in self.reduces]
 
 
 class Pipeline(Op):

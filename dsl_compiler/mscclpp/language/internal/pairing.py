@@ -9,20 +9,6 @@ a loop body runs a size-dependent number of times.
 from ..errors import DSLError
 
 
-def _peer_ordinals(ranks):
-    """(rank, type, channel id) -> (peer, k) and (rank, type, peer, k) -> channel id."""
-    ordinal, by_ordinal = {}, {}
-    for state in ranks:
-        for ctype, peers in state.channels.items():
-            seen = {}
-            for cid, peer in enumerate(peers):
-                k = seen.get(peer, 0)
-                seen[peer] = k + 1
-                ordinal[(state.rank, ctype, cid)] = (peer, k)
-                by_ordinal[(state.rank, ctype, peer, k)] = cid
-    return ordinal, by_ordinal
-
-
 def source_location(location):
     """(filename, line) of a recorded (code object, instruction offset)."""
     code, offset = location
@@ -37,29 +23,31 @@ def _loop_text(loop):
 
 
 def check_pairing(ranks, records):
-    """records: (rank, type, channel id, loop key) -> (signal locations, wait locations).
+    """records: (rank, peer, channel type, k, loop key) -> (signal locations, wait locations), for the
+    rank's k-th channel of that type to peer (RankState.add_channel numbers them).
 
     Raises DSLError for the mismatch whose first unmatched call comes earliest in the source.
     """
-    ordinal, by_ordinal = _peer_ordinals(ranks)
     empty = ((), ())
     problems = []
-    for (rank, ctype, cid, loop), (signals, waits) in records.items():
-        peer, k = ordinal[(rank, ctype, cid)]
-        partner = by_ordinal.get((peer, ctype, rank, k))
+    partner_records = records.get
+    for (rank, peer, ctype, k, loop), (signals, waits) in records.items():
+        partner = partner_records((peer, rank, ctype, k, loop))
         if partner is None:
-            location = (signals or waits)[0]
-            what = "signal" if signals else "wait"
-            problems.append(
-                (
-                    location,
-                    f"{what} on rank {rank}'s {ctype} channel #{k} to rank {peer} cannot pair: rank {peer} has no "
-                    f"{ctype} channel #{k} to rank {rank} (channels pair by order: the k-th from A to B with the "
-                    f"k-th from B to A)",
+            if ranks[peer].peer_channels.get((ctype, rank), 0) <= k:
+                location = (signals or waits)[0]
+                what = "signal" if signals else "wait"
+                problems.append(
+                    (
+                        location,
+                        f"{what} on rank {rank}'s {ctype} channel #{k} to rank {peer} cannot pair: rank {peer} has no "
+                        f"{ctype} channel #{k} to rank {rank} (channels pair by order: the k-th from A to B with the "
+                        f"k-th from B to A)",
+                    )
                 )
-            )
-            continue
-        peer_signals, peer_waits = records.get((peer, ctype, partner, loop), empty)
+                continue
+            partner = empty
+        peer_signals, peer_waits = partner
         if len(signals) > len(peer_waits):
             problems.append(
                 (

@@ -1,6 +1,8 @@
 """The per-threadblock passes, run in this order on every threadblock of every rank:
 
-1. ``fuse``: a left-to-right scan; each op is offered its successor, repeatedly, until it declines.
+1. ``fuse``: a left-to-right scan; each op is offered its successor, repeatedly, until it declines
+   (without fusion, ``expand_runs``: the DSL's fast paths record runs of signals/waits, puts and
+   channel reduces compactly, SyncRun/PutRun/ReduceRun; these two passes turn them into ops).
 2. ``expand_data_sync``: the data_sync of signal/wait/flush/semaphore ops becomes explicit nops.
 3. ``insert_dependency_syncs``: a nop wherever an op touches a local range an earlier op of the same
    threadblock wrote (RAW, WAW) or read (WAR) since the last barrier.
@@ -8,25 +10,181 @@ Pipelines are processed recursively: their bodies are threadblocks of their own.
 """
 from bisect import bisect_left
 
-from .ops import AFTER, BEFORE, READ, Barrier, Nop, Pipeline
+from .ops import (
+    _PUT_FUSABLE,
+    AFTER,
+    BEFORE,
+    READ,
+    Barrier,
+    Nop,
+    Pipeline,
+    Put,
+    PutRun,
+    Reduce,
+    ReduceRun,
+    SyncOp,
+    SyncRun,
+)
 
 
 def fuse(ops):
+    """Each op is offered its successors until it declines; then the successor takes its place.
+
+    A pipeline's body is fused when the pipeline takes the place of a predecessor that declined it
+    (a pipeline a nop absorbs keeps its body as written). Runs (SyncRun, PutRun, ReduceRun) are
+    fused as the ops they stand for, the usual cases inline, without making the ops that merge into
+    their predecessor."""
     result = []
-    i, n = 0, len(ops)
-    while i < n:
-        current = ops[i]
-        if type(current) is Pipeline:
-            current.ops = fuse(current.ops)
-        j = i + 1
-        while j < n:
-            fused = current.fuse(ops[j])
-            if fused is None:
+    append = result.append
+    current = None
+    for op in ops:
+        kind = type(op)
+        if kind is SyncRun:
+            current = _fuse_sync_run(op, current, append)
+            continue
+        if kind is PutRun:
+            current = _fuse_put_run(op, current, append)
+            continue
+        if kind is ReduceRun:
+            current = _fuse_reduce_run(op, current, append)
+            continue
+        if current is not None:
+            fused = current.fuse(op)
+            if fused is not None:
+                current = fused
+                continue
+            append(current)
+        current = op
+        if kind is Pipeline:
+            op.ops = fuse(op.ops)
+    if current is not None:
+        append(current)
+    return result
+
+
+def _fuse_sync_run(run, current, append):
+    name, ctype, b, ids = run.name, run.channel_type, run.bits, run.ids
+    k, n = 0, len(ids)
+    while k < n:
+        if type(current) is SyncOp and current.name == name and current.channel_type == ctype:
+            # SyncOp.fuse(SyncOp(name, [ids[k]], ctype, b)), inlined, for as many as it takes
+            seen = current.idset
+            if seen is None:
+                seen = current.idset = set(current.ids)
+            merged = current.ids
+            start = k
+            while k < n:
+                cid = ids[k]
+                if cid in seen:
+                    break
+                merged.append(cid)
+                seen.add(cid)
+                k += 1
+            if k > start:
+                current.sync |= b
+            if k == n:
                 break
-            current = fused
-            j += 1
-        result.append(current)
-        i = j
+            k += 1  # a second signal/wait on a channel is another one (flushes merge anyway)
+            if name == "flush":
+                current.sync |= b
+                continue
+            if b & BEFORE:
+                current.sync &= ~AFTER
+            append(current)
+            current = SyncOp(name, [cid], ctype, b)
+            continue
+        op = SyncOp(name, [ids[k]], ctype, b)
+        k += 1
+        if current is not None:
+            fused = current.fuse(op)
+            if fused is not None:
+                current = fused
+                continue
+            append(current)
+        current = op
+    return current
+
+
+def _fuse_put_run(run, current, append):
+    name, ctype, puts = run.name, run.channel_type, run.puts
+    fusable = name in _PUT_FUSABLE
+    k, n = 0, len(puts)
+    while k < n:
+        src, dst, cid = puts[k]
+        kind = type(current)
+        if kind is Reduce and current.tbg is None and ctype == "memory" and current.takes_put(name, src):
+            # Reduce.fuse(Put(name, [src], [dst], [cid], ctype, None)), inlined, for this put and the
+            # following ones of the same chunk (fusing a put keeps the reduce's acceptance: its name
+            # only gains remote destinations, rre -> rres, repkt -> respkt, ...)
+            j = k + 1
+            while j < n and puts[j][0] == src:
+                j += 1
+            batch = puts[k:j] if k or j < n else puts
+            current.rdst += [put[1] for put in batch]
+            current.put_ids += [put[2] for put in batch]
+            k = j
+            current.channel_type = "memory"
+            current._rename()
+            continue
+        k += 1
+        if kind is Put and current.name == name and current.channel_type == ctype and current.tbg is None:
+            # Put.fuse(Put(name, [src], [dst], [cid], ctype, None)), inlined
+            if fusable:
+                if src[2] == current.src[0][2]:
+                    current.src.append(src)
+                    current.dst.append(dst)
+                    current.ids.append(cid)
+                    continue
+            elif name == "rppkt" and src == current.src[0]:
+                current.dst.append(dst)
+                current.ids.append(cid)
+                continue
+        op = Put(name, [src], [dst], [cid], ctype, None)
+        if current is not None:
+            fused = current.fuse(op)
+            if fused is not None:
+                current = fused
+                continue
+            append(current)
+        current = op
+    return current
+
+
+def _fuse_reduce_run(run, current, append):
+    for src, dst, rsrc, cid in run.reduces:
+        if (
+            type(current) is Reduce
+            and current.name == "rre"
+            and current.src[0] == src
+            and len(current.dst) == 1
+            and current.dst[0] == dst
+            and current.channel_type == "memory"
+            and current.op == "sum"
+            and current.tbg is None
+        ):
+            # Reduce.fuse(the rre), inlined: one source, so only remote sources and ids grow
+            current.rsrc += rsrc
+            current.ids.append(cid)
+            continue
+        op = Reduce([src], [dst], [], rsrc, [], [cid], [], "memory", "sum", None, False)
+        if current is not None:
+            fused = current.fuse(op)
+            if fused is not None:
+                current = fused
+                continue
+            append(current)
+        current = op
+    return current
+
+
+def expand_runs(ops):
+    """The ops without fusion: each run becomes the ops it stands for."""
+    result = []
+    for op in ops:
+        if type(op) is SyncRun or type(op) is PutRun or type(op) is ReduceRun:
+            result += op.ops()
+        else:
+            result.append(op)
     return result
 
 

@@ -43,6 +43,7 @@ class RankState:
         "scratch_chunks",
         "threadblocks",
         "channels",
+        "peer_channels",
         "switch_channels",
         "remote_buffers",
         "semaphores",
@@ -56,6 +57,7 @@ class RankState:
         self.scratch_chunks = 0
         self.threadblocks = []
         self.channels = {}  # "memory"/"port" -> [peer rank per channel id]
+        self.peer_channels = {}  # (channel type, peer rank) -> how many channels of that type go to peer
         self.switch_channels = []  # (buffer type char, [ranks]) per switch channel id
         self.remote_buffers = {}  # (peer rank, buffer char) -> [id, [access channel types]]
         self.semaphores = []  # initial values by semaphore id
@@ -68,9 +70,14 @@ class RankState:
         return tbs[index]
 
     def add_channel(self, channel_type, peer):
+        """(channel id, k): the new channel is the k-th of its type to peer (it pairs with the peer's
+        k-th back)."""
         peers = self.channels.setdefault(channel_type, [])
         peers.append(peer)
-        return len(peers) - 1
+        key = (channel_type, peer)
+        k = self.peer_channels.get(key, 0)
+        self.peer_channels[key] = k + 1
+        return len(peers) - 1, k
 
     def add_switch_channel(self, buffer, ranks):
         self.switch_channels.append((buffer, ranks))
