@@ -1,0 +1,307 @@
+"""One rank (or one lone process) of an integration test: runs a named scenario against the real
+runtime and prints ``RESULT <json>`` for the test to assert on.
+
+    python3 integration_worker.py SCENARIO --rank R --size N [--meet uid|address ADDRESS] [--args JSON]
+
+Ranks meet through a unique id (rank 0 creates it and prints ``UID <hex>``; the others read it from
+stdin: the test relays it, so no port is guessed) or a fixed address. A fresh process per test keeps
+the process-wide plan registry of one test away from the others. Scenarios catch the errors they
+expect and report them (type and message); anything unexpected is a traceback and exit status 1.
+"""
+import argparse
+import json
+import sys
+import traceback
+
+import numpy as np
+
+import mscclpp
+from mscclpp import comm as mscclpp_comm
+from mscclpp.errors import MscclppError
+
+# ---------------------------------------------------------------- data and references
+
+NP_DTYPES = {
+    "int8": np.int8, "uint8": np.uint8, "int32": np.int32, "uint32": np.uint32, "int64": np.int64,
+    "uint64": np.uint64, "float16": np.float16, "float32": np.float32, "float64": np.float64,
+}
+
+
+def values(rank, count, dtype):
+    """Rank r's data: small integers (sums of up to 8 ranks are exact in every dtype, float16 included)."""
+    v = (np.arange(count, dtype=np.int64) * 7 + rank * 13) % 11
+    if not np.issubdtype(dtype, np.unsignedinteger):
+        v = v - 5
+    return v.astype(dtype)
+
+
+def reduce_all(arrays, op):
+    reducer = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}[op]
+    out = arrays[0].copy()
+    for a in arrays[1:]:
+        out = reducer(out, a).astype(out.dtype)
+    return out
+
+
+def buffers_and_reference(case, rank, n):
+    """(send, recv, expected recv, message size, in place) for one collective case on one rank."""
+    collective, dtype, count = case["collective"], NP_DTYPES[case["dtype"]], case["count"]
+    op = case.get("op", "sum")
+    in_place = case.get("in_place", False)
+    if collective == "allreduce":
+        send = values(rank, count, dtype)
+        expected = reduce_all([values(r, count, dtype) for r in range(n)], op)
+        recv = send if in_place else np.zeros_like(send)
+        return send, recv, expected, send.nbytes, in_place
+    if collective == "allgather":  # count per rank
+        expected = np.concatenate([values(r, count, dtype) for r in range(n)])
+        recv = np.zeros_like(expected)
+        if in_place:
+            recv[rank * count:(rank + 1) * count] = values(rank, count, dtype)
+            send = recv[rank * count:(rank + 1) * count]
+        else:
+            send = values(rank, count, dtype)
+        return send, recv, expected, recv.nbytes, in_place
+    if collective == "reducescatter":  # count per rank of the output
+        send = values(rank, n * count, dtype)
+        full = reduce_all([values(r, n * count, dtype) for r in range(n)], op)
+        expected = full[rank * count:(rank + 1) * count]
+        return send, np.zeros_like(expected), expected, send.nbytes, False
+    if collective == "alltoall":  # count per peer
+        send = values(rank, n * count, dtype)
+        expected = np.concatenate([values(r, n * count, dtype)[rank * count:(rank + 1) * count] for r in range(n)])
+        recv = send if in_place else np.zeros_like(send)
+        return send, recv, expected, send.nbytes, in_place
+    raise ValueError(f"unknown collective {collective}")
+
+
+def error_report(error):
+    return {"type": type(error).__name__, "message": str(error),
+            "status": getattr(error, "status", None)}
+
+
+# ---------------------------------------------------------------- scenarios with a communicator
+
+def scenario_info(group, args):
+    """The group's view of itself, a barrier, and one small allreduce to show the communicator works."""
+    group.barrier()
+    executor = mscclpp.Executor(group.communicator)
+    case = {"collective": "allreduce", "dtype": "float32", "count": 1024, "in_place": True}
+    result = run_case(group, executor, mscclpp.ExecutionPlanRegistry(), case)
+    return {"my_rank": group.my_rank, "nranks": group.nranks, "nranks_per_node": group.nranks_per_node,
+            "local_rank": group.local_rank, "comm_rank": group.communicator.rank,
+            "comm_size": group.communicator.size, "backend": executor.backend, "allreduce": result}
+
+
+def run_case(group, executor, registry, case):
+    rank, n = group.my_rank, group.nranks
+    send, recv, expected, message, in_place = buffers_and_reference(case, rank, n)
+    handle = registry.select(case["collective"], n, group.nranks_per_node, send.ctypes.data, recv.ctypes.data,
+                             message, dtype=send.dtype, in_place=in_place)
+    if handle is None:
+        return {"ok": False, "why": registry.last_reason}
+    op = mscclpp.ReduceOp[case.get("op", "sum")]
+    executor.execute(rank, send.ctypes.data, recv.ctypes.data, send.nbytes, recv.nbytes, send.dtype, handle.plan,
+                     0, op=op)
+    wrong = np.flatnonzero(recv != expected)
+    if wrong.size:
+        i = int(wrong[0])
+        return {"ok": False, "plan": handle.name,
+                "why": f"{wrong.size} wrong element(s); element {i} is {recv[i]}, expected {expected[i]}"}
+    return {"ok": True, "plan": handle.name}
+
+
+def scenario_collectives(group, args):
+    """Every case of args["cases"] (with its id), executed on the CPU backend and checked with numpy."""
+    executor = mscclpp.Executor(group.communicator)
+    registry = mscclpp.ExecutionPlanRegistry()
+    results = {}
+    for case in args["cases"]:
+        try:
+            results[case["id"]] = run_case(group, executor, registry, case)
+        except MscclppError as error:  # reported per case; the ranks stay in step (errors precede exchanges)
+            results[case["id"]] = {"ok": False, "why": f"{type(error).__name__}: {error}"}
+    return {"backend": executor.backend, "results": results}
+
+
+def scenario_execute_errors(group, args):
+    """Wrong calls, each made identically on every rank (so they fail before any exchange), then a good
+    call proving the communicator and executor still work."""
+    rank, n = group.my_rank, group.nranks
+    executor = mscclpp.Executor(group.communicator)
+    registry = mscclpp.ExecutionPlanRegistry()
+    x = values(rank, 1024, np.float32)
+    ptr, size = x.ctypes.data, x.nbytes
+    small = registry.select("allreduce", n, group.nranks_per_node, ptr, ptr, size, dtype=np.float32)
+    out = {"selected": small.name}
+
+    def attempt(name, call):
+        try:
+            call()
+            out[name] = {"type": None}
+        except Exception as error:  # noqa: BLE001 - the report is the point
+            out[name] = error_report(error)
+
+    big = np.zeros(1 << 19, dtype=np.float32)  # 2 MiB: beyond the LL plan's range
+    attempt("receive_size_mismatch", lambda: executor.execute(rank, ptr, ptr, size, size // 2, np.float32, small.plan))
+    attempt("beyond_size_range", lambda: executor.execute(rank, big.ctypes.data, big.ctypes.data, big.nbytes,
+                                                          big.nbytes, np.float32, small.plan))
+    attempt("not_divisible", lambda: executor.execute(rank, ptr, ptr, 1000, 1000, np.float32, small.plan))
+    attempt("other_rank", lambda: executor.execute((rank + 1) % n, ptr, ptr, size, size, np.float32, small.plan))
+    attempt("python_dtype_number", lambda: executor.execute(rank, ptr, ptr, size, size, 42, small.plan))
+    attempt("python_dtype_complex", lambda: executor.execute(rank, ptr, ptr, size, size, np.complex64, small.plan))
+    error = mscclpp._capi.error_buffer()
+    status = mscclpp._capi.load().mscclppExecute(executor.handle, rank, ptr, ptr, size, size, 42, small.plan.handle,
+                                                None, 0, error, len(error))
+    out["c_dtype_number"] = {"status": status, "message": mscclpp._capi.text(error)}
+    status = mscclpp._capi.load().mscclppExecute(executor.handle, rank, ptr, ptr, size, size, 7, small.plan.handle,
+                                                None, 5, error, len(error))
+    out["c_premulsum"] = {"status": status, "message": mscclpp._capi.text(error)}
+    attempt("plan_by_name", lambda: executor.execute(rank, ptr, ptr, size, size, np.float32, small.name))
+    attempt("null_send", lambda: executor.execute(rank, 0, ptr, size, size, np.float32, small.plan))
+
+    # A plan registered, selected, then unregistered: the handle no longer matches the registry's choice.
+    with open(args["extra_plan"], encoding="utf-8") as f:
+        text = f.read()
+    mscclpp.plan.register_json(text, source_name="extra.json", tags=["extra"])
+    extra = registry.select("allreduce", n, group.nranks_per_node, ptr, ptr, size, dtype=np.float32, tags=["extra"])
+    mscclpp.plan.unregister(extra.name)
+    attempt("unregistered_plan", lambda: executor.execute(rank, ptr, ptr, size, size, np.float32, extra.plan))
+    closed = registry.select("allreduce", n, group.nranks_per_node, ptr, ptr, size, dtype=np.float32)
+    closed.plan.close()
+    attempt("closed_plan", lambda: executor.execute(rank, ptr, ptr, size, size, np.float32, closed.plan))
+
+    # Still usable: the right call works after all the wrong ones.
+    expected = reduce_all([values(r, 1024, np.float32) for r in range(n)], "sum")
+    executor.execute(rank, ptr, ptr, size, size, np.float32, small.plan)
+    out["after_errors_correct"] = bool(np.array_equal(x, expected))
+    return out
+
+
+# ---------------------------------------------------------------- scenarios in one lone process
+
+def scenario_registry(args):
+    """Selection through ExecutionPlanRegistry: default plans, run-time registrations, selectors."""
+    registry = mscclpp.ExecutionPlanRegistry()
+    out = {}
+
+    def pick(*call, **keywords):
+        handle = registry.select(*call, **keywords)
+        return None if handle is None else {"name": handle.name, "tags": sorted(handle.tags),
+                                            "collective": handle.collective, "reason": handle.reason,
+                                            "plan_type": type(handle.plan).__name__}
+
+    out["defaults"] = {
+        "allreduce_4k": pick("allreduce", 4, 4, 0x1000, 0x1000, 4096, dtype="float32"),
+        "allreduce_2m": pick("allreduce", 4, 4, 0x1000, 0x1000, 2 << 20, dtype="float32"),
+        "allreduce_32m_oop": pick("allreduce", 8, 8, 0x1000, 0x9000000, 32 << 20, dtype="float16"),
+        "allgather_4m": pick("allgather", 2, 2, 0x1000, 0x2000, 4 << 20),
+        "alltoall": pick("alltoall", 4, 4, 0x1000, 0x2000, 64 << 10),
+        "broadcast_root1": pick("broadcast", 4, 4, 0x1000, 0x2000, 8192, root=1),
+        "nvls_tag": pick("allreduce", 4, 4, 0x1000, 0x1000, 2 << 20, dtype="float32", tags=["nvls"]),
+        "no_plan_3_ranks": pick("allreduce", 3, 3, 0x1000, 0x1000, 4096, dtype="float32"),
+    }
+    out["no_plan_reason"] = registry.last_reason
+    out["default_plan_count"] = len(registry.plans())
+    known = registry.get("allreduce_ll_n4_ip")
+    out["get_known"] = known.max_message_size if known else None
+    out["get_unknown"] = registry.get("no_such_plan")
+
+    # A plan registered at run time (mscclpp.plan.register) is a candidate for ExecutionPlanRegistry too.
+    mscclpp.plan.register(args["extra_plan"], tags=["mine"])
+    out["registered"] = pick("allreduce", 4, 4, 0x1000, 0x1000, 4096, dtype="float32", tags=["mine"])
+    out["registered_listed"] = [p.name for p in registry.plans("allreduce") if "mine" in p.tags]
+
+    # The seed's selector shape, through mscclpp.plan.set_selector.
+    seen = []
+
+    def prefer_nvls(plans, req):
+        seen.append((req.collective, req.world_size, req.message_size, req.dtype))
+        candidates = plans.get(req.collective)
+        nvls = [p for p in candidates if "nvls" in p.tags]
+        return nvls[0] if nvls else candidates[0]
+
+    registry.set_selector(prefer_nvls)
+    out["selector_choice"] = pick("allreduce", 4, 4, 0x1000, 0x1000, 2 << 20, dtype="float32")
+    out["selector_saw"] = seen[:1]
+    registry.set_selector(lambda plans, req: None)
+    out["selector_declines"] = pick("allreduce", 4, 4, 0x1000, 0x1000, 4096, dtype="float32")
+    registry.set_selector(None)
+    out["selector_removed"] = pick("allreduce", 4, 4, 0x1000, 0x1000, 4096, dtype="float32")
+
+    def bad(name, call):
+        try:
+            call()
+            out[name] = {"type": None}
+        except Exception as error:  # noqa: BLE001 - the report is the point
+            out[name] = error_report(error)
+
+    bad("unknown_collective", lambda: registry.select("allsum", 4, 4, 0, 0, 4096))
+    bad("ranks_per_node_too_big", lambda: registry.select("allreduce", 4, 8, 0, 0, 4096))
+    bad("negative_size", lambda: registry.select("allreduce", 4, 4, 0, 0, -1))
+    bad("bad_pointer", lambda: registry.select("allreduce", 4, 4, "0x10", 0, 4096))
+    bad("bad_dtype", lambda: registry.select("allreduce", 4, 4, 0, 0, 4096, dtype="complex64"))
+    return out
+
+
+def scenario_lone_group(args):
+    """CommGroup of size 1 (no peers needed) from a fixed address: the address forms and their errors."""
+    out = {}
+    for name, address in args["addresses"].items():
+        try:
+            with mscclpp_comm.CommGroup(interfaceIpPortTrio=address, rank=0, size=1, timeout=10) as group:
+                out[name] = {"type": None, "nranks": group.nranks, "my_rank": group.my_rank}
+        except Exception as error:  # noqa: BLE001 - the report is the point
+            out[name] = error_report(error)
+    return out
+
+
+def scenario_missing_rank(args):
+    """Rank 0 of 2 from a fixed address, with rank 1 never started: must fail within the timeout."""
+    try:
+        mscclpp_comm.CommGroup(interfaceIpPortTrio=args["address"], rank=0, size=2, timeout=args["timeout"])
+    except Exception as error:  # noqa: BLE001 - the report is the point
+        return error_report(error)
+    return {"type": None}
+
+
+GROUP_SCENARIOS = {"info": scenario_info, "collectives": scenario_collectives,
+                   "execute_errors": scenario_execute_errors}
+LONE_SCENARIOS = {"registry": scenario_registry, "lone_group": scenario_lone_group,
+                  "missing_rank": scenario_missing_rank}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("scenario", choices=sorted(GROUP_SCENARIOS) + sorted(LONE_SCENARIOS))
+    parser.add_argument("--rank", type=int, default=0)
+    parser.add_argument("--size", type=int, default=1)
+    parser.add_argument("--meet", choices=["uid", "address"], default="uid")
+    parser.add_argument("--address", default="")
+    parser.add_argument("--args", default="{}")
+    options = parser.parse_args()
+    args = json.loads(options.args)
+    try:
+        if options.scenario in LONE_SCENARIOS:
+            result = LONE_SCENARIOS[options.scenario](args)
+        else:
+            if options.meet == "address":
+                group = mscclpp_comm.CommGroup(interfaceIpPortTrio=options.address, rank=options.rank,
+                                               size=options.size, timeout=30)
+            else:
+                if options.rank == 0:
+                    uid = mscclpp_comm.create_unique_id()
+                    print("UID " + uid.hex(), flush=True)
+                else:
+                    uid = bytes.fromhex(sys.stdin.readline().strip())
+                group = mscclpp_comm.CommGroup(unique_id=uid, rank=options.rank, size=options.size, timeout=30)
+            result = GROUP_SCENARIOS[options.scenario](group, args)
+    except Exception:  # noqa: BLE001 - an unexpected failure: the traceback is the report
+        traceback.print_exc()
+        return 1
+    print("RESULT " + json.dumps(result, default=str), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
