@@ -4,7 +4,7 @@
 #include "capi/guard.hpp"
 #include "capi/plan_handle.hpp"
 #include "core/enforce.hpp"
-#include "plan/plan_names.hpp"
+#include "plan/c_request.hpp"
 
 int mscclppPlanSelectHandle(const mscclppPlanRequest* request, mscclppPlan_t* plan, char* nameBuf, size_t nameLen,
                             char* reasonBuf, size_t reasonLen) {
@@ -14,26 +14,7 @@ int mscclppPlanSelectHandle(const mscclppPlanRequest* request, mscclppPlan_t* pl
   return mscclpp::capi::guarded(reasonBuf, reasonLen, [&] {
     MSCCLPP_ENFORCE(plan != nullptr, ErrorCode::InvalidArgument,
                     "mscclppPlanSelectHandle: the output pointer plan is NULL");
-    MSCCLPP_ENFORCE(request != nullptr, ErrorCode::InvalidArgument, "mscclppPlanSelectHandle: request is NULL");
-    MSCCLPP_ENFORCE(request->collective != nullptr, ErrorCode::InvalidArgument,
-                    "mscclppPlanSelectHandle: request->collective is NULL");
-    mscclpp::plan::SelectRequest r;
-    MSCCLPP_ENFORCE(mscclpp::plan::collectiveFromName(std::string_view(request->collective), &r.collective),
-                    ErrorCode::InvalidArgument,
-                    "plan selection: collective '%s' is not one of allreduce, allgather, reducescatter, alltoall, "
-                    "sendrecv, broadcast, reduce, custom, test",
-                    request->collective);
-    r.worldSize = request->worldSize;
-    r.nRanksPerNode = request->nRanksPerNode;
-    r.messageBytes = request->messageBytes;
-    r.inPlace = request->inPlace != 0;
-    r.dtype = request->dtype;
-    r.redOp = request->redOp;
-    r.root = request->root;
-    r.tags = request->tags;
-    r.nTags = request->nTags;
-    r.sendBuffer = request->sendBuffer;
-    r.recvBuffer = request->recvBuffer;
+    mscclpp::plan::SelectRequest r = mscclpp::plan::selectRequestFromC(request, "mscclppPlanSelectHandle");
     r.rank = -1;  // choose only: each rank loads its part at its first execute
     const mscclpp::plan::SelectionPtr selection = mscclpp::plan::Registry::instance().select(r);
     mscclpp::capi::writeText(reasonBuf, reasonLen, selection->reason);

@@ -11,7 +11,7 @@
 
 #include "core/enforce.hpp"
 #include "core/format.hpp"
-#include "plan/plan_names.hpp"
+#include "plan/c_request.hpp"
 #include "plan/registry.hpp"
 
 namespace {
@@ -140,26 +140,7 @@ int mscclppPlanSelect(const mscclppPlanRequest* request, char* nameBuf, size_t n
                       size_t reasonLen) {
   writeText(nameBuf, nameLen, "");
   return guarded(reasonBuf, reasonLen, [&] {
-    MSCCLPP_ENFORCE(request != nullptr, ErrorCode::InvalidArgument, "mscclppPlanSelect: request is NULL");
-    MSCCLPP_ENFORCE(request->collective != nullptr, ErrorCode::InvalidArgument,
-                    "mscclppPlanSelect: request->collective is NULL");
-    mscclpp::plan::SelectRequest r;
-    MSCCLPP_ENFORCE(mscclpp::plan::collectiveFromName(std::string_view(request->collective), &r.collective),
-                    ErrorCode::InvalidArgument,
-                    "mscclppPlanSelect: collective '%s' is not one of allreduce, allgather, reducescatter, alltoall, "
-                    "sendrecv, broadcast, reduce, custom, test",
-                    request->collective);
-    r.worldSize = request->worldSize;
-    r.nRanksPerNode = request->nRanksPerNode;
-    r.messageBytes = request->messageBytes;
-    r.inPlace = request->inPlace != 0;
-    r.dtype = request->dtype;
-    r.redOp = request->redOp;
-    r.root = request->root;
-    r.tags = request->tags;
-    r.nTags = request->nTags;
-    r.sendBuffer = request->sendBuffer;
-    r.recvBuffer = request->recvBuffer;
+    mscclpp::plan::SelectRequest r = mscclpp::plan::selectRequestFromC(request, "mscclppPlanSelect");
     const auto selection = Registry::instance().select(r);
     writeText(nameBuf, nameLen, selection->name);
     writeText(reasonBuf, reasonLen, selection->reason);
