@@ -97,3 +97,36 @@ def check(status: int, buffer, what: str) -> int:
         message = text(buffer) if buffer is not None else ""
         raise error_for_status(status, f"{what}: {message}" if message else f"{what} failed (status {status})")
     return status
+
+
+class OwnedHandle:
+    """Owns one C handle and releases it once (close(), or garbage collection). Subclasses name the
+    C entry point that destroys it (``_destroy``) and describe themselves for the closed error
+    (``_closed_what``)."""
+
+    _destroy = ""
+
+    def __init__(self, handle: ctypes.c_void_p):
+        self._handle = handle
+
+    def _closed_what(self) -> str:
+        return type(self).__name__
+
+    @property
+    def handle(self) -> ctypes.c_void_p:
+        """The C handle; raises ValueError once closed."""
+        if self._handle is None:
+            raise ValueError(f"{self._closed_what()} is closed")
+        return self._handle
+
+    def close(self) -> None:
+        """Releases the handle (idempotent)."""
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            getattr(load(), self._destroy)(handle)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown may have torn the module down
+            pass

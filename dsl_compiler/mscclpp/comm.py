@@ -44,12 +44,14 @@ def create_unique_id() -> bytes:
     return buffer.raw
 
 
-class Communicator:
+class Communicator(_capi.OwnedHandle):
     """A runtime communicator (the C handle). Owned by the CommGroup that made it; an Executor built
     on it keeps the C++ communicator alive on its own, so closing the group first is safe."""
 
+    _destroy = "mscclppCommDestroy"
+
     def __init__(self, handle: ctypes.c_void_p):
-        self._handle = handle
+        super().__init__(handle)
         info = _capi.CommInfo()
         error = _capi.error_buffer()
         _capi.check(_capi.load().mscclppCommGetInfo(handle, ctypes.byref(info), error, len(error)), error,
@@ -60,30 +62,14 @@ class Communicator:
         self.local_rank: int = info.localRank
         self.device: int = info.device
 
-    @property
-    def handle(self) -> ctypes.c_void_p:
-        """The mscclppComm_t; raises once the communicator was closed."""
-        if self._handle is None:
-            raise ValueError(f"communicator of rank {self.rank}/{self.size} is closed")
-        return self._handle
+    def _closed_what(self) -> str:
+        return f"communicator of rank {self.rank}/{self.size}"
 
     def barrier(self) -> None:
         """Waits until every rank has entered the barrier (bounded by the bootstrap's deadline)."""
         error = _capi.error_buffer()
         _capi.check(_capi.load().mscclppCommBarrier(self.handle, error, len(error)), error,
                     f"barrier on rank {self.rank}/{self.size}")
-
-    def close(self) -> None:
-        """Releases the handle (idempotent)."""
-        handle, self._handle = self._handle, None
-        if handle is not None:
-            _capi.load().mscclppCommDestroy(handle)
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown may have torn the module down
-            pass
 
     def __repr__(self):
         state = "closed" if self._handle is None else f"device {self.device}"

@@ -21,7 +21,7 @@ __all__ = ["Executor"]
 _BACKEND_LENGTH = 64
 
 
-class Executor:
+class Executor(_capi.OwnedHandle):
     """Runs plans for the ranks of one communicator. Construction is collective (every rank makes
     its executor); execute calls are collective too, in the same order on every rank. One executor
     serialises its own execute calls. It keeps the C++ communicator alive until it is closed."""
@@ -37,7 +37,7 @@ class Executor:
         error = _capi.error_buffer()
         _capi.check(lib.mscclppExecutorCreate(communicator.handle, ctypes.byref(handle), error, len(error)), error,
                     f"mscclpp.Executor on rank {communicator.rank}/{communicator.size}")
-        self._handle = handle
+        super().__init__(handle)
         self.rank = communicator.rank
         self.size = communicator.size
         name = ctypes.create_string_buffer(_BACKEND_LENGTH)
@@ -80,22 +80,10 @@ class Executor:
             send_size, recv_size, int(DataType(data_type)), plan.handle, _stream(stream), int(op), error, len(error))
         _capi.check(status, error, f"mscclpp.Executor.execute(plan '{plan.name}', rank {rank})")
 
-    @property
-    def handle(self) -> ctypes.c_void_p:
-        if self._handle is None:
-            raise ValueError(f"the executor of rank {self.rank}/{self.size} is closed")
-        return self._handle
+    _destroy = "mscclppExecutorDestroy"
 
-    def close(self) -> None:
-        handle, self._handle = self._handle, None
-        if handle is not None:
-            _capi.load().mscclppExecutorDestroy(handle)
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown may have torn the module down
-            pass
+    def _closed_what(self) -> str:
+        return f"the executor of rank {self.rank}/{self.size}"
 
     def __enter__(self) -> "Executor":
         return self

@@ -25,31 +25,19 @@ _REDUCING = ("allreduce", "reducescatter", "reduce")
 _ROOTED = ("broadcast", "reduce")
 
 
-class ExecutionPlan:
+class ExecutionPlan(_capi.OwnedHandle):
     """A chosen plan, as Executor.execute takes it (the C plan handle). Each rank loads its part of
     the plan at its first execute; the handle is released when this object is garbage collected or
     closed. Thread-safe: the runtime serialises the loads."""
 
+    _destroy = "mscclppPlanHandleDestroy"
+
     def __init__(self, handle: ctypes.c_void_p, name: str):
-        self._handle = handle
+        super().__init__(handle)
         self.name = name
 
-    @property
-    def handle(self) -> ctypes.c_void_p:
-        if self._handle is None:
-            raise ValueError(f"execution plan '{self.name}' is closed")
-        return self._handle
-
-    def close(self) -> None:
-        handle, self._handle = self._handle, None
-        if handle is not None:
-            _capi.load().mscclppPlanHandleDestroy(handle)
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown may have torn the module down
-            pass
+    def _closed_what(self) -> str:
+        return f"execution plan '{self.name}'"
 
     def __repr__(self):
         return f"<mscclpp ExecutionPlan '{self.name}'>"
