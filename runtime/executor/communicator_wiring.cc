@@ -1,14 +1,21 @@
 // The CPU backend's wiring over a Communicator: every rank places its staged input/output, its
 // scratch and the semaphore counters it receives on in one shared host allocation, registers it
 // for Transport::HostShm and sends every other rank of the plan the registration and a directory
-// of offsets. Peers map it (same host) and address each other's memory directly, exactly like the
-// emulator's world.
+// of offsets. Peers on this host map it and address each other's memory directly, exactly like the
+// emulator's world. Peers on another host are reached only through port channels: the region is
+// then registered for TCP too, one TCP connection is opened per such peer, and the context's proxy
+// performs their requests on it (remote_port_peers.hpp). A plan that would load/store into another
+// host's memory (memory channel, switch channel, memory-access remote buffer) is refused up front,
+// on every rank alike, so that no rank waits for a peer that gave up.
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "core/enforce.hpp"
+#include "core/logger.hpp"
 #include "executor/context_image.hpp"
 #include "executor/context_wiring.hpp"
+#include "executor/remote_port_peers.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
 #include "mscclpp/memory.hpp"
@@ -71,13 +78,50 @@ class Reader {
   int peer_;
 };
 
+// base == nullptr (a peer on another host): the size only, no address.
 char* bufferBase(char* base, const Directory& d, plan::BufferType t, uint64_t* bytes) {
   switch (t) {
-    case plan::BufferType::Input: *bytes = d.inputBytes; return base + d.inputOff;
-    case plan::BufferType::Output: *bytes = d.outputBytes; return base + d.outputOff;
-    case plan::BufferType::Scratch: *bytes = d.scratchBytes; return base + d.scratchOff;
+    case plan::BufferType::Input: *bytes = d.inputBytes; return base ? base + d.inputOff : nullptr;
+    case plan::BufferType::Output: *bytes = d.outputBytes; return base ? base + d.outputOff : nullptr;
+    case plan::BufferType::Scratch: *bytes = d.scratchBytes; return base ? base + d.scratchOff : nullptr;
   }
   return nullptr;
+}
+
+// Refuses load/store access across hosts, checking every rank's declarations (the loader keeps
+// them for all ranks) so that all ranks refuse the same plan before any exchange.
+void refuseLoadStoreAcrossHosts(const plan::Plan& p, const Communicator& comm) {
+  auto other = [&](int a, int b) { return comm.hostIdOf(a) != comm.hostIdOf(b); };
+  auto refuse = [&](const std::string& what, int a, int b) {
+    MSCCLPP_THROW(ErrorCode::NotSupported,
+                  "plan %s (%s) on the CPU backend: %s of rank %d to rank %d: rank %d is on another host (%s; rank %d "
+                  "is on %s); across hosts plans must use port channels",
+                  p.header.name.c_str(), p.header.source.c_str(), what.c_str(), a, b, b, comm.hostIdOf(b).c_str(), a,
+                  comm.hostIdOf(a).c_str());
+  };
+  for (const plan::RankPlan& rp : p.ranks) {
+    const int a = rp.rank;
+    for (size_t c = 0; c < rp.memoryChannels.size(); ++c)
+      if (other(a, rp.memoryChannels[c].peer)) refuse(strFormat("memory channel %zu", c), a, rp.memoryChannels[c].peer);
+    for (size_t c = 0; c < rp.switchChannels.size(); ++c)
+      for (int m : rp.switchChannels[c].ranks)
+        if (other(a, m)) refuse(strFormat("switch channel %zu (a member)", c), a, m);
+    for (size_t k = 0; k < rp.remoteBuffers.size(); ++k) {
+      const plan::RemoteBufferDecl& d = rp.remoteBuffers[k];
+      if (d.viaMemory && other(a, d.rank))
+        refuse(strFormat("remote buffer %zu (%s, accessed by memory channels)", k, plan::bufferTypeName(d.type)), a,
+               d.rank);
+    }
+  }
+}
+
+uint64_t bufferOffset(const Directory& d, plan::BufferType t) {
+  switch (t) {
+    case plan::BufferType::Input: return d.inputOff;
+    case plan::BufferType::Output: return d.outputOff;
+    case plan::BufferType::Scratch: return d.scratchOff;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -95,6 +139,10 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
                   "plan %s is written for %d ranks; the communicator has %d and this is its rank %d (asked rank %d)",
                   p.header.name.c_str(), n, comm_->size(), comm_->rank(), rank);
   const plan::RankPlan& rp = p.ranks[rank];
+  refuseLoadStoreAcrossHosts(p, *comm_);
+  std::set<int> crossHostPeers;  // reached only through port channels, over TCP
+  for (const plan::ChannelDecl& c : rp.portChannels)
+    if (!comm_->isSameHost(c.peer)) crossHostPeers.insert(c.peer);
 
   // Our region.
   Directory mine;
@@ -119,7 +167,9 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
   }
   std::shared_ptr<void> region = allocSharedHostBytes(size);  // zeroed
   char* base = static_cast<char*>(region.get());
-  RegisteredMemory reg = comm_->registerMemory(base, size, Transport::HostShm);
+  const TransportFlags transports =
+      crossHostPeers.empty() ? TransportFlags(Transport::HostShm) : Transport::HostShm | Transport::Tcp;
+  RegisteredMemory reg = comm_->registerMemory(base, size, transports);
 
   // Tell every other rank where things are.
   std::vector<char> msg;
@@ -141,6 +191,10 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
   }
   std::shared_ptr<Bootstrap> bs = comm_->bootstrap()->withNamespace("mscclpp.executor");
   const int tag = static_cast<int>(sequence_++ & 0x3fffffff);
+  // Connections first: connect() posts our endpoint at once, so both sides may wait in any order.
+  std::map<int, std::shared_future<std::shared_ptr<Connection>>> pending;
+  // The high tag bit keeps the executor's connections apart from ones the user makes on this communicator.
+  for (int q : crossHostPeers) pending[q] = comm_->connect(q, tag | 0x40000000, Transport::Tcp);
   for (int q = 0; q < n; ++q)
     if (q != rank) bs->send(msg, q, tag);
 
@@ -157,10 +211,9 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
     Remote& rm = remotes[q];
     rm.memory = RegisteredMemory::deserialize(r.bytes(r.u64("registration size"), "registration"));
     rm.base = static_cast<char*>(rm.memory.data());
-    MSCCLPP_ENFORCE(rm.base != nullptr, ErrorCode::NotSupported,
-                    "plan %s on the CPU backend: rank %d's memory cannot be mapped here (the CPU backend needs every "
-                    "rank on one host)",
-                    p.header.name.c_str(), q);
+    MSCCLPP_ENFORCE(rm.base != nullptr || !comm_->isSameHost(q), ErrorCode::NotSupported,
+                    "plan %s on the CPU backend: rank %d is on this host (%s) but its memory cannot be mapped here",
+                    p.header.name.c_str(), q, comm_->hostIdOf(q).c_str());
     Directory& d = rm.dir;
     d.inputOff = r.u64("input offset"), d.inputBytes = r.u64("input size");
     d.outputOff = r.u64("output offset"), d.outputBytes = r.u64("output size");
@@ -208,9 +261,45 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
     res.memoryInbound.push_back(counterOf(rank, c.peer, c.pairIndex, false));
     res.memoryOutbound.push_back(counterOf(c.peer, rank, c.pairIndex, false));
   }
-  for (const plan::ChannelDecl& c : rp.portChannels) {
-    res.portInbound.push_back(counterOf(rank, c.peer, c.pairIndex, true));
-    res.portOutbound.push_back(counterOf(c.peer, rank, c.pairIndex, true));
+  std::shared_ptr<RemotePortPeers> cross;
+  if (!crossHostPeers.empty()) {
+    cross = std::make_shared<RemotePortPeers>();
+    cross->planName = p.header.name;
+    cross->rank = rank;
+    std::map<int, std::shared_ptr<Connection>> connections;
+    for (auto& [q, future] : pending) connections[q] = future.get();
+    cross->channels.resize(rp.portChannels.size());
+    for (size_t c = 0; c < rp.portChannels.size(); ++c) {
+      const plan::ChannelDecl& d = rp.portChannels[c];
+      RemotePortPeers::Channel& ch = cross->channels[c];
+      ch.peer = d.peer;
+      if (!crossHostPeers.count(d.peer)) continue;
+      ch.connection = connections.at(d.peer);
+      ch.peerRegion = remotes[d.peer].memory;
+      auto it = remotes[d.peer].dir.counters.find({rank, d.pairIndex, true});
+      MSCCLPP_ENFORCE(it != remotes[d.peer].dir.counters.end(), ErrorCode::RemoteError,
+                      "plan %s: rank %d has no port channel paired with rank %d's channel %d", p.header.name.c_str(),
+                      d.peer, rank, d.pairIndex);
+      ch.peerCounterOffset = it->second;
+    }
+    for (uint64_t off : {mine.inputOff, mine.outputOff, mine.scratchOff}) cross->memories.push_back({rank, reg, off});
+    for (const plan::RemoteBufferDecl& d : rp.remoteBuffers)
+      cross->memories.push_back({d.rank, remotes[d.rank].memory, bufferOffset(remotes[d.rank].dir, d.type)});
+  }
+  for (size_t c = 0; c < rp.portChannels.size(); ++c) {
+    const plan::ChannelDecl& d = rp.portChannels[c];
+    res.portInbound.push_back(counterOf(rank, d.peer, d.pairIndex, true));
+    // Across hosts the proxy signals through the connection; the outbound word is its local source.
+    res.portOutbound.push_back(cross && cross->crossesHost(static_cast<uint32_t>(c))
+                                   ? &cross->channels[c].outbound
+                                   : counterOf(d.peer, rank, d.pairIndex, true));
+  }
+  res.remotePorts = cross;
+  if (cross) {
+    std::string peers;
+    for (int q : crossHostPeers) peers += (peers.empty() ? "" : ", ") + std::to_string(q);
+    MSCCLPP_INFO(LogExec, "plan %s rank %d (host %s): port channels to rank(s) %s on other hosts over TCP",
+                 p.header.name.c_str(), rank, comm_->hostId().c_str(), peers.c_str());
   }
   for (const plan::SwitchChannelDecl& s : rp.switchChannels) {
     SwitchGroupResource g;
@@ -224,6 +313,9 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
     if (s.ranks.empty()) g.bytes = 0;
     res.switchGroups.push_back(std::move(g));
   }
+  // Nobody runs (and possibly finishes and exits, freeing its region) before every rank imported
+  // every region: a rank whose plan never waits on a peer would otherwise race the peer's import.
+  bs->barrier();
   // Keep our region, its registration and every imported mapping alive with the context.
   auto keep = std::make_shared<std::pair<std::shared_ptr<void>, std::vector<RegisteredMemory>>>();
   keep->first = region;

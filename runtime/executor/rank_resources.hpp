@@ -65,6 +65,7 @@ struct RankResources {
   uint32_t* abortFlag = nullptr;                  // shared abort flag; null: the context owns one
   SharedStateMemory sharedState;                  // optional
   std::shared_ptr<void> keepAlive;                // released when the context is destroyed
+  std::shared_ptr<struct RemotePortPeers> remotePorts;  // port channels to other hosts (remote_port_peers.hpp) or null
 };
 
 }  // namespace mscclpp::exec

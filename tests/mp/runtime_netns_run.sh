@@ -1,7 +1,8 @@
 #!/bin/bash
 # Runs a command as 2*K ranks on two emulated hosts: two network namespaces joined by a veth pair.
 #
-#   runtime_netns_run.sh [--ranks-per-host K] [--timeout S] [--launcher PATH] [--env K=V]... -- command [args...]
+#   runtime_netns_run.sh [--ranks-per-host K] [--timeout S] [--launcher PATH] [--env K=V]...
+#                        [--allow-fail R]... [--loopback] -- command [args...]
 #
 # Host A (namespace $NS-a, 10.<a>.<b>.1) runs ranks 0..K-1 and the rendezvous root; host B
 # (namespace $NS-b, .2) runs ranks K..2K-1. Each host has its own MSCCLPP_HOSTID, so the runtime
@@ -9,17 +10,24 @@
 # veth end. Ranks get RANK/WORLD_SIZE/LOCAL_RANK/... and MSCCLPP_COMM_ID from runtime_launch.
 # Everything created is removed on exit. Exit status: the launchers' (0 = all ranks passed);
 # 77 (the test harness's "skipped") with a SKIP line when namespaces cannot be created here.
+# --allow-fail R: rank R may die (a fault-injection victim; passed to its host's launcher).
+# --loopback: no namespaces: both "hosts" on 127.0.0.1, told apart only by MSCCLPP_HOSTID (the
+# same code paths across hosts: shared memory inside a host, TCP between them; never skipped).
 set -u
 K=2
 TIMEOUT=120
 LAUNCHER="$(dirname "$0")/runtime_launch"
 ENVS=()
+ALLOW_FAIL=()
+LOOPBACK=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --ranks-per-host) K="$2"; shift 2 ;;
     --timeout) TIMEOUT="$2"; shift 2 ;;
     --launcher) LAUNCHER="$2"; shift 2 ;;
     --env) ENVS+=(--env "$2"); shift 2 ;;
+    --allow-fail) ALLOW_FAIL+=(--allow-fail "$2"); shift 2 ;;
+    --loopback) LOOPBACK=1; shift ;;
     --) shift; break ;;
     *) echo "runtime_netns_run.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -35,6 +43,20 @@ SUBNET="10.$(( (ID / 250) % 250 + 1 )).$(( ID % 250 + 1 ))"
 ADDR_A="$SUBNET.1"
 ADDR_B="$SUBNET.2"
 PORT=$(( 20000 + ID % 20000 ))
+
+N=$(( 2 * K ))
+if [ "$LOOPBACK" = 1 ]; then
+  COMMON=(--nranks "$N" --local-ranks "$K" --comm-id "127.0.0.1:$PORT" --timeout "$TIMEOUT" "${ENVS[@]}" "${ALLOW_FAIL[@]}")
+  env MSCCLPP_HOSTID=loopback-host-a MSCCLPP_SOCKET_IFNAME=lo "$LAUNCHER" "${COMMON[@]}" --first-rank 0 -- "$@" &
+  PID_A=$!
+  env MSCCLPP_HOSTID=loopback-host-b MSCCLPP_SOCKET_IFNAME=lo "$LAUNCHER" "${COMMON[@]}" --first-rank "$K" -- "$@" &
+  PID_B=$!
+  wait $PID_A; RC_A=$?
+  wait $PID_B; RC_B=$?
+  echo "runtime_netns_run.sh --loopback: host A exit $RC_A, host B exit $RC_B"
+  [ $RC_A -eq 0 ] && [ $RC_B -eq 0 ]
+  exit
+fi
 
 cleanup() {
   ip netns del "$NS-a" 2>/dev/null
@@ -56,8 +78,7 @@ ip -n "$NS-a" addr add "$ADDR_A/24" dev "$VA" && ip -n "$NS-b" addr add "$ADDR_B
 for ns in a b; do ip -n "$NS-$ns" link set lo up; done
 ip -n "$NS-a" link set "$VA" up && ip -n "$NS-b" link set "$VB" up || skip "ip link set up"
 
-N=$(( 2 * K ))
-COMMON=(--nranks "$N" --local-ranks "$K" --comm-id "$ADDR_A:$PORT" --timeout "$TIMEOUT" "${ENVS[@]}")
+COMMON=(--nranks "$N" --local-ranks "$K" --comm-id "$ADDR_A:$PORT" --timeout "$TIMEOUT" "${ENVS[@]}" "${ALLOW_FAIL[@]}")
 ip netns exec "$NS-a" env MSCCLPP_HOSTID=netns-host-a MSCCLPP_SOCKET_IFNAME="$VA" \
   "$LAUNCHER" "${COMMON[@]}" --first-rank 0 -- "$@" &
 PID_A=$!

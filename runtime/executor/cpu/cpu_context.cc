@@ -7,6 +7,7 @@
 #include "core/params.hpp"
 #include "executor/cpu/host_block_runner.hpp"
 #include "executor/diagnostics.hpp"
+#include "executor/remote_port_peers.hpp"
 
 namespace mscclpp::exec {
 namespace {
@@ -48,6 +49,8 @@ CpuContext::~CpuContext() {
 // increment of the peer's semaphore, in FIFO order. Flush needs nothing more: the copy is done
 // when the request is popped, and pop() publishes the tail that flush waits for.
 std::string CpuContext::handleRequest(const TriggerFields& f) {
+  const RankResources& res = image_->resources();
+  if (res.remotePorts && res.remotePorts->crossesHost(f.channelId)) return handleRemoteRequest(f);
   const auto& table = image_->memoryTable();
   if (f.type & TriggerPut) {
     if (f.srcMemoryId >= table.size() || f.dstMemoryId >= table.size() || table[f.srcMemoryId].base == nullptr ||
@@ -75,6 +78,70 @@ std::string CpuContext::handleRequest(const TriggerFields& f) {
   return std::string();
 }
 
+// A request of a port channel whose peer is on another host: the same operations, performed on the
+// channel's connection (in FIFO order, so a signal follows the channel's earlier puts at the peer).
+// Connection errors (peer gone, write rejected, flush timed out) become the proxy's failure.
+std::string CpuContext::handleRemoteRequest(const TriggerFields& f) {
+  RemotePortPeers& peers = *image_->resources().remotePorts;
+  RemotePortPeers::Channel& ch = peers.channels[f.channelId];
+  const auto& table = image_->memoryTable();
+  const char* op = "put";
+  try {
+    if (f.type & TriggerPut) {
+      if (f.srcMemoryId >= kFirstRemoteMemoryId || f.dstMemoryId < kFirstRemoteMemoryId ||
+          f.dstMemoryId >= peers.memories.size() || peers.memories[f.dstMemoryId].owner != ch.peer) {
+        return strFormat("plan %s rank %d: put on port channel %u (to rank %d on another host) names memory ids %u -> "
+                         "%u; the source must be this rank's input/output/scratch (0-2) and the destination a remote "
+                         "buffer of rank %d",
+                         peers.planName.c_str(), peers.rank, f.channelId, ch.peer, f.srcMemoryId, f.dstMemoryId,
+                         ch.peer);
+      }
+      const RemotePortPeers::Memory& s = peers.memories[f.srcMemoryId];
+      const RemotePortPeers::Memory& d = peers.memories[f.dstMemoryId];
+      const uint64_t sBytes = table[f.srcMemoryId].bytes, dBytes = table[f.dstMemoryId].bytes;
+      if (f.srcOffset + f.size > sBytes || f.dstOffset + f.size > dBytes || f.srcOffset + f.size < f.srcOffset ||
+          f.dstOffset + f.size < f.dstOffset) {
+        return strFormat("plan %s rank %d: put on port channel %u of %llu bytes from memory %u offset %llu (%llu "
+                         "bytes) to rank %d's memory %u offset %llu (%llu bytes) is out of bounds",
+                         peers.planName.c_str(), peers.rank, f.channelId, ull(f.size), f.srcMemoryId,
+                         ull(f.srcOffset), ull(sBytes), ch.peer, f.dstMemoryId, ull(f.dstOffset), ull(dBytes));
+      }
+      if (f.size > 0) ch.connection->write(d.region, d.offset + f.dstOffset, s.region, s.offset + f.srcOffset, f.size);
+    }
+    if (f.type & TriggerSignal) {
+      op = "signal";
+      ch.connection->updateAndSync(ch.peerRegion, ch.peerCounterOffset, &ch.outbound, ch.outbound + 1);
+    }
+    if (f.type & TriggerFlush) {
+      op = "flush";
+      const double s = params::timeoutSeconds();
+      ch.connection->flush(s <= 0 ? -1 : static_cast<int64_t>(s * 1e6));
+    }
+  } catch (const std::exception& e) {
+    return strFormat("plan %s rank %d: %s on port channel %u to rank %d (on another host) failed: %s",
+                     peers.planName.c_str(), peers.rank, op, f.channelId, ch.peer, e.what());
+  }
+  return std::string();
+}
+
+// A plan may end with requests still in the FIFO (on a GPU too the kernel's last signal is
+// performed by the proxy after the kernel ended). Here a launch returns only once the proxy
+// performed every request its blocks pushed: same host, the copy and the counter increment are
+// done; another host, the request was handed to the connection (TCP: sent into the socket, so it
+// is delivered even if this process exits right after). Without this a process exiting after its
+// last collective could take its final signal with it. No flush: it would need the peer's
+// acknowledgement, and a peer that finished its own launch may already have gone.
+std::string CpuContext::completeProxyRequests(double timeoutSeconds) {
+  FifoDeviceHandle fifo = proxy_->fifoDeviceHandle();
+  // Acquire: the blocks' pushes happened before they finished (joined by run()); head is final.
+  const uint64_t head = atomicLoad<uint64_t>(fifo.head, memoryOrderAcquire);
+  if (head == 0) return std::string();
+  const SpinStatus st = fifo.sync(head - 1, deadlineAfter(secondsToNs(timeoutSeconds)), image_->device().abortFlag);
+  if (st == SpinStatus::Ok) return std::string();
+  return strFormat("waiting for the proxy to perform the launch's last port-channel requests: %s",
+                   st == SpinStatus::Timeout ? "timed out" : "stopped (the proxy failed)");
+}
+
 void CpuContext::launch(DataType dtype, ReduceOp op, PacketType packet, double timeoutSeconds) {
   const plan::Plan& plan = image_->plan();
   const int rank = image_->rank();
@@ -99,18 +166,23 @@ void CpuContext::launch(DataType dtype, ReduceOp op, PacketType packet, double t
     timedOut |= s == kBlockTimedOut;
     invalid |= s == kBlockInvalid;
   }
+  std::string drainError;
+  if (!stopped && proxy_ && proxy_->errorMessage().empty()) drainError = completeProxyRequests(timeoutSeconds);
   const std::string proxyError = proxy_ ? proxy_->errorMessage() : std::string();
-  if (!stopped && proxyError.empty()) return;
+  if (!stopped && proxyError.empty() && drainError.empty()) return;
   failed_ = true;
   std::string msg = strFormat("plan %s (%s) rank %d: launch with flag %u failed", plan.header.name.c_str(),
                               plan.header.source.c_str(), rank, lastFlag_);
   if (timedOut) msg += strFormat(" (MSCCLPP_TIMEOUT_S=%.3g)", timeoutSeconds);
   if (!proxyError.empty()) msg += "; " + proxyError;
+  if (!drainError.empty() && proxyError.empty()) msg += "; " + drainError;
   for (const std::string& line :
        describeUnfinishedBlocks(plan, rank, dev.blockRecords, dev.nBlocks, lastFlag_, dev.state->firstFailedBlock)) {
     msg += "\n  " + line;
   }
   if (timedOut) throw TimeoutError(msg);
+  if (!proxyError.empty() && image_->resources().remotePorts) throw Error(ErrorCode::RemoteError, msg);
+  if (!drainError.empty()) throw TimeoutError(msg);
   if (invalid || !proxyError.empty()) throw Error(ErrorCode::NotSupported, msg);
   throw Error(ErrorCode::Aborted, msg);
 }

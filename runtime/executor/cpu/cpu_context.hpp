@@ -1,7 +1,8 @@
 // A CPU-backend execution context: the resolved plan image for one (plan, rank, call shape,
 // resources), a persistent pool of block threads, and, when the plan has port channels, the
 // runtime's ProxyService (runtime/proxy) with a request handler that performs the emulated
-// transfer against this context's memory table. Built once, launched many times; the LL flag, semaphore counters and scratch persist
+// transfer against this context's memory table (same host) or on a TCP connection (a peer on
+// another host, RankResources::remotePorts). Built once, launched many times; the LL flag, semaphore counters and scratch persist
 // between launches exactly as on the GPU.
 //
 // Thread-safety: one launch at a time (the owner serialises calls); different contexts (ranks)
@@ -40,6 +41,11 @@ class CpuContext {
 
  private:
   std::string handleRequest(const TriggerFields& f);
+  // handleRequest for a port channel whose peer is on another host (RankResources::remotePorts).
+  std::string handleRemoteRequest(const TriggerFields& f);
+  // After a successful launch with port channels: waits until the proxy performed every request of
+  // the launch (bounded). Returns "" or why it could not.
+  std::string completeProxyRequests(double timeoutSeconds);
 
   std::unique_ptr<ProxyService> proxy_;
   std::unique_ptr<ContextImage> image_;

@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 
 from . import algorithms as a
+from . import multinode
 
 __all__ = ["Preset", "catalog", "build", "write_all", "RANKS_PER_NODE"]
 
@@ -60,6 +61,10 @@ def catalog():
                     name = f"{collective}_{short}_n{n}_{flavour}" + (f"_root{root}" if root is not None else "")
                     options = (("root", root),) if root is not None else ()
                     presets.append(Preset(name, collective, n, inplace, size_range, tags, function, options))
+    # Across hosts: 2 hosts x 2 ranks (the plans state nranks_per_node; never "default").
+    for inplace in (True, False):
+        name = "allreduce_2node_n4_" + ("ip" if inplace else "oop")
+        presets.append(Preset(name, "allreduce", 4, inplace, (0, MAX), ("multinode",), multinode.allreduce_2node))
     return presets
 
 

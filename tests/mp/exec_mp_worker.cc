@@ -1,0 +1,265 @@
+// exec_mp_worker: one rank of an execution-plan run across processes (and hosts), started by
+// runtime_launch / runtime_netns_run.sh (RANK, WORLD_SIZE, MSCCLPP_COMM_ID from the launcher).
+// Builds TcpBootstrap + Communicator (CPU backend) + Executor, loads a plan and runs it.
+//
+//   exec_mp_worker run PLAN.json [PLAN.json...] [--sizes B,B,...] [--iterations K]
+//       every plan (an allreduce) at every message size, K launches back to back on each, every
+//       output element checked against a reference computed here (inputs: a function of rank and
+//       index, integer-valued floats, so sums are exact in any order). In-place plans run in-place
+//       calls (send == recv), out-of-place plans out-of-place calls.
+//   exec_mp_worker kill PLAN.json VICTIM [--iterations K]
+//       K good launches, then rank VICTIM kills itself (SIGKILL) as the next collective starts;
+//       every other rank's call must fail (mscclpp::Error) within MSCCLPP_TIMEOUT_S + a margin, in
+//       collective K (or K-1, which a peer may still be completing when the victim dies).
+//   exec_mp_worker test PLAN.json [--sizes B] [--iterations K]
+//       a "test" plan (no reference result): it must complete on every rank, K times.
+//   exec_mp_worker refuse PLAN.json
+//       a plan with memory channels between hosts: every rank's call must fail with NotSupported
+//       ("... rank R is on another host ...; across hosts plans must use port channels").
+//
+// Exit status 0: this rank passed; 1: it failed (the reason on stderr); 2: bad usage.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "mscclpp/bootstrap.hpp"
+#include "mscclpp/communicator.hpp"
+#include "mscclpp/errors.hpp"
+#include "mscclpp/executor.hpp"
+#include "plan/plan_loader.hpp"
+
+using namespace mscclpp;
+
+namespace {
+
+int gRank = -1;
+int gSize = -1;
+
+[[noreturn]] void fail(const std::string& what) {
+  std::fprintf(stderr, "exec_mp_worker rank %d: FAILED: %s\n", gRank, what.c_str());
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+int envInt(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') fail(std::string(name) + " is not set (start this program with runtime_launch)");
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  if (*end != '\0' || x < 0 || x > 1 << 20) fail(std::string(name) + "=" + v + " is not a rank number");
+  return static_cast<int>(x);
+}
+
+std::vector<size_t> parseSizes(const std::string& text) {
+  std::vector<size_t> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v == 0 || v % 4 != 0)
+      fail("--sizes: '" + item + "' is not a positive multiple of 4 bytes");
+    out.push_back(static_cast<size_t>(v));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+// Integer-valued and small: the sum over 64 ranks stays exact in float.
+float inputValue(int rank, size_t i) { return static_cast<float>((i * 7 + 3) % 101) + 100.0f * rank + 1.0f; }
+
+double secondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+struct Job {
+  std::shared_ptr<Communicator> comm;
+  std::unique_ptr<Executor> executor;
+};
+
+Job join() {
+  Job j;
+  auto bootstrap = std::make_shared<TcpBootstrap>(gRank, gSize);
+  bootstrap->initialize(TcpBootstrap::createUniqueId(), 0);  // the id comes from MSCCLPP_COMM_ID
+  j.comm = std::make_shared<Communicator>(bootstrap, kHostDevice);
+  j.executor = std::make_unique<Executor>(j.comm);
+  return j;
+}
+
+plan::PlanPtr load(const std::string& path) {
+  plan::PlanPtr p = plan::loadPlanFile(path, plan::LoadOptions{gRank});
+  if (static_cast<int>(p->ranks.size()) != gSize)
+    fail(path + " is written for " + std::to_string(p->ranks.size()) + " ranks, the job has " + std::to_string(gSize));
+  return p;
+}
+
+// One allreduce call of `bytes` on plan p; returns the first mismatch ("" when every element is right).
+std::string runAllReduce(Executor& ex, const plan::PlanPtr& p, size_t bytes, std::vector<float>& send,
+                         std::vector<float>& recv, const std::vector<float>& expect, double* seconds = nullptr) {
+  const size_t count = bytes / 4;
+  const bool inPlace = p->header.inPlace;
+  float* in = send.data();
+  float* out = inPlace ? send.data() : recv.data();
+  for (size_t i = 0; i < count; ++i) in[i] = inputValue(gRank, i);
+  if (!inPlace) std::memset(out, 0xA5, bytes);  // poison: a missed element cannot look right
+  auto t0 = std::chrono::steady_clock::now();
+  ex.execute(gRank, in, out, bytes, bytes, DataType::Float32, p);
+  if (seconds != nullptr) *seconds += secondsSince(t0);
+  for (size_t i = 0; i < count; ++i) {
+    if (out[i] != expect[i]) {
+      char buf[256];
+      std::snprintf(buf, sizeof(buf), "element %zu (byte %zu): expected %g, got %g", i, i * 4, expect[i], out[i]);
+      return buf;
+    }
+  }
+  return std::string();
+}
+
+int scenarioRun(const std::vector<std::string>& plans, const std::vector<size_t>& sizes, int iterations) {
+  Job job = join();
+  size_t launches = 0;
+  auto start = std::chrono::steady_clock::now();
+  for (const std::string& path : plans) {
+    plan::PlanPtr p = load(path);
+    if (p->header.collective != plan::Collective::AllReduce) fail(path + ": the 'run' scenario checks allreduce plans");
+    for (size_t bytes : sizes) {
+      const size_t count = bytes / 4;
+      std::vector<float> send(count), recv(count), expect(count, 0.0f);
+      for (size_t i = 0; i < count; ++i)
+        for (int r = 0; r < gSize; ++r) expect[i] += inputValue(r, i);
+      double inExecute = 0;
+      for (int it = 0; it < iterations; ++it) {
+        // The first launch builds the context (connections, registrations): timed apart.
+        double* timed = it == 0 ? nullptr : &inExecute;
+        std::string bad = runAllReduce(*job.executor, p, bytes, send, recv, expect, timed);
+        if (!bad.empty())
+          fail(p->header.name + " " + std::to_string(bytes) + " bytes, iteration " + std::to_string(it) + ": " + bad);
+        ++launches;
+      }
+      if (gRank == 0 && iterations > 1)
+        std::printf("exec_mp_worker rank 0: %s %zu bytes: %.1f us per execute (mean of launches 2..%d)\n",
+                    p->header.name.c_str(), bytes, inExecute / (iterations - 1) * 1e6, iterations);
+    }
+  }
+  std::printf("exec_mp_worker rank %d (host %s, %d ranks on it): %zu launches checked in %.2f s\n", gRank,
+              job.comm->hostId().c_str(), job.comm->nRanksPerNode(), launches, secondsSince(start));
+  return 0;
+}
+
+int scenarioTest(const std::string& path, size_t bytes, int iterations) {
+  Job job = join();
+  plan::PlanPtr p = load(path);
+  std::vector<char> in(bytes, 1), out(bytes, 0);
+  for (int it = 0; it < iterations; ++it)
+    job.executor->execute(gRank, in.data(), out.data(), bytes, bytes, DataType::Float32, p);
+  std::printf("exec_mp_worker rank %d (host %s): %s completed %d times at %zu bytes\n", gRank,
+              job.comm->hostId().c_str(), p->header.name.c_str(), iterations, bytes);
+  return 0;
+}
+
+int scenarioKill(const std::string& path, int victim, int iterations) {
+  if (victim < 0 || victim >= gSize) fail("kill: victim " + std::to_string(victim) + " is not a rank");
+  Job job = join();
+  plan::PlanPtr p = load(path);
+  const size_t bytes = 1 << 20;
+  const size_t count = bytes / 4;
+  std::vector<float> send(count), recv(count), expect(count, 0.0f);
+  for (size_t i = 0; i < count; ++i)
+    for (int r = 0; r < gSize; ++r) expect[i] += inputValue(r, i);
+  const char* t = std::getenv("MSCCLPP_TIMEOUT_S");
+  const double timeout = t ? std::atof(t) : 120;
+  // Collectives 0..K-1 are good. The victim dies once its collective K-1 returned; a peer may still
+  // be completing K-1 then (its last flush waits for the victim's acknowledgement), so a failure
+  // of K-1 is as right as one of K. Every other rank must fail by collective K, within the deadline.
+  for (int it = 0; it <= iterations; ++it) {
+    if (it == iterations && gRank == victim) {
+      std::fprintf(stderr, "exec_mp_worker rank %d: killing myself as collective %d starts\n", gRank, it);
+      std::fflush(stderr);
+      kill(getpid(), SIGKILL);
+    }
+    auto start = std::chrono::steady_clock::now();
+    try {
+      std::string bad = runAllReduce(*job.executor, p, bytes, send, recv, expect);
+      if (!bad.empty()) fail("kill: iteration " + std::to_string(it) + ": " + bad);
+    } catch (const Error& e) {
+      const double took = secondsSince(start);
+      if (it < iterations - 1)
+        fail("kill: collective " + std::to_string(it) + " failed before the victim died: " + e.what());
+      if (took > timeout * 1.5 + 3) fail("kill: the call failed only after " + std::to_string(took) + " s");
+      std::printf("exec_mp_worker rank %d: collective %d (rank %d dead) failed after %.2f s (MSCCLPP_TIMEOUT_S=%g): "
+                  "%s\n", gRank, it, victim, took, timeout, std::string(e.what()).substr(0, 400).c_str());
+      std::fflush(stdout);
+      std::_Exit(0);  // the job is broken: skip tearing down connections to a dead peer
+    }
+  }
+  fail("kill: the collective succeeded although rank " + std::to_string(victim) + " was dead");
+}
+
+// A plan with load/store access between every pair of ranks: on ranks spread over hosts, every rank
+// must refuse it at context build (NotSupported, naming plan, channel and hosts) and nobody hangs.
+int scenarioRefuse(const std::string& path) {
+  Job job = join();
+  plan::PlanPtr p = load(path);
+  std::vector<float> send(1024, 1.0f), recv(1024);
+  try {
+    job.executor->execute(gRank, send.data(), recv.data(), 4096, 4096, DataType::Float32, p);
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    if (e.code() != ErrorCode::NotSupported || m.find("is on another host") == std::string::npos ||
+        m.find("across hosts plans must use port channels") == std::string::npos ||
+        m.find("plan " + p->header.name) == std::string::npos)
+      fail("refuse: unexpected error: " + m);
+    std::printf("exec_mp_worker rank %d: refused as expected: %s\n", gRank, m.c_str());
+    return 0;
+  }
+  fail("refuse: " + p->header.name + " ran across hosts although it uses memory channels between them");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr,
+                 "usage: exec_mp_worker run PLAN.json [PLAN.json...] [--sizes B,B] [--iterations K]\n"
+                 "       exec_mp_worker kill PLAN.json VICTIM [--iterations K]\n"
+                 "       exec_mp_worker test PLAN.json [--sizes B] [--iterations K]\n"
+                 "       exec_mp_worker refuse PLAN.json\n");
+    return 2;
+  }
+  gRank = envInt("RANK");
+  gSize = envInt("WORLD_SIZE");
+  const std::string scenario = argv[1];
+  std::vector<std::string> positional;
+  std::vector<size_t> sizes = {64, 4160, (1 << 20) + 192, 4 << 20};
+  int iterations = 5;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--sizes" && i + 1 < argc) {
+      sizes = parseSizes(argv[++i]);
+    } else if (a == "--iterations" && i + 1 < argc) {
+      iterations = std::atoi(argv[++i]);
+      if (iterations <= 0) fail("--iterations must be positive");
+    } else {
+      positional.push_back(a);
+    }
+  }
+  try {
+    if (scenario == "run" && !positional.empty()) return scenarioRun(positional, sizes, iterations);
+    if (scenario == "refuse" && positional.size() == 1) return scenarioRefuse(positional[0]);
+    if (scenario == "test" && positional.size() == 1) return scenarioTest(positional[0], sizes[0], iterations);
+    if (scenario == "kill" && positional.size() == 2)
+      return scenarioKill(positional[0], std::atoi(positional[1].c_str()), iterations);
+  } catch (const std::exception& e) {
+    fail(std::string("uncaught: ") + e.what());
+  }
+  std::fprintf(stderr, "exec_mp_worker: bad arguments for scenario '%s'\n", scenario.c_str());
+  return 2;
+}
