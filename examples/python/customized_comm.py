@@ -26,6 +26,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Dict, List
 
@@ -235,7 +236,11 @@ def launch(args) -> int:
     env.setdefault("MSCCLPP_BACKEND", "cpu")
     argv = [sys.executable, os.path.abspath(__file__), "--elements", str(args.elements),
             "--iterations", str(args.iterations)] + (["--torch"] if args.torch else [])
-    ranks = [subprocess.Popen(argv, env=dict(env, RANK=str(r), LOCAL_RANK=str(r))) for r in range(args.nranks)]
+    # Each rank's stdout goes to its own file, replayed in rank order at the end: ranks printing at
+    # the same moment would otherwise interleave their lines.
+    outputs = [tempfile.TemporaryFile() for _ in range(args.nranks)]
+    ranks = [subprocess.Popen(argv, env=dict(env, RANK=str(r), LOCAL_RANK=str(r)), stdout=outputs[r])
+             for r in range(args.nranks)]
     deadline = time.monotonic() + args.timeout
     failed = None
     while any(p.poll() is None for p in ranks):
@@ -258,6 +263,11 @@ def launch(args) -> int:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+    for output in outputs:
+        output.seek(0)
+        sys.stdout.write(output.read().decode("utf-8", "replace"))
+        output.close()
+    sys.stdout.flush()
     codes = [p.returncode for p in ranks]
     if all(code == 0 for code in codes):
         return 0
