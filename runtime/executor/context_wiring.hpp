@@ -33,6 +33,9 @@ class ContextWiring {
   // Ranks in this wiring's world.
   virtual int worldSize() const = 0;
   virtual RankResources connect(const plan::PlanPtr& plan, int rank, const CallShape& shape) = 0;
+  // The communicator behind this wiring (the CUDA backend exchanges device memory through it);
+  // null for wirings without one.
+  virtual std::shared_ptr<Communicator> communicator() const { return nullptr; }
 };
 
 class LocalWorldWiring : public ContextWiring {
@@ -57,6 +60,7 @@ class CommunicatorWiring : public ContextWiring {
   explicit CommunicatorWiring(std::shared_ptr<Communicator> comm);
   int worldSize() const override;
   RankResources connect(const plan::PlanPtr& plan, int rank, const CallShape& shape) override;
+  std::shared_ptr<Communicator> communicator() const override { return comm_; }
 
  private:
   std::shared_ptr<Communicator> comm_;

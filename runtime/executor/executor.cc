@@ -11,6 +11,7 @@
 #include "executor/context_image.hpp"
 #include "executor/context_wiring.hpp"
 #include "executor/cpu/cpu_context.hpp"
+#include "executor/cuda/gpu_backend.hpp"
 #include "executor/cuda/gpu_launch.hpp"
 #include "executor/scale_steps.hpp"
 #include "mscclpp/communicator.hpp"
@@ -61,7 +62,19 @@ struct Executor::Impl {
     plan::PlanPtr plan;  // keeps the plan (the key's pointer) alive
     std::unique_ptr<exec::CpuContext> ctx;
   };
-  std::list<Entry> contexts;  // most recently used first
+  std::list<Entry> contexts;  // most recently used first (CPU backend)
+  std::unique_ptr<exec::GpuBackend> gpu;  // CUDA backend: its contexts (created at the first call)
+
+  exec::GpuBackend& gpuBackend() {
+    if (!gpu) {
+      std::shared_ptr<Communicator> comm = wiring->communicator();
+      MSCCLPP_ENFORCE(comm != nullptr, ErrorCode::NotSupported,
+                      "the CUDA backend needs an Executor built on a Communicator (this one's wiring keeps every "
+                      "rank's buffers in host memory): construct Executor(communicator), or use MSCCLPP_BACKEND=cpu");
+      gpu = exec::GpuBackend::create(std::move(comm));
+    }
+    return *gpu;
+  }
 
   exec::CpuContext& context(const plan::PlanPtr& plan, int rank, uint64_t in, uint64_t out, DataType dtype) {
     ContextKey key{plan.get(), rank, in, out};
@@ -85,6 +98,10 @@ struct Executor::Impl {
 
 Executor::Executor(std::shared_ptr<Communicator> comm) : impl_(std::make_unique<Impl>()) {
   impl_->backend = resolveBackend();
+  // A communicator built for the host (no CUDA device) runs the CPU backend unless cuda was forced
+  // (then the first call says why it cannot run).
+  if (impl_->backend == Backend::Cuda && comm != nullptr && comm->device() < 0 && params::backend() != "cuda")
+    impl_->backend = Backend::Cpu;
   impl_->wiring = std::make_shared<exec::CommunicatorWiring>(std::move(comm));
 }
 
@@ -100,13 +117,17 @@ Backend Executor::backend() const { return impl_->backend; }
 
 size_t Executor::contextCount() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  return impl_->contexts.size();
+  return impl_->contexts.size() + (impl_->gpu ? impl_->gpu->contextCount() : 0);
+}
+
+bool Executor::pollAsyncError(std::string* message) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->gpu != nullptr && impl_->gpu->pollError(message);
 }
 
 void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes,
                        DataType dtype, const std::shared_ptr<const plan::Plan>& plan, void* stream,
                        PacketType packetType, ReduceOp op, const void* scalar) {
-  (void)stream;  // the CPU backend completes before returning
   MSCCLPP_ENFORCE(plan != nullptr, ErrorCode::InvalidArgument, "Executor::execute: the plan is null");
   const plan::PlanHeader& h = plan->header;
   MSCCLPP_ENFORCE(dataTypeSize(dtype) > 0, ErrorCode::InvalidArgument, "Executor::execute: datatype %d is not valid",
@@ -128,12 +149,24 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
   exec::checkPlanServesOp(h, op);
   MSCCLPP_ENFORCE(op != ReduceOp::PreMulSum || scalar != nullptr, ErrorCode::InvalidArgument,
                   "Executor::execute: premulsum needs a scalar (got a null pointer)");
-  MSCCLPP_ENFORCE(impl_->backend == Backend::Cpu, ErrorCode::NotSupported,
-                  "plan %s: the CUDA backend's execution contexts are not implemented yet (issue 6); run with "
-                  "MSCCLPP_BACKEND=cpu",
-                  h.name.c_str());
-
   std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (impl_->backend == Backend::Cuda) {
+    // Device buffers, enqueued on `stream`: see executor/cuda/gpu_backend.hpp.
+    exec::GpuCall call;
+    call.rank = rank;
+    call.send = sendBuff;
+    call.recv = recvBuff;
+    call.sendBytes = sendBytes;
+    call.recvBytes = recvBytes;
+    call.dtype = dtype;
+    call.plan = plan;
+    call.stream = stream;
+    call.packet = packetType;
+    call.op = op;
+    call.scalar = scalar;
+    impl_->gpuBackend().execute(call);
+    return;
+  }
   exec::CpuContext& ctx = impl_->context(plan, rank, sendBytes, recvBytes, dtype);
   const exec::RankResources& res = ctx.image().resources();
   // Stage in: the plan's input (inside the data buffer for in-place plans) gets the send buffer,

@@ -1,45 +1,121 @@
+// Dispatch from (dtype, op) to the per-dtype kernel translation units compiled into this build
+// (meson option gpu_types), and the elementwise avg / premulsum steps.
 #include "executor/cuda/gpu_launch.hpp"
 
 #include <cuda_runtime.h>
 
+#include <cstring>
+
 #include "core/enforce.hpp"
 #include "executor/dtypes.hpp"
 #include "executor/executor_gpu_types.h"  // generated: MSCCLPP_GPU_TYPE_<short> = 0/1 per type
+#include "executor/reduce_ops.hpp"
 
 namespace mscclpp::exec {
 
-#define MSCCLPP_X(E, T, S) void launchExecutorKernel_##S(ReduceOp op, const GpuLaunch& l);
+// Weak: the translation units of the types left out by gpu_types do not exist, and a reference to
+// them must link at any optimisation level (the flags below keep them from being called).
+#define MSCCLPP_X(E, T, S)                                                                      \
+  __attribute__((weak)) void launchExecutorKernel_##S(ReduceOp op, const GpuLaunch& l);         \
+  __attribute__((weak)) GpuKernelQuery queryExecutorKernel_##S(ReduceOp op, int threads, uint32_t sharedBytes);
 MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)
 #undef MSCCLPP_X
 
 namespace {
 
 using LaunchFn = void (*)(ReduceOp, const GpuLaunch&);
+using QueryFn = GpuKernelQuery (*)(ReduceOp, int, uint32_t);
 
-LaunchFn launcherOf(DataType dtype) {
+struct Entry {
+  LaunchFn launch;
+  QueryFn query;
+};
+
+Entry entryOf(DataType dtype) {
   switch (dtype) {
-#define MSCCLPP_X(E, T, S) \
-  case DataType::E: return MSCCLPP_GPU_TYPE_##S ? &launchExecutorKernel_##S : nullptr;
+#define MSCCLPP_X(E, T, S)                                                         \
+  case DataType::E:                                                                \
+    return MSCCLPP_GPU_TYPE_##S ? Entry{&launchExecutorKernel_##S, &queryExecutorKernel_##S} : Entry{nullptr, nullptr};
     MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)
 #undef MSCCLPP_X
   }
-  return nullptr;
+  return Entry{nullptr, nullptr};
+}
+
+Entry requireEntry(DataType dtype) {
+  Entry e = entryOf(dtype);
+  MSCCLPP_ENFORCE(e.launch != nullptr, ErrorCode::NotSupported,
+                  "this build has no GPU code for %s (meson option gpu_types)",
+                  dataTypeName(dtype) ? dataTypeName(dtype) : "?");
+  return e;
+}
+
+void checkLaunch(const char* what, uint64_t bytes) {
+  cudaError_t err = cudaGetLastError();
+  MSCCLPP_ENFORCE(err == cudaSuccess, ErrorCode::CudaError, "launching %s over %llu bytes: %s", what,
+                  static_cast<unsigned long long>(bytes), cudaGetErrorString(err));
+}
+
+// Grid of an elementwise pass: 256 threads per block, a grid-stride loop, at most 1024 blocks.
+dim3 gridFor(uint64_t count) {
+  uint64_t blocks = (count + 255) / 256;
+  return dim3(static_cast<unsigned>(blocks == 0 ? 1 : (blocks > 1024 ? 1024 : blocks)));
+}
+
+template <class T>
+__global__ void preMultiplyKernel(T* dst, const T* src, uint64_t count, T scalar) {
+  preMultiplyElements<T>(dst, src, count, scalar, blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
+}
+
+template <class T>
+__global__ void divideKernel(T* data, uint64_t count, uint32_t n) {
+  divideElements<T>(data, count, n, blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
 }
 
 }  // namespace
 
 bool cudaDeviceVisible() {
   int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();  // "no driver" and friends count as no device
+    return false;
+  }
+  return n > 0;
 }
 
-bool gpuHasDtype(DataType dtype) { return launcherOf(dtype) != nullptr; }
+bool gpuHasDtype(DataType dtype) { return entryOf(dtype).launch != nullptr; }
 
-void launchExecutorKernel(DataType dtype, ReduceOp op, const GpuLaunch& launch) {
-  LaunchFn fn = launcherOf(dtype);
-  MSCCLPP_ENFORCE(fn != nullptr, ErrorCode::NotSupported,
-                  "this build has no GPU code for %s (meson option gpu_types)", dataTypeName(dtype) ? dataTypeName(dtype) : "?");
-  fn(op, launch);
+void launchExecutorKernel(DataType dtype, ReduceOp op, const GpuLaunch& launch) { requireEntry(dtype).launch(op, launch); }
+
+GpuKernelQuery queryExecutorKernel(DataType dtype, ReduceOp op, int threadsPerBlock, uint32_t sharedBytes) {
+  return requireEntry(dtype).query(op, threadsPerBlock, sharedBytes);
+}
+
+void launchPreMultiply(DataType dtype, void* dst, const void* src, uint64_t bytes, const void* scalar, void* stream) {
+  MSCCLPP_ENFORCE(scalar != nullptr, ErrorCode::InvalidArgument, "premulsum: no scalar");
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  bool known = dispatchDtypeOp(dtype, ReduceOp::Sum, [&](auto tag, auto) {
+    using T = typename decltype(tag)::type;
+    T v;
+    std::memcpy(&v, scalar, sizeof(T));
+    const uint64_t count = bytes / sizeof(T);
+    if (count == 0) return;
+    preMultiplyKernel<T><<<gridFor(count), 256, 0, s>>>(static_cast<T*>(dst), static_cast<const T*>(src), count, v);
+    checkLaunch("the premulsum pre-scale kernel", bytes);
+  });
+  MSCCLPP_ENFORCE(known, ErrorCode::InvalidArgument, "premulsum: datatype %d is not valid", static_cast<int>(dtype));
+}
+
+void launchDivide(DataType dtype, void* data, uint64_t bytes, uint32_t n, void* stream) {
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  bool known = dispatchDtypeOp(dtype, ReduceOp::Sum, [&](auto tag, auto) {
+    using T = typename decltype(tag)::type;
+    const uint64_t count = bytes / sizeof(T);
+    if (count == 0) return;
+    divideKernel<T><<<gridFor(count), 256, 0, s>>>(static_cast<T*>(data), count, n);
+    checkLaunch("the avg post-divide kernel", bytes);
+  });
+  MSCCLPP_ENFORCE(known, ErrorCode::InvalidArgument, "avg: datatype %d is not valid", static_cast<int>(dtype));
 }
 
 }  // namespace mscclpp::exec

@@ -31,8 +31,23 @@ bool cudaDeviceVisible();
 bool gpuHasDtype(DataType dtype);
 
 // Launches the kernel (op must be native). Throws Error(NotSupported) when the build has no GPU
-// code for dtype, Error(CudaError) when the launch fails.
+// code for dtype, Error(CudaError) when the launch fails. Raises the instantiation's dynamic shared
+// memory limit first when the launch asks for more than 48 KiB (once per size, process-wide).
 void launchExecutorKernel(DataType dtype, ReduceOp op, const GpuLaunch& launch);
+
+// What one dtype x op instantiation of the kernel allows on the current device.
+struct GpuKernelQuery {
+  int maxThreadsPerBlock = 0;      // cudaFuncGetAttributes (register-limited)
+  uint64_t staticSharedBytes = 0;  // the kernel's own __shared__ variables
+  int blocksPerSm = 0;             // cudaOccupancyMaxActiveBlocksPerMultiprocessor(threads, sharedBytes)
+};
+// Throws like launchExecutorKernel. Host-only CUDA calls (allowed while a stream is captured).
+GpuKernelQuery queryExecutorKernel(DataType dtype, ReduceOp op, int threadsPerBlock, uint32_t sharedBytes);
+
+// Elementwise steps around a plan, enqueued on `stream` (graph-capturable). scalar: one element of
+// dtype in host memory, passed to the kernel by value. Throw Error(CudaError) when the launch fails.
+void launchPreMultiply(DataType dtype, void* dst, const void* src, uint64_t bytes, const void* scalar, void* stream);
+void launchDivide(DataType dtype, void* data, uint64_t bytes, uint32_t n, void* stream);
 
 }  // namespace mscclpp::exec
 

@@ -12,4 +12,16 @@ void launchExecutorKernel(DataType, ReduceOp, const GpuLaunch&) {
   MSCCLPP_THROW(ErrorCode::NotSupported, "this build has no GPU backend (meson -Dgpu=disabled)");
 }
 
+GpuKernelQuery queryExecutorKernel(DataType, ReduceOp, int, uint32_t) {
+  MSCCLPP_THROW(ErrorCode::NotSupported, "this build has no GPU backend (meson -Dgpu=disabled)");
+}
+
+void launchPreMultiply(DataType, void*, const void*, uint64_t, const void*, void*) {
+  MSCCLPP_THROW(ErrorCode::NotSupported, "this build has no GPU backend (meson -Dgpu=disabled)");
+}
+
+void launchDivide(DataType, void*, uint64_t, uint32_t, void*) {
+  MSCCLPP_THROW(ErrorCode::NotSupported, "this build has no GPU backend (meson -Dgpu=disabled)");
+}
+
 }  // namespace mscclpp::exec

@@ -8,11 +8,17 @@
 //    execution context). User buffers are ordinary host memory; the executor stages them through
 //    shared memory (copy in, run, copy out), so execute() has completed when it returns and the
 //    stream argument is not used. Ranks may be threads of one process or processes on one host.
-//  * cuda: the same interpreter as a CUDA kernel (issue 6). Until its execution contexts exist,
-//    execute() on this backend throws Error(NotSupported).
+//  * cuda: the same interpreter as a CUDA kernel, one launch per call (one block per plan
+//    threadblock) enqueued on `stream` with no host synchronisation: user buffers are device
+//    memory, used in place where the plan allows (peers reach them through CUDA IPC, or directly
+//    for ranks that are threads of this process). Calls may be captured into CUDA graphs once their
+//    context exists (run each call once before capturing). Ranks may share one GPU (threads of one
+//    process, or processes). A launch that fails on the device (a wait passed MSCCLPP_TIMEOUT_S) is
+//    reported by the next call on its context, or by pollAsyncError(). docs/cuda-backend.md.
 //
-// Contexts: one per (plan, rank, send/recv sizes), built on first use (a collective step: every
-// rank must make the same calls in the same order, as NCCL requires) and cached
+// Contexts: CPU: one per (plan, rank, send/recv sizes); CUDA: one per (plan, rank, send/recv
+// buffers and sizes). Built on first use (a collective step: every rank must make the same calls in
+// the same order, as NCCL requires, and on CUDA change its buffers when the others do) and cached
 // (MSCCLPP_EXEC_CONTEXT_CACHE entries per executor, least recently used dropped beyond it).
 //
 // Reduce ops: sum, prod, max, min natively; avg = sum, then the output divided by the number of
@@ -32,6 +38,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "mscclpp/datatype.hpp"
 
@@ -71,6 +78,11 @@ class Executor {
   Backend backend() const;
   // Execution contexts currently cached.
   size_t contextCount() const;
+  // CUDA backend: whether an earlier launch failed on the device without a call having reported it
+  // yet. Checks without synchronising (a read of host-mapped memory per context); on a failure it
+  // drops that context and returns true with its diagnosis in *message (which synchronises with the
+  // failed launch's stream). The CPU backend reports every failure from execute(): always false.
+  bool pollAsyncError(std::string* message);
 
  private:
   struct Impl;

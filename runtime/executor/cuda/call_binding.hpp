@@ -1,0 +1,91 @@
+// How one call's user buffers become a plan's input and output on the GPU backend. Zero-copy where
+// the plan's semantics allow it: the plan reads and writes the user's device buffers directly (and
+// peers reach them through CUDA IPC or, for ranks in this process, the pointer itself). A
+// context-owned staging buffer (allocated once per context, never per call) takes their place when
+// the user's buffers cannot serve as the plan's buffers:
+//  * an in-place plan serving an out-of-place reducescatter (the plan would overwrite the user's
+//    send buffer), or a call whose receive buffer cannot hold the plan's data buffer (a reduce's
+//    non-root rank with no receive buffer);
+//  * an out-of-place plan whose input would be modified (premulsum scales it) or aliases the output
+//    (an in-place call);
+//  * buffers that peers in other processes cannot map (not exportable through CUDA IPC).
+// The steps around the kernel (all on the call's stream, graph-capturable):
+//   pre:  input <- send (a copy, or premulsum's scaling; in place when they coincide)
+//   post: recv  <- output (when the output was staged) ; avg: recv /= ranks
+//
+// Thread-safety: pure functions.
+#ifndef MSCCLPP_EXECUTOR_CUDA_CALL_BINDING_HPP_
+#define MSCCLPP_EXECUTOR_CUDA_CALL_BINDING_HPP_
+
+#include <cstdint>
+#include <string>
+
+#include "mscclpp/datatype.hpp"
+#include "plan/plan.hpp"
+
+namespace mscclpp::exec {
+
+// Where a plan buffer lives: in a user buffer (zero-copy) or at an offset of the context's staging.
+struct BufferPlace {
+  char* user = nullptr;        // the user's pointer (null when staged or absent)
+  uint64_t stagingOffset = 0;  // valid when staged
+  bool staged = false;
+  uint64_t bytes = 0;
+};
+
+struct CallBinding {
+  // The plan's input and output (for in-place plans both lie inside `data`).
+  BufferPlace input, output;
+  bool inPlacePlan = false;
+  BufferPlace data;           // in-place plans: the data buffer holding both (user or staged)
+  uint64_t stagingBytes = 0;  // context-owned bytes the binding needs (0: fully zero-copy)
+
+  // pre-step: copy (or premultiply) preBytes from preSrc into the plan's input (skipped when 0
+  // bytes; in place when the source is the input itself).
+  const char* preSrc = nullptr;
+  uint64_t preBytes = 0;
+  bool preInPlace = false;  // the source is the plan's input (premulsum scales in place)
+  // post-step: copy postBytes of the plan's output to postDst (when the output was staged).
+  char* postDst = nullptr;
+  uint64_t postBytes = 0;
+  // avg: divide these bytes of recv (after the post-step).
+  uint64_t divideBytes = 0;
+
+  std::string why;  // why staging was used ("" when zero-copy): for the INFO log
+};
+
+struct CallRequest {
+  const plan::Plan* plan = nullptr;
+  int rank = 0;
+  const char* send = nullptr;
+  char* recv = nullptr;
+  uint64_t sendBytes = 0;
+  uint64_t recvBytes = 0;
+  ReduceOp op = ReduceOp::Sum;
+  // False when the user's buffers must not be used in place (they cannot be exported to peers in
+  // other processes): everything is staged.
+  bool zeroCopy = true;
+};
+
+// Decides the binding. Throws Error(InvalidArgument) for impossible requests (a null buffer the
+// collective needs).
+CallBinding bindCall(const CallRequest& req);
+
+// The part of the binding that decides a context's identity: the staged layout and the user
+// pointers the plan reaches (equal keys share a context).
+struct BindingKey {
+  const char* send = nullptr;
+  const char* recv = nullptr;
+  uint64_t sendBytes = 0, recvBytes = 0;
+  bool premul = false;  // premulsum stages differently than the other ops
+  bool zeroCopy = true;
+  bool operator==(const BindingKey& o) const {
+    return send == o.send && recv == o.recv && sendBytes == o.sendBytes && recvBytes == o.recvBytes &&
+           premul == o.premul && zeroCopy == o.zeroCopy;
+  }
+};
+BindingKey bindingKeyOf(const CallRequest& req);
+
+}  // namespace mscclpp::exec
+
+#endif  // MSCCLPP_EXECUTOR_CUDA_CALL_BINDING_HPP_

@@ -1,0 +1,707 @@
+#include "executor/cuda/gpu_context.hpp"
+
+#include <cuda.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include "comm/serial.hpp"
+#include "core/deadline.hpp"
+#include "core/enforce.hpp"
+#include "core/logger.hpp"
+#include "core/params.hpp"
+#include "executor/cuda/cuda_check.hpp"
+#include "executor/cuda/device_image.hpp"
+#include "executor/diagnostics.hpp"
+#include "executor/scale_steps.hpp"
+
+namespace mscclpp::exec {
+namespace {
+
+constexpr uint64_t kDirectoryMagic = 0x4d53434c47444952ull;  // "MSCLGDIR"
+constexpr uint64_t kDirectoryVersion = 1;
+constexpr size_t kMaxDirectoryBytes = 1 << 20;
+constexpr uint64_t kNone = UINT64_MAX;
+constexpr uint64_t kReachRaw = 1, kReachIpc = 2;
+
+unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); }
+
+uint64_t reserve(uint64_t* size, uint64_t bytes, uint64_t align) {
+  *size = (*size + align - 1) / align * align;
+  uint64_t off = *size;
+  *size += bytes;
+  return off;
+}
+
+// FNV-1a: the same plan name hashes alike in every process.
+uint64_t nameHash(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+using CounterKey = std::tuple<int, int, bool>;  // (sender, pair index, port?)
+
+// A buffer as a peer describes it: which of its reaches holds it, where, how large.
+struct BufferRef {
+  uint64_t reach = kNone, offset = 0, bytes = 0;
+};
+
+using WriteValue64Fn = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
+
+// cuStreamWriteValue64 through the runtime's entry-point query (nothing links libcuda directly),
+// when the device supports 64-bit stream memory operations; null otherwise.
+void* resolveWriteValue64(int device) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult status{};
+#if CUDART_VERSION >= 12050
+  cudaError_t e = cudaGetDriverEntryPointByVersion("cuStreamWriteValue64", &fn, 12000, cudaEnableDefault, &status);
+#else
+  cudaError_t e = cudaGetDriverEntryPoint("cuStreamWriteValue64", &fn, cudaEnableDefault, &status);
+#endif
+  if (e != cudaSuccess || status != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  int supported = 0;
+  if (cudaDeviceGetAttribute(&supported, static_cast<cudaDeviceAttr>(CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS),
+                             device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return supported ? fn : nullptr;
+}
+
+}  // namespace
+
+// A peer's buffers and counters as reachable from this process.
+struct GpuContext::Peer {
+  int rank = -1;
+  std::vector<char*> reach;
+  std::vector<uint64_t> reachBytes;
+  std::vector<RegisteredMemory> imports;  // keeps CUDA IPC mappings open
+  char* input = nullptr;
+  char* output = nullptr;
+  char* scratch = nullptr;
+  uint64_t inputBytes = 0, outputBytes = 0, scratchBytes = 0;
+  std::map<CounterKey, uint64_t*> counters;
+};
+
+GpuContext::GpuContext(GpuWorld& world, const plan::PlanPtr& plan, int rank, const CallShape& shape,
+                       const CallRequest& request, DataType dtype, ReduceOp nativeOp)
+    : world_(world), plan_(plan), rank_(rank) {
+  const plan::PlanHeader& h = plan_->header;
+  const plan::RankPlan& rp = plan_->ranks.at(static_cast<size_t>(rank_));
+  name_ = strFormat("plan %s (%s) rank %d", h.name.c_str(), h.source.c_str(), rank_);
+  timeoutSeconds_ = params::timeoutSeconds();
+  timeoutNs_ = timeoutSeconds_ > 0 ? static_cast<uint64_t>(timeoutSeconds_ * 1e9) : kNoDeadline;
+  DeviceGuard guard(world_.device());
+
+  // ---- Facts every rank shares: refuse before anything is exchanged. ----
+  const GpuTopology& topo = world_.topology();
+  const std::vector<int> far = topo.otherHosts();
+  MSCCLPP_ENFORCE(far.empty(), ErrorCode::NotSupported,
+                  "%s: ranks %s are on other hosts; the CUDA backend's executor connects the ranks of one host "
+                  "(CUDA IPC; port channels over InfiniBand are not implemented for it)",
+                  name_.c_str(), rankList(far).c_str());
+  // Ranks that are threads of this process on other GPUs hand us raw pointers into their device
+  // memory: our device must have peer access to theirs (CUDA IPC mappings enable it themselves).
+  for (int q = 0; q < topo.size(); ++q) {
+    if (q == rank_ || !topo.sameProcess(q) || topo.sameGpu(q)) continue;
+    const int peerDevice = topo.of(q).device;
+    int can = 0;
+    MSCCLPP_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, world_.device(), peerDevice),
+                       "%s: can GPU %d access GPU %d (rank %d)", name_.c_str(), world_.device(), peerDevice, q);
+    MSCCLPP_ENFORCE(can != 0, ErrorCode::NotSupported,
+                    "%s: rank %d runs in this process on GPU %d, which GPU %d cannot access directly (no peer "
+                    "access over NVLink or PCIe): the CUDA backend needs direct access between the GPUs of one process",
+                    name_.c_str(), q, peerDevice, world_.device());
+    cudaError_t e = cudaDeviceEnablePeerAccess(peerDevice, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled) {
+      (void)cudaGetLastError();
+    } else {
+      MSCCLPP_CUDA_CHECK(e, "%s: enabling peer access from GPU %d to GPU %d (rank %d)", name_.c_str(), world_.device(),
+                         peerDevice, q);
+    }
+  }
+  threads_ = h.numThreadsPerBlock;
+  for (const plan::ThreadblockPlan& tb : rp.threadblocks) {
+    ThreadblockDevice counts{};
+    counts.nOps = static_cast<uint32_t>(tb.ops.size());
+    counts.nRefs = static_cast<uint32_t>(tb.refs.size());
+    counts.nIds = static_cast<uint32_t>(tb.ids.size());
+    blockListBytes_.push_back(blockOpListBytes(counts));
+  }
+  coResident_ = topo.coResidentRanks();
+  groupBlocks_ = groupBlocks(*plan_, coResident_);
+  precheck(dtype, nativeOp);
+
+  // ---- Buffers: the user's where possible, ours for scratch, counters and staging. ----
+  bool crossProcess = false;
+  for (int r = 0; r < topo.size(); ++r) crossProcess |= r != rank_ && !topo.sameProcess(r);
+  bindBuffers(request, crossProcess);
+  uint64_t size = 0;
+  scratchOffset_ = reserve(&size, shape.scratchBytes, 256);
+  for (int port = 0; port < 2; ++port) {
+    for (const plan::ChannelDecl& c : port ? rp.portChannels : rp.memoryChannels)
+      counters_.push_back({CounterKey{c.peer, c.pairIndex, port != 0}, reserve(&size, sizeof(uint64_t), 64)});
+  }
+  stagingOffset_ = reserve(&size, binding_.stagingBytes, 256);
+  // Zeroed: LL packets start with flag 0 (never valid) and counters at 0.
+  region_ = std::make_unique<DeviceAllocation>(size, name_ + ": scratch, counters and staging");
+  abort_ = std::make_unique<PinnedAllocation>(64, name_ + ": abort flag");
+
+  exchange(shape);
+
+  // ---- The proxy for port channels, the image, the upload. ----
+  FifoDeviceHandle fifo{};
+  if (!rp.portChannels.empty()) {
+    const int64_t slots = params::proxyFifoSize();
+    MSCCLPP_ENFORCE(slots > 0 && slots <= (1 << 20), ErrorCode::InvalidArgument,
+                    "MSCCLPP_PROXY_FIFO_SIZE=%lld: expected 1 to 1048576 slots", static_cast<long long>(slots));
+    proxyStream_ = std::make_unique<OwnedStream>(name_ + ": proxy");
+    proxy_ = std::make_unique<ProxyService>(static_cast<int>(slots), world_.device());
+    fifo = proxy_->fifoDeviceHandle();
+    writeValue64_ = resolveWriteValue64(world_.device());
+  }
+  image_ = ContextImage::build(plan_, rank_, shape, resources_, proxy_ ? &fifo : nullptr, timeoutNs_);
+  const ExecContextDevice& hostImage = image_->device();
+  imageMemory_ = std::make_unique<DeviceAllocation>(packedImageBytes(hostImage), name_ + ": device image");
+  PackedImage packed = packDeviceImage(hostImage, reinterpret_cast<uint64_t>(imageMemory_->get()));
+  MSCCLPP_CUDA_CHECK(cudaMemcpy(imageMemory_->get(), packed.bytes.data(), packed.bytes.size(), cudaMemcpyHostToDevice),
+                     "%s: uploading the %zu-byte device image", name_.c_str(), packed.bytes.size());
+  deviceContext_ = reinterpret_cast<const ExecContextDevice*>(imageMemory_->get() + packed.contextOffset);
+  mutableOffset_ = packed.mutableOffset;
+  mutableBytes_ = packed.mutableBytes;
+  stateOffset_ = packed.stateOffset;
+  recordsOffset_ = packed.recordsOffset;
+  if (proxy_) {
+    signalsSent_.assign(rp.portChannels.size(), 0);
+    // The handler reads this context's tables; a failure raises the abort flag (release, from the
+    // proxy thread) so every device wait of the launch stops.
+    proxy_->setRequestHandler([this](const TriggerFields& f) { return handleRequest(f); });
+    proxy_->setFailureFlag(static_cast<uint32_t*>(abort_->host()));
+    proxy_->startProxy();
+  }
+  MSCCLPP_INFO(LogExec,
+               "%s: GPU context built: %u blocks x %d threads, %u shared bytes per block, %llu device bytes, %s%s",
+               name_.c_str(), hostImage.nBlocks, threads_, sharedBytes_, ull(deviceBytes()),
+               binding_.stagingBytes ? "staged: " : "zero-copy", binding_.why.c_str());
+}
+
+GpuContext::~GpuContext() {
+  // Our memory may still be in use by our last launch: wait for it (bounded: every device wait has
+  // the deadline). Peers' launches that read our memory completed with ours (the plan's
+  // synchronisation), or failed at their own deadline.
+  if (launched_ && lastStream_ != nullptr) {
+    cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(lastStream_));
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      MSCCLPP_WARN(LogExec, "%s: waiting for the last launch before freeing the context: %s", name_.c_str(),
+                   cudaGetErrorString(e));
+    }
+  }
+  if (proxy_) {
+    proxy_->stopProxy();
+    if (proxyStream_) cudaStreamSynchronize(proxyStream_->get());
+  }
+}
+
+uint64_t GpuContext::deviceBytes() const {
+  return (region_ ? region_->bytes() : 0) + (imageMemory_ ? imageMemory_->bytes() : 0);
+}
+
+char* GpuContext::placePtr(const BufferPlace& p) const {
+  if (p.staged) return region_->get() + stagingOffset_ + p.stagingOffset;
+  return p.user;
+}
+
+void GpuContext::precheck(DataType dtype, ReduceOp op) {
+  const GpuDeviceLimits& dev = world_.limits();
+  // Queried with a block size CUDA accepts, so an oversized plan gets checkThreadsPerBlock's message.
+  GpuKernelQuery q0 = queryExecutorKernel(dtype, op, std::clamp(threads_, 1, kExecutorKernelMaxThreads), 0);
+  checkThreadsPerBlock(plan_->header, rank_, threads_, dev,
+                       GpuKernelLimits{q0.maxThreadsPerBlock, q0.staticSharedBytes});
+  KernelChoice k = decideKernel(dtype, op);
+  sharedBytes_ = k.sharedBytes;
+  kernels_[static_cast<int>(dtype)][static_cast<int>(op)] = k;
+}
+
+GpuContext::KernelChoice GpuContext::decideKernel(DataType dtype, ReduceOp op) {
+  const GpuDeviceLimits& dev = world_.limits();
+  GpuKernelQuery q0 = queryExecutorKernel(dtype, op, threads_, 0);
+  const uint64_t available =
+      dev.sharedPerBlockOptin > q0.staticSharedBytes ? dev.sharedPerBlockOptin - q0.staticSharedBytes : 0;
+  SharedMemoryChoice smem = chooseSharedMemory(blockListBytes_, available);
+  KernelChoice k;
+  k.sharedBytes = smem.dynamicBytes;
+  GpuKernelQuery q = k.sharedBytes ? queryExecutorKernel(dtype, op, threads_, k.sharedBytes) : q0;
+  ResidencyVerdict v =
+      checkResidency(plan_->header, coResident_, groupBlocks_, threads_, k.sharedBytes, q.blocksPerSm, dev);
+  if (!v.ok && k.sharedBytes > 0) {
+    // Op lists in shared memory cost residency: read them from global memory instead.
+    ResidencyVerdict v0 = checkResidency(plan_->header, coResident_, groupBlocks_, threads_, 0, q0.blocksPerSm, dev);
+    if (v0.ok) {
+      MSCCLPP_INFO(LogExec,
+                   "%s: op lists read from global memory (%u shared bytes per block would not let %llu blocks "
+                   "be resident)",
+                   name_.c_str(), k.sharedBytes, ull(groupBlocks_));
+      k.sharedBytes = 0;
+      v = v0;
+    }
+  }
+  MSCCLPP_ENFORCE(v.ok, ErrorCode::NotSupported, "%s", v.reason.c_str());
+  if (smem.blocksInGlobal > 0 && k.sharedBytes > 0) {
+    MSCCLPP_INFO(LogExec, "%s: %u blocks read their op lists from global memory (largest %llu bytes > %llu available)",
+                 name_.c_str(), smem.blocksInGlobal, ull(smem.largestBlockBytes), ull(available));
+  }
+  k.ready = true;
+  return k;
+}
+
+const GpuContext::KernelChoice& GpuContext::kernelFor(DataType dtype, ReduceOp op) {
+  KernelChoice& k = kernels_[static_cast<int>(dtype)][static_cast<int>(op)];
+  if (!k.ready) k = decideKernel(dtype, op);
+  return k;
+}
+
+void GpuContext::bindBuffers(const CallRequest& request, bool crossProcessPeers) {
+  binding_ = bindCall(request);
+  if (!crossProcessPeers) return;
+  // Peers in other processes map our user buffers through CUDA IPC: check that CUDA can export them
+  // (cudaMalloc memory can; memory from cuMemCreate or a stream-ordered pool usually cannot).
+  std::vector<std::pair<char*, uint64_t>> ranges;
+  if (binding_.inPlacePlan) {
+    if (!binding_.data.staged && binding_.data.bytes > 0) ranges.push_back({binding_.data.user, binding_.data.bytes});
+  } else {
+    if (!binding_.input.staged && binding_.input.bytes > 0)
+      ranges.push_back({binding_.input.user, binding_.input.bytes});
+    if (!binding_.output.staged && binding_.output.bytes > 0)
+      ranges.push_back({binding_.output.user, binding_.output.bytes});
+  }
+  for (const auto& r : ranges) {
+    try {
+      exported_.push_back(world_.comm().registerMemory(r.first, r.second, Transport::CudaIpc));
+    } catch (const Error& e) {
+      MSCCLPP_INFO(LogExec, "%s: a user buffer cannot be shared through CUDA IPC (%s): staging the call", name_.c_str(),
+                   e.what());
+      exported_.clear();
+      CallRequest staged = request;
+      staged.zeroCopy = false;
+      binding_ = bindCall(staged);
+      return;
+    }
+  }
+}
+
+void GpuContext::exchange(const CallShape& shape) {
+  const plan::PlanHeader& h = plan_->header;
+  const plan::RankPlan& rp = plan_->ranks.at(static_cast<size_t>(rank_));
+  const GpuTopology& topo = world_.topology();
+  const int n = topo.size();
+  const int tag = world_.nextTag();
+  char* const base = region_->get();
+
+  // Our reaches: 0 = the context region, then the user ranges the plan works in.
+  struct Reach {
+    char* ptr;
+    uint64_t bytes;
+  };
+  std::vector<Reach> reaches{{base, region_->bytes()}};
+  auto userReach = [&](const BufferPlace& p) -> uint64_t {
+    if (p.staged || p.user == nullptr || p.bytes == 0) return kNone;
+    for (size_t i = 1; i < reaches.size(); ++i)
+      if (p.user >= reaches[i].ptr && p.user + p.bytes <= reaches[i].ptr + reaches[i].bytes) return i;
+    reaches.push_back({p.user, p.bytes});
+    return reaches.size() - 1;
+  };
+  if (binding_.inPlacePlan) userReach(binding_.data);
+  auto refOf = [&](const BufferPlace& p) -> BufferRef {
+    if (p.bytes == 0) return BufferRef{};
+    if (p.staged) return BufferRef{0, stagingOffset_ + p.stagingOffset, p.bytes};
+    uint64_t r = userReach(p);
+    return r == kNone ? BufferRef{} : BufferRef{r, static_cast<uint64_t>(p.user - reaches[r].ptr), p.bytes};
+  };
+  const BufferRef myInput = refOf(binding_.input), myOutput = refOf(binding_.output);
+  const BufferRef myScratch{0, scratchOffset_, shape.scratchBytes};
+
+  // Registrations for peers of other processes (the user ranges may already be registered).
+  std::vector<std::vector<char>> ipc(reaches.size());
+  bool crossProcess = false;
+  for (int q = 0; q < n; ++q) crossProcess |= q != rank_ && !topo.sameProcess(q);
+  if (crossProcess) {
+    for (size_t i = 0; i < reaches.size(); ++i) {
+      RegisteredMemory reg = world_.comm().registerMemory(reaches[i].ptr, reaches[i].bytes, Transport::CudaIpc);
+      ipc[i] = reg.serialize();
+      exported_.push_back(reg);
+    }
+  }
+  auto message = [&](bool raw) {
+    comm::ByteWriter w;
+    for (uint64_t v : {kDirectoryMagic, kDirectoryVersion, static_cast<uint64_t>(rank_), static_cast<uint64_t>(tag),
+                       nameHash(h.name), shape.inputBytes, shape.outputBytes, shape.scratchBytes})
+      w.put<uint64_t>(v);
+    w.put<uint64_t>(reaches.size());
+    for (size_t i = 0; i < reaches.size(); ++i) {
+      w.put<uint64_t>(reaches[i].bytes);
+      if (raw) {
+        w.put<uint64_t>(kReachRaw);
+        w.put<uint64_t>(reinterpret_cast<uint64_t>(reaches[i].ptr));
+      } else {
+        w.put<uint64_t>(kReachIpc);
+        w.put<uint64_t>(ipc[i].size());
+        w.putBytes(ipc[i].data(), ipc[i].size());
+      }
+    }
+    for (const BufferRef& b : {myInput, myOutput, myScratch}) {
+      w.put<uint64_t>(b.reach);
+      w.put<uint64_t>(b.offset);
+      w.put<uint64_t>(b.bytes);
+    }
+    w.put<uint64_t>(counters_.size());
+    for (const auto& [key, off] : counters_) {
+      w.put<uint64_t>(static_cast<uint64_t>(std::get<0>(key)));
+      w.put<uint64_t>(static_cast<uint64_t>(std::get<1>(key)));
+      w.put<uint64_t>(std::get<2>(key) ? 1 : 0);
+      w.put<uint64_t>(off);
+    }
+    return std::move(w.bytes());
+  };
+  std::vector<char> rawMessage = message(true), ipcMessage = crossProcess ? message(false) : std::vector<char>();
+  Bootstrap& bs = world_.exchange();
+  for (int q = 0; q < n; ++q) {
+    if (q == rank_) continue;
+    const std::vector<char>& m = topo.sameProcess(q) ? rawMessage : ipcMessage;
+    bs.send(m.data(), m.size(), q, tag);
+  }
+
+  peers_.assign(static_cast<size_t>(n), nullptr);
+  for (int q = 0; q < n; ++q) {
+    if (q == rank_) continue;
+    std::vector<char> data;
+    try {
+      data = bs.recv(q, tag, kMaxDirectoryBytes);
+    } catch (const Error& e) {
+      throw Error(e.code(), strFormat("%s: waiting for rank %d's execution-context directory (context build #%d of "
+                                      "this rank; every rank must make the same calls in the same order, with "
+                                      "buffers that change together): %s",
+                                      name_.c_str(), q, tag, e.what()));
+    }
+    const std::string what = strFormat("%s: rank %d's execution-context directory", name_.c_str(), q);
+    comm::ByteReader r(data, what.c_str());
+    MSCCLPP_ENFORCE(r.get<uint64_t>("magic") == kDirectoryMagic && r.get<uint64_t>("version") == kDirectoryVersion &&
+                        r.get<uint64_t>("rank") == static_cast<uint64_t>(q),
+                    ErrorCode::RemoteError, "%s is not a version-%llu GPU directory", what.c_str(),
+                    ull(kDirectoryVersion));
+    const uint64_t peerTag = r.get<uint64_t>("tag"), planHash = r.get<uint64_t>("plan");
+    const uint64_t in = r.get<uint64_t>("input bytes"), out = r.get<uint64_t>("output bytes");
+    const uint64_t scr = r.get<uint64_t>("scratch bytes");
+    MSCCLPP_ENFORCE(peerTag == static_cast<uint64_t>(tag) && planHash == nameHash(h.name), ErrorCode::InvalidUsage,
+                    "%s: rank %d built context #%llu for another plan while this rank builds #%d for plan %s: every "
+                    "rank must make the same calls in the same order",
+                    name_.c_str(), q, ull(peerTag), tag, h.name.c_str());
+    auto peer = std::make_shared<Peer>();
+    peer->rank = q;
+    const uint64_t nReach = r.get<uint64_t>("reach count");
+    MSCCLPP_ENFORCE(nReach >= 1 && nReach <= 8, ErrorCode::RemoteError, "%s: %llu reaches", what.c_str(), ull(nReach));
+    for (uint64_t i = 0; i < nReach; ++i) {
+      const uint64_t bytes = r.get<uint64_t>("reach bytes");
+      const uint64_t kind = r.get<uint64_t>("reach kind");
+      char* ptr = nullptr;
+      if (kind == kReachRaw) {
+        MSCCLPP_ENFORCE(topo.sameProcess(q), ErrorCode::RemoteError, "%s: a raw pointer from another process",
+                        what.c_str());
+        ptr = reinterpret_cast<char*>(r.get<uint64_t>("reach pointer"));
+      } else if (kind == kReachIpc) {
+        const uint64_t len = r.get<uint64_t>("registration size");
+        MSCCLPP_ENFORCE(len <= kMaxDirectoryBytes, ErrorCode::RemoteError, "%s: a %llu-byte registration", what.c_str(),
+                        ull(len));
+        std::vector<char> reg(len);
+        r.getBytes(reg.data(), len, "registration");
+        RegisteredMemory m = RegisteredMemory::deserialize(reg);
+        ptr = static_cast<char*>(m.data());
+        MSCCLPP_ENFORCE(ptr != nullptr && m.size() >= bytes, ErrorCode::RemoteError,
+                        "%s: its memory is not mapped here (CUDA IPC)", what.c_str());
+        peer->imports.push_back(m);
+      } else {
+        MSCCLPP_THROW(ErrorCode::RemoteError, "%s: unknown reach kind %llu", what.c_str(), ull(kind));
+      }
+      peer->reach.push_back(ptr);
+      peer->reachBytes.push_back(bytes);
+    }
+    auto buffer = [&](const char* field, char** ptr, uint64_t* bytes) {
+      BufferRef b{r.get<uint64_t>(field), r.get<uint64_t>(field), r.get<uint64_t>(field)};
+      *bytes = b.bytes;
+      if (b.reach == kNone) return;
+      MSCCLPP_ENFORCE(
+          b.reach < nReach && b.offset <= peer->reachBytes[b.reach] && b.bytes <= peer->reachBytes[b.reach] - b.offset,
+          ErrorCode::RemoteError, "%s: its %s points outside its memory", what.c_str(), field);
+      *ptr = peer->reach[b.reach] + b.offset;
+    };
+    buffer("input", &peer->input, &peer->inputBytes);
+    buffer("output", &peer->output, &peer->outputBytes);
+    buffer("scratch", &peer->scratch, &peer->scratchBytes);
+    MSCCLPP_ENFORCE(peer->inputBytes == in && peer->outputBytes == out && peer->scratchBytes == scr,
+                    ErrorCode::RemoteError, "%s: inconsistent sizes", what.c_str());
+    const uint64_t nCounters = r.get<uint64_t>("counter count");
+    MSCCLPP_ENFORCE(nCounters <= (1u << 20), ErrorCode::RemoteError, "%s: %llu counters", what.c_str(), ull(nCounters));
+    for (uint64_t i = 0; i < nCounters; ++i) {
+      const int sender = static_cast<int>(r.get<uint64_t>("counter sender"));
+      const int pair = static_cast<int>(r.get<uint64_t>("counter pair"));
+      const bool port = r.get<uint64_t>("counter kind") != 0;
+      const uint64_t off = r.get<uint64_t>("counter offset");
+      MSCCLPP_ENFORCE(off % 8 == 0 && off + 8 <= peer->reachBytes[0], ErrorCode::RemoteError,
+                      "%s: counter offset %llu is outside its region or unaligned", what.c_str(), ull(off));
+      peer->counters[CounterKey{sender, pair, port}] = reinterpret_cast<uint64_t*>(peer->reach[0] + off);
+    }
+    r.expectEnd();
+    peers_[static_cast<size_t>(q)] = std::move(peer);
+  }
+
+  // ---- The resources of the image, all device pointers valid in this process. ----
+  RankResources& res = resources_;
+  res.input = placePtr(binding_.input);
+  res.output = placePtr(binding_.output);
+  res.scratch = base + scratchOffset_;
+  res.inputBytes = shape.inputBytes;
+  res.outputBytes = shape.outputBytes;
+  res.scratchBytes = shape.scratchBytes;
+  auto bufferOf = [&](int owner, plan::BufferType t, uint64_t* bytes) -> char* {
+    if (owner == rank_) {
+      switch (t) {
+        case plan::BufferType::Input:
+          *bytes = res.inputBytes;
+          return res.input;
+        case plan::BufferType::Output:
+          *bytes = res.outputBytes;
+          return res.output;
+        case plan::BufferType::Scratch:
+          *bytes = res.scratchBytes;
+          return res.scratch;
+      }
+    }
+    const Peer& p = *peers_.at(static_cast<size_t>(owner));
+    switch (t) {
+      case plan::BufferType::Input:
+        *bytes = p.inputBytes;
+        return p.input;
+      case plan::BufferType::Output:
+        *bytes = p.outputBytes;
+        return p.output;
+      case plan::BufferType::Scratch:
+        *bytes = p.scratchBytes;
+        return p.scratch;
+    }
+    return nullptr;
+  };
+  for (const plan::RemoteBufferDecl& d : rp.remoteBuffers) {
+    uint64_t bytes = 0;
+    char* b = bufferOf(d.rank, d.type, &bytes);
+    res.remoteBuffers.push_back({b, bytes});
+  }
+  auto myCounter = [&](const CounterKey& key) {
+    for (const auto& [k, off] : counters_)
+      if (k == key) return reinterpret_cast<uint64_t*>(base + off);
+    MSCCLPP_THROW(ErrorCode::InternalError, "%s: no counter for its own channel", name_.c_str());
+  };
+  auto peerCounter = [&](int owner, const CounterKey& key) {
+    const Peer& p = *peers_.at(static_cast<size_t>(owner));
+    auto it = p.counters.find(key);
+    MSCCLPP_ENFORCE(it != p.counters.end(), ErrorCode::RemoteError,
+                    "%s: rank %d has no %s channel paired with this rank's channel %d", name_.c_str(), owner,
+                    std::get<2>(key) ? "port" : "memory", std::get<1>(key));
+    return it->second;
+  };
+  for (const plan::ChannelDecl& c : rp.memoryChannels) {
+    res.memoryInbound.push_back(myCounter(CounterKey{c.peer, c.pairIndex, false}));
+    res.memoryOutbound.push_back(peerCounter(c.peer, CounterKey{rank_, c.pairIndex, false}));
+  }
+  for (const plan::ChannelDecl& c : rp.portChannels) {
+    res.portInbound.push_back(myCounter(CounterKey{c.peer, c.pairIndex, true}));
+    res.portOutbound.push_back(peerCounter(c.peer, CounterKey{rank_, c.pairIndex, true}));
+  }
+  for (const plan::SwitchChannelDecl& s : rp.switchChannels) {
+    // The members' buffers through their mappings: the interpreter reduces and stores over them
+    // (an NVLS multicast binding needs cuMemCreate memory on distinct GPUs: not attempted here).
+    SwitchGroupResource g;
+    g.bytes = s.ranks.empty() ? 0 : UINT64_MAX;
+    for (size_t i = 0; i < s.ranks.size(); ++i) {
+      uint64_t bytes = 0;
+      g.members.push_back(bufferOf(s.ranks[i], s.bufferType, &bytes));
+      g.bytes = std::min(g.bytes, bytes);
+      if (s.ranks[i] == rank_) g.myIndex = static_cast<uint32_t>(i);
+    }
+    res.switchGroups.push_back(std::move(g));
+  }
+  res.abortFlag = static_cast<uint32_t*>(abort_->device());
+}
+
+void GpuContext::writeSignal(uint32_t channel, uint64_t value, std::string* error) {
+  cudaStream_t s = proxyStream_->get();
+  uint64_t* target = image_->resources().portOutbound[channel];
+  if (writeValue64_ != nullptr) {
+    // Stream-ordered after every earlier copy of this proxy, with the memory fence the default flags
+    // give: the peer's acquire of the new value sees the data those copies wrote.
+    CUresult r = reinterpret_cast<WriteValue64Fn>(writeValue64_)(reinterpret_cast<CUstream>(s),
+                                                                 reinterpret_cast<CUdeviceptr>(target), value, 0);
+    if (r != CUDA_SUCCESS)
+      *error = strFormat("cuStreamWriteValue64 to the peer's counter failed (CUresult %d)", int(r));
+    return;
+  }
+  // Without stream memory operations: a copy from pageable host memory, which CUDA reads before
+  // the call returns, so a later signal's value can never overtake this one's.
+  cudaError_t e = cudaMemcpyAsync(target, &signalsSent_[channel], sizeof(uint64_t), cudaMemcpyHostToDevice, s);
+  if (e != cudaSuccess)
+    *error = strFormat("cudaMemcpyAsync of the signal to the peer's counter: %s", cudaGetErrorString(e));
+}
+
+std::string GpuContext::handleRequest(const TriggerFields& f) {
+  if (!proxyDeviceSet_) {
+    cudaError_t e = cudaSetDevice(world_.device());
+    if (e != cudaSuccess)
+      return strFormat("proxy thread: cudaSetDevice(%d): %s", world_.device(), cudaGetErrorString(e));
+    proxyDeviceSet_ = true;
+  }
+  cudaStream_t stream = proxyStream_->get();
+  const auto& table = image_->memoryTable();
+  if (f.type & TriggerPut) {
+    if (f.srcMemoryId >= table.size() || f.dstMemoryId >= table.size() || table[f.srcMemoryId].base == nullptr ||
+        table[f.dstMemoryId].base == nullptr) {
+      return strFormat("put on port channel %u names memory ids %u -> %u; registered: %zu", f.channelId, f.srcMemoryId,
+                       f.dstMemoryId, table.size());
+    }
+    const auto& s = table[f.srcMemoryId];
+    const auto& d = table[f.dstMemoryId];
+    if (f.srcOffset + f.size > s.bytes || f.dstOffset + f.size > d.bytes || f.srcOffset + f.size < f.srcOffset ||
+        f.dstOffset + f.size < f.dstOffset) {
+      return strFormat(
+          "put on port channel %u of %llu bytes from memory %u offset %llu (%llu bytes) to memory %u "
+          "offset %llu (%llu bytes) is out of bounds",
+          f.channelId, ull(f.size), f.srcMemoryId, ull(f.srcOffset), ull(s.bytes), f.dstMemoryId, ull(f.dstOffset),
+          ull(d.bytes));
+    }
+    if (f.size > 0) {
+      // The copy engine reads what the kernel wrote before its release push of this trigger.
+      cudaError_t e =
+          cudaMemcpyAsync(d.base + f.dstOffset, s.base + f.srcOffset, f.size, cudaMemcpyDeviceToDevice, stream);
+      if (e != cudaSuccess) return strFormat("cudaMemcpyAsync of %llu bytes: %s", ull(f.size), cudaGetErrorString(e));
+    }
+  }
+  if (f.type & TriggerSignal) {
+    if (f.channelId >= signalsSent_.size())
+      return strFormat("signal on port channel %u; %zu declared", f.channelId, signalsSent_.size());
+    std::string error;
+    writeSignal(f.channelId, ++signalsSent_[f.channelId], &error);
+    if (!error.empty()) return error;
+  }
+  if (f.type & TriggerFlush) {
+    // Every earlier copy and signal of this proxy completed (one stream serves all channels).
+    Deadline deadline(timeoutSeconds_);
+    cudaError_t last = cudaSuccess;
+    try {
+      waitUntil(
+          [&] {
+            last = cudaStreamQuery(stream);
+            return last != cudaErrorNotReady;
+          },
+          deadline, name_ + ": proxy flush (waiting for the copy stream)");
+    } catch (const Error& e) {
+      return e.what();
+    }
+    if (last != cudaSuccess) return strFormat("flush: cudaStreamQuery: %s", cudaGetErrorString(last));
+  }
+  return std::string();
+}
+
+bool GpuContext::failureRaised() const {
+  // Acquire: pairs with the proxy's release store (the device's relaxed store publishes nothing;
+  // the diagnosis synchronises with the stream before reading anything else).
+  return __atomic_load_n(static_cast<const uint32_t*>(abort_->host()), __ATOMIC_ACQUIRE) != 0;
+}
+
+void GpuContext::throwFailure() {
+  failed_ = true;
+  std::string cudaProblem;
+  if (lastStream_ != nullptr) {
+    cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(lastStream_));
+    if (e != cudaSuccess) cudaProblem = cudaGetErrorString(e);
+  }
+  const plan::Plan& plan = *plan_;
+  std::vector<char> state(mutableBytes_);
+  cudaError_t e = cudaMemcpy(state.data(), imageMemory_->get() + mutableOffset_, mutableBytes_, cudaMemcpyDeviceToHost);
+  if (e != cudaSuccess && cudaProblem.empty()) cudaProblem = cudaGetErrorString(e);
+  const ExecState* st = reinterpret_cast<const ExecState*>(state.data() + (stateOffset_ - mutableOffset_));
+  const BlockRecord* records = reinterpret_cast<const BlockRecord*>(state.data() + (recordsOffset_ - mutableOffset_));
+  const uint32_t nBlocks = image_->device().nBlocks;
+  bool timedOut = false, invalid = false;
+  uint32_t flag = 0;
+  for (uint32_t b = 0; b < nBlocks && e == cudaSuccess; ++b) {
+    timedOut |= records[b].state == kBlockTimedOut;
+    invalid |= records[b].state == kBlockInvalid;
+    if (blockStopped(records[b])) flag = records[b].launchFlag;
+  }
+  std::string msg =
+      strFormat("%s: a launch%s failed", name_.c_str(), flag ? strFormat(" with flag %u", flag).c_str() : "");
+  if (timedOut) msg += strFormat(" (MSCCLPP_TIMEOUT_S=%.3g)", timeoutSeconds_);
+  const std::string proxyError = proxy_ ? proxy_->errorMessage() : std::string();
+  if (!proxyError.empty()) msg += "; " + proxyError;
+  if (!cudaProblem.empty()) msg += "; CUDA: " + cudaProblem;
+  if (e == cudaSuccess) {
+    for (const std::string& line : describeUnfinishedBlocks(plan, rank_, records, nBlocks, flag, st->firstFailedBlock))
+      msg += "\n  " + line;
+  }
+  MSCCLPP_WARN(LogExec, "%s", msg.c_str());
+  if (!cudaProblem.empty()) throw Error(ErrorCode::CudaError, msg);
+  if (timedOut) throw TimeoutError(msg);
+  if (invalid || !proxyError.empty()) throw Error(ErrorCode::NotSupported, msg);
+  throw Error(ErrorCode::Aborted, msg);
+}
+
+void GpuContext::launch(const GpuCallArgs& a) {
+  MSCCLPP_ENFORCE(!failed_, ErrorCode::InvalidUsage, "%s: this execution context failed in an earlier launch",
+                  name_.c_str());
+  if (failureRaised()) throwFailure();
+  const ReduceOp native = nativeOpOf(a.op);
+  const size_t elem = dataTypeSize(a.dtype);
+  MSCCLPP_ENFORCE(elem > 0 && (image_->reduceGranularity() % elem) == 0, ErrorCode::NotSupported,
+                  "%s: its reductions touch offsets/sizes in steps of %llu bytes, not whole %s elements", name_.c_str(),
+                  ull(image_->reduceGranularity()), dataTypeName(a.dtype));
+  const KernelChoice& k = kernelFor(a.dtype, native);
+  cudaStream_t s = static_cast<cudaStream_t>(a.stream);
+  char* input = placePtr(binding_.input);
+  char* output = placePtr(binding_.output);
+  // Everything below is enqueued on the caller's stream: no host synchronisation, no allocation.
+  if (binding_.preBytes > 0) {
+    if (a.op == ReduceOp::PreMulSum) {
+      launchPreMultiply(a.dtype, input, binding_.preInPlace ? input : binding_.preSrc, binding_.preBytes, a.scalar, s);
+    } else {
+      MSCCLPP_CUDA_CHECK(cudaMemcpyAsync(input, binding_.preSrc, binding_.preBytes, cudaMemcpyDeviceToDevice, s),
+                         "%s: staging the send buffer", name_.c_str());
+    }
+  }
+  const uint32_t nBlocks = image_->device().nBlocks;
+  if (nBlocks > 0) {
+    GpuLaunch l;
+    l.deviceContext = deviceContext_;
+    l.nBlocks = nBlocks;
+    l.threadsPerBlock = static_cast<uint32_t>(threads_);
+    l.sharedBytes = k.sharedBytes;
+    l.args = LaunchArgs{timeoutNs_, static_cast<uint32_t>(a.packet), 0};
+    l.stream = a.stream;
+    launchExecutorKernel(a.dtype, native, l);
+  }
+  if (binding_.postBytes > 0) {
+    MSCCLPP_CUDA_CHECK(cudaMemcpyAsync(binding_.postDst, output, binding_.postBytes, cudaMemcpyDeviceToDevice, s),
+                       "%s: copying the staged output to the receive buffer", name_.c_str());
+  }
+  if (a.op == ReduceOp::Avg && binding_.divideBytes > 0) {
+    char* recv = binding_.postDst != nullptr ? binding_.postDst : output;
+    launchDivide(a.dtype, recv, binding_.divideBytes, static_cast<uint32_t>(plan_->ranks.size()), s);
+  }
+  lastStream_ = a.stream;
+  launched_ = true;
+}
+
+}  // namespace mscclpp::exec

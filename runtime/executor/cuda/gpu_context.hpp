@@ -1,0 +1,139 @@
+// A GPU execution context: everything one rank needs to launch one plan for one set of user
+// buffers, built once (collectively with the plan's other ranks) and then launched any number of
+// times with no host synchronisation and no allocation:
+//  * device memory of its own (one cudaMalloc, zeroed): the scratch buffer, the semaphore
+//    counters peers signal, and staging for calls the user's buffers cannot serve (call_binding);
+//  * the directory exchange with every other rank over the bootstrap: where its input, output,
+//    scratch and counters are, as raw pointers for ranks of this process and CUDA IPC handles
+//    (allocation base + offset, each peer allocation opened once per process) for other processes;
+//  * the resolved image (context_image) packed into one device allocation and uploaded once
+//    (device_image): ops, references, channel handles, and the state launches carry over (LL flag,
+//    semaphore expected counters, sem_* counters, barriers, block records);
+//  * the abort flag in mapped host memory (the proxy raises it; the host polls it without a sync);
+//  * for port channels, a ProxyService on a device FIFO whose handler copies with
+//    cudaMemcpyAsync on the context's proxy stream and raises peers' counters in stream order.
+//
+// A launch enqueues on the caller's stream: the avg / premulsum steps and staging copies around one
+// kernel launch (one block per plan threadblock). It works inside CUDA-graph capture; replays
+// advance the LL flag and counters on the device. A failed launch (a wait passed MSCCLPP_TIMEOUT_S,
+// a proxy error) raises the abort flag; the next use of the context sees it, synchronises with the
+// failed launch's stream and throws the wait-for picture.
+//
+// Thread-safety: one thread at a time (the Executor serialises its calls). Ownership: the context
+// owns its memory and proxy; it keeps peers' mappings (RegisteredMemory) alive until destroyed.
+// Destruction synchronises with its last launch's stream first (bounded by the device deadline).
+#ifndef MSCCLPP_EXECUTOR_CUDA_GPU_CONTEXT_HPP_
+#define MSCCLPP_EXECUTOR_CUDA_GPU_CONTEXT_HPP_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "executor/context_image.hpp"
+#include "executor/cuda/call_binding.hpp"
+#include "executor/cuda/gpu_launch.hpp"
+#include "executor/cuda/gpu_memory.hpp"
+#include "executor/cuda/gpu_world.hpp"
+#include "executor/dtypes.hpp"
+#include "mscclpp/errors.hpp"
+#include "mscclpp/memory.hpp"
+#include "mscclpp/proxy.hpp"
+
+namespace mscclpp::exec {
+
+struct GpuCallArgs {
+  DataType dtype = DataType::Float32;
+  ReduceOp op = ReduceOp::Sum;  // the call's op (avg and premulsum run the plan as sum)
+  PacketType packet = PacketType::LL16;
+  void* stream = nullptr;
+  const void* scalar = nullptr;  // premulsum: one element of dtype, host memory
+};
+
+class GpuContext {
+ public:
+  // Collective: every rank of the plan builds its context for the same call in the same order.
+  // Throws Error(NotSupported) before exchanging anything when the plan cannot run here (threads,
+  // residency, other hosts), other errors after.
+  // The call's buffers are bound by bindCall (zero-copy where possible); when peers in other
+  // processes need a user buffer CUDA IPC cannot export, the call is bound again with staging.
+  GpuContext(GpuWorld& world, const plan::PlanPtr& plan, int rank, const CallShape& shape, const CallRequest& request,
+             DataType dtype, ReduceOp nativeOp);
+  ~GpuContext();
+  GpuContext(const GpuContext&) = delete;
+  GpuContext& operator=(const GpuContext&) = delete;
+
+  // Enqueues the call on args.stream. Throws before enqueueing anything when the context failed
+  // earlier (the diagnosis), or when the call cannot run (dtype not built, residency).
+  void launch(const GpuCallArgs& args);
+
+  // Whether an earlier launch raised the abort flag (a host read of mapped memory, no sync).
+  bool failureRaised() const;
+  // Synchronises with the failed launch and throws its diagnosis (TimeoutError, Error(Aborted /
+  // NotSupported / CudaError)). Marks the context unusable.
+  [[noreturn]] void throwFailure();
+
+  const CallBinding& binding() const { return binding_; }
+  const ContextImage& image() const { return *image_; }
+  uint32_t sharedBytes() const { return sharedBytes_; }
+  uint32_t blocks() const { return image_ ? image_->device().nBlocks : 0; }
+  // Device memory this context allocated (region + image).
+  uint64_t deviceBytes() const;
+
+ private:
+  struct KernelChoice {
+    bool ready = false;
+    uint32_t sharedBytes = 0;
+  };
+  struct Peer;
+
+  void precheck(DataType dtype, ReduceOp op);
+  const KernelChoice& kernelFor(DataType dtype, ReduceOp op);
+  KernelChoice decideKernel(DataType dtype, ReduceOp op);
+  void bindBuffers(const CallRequest& request, bool crossProcessPeers);
+  void exchange(const CallShape& shape);
+  void writeSignal(uint32_t channel, uint64_t value, std::string* error);
+  std::string handleRequest(const TriggerFields& f);
+  char* placePtr(const BufferPlace& p) const;
+
+  GpuWorld& world_;
+  plan::PlanPtr plan_;
+  int rank_;
+  std::string name_;  // "plan X (source) rank r"
+  CallBinding binding_;
+  int threads_ = 0;
+  std::vector<uint64_t> blockListBytes_;
+  std::vector<int> coResident_;
+  uint64_t groupBlocks_ = 0;
+  uint32_t sharedBytes_ = 0;  // the choice made for the building call's kernel
+  KernelChoice kernels_[kNumDataTypes][kNumNativeOps];
+
+  // Our device memory: [scratch | counters | staging].
+  std::unique_ptr<DeviceAllocation> region_;
+  uint64_t scratchOffset_ = 0, stagingOffset_ = 0;
+  std::vector<std::pair<std::tuple<int, int, bool>, uint64_t>> counters_;  // (peer, pair, port) -> offset
+  std::vector<RegisteredMemory> exported_;  // our registrations (kept while peers may use them)
+  std::vector<std::shared_ptr<Peer>> peers_;
+  RankResources resources_;
+
+  std::unique_ptr<PinnedAllocation> abort_;
+  std::unique_ptr<OwnedStream> proxyStream_;
+  std::unique_ptr<ProxyService> proxy_;
+  std::vector<uint64_t> signalsSent_;  // per port channel: the value our proxy last wrote to the peer
+  bool proxyDeviceSet_ = false;        // the proxy thread selected our device
+  void* writeValue64_ = nullptr;       // cuStreamWriteValue64 when the device supports it
+
+  std::unique_ptr<ContextImage> image_;
+  std::unique_ptr<DeviceAllocation> imageMemory_;
+  const ExecContextDevice* deviceContext_ = nullptr;
+  uint64_t mutableOffset_ = 0, mutableBytes_ = 0, stateOffset_ = 0, recordsOffset_ = 0;
+  uint64_t timeoutNs_ = 0;
+  double timeoutSeconds_ = 0;
+  void* lastStream_ = nullptr;
+  bool launched_ = false;
+  bool failed_ = false;
+};
+
+}  // namespace mscclpp::exec
+
+#endif  // MSCCLPP_EXECUTOR_CUDA_GPU_CONTEXT_HPP_

@@ -1,0 +1,79 @@
+// Owners of the CUDA resources an execution context holds: device memory (cudaMalloc, zeroed),
+// host memory mapped into the device (cudaHostAlloc(mapped): the abort flag the proxy thread and the
+// host read without synchronising), a non-blocking stream, and a scoped current-device switch.
+// Compiled only in CUDA builds. Destructors never throw (errors at teardown are logged).
+//
+// Thread-safety: each object belongs to one owner; none is shared between threads without the
+// owner's synchronisation.
+#ifndef MSCCLPP_EXECUTOR_CUDA_GPU_MEMORY_HPP_
+#define MSCCLPP_EXECUTOR_CUDA_GPU_MEMORY_HPP_
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <string>
+
+namespace mscclpp::exec {
+
+class DeviceAllocation {
+ public:
+  DeviceAllocation() = default;
+  // cudaMalloc(bytes) (at least 1 byte) then cudaMemset to zero (synchronous: not inside a capture).
+  DeviceAllocation(size_t bytes, const std::string& what);
+  ~DeviceAllocation();
+  DeviceAllocation(const DeviceAllocation&) = delete;
+  DeviceAllocation& operator=(const DeviceAllocation&) = delete;
+  char* get() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  char* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+class PinnedAllocation {
+ public:
+  PinnedAllocation() = default;
+  // cudaHostAlloc(bytes, mapped), zeroed; host() and device() name the same memory.
+  PinnedAllocation(size_t bytes, const std::string& what);
+  ~PinnedAllocation();
+  PinnedAllocation(const PinnedAllocation&) = delete;
+  PinnedAllocation& operator=(const PinnedAllocation&) = delete;
+  void* host() const { return host_; }
+  void* device() const { return device_; }
+
+ private:
+  void* host_ = nullptr;
+  void* device_ = nullptr;
+};
+
+class OwnedStream {
+ public:
+  OwnedStream() = default;
+  explicit OwnedStream(const std::string& what);  // cudaStreamNonBlocking
+  ~OwnedStream();
+  OwnedStream(const OwnedStream&) = delete;
+  OwnedStream& operator=(const OwnedStream&) = delete;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+// Makes `device` current for the scope and restores the caller's device after (CUDA's current
+// device is per host thread: the user's choice is left as it was).
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = -1;
+  bool switched_ = false;
+};
+
+}  // namespace mscclpp::exec
+
+#endif  // MSCCLPP_EXECUTOR_CUDA_GPU_MEMORY_HPP_

@@ -1,0 +1,64 @@
+// Where the ranks of a GPU executor live: host, process and GPU of every rank, exchanged once per
+// executor (the first context build). The GPU backend decides from it, with no further messages,
+// which ranks share this process and GPU (their blocks must be co-resident: launch_config.hpp),
+// which share the GPU from other processes (time-sliced unless MPS runs), which peers get raw
+// pointers (same process) or CUDA IPC handles (same host), and which it cannot reach (other hosts).
+//
+// Thread-safety: immutable after construction.
+#ifndef MSCCLPP_EXECUTOR_CUDA_GPU_TOPOLOGY_HPP_
+#define MSCCLPP_EXECUTOR_CUDA_GPU_TOPOLOGY_HPP_
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace mscclpp::exec {
+
+// One rank's identity, exchanged as bytes (fixed layout, little-endian hosts of one job).
+struct GpuRankIdentity {
+  uint64_t magic;
+  uint64_t hostHash;      // comm::hostIdHash of the host identity
+  uint64_t processToken;  // random per process (a forked child draws a new one)
+  int32_t pid;
+  int32_t device;    // CUDA ordinal in its own process
+  uint8_t uuid[16];  // the GPU's UUID: the same GPU seen from different processes
+  int32_t rank;
+  int32_t smCount;
+};
+static_assert(std::is_trivially_copyable<GpuRankIdentity>::value && sizeof(GpuRankIdentity) == 56,
+              "exchanged as bytes");
+constexpr uint64_t kGpuIdentityMagic = 0x4d53434c47505549ull;  // "MSCLGPUI"
+
+class GpuTopology {
+ public:
+  GpuTopology() = default;
+  // Checks that every entry carries the magic and its own rank (throws Error(RemoteError)).
+  GpuTopology(int self, std::vector<GpuRankIdentity> ranks);
+
+  int self() const { return self_; }
+  int size() const { return static_cast<int>(ranks_.size()); }
+  const GpuRankIdentity& of(int rank) const { return ranks_.at(rank); }
+  bool sameHost(int rank) const;
+  bool sameProcess(int rank) const;  // implies sameHost
+  bool sameGpu(int rank) const;      // the same physical GPU (any process)
+
+  // Ranks in this process on this GPU, this one included, ascending.
+  std::vector<int> coResidentRanks() const;
+  // Ranks on this GPU in other processes.
+  std::vector<int> sameGpuOtherProcesses() const;
+  // Ranks on other hosts.
+  std::vector<int> otherHosts() const;
+
+ private:
+  int self_ = -1;
+  std::vector<GpuRankIdentity> ranks_;
+};
+
+// Whether a CUDA MPS control daemon is reachable through `pipeDirectory` (its "control" socket
+// exists). A heuristic: MPS cannot be queried through the CUDA runtime.
+bool mpsDaemonVisible(const std::string& pipeDirectory);
+
+}  // namespace mscclpp::exec
+
+#endif  // MSCCLPP_EXECUTOR_CUDA_GPU_TOPOLOGY_HPP_

@@ -1,0 +1,74 @@
+#include "executor/cuda/gpu_world.hpp"
+
+#include <unistd.h>
+
+#include <cstring>
+
+#include "comm/host_identity.hpp"
+#include "core/enforce.hpp"
+#include "core/logger.hpp"
+#include "core/params.hpp"
+#include "executor/cuda/cuda_check.hpp"
+
+namespace mscclpp::exec {
+
+GpuDeviceLimits queryDeviceLimits(int device) {
+  GpuDeviceLimits l;
+  l.device = device;
+  cudaDeviceProp prop{};
+  MSCCLPP_CUDA_CHECK(cudaGetDeviceProperties(&prop, device), "GPU executor: the properties of CUDA device %d", device);
+  l.name = prop.name;
+  l.smCount = prop.multiProcessorCount;
+  l.maxThreadsPerBlock = prop.maxThreadsPerBlock;
+  l.sharedPerBlockOptin = prop.sharedMemPerBlockOptin;
+  l.ccMajor = prop.major;
+  l.ccMinor = prop.minor;
+  return l;
+}
+
+GpuWorld::GpuWorld(std::shared_ptr<Communicator> comm) : comm_(std::move(comm)) {
+  MSCCLPP_ENFORCE(comm_ != nullptr, ErrorCode::InvalidArgument, "GPU executor: the communicator is null");
+  device_ = comm_->device();
+  MSCCLPP_ENFORCE(device_ >= 0, ErrorCode::NotSupported,
+                  "GPU executor: rank %d's communicator has no CUDA device (it was built for the CPU backend: "
+                  "MSCCLPP_BACKEND=cpu, or no device was visible)",
+                  comm_->rank());
+  limits_ = queryDeviceLimits(device_);
+  exchange_ = comm_->bootstrap()->withNamespace("mscclpp.executor.gpu");
+  const std::string mps = params::gpuMps();
+  mps_ = mps == "on" || (mps == "auto" && mpsDaemonVisible(params::mpsPipeDirectory()));
+}
+
+const GpuTopology& GpuWorld::topology() {
+  if (hasTopology_) return topology_;
+  GpuRankIdentity me{};
+  me.magic = kGpuIdentityMagic;
+  me.hostHash = comm::hostIdHash(comm::computeHostId());
+  comm::ProcessIdentity p = comm::thisProcess();
+  me.processToken = p.token;
+  me.pid = p.pid;
+  me.device = device_;
+  me.rank = comm_->rank();
+  me.smCount = limits_.smCount;
+  cudaDeviceProp prop{};
+  MSCCLPP_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_), "GPU executor: the UUID of CUDA device %d", device_);
+  static_assert(sizeof(prop.uuid) == sizeof(me.uuid), "a CUDA UUID is 16 bytes");
+  std::memcpy(me.uuid, &prop.uuid, sizeof(me.uuid));
+  std::vector<GpuRankIdentity> all(static_cast<size_t>(comm_->size()));
+  all[static_cast<size_t>(comm_->rank())] = me;
+  exchange_->allGather(all.data(), sizeof(GpuRankIdentity));
+  topology_ = GpuTopology(comm_->rank(), std::move(all));
+  hasTopology_ = true;
+  const std::vector<int> shared = topology_.sameGpuOtherProcesses();
+  if (!shared.empty() && !mps_) {
+    MSCCLPP_WARN(LogExec,
+                 "rank %d: ranks %s share GPU %d (%s) from other processes and no CUDA MPS daemon is visible "
+                 "(MSCCLPP_GPU_MPS=%s): their kernels are time-sliced, not co-resident, so every wait on another "
+                 "process's rank may cost a scheduler time slice (milliseconds). Plans still complete; start "
+                 "nvidia-cuda-mps-control -d for speed, or run the ranks as threads of one process",
+                 comm_->rank(), rankList(shared).c_str(), device_, limits_.name.c_str(), params::gpuMps().c_str());
+  }
+  return topology_;
+}
+
+}  // namespace mscclpp::exec

@@ -1,0 +1,58 @@
+// The GPU executor's view of its communicator: this rank's CUDA device and its limits, the
+// topology of all ranks (exchanged once, at the first context build), the bootstrap namespace the
+// contexts exchange their directories on, and the build counter that tags each exchange.
+// Compiled only in CUDA builds.
+//
+// Thread-safety: used by its executor's thread only (the Executor serialises execute()).
+#ifndef MSCCLPP_EXECUTOR_CUDA_GPU_WORLD_HPP_
+#define MSCCLPP_EXECUTOR_CUDA_GPU_WORLD_HPP_
+
+#include <memory>
+
+#include "executor/cuda/gpu_topology.hpp"
+#include "executor/cuda/launch_config.hpp"
+#include "mscclpp/bootstrap.hpp"
+#include "mscclpp/communicator.hpp"
+
+namespace mscclpp::exec {
+
+// The device's limits (cudaGetDeviceProperties); throws Error(CudaError) naming the device.
+GpuDeviceLimits queryDeviceLimits(int device);
+
+class GpuWorld {
+ public:
+  // Throws Error(NotSupported) when the communicator has no CUDA device.
+  explicit GpuWorld(std::shared_ptr<Communicator> comm);
+
+  Communicator& comm() { return *comm_; }
+  int rank() const { return comm_->rank(); }
+  int size() const { return comm_->size(); }
+  int device() const { return device_; }
+  const GpuDeviceLimits& limits() const { return limits_; }
+
+  // Collective on the first call (every rank's identity), then cached.
+  const GpuTopology& topology();
+  bool hasTopology() const { return hasTopology_; }
+
+  // The namespace of the contexts' directory exchanges, and the tag of the next one (every rank
+  // builds contexts in the same order, so the k-th build of every rank uses tag k).
+  Bootstrap& exchange() { return *exchange_; }
+  int nextTag() { return static_cast<int>(builds_++ & 0x3fffffff); }
+
+  // Whether ranks of other processes on this GPU run under MPS (MSCCLPP_GPU_MPS).
+  bool mpsActive() const { return mps_; }
+
+ private:
+  std::shared_ptr<Communicator> comm_;
+  std::shared_ptr<Bootstrap> exchange_;
+  int device_ = -1;
+  GpuDeviceLimits limits_;
+  GpuTopology topology_;
+  bool hasTopology_ = false;
+  uint64_t builds_ = 0;
+  bool mps_ = false;
+};
+
+}  // namespace mscclpp::exec
+
+#endif  // MSCCLPP_EXECUTOR_CUDA_GPU_WORLD_HPP_

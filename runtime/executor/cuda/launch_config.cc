@@ -1,0 +1,105 @@
+#include "executor/cuda/launch_config.hpp"
+
+#include <algorithm>
+
+#include "core/enforce.hpp"
+#include "core/format.hpp"
+
+namespace mscclpp::exec {
+
+uint64_t roundUpTo16(uint64_t n) { return (n + 15) / 16 * 16; }
+
+uint64_t blockOpListBytes(const ThreadblockDevice& tb) {
+  // Must match executorKernel's layout (executor_kernel.cuh).
+  return roundUpTo16(uint64_t{tb.nOps} * sizeof(plan::Op)) + roundUpTo16(uint64_t{tb.nRefs} * sizeof(ResolvedRef)) +
+         roundUpTo16(uint64_t{tb.nIds} * sizeof(uint32_t));
+}
+
+SharedMemoryChoice chooseSharedMemory(const std::vector<uint64_t>& blockBytes, uint64_t availableBytes) {
+  SharedMemoryChoice c;
+  for (uint64_t b : blockBytes) {
+    c.largestBlockBytes = std::max(c.largestBlockBytes, b);
+    if (b <= availableBytes) {
+      c.dynamicBytes = static_cast<uint32_t>(std::max<uint64_t>(c.dynamicBytes, b));
+      ++c.blocksInShared;
+    } else {
+      ++c.blocksInGlobal;
+    }
+  }
+  return c;
+}
+
+void checkThreadsPerBlock(const plan::PlanHeader& header, int rank, int threads, const GpuDeviceLimits& device,
+                          const GpuKernelLimits& kernel) {
+  MSCCLPP_ENFORCE(threads > 0, ErrorCode::NotSupported, "plan %s (%s) rank %d: num_threads_per_block is %d",
+                  header.name.c_str(), header.source.c_str(), rank, threads);
+  int limit = kExecutorKernelMaxThreads;
+  const char* why = "the executor kernel's __launch_bounds__";
+  if (device.maxThreadsPerBlock > 0 && device.maxThreadsPerBlock < limit) {
+    limit = device.maxThreadsPerBlock;
+    why = "the device's maxThreadsPerBlock";
+  }
+  if (kernel.maxThreadsPerBlock > 0 && kernel.maxThreadsPerBlock < limit) {
+    limit = kernel.maxThreadsPerBlock;
+    why = "the compiled kernel's register use (cudaFuncGetAttributes maxThreadsPerBlock)";
+  }
+  MSCCLPP_ENFORCE(threads <= limit, ErrorCode::NotSupported,
+                  "plan %s (%s) rank %d: num_threads_per_block %d exceeds %d, the limit of %s on GPU %d (%s)",
+                  header.name.c_str(), header.source.c_str(), rank, threads, limit, why, device.device,
+                  device.name.c_str());
+}
+
+uint64_t groupBlocks(const plan::Plan& plan, const std::vector<int>& ranks) {
+  uint64_t total = 0;
+  for (int r : ranks) {
+    if (r >= 0 && r < static_cast<int>(plan.ranks.size())) total += plan.ranks[r].threadblocks.size();
+  }
+  return total;
+}
+
+std::string rankList(const std::vector<int>& ranks) {
+  std::vector<int> v(ranks);
+  std::sort(v.begin(), v.end());
+  std::string s;
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i;
+    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+    if (!s.empty()) s += ", ";
+    s += j == i ? std::to_string(v[i]) : std::to_string(v[i]) + "-" + std::to_string(v[j]);
+    i = j + 1;
+  }
+  return s;
+}
+
+ResidencyVerdict checkResidency(const plan::PlanHeader& header, const std::vector<int>& groupRanks,
+                                uint64_t totalBlocks, int threads, uint32_t sharedBytes, int blocksPerSm,
+                                const GpuDeviceLimits& device) {
+  ResidencyVerdict v;
+  v.capacity = static_cast<uint64_t>(std::max(0, blocksPerSm)) * static_cast<uint64_t>(std::max(0, device.smCount));
+  if (totalBlocks <= v.capacity) return v;
+  v.ok = false;
+  const bool several = groupRanks.size() > 1;
+  v.reason = strFormat(
+      "plan %s (%s): %s %s on GPU %d (%s) in this process need%s %llu blocks of %d threads resident at once "
+      "(%u bytes of shared memory each), but the GPU holds at most %llu (%d per SM x %d SMs for this kernel); the "
+      "plan's %s wait on each other, so the launch would not complete: run fewer ranks per GPU, or use a plan with "
+      "fewer threadblocks or threads per block",
+      header.name.c_str(), header.source.c_str(), several ? "ranks" : "rank", rankList(groupRanks).c_str(),
+      device.device, device.name.c_str(), several ? "" : "s", static_cast<unsigned long long>(totalBlocks), threads,
+      sharedBytes, static_cast<unsigned long long>(v.capacity), blocksPerSm, device.smCount,
+      several ? "ranks and blocks" : "blocks");
+  return v;
+}
+
+std::string streamProblem(const std::string& who, const std::vector<int>& coResidentRanks, const void* stream,
+                          const void* legacyHandle) {
+  if (coResidentRanks.size() < 2 || (stream != nullptr && stream != legacyHandle)) return std::string();
+  return strFormat(
+      "%s: ranks %s share this process and GPU and wait on each other within one launch, but the call "
+      "uses the legacy default stream, on which kernels of different ranks cannot run at the same time "
+      "(it would deadlock until MSCCLPP_TIMEOUT_S): give each rank its own stream "
+      "(cudaStreamCreateWithFlags(..., cudaStreamNonBlocking))",
+      who.c_str(), rankList(coResidentRanks).c_str());
+}
+
+}  // namespace mscclpp::exec
