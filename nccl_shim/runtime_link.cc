@@ -75,8 +75,12 @@ class RuntimeLink final : public RankLink {
     return std::make_unique<RuntimeLink>(std::move(child));
   }
 
-  void abort() override { comm_->abort(); }
-  void interruptInflight() override {}
+  void abort() override {
+    comm_->abort();
+    executor_.abort();
+  }
+  // A plan launch in flight stops at once (Error(Aborted)) instead of at its peers' failure or deadline.
+  void interruptInflight() override { executor_.abort(); }
 
   PlanChoice selectPlan(const CollCall& call, std::string* why) override {
     plan::SelectRequest req;

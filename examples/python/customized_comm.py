@@ -19,7 +19,7 @@ Run it
 The package must be importable (pip install ./dsl_compiler, or PYTHONPATH=dsl_compiler) and find the
 runtime (LD_PRELOAD of libmscclpp_nccl.so, or MSCCLPP_LIBRARY=/path/to/libmscclpp.so).
 Exit status: 0 correct on every rank; 1 a wrong result or a failed rank; 2 bad usage; 3 the backend
-cannot run plans yet (the CUDA backend's execution contexts are still being written: the error says so).
+refuses the call (NotSupportedError: the error says why).
 """
 import argparse
 import os
@@ -189,7 +189,7 @@ def run_rank(args) -> int:
         try:
             comm.all_reduce(x, op=torch.distributed.ReduceOp.SUM if torch is not None else None)
         except NotSupportedError as error:
-            print(f"rank {rank}: this backend cannot run the plan yet: {error}", file=sys.stderr)
+            print(f"rank {rank}: the backend refused the call: {error}", file=sys.stderr)
             return EXIT_UNSUPPORTED
         if on_gpu:
             torch.cuda.synchronize()

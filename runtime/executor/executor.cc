@@ -63,6 +63,11 @@ struct Executor::Impl {
     std::unique_ptr<exec::CpuContext> ctx;
   };
   std::list<Entry> contexts;  // most recently used first (CPU backend)
+  // abort(): `mutex` is held for a whole CPU launch, so abort uses its own lock to reach the abort
+  // flag of the launch in flight (null when none) and to keep its context alive while raising it.
+  std::mutex abortMutex;
+  bool aborted = false;
+  uint32_t* runningAbortFlag = nullptr;
   std::unique_ptr<exec::GpuBackend> gpu;  // CUDA backend: its contexts (created at the first call)
 
   exec::GpuBackend& gpuBackend() {
@@ -120,6 +125,24 @@ size_t Executor::contextCount() const {
   return impl_->contexts.size() + (impl_->gpu ? impl_->gpu->contextCount() : 0);
 }
 
+void Executor::abort() {
+  std::lock_guard<std::mutex> lock(impl_->abortMutex);
+  impl_->aborted = true;
+  // Blocks and the proxy poll this flag in every wait: the launch in flight stops within a backoff
+  // period and fails with Error(Aborted).
+  if (impl_->runningAbortFlag != nullptr) atomicStore<uint32_t>(impl_->runningAbortFlag, 1, memoryOrderRelease);
+}
+
+bool Executor::launchInFlight() const {
+  std::lock_guard<std::mutex> lock(impl_->abortMutex);
+  return impl_->runningAbortFlag != nullptr;
+}
+
+bool Executor::aborted() const {
+  std::lock_guard<std::mutex> lock(impl_->abortMutex);
+  return impl_->aborted;
+}
+
 bool Executor::pollAsyncError(std::string* message) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->gpu != nullptr && impl_->gpu->pollError(message);
@@ -149,6 +172,7 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
   exec::checkPlanServesOp(h, op);
   MSCCLPP_ENFORCE(op != ReduceOp::PreMulSum || scalar != nullptr, ErrorCode::InvalidArgument,
                   "Executor::execute: premulsum needs a scalar (got a null pointer)");
+  MSCCLPP_ENFORCE(!aborted(), ErrorCode::Aborted, "plan %s rank %d: the executor was aborted", h.name.c_str(), rank);
   std::lock_guard<std::mutex> lock(impl_->mutex);
   if (impl_->backend == Backend::Cuda) {
     // Device buffers, enqueued on `stream`: see executor/cuda/gpu_backend.hpp.
@@ -175,6 +199,19 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
     if (op == ReduceOp::PreMulSum) exec::preMultiplyHost(dtype, res.input, sendBuff, sendBytes, scalar);
     else std::memcpy(res.input, sendBuff, sendBytes);
   }
+  {
+    std::lock_guard<std::mutex> guard(impl_->abortMutex);
+    MSCCLPP_ENFORCE(!impl_->aborted, ErrorCode::Aborted, "plan %s rank %d: the executor was aborted", h.name.c_str(),
+                    rank);
+    impl_->runningAbortFlag = ctx.image().device().abortFlag;
+  }
+  struct ClearRunning {
+    Impl* impl;
+    ~ClearRunning() {
+      std::lock_guard<std::mutex> guard(impl->abortMutex);
+      impl->runningAbortFlag = nullptr;
+    }
+  } clearRunning{impl_.get()};
   ctx.launch(dtype, exec::nativeOpOf(op), packetType, params::timeoutSeconds());
   if (op == ReduceOp::Avg) {
     const uint64_t bytes = exec::reducedOutputBytes(h.collective, rank, h.root, recvBytes);

@@ -78,6 +78,14 @@ class Executor {
   Backend backend() const;
   // Execution contexts currently cached.
   size_t contextCount() const;
+  // Stops this executor for good (any thread, any time; for ncclCommAbort/Revoke): the CPU launch
+  // in flight stops within a backoff period and its execute() throws Error(Aborted); every later
+  // execute() throws Error(Aborted) at once. CUDA launches already enqueued are not recalled: they
+  // end when their waits complete or pass MSCCLPP_TIMEOUT_S.
+  void abort();
+  bool aborted() const;
+  // Whether a CPU launch of this executor is running now (diagnostics; abort() reaches it).
+  bool launchInFlight() const;
   // CUDA backend: whether an earlier launch failed on the device without a call having reported it
   // yet. Checks without synchronising (a read of host-mapped memory per context); on a failure it
   // drops that context and returns true with its diagnosis in *message (which synchronises with the

@@ -2,11 +2,13 @@
 // and by a real Communicator (in-process bootstrap, host shared memory). User buffers are plain
 // malloc'd memory of each rank.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "core/deadline.hpp"
 #include "exec_test_util.hpp"
 #include "executor/context_wiring.hpp"
 #include "executor/emulation/reference.hpp"
@@ -174,4 +176,38 @@ TEST_CASE("Executor over a Communicator: ranks exchange host shared memory", "[e
       }
     }
   }
+}
+
+TEST_CASE("Executor::abort stops a launch waiting for a peer and refuses later calls", "[exec][executor][abort]") {
+  // Rank 0 runs alone, so its launch waits for rank 1's signals until MSCCLPP_TIMEOUT_S (60 s in
+  // the test environment) unless abort() stops it.
+  const int n = 2;
+  auto plan = preset("allreduce_ll_n2_ip.json");
+  auto wiring = std::make_shared<exec::LocalWorldWiring>(n);
+  Executor ex(wiring, Backend::Cpu);
+  std::vector<float> buf = values(0, 1024);
+  std::string error;
+  ErrorCode code = ErrorCode::InternalError;  // overwritten by the expected Error(Aborted)
+  auto start = std::chrono::steady_clock::now();
+  std::thread rank0([&] {
+    try {
+      ex.execute(0, buf.data(), buf.data(), 4096, 4096, DataType::Float32, plan);
+    } catch (const Error& e) {
+      error = e.what();
+      code = e.code();
+    }
+  });
+  Deadline entered(30);
+  while (!ex.launchInFlight() && !entered.expired()) std::this_thread::yield();
+  REQUIRE(ex.launchInFlight());
+  ex.abort();
+  rank0.join();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(code == ErrorCode::Aborted);
+  CHECK_THAT(error, Catch::Contains("plan allreduce_ll_n2_ip") && Catch::Contains("rank 0: launch with flag"));
+  CHECK(seconds < 20);
+  CHECK(ex.aborted());
+  CHECK_FALSE(ex.launchInFlight());
+  CHECK_THROWS_WITH(ex.execute(0, buf.data(), buf.data(), 4096, 4096, DataType::Float32, plan),
+                    Catch::Contains("rank 0: the executor was aborted"));
 }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -186,4 +187,39 @@ TEST_CASE("MSCCLPP_DEBUG=INFO names the plan that ran", "[plans]") {
         std::string::npos);
   CHECK(log.find("[1] MSCCLPP INFO SHIM plan allreduce_ll_n2_oop ran") != std::string::npos);
   CHECK(log.find("allreduce: 1 calls, 256 B, 1 via plans, 0 via NCCL") != std::string::npos);
+}
+
+TEST_CASE("revoke stops a plan waiting for a peer that never calls", "[plans]") {
+  std::vector<ncclComm_t> comms = groupInit(2);
+  const size_t count = 1024;
+  std::vector<std::vector<float>> bufs(2, std::vector<float>(count, 1.0f));
+  // Both ranks run once: their execution contexts exist, so the next call goes straight to a launch.
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      CHECK(ncclAllReduce(bufs[r].data(), bufs[r].data(), count, ncclFloat32, ncclSum, comms[r], nullptr) ==
+            ncclSuccess);
+    });
+  }
+  for (auto& t : threads) t.join();
+  REQUIRE(bufs[0][7] == 2.0f);
+  // Rank 0 calls again alone: its plan waits for rank 1 (MSCCLPP_TIMEOUT_S is 60 s) until the revoke,
+  // whether it comes before the launch (refused at once) or during it (stopped within a backoff).
+  ncclResult_t alone = ncclSuccess;
+  auto start = std::chrono::steady_clock::now();
+  std::thread rank0([&] {
+    alone = ncclAllReduce(bufs[0].data(), bufs[0].data(), count, ncclFloat32, ncclSum, comms[0], nullptr);
+  });
+  // Not synchronisation (either order must return promptly): a moment for the call to reach its launch, so
+  // the revoke usually meets a plan in flight. test_exec_executor's [abort] case covers that path deterministically.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const ncclResult_t revoked = ncclCommRevoke(comms[0], NCCL_REVOKE_DEFAULT);
+  const std::string revokeError = revoked == ncclSuccess ? std::string() : lastError();
+  rank0.join();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(revokeError);
+  CHECK(revoked == ncclSuccess);
+  CHECK(alone != ncclSuccess);
+  CHECK(seconds < 20);
+  destroyAll(comms);
 }
