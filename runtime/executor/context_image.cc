@@ -386,4 +386,25 @@ void ContextImage::resetState() {
   if (!ownAbort_.empty()) ownAbort_[0] = 0;
 }
 
+std::string ContextImage::resolvePut(const TriggerFields& f, char** src, char** dst) const {
+  const auto& table = memoryTable_;
+  if (f.srcMemoryId >= table.size() || f.dstMemoryId >= table.size() || table[f.srcMemoryId].base == nullptr ||
+      table[f.dstMemoryId].base == nullptr) {
+    return strFormat("put on port channel %u names memory ids %u -> %u; registered: %zu", f.channelId, f.srcMemoryId,
+                     f.dstMemoryId, table.size());
+  }
+  const MemoryEntry& s = table[f.srcMemoryId];
+  const MemoryEntry& d = table[f.dstMemoryId];
+  if (f.srcOffset + f.size > s.bytes || f.dstOffset + f.size > d.bytes || f.srcOffset + f.size < f.srcOffset ||
+      f.dstOffset + f.size < f.dstOffset) {
+    return strFormat("put on port channel %u of %llu bytes from memory %u offset %llu (%llu bytes) to memory %u "
+                     "offset %llu (%llu bytes) is out of bounds",
+                     f.channelId, ull(f.size), f.srcMemoryId, ull(f.srcOffset), ull(s.bytes), f.dstMemoryId,
+                     ull(f.dstOffset), ull(d.bytes));
+  }
+  *src = s.base + f.srcOffset;
+  *dst = d.base + f.dstOffset;
+  return std::string();
+}
+
 }  // namespace mscclpp::exec

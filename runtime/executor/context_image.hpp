@@ -63,6 +63,10 @@ class ContextImage {
   const RankResources& resources() const { return res_; }
   // The proxy's memory table, indexed by memory id (base null: not accessible through the proxy).
   const std::vector<MemoryEntry>& memoryTable() const { return memoryTable_; }
+  // A put trigger's source and destination, checked against the memory table (ids registered,
+  // ranges in bounds, no overflow): "" with *src and *dst set, or the error naming the channel,
+  // memory ids, offsets and sizes. Both backends' proxies resolve puts with it.
+  std::string resolvePut(const TriggerFields& f, char** src, char** dst) const;
   // Every offset and size a reducing op touches is a multiple of this (elements must divide it).
   uint64_t reduceGranularity() const { return reduceGranularity_; }
   bool usesPortChannels() const { return !rankPlan().portChannels.empty(); }

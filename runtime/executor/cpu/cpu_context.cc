@@ -51,23 +51,11 @@ CpuContext::~CpuContext() {
 std::string CpuContext::handleRequest(const TriggerFields& f) {
   const RankResources& res = image_->resources();
   if (res.remotePorts && res.remotePorts->crossesHost(f.channelId)) return handleRemoteRequest(f);
-  const auto& table = image_->memoryTable();
   if (f.type & TriggerPut) {
-    if (f.srcMemoryId >= table.size() || f.dstMemoryId >= table.size() || table[f.srcMemoryId].base == nullptr ||
-        table[f.dstMemoryId].base == nullptr) {
-      return strFormat("put on port channel %u names memory ids %u -> %u; registered: %zu", f.channelId, f.srcMemoryId,
-                       f.dstMemoryId, table.size());
-    }
-    const auto& s = table[f.srcMemoryId];
-    const auto& d = table[f.dstMemoryId];
-    if (f.srcOffset + f.size > s.bytes || f.dstOffset + f.size > d.bytes || f.srcOffset + f.size < f.srcOffset ||
-        f.dstOffset + f.size < f.dstOffset) {
-      return strFormat("put on port channel %u of %llu bytes from memory %u offset %llu (%llu bytes) to memory %u "
-                       "offset %llu (%llu bytes) is out of bounds",
-                       f.channelId, ull(f.size), f.srcMemoryId, ull(f.srcOffset), ull(s.bytes), f.dstMemoryId,
-                       ull(f.dstOffset), ull(d.bytes));
-    }
-    std::memmove(d.base + f.dstOffset, s.base + f.srcOffset, f.size);
+    char *src = nullptr, *dst = nullptr;
+    std::string error = image_->resolvePut(f, &src, &dst);
+    if (!error.empty()) return error;
+    std::memmove(dst, src, f.size);
   }
   if (f.type & TriggerSignal) {
     const auto& out = image_->resources().portOutbound;

@@ -565,27 +565,13 @@ std::string GpuContext::handleRequest(const TriggerFields& f) {
     proxyDeviceSet_ = true;
   }
   cudaStream_t stream = proxyStream_->get();
-  const auto& table = image_->memoryTable();
   if (f.type & TriggerPut) {
-    if (f.srcMemoryId >= table.size() || f.dstMemoryId >= table.size() || table[f.srcMemoryId].base == nullptr ||
-        table[f.dstMemoryId].base == nullptr) {
-      return strFormat("put on port channel %u names memory ids %u -> %u; registered: %zu", f.channelId, f.srcMemoryId,
-                       f.dstMemoryId, table.size());
-    }
-    const auto& s = table[f.srcMemoryId];
-    const auto& d = table[f.dstMemoryId];
-    if (f.srcOffset + f.size > s.bytes || f.dstOffset + f.size > d.bytes || f.srcOffset + f.size < f.srcOffset ||
-        f.dstOffset + f.size < f.dstOffset) {
-      return strFormat(
-          "put on port channel %u of %llu bytes from memory %u offset %llu (%llu bytes) to memory %u "
-          "offset %llu (%llu bytes) is out of bounds",
-          f.channelId, ull(f.size), f.srcMemoryId, ull(f.srcOffset), ull(s.bytes), f.dstMemoryId, ull(f.dstOffset),
-          ull(d.bytes));
-    }
+    char *src = nullptr, *dst = nullptr;
+    std::string error = image_->resolvePut(f, &src, &dst);
+    if (!error.empty()) return error;
     if (f.size > 0) {
       // The copy engine reads what the kernel wrote before its release push of this trigger.
-      cudaError_t e =
-          cudaMemcpyAsync(d.base + f.dstOffset, s.base + f.srcOffset, f.size, cudaMemcpyDeviceToDevice, stream);
+      cudaError_t e = cudaMemcpyAsync(dst, src, f.size, cudaMemcpyDeviceToDevice, stream);
       if (e != cudaSuccess) return strFormat("cudaMemcpyAsync of %llu bytes: %s", ull(f.size), cudaGetErrorString(e));
     }
   }
