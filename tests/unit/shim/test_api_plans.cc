@@ -194,14 +194,15 @@ TEST_CASE("revoke stops a plan waiting for a peer that never calls", "[plans]") 
   const size_t count = 1024;
   std::vector<std::vector<float>> bufs(2, std::vector<float>(count, 1.0f));
   // Both ranks run once: their execution contexts exist, so the next call goes straight to a launch.
+  std::vector<ncclResult_t> warm(2, ncclInternalError);  // Catch2 assertions only on this thread
   std::vector<std::thread> threads;
   for (int r = 0; r < 2; ++r) {
     threads.emplace_back([&, r] {
-      CHECK(ncclAllReduce(bufs[r].data(), bufs[r].data(), count, ncclFloat32, ncclSum, comms[r], nullptr) ==
-            ncclSuccess);
+      warm[r] = ncclAllReduce(bufs[r].data(), bufs[r].data(), count, ncclFloat32, ncclSum, comms[r], nullptr);
     });
   }
   for (auto& t : threads) t.join();
+  REQUIRE(warm == std::vector<ncclResult_t>(2, ncclSuccess));
   REQUIRE(bufs[0][7] == 2.0f);
   // Rank 0 calls again alone: its plan waits for rank 1 (MSCCLPP_TIMEOUT_S is 60 s) until the revoke,
   // whether it comes before the launch (refused at once) or during it (stopped within a backoff).
