@@ -30,8 +30,8 @@ struct CollCall {
 // Bytes of one rank's contribution (count * element size).
 inline uint64_t elementBytes(const CollCall& c) { return static_cast<uint64_t>(c.count) * dtypeSize(c.dtype); }
 
-// The message size the plan registry selects on (plan-format.md: the output size for allgather, the input size
-// otherwise); nRanks is the communicator size.
+// The message size the plan registry selects on (plan-format.md: the output size for allgather, the per-rank
+// part count * element size for gather and scatter, the input size otherwise); nRanks is the communicator size.
 uint64_t planMessageBytes(const CollCall& c, int nRanks);
 
 // Bytes the executor reads from sendbuff and writes to recvbuff on this rank.

@@ -45,8 +45,14 @@ bool planCollectiveOf(CollKind kind, plan::Collective* out) {
     case CollKind::SendRecv:
       *out = plan::Collective::SendRecv;
       return true;
+    case CollKind::Gather:
+      *out = plan::Collective::Gather;
+      return true;
+    case CollKind::Scatter:
+      *out = plan::Collective::Scatter;
+      return true;
     default:
-      return false;  // gather, scatter and single sends/recvs have no plan collective
+      return false;  // single sends/recvs have no plan collective
   }
 }
 
@@ -93,7 +99,12 @@ class RuntimeLink final : public RankLink {
     req.worldSize = comm_->size();
     req.nRanksPerNode = comm_->nRanksPerNode();
     req.messageBytes = planMessageBytes(call, comm_->size());
-    req.inPlace = isInPlace(call, comm_->rank());
+    // Gather and scatter: NCCL's in-place form exists only on the root (the other ranks often pass NULL for
+    // the buffer it compares), so ranks could not agree on the flag and would pick different plans. Every rank
+    // asks for an out-of-place plan instead; one serves an in-place root call correctly (the executor stages
+    // the aliased send buffer).
+    req.inPlace = (call.kind == CollKind::Gather || call.kind == CollKind::Scatter) ? false
+                                                                                     : isInPlace(call, comm_->rank());
     req.dtype = call.dtype;
     // A user op is a PreMulSum (the executor's op 5) whatever its handle.
     req.redOp = !isReduction(call.kind)                  ? -1

@@ -21,7 +21,8 @@ namespace {
 const char kUsage[] =
     "usage: mscclpp-emulate PLAN.json --ranks N --size BYTES [--dtype T] [--op O] [--iterations K]\n"
     "                       [--processes] [--packet ll16|ll8] [--scalar X] [--seed S] [--timeout SECONDS]\n"
-    "  --size: message size in bytes as plans state it (allgather: output, else input); K/M/G suffixes allowed\n"
+    "  --size: message size in bytes as plans state it (allgather: output, gather/scatter: per-rank part, else\n"
+    "          input); K/M/G suffixes allowed\n"
     "  --dtype: int8 uint8 int32 uint32 int64 uint64 float16 float32 float64 bfloat16 float8e4m3 float8e5m2\n"
     "           (or f32, f16, bf16, ...); default float32\n"
     "  --op: sum prod max min avg premulsum (default sum); --scalar: premulsum's factor (default 2)\n";

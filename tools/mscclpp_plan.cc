@@ -30,7 +30,8 @@ const char* kUsage =
     "       mscclpp-plan info FILE\n"
     "       mscclpp-plan select --dir DIR [--dir DIR...] --collective C --ranks N [--ranks-per-node M]\n"
     "                           --bytes B [--inplace] [--dtype T] [--op O] [--root R] [--tag T...]\n"
-    "  select: B is the message size (allgather: output bytes, else input bytes) with an optional K, M or G\n"
+    "  select: B is the message size (allgather: output bytes, gather/scatter: per-rank bytes, else input\n"
+    "          bytes) with an optional K, M or G\n"
     "  suffix (KiB, MiB, GiB); M defaults to N (one node); T is an NCCL datatype name (float32, float16,\n"
     "  bfloat16, float64, int8, uint8, int32, uint32, int64, uint64, float8e4m3, float8e5m2; default float32);\n"
     "  O is sum, prod, max, min or avg (default sum for allreduce, reducescatter and reduce); R defaults to 0\n"
@@ -76,6 +77,9 @@ std::string servedSizes(const Plan& plan) {
   const uint64_t n = static_cast<uint64_t>(h.worldSize);
   if (byInput && h.collective == Collective::AllGather) step *= n;
   if (!byInput && h.collective == Collective::ReduceScatter) step *= n;
+  // A scatter's message is its output (the per-rank part), which the input's n parts divide into.
+  if (byInput && h.collective == Collective::Scatter && r0.outputChunks != 0)
+    step = static_cast<uint64_t>(r0.outputChunks) * h.bufferAlignment;
   uint64_t first = h.minMessageSize <= step ? step : (h.minMessageSize + step - 1) / step * step;
   if (first > h.maxMessageSize) return "none: no multiple of " + mscclpp::formatBytes(step) + " lies in the size range";
   uint64_t in = 0, out = 0;
@@ -138,7 +142,7 @@ int info(int argc, char** argv) {
   std::printf("in-place         %s\n", h.inPlace ? "yes" : "no");
   std::printf("ranks            %d (ranks per node: %s)\n", h.worldSize,
               h.nRanksPerNode ? std::to_string(h.nRanksPerNode).c_str() : "any");
-  if (h.collective == Collective::Broadcast || h.collective == Collective::Reduce)
+  if (isRootedCollective(h.collective))
     std::printf("root             %d\n", h.root);
   std::printf("threads/block    %d\n", h.numThreadsPerBlock);
   std::printf("alignment        %u bytes\n", h.bufferAlignment);
@@ -261,15 +265,13 @@ int select(int argc, char** argv) {
   if (!haveBytes) return usageError("select: --bytes is required");
   SelectRequest request;
   if (!collectiveFromName(std::string_view(collective), &request.collective)) {
-    return usageError("select: --collective '" + collective +
-                      "' is not one of allreduce, allgather, reducescatter, "
-                      "alltoall, sendrecv, broadcast, reduce, custom, test");
+    return usageError("select: --collective '" + collective + "' is not one of " + collectiveNameList());
   }
   if (perNode == 0) perNode = ranks;
   if (perNode > ranks) return usageError("select: --ranks-per-node is larger than --ranks");
   const bool reduces = request.collective == Collective::AllReduce || request.collective == Collective::ReduceScatter ||
                        request.collective == Collective::Reduce;
-  const bool rooted = request.collective == Collective::Broadcast || request.collective == Collective::Reduce;
+  const bool rooted = isRootedCollective(request.collective);
   if (root >= ranks) return usageError("select: --root is not below --ranks");
   std::vector<const char*> tagPointers;
   for (const auto& t : tags) tagPointers.push_back(t.c_str());

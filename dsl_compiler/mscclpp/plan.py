@@ -43,7 +43,8 @@ class PlanHandle:
 
 @dataclass(frozen=True)
 class Request:
-    """What a collective call asks for. message_size is in bytes (allgather: the output size)."""
+    """What a collective call asks for. message_size is in bytes (allgather: the output size; gather and
+    scatter: the per-rank part)."""
 
     collective: str
     world_size: int

@@ -22,7 +22,7 @@ __all__ = ["ExecutionPlanRegistry", "ExecutionPlanHandle", "ExecutionPlan"]
 
 _NAME_LENGTH = 256
 _REDUCING = ("allreduce", "reducescatter", "reduce")
-_ROOTED = ("broadcast", "reduce")
+_ROOTED = ("broadcast", "reduce", "gather", "scatter")
 
 
 class ExecutionPlan(_capi.OwnedHandle):
@@ -107,11 +107,11 @@ class ExecutionPlanRegistry:
     ) -> Optional[ExecutionPlanHandle]:
         """The plan the registry (or the installed selector) chooses for this call, or None.
 
-        ``message_size`` is in bytes: the input size, for allgather the output size (as plans state
-        their size ranges). Keywords beyond the seed's: ``dtype`` (anything dtype_to_mscclpp_dtype
+        ``message_size`` is in bytes: the input size, for allgather the output size, for gather and
+        scatter the per-rank part (as plans state their size ranges). Keywords beyond the seed's: ``dtype`` (anything dtype_to_mscclpp_dtype
         takes; default uint8, the weakest divisibility requirement: pass the real one for exact
-        selection), ``red_op`` (ReduceOp; default sum for reducing collectives), ``root`` (broadcast
-        and reduce, default 0), ``in_place`` (default: send_buffer == recv_buffer), ``tags`` the plan
+        selection), ``red_op`` (ReduceOp; default sum for reducing collectives), ``root`` (broadcast,
+        reduce, gather and scatter, default 0), ``in_place`` (default: send_buffer == recv_buffer), ``tags`` the plan
         must all carry. A request the registry cannot judge (unknown collective, ranks per node
         outside 1..world_size) raises InvalidArgumentError; "no plan" is None (``last_reason`` says why).
         """

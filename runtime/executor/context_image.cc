@@ -87,10 +87,12 @@ InPlaceLayout inPlaceLayout(plan::Collective collective, int rank, uint64_t inpu
   InPlaceLayout l;
   switch (collective) {
     case plan::Collective::AllGather:
+    case plan::Collective::Gather:  // on the root: NCCL's sendbuff == recvbuff + root * count
       l.dataBytes = std::max(outputBytes, (static_cast<uint64_t>(rank) + 1) * inputBytes);
       l.inputOffset = static_cast<uint64_t>(rank) * inputBytes;
       break;
     case plan::Collective::ReduceScatter:
+    case plan::Collective::Scatter:  // on the root: NCCL's recvbuff == sendbuff + root * count
       l.dataBytes = std::max(inputBytes, (static_cast<uint64_t>(rank) + 1) * outputBytes);
       l.outputOffset = static_cast<uint64_t>(rank) * outputBytes;
       break;

@@ -48,8 +48,12 @@ struct ContextKey {
   }
 };
 
-// Whether the collective writes a result into this rank's output.
-bool writesOutput(plan::Collective c, int rank, int root) { return c != plan::Collective::Reduce || rank == root; }
+// Whether the collective writes a result into this rank's output (reduce and gather: the root only).
+bool writesOutput(plan::Collective c, int rank, int root) {
+  return (c != plan::Collective::Reduce && c != plan::Collective::Gather) || rank == root;
+}
+// Whether the collective reads this rank's input (scatter: the root only; NCCL passes NULL elsewhere).
+bool readsInput(plan::Collective c, int rank, int root) { return c != plan::Collective::Scatter || rank == root; }
 
 }  // namespace
 
@@ -164,8 +168,9 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
                   impl_->wiring->worldSize());
   MSCCLPP_ENFORCE(rank >= 0 && rank < static_cast<int>(plan->ranks.size()), ErrorCode::InvalidArgument,
                   "Executor::execute: rank %d of a %zu-rank plan", rank, plan->ranks.size());
-  MSCCLPP_ENFORCE(sendBytes == 0 || sendBuff != nullptr, ErrorCode::InvalidArgument,
-                  "Executor::execute: a null send buffer of %zu bytes", sendBytes);
+  const bool reads = readsInput(h.collective, rank, h.root);
+  MSCCLPP_ENFORCE(!reads || sendBytes == 0 || sendBuff != nullptr, ErrorCode::InvalidArgument,
+                  "Executor::execute: a null send buffer of %zu bytes on rank %d", sendBytes, rank);
   const bool writes = writesOutput(h.collective, rank, h.root);
   MSCCLPP_ENFORCE(!writes || recvBytes == 0 || recvBuff != nullptr, ErrorCode::InvalidArgument,
                   "Executor::execute: a null receive buffer of %zu bytes on rank %d", recvBytes, rank);
@@ -195,7 +200,7 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
   const exec::RankResources& res = ctx.image().resources();
   // Stage in: the plan's input (inside the data buffer for in-place plans) gets the send buffer,
   // pre-scaled for premulsum.
-  if (sendBytes > 0) {
+  if (sendBytes > 0 && sendBuff != nullptr) {
     if (op == ReduceOp::PreMulSum) exec::preMultiplyHost(dtype, res.input, sendBuff, sendBytes, scalar);
     else std::memcpy(res.input, sendBuff, sendBytes);
   }

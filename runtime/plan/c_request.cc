@@ -14,9 +14,7 @@ SelectRequest selectRequestFromC(const mscclppPlanRequest* request, const char* 
   SelectRequest r;
   MSCCLPP_ENFORCE(collectiveFromName(std::string_view(request->collective), &r.collective),
                   ErrorCode::InvalidArgument,
-                  "%s: collective '%s' is not one of allreduce, allgather, reducescatter, alltoall, sendrecv, "
-                  "broadcast, reduce, custom, test",
-                  apiName, request->collective);
+                  "%s: collective '%s' is not one of %s", apiName, request->collective, collectiveNameList());
   r.worldSize = request->worldSize;
   r.nRanksPerNode = request->nRanksPerNode;
   r.messageBytes = request->messageBytes;

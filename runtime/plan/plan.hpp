@@ -18,7 +18,20 @@
 
 namespace mscclpp::plan {
 
-enum class Collective : uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv, Broadcast, Reduce, Custom, Test };
+// Gather and Scatter are our extension of MSCCL++'s list (docs/plan-core.md).
+enum class Collective : uint8_t {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  SendRecv,
+  Broadcast,
+  Reduce,
+  Gather,
+  Scatter,
+  Custom,
+  Test
+};
 enum class Protocol : uint8_t { Simple, LL };
 enum class ChannelType : uint8_t { None, Memory, Port, Switch };
 enum class BufferType : uint8_t { Input, Output, Scratch };
@@ -151,7 +164,7 @@ struct PlanHeader {
   bool reuseResources = false;
   int formatVersion = 0;  // 0: the key was absent (MSCCL++-compiled plans)
   std::vector<std::string> tags;
-  int root = 0;  // broadcast/reduce root (our optional "root" key)
+  int root = 0;  // broadcast/reduce/gather/scatter root (our optional "root" key)
   int nRanksPerNode = 0;  // our optional "nranks_per_node" key: the ranks per node the plan serves; 0 = any
   // Bit i set when the plan contains reduce_op i (PlanReduceOp). A plan whose only reduce op is
   // Sum (the DSL's default) serves every call op: the executor substitutes the call's op.

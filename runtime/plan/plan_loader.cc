@@ -130,9 +130,7 @@ void PlanLoader::readHeader(const Value& root) {
 
   const Value& collective = check_.require(doc_, root, top, "collective");
   if (!collectiveFromName(check_.string(collective, top.key("collective")), &h.collective)) {
-    check_.failValue(top.key("collective"), collective,
-                     "is not one of allreduce, allgather, reducescatter, alltoall, sendrecv, broadcast, reduce, "
-                     "custom, test");
+    check_.failValue(top.key("collective"), collective, "is not one of %s", collectiveNameList());
   }
   const Value& protocol = check_.require(doc_, root, top, "protocol");
   std::string_view protocolText = check_.string(protocol, top.key("protocol"));

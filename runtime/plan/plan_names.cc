@@ -1,5 +1,6 @@
 // Name <-> enum tables of the plan model. Op names come from the one table, op_table.def.
 #include <cstring>
+#include <string>
 
 #include "plan/plan.hpp"
 #include "plan/plan_names.hpp"
@@ -18,8 +19,9 @@ constexpr OpName kOpNames[] = {
 };
 constexpr size_t kNumOps = sizeof(kOpNames) / sizeof(kOpNames[0]);
 
-constexpr const char* kCollectiveNames[] = {"allreduce", "allgather", "reducescatter", "alltoall", "sendrecv",
-                                            "broadcast", "reduce",    "custom",        "test"};
+constexpr const char* kCollectiveNames[] = {"allreduce", "allgather", "reducescatter", "alltoall",
+                                            "sendrecv",  "broadcast", "reduce",        "gather",
+                                            "scatter",   "custom",    "test"};
 constexpr size_t kNumCollectives = sizeof(kCollectiveNames) / sizeof(kCollectiveNames[0]);
 static_assert(kNumCollectives == static_cast<size_t>(Collective::Test) + 1, "one name per Collective");
 
@@ -70,6 +72,21 @@ bool collectiveFromName(std::string_view name, Collective* c) {
     }
   }
   return false;
+}
+
+const char* collectiveNameList() {
+  // Built once from the table, so error messages cannot miss a name (thread-safe static initialisation).
+  static const std::string list = [] {
+    std::string s;
+    for (size_t i = 0; i < kNumCollectives; ++i) s += std::string(i == 0 ? "" : ", ") + kCollectiveNames[i];
+    return s;
+  }();
+  return list.c_str();
+}
+
+bool isRootedCollective(Collective c) {
+  return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Gather ||
+         c == Collective::Scatter;
 }
 
 bool collectiveFromName(const std::string& name, Collective* c) {

@@ -13,6 +13,11 @@ namespace mscclpp::plan {
 size_t numOpTypes();
 bool opTypeFromName(std::string_view name, OpType* type);
 bool collectiveFromName(std::string_view name, Collective* c);
+// "allreduce, allgather, ..., test": every collective name in enum order, for error messages (built once
+// from the name table; the pointer stays valid for the life of the process).
+const char* collectiveNameList();
+// Broadcast, reduce, gather, scatter: the plan's "root" matters and selection matches it.
+bool isRootedCollective(Collective c);
 bool channelTypeFromName(std::string_view name, ChannelType* t);  // "none", "memory", "port", "switch"
 bool bufferTypeFromName(std::string_view name, BufferType* t);    // "i", "o", "s"
 const char* bufferTypeLongName(BufferType t);                     // "input", "output", "scratch"

@@ -89,11 +89,13 @@ bool callBytes(Collective collective, uint64_t count, size_t elementBytes, int n
   const bool allOverflows = mulOverflows(bytes, static_cast<uint64_t>(nRanks), &all);
   switch (collective) {
     case Collective::AllGather:
+    case Collective::Gather:
       if (allOverflows) return false;
       *inputBytes = bytes;
       *outputBytes = all;
       return true;
     case Collective::ReduceScatter:
+    case Collective::Scatter:
       if (allOverflows) return false;
       *inputBytes = all;
       *outputBytes = bytes;
@@ -122,6 +124,19 @@ bool callBytesFromMessage(Collective collective, uint64_t messageBytes, int nRan
       *inputBytes = collective == Collective::AllGather ? messageBytes / n : messageBytes;
       *outputBytes = collective == Collective::AllGather ? messageBytes : messageBytes / n;
       return true;
+    case Collective::Gather:
+    case Collective::Scatter: {
+      // The message is the per-rank part (gather's input, scatter's output); the root's buffer is n of them.
+      uint64_t all = 0;
+      if (mulOverflows(messageBytes, n, &all)) {
+        *reason = strFormat("%s message of %s times %llu ranks exceeds 2^64 bytes", collectiveName(collective),
+                            bytesText(messageBytes).c_str(), static_cast<unsigned long long>(n));
+        return false;
+      }
+      *inputBytes = collective == Collective::Gather ? messageBytes : all;
+      *outputBytes = collective == Collective::Gather ? all : messageBytes;
+      return true;
+    }
     default:
       *inputBytes = *outputBytes = messageBytes;
       return true;

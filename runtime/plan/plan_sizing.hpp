@@ -42,12 +42,15 @@ SizingResult sizePlan(const PlanHeader& header, uint32_t inputChunks, uint32_t o
 //   allreduce, broadcast, reduce, sendrecv, custom, test: in = out = count * elem
 //   allgather: in = count * elem, out = nRanks * in      reducescatter: out = count * elem, in = nRanks * out
 //   alltoall: in = out = nRanks * count * elem (count is per peer)
+//   gather: in = count * elem, out = nRanks * in (every rank's buffers are the root's sizes)
+//   scatter: out = count * elem, in = nRanks * out
 // Returns false when a product overflows 64 bits.
 bool callBytes(Collective collective, uint64_t count, size_t elementBytes, int nRanks, uint64_t* inputBytes,
                uint64_t* outputBytes);
 
 // The input and output bytes of a call from its message size as plans state it (min/max_message_size:
-// the output size for allgather, the input size otherwise). Returns false (with a reason) when the
+// the output size for allgather, the per-rank part for gather and scatter,
+// the input size otherwise). Returns false (with a reason) when the
 // message size does not split into nRanks equal parts where the collective needs it.
 bool callBytesFromMessage(Collective collective, uint64_t messageBytes, int nRanks, uint64_t* inputBytes,
                           uint64_t* outputBytes, std::string* reason);

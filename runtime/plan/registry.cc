@@ -154,7 +154,7 @@ void Registry::Entry::fillInfo() {
   info.protocol = protocolName(h.protocol);
   info.worldSize = h.worldSize;
   info.inPlace = h.inPlace ? 1 : 0;
-  info.root = (h.collective == Collective::Broadcast || h.collective == Collective::Reduce) ? h.root : -1;
+  info.root = isRootedCollective(h.collective) ? h.root : -1;
   info.minMessageBytes = h.minMessageSize;
   info.maxMessageBytes = h.maxMessageSize;
   info.tags = tagPointers.empty() ? nullptr : tagPointers.data();

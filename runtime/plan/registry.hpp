@@ -43,7 +43,7 @@ struct SelectRequest {
   bool inPlace = false;
   int dtype = -1;                     // ncclDataType_t
   int redOp = -1;                     // ncclRedOp_t; -1 when the collective does not reduce
-  int root = -1;                      // broadcast/reduce root; -1 otherwise
+  int root = -1;                      // broadcast/reduce/gather/scatter root; -1 otherwise
   int rank = -1;                      // >= 0: also load the chosen plan for this rank; -1: choose only
   const char* const* tags = nullptr;  // tags the plan must all carry
   int nTags = 0;

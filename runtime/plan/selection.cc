@@ -66,7 +66,7 @@ std::string describeRequest(const SelectRequest& r) {
                 formatBytes(r.messageBytes).c_str(), r.inPlace ? "in-place" : "out-of-place");
   if (const char* d = dtypeName(r.dtype)) s += std::string(", ") + d;
   if (r.redOp >= 0) s += ", " + (redOpName(r.redOp) ? std::string(redOpName(r.redOp)) : strFormat("op %d", r.redOp));
-  if (r.root >= 0 && (r.collective == Collective::Broadcast || r.collective == Collective::Reduce)) {
+  if (r.root >= 0 && isRootedCollective(r.collective)) {
     s += strFormat(", root %d", r.root);
   }
   for (int i = 0; i < r.nTags; ++i) s += strFormat("%s\"%s\"", i == 0 ? ", tags " : ",", r.tags[i]);
@@ -100,7 +100,7 @@ Verdict judge(const Registry::Entry& e, const SelectRequest& r) {
     }
     v.copyInput = true;
   }
-  if ((r.collective == Collective::Broadcast || r.collective == Collective::Reduce) && h.root != r.root) {
+  if (isRootedCollective(r.collective) && h.root != r.root) {
     v.why = strFormat("it has root %d, the call has root %d", h.root, r.root);
     return v;
   }

@@ -404,7 +404,7 @@ void checkResult(const PlanCase& pc, const char* what, const void* out, size_t c
                  Ref ref) {
   int i = -1;
   for (const char* name : {"ncclAllReduce(", "ncclAllGather(", "ncclReduceScatter(", "ncclBroadcast(", "ncclReduce(",
-                           "ncclAlltoAll(", "ncclSend(", "ncclRecv("}) {
+                           "ncclAlltoAll(", "ncclGather(", "ncclScatter(", "ncclSend(", "ncclRecv("}) {
     int k = pc.dbl->find(name);
     if (k >= 0) i = k;
   }
@@ -485,6 +485,28 @@ void planCollectives(PlanCase& pc, ncclDataType_t t, ncclRedOp_t op, size_t coun
     NCCL_OK(ncclReduce(a.data(), out, count, t, op, root, pc.comm, nullptr));
     checkResult(pc, fmt("reduce root %d %s", root, tag.c_str()).c_str(), r == root ? out : nullptr, count, t, false,
                 [&](size_t e) { return reduceRef(op, t, n, e, 0); });
+  }
+
+  // gather to the first and the last rank: part j of the root's output is rank j's input; the other ranks
+  // pass recvbuff = NULL (NCCL's in-place form exists on the root only)
+  for (int root : {0, n - 1}) {
+    pc.dbl->reset();
+    void* send = inPlace && r == root ? b.data() + r * count * es : a.data();
+    fill(send, count, 0, r);
+    NCCL_OK(ncclGather(send, r == root ? b.data() : nullptr, count, t, root, pc.comm, nullptr));
+    checkResult(pc, fmt("gather root %d %s", root, tag.c_str()).c_str(), r == root ? b.data() : nullptr, count * n, t,
+                false, [&](size_t e) { return inputValue(op, static_cast<int>(e / count), e % count); });
+  }
+
+  // scatter from the first and the last rank: my output is part r of the root's input; the other ranks pass
+  // sendbuff = NULL
+  for (int root : {0, n - 1}) {
+    pc.dbl->reset();
+    fill(a.data(), count * n, 0, root);
+    out = inPlace && r == root ? a.data() + r * count * es : b.data();
+    NCCL_OK(ncclScatter(r == root ? a.data() : nullptr, out, count, t, root, pc.comm, nullptr));
+    checkResult(pc, fmt("scatter root %d %s", root, tag.c_str()).c_str(), out, count, t, false,
+                [&](size_t e) { return inputValue(op, root, r * count + e); });
   }
 }
 

@@ -48,6 +48,8 @@ _COLLECTIVES = {
     "sendrecv": _collectives.SendRecv,
     "broadcast": _collectives.Broadcast,
     "reduce": _collectives.Reduce,
+    "gather": _collectives.Gather,
+    "scatter": _collectives.Scatter,
 }
 
 

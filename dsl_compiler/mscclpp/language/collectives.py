@@ -1,7 +1,8 @@
 """Collectives: the name a plan serves and the sizes of each rank's input and output buffers.
 
 Sizes are in chunks; the runtime divides the message by them. For AllGather the message size a
-plan serves is the output size; for the others it is the input size.
+plan serves is the output size; for Gather and Scatter the per-rank part (Gather's input, Scatter's
+output); for the others it is the input size.
 """
 from .buffer import BaseBuffer
 from .errors import DSLError, user_location
@@ -17,6 +18,8 @@ __all__ = [
     "SendRecv",
     "Broadcast",
     "Reduce",
+    "Gather",
+    "Scatter",
 ]
 
 
@@ -123,3 +126,27 @@ class Reduce(_Rooted):
     """Every rank's input, reduced, lands in the root's output. The plan carries the root as "root"."""
 
     name = "reduce"
+
+
+class Gather(_Rooted):
+    """Rank r's input (chunk_factor chunks) lands in the root's output at part r; every rank's output
+    has num_ranks parts but only the root's is written. In place, a rank's input is part ``rank`` of
+    its output (NCCL's sendbuff == recvbuff + root * count on the root). Our extension of MSCCL++'s
+    collectives; the plan carries the root as "root"."""
+
+    name = "gather"
+
+    def sizes(self):
+        return self.chunk_factor, self.num_ranks * self.chunk_factor
+
+
+class Scatter(_Rooted):
+    """Part r of the root's input lands in rank r's output (chunk_factor chunks); only the root's
+    input is read. In place, a rank's output is part ``rank`` of its input (NCCL's recvbuff ==
+    sendbuff + root * count on the root). Our extension of MSCCL++'s collectives; the plan carries
+    the root as "root"."""
+
+    name = "scatter"
+
+    def sizes(self):
+        return self.num_ranks * self.chunk_factor, self.chunk_factor

@@ -51,11 +51,15 @@ BindingKey bindingKeyOf(const CallRequest& q) {
 CallBinding bindCall(const CallRequest& q) {
   MSCCLPP_ENFORCE(q.plan != nullptr, ErrorCode::InvalidArgument, "bindCall: no plan");
   const plan::PlanHeader& h = q.plan->header;
-  MSCCLPP_ENFORCE(q.sendBytes == 0 || q.send != nullptr, ErrorCode::InvalidArgument,
+  // Scatter reads only the root's send buffer, reduce and gather write only the root's receive buffer:
+  // NCCL lets the other ranks pass NULL there.
+  const bool reads = h.collective != plan::Collective::Scatter || q.rank == h.root;
+  MSCCLPP_ENFORCE(!reads || q.sendBytes == 0 || q.send != nullptr, ErrorCode::InvalidArgument,
                   "plan %s rank %d: a null send buffer of %llu bytes", h.name.c_str(), q.rank,
                   static_cast<unsigned long long>(q.sendBytes));
   const bool premul = q.op == ReduceOp::PreMulSum;
-  const bool writes = h.collective != plan::Collective::Reduce || q.rank == h.root;
+  const bool writes =
+      (h.collective != plan::Collective::Reduce && h.collective != plan::Collective::Gather) || q.rank == h.root;
   MSCCLPP_ENFORCE(!writes || q.recvBytes == 0 || q.recv != nullptr, ErrorCode::InvalidArgument,
                   "plan %s rank %d: a null receive buffer of %llu bytes", h.name.c_str(), q.rank,
                   static_cast<unsigned long long>(q.recvBytes));
@@ -68,14 +72,19 @@ CallBinding bindCall(const CallRequest& q) {
     char* send = const_cast<char*>(q.send);  // only used as the data buffer of an in-place call
     switch (h.collective) {
       case plan::Collective::AllGather:
+      case plan::Collective::Gather:  // off the root the receive buffer may be NULL: staged then
         if (q.recv != nullptr && q.recvBytes >= l.dataBytes) userData = q.recv;
+        if (userData == nullptr) b.why = "no receive buffer that can hold the in-place plan's data buffer";
         break;
-      case plan::Collective::ReduceScatter: {
+      case plan::Collective::ReduceScatter:
+      case plan::Collective::Scatter: {
         // The plan works inside the send buffer: only an in-place call may lend it.
         const bool callInPlace = q.send != nullptr && q.recv == q.send + l.outputOffset;
         if (callInPlace && q.sendBytes >= l.dataBytes) userData = send;
         if (!callInPlace)
-          b.why = "an in-place reducescatter plan serving an out-of-place call (the send buffer is const)";
+          b.why = q.send == nullptr ? "no send buffer (a scatter's non-root rank)"
+                                    : std::string("an in-place ") + plan::collectiveName(h.collective) +
+                                          " plan serving an out-of-place call (the send buffer is const)";
         break;
       }
       default:
@@ -101,7 +110,7 @@ CallBinding bindCall(const CallRequest& q) {
       stage(b, b.data, l.dataBytes);
     b.input = inside(b.data, l.inputOffset, q.sendBytes);
     b.output = inside(b.data, l.outputOffset, q.recvBytes);
-    if (q.sendBytes > 0) {
+    if (q.sendBytes > 0 && q.send != nullptr) {
       const bool sameAsInput = !b.input.staged && b.input.user == q.send;
       if (!sameAsInput || premul) {
         b.preSrc = q.send;
@@ -111,7 +120,10 @@ CallBinding bindCall(const CallRequest& q) {
     }
   } else {
     const bool alias = overlaps(q.send, q.sendBytes, q.recv, q.recvBytes);
-    if (q.zeroCopy && !premul && !alias) {
+    if (q.send == nullptr && q.sendBytes > 0) {
+      stage(b, b.input, q.sendBytes);  // never read (a scatter's non-root rank): nothing to copy in
+      b.why = "no send buffer (a scatter's non-root rank)";
+    } else if (q.zeroCopy && !premul && !alias) {
       useUser(b.input, const_cast<char*>(q.send), q.sendBytes);
     } else {
       stage(b, b.input, q.sendBytes);

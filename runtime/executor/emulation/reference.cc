@@ -134,6 +134,13 @@ CheckResult check(const CheckRequest& req, int rank, const char* output) {
     case plan::Collective::Broadcast:
       for (uint64_t i = 0; i < outCount; ++i) compare(i, inputAt(req.root, i));
       break;
+    case plan::Collective::Gather:  // only the root's output is defined
+      if (rank == req.root && inCount > 0)
+        for (uint64_t i = 0; i < outCount; ++i) compare(i, inputAt(static_cast<int>(i / inCount), i % inCount));
+      break;
+    case plan::Collective::Scatter:
+      for (uint64_t i = 0; i < outCount; ++i) compare(i, inputAt(req.root, static_cast<uint64_t>(rank) * outCount + i));
+      break;
     case plan::Collective::SendRecv: {
       // The peer is the plan's choice: the output must be some other rank's input (the previous
       // rank in a ring is tried first).

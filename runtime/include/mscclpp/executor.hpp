@@ -70,7 +70,7 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   // stream: a cudaStream_t for the cuda backend (ignored by cpu). recvBuff may be null on
-  // non-root ranks of a reduce.
+  // non-root ranks of a reduce or gather, sendBuff on non-root ranks of a scatter (NCCL's rules).
   void execute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes, DataType dtype,
                const std::shared_ptr<const plan::Plan>& plan, void* stream = nullptr,
                PacketType packetType = PacketType::LL16, ReduceOp op = ReduceOp::Sum, const void* scalar = nullptr);

@@ -33,7 +33,8 @@ typedef enum mscclppPlanStatus {
 
 /* What a collective call asks for. dtype and redOp use NCCL's numbering (ncclDataType_t,
  * ncclRedOp_t); redOp is -1 for collectives that do not reduce. messageBytes is the input size,
- * except for allgather where it is the output size (as plans' min/max_message_size are). */
+ * except for allgather where it is the output size and gather/scatter where it is the per-rank part
+ * (count x element size), as plans' min/max_message_size are. */
 typedef struct mscclppPlanRequest {
   const char* collective; /* "allreduce", "allgather", ... */
   int worldSize;
@@ -42,7 +43,7 @@ typedef struct mscclppPlanRequest {
   int inPlace;
   int dtype;
   int redOp;
-  int root; /* broadcast/reduce root rank; -1 for collectives without a root */
+  int root; /* broadcast/reduce/gather/scatter root rank; -1 for collectives without a root */
   const void* sendBuffer;
   const void* recvBuffer;
   const char* const* tags; /* tags the plan must all carry (NULL when nTags is 0) */
@@ -56,7 +57,8 @@ typedef struct mscclppPlanInfo {
   const char* protocol; /* "Simple" or "LL" */
   int worldSize;
   int inPlace;
-  int root; /* the optional top-level "root" key (broadcast/reduce; default 0), -1 for other collectives */
+  /* the optional top-level "root" key (broadcast/reduce/gather/scatter; default 0), -1 for other collectives */
+  int root;
   uint64_t minMessageBytes;
   uint64_t maxMessageBytes;
   const char* const* tags;

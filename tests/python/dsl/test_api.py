@@ -18,6 +18,7 @@ from mscclpp.language import (
     ChannelType,
     CollectiveProgram,
     DSLError,
+    Gather,
     Loop,
     MemoryChannel,
     PortChannel,
@@ -25,6 +26,7 @@ from mscclpp.language import (
     Reduce,
     ReduceOperationType,
     ReduceScatter,
+    Scatter,
     SendRecv,
     SyncType,
     TestCollective,
@@ -54,6 +56,8 @@ def test_mscclpp_module_layout_and_star_imports():
         (SendRecv(2, 3, False), (3, 3)),
         (Broadcast(4, 2, True, root=1), (2, 2)),
         (Reduce(4, 2, False, root=3), (2, 2)),
+        (Gather(4, 2, True, root=1), (2, 8)),
+        (Scatter(4, 2, False, root=3), (8, 2)),
         (TestCollective(4, 5, 6), (5, 6)),
     ],
 )
@@ -70,6 +74,13 @@ def test_rooted_collectives_emit_root():
     assert (plan["collective"], plan["root"]) == ("broadcast", 1)
     with pytest.raises(DSLError):
         Broadcast(2, 1, False, root=2)
+    for cls, name in ((Gather, "gather"), (Scatter, "scatter")):
+        with CollectiveProgram("g", cls(4, 1, True, root=3), 4) as prog:
+            pass
+        plan = compile_plan(prog)
+        assert (plan["collective"], plan["root"], plan["inplace"]) == (name, 3, True)
+        with pytest.raises(DSLError, match="root -1 is not a rank of a 4-rank collective"):
+            cls(4, 1, False, root=-1)
 
 
 def test_program_settings_reach_the_plan():

@@ -13,6 +13,7 @@ from mscclpp.dsl import presets
 
 PLANS_DIR = os.path.join(REPO, "plans")
 MAX = 2**64 - 1
+_ROOTED = ("broadcast", "reduce", "gather", "scatter")
 
 
 @pytest.fixture(scope="module")
@@ -49,11 +50,11 @@ def test_every_collective_has_a_default_plan_for_every_size(generated):
         if "default" in plan["tags"]:
             key = (plan["collective"], len(plan["gpus"]), plan["inplace"], plan.get("root"))
             ranges[key].append((plan["min_message_size"], plan["max_message_size"]))
-    collectives = {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce"}
+    collectives = {"allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce", "gather", "scatter"}
     for n in presets.RANKS_PER_NODE:
         for inplace in (True, False):
             for collective in collectives:
-                roots = range(n) if collective in ("broadcast", "reduce") else (None,)
+                roots = range(n) if collective in _ROOTED else (None,)
                 for root in roots:
                     covered = sorted(ranges[(collective, n, inplace, root)])
                     assert covered and covered[0][0] == 0 and covered[-1][1] == MAX, (collective, n, inplace, root)
@@ -75,8 +76,14 @@ def test_ll_plans_use_double_scratch(generated):
 
 def test_rooted_plans_carry_their_root(generated):
     for name, plan in _plans(generated):
-        if plan["collective"] in ("broadcast", "reduce"):
+        if plan["collective"] in _ROOTED:
             assert name.endswith(f"_root{plan['root']}.json")
+    names = {name for name, _ in _plans(generated)}
+    for collective in ("gather", "scatter"):
+        for n in presets.RANKS_PER_NODE:
+            for flavour in ("ip", "oop"):
+                for root in range(n):
+                    assert f"{collective}_put_n{n}_{flavour}_root{root}.json" in names
 
 
 def _emulator():
@@ -105,4 +112,24 @@ def test_presets_pass_the_emulator(generated):
         )
         if result.returncode != 0:
             failures.append(f"{name} ({size} B): {result.stdout[-500:]}{result.stderr[-500:]}")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.skipif(_emulator() is None, reason="mscclpp-emulate not built (set MSCCLPP_BUILD_DIR)")
+@pytest.mark.parametrize("collective", ["gather", "scatter"])
+def test_gather_scatter_presets_pass_the_emulator_as_processes(generated, collective):
+    """Rooted presets of our own collectives, each rank a process, every root of 4 ranks and two of 8."""
+    emulate = _emulator()
+    failures = []
+    for n, roots in ((2, (0, 1)), (4, (0, 1, 2, 3)), (8, (0, 7))):
+        for flavour in ("ip", "oop"):
+            for root in roots:
+                name = f"{collective}_put_n{n}_{flavour}_root{root}.json"
+                result = subprocess.run(
+                    [emulate, os.path.join(generated, name), "--ranks", str(n), "--size", str(48 * n),
+                     "--iterations", "2", "--processes"],
+                    capture_output=True, text=True, timeout=300,
+                )
+                if result.returncode != 0:
+                    failures.append(f"{name}: {result.stdout[-500:]}{result.stderr[-500:]}")
     assert not failures, "\n".join(failures)

@@ -360,6 +360,60 @@ TEST_CASE("CUDA call binding: a reduce's non-root rank without a receive buffer"
   CHECK(contains(e.what(), "plan bind rank 1: a null send buffer of 64 bytes"));
 }
 
+TEST_CASE("CUDA call binding: gather writes only the root, scatter reads only the root", "[exec][cuda]") {
+  // 4 ranks, 256 bytes per rank. Gather's non-root rank 1 passes no receive buffer.
+  std::vector<char> part(256), all(1024);
+  const plan::Plan gOop = bindingPlan(plan::Collective::Gather, false, /*root=*/2);
+  CallBinding b = bindCall(request(gOop, 1, part.data(), nullptr, 256, 1024));
+  CHECK(b.input.user == part.data());
+  CHECK(b.output.staged);
+  CHECK(b.stagingBytes == 1024);
+  CHECK(b.postBytes == 0);
+  b = bindCall(request(gOop, 2, part.data(), all.data(), 256, 1024));
+  CHECK(b.stagingBytes == 0);
+  CHECK(b.output.user == all.data());
+  Error e = errorOf([&] { bindCall(request(gOop, 2, part.data(), nullptr, 256, 1024)); });
+  CHECK(contains(e.what(), "plan bind rank 2: a null receive buffer of 1024 bytes"));
+  // In place on the root (send == recv + root * 256): zero-copy, no pre-step.
+  const plan::Plan gIp = bindingPlan(plan::Collective::Gather, true, 2);
+  b = bindCall(request(gIp, 2, all.data() + 512, all.data(), 256, 1024));
+  CHECK(b.stagingBytes == 0);
+  CHECK(b.input.user == all.data() + 512);
+  CHECK(b.preBytes == 0);
+  b = bindCall(request(gIp, 1, part.data(), nullptr, 256, 1024));
+  CHECK(b.data.staged);
+  CHECK(b.input.stagingOffset == 256);  // part `rank` of the data buffer
+  CHECK(b.preSrc == part.data());
+  CHECK(b.postBytes == 0);
+  CHECK(contains(b.why, "no receive buffer"));
+
+  // Scatter's non-root rank 0 passes no send buffer: its input is staged and never filled.
+  const plan::Plan sOop = bindingPlan(plan::Collective::Scatter, false, 3);
+  b = bindCall(request(sOop, 0, nullptr, part.data(), 1024, 256));
+  CHECK(b.input.staged);
+  CHECK(b.preBytes == 0);
+  CHECK(b.output.user == part.data());
+  CHECK(contains(b.why, "scatter's non-root rank"));
+  b = bindCall(request(sOop, 3, all.data(), part.data(), 1024, 256));
+  CHECK(b.stagingBytes == 0);
+  CHECK(b.input.user == all.data());
+  e = errorOf([&] { bindCall(request(sOop, 3, nullptr, part.data(), 1024, 256)); });
+  CHECK(contains(e.what(), "plan bind rank 3: a null send buffer of 1024 bytes"));
+  const plan::Plan sIp = bindingPlan(plan::Collective::Scatter, true, 3);
+  // In place on the root (recv == send + root * 256) lends the send buffer.
+  b = bindCall(request(sIp, 3, all.data(), all.data() + 768, 1024, 256));
+  CHECK(b.stagingBytes == 0);
+  CHECK(b.data.user == all.data());
+  CHECK(b.output.user == all.data() + 768);
+  b = bindCall(request(sIp, 1, nullptr, part.data(), 1024, 256));
+  CHECK(b.data.staged);
+  CHECK(b.preBytes == 0);
+  CHECK(b.output.stagingOffset == 256);
+  CHECK(b.postDst == part.data());
+  CHECK(b.postBytes == 256);
+  CHECK(contains(b.why, "scatter's non-root rank"));
+}
+
 TEST_CASE("CUDA call binding: buffers peers cannot map are staged", "[exec][cuda]") {
   const plan::Plan p = bindingPlan(plan::Collective::AllReduce, false);
   std::vector<char> send(300), recv(300);

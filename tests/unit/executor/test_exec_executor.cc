@@ -118,6 +118,104 @@ TEST_CASE("Executor: in-place allgather, reduce to a root with null recv elsewhe
   for (size_t i = 0; i < per; ++i) REQUIRE(rootOut[i] == v0[i]);
 }
 
+TEST_CASE("Executor: gather and scatter on every root, null buffers off the root", "[exec][executor]") {
+  const int n = 4;
+  auto wiring = std::make_shared<exec::LocalWorldWiring>(n);
+  std::vector<std::unique_ptr<Executor>> ex;
+  for (int r = 0; r < n; ++r) ex.push_back(std::make_unique<Executor>(wiring, Backend::Cpu));
+  const size_t per = 768;
+  for (int root = 0; root < n; ++root) {
+    for (bool inPlace : {false, true}) {
+      const std::string flavour = std::string(inPlace ? "ip" : "oop") + "_root" + std::to_string(root) + ".json";
+      // Gather: the root's output holds every rank's part; the others pass no receive buffer.
+      auto gather = preset(("gather_put_n4_" + flavour).c_str());
+      std::vector<float> all(per * n, -1);
+      REQUIRE(onRanks(n, [&](int r) {
+                std::vector<float> mine = values(r, per);
+                float* send = mine.data();
+                if (r == root && inPlace) {
+                  std::copy(mine.begin(), mine.end(), all.begin() + r * per);
+                  send = all.data() + r * per;
+                }
+                ex[r]->execute(r, send, r == root ? all.data() : nullptr, per * 4, per * n * 4, DataType::Float32,
+                               gather);
+              }) == "");
+      for (int k = 0; k < n; ++k) {
+        std::vector<float> v = values(k, per);
+        for (size_t i = 0; i < per; ++i) REQUIRE(all[k * per + i] == v[i]);
+      }
+      // Scatter: part r of the root's input reaches rank r; the others pass no send buffer.
+      auto scatter = preset(("scatter_put_n4_" + flavour).c_str());
+      std::vector<float> src(per * n);
+      for (int k = 0; k < n; ++k) {
+        std::vector<float> v = values(k, per, 3);
+        std::copy(v.begin(), v.end(), src.begin() + k * per);
+      }
+      const std::vector<float> original = src;
+      std::vector<std::vector<float>> out(n, std::vector<float>(per, -1));
+      REQUIRE(onRanks(n, [&](int r) {
+                float* recv = r == root && inPlace ? src.data() + r * per : out[r].data();
+                ex[r]->execute(r, r == root ? src.data() : nullptr, recv, per * n * 4, per * 4, DataType::Float32,
+                               scatter);
+              }) == "");
+      for (int r = 0; r < n; ++r) {
+        const float* got = r == root && inPlace ? src.data() + r * per : out[r].data();
+        for (size_t i = 0; i < per; ++i) REQUIRE(got[i] == original[r * per + i]);
+      }
+      REQUIRE(src == original);  // the root's send buffer is only read
+    }
+  }
+  // The root still needs its buffers.
+  auto gather = preset("gather_put_n4_oop_root1.json");
+  std::vector<float> part(per);
+  REQUIRE_THROWS_WITH(ex[1]->execute(1, part.data(), nullptr, per * 4, per * n * 4, DataType::Float32, gather),
+                      "Executor::execute: a null receive buffer of 12288 bytes on rank 1");
+  auto scatter = preset("scatter_put_n4_oop_root2.json");
+  REQUIRE_THROWS_WITH(ex[2]->execute(2, nullptr, part.data(), per * n * 4, per * 4, DataType::Float32, scatter),
+                      "Executor::execute: a null send buffer of 12288 bytes on rank 2");
+}
+
+TEST_CASE("emulation reference: gather checks the root's parts, scatter every rank's part", "[exec][executor]") {
+  const int n = 3;
+  const uint64_t per = 4;  // float32 elements per rank
+  std::vector<std::vector<float>> inputs(n);
+  std::vector<const char*> inputPtrs(n);
+  for (int r = 0; r < n; ++r) {
+    inputs[r].resize(per * n);
+    for (uint64_t i = 0; i < per * n; ++i) inputs[r][i] = static_cast<float>(100 * r + i);
+    inputPtrs[r] = reinterpret_cast<const char*>(inputs[r].data());
+  }
+  exec::CheckRequest req;
+  req.nRanks = n;
+  req.dtype = DataType::Float32;
+  req.root = 1;
+  req.inputs = inputPtrs.data();
+  req.maxLines = 4;
+  // Gather: root's output = every rank's first `per` elements; other ranks are not checked.
+  req.collective = plan::Collective::Gather;
+  req.inputBytes = per * 4;
+  req.outputBytes = per * n * 4;
+  std::vector<float> out(per * n);
+  for (int k = 0; k < n; ++k)
+    for (uint64_t i = 0; i < per; ++i) out[k * per + i] = inputs[k][i];
+  exec::CheckResult res = exec::checkOutput(req, 1, reinterpret_cast<const char*>(out.data()));
+  CHECK(res.checked);
+  CHECK(res.mismatches == 0);
+  out[2 * per + 3] = -5;
+  res = exec::checkOutput(req, 1, reinterpret_cast<const char*>(out.data()));
+  CHECK(res.mismatches == 1);
+  CHECK(res.text == "rank 1 offset 44 (element 11): expected 203, actual -5\n");
+  CHECK(exec::checkOutput(req, 0, reinterpret_cast<const char*>(out.data())).mismatches == 0);
+  // Scatter: rank r's output = part r of the root's input.
+  req.collective = plan::Collective::Scatter;
+  req.inputBytes = per * n * 4;
+  req.outputBytes = per * 4;
+  std::vector<float> part(inputs[1].begin() + 2 * per, inputs[1].begin() + 3 * per);
+  CHECK(exec::checkOutput(req, 2, reinterpret_cast<const char*>(part.data())).mismatches == 0);
+  res = exec::checkOutput(req, 0, reinterpret_cast<const char*>(part.data()));
+  CHECK(res.mismatches == per);
+}
+
 TEST_CASE("Executor: refused calls name the reason", "[exec][executor]") {
   auto wiring = std::make_shared<exec::LocalWorldWiring>(4);
   Executor cpu(wiring, Backend::Cpu);

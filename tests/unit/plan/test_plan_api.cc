@@ -100,7 +100,7 @@ TEST_CASE("C API: registration, info, selection, selector and unregistration", "
   CHECK(mscclppPlanSelect(&r, name, sizeof(name), reason, sizeof(reason)) == mscclppPlanBadArgument);
   CHECK(std::string(reason) ==
         "mscclppPlanSelect: collective 'allreduse' is not one of allreduce, allgather, reducescatter, "
-        "alltoall, sendrecv, broadcast, reduce, custom, test");
+        "alltoall, sendrecv, broadcast, reduce, gather, scatter, custom, test");
   CHECK(mscclppPlanSelect(nullptr, name, sizeof(name), reason, sizeof(reason)) == mscclppPlanBadArgument);
   CHECK(std::string(reason) == "mscclppPlanSelect: request is NULL");
 

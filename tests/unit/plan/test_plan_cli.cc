@@ -180,3 +180,22 @@ TEST_CASE("mscclpp-plan select", "[plan][cli]") {
   CHECK(r.status == 0);
   CHECK(contains(r.out, "usage: mscclpp-plan validate FILE..."));
 }
+
+TEST_CASE("mscclpp-plan info and select: gather and scatter", "[plan][cli]") {
+  const std::string presets = plantest::planDataDir() + "/../../../plans";
+  Run r = runCli({"info", presets + "/scatter_put_n4_oop_root3.json"});
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "collective       scatter\n"));
+  CHECK(contains(r.out, "root             3\n"));
+  // The message is the per-rank part: one output chunk; the input holds 4 of them.
+  CHECK(contains(r.out, "message sizes    multiples of 16 B (16 bytes) in [0 B, unbounded]; e.g. 16 B: chunk 16 B"));
+  r = runCli({"select", "--dir", presets, "--collective", "gather", "--ranks", "4", "--bytes", "4K", "--root", "2"});
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "plan: gather_put_n4_oop_root2 ("));
+  CHECK(contains(r.out, "for gather on 4 ranks (4 per node), 4 KiB, out-of-place, float32, root 2: "));
+  CHECK(contains(r.out, "; chunk 4 KiB\n"));
+  r = runCli({"select", "--dir", presets, "--collective", "scatter", "--ranks", "4", "--bytes", "4K", "--root", "1",
+              "--inplace"});
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "plan: scatter_put_n4_ip_root1 ("));
+}

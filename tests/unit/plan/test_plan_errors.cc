@@ -67,8 +67,7 @@ const std::vector<Case>& cases() {
       {"name not empty", S, [](json& j) { j["name"] = ""; }, "t.json: name=\"\" is empty"},
       {"collective known", S, [](json& j) { j["collective"] = "allreduse"; },
        "t.json: collective=\"allreduse\" is not one of allreduce, allgather, reducescatter, alltoall, sendrecv, "
-       "broadcast, "
-       "reduce, custom, test"},
+       "broadcast, reduce, gather, scatter, custom, test"},
       {"collective required", S, [](json& j) { j.erase("collective"); }, "t.json: missing required key \"collective\""},
       {"protocol known", S, [](json& j) { j["protocol"] = "ll"; }, "t.json: protocol=\"ll\" is not one of Simple, LL"},
       {"protocol required", S, [](json& j) { j.erase("protocol"); }, "t.json: missing required key \"protocol\""},

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "plan/plan_loader.hpp"
+#include "plan/plan_names.hpp"
 #include "plan/plan_sizing.hpp"
 #include "plan_test_util.hpp"
 
@@ -89,6 +90,18 @@ TEST_CASE("NCCL byte counts per collective", "[plan][sizing]") {
   CHECK((in == MiB && out == 8 * MiB));
   REQUIRE(callBytesFromMessage(Collective::ReduceScatter, 8 * MiB, 8, &in, &out, &why));
   CHECK((in == 8 * MiB && out == MiB));
+  REQUIRE(callBytes(Collective::Gather, 1000, 4, 8, &in, &out));
+  CHECK((in == 4000 && out == 32000));
+  REQUIRE(callBytes(Collective::Scatter, 1000, 4, 8, &in, &out));
+  CHECK((in == 32000 && out == 4000));
+  CHECK_FALSE(callBytes(Collective::Gather, 1ull << 60, 1, 64, &in, &out));
+  // Gather and scatter select on the per-rank part (docs/plan-core.md), which need not split.
+  REQUIRE(callBytesFromMessage(Collective::Gather, 1001, 8, &in, &out, &why));
+  CHECK((in == 1001 && out == 8008));
+  REQUIRE(callBytesFromMessage(Collective::Scatter, 1001, 8, &in, &out, &why));
+  CHECK((in == 8008 && out == 1001));
+  CHECK_FALSE(callBytesFromMessage(Collective::Scatter, 1ull << 62, 8, &in, &out, &why));
+  CHECK(why == "scatter message of 4194304 TiB times 8 ranks exceeds 2^64 bytes");
   CHECK_FALSE(callBytesFromMessage(Collective::AllGather, 1001, 8, &in, &out, &why));
   CHECK(why == "allgather message of 1001 B does not split into 8 equal parts");
   CHECK(ncclDataTypeBytes(7) == 4);   // ncclFloat32
@@ -126,4 +139,26 @@ TEST_CASE("MSCCL++ in-place shapes follow the same rule with NCCL's sizes", "[pl
   REQUIRE(callBytes(Collective::AllToAll, 3, 4, 8, &in, &out));
   CHECK(sizePlan(a2a->header, a2a->ranks[2], in, out, 4).reason ==
         "96 B input is not divisible into 16 chunks of a multiple of 16 bytes");
+}
+
+TEST_CASE("the collective name list names every collective once, in enum order", "[plan][names]") {
+  const std::string list = collectiveNameList();
+  size_t start = 0;
+  int index = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(", ", start);
+    if (end == std::string::npos) end = list.size();
+    const std::string name = list.substr(start, end - start);
+    Collective c{};
+    REQUIRE(collectiveFromName(std::string_view(name), &c));
+    CHECK(static_cast<int>(c) == index);
+    CHECK(std::string(collectiveName(c)) == name);
+    ++index;
+    start = end + 2;
+  }
+  CHECK(index == static_cast<int>(Collective::Test) + 1);
+  CHECK(isRootedCollective(Collective::Gather));
+  CHECK(isRootedCollective(Collective::Scatter));
+  CHECK(isRootedCollective(Collective::Broadcast));
+  CHECK_FALSE(isRootedCollective(Collective::AllGather));
 }

@@ -11,6 +11,7 @@
 
 #include "core/logger.hpp"
 #include "mscclpp/errors.hpp"
+#include "plan/plan_names.hpp"
 #include "plan/registry.hpp"
 #include "plan_test_util.hpp"
 
@@ -96,8 +97,10 @@ class LogCapture {
 
 json plan(const std::string& name, const std::string& collective, int nRanks, bool inPlace, uint64_t min = 0,
           uint64_t max = UINT64_MAX, const std::string& reduceOp = "sum") {
-  const bool gather = collective == "allgather";
-  json j = plantest::minimalPlan(name, collective, nRanks, gather ? 1 : 2, gather ? static_cast<uint32_t>(nRanks) : 2,
+  const bool gather = collective == "allgather" || collective == "gather";
+  const bool scatter = collective == "scatter";
+  json j = plantest::minimalPlan(name, collective, nRanks, gather ? 1 : scatter ? static_cast<uint32_t>(nRanks) : 2,
+                                 gather ? static_cast<uint32_t>(nRanks) : scatter ? 1 : 2,
                                  inPlace, collective == "allreduce" || collective == "reduce" ? reduceOp : "");
   j["min_message_size"] = min;
   j["max_message_size"] = max;
@@ -117,7 +120,7 @@ SelectRequest request(Collective c, int n, uint64_t bytes, bool inPlace = true) 
   r.inPlace = inPlace;
   r.dtype = 7;  // float32
   r.redOp = (c == Collective::AllReduce || c == Collective::Reduce || c == Collective::ReduceScatter) ? 0 : -1;
-  r.root = (c == Collective::Broadcast || c == Collective::Reduce) ? 0 : -1;
+  r.root = isRootedCollective(c) ? 0 : -1;
   return r;
 }
 
@@ -552,4 +555,44 @@ TEST_CASE("unknown keys are logged at TRACE; implicit channels at INFO", "[plan]
   LogCapture quiet("WARN");
   plantest::load(j);
   CHECK(quiet.count("ignoring unknown key") == 0);
+}
+
+TEST_CASE("selection: gather and scatter match the root and size by the per-rank part", "[plan][registry]") {
+  Registry reg(std::vector<std::string>{});
+  for (const char* c : {"gather", "scatter"}) {
+    for (int root = 0; root < 4; ++root) {
+      json j = plan(std::string(c) + "_r" + std::to_string(root), c, 4, false);
+      j["root"] = root;
+      add(reg, j);
+    }
+  }
+  for (Collective c : {Collective::Gather, Collective::Scatter}) {
+    const std::string name = c == Collective::Gather ? "gather" : "scatter";
+    for (int root = 0; root < 4; ++root) {
+      SelectRequest r = request(c, 4, 64, false);
+      r.root = root;
+      r.rank = 2;
+      SelectionPtr s = reg.select(r);
+      INFO(s->reason);
+      REQUIRE(s->plan != nullptr);
+      CHECK(s->name == name + "_r" + std::to_string(root));
+      CHECK(s->inputBytes == (c == Collective::Gather ? 64u : 256u));
+      CHECK(s->outputBytes == (c == Collective::Gather ? 256u : 64u));
+      // 64 bytes per rank: gather's one input chunk, scatter's one output chunk.
+      CHECK(contains(s->reason, "chunk 64 B"));
+    }
+    SelectRequest r = request(c, 4, 64, false);
+    r.root = 1;
+    SelectionPtr s = reg.select(r);
+    CHECK(contains(s->reason, ", root 1"));
+    r.inPlace = true;  // only out-of-place plans: a copy cannot make a rooted call in-place
+    s = reg.select(r);
+    CHECK(s->name.empty());
+    CHECK(contains(s->reason, "'" + name + "_r1' (" + name + "_r1.json): it is out-of-place, the call is in-place"));
+    CHECK(contains(s->reason, "'" + name + "_r0' (" + name + "_r0.json): it is out-of-place, the call is in-place"));
+  }
+  mscclppPlanInfo info{};
+  REQUIRE(reg.info(5, &info));
+  CHECK(std::string(info.collective) == "scatter");
+  CHECK(info.root == 1);
 }

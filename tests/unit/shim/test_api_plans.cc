@@ -46,7 +46,7 @@ void destroyAll(const std::vector<ncclComm_t>& comms) {
 // Whether the double got any collective since its last reset.
 bool ncclGotCollective() {
   for (const char* name : {"ncclAllReduce(", "ncclAllGather(", "ncclReduceScatter(", "ncclBroadcast(", "ncclReduce(",
-                           "ncclAlltoAll(", "ncclSend(", "ncclRecv("}) {
+                           "ncclAlltoAll(", "ncclGather(", "ncclScatter(", "ncclSend(", "ncclRecv("}) {
     if (dbl().find(name) >= 0) return true;
   }
   return false;
@@ -104,6 +104,93 @@ TEST_CASE("one thread per rank: ungrouped collectives on plans", "[plans]") {
       CHECK(bufs[r][src * 1024 + 1023] == src * 100000 + 1023);
     }
   }
+  destroyAll(comms);
+}
+
+TEST_CASE("gather and scatter run on plans for 2 and 4 ranks, every root, in and out of place", "[plans]") {
+  for (int n : {2, 4}) {
+    std::vector<ncclComm_t> comms = groupInit(n);
+    const size_t count = 1000;  // int32 elements per rank (4000 B: a multiple of the plans' 16-byte alignment)
+    auto value = [](int rank, size_t i) { return static_cast<int32_t>(rank * 100000 + i); };
+    for (int root = 0; root < n; ++root) {
+      for (bool inPlace : {false, true}) {
+        dbl().reset();
+        // Gather: rank r's part lands at root's recv + r * count; the other ranks pass recv = NULL.
+        std::vector<std::vector<int32_t>> part(n, std::vector<int32_t>(count));
+        std::vector<int32_t> all(count * n, -1);
+        for (int r = 0; r < n; ++r)
+          for (size_t i = 0; i < count; ++i) part[r][i] = value(r, i);
+        if (inPlace) std::copy(part[root].begin(), part[root].end(), all.begin() + root * count);
+        // Results are kept per rank and asserted after the join: Catch2 asserts only on this thread.
+        std::vector<ncclResult_t> results(n, ncclInternalError);
+        std::vector<std::thread> threads;
+        for (int r = 0; r < n; ++r) {
+          threads.emplace_back([&, r] {
+            const void* send = r == root && inPlace ? all.data() + root * count : part[r].data();
+            results[r] = ncclGather(send, r == root ? all.data() : nullptr, count, ncclInt32, root, comms[r], nullptr);
+          });
+        }
+        for (auto& t : threads) t.join();
+        INFO("gather, " << n << " ranks, root " << root << (inPlace ? ", in place" : ", out of place") << ": "
+                        << lastError());
+        CHECK(results == std::vector<ncclResult_t>(n, ncclSuccess));
+        std::vector<int32_t> wantAll(count * n);
+        for (int r = 0; r < n; ++r)
+          for (size_t i = 0; i < count; ++i) wantAll[r * count + i] = value(r, i);
+        CHECK(all == wantAll);
+
+        // Scatter: root's send + r * count lands in rank r's recv; the other ranks pass send = NULL.
+        std::vector<int32_t> source(wantAll);
+        for (int32_t& v : source) v = -v;
+        const std::vector<int32_t> original = source;
+        std::vector<std::vector<int32_t>> out(n, std::vector<int32_t>(count, 7));
+        std::fill(results.begin(), results.end(), ncclInternalError);
+        threads.clear();
+        for (int r = 0; r < n; ++r) {
+          threads.emplace_back([&, r] {
+            int32_t* recv = r == root && inPlace ? source.data() + root * count : out[r].data();
+            results[r] = ncclScatter(r == root ? source.data() : nullptr, recv, count, ncclInt32, root, comms[r],
+                                     nullptr);
+          });
+        }
+        for (auto& t : threads) t.join();
+        INFO("scatter: " << lastError());
+        CHECK(results == std::vector<ncclResult_t>(n, ncclSuccess));
+        for (int r = 0; r < n; ++r) {
+          const int32_t* got = r == root && inPlace ? source.data() + root * count : out[r].data();
+          CHECK(std::vector<int32_t>(got, got + count) ==
+                std::vector<int32_t>(original.begin() + r * count, original.begin() + (r + 1) * count));
+        }
+        CHECK(source == original);  // the root's send buffer is only read
+        INFO(dbl().dump());
+        CHECK_FALSE(ncclGotCollective());  // the double received neither
+      }
+    }
+    destroyAll(comms);
+  }
+}
+
+TEST_CASE("MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION=gather,scatter sends them to NCCL although plans exist", "[plans]") {
+  std::vector<ncclComm_t> comms;
+  {
+    ScopedEnv force("MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION", "gather,scatter");
+    comms = groupInit(2);
+  }
+  std::vector<int32_t> a(64, 3), b(128, 0);
+  dbl().reset();
+  REQUIRE(ncclGroupStart() == ncclSuccess);
+  for (int r = 0; r < 2; ++r) {
+    REQUIRE(ncclGather(a.data(), r == 0 ? b.data() : nullptr, 64, ncclInt32, 0, comms[r], nullptr) == ncclSuccess);
+  }
+  REQUIRE(ncclGroupEnd() == ncclSuccess);
+  CHECK(dbl().find("ncclGather(") >= 0);
+  dbl().reset();
+  REQUIRE(ncclGroupStart() == ncclSuccess);
+  for (int r = 0; r < 2; ++r) {
+    REQUIRE(ncclScatter(r == 1 ? b.data() : nullptr, a.data(), 64, ncclInt32, 1, comms[r], nullptr) == ncclSuccess);
+  }
+  REQUIRE(ncclGroupEnd() == ncclSuccess);
+  CHECK(dbl().find("ncclScatter(") >= 0);
   destroyAll(comms);
 }
 

@@ -47,7 +47,10 @@ _TABLE = (
     ("alltoall", "put", a.alltoall_put, (0, MAX), ("default",)),
     ("broadcast", "put", a.broadcast_put, (0, MAX), ("default",)),
     ("reduce", "put", a.reduce_put, (0, MAX), ("default",)),
+    ("gather", "put", a.gather_put, (0, MAX), ("default",)),
+    ("scatter", "put", a.scatter_put, (0, MAX), ("default",)),
 )
+_ROOTED = ("broadcast", "reduce", "gather", "scatter")
 
 
 def catalog():
@@ -56,7 +59,7 @@ def catalog():
         for collective, short, function, size_range, tags in _TABLE:
             for inplace in (True, False):
                 flavour = "ip" if inplace else "oop"
-                roots = range(n) if collective in ("broadcast", "reduce") else (None,)
+                roots = range(n) if collective in _ROOTED else (None,)
                 for root in roots:
                     name = f"{collective}_{short}_n{n}_{flavour}" + (f"_root{root}" if root is not None else "")
                     options = (("root", root),) if root is not None else ()

@@ -16,10 +16,12 @@ from mscclpp.language import (
     Buffer,
     BufferType,
     CollectiveProgram,
+    Gather,
     MemoryChannel,
     Rank,
     Reduce,
     ReduceScatter,
+    Scatter,
     SwitchChannel,
     SyncType,
 )
@@ -321,6 +323,47 @@ def reduce_put(name, n, inplace, size_range, tags, root):
         rank.reduce(rank.get_input_buffer()[0:1], received, tb=0, dst_chunk=rank.get_output_buffer()[0:1])
         for p in _peers(n, root):
             channels[(root, p)].signal(tb=0, data_sync=SyncType.before)
+        for p in _peers(n, root):
+            channels[(p, root)].wait(tb=0, data_sync=SyncType.after)
+    return program
+
+
+def gather_put(name, n, inplace, size_range, tags, root):
+    """The root tells every peer it has entered; each peer puts its input into part p of the root's
+    output and signals; the root's call ends once every part has arrived."""
+    with _program(name, Gather(n, 1, inplace, root), n, size_range, tags) as program:
+        channels = _channels(n)
+        for p in _peers(n, root):
+            channels[(root, p)].signal(tb=_slot(p, root), relaxed=True)
+        root_out = Rank(root).get_output_buffer()
+        for p in _peers(n, root):
+            channels[(p, root)].wait(tb=0, relaxed=True, data_sync=SyncType.after)
+            channels[(p, root)].put(root_out[p : p + 1], Rank(p).get_input_buffer()[0:1], tb=0)
+            channels[(p, root)].signal(tb=0, data_sync=SyncType.before)
+        rank = Rank(root)
+        if not inplace:
+            rank.copy(root_out[root : root + 1], rank.get_input_buffer()[0:1], tb=0)
+        for p in _peers(n, root):
+            channels[(root, p)].wait(tb=_slot(p, root), data_sync=SyncType.after)
+    return program
+
+
+def scatter_put(name, n, inplace, size_range, tags, root):
+    """The root waits for every peer to enter, puts part p of its input into rank p's output and
+    signals; each peer's call ends at that signal."""
+    with _program(name, Scatter(n, 1, inplace, root), n, size_range, tags) as program:
+        channels = _channels(n)
+        for p in _peers(n, root):
+            channels[(p, root)].signal(tb=0, relaxed=True)
+        rank = Rank(root)
+        inp, out = rank.get_input_buffer(), rank.get_output_buffer()
+        for p in _peers(n, root):
+            tb = _slot(p, root)
+            channels[(root, p)].wait(tb=tb, relaxed=True, data_sync=SyncType.after)
+            channels[(root, p)].put(Rank(p).get_output_buffer()[0:1], inp[p : p + 1], tb=tb)
+            channels[(root, p)].signal(tb=tb, data_sync=SyncType.before)
+        if not inplace:
+            rank.copy(out[0:1], inp[root : root + 1], tb=0)
         for p in _peers(n, root):
             channels[(p, root)].wait(tb=0, data_sync=SyncType.after)
     return program
