@@ -199,8 +199,9 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
   exec::CpuContext& ctx = impl_->context(plan, rank, sendBytes, recvBytes, dtype);
   const exec::RankResources& res = ctx.image().resources();
   // Stage in: the plan's input (inside the data buffer for in-place plans) gets the send buffer,
-  // pre-scaled for premulsum.
-  if (sendBytes > 0 && sendBuff != nullptr) {
+  // pre-scaled for premulsum. Off a scatter's root the send buffer is never read (NCCL allows any
+  // pointer there, even one to fewer bytes).
+  if (reads && sendBytes > 0) {
     if (op == ReduceOp::PreMulSum) exec::preMultiplyHost(dtype, res.input, sendBuff, sendBytes, scalar);
     else std::memcpy(res.input, sendBuff, sendBytes);
   }
