@@ -12,7 +12,9 @@ Each step is one JUnit test case (written to JUNIT_XML); the exit status is 1 wh
   4. examples/external/hello.cc compiled with `c++ ... $(pkg-config ...)` runs and prints the
      expected lines;
   5. the external Meson project (dependency('mscclpp')) configures, builds and runs;
-  6. examples/external/hello_cuda.cu compiled with nvcc runs (skipped when NVCC does not exist).
+  6. the installed Python package (alone, not the source tree) compiles a DSL program and, with the
+     installed library, selects a plan among the installed default plans;
+  7. examples/external/hello_cuda.cu compiled with nvcc runs (skipped when NVCC does not exist).
 """
 import concurrent.futures
 import os
@@ -151,6 +153,33 @@ def main(argv):
         if rc != 0:
             raise AssertionError(f"hello exited {rc}:\n{out}{err}")
         check_output(out, hello_lines, "hello")
+
+    @step("the Python package and the default plans are installed and work together")
+    def _python_and_plans():
+        plans_dir = os.path.join(root, "share", "mscclpp", "plans")
+        expected = sorted(f for f in os.listdir(os.path.join(source, "plans")) if f.endswith(".json"))
+        installed = sorted(f for f in os.listdir(plans_dir) if f.endswith(".json")) if os.path.isdir(plans_dir) else []
+        if installed != expected:
+            raise AssertionError(f"{plans_dir} holds {len(installed)} plans, plans/ has {len(expected)}")
+        packages = [d for d, _, files in os.walk(dest) if d.endswith(os.sep + "mscclpp") and "__init__.py" in files]
+        if len(packages) != 1:
+            raise AssertionError(f"expected one installed mscclpp package under {dest}, found {packages}")
+        # The installed package alone (not the source tree), the installed library and the installed
+        # plans: compile a DSL program, then let the runtime's registry pick a default plan.
+        penv = dict(env, PYTHONPATH=os.path.dirname(packages[0]), MSCCLPP_PLAN_DIR=plans_dir,
+                    MSCCLPP_LIBRARY=os.path.join(staged_lib, "libmscclpp.so"), PYTHONDONTWRITEBYTECODE="1")
+        program = (
+            "import mscclpp, os\n"
+            "assert os.path.realpath(mscclpp.__file__).startswith(os.path.realpath(%r)), mscclpp.__file__\n"
+            "from mscclpp.examples import allreduce_allpairs\n"
+            "assert '\"allreduce\"' in allreduce_allpairs.build(num_gpus=4, instances=1).to_json()\n"
+            "choice = mscclpp.ExecutionPlanRegistry().select('allreduce', 4, 4, 1, 2, 1 << 20, dtype=mscclpp.DataType.float32)\n"
+            "print(choice.plan.name)\n" % dest)
+        rc, out, err = run([sys.executable, "-c", program], env=penv, cwd=work, timeout=300)
+        if rc != 0:
+            raise AssertionError(f"the installed package failed (exit {rc}):\n{out}{err}")
+        if out.strip() != "allreduce_allpairs_n4_oop":
+            raise AssertionError(f"the registry chose {out.strip()!r} from the installed plans, expected allreduce_allpairs_n4_oop")
 
     have_nvcc = os.access(nvcc, os.X_OK)
 
