@@ -15,55 +15,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <new>
 #include <string>
 #include <vector>
 
 #include "plan/plan_loader.hpp"
 #include "plan/registry.hpp"
-
-// This file replaces the global operator new/delete with malloc/free; GCC cannot see that they pair.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
-// Counts allocations while enabled, to show the lookup path allocates nothing.
-static std::atomic<bool> gCount{false};
-static std::atomic<uint64_t> gAllocations{0};
-void* operator new(std::size_t n) {
-  if (gCount.load(std::memory_order_relaxed)) gAllocations.fetch_add(1, std::memory_order_relaxed);
-  void* p = std::malloc(n == 0 ? 1 : n);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-// Every unaligned form, so that allocation and release always pair (sanitizers check it).
-void* operator new[](std::size_t n) {
-  return ::operator new(n);
-}
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  return std::malloc(n == 0 ? 1 : n);
-}
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
-  return std::malloc(n == 0 ? 1 : n);
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, const std::nothrow_t&) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, const std::nothrow_t&) noexcept {
-  std::free(p);
-}
+#include "support/allocation_counter.hpp"
 
 namespace {
 
@@ -433,15 +390,14 @@ int main(int argc, char** argv) {
   request.redOp = 0;
   const SelectionPtr chosen = registry.select(request);
   std::printf("  chose '%s'\n", chosen->name.c_str());
-  gAllocations = 0;
-  gCount = true;
+  mscclpp::support::AllocationCounter counter;
   t = Clock::now();
   bool same = true;
   for (long i = 0; i < lookups; ++i) same &= registry.select(request) == chosen;
   const double hotMs = msSince(t);
-  gCount = false;
+  const uint64_t allocations = counter.stop();
   std::printf("  cached lookup:   %7.1f ns per lookup (%ld lookups), %llu allocations%s\n", hotMs * 1e6 / lookups,
-              lookups, static_cast<unsigned long long>(gAllocations.load()), same ? "" : " (WRONG RESULT)");
+              lookups, static_cast<unsigned long long>(allocations), same ? "" : " (WRONG RESULT)");
   const int cold = 20000;
   t = Clock::now();
   for (int i = 0; i < cold; ++i) {
@@ -451,5 +407,5 @@ int main(int argc, char** argv) {
   }
   std::printf("  uncached select: %7.1f us per selection (%d distinct requests among %d plans of this world size)\n",
               msSince(t) * 1e3 / cold, cold, plans / 10);
-  return same && gAllocations.load() == 0 ? 0 : 1;
+  return same && allocations == 0 ? 0 : 1;
 }
