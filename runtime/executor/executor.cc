@@ -70,7 +70,7 @@ struct Executor::Impl {
   // abort(): `mutex` is held for a whole CPU launch, so abort uses its own lock to reach the abort
   // flag of the launch in flight (null when none) and to keep its context alive while raising it.
   std::mutex abortMutex;
-  bool aborted = false;
+  std::atomic<bool> aborted{false};  // also read without the lock: the CUDA path's per-call check
   uint32_t* runningAbortFlag = nullptr;
   std::unique_ptr<exec::GpuBackend> gpu;  // CUDA backend: its contexts (created at the first call)
 
@@ -131,7 +131,7 @@ size_t Executor::contextCount() const {
 
 void Executor::abort() {
   std::lock_guard<std::mutex> lock(impl_->abortMutex);
-  impl_->aborted = true;
+  impl_->aborted.store(true, std::memory_order_release);
   // Blocks and the proxy poll this flag in every wait: the launch in flight stops within a backoff
   // period and fails with Error(Aborted).
   if (impl_->runningAbortFlag != nullptr) atomicStore<uint32_t>(impl_->runningAbortFlag, 1, memoryOrderRelease);
@@ -142,10 +142,7 @@ bool Executor::launchInFlight() const {
   return impl_->runningAbortFlag != nullptr;
 }
 
-bool Executor::aborted() const {
-  std::lock_guard<std::mutex> lock(impl_->abortMutex);
-  return impl_->aborted;
-}
+bool Executor::aborted() const { return impl_->aborted.load(std::memory_order_acquire); }
 
 bool Executor::pollAsyncError(std::string* message) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
@@ -207,8 +204,9 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
   }
   {
     std::lock_guard<std::mutex> guard(impl_->abortMutex);
-    MSCCLPP_ENFORCE(!impl_->aborted, ErrorCode::Aborted, "plan %s rank %d: the executor was aborted", h.name.c_str(),
-                    rank);
+    // Relaxed: abort() stores under this mutex too.
+    MSCCLPP_ENFORCE(!impl_->aborted.load(std::memory_order_relaxed), ErrorCode::Aborted,
+                    "plan %s rank %d: the executor was aborted", h.name.c_str(), rank);
     impl_->runningAbortFlag = ctx.image().device().abortFlag;
   }
   struct ClearRunning {
