@@ -1,0 +1,102 @@
+// The host bodies of the executor's device kernels, registered with the CUDA double at load time
+// (link this library whole). Each body runs the REAL kernel logic compiled for the host: the op
+// interpreter's block (runtime/executor/op_interpreter.hpp, the CPU backend's instantiations:
+// hostBlockFunction) with one host thread per block, and the elementwise premulsum / avg steps of
+// gpu_launch.cu (reduce_ops.hpp) for every thread of the block in turn.
+//
+// Kernels are matched by their demangled names, which nvcc registers (__cudaRegisterFunction);
+// the names below spell the same templates with the same arguments.
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <string>
+#include <typeinfo>
+
+#include "cuda_double.h"
+#include "executor/cpu/host_block_runner.hpp"
+#include "executor/dtypes.hpp"
+#include "executor/exec_layout.hpp"
+#include "executor/reduce_ops.hpp"
+
+namespace {
+
+using namespace mscclpp;
+using namespace mscclpp::exec;
+
+template <class T>
+std::string nameOf() {
+  int status = 0;
+  char* d = abi::__cxa_demangle(typeid(T).name(), nullptr, nullptr, &status);
+  std::string s = status == 0 && d != nullptr ? d : typeid(T).name();
+  std::free(d);
+  return s;
+}
+
+struct ExecutorKernel {
+  HostBlockFn fn;
+};
+
+void executorBlock(void* const* args, dim3, dim3, unsigned blockIndex, size_t, const void* user) {
+  const ExecContextDevice* ctx = *static_cast<const ExecContextDevice* const*>(args[0]);
+  const LaunchArgs& launch = *static_cast<const LaunchArgs*>(args[1]);
+  static_cast<const ExecutorKernel*>(user)->fn(*ctx, blockIndex, launch);
+}
+
+template <class T>
+void preMultiplyBlock(void* const* args, dim3 grid, dim3 block, unsigned blockIndex, size_t, const void*) {
+  T* dst = *static_cast<T* const*>(args[0]);
+  const T* src = *static_cast<const T* const*>(args[1]);
+  const uint64_t count = *static_cast<const uint64_t*>(args[2]);
+  const T scalar = *static_cast<const T*>(args[3]);
+  for (uint32_t t = 0; t < block.x; ++t)
+    preMultiplyElements<T>(dst, src, count, scalar, blockIndex * block.x + t, grid.x * block.x);
+}
+
+template <class T>
+void divideBlock(void* const* args, dim3 grid, dim3 block, unsigned blockIndex, size_t, const void*) {
+  T* data = *static_cast<T* const*>(args[0]);
+  const uint64_t count = *static_cast<const uint64_t*>(args[1]);
+  const uint32_t n = *static_cast<const uint32_t*>(args[2]);
+  for (uint32_t t = 0; t < block.x; ++t) divideElements<T>(data, count, n, blockIndex * block.x + t, grid.x * block.x);
+}
+
+template <class T, class Op>
+void registerExecutor(DataType dtype, ReduceOp op, const char* opName) {
+  static ExecutorKernel user;  // one per instantiation: the template's static
+  user.fn = hostBlockFunction(dtype, op);
+  cudadouble::HostKernel k;
+  k.body = &executorBlock;
+  k.user = &user;
+  k.argSizes = {sizeof(const ExecContextDevice*), sizeof(LaunchArgs), sizeof(uint32_t)};
+  k.maxThreadsPerBlock = 1024;  // __launch_bounds__(1024)
+  k.numRegs = 64;               // the most __launch_bounds__(1024) allows
+  k.staticSharedBytes = sizeof(ThreadblockDevice);
+  cudadouble::registerHostKernel(
+      "mscclpp::exec::executorKernel<" + nameOf<T>() + ", mscclpp::exec::" + opName + ">", k);
+}
+
+template <class T>
+void registerType(DataType dtype) {
+  registerExecutor<T, OpSum>(dtype, ReduceOp::Sum, "OpSum");
+  registerExecutor<T, OpProd>(dtype, ReduceOp::Prod, "OpProd");
+  registerExecutor<T, OpMax>(dtype, ReduceOp::Max, "OpMax");
+  registerExecutor<T, OpMin>(dtype, ReduceOp::Min, "OpMin");
+  cudadouble::HostKernel pre;
+  pre.body = &preMultiplyBlock<T>;
+  pre.argSizes = {sizeof(T*), sizeof(const T*), sizeof(uint64_t), sizeof(T)};
+  cudadouble::registerHostKernel("mscclpp::exec::(anonymous namespace)::preMultiplyKernel<" + nameOf<T>() + ">", pre);
+  cudadouble::HostKernel div;
+  div.body = &divideBlock<T>;
+  div.argSizes = {sizeof(T*), sizeof(uint64_t), sizeof(uint32_t)};
+  cudadouble::registerHostKernel("mscclpp::exec::(anonymous namespace)::divideKernel<" + nameOf<T>() + ">", div);
+}
+
+struct Registration {
+  Registration() {
+#define MSCCLPP_X(E, T, S) registerType<T>(DataType::E);
+    MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)
+#undef MSCCLPP_X
+  }
+} registration;
+
+}  // namespace

@@ -1,0 +1,591 @@
+// The CUDA double's memory: the arena, allocations, copies, memsets, host-mapped memory, IPC
+// handles, pointer attributes, and the fault guard (see memory.hpp).
+#include "memory.hpp"
+
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core.hpp"
+#include "streams.hpp"
+
+namespace cudadouble {
+namespace {
+
+constexpr size_t kGranule = 64 * 1024;
+constexpr size_t kSliceBytes = size_t{32} << 30;  // per device, for host allocations, for imports
+
+uintptr_t gArenaBase = 0, gArenaEnd = 0;  // written once, read by the fault handler
+
+struct Slice {
+  uintptr_t base = 0, bump = 0, end = 0;
+  std::map<size_t, std::vector<uintptr_t>> freeByCapacity;  // most recently freed last
+};
+
+struct Memory {
+  std::mutex m;
+  std::vector<Slice> slices;  // devices..., host, imports
+  std::map<uintptr_t, Allocation> live;  // by base
+  uint64_t nextBufferId = 1;
+  uint64_t liveBytes = 0;
+  // IPC imports by (exporter pid, exporter buffer id): opened once, reference counted.
+  struct Import {
+    uintptr_t base;
+    int refs;
+  };
+  std::map<std::pair<int, uint64_t>, Import> imports;
+};
+
+Memory& memory() {
+  static Memory* mem = [] {
+    auto* p = new Memory();
+    const size_t n = static_cast<size_t>(config().devices) + 2;
+    void* a = mmap(nullptr, n * kSliceBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (a == MAP_FAILED) {
+      std::fprintf(stderr, "cuda-double: cannot reserve %zu GiB of address space: %s\n", (n * kSliceBytes) >> 30,
+                   std::strerror(errno));
+      std::abort();
+    }
+    gArenaBase = reinterpret_cast<uintptr_t>(a);
+    gArenaEnd = gArenaBase + n * kSliceBytes;
+    for (size_t i = 0; i < n; ++i) {
+      Slice s;
+      s.base = s.bump = gArenaBase + i * kSliceBytes;
+      s.end = s.base + kSliceBytes;
+      p->slices.push_back(s);
+    }
+    // One memfd per allocation (IPC): allow as many descriptors as the hard limit does.
+    rlimit rl{};
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+      rl.rlim_cur = rl.rlim_max;
+      setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    return p;
+  }();
+  return *mem;
+}
+
+size_t hostSlice() { return static_cast<size_t>(config().devices); }
+size_t importSlice() { return static_cast<size_t>(config().devices) + 1; }
+
+void poison(uintptr_t base, size_t capacity) {
+  // Unmapped for good measure: any later access faults (and is reported) instead of reading stale data.
+  mmap(reinterpret_cast<void*>(base), capacity, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+       -1, 0);
+}
+
+// Reserves an address for `capacity` bytes in slice `si`: the most recently freed fitting block,
+// else fresh space. Memory mutex held.
+uintptr_t takeAddress(Slice& s, size_t capacity, size_t* gotCapacity) {
+  auto exact = s.freeByCapacity.find(capacity);
+  auto it = exact != s.freeByCapacity.end() ? exact : s.freeByCapacity.lower_bound(capacity);
+  if (it != s.freeByCapacity.end()) {
+    uintptr_t a = it->second.back();
+    *gotCapacity = it->first;
+    it->second.pop_back();
+    if (it->second.empty()) s.freeByCapacity.erase(it);
+    return a;
+  }
+  if (s.end - s.bump < capacity) return 0;
+  uintptr_t a = s.bump;
+  s.bump += capacity;
+  *gotCapacity = capacity;
+  return a;
+}
+
+// Maps a new allocation; returns the error CUDA would give.
+cudaError_t allocate(size_t bytes, int device, MemKind kind, bool streamOrdered, void** out) {
+  Memory& mem = memory();
+  const size_t capacity = (bytes + kGranule - 1) / kGranule * kGranule;
+  std::lock_guard<std::mutex> lock(mem.m);
+  Slice& slice = mem.slices[kind == MemKind::Host ? hostSlice() : static_cast<size_t>(device)];
+  size_t got = 0;
+  uintptr_t a = takeAddress(slice, capacity, &got);
+  if (a == 0) return cudaErrorMemoryAllocation;
+  Allocation al;
+  al.base = a;
+  al.size = bytes;
+  al.capacity = got;
+  al.device = device;
+  al.kind = kind;
+  al.streamOrdered = streamOrdered;
+  al.bufferId = mem.nextBufferId++;
+  void* p = MAP_FAILED;
+  if (kind == MemKind::Device) {
+    const std::string name = "cuda-double-" + std::to_string(al.bufferId);
+    al.fd = memfd_create(name.c_str(), MFD_CLOEXEC);
+    if (al.fd >= 0 && ftruncate(al.fd, static_cast<off_t>(got)) == 0)
+      p = mmap(reinterpret_cast<void*>(a), got, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, al.fd, 0);
+  } else {
+    p = mmap(reinterpret_cast<void*>(a), got, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  }
+  if (p == MAP_FAILED) {
+    if (al.fd >= 0) close(al.fd);
+    slice.freeByCapacity[got].push_back(a);
+    return cudaErrorMemoryAllocation;
+  }
+  mem.live[a] = al;
+  mem.liveBytes += bytes;
+  *out = reinterpret_cast<void*>(a);
+  return cudaSuccess;
+}
+
+// Unmaps a live allocation (memory mutex held); its address becomes reusable.
+void release(Memory& mem, std::map<uintptr_t, Allocation>::iterator it) {
+  const Allocation al = it->second;
+  mem.live.erase(it);
+  poison(al.base, al.capacity);
+  if (al.fd >= 0) close(al.fd);
+  if (al.kind != MemKind::Import) {
+    mem.liveBytes -= al.size;
+    Slice& slice = mem.slices[al.kind == MemKind::Host ? hostSlice() : static_cast<size_t>(al.device)];
+    slice.freeByCapacity[al.capacity].push_back(al.base);
+  }
+}
+
+bool lookupLocked(Memory& mem, uintptr_t p, std::map<uintptr_t, Allocation>::iterator* out) {
+  auto it = mem.live.upper_bound(p);
+  if (it == mem.live.begin()) return false;
+  --it;
+  if (p >= it->second.base + it->second.capacity) return false;
+  *out = it;
+  return true;
+}
+
+// ---- the fault guard ---------------------------------------------------------------------------
+thread_local sigjmp_buf* tGuard = nullptr;
+thread_local uintptr_t tFaultAddress = 0;
+struct sigaction gPrevious;
+std::mutex gHandlerMutex;
+
+void onSegv(int sig, siginfo_t* info, void* context) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(info->si_addr);
+  if (tGuard != nullptr && a >= gArenaBase && a < gArenaEnd) {
+    tFaultAddress = a;
+    siglongjmp(*tGuard, 1);
+  }
+  // Not a device access of ours: hand it to whoever handled it before, or crash as usual.
+  if ((gPrevious.sa_flags & SA_SIGINFO) != 0 && gPrevious.sa_sigaction != nullptr) {
+    gPrevious.sa_sigaction(sig, info, context);
+    return;
+  }
+  if (gPrevious.sa_handler != SIG_DFL && gPrevious.sa_handler != SIG_IGN && gPrevious.sa_handler != nullptr) {
+    gPrevious.sa_handler(sig);
+    return;
+  }
+  signal(sig, SIG_DFL);  // returning re-executes the access, which now kills the process
+}
+
+// (Re)installs the handler when something (a test framework) replaced it.
+void installHandler() {
+  struct sigaction cur {};
+  sigaction(SIGSEGV, nullptr, &cur);
+  if ((cur.sa_flags & SA_SIGINFO) != 0 && cur.sa_sigaction == onSegv) return;
+  std::lock_guard<std::mutex> lock(gHandlerMutex);
+  struct sigaction mine {};
+  mine.sa_sigaction = onSegv;
+  mine.sa_flags = SA_SIGINFO | SA_NODEFER;
+  sigemptyset(&mine.sa_mask);
+  struct sigaction old {};
+  sigaction(SIGSEGV, &mine, &old);
+  if (!((old.sa_flags & SA_SIGINFO) != 0 && old.sa_sigaction == onSegv)) gPrevious = old;
+}
+
+std::string describeAddress(uintptr_t a) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(a));
+  return buf;
+}
+
+// A copy or memset touching [p, p + n) on the device: refused with a fault when it leaves the live
+// allocations.
+bool checkDeviceRange(int device, const void* p, size_t n, const char* what) {
+  if (n == 0 || deviceAccessible(p, n)) return true;
+  fault(device, std::string(what) + " touches " + describeAddress(reinterpret_cast<uintptr_t>(p)) + " (+" +
+                    std::to_string(n) + " bytes), which is not live device memory (freed, or never allocated)");
+  return false;
+}
+
+int deviceOfPointer(const void* p, int fallback) {
+  Allocation a;
+  return lookup(p, &a) && a.kind != MemKind::Host ? a.device : fallback;
+}
+
+struct IpcHandle {
+  uint32_t magic;
+  int32_t pid;
+  int32_t fd;
+  int32_t device;
+  uint64_t bufferId;
+  uint64_t capacity;
+  uint64_t size;
+  uint8_t reserved[24];
+};
+static_assert(sizeof(IpcHandle) == sizeof(cudaIpcMemHandle_t), "an IPC handle is 64 bytes");
+constexpr uint32_t kIpcMagic = 0x43444950;  // "CDIP"
+
+}  // namespace
+
+bool inArena(const void* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  return a >= gArenaBase && a < gArenaEnd;
+}
+
+bool lookup(const void* p, Allocation* out) {
+  Memory& mem = memory();
+  std::lock_guard<std::mutex> lock(mem.m);
+  std::map<uintptr_t, Allocation>::iterator it;
+  if (!lookupLocked(mem, reinterpret_cast<uintptr_t>(p), &it)) return false;
+  *out = it->second;
+  return true;
+}
+
+bool deviceAccessible(const void* p, size_t n) {
+  memory();
+  if (!inArena(p)) return true;
+  Allocation a;
+  if (!lookup(p, &a)) return false;
+  return reinterpret_cast<uintptr_t>(p) + n <= a.base + a.capacity;
+}
+
+MemoryStats memoryStats() {
+  Memory& mem = memory();
+  std::lock_guard<std::mutex> lock(mem.m);
+  MemoryStats s;
+  for (const auto& [base, a] : mem.live) s.liveAllocations += a.kind != MemKind::Import ? 1 : 0;
+  s.liveBytes = mem.liveBytes;
+  return s;
+}
+
+bool guarded(int device, const char* what, void (*f)(void*), void* arg) {
+  memory();
+  installHandler();
+  sigjmp_buf jb;
+  sigjmp_buf* outer = tGuard;
+  if (sigsetjmp(jb, 1) != 0) {
+    tGuard = outer;
+    fault(device, std::string(what) + " touched " + describeAddress(tFaultAddress) +
+                      ", which is not mapped (freed or never allocated device memory)");
+    return false;
+  }
+  tGuard = &jb;
+  try {
+    f(arg);
+  } catch (...) {
+    tGuard = outer;
+    throw;
+  }
+  tGuard = outer;
+  return true;
+}
+
+}  // namespace cudadouble
+
+using namespace cudadouble;  // NOLINT: the C API below implements the runtime's names
+
+extern "C" {
+
+// ---- allocation ---------------------------------------------------------------------------------
+
+cudaError_t cudaMalloc(void** devPtr, size_t size) {
+  CD_ENTER();
+  if (devPtr == nullptr) return fail(cudaErrorInvalidValue);
+  // Programming Guide, "Implicit Synchronization": a device memory allocation between two commands
+  // of different streams keeps them from running concurrently.
+  if (cudaError_t e = deviceSync(currentDevice(), "cudaMalloc"); e != cudaSuccess) return e;
+  if (size == 0) {
+    *devPtr = nullptr;
+    return cudaSuccess;
+  }
+  return fail(allocate(size, currentDevice(), MemKind::Device, false, devPtr));
+}
+
+cudaError_t cudaFree(void* devPtr) {
+  CD_ENTER();
+  int device = deviceOfPointer(devPtr, currentDevice());
+  // Programming Guide, "Stream-Ordered Memory Allocator": cudaFree synchronizes the GPU across all
+  // executing streams.
+  if (cudaError_t e = deviceSync(device, "cudaFree"); e != cudaSuccess) return e;
+  if (devPtr == nullptr) return cudaSuccess;
+  Memory& mem = memory();
+  std::lock_guard<std::mutex> lock(mem.m);
+  auto it = mem.live.find(reinterpret_cast<uintptr_t>(devPtr));
+  if (it == mem.live.end() || it->second.kind != MemKind::Device) {
+    misuse("cudaFree(%p): not the base of a live cudaMalloc allocation", devPtr);
+    return fail(cudaErrorInvalidValue);
+  }
+  release(mem, it);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocAsync(void** devPtr, size_t size, cudaStream_t stream) {
+  CD_ENTER();
+  CUstream_st* s = nullptr;
+  if (devPtr == nullptr) return fail(cudaErrorInvalidValue);
+  if (cudaError_t e = resolveStream(stream, &s); e != cudaSuccess) return e;
+  if (s->capture) return fail(cudaErrorNotSupported);  // graph memory nodes are not modelled
+  // Runtime API, cudaMallocAsync: stream-ordered, no device synchronisation; the memory may be
+  // used by work ordered after the allocation in this stream.
+  return fail(allocate(size == 0 ? 1 : size, s->device, MemKind::Device, true, devPtr));
+}
+
+cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t stream) {
+  CD_ENTER();
+  CUstream_st* s = nullptr;
+  if (cudaError_t e = resolveStream(stream, &s); e != cudaSuccess) return e;
+  if (s->capture) return fail(cudaErrorNotSupported);
+  {
+    Memory& mem = memory();
+    std::lock_guard<std::mutex> lock(mem.m);
+    auto it = mem.live.find(reinterpret_cast<uintptr_t>(devPtr));
+    if (it == mem.live.end() || it->second.kind != MemKind::Device) {
+      misuse("cudaFreeAsync(%p): not the base of a live device allocation", devPtr);
+      return fail(cudaErrorInvalidValue);
+    }
+  }
+  // Freed when the stream reaches it; work ordered after it must not touch the memory.
+  return enqueue(s, [devPtr] {
+    Memory& mem = memory();
+    std::lock_guard<std::mutex> lock(mem.m);
+    auto it = mem.live.find(reinterpret_cast<uintptr_t>(devPtr));
+    if (it != mem.live.end()) release(mem, it);
+  }, false);
+}
+
+cudaError_t cudaHostAlloc(void** pHost, size_t size, unsigned int flags) {
+  CD_ENTER();
+  if (pHost == nullptr || (flags & ~0xfu) != 0) return fail(cudaErrorInvalidValue);
+  // "Implicit Synchronization": a page-locked host memory allocation.
+  if (cudaError_t e = deviceSync(currentDevice(), "cudaHostAlloc"); e != cudaSuccess) return e;
+  return fail(allocate(size == 0 ? 1 : size, currentDevice(), MemKind::Host, false, pHost));
+}
+
+cudaError_t cudaMallocHost(void** ptr, size_t size) { return cudaHostAlloc(ptr, size, cudaHostAllocDefault); }
+
+cudaError_t cudaFreeHost(void* ptr) {
+  CD_ENTER();
+  if (cudaError_t e = deviceSync(currentDevice(), "cudaFreeHost"); e != cudaSuccess) return e;
+  if (ptr == nullptr) return cudaSuccess;
+  Memory& mem = memory();
+  std::lock_guard<std::mutex> lock(mem.m);
+  auto it = mem.live.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == mem.live.end() || it->second.kind != MemKind::Host) {
+    misuse("cudaFreeHost(%p): not the base of a live cudaHostAlloc allocation", ptr);
+    return fail(cudaErrorInvalidValue);
+  }
+  release(mem, it);
+  return cudaSuccess;
+}
+
+cudaError_t cudaHostGetDevicePointer(void** pDevice, void* pHost, unsigned int flags) {
+  CD_ENTER();
+  Allocation a;
+  if (pDevice == nullptr || flags != 0) return fail(cudaErrorInvalidValue);
+  if (!lookup(pHost, &a) || a.kind != MemKind::Host) return fail(cudaErrorInvalidValue);
+  // Unified addressing (Programming Guide, "Unified Virtual Address Space"): mapped host memory has
+  // the same address on the device.
+  *pDevice = pHost;
+  return cudaSuccess;
+}
+
+// ---- copies and sets ----------------------------------------------------------------------------
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+  CD_ENTER();
+  (void)kind;  // unified addressing: the pointers say where they are
+  const int dd = deviceOfPointer(dst, currentDevice()), sd = deviceOfPointer(src, currentDevice());
+  // "Implicit Synchronization": the double treats every synchronous copy as device-synchronising.
+  if (cudaError_t e = deviceSync(dd, "cudaMemcpy"); e != cudaSuccess) return e;
+  if (sd != dd)
+    if (cudaError_t e = deviceSync(sd, "cudaMemcpy"); e != cudaSuccess) return e;
+  if (count == 0) return cudaSuccess;
+  if (!deviceAccessible(dst, count) || !deviceAccessible(src, count)) return fail(cudaErrorInvalidValue);
+  std::memmove(dst, src, count);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
+  CD_ENTER();
+  (void)kind;
+  CUstream_st* s = nullptr;
+  if (cudaError_t e = resolveStream(stream, &s); e != cudaSuccess) return e;
+  if (count == 0) return cudaSuccess;
+  const int device = s->device;
+  if (!s->capture && !inArena(src) && inArena(dst)) {
+    // Driver API, "API synchronization behavior": from pageable host memory the bytes are staged at
+    // once, so the caller may reuse its buffer when the call returns.
+    auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src),
+                                                      static_cast<const char*>(src) + count);
+    return enqueue(s, [device, dst, staged] {
+      if (!checkDeviceRange(device, dst, staged->size(), "cudaMemcpyAsync")) return;
+      guarded(device, "cudaMemcpyAsync", [&] { std::memcpy(dst, staged->data(), staged->size()); });
+    }, false);
+  }
+  OpPtr op;
+  cudaError_t e = enqueue(s, [device, dst, src, count] {
+    if (!checkDeviceRange(device, dst, count, "cudaMemcpyAsync") ||
+        !checkDeviceRange(device, src, count, "cudaMemcpyAsync"))
+      return;
+    guarded(device, "cudaMemcpyAsync", [&] { std::memmove(dst, src, count); });
+  }, false, &op);
+  // To pageable host memory the call returns only once the copy completed.
+  if (e == cudaSuccess && op && !inArena(dst) && inArena(src)) op->wait();
+  return e;
+}
+
+cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
+  CD_ENTER();
+  const int device = deviceOfPointer(devPtr, currentDevice());
+  // "Implicit Synchronization": a device memory set.
+  if (cudaError_t e = deviceSync(device, "cudaMemset"); e != cudaSuccess) return e;
+  if (count == 0) return cudaSuccess;
+  if (!inArena(devPtr) || !deviceAccessible(devPtr, count)) return fail(cudaErrorInvalidValue);
+  std::memset(devPtr, value, count);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
+  CD_ENTER();
+  CUstream_st* s = nullptr;
+  if (cudaError_t e = resolveStream(stream, &s); e != cudaSuccess) return e;
+  if (count == 0) return cudaSuccess;
+  const int device = s->device;
+  return enqueue(s, [device, devPtr, value, count] {
+    if (!checkDeviceRange(device, devPtr, count, "cudaMemsetAsync")) return;
+    guarded(device, "cudaMemsetAsync", [&] { std::memset(devPtr, value, count); });
+  }, false);
+}
+
+// ---- attributes ---------------------------------------------------------------------------------
+
+cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* ptr) {
+  CD_ENTER();
+  if (attributes == nullptr) return fail(cudaErrorInvalidValue);
+  *attributes = cudaPointerAttributes{};
+  Allocation a;
+  if (!lookup(ptr, &a)) {
+    // Runtime API (CUDA 11+): memory CUDA does not know is cudaMemoryTypeUnregistered, no error.
+    attributes->type = cudaMemoryTypeUnregistered;
+    attributes->device = -2;
+    return cudaSuccess;
+  }
+  attributes->device = a.device;
+  if (a.kind == MemKind::Host) {
+    attributes->type = cudaMemoryTypeHost;
+    attributes->hostPointer = const_cast<void*>(ptr);
+    attributes->devicePointer = const_cast<void*>(ptr);
+  } else {
+    attributes->type = cudaMemoryTypeDevice;
+    attributes->devicePointer = const_cast<void*>(ptr);
+  }
+  return cudaSuccess;
+}
+
+// ---- IPC (Runtime API, "Interprocess Communication") --------------------------------------------
+
+cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t* handle, void* devPtr) {
+  CD_ENTER();
+  if (handle == nullptr) return fail(cudaErrorInvalidValue);
+  Memory& mem = memory();
+  std::lock_guard<std::mutex> lock(mem.m);
+  auto it = mem.live.find(reinterpret_cast<uintptr_t>(devPtr));
+  // "Takes a pointer to the base of an existing device memory allocation" (cudaMalloc, not a
+  // stream-ordered pool): anything else is refused.
+  if (it == mem.live.end() || it->second.kind != MemKind::Device || it->second.streamOrdered) {
+    misuse("cudaIpcGetMemHandle(%p): not the base of a live cudaMalloc allocation", devPtr);
+    return fail(cudaErrorInvalidValue);
+  }
+  IpcHandle h{};
+  h.magic = kIpcMagic;
+  h.pid = getpid();
+  h.fd = it->second.fd;
+  h.device = it->second.device;
+  h.bufferId = it->second.bufferId;
+  h.capacity = it->second.capacity;
+  h.size = it->second.size;
+  std::memcpy(handle, &h, sizeof(h));
+  return cudaSuccess;
+}
+
+cudaError_t cudaIpcOpenMemHandle(void** devPtr, cudaIpcMemHandle_t handle, unsigned int flags) {
+  CD_ENTER();
+  (void)flags;
+  IpcHandle h;
+  std::memcpy(&h, &handle, sizeof(h));
+  if (devPtr == nullptr || h.magic != kIpcMagic) return fail(cudaErrorInvalidValue);
+  if (h.pid == getpid()) return fail(cudaErrorInvalidResourceHandle);  // CUDA refuses a process's own handles
+  Memory& mem = memory();
+  std::lock_guard<std::mutex> lock(mem.m);
+  auto known = mem.imports.find({h.pid, h.bufferId});
+  if (known != mem.imports.end()) {
+    ++known->second.refs;
+    *devPtr = reinterpret_cast<void*>(known->second.base);
+    return cudaSuccess;
+  }
+  // The exporter's memfd, checked to still be the same allocation (its descriptor number may have
+  // been reused after a free: then the handle is stale).
+  const std::string path = "/proc/" + std::to_string(h.pid) + "/fd/" + std::to_string(h.fd);
+  char target[256] = {};
+  ssize_t n = readlink(path.c_str(), target, sizeof(target) - 1);
+  const std::string expect = "cuda-double-" + std::to_string(h.bufferId);
+  const std::string got = n > 0 ? std::string(target, static_cast<size_t>(n)) : std::string();
+  const size_t at = got.find(expect);
+  if (at == std::string::npos ||
+      (at + expect.size() < got.size() && got[at + expect.size()] != ' ')) {
+    misuse("cudaIpcOpenMemHandle: process %d's allocation #%llu no longer exists (freed)", h.pid,
+           static_cast<unsigned long long>(h.bufferId));
+    return fail(cudaErrorInvalidResourceHandle);
+  }
+  int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return fail(cudaErrorMapBufferObjectFailed);
+  size_t got2 = 0;
+  uintptr_t a = takeAddress(mem.slices[importSlice()], h.capacity, &got2);
+  void* p = a == 0 ? MAP_FAILED
+                   : mmap(reinterpret_cast<void*>(a), h.capacity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                          fd, 0);
+  if (p == MAP_FAILED) {
+    close(fd);
+    return fail(cudaErrorMapBufferObjectFailed);
+  }
+  Allocation al;
+  al.base = a;
+  al.size = h.size;
+  al.capacity = h.capacity;
+  al.device = currentDevice();
+  al.fd = fd;
+  al.kind = MemKind::Import;
+  al.bufferId = mem.nextBufferId++;
+  mem.live[a] = al;
+  mem.imports[{h.pid, h.bufferId}] = Memory::Import{a, 1};
+  *devPtr = p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaIpcCloseMemHandle(void* devPtr) {
+  CD_ENTER();
+  Memory& mem = memory();
+  std::lock_guard<std::mutex> lock(mem.m);
+  for (auto it = mem.imports.begin(); it != mem.imports.end(); ++it) {
+    if (it->second.base != reinterpret_cast<uintptr_t>(devPtr)) continue;
+    if (--it->second.refs > 0) return cudaSuccess;
+    mem.imports.erase(it);
+    auto al = mem.live.find(reinterpret_cast<uintptr_t>(devPtr));
+    if (al != mem.live.end()) release(mem, al);
+    return cudaSuccess;
+  }
+  misuse("cudaIpcCloseMemHandle(%p): not an opened IPC mapping", devPtr);
+  return fail(cudaErrorInvalidValue);
+}
+
+}  // extern "C"

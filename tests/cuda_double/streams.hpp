@@ -1,0 +1,111 @@
+// Streams and hardware queues of the CUDA double.
+//
+// Every device has CUDA_DEVICE_MAX_CONNECTIONS hardware queues, each with a worker thread that
+// runs its operations one at a time, in order (CUDA Programming Guide, "Streams" and "Concurrent
+// Kernel Execution": work of one stream runs in issue order; streams are spread over the device's
+// connections, and streams that share one are serialised: a "false dependency"). A stream is mapped
+// to a queue when it is created, round-robin in creation order; the legacy default stream is
+// created first (queue 0).
+//
+// The legacy default stream (CUDA Runtime API, "Stream synchronization behavior"): work on it
+// waits for all earlier work of every blocking stream of the device, and later work of blocking
+// streams waits for it; cudaStreamNonBlocking streams take part in neither.
+//
+// Device-wide synchronisation (deviceSync): what cudaDeviceSynchronize does explicitly and what
+// cudaMalloc, cudaFree, cudaHostAlloc, cudaFreeHost, cudaMemset and cudaMemcpy do implicitly
+// (Programming Guide, "Implicit Synchronization" and "Stream-Ordered Memory Allocator": "managing
+// memory allocations using cudaMalloc and cudaFree causes the GPU to synchronize across all
+// executing CUDA streams"): it waits for all work issued on the device before the call, on every
+// stream, blocking or not.
+#ifndef CUDA_DOUBLE_STREAMS_HPP_
+#define CUDA_DOUBLE_STREAMS_HPP_
+
+#include <cuda_runtime_api.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace cudadouble {
+
+// One piece of work on a hardware queue: a kernel, a copy, a memset, a value write, a free.
+class Op {
+ public:
+  Op(int device, std::function<void()> work, std::vector<std::shared_ptr<Op>> after, bool kernel);
+  // On the queue's worker: waits for the operations it depends on, then runs (skipped once the
+  // device has a sticky error: the context is lost).
+  void execute();
+  void wait();
+  bool done();
+  int device() const { return device_; }
+  bool kernel() const { return kernel_; }
+  std::thread::id launcher() const { return launcher_; }
+
+ private:
+  int device_;
+  std::function<void()> work_;
+  std::vector<std::shared_ptr<Op>> after_;
+  bool kernel_;
+  std::thread::id launcher_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool done_ = false;
+};
+using OpPtr = std::shared_ptr<Op>;
+
+struct Capture;  // graphs.hpp
+
+}  // namespace cudadouble
+
+// The object behind a cudaStream_t.
+struct CUstream_st {
+  int device = 0;
+  unsigned flags = 0;
+  int priority = 0;
+  bool legacy = false;
+  int queue = 0;
+  uint64_t id = 0;
+  bool destroyed = false;
+  cudadouble::OpPtr last;                          // the stream's newest operation (device mutex)
+  std::shared_ptr<cudadouble::Capture> capture;    // non-null while the stream is being captured
+};
+
+namespace cudadouble {
+
+// Resolves a stream argument: 0 and cudaStreamLegacy name the current device's legacy default
+// stream, cudaStreamPerThread the calling thread's default stream, anything else a stream created
+// here (a destroyed or unknown handle is a misuse: cudaErrorInvalidResourceHandle).
+cudaError_t resolveStream(cudaStream_t stream, CUstream_st** out);
+
+// Enqueues work on the stream in stream order (with the legacy default stream's implicit
+// dependencies), or, while the stream is captured, appends it to the capture's graph. `out`
+// receives the operation (null when captured).
+cudaError_t enqueue(CUstream_st* stream, std::function<void()> work, bool kernel, OpPtr* out = nullptr);
+// Enqueues without looking at capture (graph launches).
+OpPtr submit(CUstream_st* stream, std::function<void()> work, bool kernel);
+
+// The implicit device-wide synchronisation of `what` on `device` (see the header comment).
+// Refused (cudaErrorStreamCaptureUnsupported) while a capture forbids it.
+cudaError_t deviceSync(int device, const char* what);
+
+// Waits until everything issued on the stream so far has run.
+void streamWait(CUstream_st* stream);
+
+// Kernels running now, for the adversarial scheduling option.
+void kernelStarted(int device, std::thread::id launcher);
+void kernelFinished(int device, std::thread::id launcher);
+
+// Streams of the device that synchronise with the legacy default stream (graphs.cc checks them).
+std::vector<CUstream_st*> blockingStreams(int device);
+
+// The stream's capture, read and replaced under its device's lock.
+std::shared_ptr<Capture> captureOf(CUstream_st* stream);
+void setCapture(CUstream_st* stream, std::shared_ptr<Capture> capture);
+
+}  // namespace cudadouble
+
+#endif  // CUDA_DOUBLE_STREAMS_HPP_

@@ -1,0 +1,555 @@
+// The CUDA double's own semantics, each against the rule of the CUDA documentation it follows
+// (docs/cuda-double.md): streams run in order and asynchronously; streams sharing a hardware queue
+// serialise; the legacy default stream's implicit dependencies; device-synchronising calls wait for
+// every stream; a bounded number of co-resident blocks; per-device function attributes; sticky and
+// non-sticky errors; address reuse with fresh buffer ids; poisoned freed memory; mapped host memory;
+// stream-ordered allocation; IPC across processes; capture, replay and user objects.
+//
+// Test kernels are host functions registered the way nvcc's generated code registers device
+// kernels. This binary is also the child process of the IPC test (its own main()).
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "cuda_double.h"
+
+extern "C" void __cudaRegisterFunction(void**, const char*, char*, const char*, int, uint3*, uint3*, dim3*, dim3*,
+                                       int*);
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) FAIL(what << ": " << cudaGetErrorString(e));
+}
+#define CK(call) check((call), #call)
+
+// A test kernel: its handle is the address of a static byte, as a host stub's address is.
+const void* defineKernel(const char* name, cudadouble::HostBlockFn body, std::vector<size_t> argSizes, int regs = 32,
+                         size_t staticShared = 0) {
+  static char handles[32];
+  static int next = 0;
+  const char* handle = &handles[next++];
+  __cudaRegisterFunction(nullptr, handle, const_cast<char*>(name), name, -1, nullptr, nullptr, nullptr, nullptr,
+                         nullptr);
+  cudadouble::HostKernel k;
+  k.body = body;
+  k.argSizes = std::move(argSizes);
+  k.numRegs = regs;
+  k.staticSharedBytes = staticShared;
+  cudadouble::registerHostKernel(name, k);
+  return handle;
+}
+
+template <class T>
+T arg(void* const* args, int i) {
+  T v;
+  std::memcpy(&v, args[i], sizeof(T));
+  return v;
+}
+
+// gate(std::atomic<int>* gate, std::atomic<int>* started): counts itself started, then waits (at
+// most 10 s) for the gate to open.
+void gateBody(void* const* args, dim3, dim3, unsigned, size_t, const void*) {
+  auto* gate = arg<std::atomic<int>*>(args, 0);
+  auto* started = arg<std::atomic<int>*>(args, 1);
+  started->fetch_add(1);
+  const auto until = Clock::now() + std::chrono::seconds(10);
+  while (gate->load() == 0 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::microseconds(200));
+}
+
+// barrier(std::atomic<int>* arrived, int total, std::atomic<int>* failed): every block waits (at
+// most 300 ms) for all `total` blocks to have started, as a plan's blocks wait on each other.
+void barrierBody(void* const* args, dim3, dim3, unsigned, size_t, const void*) {
+  auto* arrived = arg<std::atomic<int>*>(args, 0);
+  const int total = arg<int>(args, 1);
+  auto* failed = arg<std::atomic<int>*>(args, 2);
+  arrived->fetch_add(1);
+  const auto until = Clock::now() + std::chrono::milliseconds(300);
+  while (arrived->load() < total) {
+    if (Clock::now() > until) {
+      failed->store(1);
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+// add(int* p, int v): p[block] += v.
+void addBody(void* const* args, dim3, dim3, unsigned block, size_t, const void*) {
+  int* p = arg<int*>(args, 0);
+  p[block] += arg<int>(args, 1);
+}
+
+const void* gateKernel() {
+  static const void* k = defineKernel("testGate", &gateBody, {sizeof(void*), sizeof(void*)});
+  return k;
+}
+const void* barrierKernel() {
+  static const void* k = defineKernel("testBarrier", &barrierBody, {sizeof(void*), sizeof(int), sizeof(void*)}, 64);
+  return k;
+}
+const void* addKernel() {
+  static const void* k = defineKernel("testAdd", &addBody, {sizeof(int*), sizeof(int)});
+  return k;
+}
+
+cudaError_t launchGate(cudaStream_t s, std::atomic<int>* gate, std::atomic<int>* started, unsigned blocks = 1) {
+  void* args[] = {&gate, &started};
+  return cudaLaunchKernel(gateKernel(), dim3(blocks), dim3(32), args, 0, s);
+}
+
+cudaError_t launchAdd(cudaStream_t s, int* p, int v, unsigned blocks = 1, size_t shared = 0) {
+  void* args[] = {&p, &v};
+  return cudaLaunchKernel(addKernel(), dim3(blocks), dim3(32), args, shared, s);
+}
+
+bool waitFor(const std::function<bool()>& f, int ms) {
+  const auto until = Clock::now() + std::chrono::milliseconds(ms);
+  while (!f()) {
+    if (Clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// Two streams of device 0 on the same hardware queue, and one on another.
+struct QueuePair {
+  cudaStream_t a = nullptr, sameQueue = nullptr, otherQueue = nullptr;
+  std::vector<cudaStream_t> all;
+  QueuePair() {
+    CK(cudaSetDevice(0));
+    CK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+    all.push_back(a);
+    while (sameQueue == nullptr || otherQueue == nullptr) {
+      cudaStream_t s;
+      CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      all.push_back(s);
+      if (cudadouble::queueOf(s) == cudadouble::queueOf(a)) {
+        if (sameQueue == nullptr) sameQueue = s;
+      } else if (otherQueue == nullptr) {
+        otherQueue = s;
+      }
+    }
+  }
+  ~QueuePair() {
+    for (cudaStream_t s : all) cudaStreamDestroy(s);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the double stands in for libcudart", "[double]") {
+  REQUIRE(cudadouble::active());
+  int n = 0;
+  CK(cudaGetDeviceCount(&n));
+  REQUIRE(n >= 2);
+}
+
+TEST_CASE("streams run in issue order and asynchronously (Programming Guide: Streams)", "[double][streams]") {
+  CK(cudaSetDevice(0));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::atomic<int> gate{0}, started{0};
+  int* d = nullptr;
+  CK(cudaMalloc(&d, sizeof(int)));
+  CK(cudaMemset(d, 0, sizeof(int)));
+  CK(launchGate(s, &gate, &started));
+  CK(launchAdd(s, d, 5));  // runs after the gate kernel, in issue order
+  REQUIRE(waitFor([&] { return started.load() == 1; }, 2000));
+  REQUIRE(cudaStreamQuery(s) == cudaErrorNotReady);  // the launch returned before the kernel ended
+  REQUIRE(cudaGetLastError() == cudaSuccess);        // cudaErrorNotReady is not recorded as an error
+  int host = -1;
+  std::memcpy(&host, d, sizeof(int));  // device memory is host memory in the double
+  REQUIRE(host == 0);
+  gate.store(1);
+  CK(cudaStreamSynchronize(s));
+  CK(cudaMemcpy(&host, d, sizeof(int), cudaMemcpyDeviceToHost));
+  REQUIRE(host == 5);
+  CK(cudaFree(d));
+  CK(cudaStreamDestroy(s));
+}
+
+TEST_CASE("streams sharing a hardware queue serialise (CUDA_DEVICE_MAX_CONNECTIONS)", "[double][queues]") {
+  QueuePair q;
+  std::atomic<int> gate{0}, started{0}, gate2{1}, started2{0}, started3{0};
+  CK(launchGate(q.a, &gate, &started));
+  CK(launchGate(q.sameQueue, &gate2, &started2));   // an independent stream, but the same queue
+  CK(launchGate(q.otherQueue, &gate2, &started3));  // another queue: runs at once
+  REQUIRE(waitFor([&] { return started.load() == 1 && started3.load() == 1; }, 2000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(started2.load() == 0);  // a false dependency on the kernel ahead of it in the queue
+  gate.store(1);
+  CK(cudaStreamSynchronize(q.sameQueue));
+  REQUIRE(started2.load() == 1);
+}
+
+TEST_CASE("the legacy default stream synchronises with blocking streams only (Stream synchronization behavior)",
+          "[double][streams]") {
+  CK(cudaSetDevice(0));
+  cudaStream_t blocking, nonBlocking;
+  CK(cudaStreamCreate(&blocking));
+  CK(cudaStreamCreateWithFlags(&nonBlocking, cudaStreamNonBlocking));
+  std::atomic<int> gate{0}, started{0}, open{1}, s2{0}, s3{0};
+  CK(launchGate(0, &gate, &started));           // legacy stream: held at the gate
+  CK(launchGate(blocking, &open, &s2));         // waits for the legacy stream's work
+  CK(launchGate(nonBlocking, &open, &s3));      // does not
+  REQUIRE(waitFor([&] { return started.load() == 1 && s3.load() == 1; }, 2000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  REQUIRE(s2.load() == 0);
+  gate.store(1);
+  CK(cudaStreamSynchronize(blocking));
+  REQUIRE(s2.load() == 1);
+  CK(cudaStreamDestroy(blocking));
+  CK(cudaStreamDestroy(nonBlocking));
+}
+
+TEST_CASE("cudaMalloc, cudaFree, cudaMemset and cudaMemcpy wait for every stream (Implicit Synchronization)",
+          "[double][sync]") {
+  CK(cudaSetDevice(0));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  int* d = nullptr;
+  CK(cudaMalloc(&d, 64));
+  for (int which = 0; which < 4; ++which) {
+    std::atomic<int> gate{0}, started{0};
+    CK(launchGate(s, &gate, &started));
+    REQUIRE(waitFor([&] { return started.load() == 1; }, 2000));
+    std::atomic<bool> returned{false};
+    std::thread t([&] {
+      cudaSetDevice(0);
+      int host = 0;
+      void* p = nullptr;
+      if (which == 0) CK(cudaMalloc(&p, 64));
+      if (which == 1) CK(cudaMemset(d, 0, 64));
+      if (which == 2) CK(cudaMemcpy(&host, d, sizeof(int), cudaMemcpyDeviceToHost));
+      if (which == 3) CK(cudaHostAlloc(&p, 64, cudaHostAllocMapped));
+      returned.store(true);
+      if (which == 0) CK(cudaFree(p));
+      if (which == 3) CK(cudaFreeHost(p));
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    INFO("call " << which);
+    CHECK(!returned.load());  // blocked behind the non-blocking stream's running kernel
+    gate.store(1);
+    t.join();
+    CHECK(returned.load());
+  }
+  // Stream-ordered allocation does not synchronise the device.
+  std::atomic<int> gate{0}, started{0};
+  CK(launchGate(s, &gate, &started));
+  cudaStream_t other;
+  CK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  void* p = nullptr;
+  CK(cudaMallocAsync(&p, 4096, other));
+  CK(cudaFreeAsync(p, other));
+  CK(cudaStreamSynchronize(other));
+  REQUIRE(cudaStreamQuery(s) == cudaErrorNotReady);
+  gate.store(1);
+  CK(cudaStreamSynchronize(s));
+  CK(cudaFree(d));
+  CK(cudaStreamDestroy(s));
+  CK(cudaStreamDestroy(other));
+}
+
+TEST_CASE("blocks beyond the device's resident capacity wait for earlier ones (occupancy)", "[double][blocks]") {
+  CK(cudaSetDevice(0));
+  int perSm = 0, sms = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, barrierKernel(), 1024, 0));
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  REQUIRE(perSm == 1);  // 64 registers x 1024 threads fill an SM's register file
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  for (int extra : {0, 1}) {
+    std::atomic<int> arrived{0}, failed{0};
+    int total = perSm * sms + extra;
+    std::atomic<int>* arrivedPtr = &arrived;
+    std::atomic<int>* failedPtr = &failed;
+    void* args[] = {&arrivedPtr, &total, &failedPtr};
+    CK(cudaLaunchKernel(barrierKernel(), dim3(total), dim3(1024), args, 0, s));
+    CK(cudaStreamSynchronize(s));
+    INFO(total << " blocks, " << perSm * sms << " resident at once");
+    REQUIRE(failed.load() == extra);  // one block too many cannot be resident: the others time out
+  }
+  CK(cudaStreamDestroy(s));
+}
+
+TEST_CASE("dynamic shared memory above 48 KiB needs the attribute on each device", "[double][attributes]") {
+  int* d = nullptr;
+  for (int dev : {0, 1}) {
+    CK(cudaSetDevice(dev));
+    CK(cudaMalloc(&d, 4096));
+    REQUIRE(launchAdd(0, d, 1, 1, 64 * 1024) == cudaErrorInvalidValue);
+    REQUIRE(cudaGetLastError() == cudaErrorInvalidValue);
+    if (dev == 0) CK(cudaFuncSetAttribute(addKernel(), cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024));
+    if (dev == 0) CK(launchAdd(0, d, 1, 1, 64 * 1024));  // allowed on device 0 only
+    CK(cudaDeviceSynchronize());
+    CK(cudaFree(d));
+  }
+  cudaFuncAttributes a{};
+  CK(cudaSetDevice(1));
+  CK(cudaFuncGetAttributes(&a, addKernel()));
+  REQUIRE(a.maxDynamicSharedSizeBytes == 48 * 1024);
+  CK(cudaSetDevice(0));
+  CK(cudaFuncGetAttributes(&a, addKernel()));
+  REQUIRE(a.maxDynamicSharedSizeBytes == 64 * 1024);
+}
+
+TEST_CASE("the current device is per thread; launches need the stream's device current", "[double][devices]") {
+  CK(cudaSetDevice(1));
+  int other = -1;
+  std::thread([&] { cudaGetDevice(&other); }).join();
+  REQUIRE(other == 0);
+  cudaStream_t s1;
+  CK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));  // on device 1
+  int* d = nullptr;
+  CK(cudaMalloc(&d, 64));
+  CK(cudaSetDevice(0));
+  REQUIRE(launchAdd(s1, d, 1) == cudaErrorInvalidResourceHandle);
+  (void)cudaGetLastError();
+  CK(cudaSetDevice(1));
+  CK(launchAdd(s1, d, 1));
+  CK(cudaStreamSynchronize(s1));
+  CK(cudaFree(d));
+  CK(cudaStreamDestroy(s1));
+  CK(cudaSetDevice(0));
+}
+
+TEST_CASE("non-sticky errors: cudaPeekAtLastError keeps, cudaGetLastError resets", "[double][errors]") {
+  CK(cudaSetDevice(0));
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  REQUIRE(cudaSetDevice(999) == cudaErrorInvalidDevice);
+  int* d = nullptr;
+  CK(cudaMalloc(&d, 64));  // a successful call leaves the last error alone
+  REQUIRE(cudaPeekAtLastError() == cudaErrorInvalidDevice);
+  REQUIRE(cudaPeekAtLastError() == cudaErrorInvalidDevice);
+  REQUIRE(cudaGetLastError() == cudaErrorInvalidDevice);
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  CK(cudaFree(d));
+}
+
+TEST_CASE("a freed address is reused by the next fitting allocation, with a new buffer id and IPC handle",
+          "[double][memory]") {
+  CK(cudaSetDevice(0));
+  using PointerGetAttribute = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult st{};
+  CK(cudaGetDriverEntryPointByVersion("cuPointerGetAttribute", &fn, 12000, cudaEnableDefault, &st));
+  REQUIRE(st == cudaDriverEntryPointSuccess);
+  auto get = reinterpret_cast<PointerGetAttribute>(fn);
+  void* a = nullptr;
+  CK(cudaMalloc(&a, 3 << 20));
+  unsigned long long idA = 0, idB = 0;
+  REQUIRE(get(&idA, CU_POINTER_ATTRIBUTE_BUFFER_ID, reinterpret_cast<CUdeviceptr>(a) + 100) == CUDA_SUCCESS);
+  cudaIpcMemHandle_t ha, hb;
+  CK(cudaIpcGetMemHandle(&ha, a));
+  REQUIRE(cudaIpcGetMemHandle(&hb, static_cast<char*>(a) + 256) == cudaErrorInvalidValue);  // not the base
+  (void)cudaGetLastError();
+  CK(cudaFree(a));
+  void* b = nullptr;
+  CK(cudaMalloc(&b, 3 << 20));
+  REQUIRE(b == a);
+  REQUIRE(get(&idB, CU_POINTER_ATTRIBUTE_BUFFER_ID, reinterpret_cast<CUdeviceptr>(b)) == CUDA_SUCCESS);
+  REQUIRE(idB != idA);
+  CK(cudaIpcGetMemHandle(&hb, b));
+  REQUIRE(std::memcmp(&ha, &hb, sizeof(ha)) != 0);
+  CK(cudaFree(b));
+}
+
+TEST_CASE("mapped host memory has one address for host and device", "[double][memory]") {
+  CK(cudaSetDevice(0));
+  int* h = nullptr;
+  int* d = nullptr;
+  CK(cudaHostAlloc(reinterpret_cast<void**>(&h), sizeof(int), cudaHostAllocMapped));
+  CK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d), h, 0));
+  *h = 1;
+  CK(launchAdd(0, d, 41));
+  CK(cudaDeviceSynchronize());
+  REQUIRE(*h == 42);
+  CK(cudaFreeHost(h));
+}
+
+TEST_CASE("capture and replay; user objects are destroyed after the graphs and their launches", "[double][graphs]") {
+  CK(cudaSetDevice(0));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  int* d = nullptr;
+  CK(cudaMalloc(&d, 4 * sizeof(int)));
+  CK(cudaMemset(d, 0, 4 * sizeof(int)));
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  CK(launchAdd(s, d, 2, 4));
+  CK(launchAdd(s, d, 3, 2));
+  cudaStreamCaptureStatus status{};
+  cudaGraph_t g = nullptr;
+  CK(cudaStreamGetCaptureInfo(s, &status, nullptr, &g, nullptr, nullptr, nullptr));
+  REQUIRE(status == cudaStreamCaptureStatusActive);
+  static std::atomic<int> destroyed{0};
+  cudaUserObject_t obj;
+  CK(cudaUserObjectCreate(&obj, &destroyed, [](void* p) { static_cast<std::atomic<int>*>(p)->fetch_add(1); }, 1,
+                          cudaUserObjectNoDestructorSync));
+  CK(cudaGraphRetainUserObject(g, obj, 1, cudaGraphUserObjectMove));
+  cudaGraph_t graph = nullptr;
+  CK(cudaStreamEndCapture(s, &graph));
+  REQUIRE(graph == g);
+  int host[4] = {};
+  CK(cudaMemcpy(host, d, sizeof(host), cudaMemcpyDeviceToHost));
+  REQUIRE(host[0] == 0);  // captured, not run
+  cudaGraphExec_t exec;
+  CK(cudaGraphInstantiate(&exec, graph, 0));
+  CK(cudaGraphDestroy(graph));
+  for (int i = 0; i < 3; ++i) CK(cudaGraphLaunch(exec, s));
+  CK(cudaStreamSynchronize(s));
+  CK(cudaMemcpy(host, d, sizeof(host), cudaMemcpyDeviceToHost));
+  REQUIRE(host[0] == 15);
+  REQUIRE(host[3] == 6);
+  REQUIRE(destroyed.load() == 0);  // the executable graph still holds it
+  CK(cudaGraphExecDestroy(exec));
+  REQUIRE(waitFor([&] { return destroyed.load() == 1; }, 2000));
+  CK(cudaFree(d));
+  CK(cudaStreamDestroy(s));
+}
+
+TEST_CASE("device-synchronising calls are refused during a thread-local capture", "[double][graphs]") {
+  CK(cudaSetDevice(0));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  void* p = nullptr;
+  bool otherThreadOk = false;
+  std::thread([&] { otherThreadOk = cudaMalloc(&p, 64) == cudaSuccess; }).join();  // another thread may
+  REQUIRE(otherThreadOk);
+  REQUIRE(cudaMalloc(&p, 64) == cudaErrorStreamCaptureUnsupported);
+  cudaGraph_t g = nullptr;
+  REQUIRE(cudaStreamEndCapture(s, &g) == cudaErrorStreamCaptureInvalidated);
+  REQUIRE(g == nullptr);
+  (void)cudaGetLastError();
+  CK(cudaStreamDestroy(s));
+}
+
+TEST_CASE("using a destroyed stream is reported as a misuse", "[double][misuse]") {
+  CK(cudaSetDevice(0));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CK(cudaStreamDestroy(s));
+  const uint64_t before = cudadouble::stats().misuses;
+  REQUIRE(cudaStreamSynchronize(s) == cudaErrorInvalidResourceHandle);
+  (void)cudaGetLastError();
+  REQUIRE(cudadouble::stats().misuses == before + 1);
+}
+
+TEST_CASE("adversarial scheduling: a synchronisation waits for a kernel another thread launches",
+          "[double][adversarial]") {
+  CK(cudaSetDevice(0));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudadouble::setAdversarialSync(2000);
+  std::atomic<int> gate{0}, started{0};
+  std::thread launcher([&] {
+    cudaSetDevice(0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    CK(launchGate(s, &gate, &started));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    gate.store(1);
+  });
+  const auto t0 = Clock::now();
+  void* p = nullptr;
+  CK(cudaMalloc(&p, 64));  // waits for the kernel to start, then for it to finish
+  const auto waited = Clock::now() - t0;
+  launcher.join();
+  cudadouble::setAdversarialSync(0);
+  REQUIRE(started.load() == 1);
+  REQUIRE(waited >= std::chrono::milliseconds(100));
+  CK(cudaFree(p));
+  CK(cudaStreamDestroy(s));
+}
+
+TEST_CASE("IPC: another process maps an allocation through its handle; a stale handle is refused",
+          "[double][ipc]") {
+  CK(cudaSetDevice(0));
+  char* d = nullptr;
+  const size_t bytes = 1 << 20;
+  CK(cudaMalloc(reinterpret_cast<void**>(&d), bytes));
+  CK(cudaMemset(d, 0x5A, bytes));
+  cudaIpcMemHandle_t h;
+  CK(cudaIpcGetMemHandle(&h, d));
+  auto child = [&](const cudaIpcMemHandle_t& handle) {
+    std::string hex;
+    const unsigned char* b = reinterpret_cast<const unsigned char*>(&handle);
+    for (size_t i = 0; i < sizeof(handle); ++i) {
+      char x[3];
+      std::snprintf(x, sizeof(x), "%02x", b[i]);
+      hex += x;
+    }
+    char self[4096] = {};
+    REQUIRE(readlink("/proc/self/exe", self, sizeof(self) - 1) > 0);
+    char a0[] = "test_cuda_double", a1[] = "ipc-child";
+    std::vector<char> a2(hex.begin(), hex.end());
+    a2.push_back(0);
+    char* argv[] = {a0, a1, a2.data(), nullptr};
+    pid_t pid = 0;
+    REQUIRE(posix_spawn(&pid, self, nullptr, nullptr, argv, environ) == 0);
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 100;
+  };
+  REQUIRE(child(h) == 0);
+  std::vector<char> host(bytes);
+  CK(cudaMemcpy(host.data(), d, bytes, cudaMemcpyDeviceToHost));
+  REQUIRE(host[0] == static_cast<char>(0xA5));  // the child's write landed in our allocation
+  REQUIRE(host[bytes - 1] == static_cast<char>(0xA5));
+  CK(cudaFree(d));
+  char* again = nullptr;
+  CK(cudaMalloc(reinterpret_cast<void**>(&again), bytes));
+  REQUIRE(again == d);       // the same address...
+  REQUIRE(child(h) == 2);    // ...but the old handle names a freed allocation
+  CK(cudaFree(again));
+}
+
+TEST_CASE("a kernel touching freed memory faults loudly: sticky cudaErrorIllegalAddress", "[double][poison]") {
+  int n = 0;
+  CK(cudaGetDeviceCount(&n));
+  const int dev = n - 1;  // this device's context is lost afterwards
+  CK(cudaSetDevice(dev));
+  int* d = nullptr;
+  CK(cudaMalloc(&d, 4096));
+  CK(cudaFree(d));
+  const uint64_t faults = cudadouble::stats().faults;
+  CK(launchAdd(0, d, 1));  // the launch itself is fine; the kernel faults
+  REQUIRE(cudaDeviceSynchronize() == cudaErrorIllegalAddress);
+  REQUIRE(cudadouble::stats().faults == faults + 1);
+  REQUIRE(cudaGetLastError() == cudaErrorIllegalAddress);  // sticky: not reset
+  void* p = nullptr;
+  REQUIRE(cudaMalloc(&p, 64) == cudaErrorIllegalAddress);
+  CK(cudaSetDevice(0));  // other devices are unaffected
+  CK(cudaMalloc(&p, 64));
+  CK(cudaFree(p));
+}
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "ipc-child") == 0) {
+    cudaIpcMemHandle_t h;
+    unsigned char* b = reinterpret_cast<unsigned char*>(&h);
+    for (size_t i = 0; i < sizeof(h); ++i) b[i] = static_cast<unsigned char>(std::stoi(std::string(argv[2] + 2 * i, 2), nullptr, 16));
+    void* p = nullptr;
+    if (cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess) != cudaSuccess) return 2;
+    std::vector<char> host(1 << 20);
+    if (cudaMemcpy(host.data(), p, host.size(), cudaMemcpyDeviceToHost) != cudaSuccess) return 3;
+    if (host[0] != 0x5A || host.back() != 0x5A) return 4;
+    if (cudaMemset(p, 0xA5, host.size()) != cudaSuccess) return 5;
+    if (cudaIpcCloseMemHandle(p) != cudaSuccess) return 6;
+    return 0;
+  }
+  return Catch::Session().run(argc, argv);
+}
