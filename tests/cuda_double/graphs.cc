@@ -303,8 +303,8 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
   return cudaSuccess;
 }
 
-cudaError_t cudaUserObjectCreate(cudaUserObject_t* object, void* ptr, cudaHostFn_t destroy, unsigned int initialRefcount,
-                                 unsigned int flags) {
+cudaError_t cudaUserObjectCreate(cudaUserObject_t* object, void* ptr, cudaHostFn_t destroy,
+                                 unsigned int initialRefcount, unsigned int flags) {
   CD_ENTER();
   if (object == nullptr || destroy == nullptr || initialRefcount == 0 || flags != cudaUserObjectNoDestructorSync)
     return fail(cudaErrorInvalidValue);

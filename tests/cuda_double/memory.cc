@@ -171,11 +171,13 @@ std::mutex gHandlerMutex;
 
 void onSegv(int sig, siginfo_t* info, void* context) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(info->si_addr);
-  if (tGuard != nullptr && a >= gArenaBase && a < gArenaEnd) {
+  // Any fault inside a kernel or a copy is the device's: an access to freed memory, or through a
+  // pointer read from freed-and-reused memory (a wild address), is an illegal address on a GPU.
+  if (tGuard != nullptr) {
     tFaultAddress = a;
     siglongjmp(*tGuard, 1);
   }
-  // Not a device access of ours: hand it to whoever handled it before, or crash as usual.
+  // Not a device access: hand it to whoever handled it before, or crash as usual.
   if ((gPrevious.sa_flags & SA_SIGINFO) != 0 && gPrevious.sa_sigaction != nullptr) {
     gPrevious.sa_sigaction(sig, info, context);
     return;
@@ -275,8 +277,9 @@ bool guarded(int device, const char* what, void (*f)(void*), void* arg) {
   sigjmp_buf* outer = tGuard;
   if (sigsetjmp(jb, 1) != 0) {
     tGuard = outer;
-    fault(device, std::string(what) + " touched " + describeAddress(tFaultAddress) +
-                      ", which is not mapped (freed or never allocated device memory)");
+    fault(device, std::string(what) + " touched " + describeAddress(tFaultAddress) + ", which is not mapped (" +
+                      (inArena(reinterpret_cast<void*>(tFaultAddress)) ? "freed or never allocated device memory"
+                                                                       : "a wild address") + ")");
     return false;
   }
   tGuard = &jb;

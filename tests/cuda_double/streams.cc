@@ -4,7 +4,8 @@
 #include "streams.hpp"
 
 #include <chrono>
-#include <deque>
+#include <cstdio>
+#include <list>
 #include <map>
 #include <set>
 
@@ -18,7 +19,7 @@ namespace {
 struct Queue {
   std::mutex m;
   std::condition_variable cv;
-  std::deque<OpPtr> pending;
+  std::list<OpPtr> pending;  // a list: one allocation per operation, always
   OpPtr newest;  // the last operation pushed (possibly still running)
   std::thread worker;
 };
@@ -121,6 +122,11 @@ void Op::execute() {
 void Op::wait() {
   std::unique_lock<std::mutex> lock(m_);
   cv_.wait(lock, [&] { return done_; });
+}
+
+bool Op::waitFor(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(m_);
+  return cv_.wait_for(lock, timeout, [&] { return done_; });
 }
 
 bool Op::done() {
@@ -255,7 +261,16 @@ cudaError_t deviceSync(int device, const char* what) {
     std::lock_guard<std::mutex> lock(q->m);
     if (q->newest) newest.push_back(q->newest);
   }
-  for (const OpPtr& op : newest) op->wait();
+  // A synchronisation that waits long is usually a deadlock in the making (a running kernel waits
+  // for work this thread has not issued yet): say so while it lasts.
+  const auto start = std::chrono::steady_clock::now();
+  for (const OpPtr& op : newest) {
+    while (!op->waitFor(std::chrono::seconds(1))) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::fprintf(stderr, "cuda-double: %s on device %d has waited %.0f s for earlier work of the device\n", what,
+                   device, s);
+    }
+  }
   return stickyOf(device) != cudaSuccess ? fail(stickyOf(device)) : cudaSuccess;
 }
 

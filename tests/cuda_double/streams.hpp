@@ -22,6 +22,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -40,6 +41,7 @@ class Op {
   // device has a sticky error: the context is lost).
   void execute();
   void wait();
+  bool waitFor(std::chrono::milliseconds timeout);  // false when still not done
   bool done();
   int device() const { return device_; }
   bool kernel() const { return kernel_; }

@@ -541,7 +541,8 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "ipc-child") == 0) {
     cudaIpcMemHandle_t h;
     unsigned char* b = reinterpret_cast<unsigned char*>(&h);
-    for (size_t i = 0; i < sizeof(h); ++i) b[i] = static_cast<unsigned char>(std::stoi(std::string(argv[2] + 2 * i, 2), nullptr, 16));
+    for (size_t i = 0; i < sizeof(h); ++i)
+      b[i] = static_cast<unsigned char>(std::stoi(std::string(argv[2] + 2 * i, 2), nullptr, 16));
     void* p = nullptr;
     if (cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess) != cudaSuccess) return 2;
     std::vector<char> host(1 << 20);

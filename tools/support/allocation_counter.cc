@@ -11,11 +11,14 @@
 
 namespace {
 std::atomic<bool> gCounting{false};
+std::atomic<bool> gThisThreadOnly{false};
 std::atomic<uint64_t> gAllocations{0};
+thread_local bool tCountingThread = false;
 }  // namespace
 
 void* operator new(std::size_t n) {
-  if (gCounting.load(std::memory_order_relaxed)) gAllocations.fetch_add(1, std::memory_order_relaxed);
+  if (gCounting.load(std::memory_order_relaxed) && (tCountingThread || !gThisThreadOnly.load(std::memory_order_relaxed)))
+    gAllocations.fetch_add(1, std::memory_order_relaxed);
   void* p = std::malloc(n == 0 ? 1 : n);
   if (p == nullptr) throw std::bad_alloc();
   return p;
@@ -32,8 +35,10 @@ void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); 
 
 namespace mscclpp::support {
 
-AllocationCounter::AllocationCounter() {
+AllocationCounter::AllocationCounter(Scope scope) {
   gAllocations.store(0, std::memory_order_relaxed);
+  gThisThreadOnly.store(scope == Scope::ThisThread, std::memory_order_relaxed);
+  tCountingThread = true;
   gCounting.store(true, std::memory_order_seq_cst);
 }
 
@@ -42,6 +47,7 @@ AllocationCounter::~AllocationCounter() { stop(); }
 uint64_t AllocationCounter::stop() {
   if (!stopped_) {
     gCounting.store(false, std::memory_order_seq_cst);
+    tCountingThread = false;
     count_ = gAllocations.load(std::memory_order_relaxed);
     stopped_ = true;
   }

@@ -9,11 +9,12 @@
 
 namespace mscclpp::support {
 
-// Counts the allocations of every thread from construction to stop() (or destruction). One
-// counting scope at a time.
+// Counts the allocations of every thread (or of the constructing thread only) from construction
+// to stop() (or destruction). One counting scope at a time.
 class AllocationCounter {
  public:
-  AllocationCounter();
+  enum class Scope { AllThreads, ThisThread };
+  explicit AllocationCounter(Scope scope = Scope::AllThreads);
   ~AllocationCounter();
   AllocationCounter(const AllocationCounter&) = delete;
   AllocationCounter& operator=(const AllocationCounter&) = delete;

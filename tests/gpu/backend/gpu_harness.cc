@@ -56,14 +56,14 @@ void ThreadBarrier::abort() {
   cv_.notify_all();
 }
 
-std::string onRanks(int n, const std::function<void(int)>& body) {
+std::string onRanks(int n, const std::function<void(int)>& body, const std::vector<int>& devices) {
   std::vector<std::thread> threads;
   std::mutex m;
   std::string errors;
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
       try {
-        GPUTEST_CUDA(cudaSetDevice(0));
+        GPUTEST_CUDA(cudaSetDevice(devices.empty() ? 0 : devices.at(r)));
         body(r);
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(m);
@@ -75,14 +75,21 @@ std::string onRanks(int n, const std::function<void(int)>& body) {
   return errors;
 }
 
-GpuRanks::GpuRanks(int n, uint64_t capacity)
-    : n_(n), capacity_(capacity), comms_(n), streams_(n, nullptr), send_(n, nullptr), recv_(n, nullptr) {
+GpuRanks::GpuRanks(int n, uint64_t capacity, std::vector<int> devices)
+    : n_(n), capacity_(capacity), devices_(std::move(devices)), comms_(n), streams_(n, nullptr), send_(n, nullptr),
+      recv_(n, nullptr) {
+  if (devices_.empty()) devices_.assign(n, 0);
+  if (static_cast<int>(devices_.size()) != n) throw std::runtime_error("GpuRanks: one device per rank");
   auto group = InProcessBootstrap::createGroup(n);
   std::string err = onRanks(
-      n, [&](int r) { comms_[r] = std::make_shared<Communicator>(std::make_shared<InProcessBootstrap>(group, r), 0); });
-  if (!err.empty()) throw std::runtime_error("building " + std::to_string(n) + " communicators on GPU 0:\n" + err);
-  GPUTEST_CUDA(cudaSetDevice(0));
+      n,
+      [&](int r) {
+        comms_[r] = std::make_shared<Communicator>(std::make_shared<InProcessBootstrap>(group, r), devices_[r]);
+      },
+      devices_);
+  if (!err.empty()) throw std::runtime_error("building " + std::to_string(n) + " communicators:\n" + err);
   for (int r = 0; r < n; ++r) {
+    GPUTEST_CUDA(cudaSetDevice(devices_[r]));
     execs_.push_back(std::make_unique<Executor>(comms_[r]));
     if (execs_.back()->backend() != Backend::Cuda)
       throw std::runtime_error("the Executor of rank " + std::to_string(r) + " is not on the CUDA backend");
@@ -90,12 +97,14 @@ GpuRanks::GpuRanks(int n, uint64_t capacity)
     GPUTEST_CUDA(cudaMalloc(&send_[r], capacity));
     GPUTEST_CUDA(cudaMalloc(&recv_[r], capacity));
   }
+  GPUTEST_CUDA(cudaSetDevice(0));
 }
 
 GpuRanks::~GpuRanks() {
   // Executors first: their contexts wait for their last launches on these streams.
   execs_.clear();
   for (int r = 0; r < n_; ++r) {
+    cudaSetDevice(devices_[r]);
     if (streams_[r]) cudaStreamDestroy(streams_[r]);
     if (send_[r]) cudaFree(send_[r]);
     if (recv_[r]) cudaFree(recv_[r]);
@@ -244,7 +253,7 @@ RunResult runPlan(GpuRanks& ranks, const plan::PlanPtr& plan, const RunOptions& 
       throw;
     }
     if (graphExec) cudaGraphExecDestroy(graphExec);
-  });
+  }, ranks.devices());
   res.error = err;
   res.refused = anyRefused && !anyOther;
   return res;

@@ -45,16 +45,20 @@ class ThreadBarrier {
   bool aborted_ = false;
 };
 
-// Runs body(rank) on n threads (device 0 current in each); returns the errors joined ("" if none).
-std::string onRanks(int n, const std::function<void(int)>& body);
+// Runs body(rank) on n threads (device devices[rank] current in each, device 0 when devices is
+// empty); returns the errors joined ("" if none).
+std::string onRanks(int n, const std::function<void(int)>& body, const std::vector<int>& devices = {});
 
 class GpuRanks {
  public:
   // Collective construction of n communicators and executors; buffers of `capacity` bytes each.
-  GpuRanks(int n, uint64_t capacity);
+  // Rank r uses CUDA device devices[r] (all on device 0 when devices is empty).
+  GpuRanks(int n, uint64_t capacity, std::vector<int> devices = {});
   ~GpuRanks();
 
   int size() const { return n_; }
+  int device(int r) const { return devices_[r]; }
+  const std::vector<int>& devices() const { return devices_; }
   Communicator& comm(int r) { return *comms_[r]; }
   Executor& executor(int r) { return *execs_[r]; }
   cudaStream_t stream(int r) const { return streams_[r]; }
@@ -65,6 +69,7 @@ class GpuRanks {
  private:
   int n_;
   uint64_t capacity_;
+  std::vector<int> devices_;
   std::vector<std::shared_ptr<Communicator>> comms_;
   std::vector<std::unique_ptr<Executor>> execs_;
   std::vector<cudaStream_t> streams_;

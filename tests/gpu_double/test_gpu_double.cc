@@ -1,0 +1,383 @@
+// The CUDA backend's orchestration against the CUDA device double (docs/cuda-double.md): one test
+// per defect the reading of the backend found (issue 12, findings 1-8), run by the gpu-double
+// suite. Ranks are threads of this process unless said otherwise (processes: gpu_double_mp_worker;
+// one thread driving four communicators through the shim: test_gpu_double_shim).
+//
+// Some findings make the double's device context unusable when they strike (a fault is a sticky
+// error): meson runs those test cases in processes of their own (tags in meson.build).
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "support/allocation_counter.hpp"
+#include "cuda_double.h"
+#include "executor/emulation/emulator.hpp"
+#include "executor/emulation/reference.hpp"
+#include "executor/exec_layout.hpp"
+#include "gpu_harness.hpp"
+#include "mscclpp/errors.hpp"
+#include "mscclpp/proxy.hpp"
+#include "plan/plan_loader.hpp"
+
+using namespace mscclpp;
+using namespace mscclpp::gputest;
+
+namespace {
+
+std::string planPath(const std::string& name) { return std::string(MSCCLPP_TEST_DEFAULT_PLANS) + "/" + name; }
+
+// Sets an environment variable for the scope (before any rank thread reads it).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (had_) setenv(name_, old_.c_str(), 1);
+    else unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+// The inputs and expected outputs of one collective call of a plan (the emulator's reference).
+class Collective {
+ public:
+  Collective(plan::PlanPtr plan, uint64_t messageBytes) : plan_(std::move(plan)) {
+    const int n = static_cast<int>(plan_->ranks.size());
+    exec::emulationCallBytes(*plan_, messageBytes, &in_, &out_);
+    pristine_.assign(n, std::vector<char>(in_ + 16));
+    inputs_.resize(n);
+    for (int r = 0; r < n; ++r) {
+      exec::fillInput(DataType::Float32, ReduceOp::Sum, 3, r, pristine_[r].data(), in_);
+      inputs_[r] = pristine_[r].data();
+    }
+    req_.collective = plan_->header.collective;
+    req_.root = plan_->header.root;
+    req_.nRanks = n;
+    req_.inputs = inputs_.data();
+    req_.inputBytes = in_;
+    req_.outputBytes = out_;
+    if (req_.collective == plan::Collective::AllReduce || req_.collective == plan::Collective::ReduceScatter ||
+        req_.collective == plan::Collective::Reduce) {
+      reduced_.resize(in_ + 16);
+      exec::computeReduction(req_, reduced_.data());
+      req_.reduced = reduced_.data();
+    }
+  }
+  const plan::PlanPtr& plan() const { return plan_; }
+  uint64_t in() const { return in_; }
+  uint64_t out() const { return out_; }
+
+  // Fills rank r's send buffer and poisons its receive buffer (stream-ordered on s).
+  void prepare(GpuRanks& w, int r) const {
+    GPUTEST_CUDA(cudaMemcpyAsync(w.send(r), pristine_[r].data(), in_, cudaMemcpyHostToDevice, w.stream(r)));
+    GPUTEST_CUDA(cudaMemsetAsync(w.recv(r), exec::kPoisonByte, out_, w.stream(r)));
+    GPUTEST_CUDA(cudaStreamSynchronize(w.stream(r)));
+  }
+  void call(GpuRanks& w, int r) const {
+    w.executor(r).execute(r, w.send(r), w.recv(r), in_, out_, DataType::Float32, plan_, w.stream(r));
+  }
+  // Throws when rank r's output differs from the reference.
+  void check(GpuRanks& w, int r) const {
+    std::vector<char> host(out_ + 16);
+    GPUTEST_CUDA(cudaMemcpy(host.data(), w.recv(r), out_, cudaMemcpyDeviceToHost));
+    exec::CheckResult cr = exec::checkOutput(req_, r, host.data());
+    if (cr.mismatches != 0)
+      throw std::runtime_error(plan_->header.name + ": " + std::to_string(cr.mismatches) + " mismatches\n" + cr.text);
+  }
+
+ private:
+  plan::PlanPtr plan_;
+  uint64_t in_ = 0, out_ = 0;
+  std::vector<std::vector<char>> pristine_;
+  std::vector<const char*> inputs_;
+  std::vector<char> reduced_;
+  exec::CheckRequest req_;
+};
+
+Collective collective(const std::string& name, uint64_t factor = 4) {
+  plan::PlanPtr p = plan::loadPlanFile(planPath(name));
+  return Collective(p, messageSizeFor(*p, factor));
+}
+
+// Runs each collective once on every rank (prepare, barrier, call, synchronise, barrier, check).
+void runEach(GpuRanks& w, const std::vector<const Collective*>& calls) {
+  ThreadBarrier barrier(w.size());
+  std::string err = onRanks(w.size(), [&](int r) {
+    try {
+      for (const Collective* c : calls) {
+        c->prepare(w, r);
+        barrier.arriveAndWait(60);
+        c->call(w, r);
+        GPUTEST_CUDA(cudaStreamSynchronize(w.stream(r)));
+        std::string async;
+        if (w.executor(r).pollAsyncError(&async)) throw std::runtime_error("asynchronous failure: " + async);
+        barrier.arriveAndWait(60);
+        c->check(w, r);
+      }
+    } catch (...) {
+      barrier.abort();
+      throw;
+    }
+  }, w.devices());
+  REQUIRE(err == "");
+}
+
+// A one-rank plan whose only threadblock's op list is larger than 48 KiB (500 copies of chunk 0).
+plan::PlanPtr bigOpListPlan() {
+  std::string ops;
+  for (int i = 0; i < 500; ++i) {
+    if (i) ops += ",";
+    ops += R"({"name": "copy", "src_buff": [{"type": "i", "index": 0, "size": 1}],
+               "dst_buff": [{"type": "o", "index": 0, "size": 1}]})";
+  }
+  const std::string text = R"({"name": "big_op_list", "collective": "custom", "protocol": "Simple", "inplace": false,
+    "num_threads_per_block": 256, "buffer_alignment": 16,
+    "gpus": [{"id": 0, "input_chunks": 1, "output_chunks": 1, "scratch_chunks": 0,
+      "channels": [], "remote_buffers": [], "semaphores": [],
+      "threadblocks": [{"id": 0, "channels": [], "ops": [)" + ops + "]}]}]}";
+  return plan::loadPlanJson(text, "big_op_list.json");
+}
+
+// Runs a one-rank plan with a copy from send to recv and checks it.
+void runOneRankCopy(GpuRanks& w, const plan::PlanPtr& p, cudaStream_t stream) {
+  const uint64_t bytes = 4096;
+  std::vector<char> in(bytes), out(bytes);
+  for (uint64_t i = 0; i < bytes; ++i) in[i] = static_cast<char>(i * 7 + 1);
+  std::string err = onRanks(1, [&](int r) {
+    GPUTEST_CUDA(cudaMemcpy(w.send(r), in.data(), bytes, cudaMemcpyHostToDevice));
+    w.executor(r).execute(r, w.send(r), w.recv(r), bytes, bytes, DataType::Float32, p, stream);
+    GPUTEST_CUDA(cudaStreamSynchronize(stream));
+    GPUTEST_CUDA(cudaMemcpy(out.data(), w.recv(r), bytes, cudaMemcpyDeviceToHost));
+  }, w.devices());
+  REQUIRE(err == "");
+  REQUIRE(out == in);
+}
+
+}  // namespace
+
+// Finding 1: after a context's peers are exchanged, the build must not synchronise the device
+// (cudaMalloc, cudaMemset, cudaMemcpy, the FIFO's allocations; cudaFree of evicted contexts): the
+// implicit synchronisation waits for a peer's kernel that spins on this rank, which cannot launch
+// until its build returns. The double's adversarial scheduling makes every such synchronisation
+// meet the peer's kernel.
+TEST_CASE("finding 1: no device synchronisation after a context's collective build point",
+          "[finding1][!shouldfail]") {
+  ScopedEnv cache("MSCCLPP_EXEC_CONTEXT_CACHE", "1");  // every call builds, every build evicts
+  GpuRanks w(2, 1 << 20);
+  Collective ll = collective("allreduce_ll_n2_oop.json"), pairs = collective("allreduce_allpairs_n2_oop.json");
+  cudadouble::setAdversarialSync(150);
+  try {
+    runEach(w, {&ll, &pairs, &ll, &pairs});
+  } catch (...) {
+    cudadouble::setAdversarialSync(0);
+    throw;
+  }
+  cudadouble::setAdversarialSync(0);
+}
+
+// Finding 3: a captured graph embeds its context's pointers; evicting the context must not free
+// what the graph uses (the graph retains it through a CUDA user object), and destroying the graph
+// releases it. The double poisons freed memory, so a replay touching it faults.
+TEST_CASE("finding 3: a graph replays correctly after its context was evicted", "[finding3][!shouldfail]") {
+  const uint64_t baseline = cudadouble::stats().liveAllocations;
+  {
+    ScopedEnv cache("MSCCLPP_EXEC_CONTEXT_CACHE", "2");
+    GpuRanks w(2, 1 << 20);
+    Collective p = collective("allreduce_ll_n2_oop.json"), q = collective("allgather_ll_n2_oop.json"),
+               r = collective("allreduce_allpairs_n2_oop.json");
+    std::vector<cudaGraphExec_t> execs(2, nullptr);
+    ThreadBarrier barrier(2);
+    std::string err = onRanks(2, [&](int rank) {
+      try {
+        p.prepare(w, rank);
+        barrier.arriveAndWait(60);
+        p.call(w, rank);  // warm-up: builds P's context
+        GPUTEST_CUDA(cudaStreamSynchronize(w.stream(rank)));
+        barrier.arriveAndWait(60);
+        cudaGraph_t g = nullptr;
+        GPUTEST_CUDA(cudaStreamBeginCapture(w.stream(rank), cudaStreamCaptureModeThreadLocal));
+        p.call(w, rank);
+        GPUTEST_CUDA(cudaStreamEndCapture(w.stream(rank), &g));
+        GPUTEST_CUDA(cudaGraphInstantiate(&execs[rank], g, 0));
+        GPUTEST_CUDA(cudaGraphDestroy(g));
+        for (const Collective* c : {&q, &r}) {  // two more contexts: P's is evicted
+          c->prepare(w, rank);
+          barrier.arriveAndWait(60);
+          c->call(w, rank);
+          GPUTEST_CUDA(cudaStreamSynchronize(w.stream(rank)));
+          barrier.arriveAndWait(60);
+        }
+        for (int replay = 0; replay < 2; ++replay) {
+          p.prepare(w, rank);
+          barrier.arriveAndWait(60);
+          GPUTEST_CUDA(cudaGraphLaunch(execs[rank], w.stream(rank)));
+          GPUTEST_CUDA(cudaStreamSynchronize(w.stream(rank)));
+          barrier.arriveAndWait(60);
+          p.check(w, rank);
+        }
+        GPUTEST_CUDA(cudaGraphExecDestroy(execs[rank]));
+      } catch (...) {
+        barrier.abort();
+        throw;
+      }
+    });
+    REQUIRE(err == "");
+    REQUIRE(cudadouble::stats().faults == 0);
+  }
+  // Every context the graphs retained is released once graphs and executors are gone.
+  uint64_t live = 0;
+  for (int i = 0; i < 500 && (live = cudadouble::stats().liveAllocations) != baseline; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(live == baseline);
+}
+
+// Finding 5: cudaFuncSetAttribute(MaxDynamicSharedMemorySize) is a property of the function on one
+// device; a process-wide "already raised" cache skips it on the second device, whose launches of op
+// lists over 48 KiB then fail.
+TEST_CASE("finding 5: op lists over 48 KiB run on a second device", "[finding5][!shouldfail]") {
+  plan::PlanPtr p = bigOpListPlan();
+  for (int device : {0, 1}) {
+    INFO("device " << device);
+    GpuRanks w(1, 1 << 20, {device});
+    runOneRankCopy(w, p, w.stream(0));
+  }
+}
+
+// Finding 6: the LL flag selects the scratch half by its parity; wrapping from UINT32_MAX to 1 gave
+// two odd flags in a row, so two consecutive launches used the same half.
+TEST_CASE("finding 6: consecutive launch flags alternate scratch halves across the wrap-around",
+          "[finding6][!shouldfail]") {
+  for (uint32_t f : {1u, 2u, UINT32_MAX - 2, UINT32_MAX - 1, UINT32_MAX}) {
+    const uint32_t next = exec::nextFlag(f);
+    INFO("flag " << f << " -> " << next);
+    REQUIRE(next != 0);          // packets start zeroed: flag 0 must never be valid
+    REQUIRE((next & 1) != (f & 1));  // the other scratch half
+  }
+}
+
+// Finding 7 (hardware queues): every proxy stream the backend creates is mapped to one of the
+// device's CUDA_DEVICE_MAX_CONNECTIONS queues in creation order; one per context build wraps onto a
+// queue a rank's spinning kernel holds, and the proxy's copies queue behind it.
+TEST_CASE("finding 7: port-channel plans rebuilt many times keep their proxy copies off busy queues",
+          "[finding7][queues][!shouldfail]") {
+  ScopedEnv cache("MSCCLPP_EXEC_CONTEXT_CACHE", "1");
+  GpuRanks w(4, 1 << 20);  // first in its process: user streams on queues 1-4 (the legacy stream has 0)
+  Collective ip = collective("allreduce_2node_n4_ip.json"), oop = collective("allreduce_2node_n4_oop.json");
+  runEach(w, {&oop, &ip, &oop, &ip, &oop, &ip});
+}
+
+// Finding 7 (hardware queues, too few): the kernels of the ranks sharing a GPU and their proxies
+// need a queue each; with fewer the build is refused, before anything is exchanged, naming
+// CUDA_DEVICE_MAX_CONNECTIONS (this case runs with CUDA_DEVICE_MAX_CONNECTIONS=4).
+TEST_CASE("finding 7: too few hardware queues for the ranks and their proxies is refused",
+          "[finding7-few-queues][!shouldfail]") {
+  GpuRanks w(4, 1 << 20);
+  Collective oop = collective("allreduce_2node_n4_oop.json");
+  std::vector<std::string> errors(4);
+  std::string err = onRanks(4, [&](int r) {
+    oop.prepare(w, r);
+    try {
+      oop.call(w, r);
+      GPUTEST_CUDA(cudaStreamSynchronize(w.stream(r)));
+      std::string async;
+      if (w.executor(r).pollAsyncError(&async)) errors[r] = "asynchronous failure: " + async;
+      else errors[r] = "ran";
+    } catch (const Error& e) {
+      errors[r] = std::string(e.code() == ErrorCode::NotSupported ? "NotSupported: " : "other: ") + e.what();
+    }
+  });
+  REQUIRE(err == "");
+  for (int r = 0; r < 4; ++r) {
+    INFO("rank " << r << ": " << errors[r]);
+    REQUIRE(errors[r].rfind("NotSupported: ", 0) == 0);
+    REQUIRE(errors[r].find("CUDA_DEVICE_MAX_CONNECTIONS") != std::string::npos);
+  }
+}
+
+// Finding 8: the smaller defects.
+TEST_CASE("finding 8: a call keeps the user's earlier CUDA error", "[finding8][!shouldfail]") {
+  plan::PlanPtr p = bigOpListPlan();
+  GpuRanks w(1, 1 << 20);
+  runOneRankCopy(w, p, w.stream(0));  // the context exists: the next call only launches
+  cudaError_t seen = cudaSuccess;
+  std::string thrown;
+  std::string err = onRanks(1, [&](int r) {
+    (void)cudaSetDevice(1000);  // the user's own error, not yet read by the user
+    try {
+      w.executor(r).execute(r, w.send(r), w.recv(r), 4096, 4096, DataType::Float32, p, w.stream(r));
+    } catch (const Error& e) {
+      thrown = e.what();
+    }
+    seen = cudaGetLastError();
+    GPUTEST_CUDA(cudaStreamSynchronize(w.stream(r)));
+  });
+  REQUIRE(err == "");
+  REQUIRE(thrown == "");
+  REQUIRE(seen == cudaErrorInvalidDevice);
+}
+
+TEST_CASE("finding 8: destroying an executor does not touch a stream the user destroyed",
+          "[finding8][!shouldfail]") {
+  plan::PlanPtr p = bigOpListPlan();
+  auto w = std::make_unique<GpuRanks>(1, 1 << 20);
+  cudaStream_t mine = nullptr;
+  GPUTEST_CUDA(cudaStreamCreateWithFlags(&mine, cudaStreamNonBlocking));
+  runOneRankCopy(*w, p, mine);
+  GPUTEST_CUDA(cudaStreamDestroy(mine));  // synchronised above: legal
+  const uint64_t misuses = cudadouble::stats().misuses;
+  w.reset();
+  INFO(cudadouble::stats().lastMisuse);
+  REQUIRE(cudadouble::stats().misuses == misuses);
+}
+
+TEST_CASE("finding 8: building a FIFO on another device leaves the caller's current device",
+          "[finding8][!shouldfail]") {
+  GPUTEST_CUDA(cudaSetDevice(1));
+  {
+    Fifo fifo(16, 0);
+    int now = -1;
+    GPUTEST_CUDA(cudaGetDevice(&now));
+    REQUIRE(now == 1);
+  }
+  GPUTEST_CUDA(cudaSetDevice(0));
+}
+
+TEST_CASE("finding 8: a call on the legacy default stream allocates no more than one on a stream of its own",
+          "[finding8][!shouldfail]") {
+  plan::PlanPtr p = bigOpListPlan();
+  GpuRanks w(1, 1 << 20);
+  GPUTEST_CUDA(cudaSetDevice(0));
+  const uint64_t bytes = 4096;
+  auto calls = [&](cudaStream_t s) {
+    w.executor(0).execute(0, w.send(0), w.recv(0), bytes, bytes, DataType::Float32, p, s);  // warm-up
+    GPUTEST_CUDA(cudaStreamSynchronize(s));
+    support::AllocationCounter counter(support::AllocationCounter::Scope::ThisThread);
+    for (int i = 0; i < 10; ++i) {
+      w.executor(0).execute(0, w.send(0), w.recv(0), bytes, bytes, DataType::Float32, p, s);
+      GPUTEST_CUDA(cudaStreamSynchronize(s));
+    }
+    return counter.stop();
+  };
+  const uint64_t own = calls(w.stream(0)), legacy = calls(nullptr);
+  INFO("allocations: own stream " << own << ", legacy stream " << legacy << " (the double's own are in both)");
+  REQUIRE(legacy == own);
+}
+
+int main(int argc, char** argv) {
+  if (!cudadouble::active()) return 1;
+  int rc = Catch::Session().run(argc, argv);
+  return rc;
+}
