@@ -23,26 +23,25 @@ struct Layout {
     return off;
   }
 
-  explicit Layout(const ExecContextDevice& d) {
+  explicit Layout(const ImageCounts& c) {
+    const uint64_t nBlocks = c.blocks.size();
     context = take(sizeof(ExecContextDevice));
-    blocks = take(uint64_t{d.nBlocks} * sizeof(ThreadblockDevice));
-    for (uint32_t t = 0; t < d.nBlocks; ++t) {
-      const ThreadblockDevice& tb = d.blocks[t];
+    blocks = take(nBlocks * sizeof(ThreadblockDevice));
+    for (const ImageCounts::Block& tb : c.blocks) {
       ops.push_back(take(uint64_t{tb.nOps} * sizeof(plan::Op)));
       refs.push_back(take(uint64_t{tb.nRefs} * sizeof(ResolvedRef)));
       ids.push_back(take(uint64_t{tb.nIds} * sizeof(uint32_t)));
     }
-    memoryChannels = take(uint64_t{d.nMemoryChannels} * sizeof(MemoryChannelDeviceHandle));
-    portChannels = take(uint64_t{d.nPortChannels} * sizeof(PortChannelDeviceHandle));
-    switchChannels = take(uint64_t{d.nSwitchChannels} * sizeof(SwitchChannelDeviceHandle));
-    for (uint32_t s = 0; s < d.nSwitchChannels; ++s)
-      members.push_back(take(uint64_t{d.switchChannels[s].nMembers} * sizeof(void*)));
+    memoryChannels = take(uint64_t{c.nMemoryChannels} * sizeof(MemoryChannelDeviceHandle));
+    portChannels = take(uint64_t{c.nPortChannels} * sizeof(PortChannelDeviceHandle));
+    switchChannels = take(c.switchMembers.size() * sizeof(SwitchChannelDeviceHandle));
+    for (uint32_t n : c.switchMembers) members.push_back(take(uint64_t{n} * sizeof(void*)));
     mutableStart = total;
     state = take(sizeof(ExecState));
-    records = take(uint64_t{d.nBlocks} * sizeof(BlockRecord));
-    expected = take(uint64_t{d.nMemoryChannels + d.nPortChannels} * sizeof(uint64_t));
-    semaphores = take(uint64_t{d.nSemaphores} * sizeof(uint32_t));
-    barriers = take(uint64_t{d.nBarriers} * sizeof(DeviceSyncer));
+    records = take(nBlocks * sizeof(BlockRecord));
+    expected = take(uint64_t{c.nMemoryChannels + c.nPortChannels} * sizeof(uint64_t));
+    semaphores = take(uint64_t{c.nSemaphores} * sizeof(uint32_t));
+    barriers = take(uint64_t{c.nBarriers} * sizeof(DeviceSyncer));
   }
 };
 
@@ -58,12 +57,48 @@ T* devicePtr(uint64_t base, uint64_t off) {
 
 }  // namespace
 
-uint64_t packedImageBytes(const ExecContextDevice& image) { return Layout(image).total; }
+bool ImageCounts::operator==(const ImageCounts& o) const {
+  if (blocks.size() != o.blocks.size()) return false;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    if (blocks[i].nOps != o.blocks[i].nOps || blocks[i].nRefs != o.blocks[i].nRefs || blocks[i].nIds != o.blocks[i].nIds)
+      return false;
+  }
+  return nMemoryChannels == o.nMemoryChannels && nPortChannels == o.nPortChannels && switchMembers == o.switchMembers &&
+         nSemaphores == o.nSemaphores && nBarriers == o.nBarriers;
+}
+
+ImageCounts imageCountsOf(const ExecContextDevice& d) {
+  ImageCounts c;
+  for (uint32_t t = 0; t < d.nBlocks; ++t) c.blocks.push_back({d.blocks[t].nOps, d.blocks[t].nRefs, d.blocks[t].nIds});
+  c.nMemoryChannels = d.nMemoryChannels;
+  c.nPortChannels = d.nPortChannels;
+  for (uint32_t s = 0; s < d.nSwitchChannels; ++s) c.switchMembers.push_back(d.switchChannels[s].nMembers);
+  c.nSemaphores = d.nSemaphores;
+  c.nBarriers = d.nBarriers;
+  return c;
+}
+
+ImageCounts imageCountsOf(const plan::RankPlan& rp) {
+  ImageCounts c;
+  for (const plan::ThreadblockPlan& tb : rp.threadblocks) {
+    c.blocks.push_back({static_cast<uint32_t>(tb.ops.size()), static_cast<uint32_t>(tb.refs.size()),
+                        static_cast<uint32_t>(tb.ids.size())});
+  }
+  c.nMemoryChannels = static_cast<uint32_t>(rp.memoryChannels.size());
+  c.nPortChannels = static_cast<uint32_t>(rp.portChannels.size());
+  for (const plan::SwitchChannelDecl& s : rp.switchChannels) c.switchMembers.push_back(static_cast<uint32_t>(s.ranks.size()));
+  c.nSemaphores = static_cast<uint32_t>(rp.semaphoreInitValues.size());
+  c.nBarriers = static_cast<uint32_t>(rp.numBarriers);
+  return c;
+}
+
+uint64_t packedImageBytes(const ImageCounts& counts) { return Layout(counts).total; }
+uint64_t packedImageBytes(const ExecContextDevice& image) { return Layout(imageCountsOf(image)).total; }
 
 PackedImage packDeviceImage(const ExecContextDevice& d, uint64_t base) {
   MSCCLPP_ENFORCE(base % 16 == 0, ErrorCode::InternalError, "device image: base address 0x%llx is not 16-aligned",
                   static_cast<unsigned long long>(base));
-  const Layout L(d);
+  const Layout L(imageCountsOf(d));
   PackedImage img;
   img.base = base;
   img.bytes.assign(L.total, 0);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "executor/exec_layout.hpp"
+#include "plan/plan.hpp"
 
 namespace mscclpp::exec {
 
@@ -32,8 +33,25 @@ struct PackedImage {
   std::vector<uint64_t> blockOpListBytes;  // per block, as the kernel lays it out in shared memory
 };
 
-// The size of the packed image of `image` (depends only on its counts): allocate this much, then
-// pack for the allocation's address.
+// What the size of a packed image depends on: the counts of its arrays.
+struct ImageCounts {
+  struct Block {
+    uint32_t nOps = 0, nRefs = 0, nIds = 0;
+  };
+  std::vector<Block> blocks;
+  uint32_t nMemoryChannels = 0, nPortChannels = 0;
+  std::vector<uint32_t> switchMembers;  // per switch channel
+  uint32_t nSemaphores = 0, nBarriers = 0;
+  bool operator==(const ImageCounts& o) const;
+};
+ImageCounts imageCountsOf(const ExecContextDevice& image);
+// The counts a rank's image of `plan` will have (what ContextImage::build makes of the plan), known
+// before any peer is heard from: the device memory is allocated before the exchange.
+ImageCounts imageCountsOf(const plan::RankPlan& plan);
+
+// The size of the packed image (depends only on its counts): allocate this much, then pack for the
+// allocation's address.
+uint64_t packedImageBytes(const ImageCounts& counts);
 uint64_t packedImageBytes(const ExecContextDevice& image);
 
 // Packs `image` (a host image: ContextImage::device()) relocated to `base`. The mutable sections

@@ -7,6 +7,7 @@
 #include "core/params.hpp"
 #include "executor/context_cache.hpp"
 #include "executor/context_image.hpp"
+#include "executor/cuda/context_releaser.hpp"
 #include "executor/cuda/call_binding.hpp"
 #include "executor/cuda/cuda_check.hpp"
 #include "executor/cuda/gpu_context.hpp"
@@ -26,22 +27,20 @@ struct GpuContextKey {
 class GpuBackendImpl final : public GpuBackend {
  public:
   explicit GpuBackendImpl(std::shared_ptr<Communicator> comm)
-      : world_(std::move(comm)), cache_(static_cast<size_t>(std::max<int64_t>(1, params::contextCacheSize()))) {}
+      : world_(std::make_shared<GpuWorld>(std::move(comm))),
+        cache_(static_cast<size_t>(std::max<int64_t>(1, params::contextCacheSize()))) {}
 
   ~GpuBackendImpl() override {
-    // Each context synchronises with its last launch before freeing: with our device current.
-    try {
-      DeviceGuard guard(world_.device());
-      cache_.clear();
-    } catch (const std::exception& e) {
-      MSCCLPP_WARN(LogExec, "GPU executor teardown: %s", e.what());
-    }
+    // Every context goes to the releaser, which destroys it once its devices are idle; wait for that
+    // here, so the executor's memory is gone when it is (contexts a graph still holds stay alive).
+    cache_.clear();
+    ContextReleaser::instance().drain();
   }
 
   size_t contextCount() const override { return cache_.size(); }
 
   void execute(const GpuCall& c) override {
-    DeviceGuard guard(world_.device());
+    DeviceGuard guard(world_->device());
     const plan::PlanHeader& h = c.plan->header;
     cudaStream_t stream = static_cast<cudaStream_t>(c.stream);
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
@@ -56,7 +55,8 @@ class GpuBackendImpl final : public GpuBackend {
     req.recvBytes = c.recvBytes;
     req.op = c.op;
     const GpuContextKey key{c.plan.get(), c.rank, bindingKeyOf(req)};
-    GpuContext* ctx = cache_.find(key);
+    RetiringContextRef* entry = cache_.find(key);
+    GpuContext* ctx = entry != nullptr ? &**entry : nullptr;
     if (ctx == nullptr) {
       MSCCLPP_ENFORCE(capture == cudaStreamCaptureStatusNone, ErrorCode::NotSupported,
                       "plan %s (%s) rank %d: the call is being captured into a CUDA graph, but its execution context "
@@ -69,12 +69,12 @@ class GpuBackendImpl final : public GpuBackend {
     const void* legacy = reinterpret_cast<const void*>(cudaStreamLegacy);
     if (c.stream == nullptr || c.stream == legacy) {  // only then build strings (the hot path allocates nothing)
       const std::string problem = streamProblem(strFormat("plan %s rank %d", h.name.c_str(), c.rank),
-                                                world_.topology().coResidentRanks(), c.stream, legacy);
+                                                world_->topology().coResidentRanks(), c.stream, legacy);
       MSCCLPP_ENFORCE(problem.empty(), ErrorCode::InvalidUsage, "%s", problem.c_str());
     }
     if (ctx->failureRaised()) {
-      std::unique_ptr<GpuContext> failed = cache_.erase(ctx);
-      failed->throwFailure();
+      std::unique_ptr<RetiringContextRef> failed = cache_.erase(entry);
+      (*failed)->throwFailure();
     }
     GpuCallArgs args;
     args.dtype = c.dtype;
@@ -86,15 +86,15 @@ class GpuBackendImpl final : public GpuBackend {
   }
 
   bool pollError(std::string* message) override {
-    GpuContext* failed = nullptr;
-    cache_.forEach([&](const GpuContextKey&, GpuContext& c) {
-      if (failed == nullptr && c.failureRaised()) failed = &c;
+    RetiringContextRef* failed = nullptr;
+    cache_.forEach([&](const GpuContextKey&, RetiringContextRef& c) {
+      if (failed == nullptr && c->failureRaised()) failed = &c;
     });
     if (failed == nullptr) return false;
-    std::unique_ptr<GpuContext> ctx = cache_.erase(failed);
+    std::unique_ptr<RetiringContextRef> ctx = cache_.erase(failed);
     try {
-      DeviceGuard guard(world_.device());
-      ctx->throwFailure();
+      DeviceGuard guard(world_->device());
+      (*ctx)->throwFailure();
     } catch (const std::exception& e) {
       if (message) *message = e.what();
     }
@@ -104,19 +104,21 @@ class GpuBackendImpl final : public GpuBackend {
  private:
   GpuContext& build(const GpuContextKey& key, const CallRequest& req, const GpuCall& c) {
     const CallShape shape = shapeCall(*c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype);
-    auto ctx = std::make_unique<GpuContext>(world_, c.plan, c.rank, shape, req, c.dtype, nativeOpOf(c.op));
-    std::vector<std::unique_ptr<GpuContext>> evicted;
+    auto ctx = std::make_shared<GpuContext>(world_, c.plan, c.rank, shape, req, c.dtype, nativeOpOf(c.op), c.stream);
+    // Evicted contexts are retired, not destroyed here: freeing synchronises the device, and this
+    // rank's peers may already run kernels that wait for the launch this thread is about to make.
+    std::vector<std::unique_ptr<RetiringContextRef>> evicted;
     cache_.setCapacity(static_cast<size_t>(std::max<int64_t>(1, params::contextCacheSize())));
-    GpuContext& added = cache_.insert(key, std::move(ctx), &evicted);
+    RetiringContextRef& added = cache_.insert(key, std::make_unique<RetiringContextRef>(std::move(ctx)), &evicted);
     if (!evicted.empty()) {
       MSCCLPP_INFO(LogExec, "rank %d: %zu GPU execution context(s) dropped (MSCCLPP_EXEC_CONTEXT_CACHE=%zu)", c.rank,
                    evicted.size(), cache_.capacity());
     }
-    return added;
+    return *added;
   }
 
-  GpuWorld world_;
-  ContextCache<GpuContextKey, GpuContext> cache_;
+  std::shared_ptr<GpuWorld> world_;
+  ContextCache<GpuContextKey, RetiringContextRef> cache_;
 };
 
 }  // namespace

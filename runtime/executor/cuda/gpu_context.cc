@@ -89,18 +89,18 @@ struct GpuContext::Peer {
   std::map<CounterKey, uint64_t*> counters;
 };
 
-GpuContext::GpuContext(GpuWorld& world, const plan::PlanPtr& plan, int rank, const CallShape& shape,
-                       const CallRequest& request, DataType dtype, ReduceOp nativeOp)
-    : world_(world), plan_(plan), rank_(rank) {
+GpuContext::GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& plan, int rank, const CallShape& shape,
+                       const CallRequest& request, DataType dtype, ReduceOp nativeOp, void* stream)
+    : world_(std::move(world)), plan_(plan), rank_(rank) {
   const plan::PlanHeader& h = plan_->header;
   const plan::RankPlan& rp = plan_->ranks.at(static_cast<size_t>(rank_));
   name_ = strFormat("plan %s (%s) rank %d", h.name.c_str(), h.source.c_str(), rank_);
   timeoutSeconds_ = params::timeoutSeconds();
   timeoutNs_ = timeoutSeconds_ > 0 ? static_cast<uint64_t>(timeoutSeconds_ * 1e9) : kNoDeadline;
-  DeviceGuard guard(world_.device());
+  DeviceGuard guard(world_->device());
 
   // ---- Facts every rank shares: refuse before anything is exchanged. ----
-  const GpuTopology& topo = world_.topology();
+  const GpuTopology& topo = world_->topology();
   const std::vector<int> far = topo.otherHosts();
   MSCCLPP_ENFORCE(far.empty(), ErrorCode::NotSupported,
                   "%s: ranks %s are on other hosts; the CUDA backend's executor connects the ranks of one host "
@@ -112,17 +112,17 @@ GpuContext::GpuContext(GpuWorld& world, const plan::PlanPtr& plan, int rank, con
     if (q == rank_ || !topo.sameProcess(q) || topo.sameGpu(q)) continue;
     const int peerDevice = topo.of(q).device;
     int can = 0;
-    MSCCLPP_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, world_.device(), peerDevice),
-                       "%s: can GPU %d access GPU %d (rank %d)", name_.c_str(), world_.device(), peerDevice, q);
+    MSCCLPP_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, world_->device(), peerDevice),
+                       "%s: can GPU %d access GPU %d (rank %d)", name_.c_str(), world_->device(), peerDevice, q);
     MSCCLPP_ENFORCE(can != 0, ErrorCode::NotSupported,
                     "%s: rank %d runs in this process on GPU %d, which GPU %d cannot access directly (no peer "
                     "access over NVLink or PCIe): the CUDA backend needs direct access between the GPUs of one process",
-                    name_.c_str(), q, peerDevice, world_.device());
+                    name_.c_str(), q, peerDevice, world_->device());
     cudaError_t e = cudaDeviceEnablePeerAccess(peerDevice, 0);
     if (e == cudaErrorPeerAccessAlreadyEnabled) {
       (void)cudaGetLastError();
     } else {
-      MSCCLPP_CUDA_CHECK(e, "%s: enabling peer access from GPU %d to GPU %d (rank %d)", name_.c_str(), world_.device(),
+      MSCCLPP_CUDA_CHECK(e, "%s: enabling peer access from GPU %d to GPU %d (rank %d)", name_.c_str(), world_->device(),
                          peerDevice, q);
     }
   }
@@ -138,7 +138,17 @@ GpuContext::GpuContext(GpuWorld& world, const plan::PlanPtr& plan, int rank, con
   groupBlocks_ = groupBlocks(*plan_, coResident_);
   precheck(dtype, nativeOp);
 
-  // ---- Buffers: the user's where possible, ours for scratch, counters and staging. ----
+  // The devices whose work may still touch our memory when we are destroyed: ours and those of the
+  // ranks that are threads of this process (raw pointers; other processes hold IPC mappings).
+  quiesceDevices_.push_back(world_->device());
+  for (int q = 0; q < topo.size(); ++q) {
+    const int d = topo.of(q).device;
+    if (topo.sameProcess(q) && std::find(quiesceDevices_.begin(), quiesceDevices_.end(), d) == quiesceDevices_.end())
+      quiesceDevices_.push_back(d);
+  }
+
+  // ---- Every allocation before the exchange (the collective build point). ----
+  // Buffers: the user's where possible, ours for scratch, counters and staging.
   bool crossProcess = false;
   for (int r = 0; r < topo.size(); ++r) crossProcess |= r != rank_ && !topo.sameProcess(r);
   bindBuffers(request, crossProcess);
@@ -152,26 +162,37 @@ GpuContext::GpuContext(GpuWorld& world, const plan::PlanPtr& plan, int rank, con
   // Zeroed: LL packets start with flag 0 (never valid) and counters at 0.
   region_ = std::make_unique<DeviceAllocation>(size, name_ + ": scratch, counters and staging");
   abort_ = std::make_unique<PinnedAllocation>(64, name_ + ": abort flag");
-
-  exchange(shape);
-
-  // ---- The proxy for port channels, the image, the upload. ----
+  // The image's size depends only on the plan (its counts), so its memory is ready before the
+  // exchange too.
+  const ImageCounts counts = imageCountsOf(rp);
+  imageMemory_ = std::make_unique<DeviceAllocation>(packedImageBytes(counts), name_ + ": device image");
+  // The proxy for port channels: its FIFO is mapped host memory and a device counter.
   FifoDeviceHandle fifo{};
   if (!rp.portChannels.empty()) {
     const int64_t slots = params::proxyFifoSize();
     MSCCLPP_ENFORCE(slots > 0 && slots <= (1 << 20), ErrorCode::InvalidArgument,
                     "MSCCLPP_PROXY_FIFO_SIZE=%lld: expected 1 to 1048576 slots", static_cast<long long>(slots));
     proxyStream_ = std::make_unique<OwnedStream>(name_ + ": proxy");
-    proxy_ = std::make_unique<ProxyService>(static_cast<int>(slots), world_.device());
+    proxy_ = std::make_unique<ProxyService>(static_cast<int>(slots), world_->device());
     fifo = proxy_->fifoDeviceHandle();
-    writeValue64_ = resolveWriteValue64(world_.device());
+    writeValue64_ = resolveWriteValue64(world_->device());
   }
+
+  exchange(shape);
+
+  // ---- After the build point: host work, and the upload ordered before our first launch. ----
   image_ = ContextImage::build(plan_, rank_, shape, resources_, proxy_ ? &fifo : nullptr, timeoutNs_);
   const ExecContextDevice& hostImage = image_->device();
-  imageMemory_ = std::make_unique<DeviceAllocation>(packedImageBytes(hostImage), name_ + ": device image");
+  MSCCLPP_ENFORCE(imageCountsOf(hostImage) == counts, ErrorCode::InternalError,
+                  "%s: the built image's arrays differ from the plan's counts the device memory was sized for",
+                  name_.c_str());
   PackedImage packed = packDeviceImage(hostImage, reinterpret_cast<uint64_t>(imageMemory_->get()));
-  MSCCLPP_CUDA_CHECK(cudaMemcpy(imageMemory_->get(), packed.bytes.data(), packed.bytes.size(), cudaMemcpyHostToDevice),
-                     "%s: uploading the %zu-byte device image", name_.c_str(), packed.bytes.size());
+  hostImage_ = std::move(packed.bytes);
+  // Stream-ordered on the building call's stream: no device synchronisation (cudaMemcpy would wait for
+  // the peers' kernels, which wait for ours). hostImage_ stays alive as long as the context.
+  MSCCLPP_CUDA_CHECK(cudaMemcpyAsync(imageMemory_->get(), hostImage_.data(), hostImage_.size(), cudaMemcpyHostToDevice,
+                                     static_cast<cudaStream_t>(stream)),
+                     "%s: uploading the %zu-byte device image", name_.c_str(), hostImage_.size());
   deviceContext_ = reinterpret_cast<const ExecContextDevice*>(imageMemory_->get() + packed.contextOffset);
   mutableOffset_ = packed.mutableOffset;
   mutableBytes_ = packed.mutableBytes;
@@ -192,21 +213,22 @@ GpuContext::GpuContext(GpuWorld& world, const plan::PlanPtr& plan, int rank, con
 }
 
 GpuContext::~GpuContext() {
-  // Our memory may still be in use by our last launch: wait for it (bounded: every device wait has
-  // the deadline). Peers' launches that read our memory completed with ours (the plan's
-  // synchronisation), or failed at their own deadline.
-  if (launched_ && lastStream_ != nullptr) {
-    cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(lastStream_));
+  // On the releaser's thread (never a rank's). Our last launches may still run and use our proxy, and
+  // peers of this process on other GPUs may still read our memory: wait for those devices (bounded:
+  // every device wait has the deadline), then stop the proxy; the members free the memory after.
+  // The caller's streams are not touched (the user may have destroyed them).
+  cudaSetDevice(world_->device());
+  for (int d : quiesceDevices_) {
+    if (cudaSetDevice(d) != cudaSuccess) continue;
+    cudaError_t e = cudaDeviceSynchronize();
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
-      MSCCLPP_WARN(LogExec, "%s: waiting for the last launch before freeing the context: %s", name_.c_str(),
+      MSCCLPP_WARN(LogExec, "%s: waiting for GPU %d before freeing the context: %s", name_.c_str(), d,
                    cudaGetErrorString(e));
     }
   }
-  if (proxy_) {
-    proxy_->stopProxy();
-    if (proxyStream_) cudaStreamSynchronize(proxyStream_->get());
-  }
+  cudaSetDevice(world_->device());
+  if (proxy_) proxy_->stopProxy();
 }
 
 uint64_t GpuContext::deviceBytes() const {
@@ -219,7 +241,7 @@ char* GpuContext::placePtr(const BufferPlace& p) const {
 }
 
 void GpuContext::precheck(DataType dtype, ReduceOp op) {
-  const GpuDeviceLimits& dev = world_.limits();
+  const GpuDeviceLimits& dev = world_->limits();
   // Queried with a block size CUDA accepts, so an oversized plan gets checkThreadsPerBlock's message.
   GpuKernelQuery q0 = queryExecutorKernel(dtype, op, std::clamp(threads_, 1, kExecutorKernelMaxThreads), 0);
   checkThreadsPerBlock(plan_->header, rank_, threads_, dev,
@@ -230,7 +252,7 @@ void GpuContext::precheck(DataType dtype, ReduceOp op) {
 }
 
 GpuContext::KernelChoice GpuContext::decideKernel(DataType dtype, ReduceOp op) {
-  const GpuDeviceLimits& dev = world_.limits();
+  const GpuDeviceLimits& dev = world_->limits();
   GpuKernelQuery q0 = queryExecutorKernel(dtype, op, threads_, 0);
   const uint64_t available =
       dev.sharedPerBlockOptin > q0.staticSharedBytes ? dev.sharedPerBlockOptin - q0.staticSharedBytes : 0;
@@ -283,7 +305,7 @@ void GpuContext::bindBuffers(const CallRequest& request, bool crossProcessPeers)
   }
   for (const auto& r : ranges) {
     try {
-      exported_.push_back(world_.comm().registerMemory(r.first, r.second, Transport::CudaIpc));
+      exported_.push_back(world_->comm().registerMemory(r.first, r.second, Transport::CudaIpc));
     } catch (const Error& e) {
       MSCCLPP_INFO(LogExec, "%s: a user buffer cannot be shared through CUDA IPC (%s): staging the call", name_.c_str(),
                    e.what());
@@ -299,9 +321,9 @@ void GpuContext::bindBuffers(const CallRequest& request, bool crossProcessPeers)
 void GpuContext::exchange(const CallShape& shape) {
   const plan::PlanHeader& h = plan_->header;
   const plan::RankPlan& rp = plan_->ranks.at(static_cast<size_t>(rank_));
-  const GpuTopology& topo = world_.topology();
+  const GpuTopology& topo = world_->topology();
   const int n = topo.size();
-  const int tag = world_.nextTag();
+  const int tag = world_->nextTag();
   char* const base = region_->get();
 
   // Our reaches: 0 = the context region, then the user ranges the plan works in.
@@ -333,7 +355,7 @@ void GpuContext::exchange(const CallShape& shape) {
   for (int q = 0; q < n; ++q) crossProcess |= q != rank_ && !topo.sameProcess(q);
   if (crossProcess) {
     for (size_t i = 0; i < reaches.size(); ++i) {
-      RegisteredMemory reg = world_.comm().registerMemory(reaches[i].ptr, reaches[i].bytes, Transport::CudaIpc);
+      RegisteredMemory reg = world_->comm().registerMemory(reaches[i].ptr, reaches[i].bytes, Transport::CudaIpc);
       ipc[i] = reg.serialize();
       exported_.push_back(reg);
     }
@@ -370,7 +392,7 @@ void GpuContext::exchange(const CallShape& shape) {
     return std::move(w.bytes());
   };
   std::vector<char> rawMessage = message(true), ipcMessage = crossProcess ? message(false) : std::vector<char>();
-  Bootstrap& bs = world_.exchange();
+  Bootstrap& bs = world_->exchange();
   for (int q = 0; q < n; ++q) {
     if (q == rank_) continue;
     const std::vector<char>& m = topo.sameProcess(q) ? rawMessage : ipcMessage;
@@ -559,9 +581,9 @@ void GpuContext::writeSignal(uint32_t channel, uint64_t value, std::string* erro
 
 std::string GpuContext::handleRequest(const TriggerFields& f) {
   if (!proxyDeviceSet_) {
-    cudaError_t e = cudaSetDevice(world_.device());
+    cudaError_t e = cudaSetDevice(world_->device());
     if (e != cudaSuccess)
-      return strFormat("proxy thread: cudaSetDevice(%d): %s", world_.device(), cudaGetErrorString(e));
+      return strFormat("proxy thread: cudaSetDevice(%d): %s", world_->device(), cudaGetErrorString(e));
     proxyDeviceSet_ = true;
   }
   cudaStream_t stream = proxyStream_->get();

@@ -19,9 +19,17 @@
 // a proxy error) raises the abort flag; the next use of the context sees it, synchronises with the
 // failed launch's stream and throws the wait-for picture.
 //
+// The collective build point: once this rank's directory is sent, peers may launch kernels that spin
+// on this rank until its own kernel runs, so nothing after that point may synchronise the device
+// (cudaMalloc, cudaMemset, cudaMemcpy, cudaHostAlloc, cudaFree all do: CUDA Programming Guide,
+// "Implicit Synchronization"). Every allocation is made and zeroed before the exchange; after it
+// the build only writes host memory and enqueues the image upload on the caller's stream.
+//
 // Thread-safety: one thread at a time (the Executor serialises its calls). Ownership: the context
-// owns its memory and proxy; it keeps peers' mappings (RegisteredMemory) alive until destroyed.
-// Destruction synchronises with its last launch's stream first (bounded by the device deadline).
+// owns its memory and proxy; it keeps peers' mappings (RegisteredMemory) and its world alive until
+// destroyed. It is shared (the backend's cache, graphs that captured it) and destroyed only on the
+// ContextReleaser's thread (context_releaser.hpp), which first waits for the devices of this
+// process's ranks, so no launch can still use its memory; it never touches the caller's streams.
 #ifndef MSCCLPP_EXECUTOR_CUDA_GPU_CONTEXT_HPP_
 #define MSCCLPP_EXECUTOR_CUDA_GPU_CONTEXT_HPP_
 
@@ -50,15 +58,16 @@ struct GpuCallArgs {
   const void* scalar = nullptr;  // premulsum: one element of dtype, host memory
 };
 
-class GpuContext {
+class GpuContext : public std::enable_shared_from_this<GpuContext> {
  public:
   // Collective: every rank of the plan builds its context for the same call in the same order.
   // Throws Error(NotSupported) before exchanging anything when the plan cannot run here (threads,
   // residency, other hosts), other errors after.
   // The call's buffers are bound by bindCall (zero-copy where possible); when peers in other
   // processes need a user buffer CUDA IPC cannot export, the call is bound again with staging.
-  GpuContext(GpuWorld& world, const plan::PlanPtr& plan, int rank, const CallShape& shape, const CallRequest& request,
-             DataType dtype, ReduceOp nativeOp);
+  // The device image is uploaded on `stream` (the building call's), ahead of its first launch.
+  GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& plan, int rank, const CallShape& shape,
+             const CallRequest& request, DataType dtype, ReduceOp nativeOp, void* stream);
   ~GpuContext();
   GpuContext(const GpuContext&) = delete;
   GpuContext& operator=(const GpuContext&) = delete;
@@ -96,7 +105,7 @@ class GpuContext {
   std::string handleRequest(const TriggerFields& f);
   char* placePtr(const BufferPlace& p) const;
 
-  GpuWorld& world_;
+  std::shared_ptr<GpuWorld> world_;
   plan::PlanPtr plan_;
   int rank_;
   std::string name_;  // "plan X (source) rank r"
@@ -125,6 +134,8 @@ class GpuContext {
 
   std::unique_ptr<ContextImage> image_;
   std::unique_ptr<DeviceAllocation> imageMemory_;
+  std::vector<char> hostImage_;       // the uploaded bytes, kept while the upload may read them
+  std::vector<int> quiesceDevices_;   // the devices of this process's ranks: idle before we free
   const ExecContextDevice* deviceContext_ = nullptr;
   uint64_t mutableOffset_ = 0, mutableBytes_ = 0, stateOffset_ = 0, recordsOffset_ = 0;
   uint64_t timeoutNs_ = 0;
