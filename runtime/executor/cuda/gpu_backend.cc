@@ -82,6 +82,7 @@ class GpuBackendImpl final : public GpuBackend {
     args.packet = c.packet;
     args.stream = c.stream;
     args.scalar = c.scalar;
+    args.capturing = capture == cudaStreamCaptureStatusActive;
     ctx->launch(args);
   }
 

@@ -12,6 +12,7 @@
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
+#include "executor/cuda/context_releaser.hpp"
 #include "executor/cuda/cuda_check.hpp"
 #include "executor/cuda/device_image.hpp"
 #include "executor/diagnostics.hpp"
@@ -708,8 +709,38 @@ void GpuContext::launch(const GpuCallArgs& a) {
     char* recv = binding_.postDst != nullptr ? binding_.postDst : output;
     launchDivide(a.dtype, recv, binding_.divideBytes, static_cast<uint32_t>(plan_->ranks.size()), s);
   }
+  if (a.capturing) retainInCapturedGraph(a.stream);
   lastStream_ = a.stream;
   launched_ = true;
+}
+
+void GpuContext::retainInCapturedGraph(void* stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaGraph_t graph = nullptr;
+  MSCCLPP_CUDA_CHECK(cudaStreamGetCaptureInfo(static_cast<cudaStream_t>(stream), &status, nullptr, &graph),
+                     "%s: the graph being captured", name_.c_str());
+  if (status != cudaStreamCaptureStatusActive || graph == nullptr) return;
+  // The destructor runs on a CUDA thread, which must not call CUDA: it only hands the reference to
+  // the releaser, whose thread destroys the context when no one else holds it.
+  auto* held = new std::shared_ptr<GpuContext>(shared_from_this());
+  cudaUserObject_t object = nullptr;
+  cudaError_t e = cudaUserObjectCreate(
+      &object, held,
+      [](void* p) {
+        auto* ref = static_cast<std::shared_ptr<GpuContext>*>(p);
+        ContextReleaser::instance().retire(std::move(*ref));
+        delete ref;
+      },
+      1, cudaUserObjectNoDestructorSync);
+  if (e != cudaSuccess) {
+    delete held;
+    MSCCLPP_CUDA_CHECK(e, "%s: a user object keeping the context alive for the captured graph", name_.c_str());
+  }
+  e = cudaGraphRetainUserObject(graph, object, 1, cudaGraphUserObjectMove);
+  if (e != cudaSuccess) {
+    cudaUserObjectRelease(object, 1);
+    MSCCLPP_CUDA_CHECK(e, "%s: cudaGraphRetainUserObject for the captured graph", name_.c_str());
+  }
 }
 
 }  // namespace mscclpp::exec

@@ -15,7 +15,10 @@
 //
 // A launch enqueues on the caller's stream: the avg / premulsum steps and staging copies around one
 // kernel launch (one block per plan threadblock). It works inside CUDA-graph capture; replays
-// advance the LL flag and counters on the device. A failed launch (a wait passed MSCCLPP_TIMEOUT_S,
+// advance the LL flag and counters on the device. A captured launch embeds this context's pointers,
+// so the graph keeps the context alive: a cudaUserObject holding a reference, which CUDA releases
+// once the graph and its executable graphs are destroyed and their launches completed (Runtime
+// API, cudaUserObjectCreate / cudaGraphRetainUserObject); eviction from the cache does not free it. A failed launch (a wait passed MSCCLPP_TIMEOUT_S,
 // a proxy error) raises the abort flag; the next use of the context sees it, synchronises with the
 // failed launch's stream and throws the wait-for picture.
 //
@@ -56,6 +59,7 @@ struct GpuCallArgs {
   PacketType packet = PacketType::LL16;
   void* stream = nullptr;
   const void* scalar = nullptr;  // premulsum: one element of dtype, host memory
+  bool capturing = false;        // the stream is being captured into a CUDA graph
 };
 
 class GpuContext : public std::enable_shared_from_this<GpuContext> {
@@ -100,6 +104,7 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   const KernelChoice& kernelFor(DataType dtype, ReduceOp op);
   KernelChoice decideKernel(DataType dtype, ReduceOp op);
   void bindBuffers(const CallRequest& request, bool crossProcessPeers);
+  void retainInCapturedGraph(void* stream);
   void exchange(const CallShape& shape);
   void writeSignal(uint32_t channel, uint64_t value, std::string* error);
   std::string handleRequest(const TriggerFields& f);
