@@ -178,19 +178,21 @@ void planGroup(std::vector<CollCall>& ops, std::vector<GroupItem>* items) {
 
 void runPlanSegment(std::vector<GroupItem>& items, size_t begin, size_t end) {
   std::vector<Comm*> comms;
-  bool blocking = false;
+  bool waits = false;
   for (size_t i = begin; i < end; ++i) {
     Comm* c = items[i].call.comm;
     bool seen = false;
     for (Comm* d : comms) seen = seen || d == c;
     if (!seen) comms.push_back(c);
-    blocking = blocking || c->link().planRunBlocksHost();
+    waits = waits || c->link().planRunWaitsForPeers(items[i].plan, items[i].call, execOpFor(*c, items[i].call));
   }
-  if (comms.size() == 1 || !blocking) {
+  if (comms.size() == 1 || !waits) {
+    // Every call only enqueues (the CUDA backend with its contexts built): in order, on this thread.
     for (size_t i = begin; i < end; ++i) runOnPlanOrNccl(items[i].plan, items[i].call);
     return;
   }
-  // One thread drives several ranks whose plans only finish together: run each rank's plans on its own thread.
+  // One thread drives several ranks whose calls only return together (CPU plans; a CUDA call's first, which
+  // builds its execution context with the other ranks): run each rank's calls on its own thread.
   std::vector<std::function<void()>> jobs;
   for (Comm* c : comms) {
     jobs.push_back([&items, begin, end, c] {

@@ -67,9 +67,10 @@ class RankLink {
   virtual PlanChoice selectPlan(const CollCall& call, std::string* why) = 0;
   // Runs the plan for call (enqueued on call.stream on the GPU; completed before returning on the CPU).
   virtual void runPlan(const PlanChoice& plan, const CollCall& call, const ExecReduceOp& op) = 0;
-  // True when runPlan() returns only after peers took part (CPU backend): one thread driving several ranks
-  // must then run them on separate threads.
-  virtual bool planRunBlocksHost() const = 0;
+  // True when runPlan(plan, call, op) returns only after peers took part: always on the CPU backend (it
+  // completes the plan), on the CUDA backend when the call first builds its execution context (a collective
+  // exchange). One thread driving several ranks must then run them on separate threads.
+  virtual bool planRunWaitsForPeers(const PlanChoice& plan, const CollCall& call, const ExecReduceOp& op) const = 0;
   // Waits until every plan this link started has completed (ncclCommFinalize).
   virtual void flush() = 0;
 };

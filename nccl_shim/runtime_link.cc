@@ -126,11 +126,6 @@ class RuntimeLink final : public RankLink {
   }
 
   void runPlan(const PlanChoice& choice, const CollCall& call, const ExecReduceOp& op) override {
-    auto sel = std::static_pointer_cast<const plan::Selection>(choice.selection);
-    const int n = comm_->size();
-    // NCCL ignores a broadcast's sendbuff on non-root ranks (often NULL): give the executor a valid one.
-    const void* send = call.sendbuff;
-    if (call.kind == CollKind::Broadcast && send == nullptr) send = call.recvbuff;
     const void* scalar = nullptr;
     if (op.preMul) {
       // The executor reads the scalar from host memory when it runs; a device-resident scalar is host memory
@@ -139,16 +134,31 @@ class RuntimeLink final : public RankLink {
                       "plan %s: a device-resident PreMulSum scalar cannot be read by the host", choice.name);
       scalar = op.scalarIsPtr ? op.scalarPtr : op.scalarBytes;
     }
-    executor_.execute(comm_->rank(), send, call.recvbuff, sendBytes(call, n), recvBytes(call, n),
-                      static_cast<DataType>(call.dtype), sel->plan, call.stream, PacketType::LL16, executorOp(op),
+    const int n = comm_->size();
+    executor_.execute(comm_->rank(), sendBufferOf(call), call.recvbuff, sendBytes(call, n), recvBytes(call, n),
+                      static_cast<DataType>(call.dtype), planOf(choice), call.stream, PacketType::LL16, executorOp(op),
                       scalar);
   }
-  bool planRunBlocksHost() const override { return executor_.backend() == Backend::Cpu; }
+  bool planRunWaitsForPeers(const PlanChoice& choice, const CollCall& call, const ExecReduceOp& op) const override {
+    if (executor_.backend() == Backend::Cpu) return true;
+    const int n = comm_->size();
+    return executor_.wouldBuildContext(comm_->rank(), sendBufferOf(call), call.recvbuff, sendBytes(call, n),
+                                       recvBytes(call, n), static_cast<DataType>(call.dtype), planOf(choice),
+                                       executorOp(op));
+  }
   // The CPU backend completes every plan before execute() returns; the CUDA backend enqueues on the caller's
   // streams, which the caller synchronises (NCCL's ncclCommFinalize does not wait for user streams either).
   void flush() override {}
 
  private:
+  static const plan::PlanPtr& planOf(const PlanChoice& choice) {
+    return static_cast<const plan::Selection*>(choice.selection.get())->plan;
+  }
+  // NCCL ignores a broadcast's sendbuff on non-root ranks (often NULL): give the executor a valid one.
+  static const void* sendBufferOf(const CollCall& call) {
+    return call.kind == CollKind::Broadcast && call.sendbuff == nullptr ? call.recvbuff : call.sendbuff;
+  }
+
   std::shared_ptr<Communicator> comm_;
   std::shared_ptr<Bootstrap> control_;
   Executor executor_;

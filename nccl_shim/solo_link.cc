@@ -39,7 +39,7 @@ class SoloLink final : public RankLink {
   void runPlan(const PlanChoice& plan, const CollCall&, const ExecReduceOp&) override {
     MSCCLPP_THROW(ErrorCode::InternalError, "plan %s selected on a one-rank communicator", plan.name);
   }
-  bool planRunBlocksHost() const override { return false; }
+  bool planRunWaitsForPeers(const PlanChoice&, const CollCall&, const ExecReduceOp&) const override { return false; }
   void flush() override {}
 
  private:

@@ -144,6 +144,28 @@ bool Executor::launchInFlight() const {
 
 bool Executor::aborted() const { return impl_->aborted.load(std::memory_order_acquire); }
 
+bool Executor::wouldBuildContext(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes,
+                                 DataType dtype, const std::shared_ptr<const plan::Plan>& plan, ReduceOp op) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (impl_->backend == Backend::Cuda) {
+    if (!impl_->gpu) return true;
+    exec::GpuCall call;
+    call.rank = rank;
+    call.send = sendBuff;
+    call.recv = recvBuff;
+    call.sendBytes = sendBytes;
+    call.recvBytes = recvBytes;
+    call.dtype = dtype;
+    call.plan = plan;
+    call.op = op;
+    return !impl_->gpu->hasContext(call);
+  }
+  const ContextKey key{plan.get(), rank, sendBytes, recvBytes};
+  for (const Impl::Entry& e : impl_->contexts)
+    if (e.key == key) return false;
+  return true;
+}
+
 bool Executor::pollAsyncError(std::string* message) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->gpu != nullptr && impl_->gpu->pollError(message);

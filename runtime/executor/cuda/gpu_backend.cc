@@ -46,15 +46,8 @@ class GpuBackendImpl final : public GpuBackend {
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     MSCCLPP_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture), "plan %s rank %d: querying the stream's capture state",
                        h.name.c_str(), c.rank);
-    CallRequest req;
-    req.plan = c.plan.get();
-    req.rank = c.rank;
-    req.send = static_cast<const char*>(c.send);
-    req.recv = static_cast<char*>(c.recv);
-    req.sendBytes = c.sendBytes;
-    req.recvBytes = c.recvBytes;
-    req.op = c.op;
-    const GpuContextKey key{c.plan.get(), c.rank, bindingKeyOf(req)};
+    const CallRequest req = requestOf(c);
+    const GpuContextKey key = keyOf(c, req);
     RetiringContextRef* entry = cache_.find(key);
     GpuContext* ctx = entry != nullptr ? &**entry : nullptr;
     if (ctx == nullptr) {
@@ -86,6 +79,8 @@ class GpuBackendImpl final : public GpuBackend {
     ctx->launch(args);
   }
 
+  bool hasContext(const GpuCall& c) override { return cache_.find(keyOf(c, requestOf(c))) != nullptr; }
+
   bool pollError(std::string* message) override {
     RetiringContextRef* failed = nullptr;
     cache_.forEach([&](const GpuContextKey&, RetiringContextRef& c) {
@@ -103,6 +98,22 @@ class GpuBackendImpl final : public GpuBackend {
   }
 
  private:
+  static CallRequest requestOf(const GpuCall& c) {
+    CallRequest req;
+    req.plan = c.plan.get();
+    req.rank = c.rank;
+    req.send = static_cast<const char*>(c.send);
+    req.recv = static_cast<char*>(c.recv);
+    req.sendBytes = c.sendBytes;
+    req.recvBytes = c.recvBytes;
+    req.op = c.op;
+    return req;
+  }
+
+  static GpuContextKey keyOf(const GpuCall& c, const CallRequest& req) {
+    return GpuContextKey{c.plan.get(), c.rank, bindingKeyOf(req)};
+  }
+
   GpuContext& build(const GpuContextKey& key, const CallRequest& req, const GpuCall& c) {
     const CallShape shape = shapeCall(*c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype);
     auto ctx = std::make_shared<GpuContext>(world_, c.plan, c.rank, shape, req, c.dtype, nativeOpOf(c.op), c.stream);

@@ -46,6 +46,8 @@ class GpuBackend {
   virtual ~GpuBackend() = default;
 
   virtual void execute(const GpuCall& call) = 0;
+  // Whether the call's context exists (else execute() builds it, collectively). No CUDA call.
+  virtual bool hasContext(const GpuCall& call) = 0;
   virtual size_t contextCount() const = 0;
   // Looks (without synchronising) for a context whose launch failed; if one did, drops it and
   // returns true with its diagnosis (this synchronises with the failed launch's stream).
