@@ -41,7 +41,9 @@ struct Communicator::Impl {
   std::mutex mutex;  // guards everything below
   std::shared_ptr<transport::tcp::Engine> tcpEngine;
   std::shared_ptr<transport::ib_verbs::Device> ibDevices[8];
-  std::map<std::tuple<uintptr_t, size_t, uint32_t>, std::weak_ptr<RegisteredMemory::Impl>> registrations;
+  // By (address, size, transports, CUDA allocation id): a buffer freed and allocated again at the same
+  // address is a new registration (its old IPC handle and memory registrations name the old memory).
+  std::map<std::tuple<uintptr_t, size_t, uint32_t, uint64_t>, std::weak_ptr<RegisteredMemory::Impl>> registrations;
   std::map<std::pair<int, int>, std::shared_ptr<comm::OrderedReceiver>> receivers;
   uint64_t registrationCount = 0;  // new registrations made (tests: cache hits make none)
   std::shared_ptr<comm::CounterPool> counterPool;

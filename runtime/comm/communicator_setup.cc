@@ -79,7 +79,8 @@ RegisteredMemory Communicator::registerMemory(void* ptr, size_t size, TransportF
                   "%s: registerMemory(%p, %zu): transports %s: choose among SHM, IPC, TCP, IB0..IB7 (NVLS buffers are "
                   "bound through SwitchChannel)",
                   m.who().c_str(), ptr, size, transports.toString().c_str());
-  auto cacheKey = std::make_tuple(reinterpret_cast<uintptr_t>(ptr), size, transports.bits());
+  auto cacheKey = std::make_tuple(reinterpret_cast<uintptr_t>(ptr), size, transports.bits(),
+                                  transport::cuda_ipc::allocationId(ptr));
   {
     std::lock_guard<std::mutex> lock(m.mutex);
     auto it = m.registrations.find(cacheKey);

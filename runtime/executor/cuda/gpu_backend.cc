@@ -13,15 +13,23 @@
 #include "executor/cuda/gpu_context.hpp"
 #include "executor/cuda/gpu_world.hpp"
 #include "executor/scale_steps.hpp"
+#include "transport/cuda_ipc/memory.hpp"
 
 namespace mscclpp::exec {
 namespace {
 
+// The buffers' allocation ids are part of the key: a buffer freed and allocated again at the same
+// address (a caching allocator's routine) is new memory, which peers in other processes must map
+// anew (their IPC mapping names the old allocation).
 struct GpuContextKey {
   const plan::Plan* plan;
   int rank;
   BindingKey binding;
-  bool operator==(const GpuContextKey& o) const { return plan == o.plan && rank == o.rank && binding == o.binding; }
+  uint64_t sendAllocation, recvAllocation;
+  bool operator==(const GpuContextKey& o) const {
+    return plan == o.plan && rank == o.rank && binding == o.binding && sendAllocation == o.sendAllocation &&
+           recvAllocation == o.recvAllocation;
+  }
 };
 
 class GpuBackendImpl final : public GpuBackend {
@@ -111,7 +119,8 @@ class GpuBackendImpl final : public GpuBackend {
   }
 
   static GpuContextKey keyOf(const GpuCall& c, const CallRequest& req) {
-    return GpuContextKey{c.plan.get(), c.rank, bindingKeyOf(req)};
+    return GpuContextKey{c.plan.get(), c.rank, bindingKeyOf(req), transport::cuda_ipc::allocationId(c.send),
+                         transport::cuda_ipc::allocationId(c.recv)};
   }
 
   GpuContext& build(const GpuContextKey& key, const CallRequest& req, const GpuCall& c) {

@@ -36,6 +36,23 @@ MemGetAddressRangeFn memGetAddressRange() {
   return fn;
 }
 
+using PointerGetAttributeFn = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
+
+PointerGetAttributeFn pointerGetAttribute() {
+  static PointerGetAttributeFn fn = []() -> PointerGetAttributeFn {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult status{};
+#if CUDART_VERSION >= 12050
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuPointerGetAttribute", &p, 12000, cudaEnableDefault, &status);
+#else
+    cudaError_t e = cudaGetDriverEntryPoint("cuPointerGetAttribute", &p, cudaEnableDefault, &status);
+#endif
+    if (e != cudaSuccess || status != cudaDriverEntryPointSuccess) return nullptr;
+    return reinterpret_cast<PointerGetAttributeFn>(p);
+  }();
+  return fn;
+}
+
 struct Opened {
   void* base = nullptr;
   ~Opened() {
@@ -56,6 +73,14 @@ ImportCache& imports() {
 }  // namespace
 
 bool compiledIn() { return true; }
+
+uint64_t allocationId(const void* ptr) {
+  PointerGetAttributeFn fn = pointerGetAttribute();
+  if (fn == nullptr || ptr == nullptr) return 0;
+  unsigned long long id = 0;
+  // Host memory answers CUDA_ERROR_INVALID_VALUE: no allocation of CUDA's, id 0.
+  return fn(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, reinterpret_cast<CUdeviceptr>(ptr)) == CUDA_SUCCESS ? id : 0;
+}
 
 void exportRange(const void* ptr, size_t bytes, CudaIpcExport* out) {
   auto fn = memGetAddressRange();
@@ -108,6 +133,8 @@ std::shared_ptr<void> importRange(const CudaIpcExport& e, size_t bytes, void** d
 #else
 
 bool compiledIn() { return false; }
+
+uint64_t allocationId(const void*) { return 0; }
 
 void exportRange(const void*, size_t, CudaIpcExport*) {
   MSCCLPP_THROW(ErrorCode::NotSupported, "registerMemory(CudaIpc): this build of MSCCL++ has no CUDA support");

@@ -7,6 +7,7 @@
 #ifndef MSCCLPP_TRANSPORT_CUDA_IPC_MEMORY_HPP_
 #define MSCCLPP_TRANSPORT_CUDA_IPC_MEMORY_HPP_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -18,6 +19,12 @@ namespace mscclpp::transport::cuda_ipc {
 bool compiledIn();
 
 void exportRange(const void* ptr, size_t bytes, CudaIpcExport* out);
+
+// The process-wide identity of the CUDA allocation holding ptr (CU_POINTER_ATTRIBUTE_BUFFER_ID, Driver
+// API "Unified Addressing"): memory freed and allocated again, even at the same address, gets a new
+// one (and a new IPC handle), so caches keyed by it never serve a replaced buffer. 0 for memory CUDA
+// does not know (host memory) and in builds without CUDA. No synchronisation; cheap enough per call.
+uint64_t allocationId(const void* ptr);
 std::shared_ptr<void> importRange(const CudaIpcExport& e, size_t bytes, void** data, const std::string& what);
 
 }  // namespace mscclpp::transport::cuda_ipc
