@@ -32,7 +32,8 @@ bool gpuHasDtype(DataType dtype);
 
 // Launches the kernel (op must be native). Throws Error(NotSupported) when the build has no GPU
 // code for dtype, Error(CudaError) when the launch fails. Raises the instantiation's dynamic shared
-// memory limit first when the launch asks for more than 48 KiB (once per size, process-wide).
+// memory limit first when the launch asks for more than 48 KiB (once per size and device: function
+// attributes are per device).
 void launchExecutorKernel(DataType dtype, ReduceOp op, const GpuLaunch& launch);
 
 // What one dtype x op instantiation of the kernel allows on the current device.
