@@ -383,7 +383,10 @@ void ContextImage::resetState() {
   const plan::RankPlan& rp = rankPlan();
   std::copy(rp.semaphoreInitValues.begin(), rp.semaphoreInitValues.end(), semaphores_.begin());
   std::fill(barriers_.begin(), barriers_.end(), DeviceSyncer{0, 0});
-  *dev_.state = ExecState{1u, 0u, UINT32_MAX, 0u};
+  const int64_t first = params::execFirstFlag();
+  MSCCLPP_ENFORCE(first >= 1 && first <= static_cast<int64_t>(UINT32_MAX), ErrorCode::InvalidArgument,
+                  "MSCCLPP_EXEC_FIRST_FLAG=%lld: expected 1 to 4294967295", static_cast<long long>(first));
+  *dev_.state = ExecState{static_cast<uint32_t>(first), 0u, UINT32_MAX, 0u};
   std::fill(dev_.blockRecords, dev_.blockRecords + dev_.nBlocks, BlockRecord{});
   if (!ownAbort_.empty()) ownAbort_[0] = 0;
 }

@@ -130,7 +130,11 @@ struct LaunchArgs {
   uint32_t reserved;
 };
 
-MSCCLPP_HOST_DEVICE_INLINE uint32_t nextFlag(uint32_t flag) { return flag == UINT32_MAX ? 1u : flag + 1; }
+// The LL flag of the launch after one with `flag`. Never 0 (zeroed packets must never look valid),
+// and of the other parity: the parity picks the scratch half of double-buffered plans, so two
+// consecutive launches never share a half (a fast rank's next launch must not overwrite packets a
+// slow peer still reads). Hence the wrap from UINT32_MAX (odd) goes to 2, not 1.
+MSCCLPP_HOST_DEVICE_INLINE uint32_t nextFlag(uint32_t flag) { return flag == UINT32_MAX ? 2u : flag + 1; }
 
 }  // namespace mscclpp::exec
 
