@@ -125,7 +125,7 @@ void mps(Job& job) {
   } catch (const Error& e) {
     const std::string what = e.what();
     if (e.code() != ErrorCode::NotSupported) fail("expected NotSupported, got: " + what);
-    if (what.find("other process") == std::string::npos) fail("the refusal does not name the other processes: " + what);
+    if (what.find("another process") == std::string::npos) fail("the refusal does not name the other process: " + what);
     std::printf("gpu_double_mp_worker rank %d: mps: refused as expected: %s\n", gRank, what.c_str());
     return;
   }

@@ -289,7 +289,7 @@ TEST_CASE("LL launches back to back across the flag's wrap-around", "[flag-wrap]
 // device's CUDA_DEVICE_MAX_CONNECTIONS queues in creation order; one per context build wraps onto a
 // queue a rank's spinning kernel holds, and the proxy's copies queue behind it.
 TEST_CASE("finding 7: port-channel plans rebuilt many times keep their proxy copies off busy queues",
-          "[finding7][queues][!shouldfail]") {
+          "[finding7][queues]") {
   ScopedEnv cache("MSCCLPP_EXEC_CONTEXT_CACHE", "1");
   GpuRanks w(4, 1 << 20);  // first in its process: user streams on queues 1-4 (the legacy stream has 0)
   Collective ip = collective("allreduce_2node_n4_ip.json"), oop = collective("allreduce_2node_n4_oop.json");
@@ -300,7 +300,7 @@ TEST_CASE("finding 7: port-channel plans rebuilt many times keep their proxy cop
 // need a queue each; with fewer the build is refused, before anything is exchanged, naming
 // CUDA_DEVICE_MAX_CONNECTIONS (this case runs with CUDA_DEVICE_MAX_CONNECTIONS=4).
 TEST_CASE("finding 7: too few hardware queues for the ranks and their proxies is refused",
-          "[finding7-few-queues][!shouldfail]") {
+          "[finding7-few-queues]") {
   GpuRanks w(4, 1 << 20);
   Collective oop = collective("allreduce_2node_n4_oop.json");
   std::vector<std::string> errors(4);

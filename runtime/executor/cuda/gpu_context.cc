@@ -135,8 +135,19 @@ GpuContext::GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& pla
     counts.nIds = static_cast<uint32_t>(tb.ids.size());
     blockListBytes_.push_back(blockOpListBytes(counts));
   }
-  coResident_ = topo.coResidentRanks();
+  // Residency: every rank whose kernels occupy this GPU's SMs at the same time (under MPS, other
+  // processes' too); every rank evaluates the same facts, so all refuse alike.
+  coResident_ = topo.residentRanks(world_->mpsActive());
+  for (int q : coResident_)
+    if (!topo.sameProcess(q)) residentElsewhere_.push_back(q);
   groupBlocks_ = groupBlocks(*plan_, coResident_);
+  // Hardware queues: checked for every (process, GPU) group of the plan's ranks from the exchanged
+  // identities, so a rank whose own group is fine refuses with the others.
+  for (const std::vector<int>& group : topo.processGpuGroups()) {
+    const std::string problem = queueProblem(h, group, concurrentStreams(*plan_, group),
+                                             topo.of(group.front()).hardwareQueues);
+    MSCCLPP_ENFORCE(problem.empty(), ErrorCode::NotSupported, "%s: %s", name_.c_str(), problem.c_str());
+  }
   precheck(dtype, nativeOp);
 
   // The devices whose work may still touch our memory when we are destroyed: ours and those of the
@@ -173,7 +184,7 @@ GpuContext::GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& pla
     const int64_t slots = params::proxyFifoSize();
     MSCCLPP_ENFORCE(slots > 0 && slots <= (1 << 20), ErrorCode::InvalidArgument,
                     "MSCCLPP_PROXY_FIFO_SIZE=%lld: expected 1 to 1048576 slots", static_cast<long long>(slots));
-    proxyStream_ = std::make_unique<OwnedStream>(name_ + ": proxy");
+    proxyStream_ = world_->proxyStream();
     proxy_ = std::make_unique<ProxyService>(static_cast<int>(slots), world_->device());
     fifo = proxy_->fifoDeviceHandle();
     writeValue64_ = resolveWriteValue64(world_->device());
@@ -262,10 +273,12 @@ GpuContext::KernelChoice GpuContext::decideKernel(DataType dtype, ReduceOp op) {
   k.sharedBytes = smem.dynamicBytes;
   GpuKernelQuery q = k.sharedBytes ? queryExecutorKernel(dtype, op, threads_, k.sharedBytes) : q0;
   ResidencyVerdict v =
-      checkResidency(plan_->header, coResident_, groupBlocks_, threads_, k.sharedBytes, q.blocksPerSm, dev);
+      checkResidency(plan_->header, coResident_, groupBlocks_, threads_, k.sharedBytes, q.blocksPerSm, dev,
+                     residentElsewhere_);
   if (!v.ok && k.sharedBytes > 0) {
     // Op lists in shared memory cost residency: read them from global memory instead.
-    ResidencyVerdict v0 = checkResidency(plan_->header, coResident_, groupBlocks_, threads_, 0, q0.blocksPerSm, dev);
+    ResidencyVerdict v0 = checkResidency(plan_->header, coResident_, groupBlocks_, threads_, 0, q0.blocksPerSm, dev,
+                                         residentElsewhere_);
     if (v0.ok) {
       MSCCLPP_INFO(LogExec,
                    "%s: op lists read from global memory (%u shared bytes per block would not let %llu blocks "
@@ -562,7 +575,7 @@ void GpuContext::exchange(const CallShape& shape) {
 }
 
 void GpuContext::writeSignal(uint32_t channel, uint64_t value, std::string* error) {
-  cudaStream_t s = proxyStream_->get();
+  cudaStream_t s = proxyStream_;
   uint64_t* target = image_->resources().portOutbound[channel];
   if (writeValue64_ != nullptr) {
     // Stream-ordered after every earlier copy of this proxy, with the memory fence the default flags
@@ -587,7 +600,7 @@ std::string GpuContext::handleRequest(const TriggerFields& f) {
       return strFormat("proxy thread: cudaSetDevice(%d): %s", world_->device(), cudaGetErrorString(e));
     proxyDeviceSet_ = true;
   }
-  cudaStream_t stream = proxyStream_->get();
+  cudaStream_t stream = proxyStream_;
   if (f.type & TriggerPut) {
     char *src = nullptr, *dst = nullptr;
     std::string error = image_->resolvePut(f, &src, &dst);

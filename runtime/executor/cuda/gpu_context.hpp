@@ -117,7 +117,8 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   CallBinding binding_;
   int threads_ = 0;
   std::vector<uint64_t> blockListBytes_;
-  std::vector<int> coResident_;
+  std::vector<int> coResident_;         // ranks whose blocks share this GPU's SMs with ours
+  std::vector<int> residentElsewhere_;  // those of them in other processes (MPS)
   uint64_t groupBlocks_ = 0;
   uint32_t sharedBytes_ = 0;  // the choice made for the building call's kernel
   KernelChoice kernels_[kNumDataTypes][kNumNativeOps];
@@ -131,7 +132,7 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   RankResources resources_;
 
   std::unique_ptr<PinnedAllocation> abort_;
-  std::unique_ptr<OwnedStream> proxyStream_;
+  cudaStream_t proxyStream_ = nullptr;  // the rank's (GpuWorld::proxyStream)
   std::unique_ptr<ProxyService> proxy_;
   std::vector<uint64_t> signalsSent_;  // per port channel: the value our proxy last wrote to the peer
   bool proxyDeviceSet_ = false;        // the proxy thread selected our device

@@ -36,6 +36,32 @@ std::vector<int> GpuTopology::coResidentRanks() const {
   return v;
 }
 
+std::vector<int> GpuTopology::residentRanks(bool mpsActive) const {
+  std::vector<int> v;
+  for (int r = 0; r < size(); ++r)
+    if (sameGpu(r) && (mpsActive || sameProcess(r))) v.push_back(r);
+  return v;
+}
+
+std::vector<std::vector<int>> GpuTopology::processGpuGroups() const {
+  std::vector<std::vector<int>> groups;
+  for (int r = 0; r < size(); ++r) {
+    const GpuRankIdentity& a = of(r);
+    bool placed = false;
+    for (std::vector<int>& g : groups) {
+      const GpuRankIdentity& b = of(g.front());
+      if (a.hostHash == b.hostHash && a.pid == b.pid && a.processToken == b.processToken &&
+          std::memcmp(a.uuid, b.uuid, sizeof(a.uuid)) == 0) {
+        g.push_back(r);
+        placed = true;
+        break;
+      }
+    }
+    if (!placed) groups.push_back({r});
+  }
+  return groups;
+}
+
 std::vector<int> GpuTopology::sameGpuOtherProcesses() const {
   std::vector<int> v;
   for (int r = 0; r < size(); ++r)

@@ -1,7 +1,8 @@
 // Where the ranks of a GPU executor live: host, process and GPU of every rank, exchanged once per
 // executor (the first context build). The GPU backend decides from it, with no further messages,
 // which ranks share this process and GPU (their blocks must be co-resident: launch_config.hpp),
-// which share the GPU from other processes (time-sliced unless MPS runs), which peers get raw
+// which share the GPU from other processes (time-sliced unless MPS runs, co-resident under MPS),
+// which share hardware queues (each process's CUDA_DEVICE_MAX_CONNECTIONS), which peers get raw
 // pointers (same process) or CUDA IPC handles (same host), and which it cannot reach (other hosts).
 //
 // Thread-safety: immutable after construction.
@@ -25,8 +26,10 @@ struct GpuRankIdentity {
   uint8_t uuid[16];  // the GPU's UUID: the same GPU seen from different processes
   int32_t rank;
   int32_t smCount;
+  int32_t hardwareQueues;  // its process's CUDA_DEVICE_MAX_CONNECTIONS (the queues its GPU's streams share)
+  int32_t reserved;
 };
-static_assert(std::is_trivially_copyable<GpuRankIdentity>::value && sizeof(GpuRankIdentity) == 56,
+static_assert(std::is_trivially_copyable<GpuRankIdentity>::value && sizeof(GpuRankIdentity) == 64,
               "exchanged as bytes");
 constexpr uint64_t kGpuIdentityMagic = 0x4d53434c47505549ull;  // "MSCLGPUI"
 
@@ -45,6 +48,12 @@ class GpuTopology {
 
   // Ranks in this process on this GPU, this one included, ascending.
   std::vector<int> coResidentRanks() const;
+  // Ranks whose kernels are resident on this GPU at the same time as ours: this process's, and under
+  // CUDA MPS those of other processes too (MPS runs the clients' kernels concurrently on the SMs;
+  // without it they are time-sliced).
+  std::vector<int> residentRanks(bool mpsActive) const;
+  // Every group of ranks sharing one process and one GPU (each ascending; groups by first rank).
+  std::vector<std::vector<int>> processGpuGroups() const;
   // Ranks on this GPU in other processes.
   std::vector<int> sameGpuOtherProcesses() const;
   // Ranks on other hosts.

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "comm/host_identity.hpp"
@@ -37,6 +39,18 @@ GpuWorld::GpuWorld(std::shared_ptr<Communicator> comm) : comm_(std::move(comm)) 
   exchange_ = comm_->bootstrap()->withNamespace("mscclpp.executor.gpu");
   const std::string mps = params::gpuMps();
   mps_ = mps == "on" || (mps == "auto" && mpsDaemonVisible(params::mpsPipeDirectory()));
+  // CUDA's own variable, read by the CUDA runtime when it initialises (not one of ours: read here
+  // as CUDA reads it, to count the queues the ranks' streams share).
+  if (const char* v = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS")) {
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (end != v && *end == 0 && n >= 1) hardwareQueues_ = static_cast<int>(std::min<long>(n, 32));
+  }
+}
+
+cudaStream_t GpuWorld::proxyStream() {
+  if (!proxyStream_) proxyStream_ = std::make_unique<OwnedStream>(strFormat("rank %d: proxy copies", rank()));
+  return proxyStream_->get();
 }
 
 const GpuTopology& GpuWorld::topology() {
@@ -50,6 +64,7 @@ const GpuTopology& GpuWorld::topology() {
   me.device = device_;
   me.rank = comm_->rank();
   me.smCount = limits_.smCount;
+  me.hardwareQueues = hardwareQueues_;
   cudaDeviceProp prop{};
   MSCCLPP_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_), "GPU executor: the UUID of CUDA device %d", device_);
   static_assert(sizeof(prop.uuid) == sizeof(me.uuid), "a CUDA UUID is 16 bytes");

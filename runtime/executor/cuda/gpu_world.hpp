@@ -9,6 +9,7 @@
 
 #include <memory>
 
+#include "executor/cuda/gpu_memory.hpp"
 #include "executor/cuda/gpu_topology.hpp"
 #include "executor/cuda/launch_config.hpp"
 #include "mscclpp/bootstrap.hpp"
@@ -41,6 +42,14 @@ class GpuWorld {
 
   // Whether ranks of other processes on this GPU run under MPS (MSCCLPP_GPU_MPS).
   bool mpsActive() const { return mps_; }
+  // This process's hardware queues per GPU: CUDA_DEVICE_MAX_CONNECTIONS (CUDA's default 8, at most 32).
+  int hardwareQueues() const { return hardwareQueues_; }
+
+  // The stream this rank's proxies copy on, created once (at the first context with port channels)
+  // and shared by its contexts: a stream per context would take a new hardware queue at every
+  // build, and streams are mapped to queues round-robin as they are created, so rebuilt contexts'
+  // copies would land on the queues of the ranks' kernel streams and wait behind spinning kernels.
+  cudaStream_t proxyStream();
 
  private:
   std::shared_ptr<Communicator> comm_;
@@ -51,6 +60,8 @@ class GpuWorld {
   bool hasTopology_ = false;
   uint64_t builds_ = 0;
   bool mps_ = false;
+  int hardwareQueues_ = 8;
+  std::unique_ptr<OwnedStream> proxyStream_;
 };
 
 }  // namespace mscclpp::exec

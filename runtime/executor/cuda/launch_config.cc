@@ -73,22 +73,48 @@ std::string rankList(const std::vector<int>& ranks) {
 
 ResidencyVerdict checkResidency(const plan::PlanHeader& header, const std::vector<int>& groupRanks,
                                 uint64_t totalBlocks, int threads, uint32_t sharedBytes, int blocksPerSm,
-                                const GpuDeviceLimits& device) {
+                                const GpuDeviceLimits& device, const std::vector<int>& otherProcessRanks) {
   ResidencyVerdict v;
   v.capacity = static_cast<uint64_t>(std::max(0, blocksPerSm)) * static_cast<uint64_t>(std::max(0, device.smCount));
   if (totalBlocks <= v.capacity) return v;
   v.ok = false;
   const bool several = groupRanks.size() > 1;
+  const std::string where =
+      otherProcessRanks.empty()
+          ? std::string("in this process")
+          : strFormat("(%s %s of them in %s, whose kernels run at the same time under CUDA MPS)",
+                      otherProcessRanks.size() > 1 ? "ranks" : "rank", rankList(otherProcessRanks).c_str(),
+                      otherProcessRanks.size() > 1 ? "other processes" : "another process");
   v.reason = strFormat(
-      "plan %s (%s): %s %s on GPU %d (%s) in this process need%s %llu blocks of %d threads resident at once "
+      "plan %s (%s): %s %s on GPU %d (%s) %s need%s %llu blocks of %d threads resident at once "
       "(%u bytes of shared memory each), but the GPU holds at most %llu (%d per SM x %d SMs for this kernel); the "
       "plan's %s wait on each other, so the launch would not complete: run fewer ranks per GPU, or use a plan with "
       "fewer threadblocks or threads per block",
       header.name.c_str(), header.source.c_str(), several ? "ranks" : "rank", rankList(groupRanks).c_str(),
-      device.device, device.name.c_str(), several ? "" : "s", static_cast<unsigned long long>(totalBlocks), threads,
-      sharedBytes, static_cast<unsigned long long>(v.capacity), blocksPerSm, device.smCount,
-      several ? "ranks and blocks" : "blocks");
+      device.device, device.name.c_str(), where.c_str(), several ? "" : "s",
+      static_cast<unsigned long long>(totalBlocks), threads, sharedBytes, static_cast<unsigned long long>(v.capacity),
+      blocksPerSm, device.smCount, several ? "ranks and blocks" : "blocks");
   return v;
+}
+
+int concurrentStreams(const plan::Plan& plan, const std::vector<int>& groupRanks) {
+  int n = 0;
+  for (int r : groupRanks) {
+    if (r < 0 || r >= static_cast<int>(plan.ranks.size())) continue;
+    n += plan.ranks[r].portChannels.empty() ? 1 : 2;
+  }
+  return n;
+}
+
+std::string queueProblem(const plan::PlanHeader& header, const std::vector<int>& groupRanks, int streams, int queues) {
+  if (streams <= queues) return std::string();
+  return strFormat(
+      "plan %s (%s): ranks %s share one GPU in one process and need %d streams progressing at once (each rank's "
+      "kernel stream, and its proxy's copy stream where it has port channels), but CUDA spreads the process's streams "
+      "over CUDA_DEVICE_MAX_CONNECTIONS=%d hardware queues and serialises streams that share one, so a kernel would "
+      "wait behind another that waits for it: set CUDA_DEVICE_MAX_CONNECTIONS to at least %d (at most 32) before "
+      "CUDA initialises, or run fewer ranks per GPU",
+      header.name.c_str(), header.source.c_str(), rankList(groupRanks).c_str(), streams, queues, streams);
 }
 
 std::string streamProblem(const std::string& who, const std::vector<int>& coResidentRanks, const void* stream,

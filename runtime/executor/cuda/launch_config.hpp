@@ -5,9 +5,15 @@
 //  * dynamic shared memory: each block's op list (ops, resolved references, ids, each rounded to
 //    16 bytes as the kernel copies them) goes to shared memory when it fits under the device's
 //    opt-in limit, else the block reads it from global memory (no fixed limit on plan size);
-//  * residency: every block of every rank that shares one GPU inside one process must be resident
-//    at once (the plan's ranks and blocks spin on each other); the occupancy of the kernel times the
-//    SM count bounds that, and a plan that exceeds it is refused with the numbers in the message.
+//  * residency: every block of every rank whose kernels share one GPU's SMs at the same time (the
+//    ranks of one process, and under CUDA MPS those of other processes too) must be resident at once
+//    (the plan's ranks and blocks spin on each other); the occupancy of the kernel times the SM count
+//    bounds that, and a plan that exceeds it is refused with the numbers in the message;
+//  * hardware queues: the streams of the ranks sharing one GPU in one process (each rank's kernel
+//    stream, and its proxy's copy stream when it has port channels) must progress at the same time,
+//    but CUDA spreads a process's streams over CUDA_DEVICE_MAX_CONNECTIONS queues and serialises
+//    streams that share one (CUDA Programming Guide, "Concurrent Kernel Execution"/Hyper-Q): with
+//    fewer queues than such streams the plan is refused.
 //
 // Thread-safety: pure functions.
 #ifndef MSCCLPP_EXECUTOR_CUDA_LAUNCH_CONFIG_HPP_
@@ -75,10 +81,17 @@ struct ResidencyVerdict {
 
 // Whether totalBlocks blocks of `threads` threads (blocksPerSm of them fit on one SM, from
 // cudaOccupancyMaxActiveBlocksPerMultiprocessor) can all be resident on `device` at once.
-// groupRanks names the ranks that share the GPU (for the message).
+// groupRanks names the ranks that share the GPU (for the message), otherProcessRanks those of them
+// in other processes (co-resident under MPS).
 ResidencyVerdict checkResidency(const plan::PlanHeader& header, const std::vector<int>& groupRanks,
                                 uint64_t totalBlocks, int threads, uint32_t sharedBytes, int blocksPerSm,
-                                const GpuDeviceLimits& device);
+                                const GpuDeviceLimits& device, const std::vector<int>& otherProcessRanks = {});
+
+// Streams that must progress at once for the plan in one group of ranks sharing a process and a GPU:
+// one per rank, plus one per rank with port channels (its proxy's copies).
+int concurrentStreams(const plan::Plan& plan, const std::vector<int>& groupRanks);
+// Why the group's streams cannot all progress on `queues` hardware queues ("" when they can).
+std::string queueProblem(const plan::PlanHeader& header, const std::vector<int>& groupRanks, int streams, int queues);
 
 // Ranks that share this process and GPU wait on each other inside one launch, so their kernels must
 // run concurrently, which the legacy default stream (a null stream, or cudaStreamLegacy, passed as

@@ -700,6 +700,45 @@ TEST_CASE("CUDA topology: co-resident ranks, same GPU from other processes, othe
   CHECK(t3.sameGpuOtherProcesses().empty());
 }
 
+TEST_CASE("CUDA topology: resident ranks under MPS, process and GPU groups", "[exec][cuda]") {
+  std::vector<GpuRankIdentity> ids = {
+      identity(0, 1, 100, 7, 0),  // this process, GPU 0
+      identity(1, 1, 100, 7, 0),  // a thread of this process on the same GPU
+      identity(2, 1, 200, 8, 0),  // another process on the same GPU
+      identity(3, 1, 100, 7, 1),  // this process, another GPU
+  };
+  GpuTopology t(0, ids);
+  CHECK(t.residentRanks(false) == std::vector<int>{0, 1});     // time-sliced: only this process's
+  CHECK(t.residentRanks(true) == std::vector<int>{0, 1, 2});   // MPS: the other process's kernels share the SMs
+  CHECK(t.processGpuGroups() == std::vector<std::vector<int>>{{0, 1}, {2}, {3}});
+}
+
+TEST_CASE("CUDA launch config: residency under MPS names the other processes' ranks", "[exec][cuda]") {
+  plan::PlanHeader h;
+  h.name = "p";
+  h.source = "p.json";
+  GpuDeviceLimits dev;
+  dev.device = 0;
+  dev.name = "GPU";
+  dev.smCount = 4;
+  ResidencyVerdict v = checkResidency(h, {0, 1}, 8, 1024, 0, 1, dev, {1});
+  CHECK_FALSE(v.ok);
+  CHECK(contains(v.reason, "rank 1 of them in another process"));
+  v = checkResidency(h, {0, 1}, 4, 1024, 0, 1, dev, {1});
+  CHECK(v.ok);
+}
+
+TEST_CASE("CUDA launch config: the streams of ranks sharing a GPU need a hardware queue each", "[exec][cuda]") {
+  plan::PlanPtr p = plan::loadPlanFile(std::string(MSCCLPP_TEST_DEFAULT_PLANS) + "/allreduce_2node_n4_oop.json");
+  plan::PlanPtr q = plan::loadPlanFile(std::string(MSCCLPP_TEST_DEFAULT_PLANS) + "/allreduce_ll_n4_oop.json");
+  CHECK(concurrentStreams(*p, {0, 1, 2, 3}) == 8);  // port channels: a proxy stream per rank
+  CHECK(concurrentStreams(*q, {0, 1, 2, 3}) == 4);
+  CHECK(queueProblem(p->header, {0, 1, 2, 3}, 8, 8).empty());
+  const std::string why = queueProblem(p->header, {0, 1, 2, 3}, 8, 4);
+  CHECK(contains(why, "CUDA_DEVICE_MAX_CONNECTIONS=4"));
+  CHECK(contains(why, "at least 8"));
+}
+
 TEST_CASE("CUDA topology: identities that are not a GPU executor's are refused", "[exec][cuda]") {
   std::vector<GpuRankIdentity> ids = {identity(0, 1, 1, 1, 0), identity(1, 1, 1, 1, 0)};
   ids[1].magic = 0x1234;
