@@ -43,6 +43,22 @@ void cudaCheck(cudaError_t e, const char* what) {
   MSCCLPP_ENFORCE(e == cudaSuccess, ErrorCode::CudaError, "Fifo: %s: %s", what, cudaGetErrorString(e));
 }
 
+// Makes `device` current for the scope and puts the caller's device back (the current device is
+// per host thread and belongs to the caller).
+class CurrentDevice {
+ public:
+  explicit CurrentDevice(int device) {
+    cudaCheck(cudaGetDevice(&previous_), "cudaGetDevice");
+    if (previous_ != device) cudaCheck(cudaSetDevice(device), "cudaSetDevice");
+  }
+  ~CurrentDevice() { cudaSetDevice(previous_); }
+  CurrentDevice(const CurrentDevice&) = delete;
+  CurrentDevice& operator=(const CurrentDevice&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
 std::shared_ptr<void> mappedZeroed(size_t bytes, void** devicePtr) {
   void* p = nullptr;
   cudaCheck(cudaHostAlloc(&p, bytes, cudaHostAllocMapped), "cudaHostAlloc(mapped)");
@@ -73,7 +89,7 @@ Fifo::Fifo(int size, int device) : pimpl_(std::make_unique<Impl>()) {
     m.head = static_cast<uint64_t*>(m.headMemory.get());
   } else {
 #if MSCCLPP_HAVE_CUDA
-    cudaCheck(cudaSetDevice(device), "cudaSetDevice");
+    CurrentDevice current(device);
     void* d = nullptr;
     m.ringMemory = mappedZeroed(ringBytes, &d);
     m.deviceRing = static_cast<ProxyTrigger*>(d);

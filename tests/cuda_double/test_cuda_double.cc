@@ -70,14 +70,15 @@ void gateBody(void* const* args, dim3, dim3, unsigned, size_t, const void*) {
   while (gate->load() == 0 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::microseconds(200));
 }
 
-// barrier(std::atomic<int>* arrived, int total, std::atomic<int>* failed): every block waits (at
-// most 300 ms) for all `total` blocks to have started, as a plan's blocks wait on each other.
+// barrier(std::atomic<int>* arrived, int total, std::atomic<int>* failed, int timeoutMs): every
+// block waits (bounded) for all `total` blocks to have started, as a plan's blocks wait on each other.
 void barrierBody(void* const* args, dim3, dim3, unsigned, size_t, const void*) {
   auto* arrived = arg<std::atomic<int>*>(args, 0);
   const int total = arg<int>(args, 1);
   auto* failed = arg<std::atomic<int>*>(args, 2);
+  const int timeoutMs = arg<int>(args, 3);
   arrived->fetch_add(1);
-  const auto until = Clock::now() + std::chrono::milliseconds(300);
+  const auto until = Clock::now() + std::chrono::milliseconds(timeoutMs);
   while (arrived->load() < total) {
     if (Clock::now() > until) {
       failed->store(1);
@@ -98,7 +99,8 @@ const void* gateKernel() {
   return k;
 }
 const void* barrierKernel() {
-  static const void* k = defineKernel("testBarrier", &barrierBody, {sizeof(void*), sizeof(int), sizeof(void*)}, 64);
+  static const void* k =
+      defineKernel("testBarrier", &barrierBody, {sizeof(void*), sizeof(int), sizeof(void*), sizeof(int)}, 64);
   return k;
 }
 const void* addKernel() {
@@ -272,16 +274,19 @@ TEST_CASE("blocks beyond the device's resident capacity wait for earlier ones (o
   REQUIRE(perSm == 1);  // 64 registers x 1024 threads fill an SM's register file
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  // Exactly as many blocks as fit all meet (the bound is generous: 132 host threads must start);
+  // one more cannot be resident until an earlier block gives up, so the first ones time out.
   for (int extra : {0, 1}) {
     std::atomic<int> arrived{0}, failed{0};
     int total = perSm * sms + extra;
+    int timeoutMs = extra ? 500 : 20000;
     std::atomic<int>* arrivedPtr = &arrived;
     std::atomic<int>* failedPtr = &failed;
-    void* args[] = {&arrivedPtr, &total, &failedPtr};
+    void* args[] = {&arrivedPtr, &total, &failedPtr, &timeoutMs};
     CK(cudaLaunchKernel(barrierKernel(), dim3(total), dim3(1024), args, 0, s));
     CK(cudaStreamSynchronize(s));
     INFO(total << " blocks, " << perSm * sms << " resident at once");
-    REQUIRE(failed.load() == extra);  // one block too many cannot be resident: the others time out
+    REQUIRE(failed.load() == extra);
   }
   CK(cudaStreamDestroy(s));
 }

@@ -173,8 +173,7 @@ void runOneRankCopy(GpuRanks& w, const plan::PlanPtr& p, cudaStream_t stream) {
 // implicit synchronisation waits for a peer's kernel that spins on this rank, which cannot launch
 // until its build returns. The double's adversarial scheduling makes every such synchronisation
 // meet the peer's kernel.
-TEST_CASE("finding 1: no device synchronisation after a context's collective build point",
-          "[finding1]") {
+TEST_CASE("finding 1: no device synchronisation after a context's collective build point", "[finding1]") {
   ScopedEnv cache("MSCCLPP_EXEC_CONTEXT_CACHE", "1");  // every call builds, every build evicts
   GpuRanks w(2, 1 << 20);
   Collective ll = collective("allreduce_ll_n2_oop.json"), pairs = collective("allreduce_allpairs_n2_oop.json");
@@ -299,8 +298,7 @@ TEST_CASE("finding 7: port-channel plans rebuilt many times keep their proxy cop
 // Finding 7 (hardware queues, too few): the kernels of the ranks sharing a GPU and their proxies
 // need a queue each; with fewer the build is refused, before anything is exchanged, naming
 // CUDA_DEVICE_MAX_CONNECTIONS (this case runs with CUDA_DEVICE_MAX_CONNECTIONS=4).
-TEST_CASE("finding 7: too few hardware queues for the ranks and their proxies is refused",
-          "[finding7-few-queues]") {
+TEST_CASE("finding 7: too few hardware queues for the ranks and their proxies is refused", "[finding7-few-queues]") {
   GpuRanks w(4, 1 << 20);
   Collective oop = collective("allreduce_2node_n4_oop.json");
   std::vector<std::string> errors(4);
@@ -325,7 +323,7 @@ TEST_CASE("finding 7: too few hardware queues for the ranks and their proxies is
 }
 
 // Finding 8: the smaller defects.
-TEST_CASE("finding 8: a call keeps the user's earlier CUDA error", "[finding8][!shouldfail]") {
+TEST_CASE("finding 8: a call keeps the user's earlier CUDA error", "[finding8]") {
   plan::PlanPtr p = bigOpListPlan();
   GpuRanks w(1, 1 << 20);
   runOneRankCopy(w, p, w.stream(0));  // the context exists: the next call only launches
@@ -359,8 +357,7 @@ TEST_CASE("finding 8: destroying an executor does not touch a stream the user de
   REQUIRE(cudadouble::stats().misuses == misuses);
 }
 
-TEST_CASE("finding 8: building a FIFO on another device leaves the caller's current device",
-          "[finding8][!shouldfail]") {
+TEST_CASE("finding 8: building a FIFO on another device leaves the caller's current device", "[finding8]") {
   GPUTEST_CUDA(cudaSetDevice(1));
   {
     Fifo fifo(16, 0);
@@ -372,7 +369,7 @@ TEST_CASE("finding 8: building a FIFO on another device leaves the caller's curr
 }
 
 TEST_CASE("finding 8: a call on the legacy default stream allocates no more than one on a stream of its own",
-          "[finding8][!shouldfail]") {
+          "[finding8]") {
   plan::PlanPtr p = bigOpListPlan();
   GpuRanks w(1, 1 << 20);
   GPUTEST_CUDA(cudaSetDevice(0));

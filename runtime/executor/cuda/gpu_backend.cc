@@ -68,7 +68,9 @@ class GpuBackendImpl final : public GpuBackend {
       ctx = &build(key, req, c);
     }
     const void* legacy = reinterpret_cast<const void*>(cudaStreamLegacy);
-    if (c.stream == nullptr || c.stream == legacy) {  // only then build strings (the hot path allocates nothing)
+    // The legacy stream serialises the kernels of ranks sharing this process and GPU. Strings are
+    // built only for the refusal: a call on the legacy stream that may run allocates nothing.
+    if ((c.stream == nullptr || c.stream == legacy) && world_->topology().coResidentCount() > 1) {
       const std::string problem = streamProblem(strFormat("plan %s rank %d", h.name.c_str(), c.rank),
                                                 world_->topology().coResidentRanks(), c.stream, legacy);
       MSCCLPP_ENFORCE(problem.empty(), ErrorCode::InvalidUsage, "%s", problem.c_str());

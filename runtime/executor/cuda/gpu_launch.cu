@@ -50,10 +50,14 @@ Entry requireEntry(DataType dtype) {
   return e;
 }
 
-void checkLaunch(const char* what, uint64_t bytes) {
-  cudaError_t err = cudaGetLastError();
-  MSCCLPP_ENFORCE(err == cudaSuccess, ErrorCode::CudaError, "launching %s over %llu bytes: %s", what,
-                  static_cast<unsigned long long>(bytes), cudaGetErrorString(err));
+// Launches with cudaLaunchKernel, whose result is this launch's own (<<<>>> needs cudaGetLastError,
+// which would also consume an earlier error of the user's).
+void launch(const void* kernel, dim3 grid, void** params, cudaStream_t stream, const char* what, uint64_t bytes) {
+  cudaError_t err = cudaLaunchKernel(kernel, grid, dim3(256), params, 0, stream);
+  if (err == cudaSuccess) return;
+  (void)cudaGetLastError();  // our own failure, reported here
+  MSCCLPP_THROW(ErrorCode::CudaError, "launching %s over %llu bytes: %s", what, static_cast<unsigned long long>(bytes),
+                cudaGetErrorString(err));
 }
 
 // Grid of an elementwise pass: 256 threads per block, a grid-stride loop, at most 1024 blocks.
@@ -100,8 +104,12 @@ void launchPreMultiply(DataType dtype, void* dst, const void* src, uint64_t byte
     std::memcpy(&v, scalar, sizeof(T));
     const uint64_t count = bytes / sizeof(T);
     if (count == 0) return;
-    preMultiplyKernel<T><<<gridFor(count), 256, 0, s>>>(static_cast<T*>(dst), static_cast<const T*>(src), count, v);
-    checkLaunch("the premulsum pre-scale kernel", bytes);
+    T* d = static_cast<T*>(dst);
+    const T* from = static_cast<const T*>(src);
+    uint64_t n = count;
+    void* params[] = {&d, &from, &n, &v};
+    launch(reinterpret_cast<const void*>(&preMultiplyKernel<T>), gridFor(count), params, s,
+           "the premulsum pre-scale kernel", bytes);
   });
   MSCCLPP_ENFORCE(known, ErrorCode::InvalidArgument, "premulsum: datatype %d is not valid", static_cast<int>(dtype));
 }
@@ -112,8 +120,12 @@ void launchDivide(DataType dtype, void* data, uint64_t bytes, uint32_t n, void* 
     using T = typename decltype(tag)::type;
     const uint64_t count = bytes / sizeof(T);
     if (count == 0) return;
-    divideKernel<T><<<gridFor(count), 256, 0, s>>>(static_cast<T*>(data), count, n);
-    checkLaunch("the avg post-divide kernel", bytes);
+    T* d = static_cast<T*>(data);
+    uint64_t c = count;
+    uint32_t ranks = n;
+    void* params[] = {&d, &c, &ranks};
+    launch(reinterpret_cast<const void*>(&divideKernel<T>), gridFor(count), params, s, "the avg post-divide kernel",
+           bytes);
   });
   MSCCLPP_ENFORCE(known, ErrorCode::InvalidArgument, "avg: datatype %d is not valid", static_cast<int>(dtype));
 }

@@ -36,6 +36,12 @@ std::vector<int> GpuTopology::coResidentRanks() const {
   return v;
 }
 
+size_t GpuTopology::coResidentCount() const {
+  size_t n = 0;
+  for (int r = 0; r < size(); ++r) n += sameProcess(r) && sameGpu(r) ? 1 : 0;
+  return n;
+}
+
 std::vector<int> GpuTopology::residentRanks(bool mpsActive) const {
   std::vector<int> v;
   for (int r = 0; r < size(); ++r)

@@ -46,8 +46,9 @@ class GpuTopology {
   bool sameProcess(int rank) const;  // implies sameHost
   bool sameGpu(int rank) const;      // the same physical GPU (any process)
 
-  // Ranks in this process on this GPU, this one included, ascending.
+  // Ranks in this process on this GPU, this one included, ascending; their number (no allocation).
   std::vector<int> coResidentRanks() const;
+  size_t coResidentCount() const;
   // Ranks whose kernels are resident on this GPU at the same time as ours: this process's, and under
   // CUDA MPS those of other processes too (MPS runs the clients' kernels concurrently on the SMs;
   // without it they are time-sliced).
