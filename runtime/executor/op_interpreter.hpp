@@ -25,6 +25,7 @@
 #include "mscclpp/packet_device.hpp"
 #include "mscclpp/switch_channel_device.hpp"
 #include "reduce_ops.hpp"
+#include "vector_reduce.hpp"
 
 namespace mscclpp::exec {
 
@@ -75,19 +76,22 @@ class BlockInterpreter {
   }
 
   MSCCLPP_HOST_DEVICE_INLINE void run() {
-    for (uint32_t i = 0; i < tb_.nOps;) {
+    // One flat loop over the ops, pipelines included (a pipeline op sets the unit and jumps back to
+    // its body until its iterations are done), dispatching to out-of-line handlers. The loop's state
+    // lives in the object, not in registers a handler call would have to save (ptxas -v: no spills).
+    for (pc_ = 0; pc_ < tb_.nOps;) {
       if (stopped()) {
-        markStopped(i);
+        markStopped(pc_);
         break;
       }
-      const plan::Op& op = tb_.ops[i];
+      const plan::Op& op = tb_.ops[pc_];
       if (op.type == plan::OpType::Pipeline) {
-        runPipeline(op, i);
-        i += 1 + op.bodyCount;
-      } else {
-        exec(op, i);
-        ++i;
+        startPipeline(op);
+        continue;
       }
+      exec(op, pc_);
+      ++pc_;
+      if (pc_ == bodyEnd_) nextIteration();
     }
     finishBlock();
   }
@@ -200,40 +204,45 @@ class BlockInterpreter {
     }
   }
 
-  MSCCLPP_HOST_DEVICE_INLINE void runPipeline(const plan::Op& op, uint32_t index) {
-    uint64_t total = static_cast<uint64_t>(op.numChunks) * ctx_.chunkBytes;
-    uint64_t unit = op.unitSize;
-    if (unit == 0) return;  // refused when the context was built
-    uint64_t iterations = (total + unit - 1) / unit;
-    for (uint64_t it = 0; it < iterations; ++it) {
-      pipeOff_ = it * unit;
-      unit_ = unit;
-      iteration_ = static_cast<uint32_t>(it);
-      for (uint32_t b = 1; b <= op.bodyCount; ++b) {
-        if (stopped()) {
-          markStopped(index + b);
-          it = iterations;
-          break;
-        }
-        exec(tb_.ops[index + b], index + b);
-      }
+  // A pipeline op: its body [pc_ + 1, pc_ + 1 + bodyCount) runs once per unit of its chunks.
+  MSCCLPP_HOST_DEVICE_NOINLINE void startPipeline(const plan::Op& op) {
+    const uint64_t total = static_cast<uint64_t>(op.numChunks) * ctx_.chunkBytes;
+    // A zero unit is refused when the context was built; an empty body does nothing.
+    iterations_ = op.unitSize == 0 || op.bodyCount == 0 ? 0 : (total + op.unitSize - 1) / op.unitSize;
+    if (iterations_ == 0) {
+      pc_ += 1 + op.bodyCount;
+      return;
     }
+    iterationIndex_ = 0;
+    unit_ = op.unitSize;
     pipeOff_ = 0;
-    unit_ = kNoUnit;
+    iteration_ = 0;
+    bodyBegin_ = pc_ + 1;
+    bodyEnd_ = pc_ + 1 + op.bodyCount;
+    pc_ = bodyBegin_;
   }
 
-  // Out of line on the GPU: called from the op loop and the pipeline loop, inlining it twice would
-  // double the kernel (and its compile time) for nothing.
-  MSCCLPP_HOST_DEVICE_NOINLINE void exec(const plan::Op& op, uint32_t index) {
+  // After the last op of a pipeline body: the next unit, or past the pipeline.
+  MSCCLPP_HOST_DEVICE_NOINLINE void nextIteration() {
+    if (++iterationIndex_ < iterations_) {
+      pipeOff_ = iterationIndex_ * unit_;
+      iteration_ = static_cast<uint32_t>(iterationIndex_);
+      pc_ = bodyBegin_;
+    } else {
+      pipeOff_ = 0;
+      unit_ = kNoUnit;
+      bodyEnd_ = 0;
+    }
+  }
+
+  // The dispatch: every handler below is out of line on the GPU, so each gets the whole register
+  // file of its own (the kernel's 64 registers per thread at 1024 threads) and none spills.
+  MSCCLPP_HOST_DEVICE_INLINE void exec(const plan::Op& op, uint32_t index) {
     opIndex_ = index;
     using plan::OpType;
     switch (op.type) {
       case OpType::Nop: syncBlockThreads(); break;
-      case OpType::Barrier: {
-        SpinStatus st = ctx_.barriers[op.barrierId].sync(op.numThreadblocks, deadline_, ctx_.abortFlag);
-        if (st != SpinStatus::Ok) fail(st, op, WaitKind::Barrier, op.barrierId, op.numThreadblocks, 0, 0);
-        break;
-      }
+      case OpType::Barrier: barrier(op); break;
       case OpType::Signal: signal(op, false); break;
       case OpType::RelaxedSignal: signal(op, true); break;
       case OpType::Wait: wait(op, false); break;
@@ -264,18 +273,37 @@ class BlockInterpreter {
       case OpType::GroupLoadReduceStore: groupReduce(op); break;
       case OpType::GroupStore: groupStore(op); break;
       case OpType::SemAcquire: semAcquire(op); break;
-      case OpType::SemRelease:
-        for (uint32_t k = tid_; k < op.nIds; k += nthreads_) {
-          // Release: what this block did before is visible to the block that acquires.
-          atomicFetchAdd<uint32_t, scopeDevice>(&ctx_.semaphores[id(op, k)], 1u, memoryOrderRelease);
-        }
-        break;
+      case OpType::SemRelease: semRelease(op); break;
       case OpType::Pipeline: break;  // nested pipelines are refused at load time
+    }
+    if (pending_.set) {
+      pending_.set = false;
+      fail(pending_.status, op, pending_.kind, pending_.what, pending_.expected, pending_.observed, pending_.detail);
     }
   }
 
+  // A wait that fails inside a packet loop only notes what it waited for and leaves the loop; the
+  // dispatch fills the block's record once the handler returned. The loops then have no cold path
+  // of their own to keep registers for.
+  MSCCLPP_HOST_DEVICE_INLINE void deferFail(SpinStatus st, WaitKind kind, uint32_t what, uint64_t expected,
+                                            uint64_t observed, uint64_t detail) {
+    pending_ = PendingFailure{true, st, kind, what, expected, observed, detail};
+  }
+
   // ---- synchronisation ops ----------------------------------------------------------------------
-  MSCCLPP_HOST_DEVICE_INLINE void signal(const plan::Op& op, bool relaxed) {
+  MSCCLPP_HOST_DEVICE_NOINLINE void barrier(const plan::Op& op) {
+    SpinStatus st = ctx_.barriers[op.barrierId].sync(op.numThreadblocks, deadline_, ctx_.abortFlag);
+    if (st != SpinStatus::Ok) fail(st, op, WaitKind::Barrier, op.barrierId, op.numThreadblocks, 0, 0);
+  }
+
+  MSCCLPP_HOST_DEVICE_NOINLINE void semRelease(const plan::Op& op) {
+    for (uint32_t k = tid_; k < op.nIds; k += nthreads_) {
+      // Release: what this block did before is visible to the block that acquires.
+      atomicFetchAdd<uint32_t, scopeDevice>(&ctx_.semaphores[id(op, k)], 1u, memoryOrderRelease);
+    }
+  }
+
+  MSCCLPP_HOST_DEVICE_NOINLINE void signal(const plan::Op& op, bool relaxed) {
     for (uint32_t k = tid_; k < op.nIds; k += nthreads_) {
       uint32_t c = id(op, k);
       if (op.channelType == plan::ChannelType::Memory) {
@@ -288,7 +316,7 @@ class BlockInterpreter {
     }
   }
 
-  MSCCLPP_HOST_DEVICE_INLINE void wait(const plan::Op& op, bool relaxed) {
+  MSCCLPP_HOST_DEVICE_NOINLINE void wait(const plan::Op& op, bool relaxed) {
     for (uint32_t k = tid_; k < op.nIds; k += nthreads_) {
       uint32_t c = id(op, k);
       uint64_t expected = 0, observed = 0;
@@ -311,7 +339,7 @@ class BlockInterpreter {
   }
 
   // Defect 1 fixed: one thread per listed port channel pushes a flush and waits for it.
-  MSCCLPP_HOST_DEVICE_INLINE void flush(const plan::Op& op) {
+  MSCCLPP_HOST_DEVICE_NOINLINE void flush(const plan::Op& op) {
     for (uint32_t k = tid_; k < op.nIds; k += nthreads_) {
       uint32_t c = id(op, k);
       uint64_t index = 0, tail = 0;
@@ -323,7 +351,7 @@ class BlockInterpreter {
     }
   }
 
-  MSCCLPP_HOST_DEVICE_INLINE void semAcquire(const plan::Op& op) {
+  MSCCLPP_HOST_DEVICE_NOINLINE void semAcquire(const plan::Op& op) {
     for (uint32_t k = tid_; k < op.nIds; k += nthreads_) {
       uint32_t s = id(op, k);
       uint32_t* sem = &ctx_.semaphores[s];
@@ -347,8 +375,9 @@ class BlockInterpreter {
   }
 
   // ---- data movement ----------------------------------------------------------------------------
-  MSCCLPP_HOST_DEVICE_INLINE void put(const plan::Op& op) {
+  MSCCLPP_HOST_DEVICE_NOINLINE void put(const plan::Op& op) {
     if (op.channelType == plan::ChannelType::Port) {
+      MSCCLPP_NO_UNROLL
       for (uint32_t i = tid_; i < op.nDst; i += nthreads_) {
         const ResolvedRef& s = src(op, op.nSrc == 1 ? 0 : i);
         const ResolvedRef& d = dst(op, i);
@@ -386,7 +415,7 @@ class BlockInterpreter {
   }
 
   // Defect 2 fixed: the remote source uses its own offset, the local destination its own.
-  MSCCLPP_HOST_DEVICE_INLINE void get(const plan::Op& op) {
+  MSCCLPP_HOST_DEVICE_NOINLINE void get(const plan::Op& op) {
     for (uint32_t i = 0; i < op.nDst; ++i) {
       const ResolvedRef& s = src(op, op.nSrc == 1 ? 0 : i);
       const ResolvedRef& d = dst(op, i);
@@ -395,7 +424,7 @@ class BlockInterpreter {
     }
   }
 
-  MSCCLPP_HOST_DEVICE_INLINE void copyOp(const plan::Op& op) {
+  MSCCLPP_HOST_DEVICE_NOINLINE void copyOp(const plan::Op& op) {
     const ResolvedRef& s = src(op, 0);
     const ResolvedRef& d = dst(op, 0);
     Span ss = span(s), ds = span(d);
@@ -405,18 +434,38 @@ class BlockInterpreter {
   // re / res / rre / rres: dst[*] = src[0] (+) src[1] (+) ...; res/rres also store to dst[1..]
   // (remote). Tiles: each thread reads all sources of a tile before writing any destination, so a
   // destination may alias a source; any number of sources and destinations.
-  MSCCLPP_HOST_DEVICE_INLINE void reduce(const plan::Op& op) {
+  MSCCLPP_HOST_DEVICE_NOINLINE void reduce(const plan::Op& op) {
     uint64_t count = span(src(op, 0)).bytes / sizeof(T);
     uint32_t nDst = (op.type == plan::OpType::Reduce || op.type == plan::OpType::ReadReduce) ? 1 : op.nDst;
+    uint64_t done = 0;  // elements reduced by the vector path
 #if defined(MSCCLPP_DEVICE_COMPILE)
-    constexpr uint64_t kTile = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
+    // 16-byte vectors (ld.global.v4 / st.global.v4, packed half and bfloat16 math) when every source
+    // and destination is 16-aligned; each thread reads all sources of a vector before writing, so a
+    // destination may alias a source.
+    uintptr_t phase = 0;
+    for (uint32_t k = 0; k < op.nSrc; ++k)
+      phase |= reinterpret_cast<uintptr_t>(addr(src(op, k), span(src(op, k)).off, false));
+    for (uint32_t d = 0; d < nDst; ++d)
+      phase |= reinterpret_cast<uintptr_t>(addr(dst(op, d), span(dst(op, d)).off, false));
+    if ((phase & 15) == 0 && sizeof(T) <= 16) {
+      const uint64_t nVec = count * sizeof(T) / 16;
+      for (uint64_t v = tid_; v < nVec; v += nthreads_) {
+        Vec16 acc = loadVec16(addr(src(op, 0), span(src(op, 0)).off, false) + v * 16);
+        for (uint32_t k = 1; k < op.nSrc; ++k)
+          acc = reduceWord<T, Op>(acc, loadVec16(addr(src(op, k), span(src(op, k)).off, false) + v * 16));
+        for (uint32_t d = 0; d < nDst; ++d) storeVec16(addr(dst(op, d), span(dst(op, d)).off, false) + v * 16, acc);
+      }
+      done = nVec * 16 / sizeof(T);
+    }
+    constexpr uint64_t kTile = 1;  // the rest: one element per thread and step
 #else
     constexpr uint64_t kTile = 4096 / sizeof(T);
 #endif
-    uint64_t nTiles = (count + kTile - 1) / kTile;
+    const uint64_t rest = count - done;
+    const uint64_t nTiles = (rest + kTile - 1) / kTile;
     for (uint64_t t = tid_; t < nTiles; t += nthreads_) {
-      uint64_t e0 = t * kTile;
-      uint64_t m = minU(kTile, count - e0);
+      const uint64_t e0 = done + t * kTile;
+      const uint64_t m = minU(kTile, count - e0);
       T acc[kTile];
       {
         const ResolvedRef& s0 = src(op, 0);
@@ -443,7 +492,7 @@ class BlockInterpreter {
     uint32_t observed = 0;
     SpinStatus st = readPacket(p, flag_, v, deadline_, ctx_.abortFlag, &observed);
     if (st == SpinStatus::Ok) return true;
-    fail(st, op, WaitKind::Packet, refPos, flag_, observed, packetByteOff);
+    deferFail(st, WaitKind::Packet, refPos, flag_, observed, packetByteOff);
     return false;
   }
 
@@ -451,26 +500,8 @@ class BlockInterpreter {
   MSCCLPP_HOST_DEVICE_INLINE void packetOp(const plan::Op& op) {
     using plan::OpType;
     switch (op.type) {
-      case OpType::CopyPackets: {
-        const ResolvedRef& s = src(op, 0);
-        const ResolvedRef& d = dst(op, 0);
-        Span ss = span(s), ds = span(d);
-        putPackets<Pkt>(addr(d, ds.off, true), addr(s, ss.off, false), minU(ss.bytes, ds.bytes), tid_, nthreads_,
-                        flag_);
-        return;
-      }
-      case OpType::UnpackPackets: {
-        const ResolvedRef& s = src(op, 0);
-        const ResolvedRef& d = dst(op, 0);
-        Span ss = span(s), ds = span(d);
-        PacketWaitInfo info;
-        SpinStatus st = getPackets<Pkt>(addr(d, ds.off, false), addr(s, ss.off, true), minU(ss.bytes, ds.bytes), tid_,
-                                        nthreads_, flag_, deadline_, ctx_.abortFlag, &info);
-        if (st != SpinStatus::Ok)
-          fail(st, op, WaitKind::Packet, 0, flag_, info.observedFlag,
-               bufferOffset(s, ss.off, true) + info.packetIndex * sizeof(Pkt));
-        return;
-      }
+      case OpType::CopyPackets: copyPackets<Pkt>(op); return;
+      case OpType::UnpackPackets: unpackPackets<Pkt>(op); return;
       case OpType::PutPackets: putPacketsOp<Pkt>(op); return;
       case OpType::ReadPutPackets: readPutPackets<Pkt>(op); return;
       case OpType::GroupStorePackets: groupStorePackets<Pkt>(op); return;
@@ -479,9 +510,31 @@ class BlockInterpreter {
   }
 
   template <class Pkt>
-  MSCCLPP_HOST_DEVICE_INLINE void putPacketsOp(const plan::Op& op) {
+  MSCCLPP_HOST_DEVICE_NOINLINE void copyPackets(const plan::Op& op) {
+    const ResolvedRef& s = src(op, 0);
+    const ResolvedRef& d = dst(op, 0);
+    Span ss = span(s), ds = span(d);
+    putPackets<Pkt>(addr(d, ds.off, true), addr(s, ss.off, false), minU(ss.bytes, ds.bytes), tid_, nthreads_, flag_);
+  }
+
+  template <class Pkt>
+  MSCCLPP_HOST_DEVICE_NOINLINE void unpackPackets(const plan::Op& op) {
+    const ResolvedRef& s = src(op, 0);
+    const ResolvedRef& d = dst(op, 0);
+    Span ss = span(s), ds = span(d);
+    PacketWaitInfo info;
+    SpinStatus st = getPackets<Pkt>(addr(d, ds.off, false), addr(s, ss.off, true), minU(ss.bytes, ds.bytes), tid_,
+                                    nthreads_, flag_, deadline_, ctx_.abortFlag, &info);
+    if (st != SpinStatus::Ok)
+      deferFail(st, WaitKind::Packet, 0, flag_, info.observedFlag,
+                bufferOffset(s, ss.off, true) + info.packetIndex * sizeof(Pkt));
+  }
+
+  template <class Pkt>
+  MSCCLPP_HOST_DEVICE_NOINLINE void putPacketsOp(const plan::Op& op) {
     if (op.channelType == plan::ChannelType::Port) {
       // The source is already in packet form (as in MSCCL++): forward the packet bytes.
+      MSCCLPP_NO_UNROLL
       for (uint32_t i = tid_; i < op.nDst; i += nthreads_) {
         const ResolvedRef& s = src(op, op.nSrc == 1 ? 0 : i);
         const ResolvedRef& d = dst(op, i);
@@ -491,7 +544,7 @@ class BlockInterpreter {
         SpinStatus st = ctx_.portChannels[c].put(d.memoryId, bufferOffset(d, ds.off, true), s.memoryId,
                                                  bufferOffset(s, ss.off, true), pktBytes, deadline_, ctx_.abortFlag);
         if (st != SpinStatus::Ok) {
-          fail(st, op, st == SpinStatus::Invalid ? WaitKind::Request : WaitKind::FifoPush, c, 0, 0, pktBytes);
+          deferFail(st, st == SpinStatus::Invalid ? WaitKind::Request : WaitKind::FifoPush, c, 0, 0, pktBytes);
           return;
         }
       }
@@ -507,14 +560,16 @@ class BlockInterpreter {
 
   // rppkt: local packets (wait for their flags) re-sent to remote packet buffers with the same flag.
   template <class Pkt>
-  MSCCLPP_HOST_DEVICE_INLINE void readPutPackets(const plan::Op& op) {
+  MSCCLPP_HOST_DEVICE_NOINLINE void readPutPackets(const plan::Op& op) {
     if (op.channelType == plan::ChannelType::Port) {
+      MSCCLPP_NO_UNROLL
       for (uint32_t i = tid_; i < op.nDst; i += nthreads_) {
         const ResolvedRef& s = src(op, op.nSrc == 1 ? 0 : i);
         const ResolvedRef& d = dst(op, i);
         Span ss = span(s), ds = span(d);
         uint64_t bytes = minU(ss.bytes, ds.bytes);
         const Pkt* in = reinterpret_cast<const Pkt*>(addr(s, ss.off, true));
+        MSCCLPP_NO_UNROLL
         for (uint64_t q = 0; q < packetCount<Pkt>(bytes); ++q) {
           typename Pkt::Payload v;
           if (!readPkt(op, &in[q], op.nSrc == 1 ? 0 : i, bufferOffset(s, ss.off, true) + q * sizeof(Pkt), &v)) return;
@@ -523,7 +578,7 @@ class BlockInterpreter {
         SpinStatus st = ctx_.portChannels[c].put(d.memoryId, bufferOffset(d, ds.off, true), s.memoryId,
                                                  bufferOffset(s, ss.off, true), 2 * bytes, deadline_, ctx_.abortFlag);
         if (st != SpinStatus::Ok) {
-          fail(st, op, st == SpinStatus::Invalid ? WaitKind::Request : WaitKind::FifoPush, c, 0, 0, 2 * bytes);
+          deferFail(st, st == SpinStatus::Invalid ? WaitKind::Request : WaitKind::FifoPush, c, 0, 0, 2 * bytes);
           return;
         }
       }
@@ -532,6 +587,7 @@ class BlockInterpreter {
     uint64_t bytes = span(src(op, 0)).bytes;
     for (uint32_t i = 0; i < op.nDst; ++i) bytes = minU(bytes, span(dst(op, i)).bytes);
     uint64_t n = packetCount<Pkt>(bytes);
+    MSCCLPP_NO_UNROLL
     for (uint64_t q = tid_; q < n; q += nthreads_) {
       for (uint32_t i = 0; i < op.nDst; ++i) {
         uint32_t sp = op.nSrc == 1 ? 0 : i;
@@ -550,7 +606,7 @@ class BlockInterpreter {
   // (local or remote packet buffer) receives the result as packets. A group of packets covers
   // whole elements (two LL8 packets per 8-byte element), so any dtype works with either format.
   template <class Pkt>
-  MSCCLPP_HOST_DEVICE_INLINE void reducePackets(const plan::Op& op) {
+  MSCCLPP_HOST_DEVICE_NOINLINE void reducePackets(const plan::Op& op) {
     using P = typename Pkt::Payload;
     constexpr uint64_t kP = Pkt::kPayloadBytes;
     constexpr uint64_t kG = sizeof(T) > kP ? sizeof(T) : kP;  // bytes per group (<= 8)
@@ -559,9 +615,31 @@ class BlockInterpreter {
     Span s0s = span(s0);
     uint64_t bytes = s0s.bytes;
     uint64_t nGroups = (bytes + kG - 1) / kG;
+    // Whole groups of whole payloads whose plain data is aligned are reduced as words (packed half
+    // and bfloat16 math on the GPU): no byte loops, nothing in local memory. Partial or unaligned
+    // groups go byte by byte.
+    const bool aligned = ((reinterpret_cast<uintptr_t>(addr(s0, s0s.off, false)) |
+                           reinterpret_cast<uintptr_t>(addr(dst(op, 0), span(dst(op, 0)).off, false))) % kP) == 0;
+    MSCCLPP_NO_UNROLL
     for (uint64_t g = tid_; g < nGroups; g += nthreads_) {
       uint64_t gOff = g * kG;
       uint64_t gBytes = minU(kG, bytes - gOff);
+      if (aligned && gBytes == kG && kPerGroup == 1 && sizeof(T) <= kP) {
+        P acc = *reinterpret_cast<const P*>(addr(s0, s0s.off, false) + gOff);
+        for (uint32_t k = 1; k < op.nSrc; ++k) {
+          const ResolvedRef& sk = src(op, k);
+          Span sks = span(sk);
+          P v;
+          if (!readPkt(op, reinterpret_cast<const Pkt*>(addr(sk, sks.off, true)) + g, k,
+                       bufferOffset(sk, sks.off, true) + g * sizeof(Pkt), &v))
+            return;
+          acc = reduceWord<T, Op>(acc, v);
+        }
+        *reinterpret_cast<P*>(addr(dst(op, 0), span(dst(op, 0)).off, false) + gOff) = acc;
+        for (uint32_t d = 1; d < op.nDst; ++d)
+          (reinterpret_cast<Pkt*>(addr(dst(op, d), span(dst(op, d)).off, true)) + g)->write(acc, flag_);
+        continue;
+      }
       uint64_t nPk = (gBytes + kP - 1) / kP;
       alignas(16) unsigned char accBuf[16];
       alignas(16) unsigned char inBuf[16];
@@ -600,7 +678,7 @@ class BlockInterpreter {
 
   // glre: dst[0] (local) = reduction over the group of src[0]; glres: the result stored to the
   // group through dst[0] (multicast). Defect 4 fixed: glre executes.
-  MSCCLPP_HOST_DEVICE_INLINE void groupReduce(const plan::Op& op) {
+  MSCCLPP_HOST_DEVICE_NOINLINE void groupReduce(const plan::Op& op) {
     const ResolvedRef& s = src(op, 0);
     const ResolvedRef& d = dst(op, 0);
     Span ss = span(s), ds = span(d);
@@ -635,7 +713,7 @@ class BlockInterpreter {
     }
   }
 
-  MSCCLPP_HOST_DEVICE_INLINE void groupStore(const plan::Op& op) {
+  MSCCLPP_HOST_DEVICE_NOINLINE void groupStore(const plan::Op& op) {
     const ResolvedRef& s = src(op, 0);
     const ResolvedRef& d = dst(op, 0);
     Span ss = span(s), ds = span(d);
@@ -645,7 +723,7 @@ class BlockInterpreter {
 
   // gstorepkt: local packets (wait for their flags) stored to every member's packet buffer.
   template <class Pkt>
-  MSCCLPP_HOST_DEVICE_INLINE void groupStorePackets(const plan::Op& op) {
+  MSCCLPP_HOST_DEVICE_NOINLINE void groupStorePackets(const plan::Op& op) {
     const ResolvedRef& s = src(op, 0);
     const ResolvedRef& d = dst(op, 0);
     Span ss = span(s), ds = span(d);
@@ -653,6 +731,7 @@ class BlockInterpreter {
     const Pkt* in = reinterpret_cast<const Pkt*>(addr(s, ss.off, true));
     uint64_t dOff = bufferOffset(d, ds.off, true);
     uint64_t n = packetCount<Pkt>(minU(ss.bytes, ds.bytes));
+    MSCCLPP_NO_UNROLL
     for (uint64_t q = tid_; q < n; q += nthreads_) {
       typename Pkt::Payload v;
       if (!readPkt(op, &in[q], 0, bufferOffset(s, ss.off, true) + q * sizeof(Pkt), &v)) return;
@@ -676,6 +755,18 @@ class BlockInterpreter {
   uint32_t iteration_ = 0;
   uint64_t pipeOff_ = 0;
   uint64_t unit_ = kNoUnit;
+  struct PendingFailure {
+    bool set;
+    SpinStatus status;
+    WaitKind kind;
+    uint32_t what;
+    uint64_t expected, observed, detail;
+  };
+  PendingFailure pending_{false, SpinStatus::Ok, WaitKind::None, 0, 0, 0, 0};
+  // The op loop: the op to run, and the running pipeline (bodyEnd_ 0: none).
+  uint32_t pc_ = 0;
+  uint32_t bodyBegin_ = 0, bodyEnd_ = 0;
+  uint64_t iterations_ = 0, iterationIndex_ = 0;
 };
 
 }  // namespace mscclpp::exec

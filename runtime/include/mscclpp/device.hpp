@@ -39,6 +39,14 @@
 #define MSCCLPP_DEVICE_COMPILE 1
 #endif
 
+// Before a loop whose body waits (a spin): the GPU compiler must not unroll it, which would only
+// multiply the live registers of a kernel that has 64 per thread at 1024 threads (and spill).
+#if defined(MSCCLPP_DEVICE_COMPILE)
+#define MSCCLPP_NO_UNROLL _Pragma("unroll 1")
+#else
+#define MSCCLPP_NO_UNROLL
+#endif
+
 namespace mscclpp {
 
 // ---- Memory order and scope ------------------------------------------------------------------
@@ -160,6 +168,7 @@ struct SpinBackoff {
 template <class Ready>
 MSCCLPP_HOST_DEVICE_INLINE SpinStatus spinUntil(Ready&& ready, uint64_t deadlineNs, const uint32_t* abortFlag) {
   SpinBackoff backoff;
+  MSCCLPP_NO_UNROLL
   for (uint32_t i = 0;; ++i) {
     if (ready()) return SpinStatus::Ok;
     // Checking the clock and the flag every few polls keeps the fast path to one load.

@@ -148,12 +148,18 @@ MSCCLPP_HOST_DEVICE_INLINE void putPackets(void* dstPackets, const void* src, ui
   using P = typename Packet::Payload;
   Packet* dst = static_cast<Packet*>(dstPackets);
   const char* s = static_cast<const char*>(src);
-  uint64_t n = packetCount<Packet>(srcBytes);
-  for (uint64_t i = threadId; i < n; i += numThreads) {
-    uint64_t off = i * Packet::kPayloadBytes;
-    uint64_t len = srcBytes - off < Packet::kPayloadBytes ? srcBytes - off : Packet::kPayloadBytes;
-    dst[i].write(detail::loadPayload<P>(s + off, len), flag);
+  // Whole payloads in the main loop (one load each when src is aligned), the partial last one apart.
+  const uint64_t nFull = srcBytes / Packet::kPayloadBytes;
+  if (reinterpret_cast<uintptr_t>(s) % sizeof(P) == 0) {
+    const P* words = reinterpret_cast<const P*>(s);
+    for (uint64_t i = threadId; i < nFull; i += numThreads) dst[i].write(words[i], flag);
+  } else {
+    for (uint64_t i = threadId; i < nFull; i += numThreads)
+      dst[i].write(detail::loadPayload<P>(s + i * Packet::kPayloadBytes, Packet::kPayloadBytes), flag);
   }
+  const uint64_t tail = srcBytes - nFull * Packet::kPayloadBytes;
+  if (tail > 0 && threadId == nFull % numThreads)
+    dst[nFull].write(detail::loadPayload<P>(s + nFull * Packet::kPayloadBytes, tail), flag);
 }
 
 // MSCCL++-style offsets: dst + dstOffset (bytes into the packet buffer), src + srcOffset.
@@ -175,6 +181,9 @@ MSCCLPP_HOST_DEVICE_INLINE SpinStatus getPackets(void* dst, const void* srcPacke
   const Packet* src = static_cast<const Packet*>(srcPackets);
   char* d = static_cast<char*>(dst);
   uint64_t n = packetCount<Packet>(dstBytes);
+  const uint64_t nFull = dstBytes / Packet::kPayloadBytes;
+  const bool aligned = reinterpret_cast<uintptr_t>(d) % sizeof(P) == 0;
+  MSCCLPP_NO_UNROLL
   for (uint64_t i = threadId; i < n; i += numThreads) {
     P v;
     uint32_t observed = 0;
@@ -183,9 +192,12 @@ MSCCLPP_HOST_DEVICE_INLINE SpinStatus getPackets(void* dst, const void* srcPacke
       if (info != nullptr) *info = PacketWaitInfo{i, observed};
       return st;
     }
-    uint64_t off = i * Packet::kPayloadBytes;
-    uint64_t len = dstBytes - off < Packet::kPayloadBytes ? dstBytes - off : Packet::kPayloadBytes;
-    detail::storePayload<P>(d + off, v, len);
+    if (aligned && i < nFull) {
+      reinterpret_cast<P*>(d)[i] = v;  // a whole payload, one store
+    } else {
+      const uint64_t off = i * Packet::kPayloadBytes;
+      detail::storePayload<P>(d + off, v, i < nFull ? Packet::kPayloadBytes : dstBytes - off);
+    }
   }
   return SpinStatus::Ok;
 }

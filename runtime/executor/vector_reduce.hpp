@@ -1,0 +1,110 @@
+// Reductions of whole machine words: 16 bytes (a 128-bit vector: ld.global.v4 / st.global.v4 on
+// the GPU) and 8 bytes (an LL16 packet's payload) of elements of T, reduced with Op. On the GPU,
+// half and bfloat16 sums and products use packed math (__hadd2 / __hmul2 on two elements at once);
+// the result is bit-identical to the elementwise Reducer (computed in float and rounded): float's 24
+// bits are enough to make the double rounding of a sum or product of two 11- or 8-bit values
+// exact. Everything else goes element by element through Reducer.
+//
+// Thread-safety: pure functions.
+#ifndef MSCCLPP_EXECUTOR_VECTOR_REDUCE_HPP_
+#define MSCCLPP_EXECUTOR_VECTOR_REDUCE_HPP_
+
+#include <cstdint>
+#include <cstring>
+
+#include "mscclpp/copy_device.hpp"
+#include "reduce_ops.hpp"
+
+namespace mscclpp::exec {
+
+// Elementwise: `bytes` (8 or 16) bytes of T in a and b, a[i] = a[i] (op) b[i].
+template <class T, class Op, class W>
+MSCCLPP_HOST_DEVICE_INLINE W reduceElements(W a, const W& b) {
+  constexpr int kN = sizeof(W) / sizeof(T);
+#if defined(MSCCLPP_DEVICE_COMPILE)
+#pragma unroll
+#endif
+  for (int i = 0; i < kN; ++i) {
+    T x, y;
+    std::memcpy(&x, reinterpret_cast<const char*>(&a) + i * sizeof(T), sizeof(T));
+    std::memcpy(&y, reinterpret_cast<const char*>(&b) + i * sizeof(T), sizeof(T));
+    x = Reducer<T, Op>::apply(x, y);
+    std::memcpy(reinterpret_cast<char*>(&a) + i * sizeof(T), &x, sizeof(T));
+  }
+  return a;
+}
+
+// Packed half/bfloat16 math on the GPU for sum and product (pairs of elements per instruction).
+template <class T, class Op>
+struct PackedMath {
+  static constexpr bool kOk = false;
+};
+#if defined(MSCCLPP_DEVICE_COMPILE) && __CUDA_ARCH__ >= 800
+template <>
+struct PackedMath<__half, OpSum> {
+  static constexpr bool kOk = true;
+  using Pair = __half2;
+  MSCCLPP_DEVICE_INLINE static Pair apply(Pair a, Pair b) { return __hadd2(a, b); }
+};
+template <>
+struct PackedMath<__half, OpProd> {
+  static constexpr bool kOk = true;
+  using Pair = __half2;
+  MSCCLPP_DEVICE_INLINE static Pair apply(Pair a, Pair b) { return __hmul2(a, b); }
+};
+template <>
+struct PackedMath<__nv_bfloat16, OpSum> {
+  static constexpr bool kOk = true;
+  using Pair = __nv_bfloat162;
+  MSCCLPP_DEVICE_INLINE static Pair apply(Pair a, Pair b) { return __hadd2(a, b); }
+};
+template <>
+struct PackedMath<__nv_bfloat16, OpProd> {
+  static constexpr bool kOk = true;
+  using Pair = __nv_bfloat162;
+  MSCCLPP_DEVICE_INLINE static Pair apply(Pair a, Pair b) { return __hmul2(a, b); }
+};
+#endif
+
+// a (op) b over a whole word W (Vec16 or uint64_t) of T elements.
+template <class T, class Op, class W>
+MSCCLPP_HOST_DEVICE_INLINE W reduceWord(W a, const W& b) {
+  if constexpr (PackedMath<T, Op>::kOk) {
+#if defined(MSCCLPP_DEVICE_COMPILE)
+    using M = PackedMath<T, Op>;
+    using Pair = typename M::Pair;
+    constexpr int kPairs = sizeof(W) / sizeof(Pair);
+#pragma unroll
+    for (int i = 0; i < kPairs; ++i) {
+      Pair x, y;
+      std::memcpy(&x, reinterpret_cast<const char*>(&a) + i * sizeof(Pair), sizeof(Pair));
+      std::memcpy(&y, reinterpret_cast<const char*>(&b) + i * sizeof(Pair), sizeof(Pair));
+      x = M::apply(x, y);
+      std::memcpy(reinterpret_cast<char*>(&a) + i * sizeof(Pair), &x, sizeof(Pair));
+    }
+    return a;
+#endif
+  }
+  return reduceElements<T, Op>(a, b);
+}
+
+// 16-byte accesses of global memory. Every buffer a plan moves is global memory (this GPU's, a
+// peer's mapped through CUDA IPC or peer access, or host memory mapped for the device), which lets
+// the GPU compiler emit ld.global.v4 / st.global.v4 instead of generic accesses.
+MSCCLPP_HOST_DEVICE_INLINE Vec16 loadVec16(const void* p) {
+#if defined(MSCCLPP_DEVICE_COMPILE)
+  __builtin_assume(__isGlobal(p));
+#endif
+  return *static_cast<const Vec16*>(p);
+}
+
+MSCCLPP_HOST_DEVICE_INLINE void storeVec16(void* p, const Vec16& v) {
+#if defined(MSCCLPP_DEVICE_COMPILE)
+  __builtin_assume(__isGlobal(p));
+#endif
+  *static_cast<Vec16*>(p) = v;
+}
+
+}  // namespace mscclpp::exec
+
+#endif  // MSCCLPP_EXECUTOR_VECTOR_REDUCE_HPP_
