@@ -405,7 +405,7 @@ class BlockInterpreter {
       const ResolvedRef& s = src(op, op.nSrc == 1 ? 0 : i);
       const ResolvedRef& d = dst(op, i);
       Span ss = span(s), ds = span(d);
-      copy(addr(d, ds.off, false), addr(s, ss.off, false), minU(ss.bytes, ds.bytes), tid_, nthreads_);
+      copyGlobal(addr(d, ds.off, false), addr(s, ss.off, false), minU(ss.bytes, ds.bytes), tid_, nthreads_);
     }
     if (op.type != plan::OpType::Put) {
       // pws/pwsf over memory channels: the whole block's copy lands before the signal releases it.
@@ -420,7 +420,7 @@ class BlockInterpreter {
       const ResolvedRef& s = src(op, op.nSrc == 1 ? 0 : i);
       const ResolvedRef& d = dst(op, i);
       Span ss = span(s), ds = span(d);
-      copy(addr(d, ds.off, false), addr(s, ss.off, false), minU(ss.bytes, ds.bytes), tid_, nthreads_);
+      copyGlobal(addr(d, ds.off, false), addr(s, ss.off, false), minU(ss.bytes, ds.bytes), tid_, nthreads_);
     }
   }
 
@@ -428,7 +428,7 @@ class BlockInterpreter {
     const ResolvedRef& s = src(op, 0);
     const ResolvedRef& d = dst(op, 0);
     Span ss = span(s), ds = span(d);
-    copy(addr(d, ds.off, false), addr(s, ss.off, false), minU(ss.bytes, ds.bytes), tid_, nthreads_);
+    copyGlobal(addr(d, ds.off, false), addr(s, ss.off, false), minU(ss.bytes, ds.bytes), tid_, nthreads_);
   }
 
   // re / res / rre / rres: dst[*] = src[0] (+) src[1] (+) ...; res/rres also store to dst[1..]

@@ -94,15 +94,43 @@ MSCCLPP_HOST_DEVICE_INLINE W reduceWord(W a, const W& b) {
 MSCCLPP_HOST_DEVICE_INLINE Vec16 loadVec16(const void* p) {
 #if defined(MSCCLPP_DEVICE_COMPILE)
   __builtin_assume(__isGlobal(p));
-#endif
+  const uint4 v = *static_cast<const uint4*>(p);
+  Vec16 r;
+  std::memcpy(&r, &v, sizeof(r));
+  return r;
+#else
   return *static_cast<const Vec16*>(p);
+#endif
 }
 
 MSCCLPP_HOST_DEVICE_INLINE void storeVec16(void* p, const Vec16& v) {
 #if defined(MSCCLPP_DEVICE_COMPILE)
   __builtin_assume(__isGlobal(p));
-#endif
+  uint4 w;
+  std::memcpy(&w, &v, sizeof(w));
+  *static_cast<uint4*>(p) = w;
+#else
   *static_cast<Vec16*>(p) = v;
+#endif
+}
+
+// copy() (copy_device.hpp) for global memory: 16-byte global vectors when both sides share a
+// 16-byte phase (head and tail bytewise), the general copy otherwise.
+MSCCLPP_HOST_DEVICE_INLINE void copyGlobal(void* dst, const void* src, uint64_t bytes, uint32_t threadId,
+                                           uint32_t numThreads) {
+#if defined(MSCCLPP_DEVICE_COMPILE)
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  if (((reinterpret_cast<uintptr_t>(d) ^ reinterpret_cast<uintptr_t>(s)) & 15) == 0 && bytes >= 16) {
+    uint64_t head = (16 - (reinterpret_cast<uintptr_t>(d) & 15)) & 15;
+    for (uint64_t i = threadId; i < head; i += numThreads) d[i] = s[i];
+    const uint64_t nVec = (bytes - head) / 16;
+    for (uint64_t i = threadId; i < nVec; i += numThreads) storeVec16(d + head + i * 16, loadVec16(s + head + i * 16));
+    for (uint64_t i = head + nVec * 16 + threadId; i < bytes; i += numThreads) d[i] = s[i];
+    return;
+  }
+#endif
+  copy(dst, src, bytes, threadId, numThreads);
 }
 
 }  // namespace mscclpp::exec
