@@ -20,10 +20,11 @@ struct Fifo::Impl {
   uint64_t* hostTail = nullptr;        // what the consumer writes
   ProxyTrigger* deviceRing = nullptr;  // the same memory as producers address it
   uint64_t* deviceTail = nullptr;
-  uint64_t* head = nullptr;  // producers only
+  uint64_t* head = nullptr;         // producers only
+  uint64_t* tailReplica = nullptr;  // producers only (device memory on a GPU: no host read per push)
   uint64_t timeoutNs = 0;
   FifoConsumer consumer;
-  std::shared_ptr<void> ringMemory, tailMemory, headMemory;
+  std::shared_ptr<void> ringMemory, tailMemory, headMemory, replicaMemory;
 };
 
 namespace {
@@ -87,6 +88,8 @@ Fifo::Fifo(int size, int device) : pimpl_(std::make_unique<Impl>()) {
     m.hostRing = m.deviceRing = static_cast<ProxyTrigger*>(m.ringMemory.get());
     m.hostTail = m.deviceTail = static_cast<uint64_t*>(m.tailMemory.get());
     m.head = static_cast<uint64_t*>(m.headMemory.get());
+    m.replicaMemory = hostZeroed(sizeof(uint64_t));
+    m.tailReplica = static_cast<uint64_t*>(m.replicaMemory.get());
   } else {
 #if MSCCLPP_HAVE_CUDA
     CurrentDevice current(device);
@@ -97,11 +100,13 @@ Fifo::Fifo(int size, int device) : pimpl_(std::make_unique<Impl>()) {
     m.tailMemory = mappedZeroed(sizeof(uint64_t), &d);
     m.deviceTail = static_cast<uint64_t*>(d);
     m.hostTail = static_cast<uint64_t*>(m.tailMemory.get());
-    void* head = nullptr;
-    cudaCheck(cudaMalloc(&head, sizeof(uint64_t)), "cudaMalloc(head)");
-    m.headMemory = std::shared_ptr<void>(head, [](void* q) { cudaFree(q); });
-    cudaCheck(cudaMemset(head, 0, sizeof(uint64_t)), "cudaMemset(head)");
-    m.head = static_cast<uint64_t*>(head);
+    // head and the tail replica: two device counters in one allocation, zeroed.
+    void* counters = nullptr;
+    cudaCheck(cudaMalloc(&counters, 64), "cudaMalloc(head, tail replica)");
+    m.headMemory = std::shared_ptr<void>(counters, [](void* q) { cudaFree(q); });
+    cudaCheck(cudaMemset(counters, 0, 64), "cudaMemset(head, tail replica)");
+    m.head = static_cast<uint64_t*>(counters);
+    m.tailReplica = static_cast<uint64_t*>(counters) + 4;  // its own 32-byte sector
 #else
     MSCCLPP_THROW(ErrorCode::NotSupported, "Fifo on CUDA device %d: this build has no CUDA support", device);
 #endif
@@ -120,6 +125,7 @@ FifoDeviceHandle Fifo::deviceHandle() const {
   h.tail = pimpl_->deviceTail;
   h.size = static_cast<uint32_t>(pimpl_->size);
   h.timeoutNs = pimpl_->timeoutNs;
+  h.tailReplica = pimpl_->tailReplica;
   return h;
 }
 

@@ -18,11 +18,11 @@ __device__ __forceinline__ void blockCopy16(void* dst, const void* src, size_t n
 
 __device__ __forceinline__ size_t roundUp16(size_t n) { return (n + 15) / 16 * 16; }
 
-template <class T, class Op>
-__global__ void __launch_bounds__(1024) executorKernel(const ExecContextDevice* ctx, LaunchArgs args,
-                                                       uint32_t sharedBytes) {
-  extern __shared__ __align__(16) char smem[];
-  __shared__ ThreadblockDevice tb;
+// The block's threadblock record, with its op list moved into shared memory when it fits. Out of
+// line: the staging's registers are free again when the op loop starts (ptxas: no spills).
+static __device__ __noinline__ void stageBlock(const ExecContextDevice* ctx, uint32_t sharedBytes, char* smem,
+                                               ThreadblockDevice* tbOut) {
+  ThreadblockDevice& tb = *tbOut;
   const ThreadblockDevice& g = ctx->blocks[blockIdx.x];
   const size_t opsBytes = roundUp16(g.nOps * sizeof(plan::Op));
   const size_t refsBytes = roundUp16(g.nRefs * sizeof(ResolvedRef));
@@ -42,6 +42,14 @@ __global__ void __launch_bounds__(1024) executorKernel(const ExecContextDevice* 
     blockCopy16(smem + opsBytes, g.refs, refsBytes);
     blockCopy16(smem + opsBytes + refsBytes, g.ids, idsBytes);
   }
+}
+
+template <class T, class Op>
+__global__ void __launch_bounds__(1024) executorKernel(const ExecContextDevice* ctx, LaunchArgs args,
+                                                       uint32_t sharedBytes) {
+  extern __shared__ __align__(16) char smem[];
+  __shared__ ThreadblockDevice tb;
+  stageBlock(ctx, sharedBytes, smem, &tb);
   __syncthreads();
   BlockInterpreter<T, Op> interpreter(*ctx, tb, blockIdx.x, threadIdx.x, blockDim.x, args);
   interpreter.run();

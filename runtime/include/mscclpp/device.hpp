@@ -81,6 +81,11 @@ MSCCLPP_HOST_DEVICE_INLINE T atomicFetchAdd(T* ptr, T value, cuda::memory_order 
 }
 
 template <class T, cuda::thread_scope Scope = scopeSystem>
+MSCCLPP_HOST_DEVICE_INLINE T atomicFetchMax(T* ptr, T value, cuda::memory_order order) {
+  return cuda::atomic_ref<T, Scope>(*ptr).fetch_max(value, order);
+}
+
+template <class T, cuda::thread_scope Scope = scopeSystem>
 MSCCLPP_HOST_DEVICE_INLINE T atomicExchange(T* ptr, T value, cuda::memory_order order) {
   return cuda::atomic_ref<T, Scope>(*ptr).exchange(value, order);
 }

@@ -14,7 +14,10 @@
 // Memory: `triggers` (size slots, zeroed), `head` and `tail` are allocated by the proxy's owner:
 // on the GPU the ring and tail live in host-pinned memory mapped for the device and head in device
 // memory; on the CPU backend all three are host memory. Writers: producers write a slot and bump
-// head; only the consumer clears slots and writes tail.
+// head; only the consumer clears slots and writes tail. `tailReplica` (optional; device memory on
+// the GPU) is the producers' copy of the last tail one of them read: a push checks it first and
+// reads the real tail (host memory, a PCIe round trip from the GPU) only when the ring looks full
+// by the replica, so a push whose ring has room costs no host-memory read.
 //
 // Ordering: a producer claims an index with a relaxed fetch_add on head, waits (acquire on tail)
 // until the slot is free, writes fst, then stores snd with release. The consumer acquires snd,
@@ -109,6 +112,7 @@ struct FifoDeviceHandle {
   uint32_t size;           // slots in the ring (> 0)
   uint32_t reserved;
   uint64_t timeoutNs;  // of the convenience push()/sync(); 0 = MSCCLPP_DEFAULT_TIMEOUT_NS
+  uint64_t* tailReplica;  // optional (null: none): the producers' copy of the tail (see the header)
 
   // Claims a slot and publishes trigger t there; *index receives its position for sync(). Waits
   // (bounded) while the ring is full. On Timeout/Aborted nothing was published but the claimed
@@ -117,10 +121,20 @@ struct FifoDeviceHandle {
                                              uint64_t* index) {
     uint64_t idx = atomicFetchAdd<uint64_t, scopeDevice>(head, 1, memoryOrderRelaxed);
     if (index != nullptr) *index = idx;
-    // Acquire: the consumer cleared the slot before publishing the tail that frees it.
-    SpinStatus st = spinUntil([&] { return idx < atomicLoad<uint64_t>(tail, memoryOrderAcquire) + size; }, deadlineNs,
-                              abortFlag);
-    if (st != SpinStatus::Ok) return st;
+    // Acquire on the replica: the producer that raised it acquired the real tail first, which the
+    // consumer released after clearing the slots below it (so the slot is free here too).
+    if (tailReplica == nullptr || idx >= atomicLoad<uint64_t, scopeDevice>(tailReplica, memoryOrderAcquire) + size) {
+      // Acquire: the consumer cleared the slot before publishing the tail that frees it.
+      SpinStatus st = spinUntil(
+          [&] {
+            const uint64_t seen = atomicLoad<uint64_t>(tail, memoryOrderAcquire);
+            // Release: producers that read the raised replica see what this acquire saw.
+            if (tailReplica != nullptr) atomicFetchMax<uint64_t, scopeDevice>(tailReplica, seen, memoryOrderRelease);
+            return idx < seen + size;
+          },
+          deadlineNs, abortFlag);
+      if (st != SpinStatus::Ok) return st;
+    }
     ProxyTrigger* slot = &triggers[idx % size];
     slot->fst = t.fst;
     // Release: fst (and the data the request refers to) is visible before the slot turns valid.

@@ -52,9 +52,38 @@ TEST_CASE("trigger encoding round-trips the seed 003 layout", "[device][fifo]") 
   REQUIRE_FALSE(ProxyTrigger::encode(0, 1, 0, 2, 0, 16, 0, &t));
 }
 
+TEST_CASE("FIFO: a push checks the producers' tail replica before the consumer's tail", "[device][fifo]") {
+  Ring ring(4);
+  uint64_t replica = 0;
+  FifoDeviceHandle h = ring.handle();
+  h.tailReplica = &replica;
+  ProxyTrigger t{0, 0};
+  REQUIRE(ProxyTrigger::encode(TriggerSignal, 0, 0, 0, 0, 0, 0, &t));
+  // Room by the replica: the consumer's tail is not consulted (it claims a full ring here).
+  ring.tail = 0;
+  ring.head = 2;
+  replica = 1;
+  uint64_t index = 0;
+  REQUIRE(h.push(t, deadlineAfter(kSecond), nullptr, &index) == SpinStatus::Ok);
+  REQUIRE(index == 2);
+  REQUIRE(replica == 1);
+  // Full by the replica: the real tail is read and the replica raised to it.
+  ring.head = 5;
+  ring.tail = 3;
+  REQUIRE(h.push(t, deadlineAfter(kSecond), nullptr, &index) == SpinStatus::Ok);
+  REQUIRE(index == 5);
+  REQUIRE(replica == 3);
+  // Full by both: the push waits, and gives up at its deadline.
+  ring.head = 7;
+  REQUIRE(h.push(t, deadlineAfter(kSecond / 100), nullptr, &index) == SpinStatus::Timeout);
+  REQUIRE(replica == 3);
+}
+
 TEST_CASE("FIFO: producers and a consumer thread exchange every request in order", "[device][fifo]") {
   Ring ring(8);  // much smaller than the request count: producers wait for free slots
   FifoDeviceHandle h = ring.handle();
+  uint64_t replica = 0;  // as Fifo builds them: the producers share a tail replica
+  h.tailReplica = &replica;
   constexpr int kProducers = 3, kPerProducer = 2000;
   std::vector<std::vector<uint64_t>> seen(kProducers);
   std::atomic<bool> done{false};
