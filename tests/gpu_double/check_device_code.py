@@ -106,7 +106,7 @@ def main():
     # The op loop and the handlers that move data must not spill (the packet-wait handlers are
     # reported above; see docs/cuda-backend.md).
     strict = re.compile(r"executorKernel<|::(reduce|copyOp|get|put|groupReduce|groupStore|signal|wait|flush|"
-                        r"copyPackets<[^>]*>|putPacketsOp<[^>]*>|startPipeline|nextIteration)\(")
+                        r"copyPackets<[^>]*>|putPacketsOp<[^>]*>|startPipeline|nextIteration)\(|stageBlock\(")
     for name, stack, st, ld in table:
         if strict.search(name) and (st or ld):
             failures.append("ptxas: %s spills %d bytes (stores) / %d (loads)" % (name[:110], st, ld))

@@ -7,6 +7,7 @@
 #include <map>
 #include <tuple>
 
+#include "channel/nvls_binding.hpp"
 #include "comm/serial.hpp"
 #include "core/deadline.hpp"
 #include "core/enforce.hpp"
@@ -190,7 +191,12 @@ GpuContext::GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& pla
     writeValue64_ = resolveWriteValue64(world_->device());
   }
 
-  exchange(shape);
+  // The build's tag (every rank builds contexts in the same order): NVLS bindings, then the
+  // directory exchange, use it.
+  const int tag = world_->nextTag();
+  bindSwitchChannels(shape, tag);
+
+  exchange(shape, tag);
 
   // ---- After the build point: host work, and the upload ordered before our first launch. ----
   image_ = ContextImage::build(plan_, rank_, shape, resources_, proxy_ ? &fifo : nullptr, timeoutNs_);
@@ -332,12 +338,59 @@ void GpuContext::bindBuffers(const CallRequest& request, bool crossProcessPeers)
   }
 }
 
-void GpuContext::exchange(const CallShape& shape) {
+void GpuContext::bindSwitchChannels(const CallShape& shape, int tag) {
+  const plan::RankPlan& rp = plan_->ranks.at(static_cast<size_t>(rank_));
+  multicast_.assign(rp.switchChannels.size(), nullptr);
+  // One binding per (buffer, group): a plan's switch channels over the same buffer and ranks share it.
+  std::vector<std::pair<std::pair<plan::BufferType, std::vector<int>>, void*>> made;
+  for (size_t i = 0; i < rp.switchChannels.size(); ++i) {
+    const plan::SwitchChannelDecl& s = rp.switchChannels[i];
+    bool found = false;
+    for (const auto& [key, mc] : made) {
+      if (key.first == s.bufferType && key.second == s.ranks) {
+        multicast_[i] = mc;
+        found = true;
+      }
+    }
+    if (found) continue;
+    char* buffer = nullptr;
+    uint64_t bytes = 0;
+    switch (s.bufferType) {
+      case plan::BufferType::Input:
+        buffer = placePtr(binding_.input);
+        bytes = shape.inputBytes;
+        break;
+      case plan::BufferType::Output:
+        buffer = placePtr(binding_.output);
+        bytes = shape.outputBytes;
+        break;
+      case plan::BufferType::Scratch:
+        buffer = region_->get() + scratchOffset_;
+        bytes = shape.scratchBytes;
+        break;
+    }
+    int myIndex = 0;
+    for (size_t k = 0; k < s.ranks.size(); ++k)
+      if (s.ranks[k] == rank_) myIndex = static_cast<int>(k);
+    // Collective over the group (every member makes the same call; all bind or none does), before
+    // the directory exchange: nothing after that may synchronise the device.
+    const int nvlsTag = (1 << 30) | ((tag & 0xffffff) << 4) | static_cast<int>(made.size() & 15);
+    std::shared_ptr<detail::NvlsBinding> b =
+        buffer != nullptr && bytes > 0
+            ? detail::NvlsBinding::tryCreate(world_->comm(), s.ranks, myIndex, bytes, nvlsTag, buffer)
+            : nullptr;
+    void* mc = b ? b->multicastPointer() : nullptr;
+    if (b) nvls_.push_back(b);
+    made.push_back({{s.bufferType, s.ranks}, mc});
+    multicast_[i] = mc;
+  }
+}
+
+void GpuContext::exchange(const CallShape& shape, int tag) {
   const plan::PlanHeader& h = plan_->header;
   const plan::RankPlan& rp = plan_->ranks.at(static_cast<size_t>(rank_));
   const GpuTopology& topo = world_->topology();
   const int n = topo.size();
-  const int tag = world_->nextTag();
   char* const base = region_->get();
 
   // Our reaches: 0 = the context region, then the user ranges the plan works in.
@@ -559,8 +612,8 @@ void GpuContext::exchange(const CallShape& shape) {
     res.portOutbound.push_back(peerCounter(c.peer, CounterKey{rank_, c.pairIndex, true}));
   }
   for (const plan::SwitchChannelDecl& s : rp.switchChannels) {
-    // The members' buffers through their mappings: the interpreter reduces and stores over them
-    // (an NVLS multicast binding needs cuMemCreate memory on distinct GPUs: not attempted here).
+    // The members' buffers through their mappings, and the multicast address when the group bound
+    // one (bindSwitchChannels): the interpreter uses multimem where it can, the members otherwise.
     SwitchGroupResource g;
     g.bytes = s.ranks.empty() ? 0 : UINT64_MAX;
     for (size_t i = 0; i < s.ranks.size(); ++i) {
@@ -569,6 +622,7 @@ void GpuContext::exchange(const CallShape& shape) {
       g.bytes = std::min(g.bytes, bytes);
       if (s.ranks[i] == rank_) g.myIndex = static_cast<uint32_t>(i);
     }
+    g.multicast = multicast_.at(res.switchGroups.size());
     res.switchGroups.push_back(std::move(g));
   }
   res.abortFlag = static_cast<uint32_t*>(abort_->device());

@@ -11,7 +11,11 @@
 //    semaphore expected counters, sem_* counters, barriers, block records);
 //  * the abort flag in mapped host memory (the proxy raises it; the host polls it without a sync);
 //  * for port channels, a ProxyService on a device FIFO whose handler copies with
-//    cudaMemcpyAsync on the context's proxy stream and raises peers' counters in stream order.
+//    cudaMemcpyAsync on the rank's proxy stream and raises peers' counters in stream order;
+//  * for switch channels, an NVLS multicast binding of the members' buffers when every member can
+//    make one (sm_90 with NVSwitch, buffers from cuMemCreate at the multicast granularity): the
+//    kernel then reduces and broadcasts with multimem instructions; otherwise it goes through the
+//    members' buffers.
 //
 // A launch enqueues on the caller's stream: the avg / premulsum steps and staging copies around one
 // kernel launch (one block per plan threadblock). It works inside CUDA-graph capture; replays
@@ -50,6 +54,10 @@
 #include "mscclpp/errors.hpp"
 #include "mscclpp/memory.hpp"
 #include "mscclpp/proxy.hpp"
+
+namespace mscclpp::detail {
+class NvlsBinding;
+}
 
 namespace mscclpp::exec {
 
@@ -105,7 +113,8 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   KernelChoice decideKernel(DataType dtype, ReduceOp op);
   void bindBuffers(const CallRequest& request, bool crossProcessPeers);
   void retainInCapturedGraph(void* stream);
-  void exchange(const CallShape& shape);
+  void bindSwitchChannels(const CallShape& shape, int tag);
+  void exchange(const CallShape& shape, int tag);
   void writeSignal(uint32_t channel, uint64_t value, std::string* error);
   std::string handleRequest(const TriggerFields& f);
   char* placePtr(const BufferPlace& p) const;
@@ -142,6 +151,10 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   std::unique_ptr<DeviceAllocation> imageMemory_;
   std::vector<char> hostImage_;       // the uploaded bytes, kept while the upload may read them
   std::vector<int> quiesceDevices_;   // the devices of this process's ranks: idle before we free
+  // NVLS: per switch channel of the plan, the multicast address of its binding (null: the members'
+  // buffers are used); the bindings stay alive with the context.
+  std::vector<void*> multicast_;
+  std::vector<std::shared_ptr<detail::NvlsBinding>> nvls_;
   const ExecContextDevice* deviceContext_ = nullptr;
   uint64_t mutableOffset_ = 0, mutableBytes_ = 0, stateOffset_ = 0, recordsOffset_ = 0;
   uint64_t timeoutNs_ = 0;
