@@ -48,6 +48,20 @@ struct ContextKey {
   }
 };
 
+exec::GpuCall gpuCallOf(int rank, const void* send, void* recv, size_t sendBytes, size_t recvBytes, DataType dtype,
+                        const std::shared_ptr<const plan::Plan>& plan, ReduceOp op) {
+  exec::GpuCall call;
+  call.rank = rank;
+  call.send = send;
+  call.recv = recv;
+  call.sendBytes = sendBytes;
+  call.recvBytes = recvBytes;
+  call.dtype = dtype;
+  call.plan = plan;
+  call.op = op;
+  return call;
+}
+
 // Whether the collective writes a result into this rank's output (reduce and gather: the root only).
 bool writesOutput(plan::Collective c, int rank, int root) {
   return (c != plan::Collective::Reduce && c != plan::Collective::Gather) || rank == root;
@@ -149,16 +163,7 @@ bool Executor::wouldBuildContext(int rank, const void* sendBuff, void* recvBuff,
   std::lock_guard<std::mutex> lock(impl_->mutex);
   if (impl_->backend == Backend::Cuda) {
     if (!impl_->gpu) return true;
-    exec::GpuCall call;
-    call.rank = rank;
-    call.send = sendBuff;
-    call.recv = recvBuff;
-    call.sendBytes = sendBytes;
-    call.recvBytes = recvBytes;
-    call.dtype = dtype;
-    call.plan = plan;
-    call.op = op;
-    return !impl_->gpu->hasContext(call);
+    return !impl_->gpu->hasContext(gpuCallOf(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan, op));
   }
   const ContextKey key{plan.get(), rank, sendBytes, recvBytes};
   for (const Impl::Entry& e : impl_->contexts)
@@ -200,17 +205,9 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
   std::lock_guard<std::mutex> lock(impl_->mutex);
   if (impl_->backend == Backend::Cuda) {
     // Device buffers, enqueued on `stream`: see executor/cuda/gpu_backend.hpp.
-    exec::GpuCall call;
-    call.rank = rank;
-    call.send = sendBuff;
-    call.recv = recvBuff;
-    call.sendBytes = sendBytes;
-    call.recvBytes = recvBytes;
-    call.dtype = dtype;
-    call.plan = plan;
+    exec::GpuCall call = gpuCallOf(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan, op);
     call.stream = stream;
     call.packet = packetType;
-    call.op = op;
     call.scalar = scalar;
     impl_->gpuBackend().execute(call);
     return;

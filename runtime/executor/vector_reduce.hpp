@@ -17,19 +17,19 @@
 
 namespace mscclpp::exec {
 
-// Elementwise: `bytes` (8 or 16) bytes of T in a and b, a[i] = a[i] (op) b[i].
-template <class T, class Op, class W>
-MSCCLPP_HOST_DEVICE_INLINE W reduceElements(W a, const W& b) {
-  constexpr int kN = sizeof(W) / sizeof(T);
+// a[i] = f(a[i], b[i]) for the lanes L of a word W (memcpy in and out: registers on the GPU).
+template <class L, class W, class F>
+MSCCLPP_HOST_DEVICE_INLINE W mapLanes(W a, const W& b, F f) {
+  constexpr int kN = sizeof(W) / sizeof(L);
 #if defined(MSCCLPP_DEVICE_COMPILE)
 #pragma unroll
 #endif
   for (int i = 0; i < kN; ++i) {
-    T x, y;
-    std::memcpy(&x, reinterpret_cast<const char*>(&a) + i * sizeof(T), sizeof(T));
-    std::memcpy(&y, reinterpret_cast<const char*>(&b) + i * sizeof(T), sizeof(T));
-    x = Reducer<T, Op>::apply(x, y);
-    std::memcpy(reinterpret_cast<char*>(&a) + i * sizeof(T), &x, sizeof(T));
+    L x, y;
+    std::memcpy(&x, reinterpret_cast<const char*>(&a) + i * sizeof(L), sizeof(L));
+    std::memcpy(&y, reinterpret_cast<const char*>(&b) + i * sizeof(L), sizeof(L));
+    x = f(x, y);
+    std::memcpy(reinterpret_cast<char*>(&a) + i * sizeof(L), &x, sizeof(L));
   }
   return a;
 }
@@ -72,20 +72,10 @@ MSCCLPP_HOST_DEVICE_INLINE W reduceWord(W a, const W& b) {
   if constexpr (PackedMath<T, Op>::kOk) {
 #if defined(MSCCLPP_DEVICE_COMPILE)
     using M = PackedMath<T, Op>;
-    using Pair = typename M::Pair;
-    constexpr int kPairs = sizeof(W) / sizeof(Pair);
-#pragma unroll
-    for (int i = 0; i < kPairs; ++i) {
-      Pair x, y;
-      std::memcpy(&x, reinterpret_cast<const char*>(&a) + i * sizeof(Pair), sizeof(Pair));
-      std::memcpy(&y, reinterpret_cast<const char*>(&b) + i * sizeof(Pair), sizeof(Pair));
-      x = M::apply(x, y);
-      std::memcpy(reinterpret_cast<char*>(&a) + i * sizeof(Pair), &x, sizeof(Pair));
-    }
-    return a;
+    return mapLanes<typename M::Pair>(a, b, [](typename M::Pair x, typename M::Pair y) { return M::apply(x, y); });
 #endif
   }
-  return reduceElements<T, Op>(a, b);
+  return mapLanes<T>(a, b, [](T x, T y) { return Reducer<T, Op>::apply(x, y); });
 }
 
 // 16-byte accesses of global memory. Every buffer a plan moves is global memory (this GPU's, a

@@ -107,6 +107,13 @@ const HostKernel* bodyOf(Registry& r, const KernelRecord& k) {
   return it == r.bodies.end() ? nullptr : &it->second;
 }
 
+// The same, reporting a kernel nobody gave a body as a misuse.
+const HostKernel* requireBody(Registry& r, const KernelRecord& k) {
+  const HostKernel* body = bodyOf(r, k);
+  if (body == nullptr) misuse("kernel %s has no host body registered with the double", k.key.c_str());
+  return body;
+}
+
 int maxDynamicSharedLocked(Registry& r, const void* fn, int device) {
   auto it = r.maxDynamicShared.find({fn, device});
   return it == r.maxDynamicShared.end() ? static_cast<int>(kSharedPerBlockDefault) : it->second;
@@ -274,11 +281,8 @@ cudaError_t launch(KernelRecord* k, dim3 grid, dim3 block, void** args, size_t d
   {
     Registry& r = registry();
     std::lock_guard<std::mutex> lock(r.m);
-    const HostKernel* body = bodyOf(r, *k);
-    if (body == nullptr) {
-      misuse("kernel %s has no host body registered with the double", k->key.c_str());
-      return fail(cudaErrorInvalidDeviceFunction);
-    }
+    const HostKernel* body = requireBody(r, *k);
+    if (body == nullptr) return fail(cudaErrorInvalidDeviceFunction);
     kernel = *body;
     maxDyn = maxDynamicSharedLocked(r, k->hostFun, device);
   }
@@ -421,11 +425,8 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
   if (attr == nullptr || k == nullptr) return fail(cudaErrorInvalidDeviceFunction);
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.m);
-  const HostKernel* body = bodyOf(r, *k);
-  if (body == nullptr) {
-    misuse("kernel %s has no host body registered with the double", k->key.c_str());
-    return fail(cudaErrorInvalidDeviceFunction);
-  }
+  const HostKernel* body = requireBody(r, *k);
+  if (body == nullptr) return fail(cudaErrorInvalidDeviceFunction);
   *attr = cudaFuncAttributes{};
   attr->maxThreadsPerBlock = std::min(kMaxThreadsPerBlock, body->maxThreadsPerBlock);
   attr->numRegs = body->numRegs;

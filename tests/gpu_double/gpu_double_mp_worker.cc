@@ -55,31 +55,9 @@ struct Job {
 
 // One call of `p` with the given buffers, checked against the reference on this rank.
 void runChecked(Job& job, const plan::PlanPtr& p, char* send, char* recv, const char* what) {
-  const int n = job.comm->size();
-  const uint64_t message = messageSizeFor(*p, 4);
-  uint64_t in = 0, out = 0;
-  exec::emulationCallBytes(*p, message, &in, &out);
-  std::vector<std::vector<char>> pristine(n, std::vector<char>(in + 16));
-  std::vector<const char*> inputs(n);
-  for (int r = 0; r < n; ++r) {
-    exec::fillInput(DataType::Float32, ReduceOp::Sum, 11, r, pristine[r].data(), in);
-    inputs[r] = pristine[r].data();
-  }
-  exec::CheckRequest req;
-  req.collective = p->header.collective;
-  req.root = p->header.root;
-  req.nRanks = n;
-  req.inputs = inputs.data();
-  req.inputBytes = in;
-  req.outputBytes = out;
-  std::vector<char> reduced;
-  if (req.collective == plan::Collective::AllReduce || req.collective == plan::Collective::ReduceScatter ||
-      req.collective == plan::Collective::Reduce) {
-    reduced.resize(in + 16);
-    exec::computeReduction(req, reduced.data());
-    req.reduced = reduced.data();
-  }
-  GPUTEST_CUDA(cudaMemcpy(send, pristine[gRank].data(), in, cudaMemcpyHostToDevice));
+  const ReferenceCall ref(p, messageSizeFor(*p, 4), DataType::Float32, ReduceOp::Sum, 11);
+  const uint64_t in = ref.inBytes(), out = ref.outBytes();
+  GPUTEST_CUDA(cudaMemcpy(send, ref.input(gRank), in, cudaMemcpyHostToDevice));
   GPUTEST_CUDA(cudaMemset(recv, exec::kPoisonByte, out));
   job.bootstrap->barrier();
   job.ex->execute(gRank, send, recv, in, out, DataType::Float32, p, job.stream);
@@ -89,7 +67,7 @@ void runChecked(Job& job, const plan::PlanPtr& p, char* send, char* recv, const 
   job.bootstrap->barrier();
   std::vector<char> host(out + 16);
   GPUTEST_CUDA(cudaMemcpy(host.data(), recv, out, cudaMemcpyDeviceToHost));
-  exec::CheckResult cr = exec::checkOutput(req, gRank, host.data());
+  exec::CheckResult cr = ref.check(gRank, host.data());
   if (cr.mismatches) fail(std::string(what) + ": " + std::to_string(cr.mismatches) + " mismatches\n" + cr.text);
 }
 

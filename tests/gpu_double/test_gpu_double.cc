@@ -51,60 +51,35 @@ class ScopedEnv {
   std::string old_;
 };
 
-// The inputs and expected outputs of one collective call of a plan (the emulator's reference).
+// One collective call of a plan on a test world: inputs, the call, the check (the emulator's
+// reference).
 class Collective {
  public:
-  Collective(plan::PlanPtr plan, uint64_t messageBytes) : plan_(std::move(plan)) {
-    const int n = static_cast<int>(plan_->ranks.size());
-    exec::emulationCallBytes(*plan_, messageBytes, &in_, &out_);
-    pristine_.assign(n, std::vector<char>(in_ + 16));
-    inputs_.resize(n);
-    for (int r = 0; r < n; ++r) {
-      exec::fillInput(DataType::Float32, ReduceOp::Sum, 3, r, pristine_[r].data(), in_);
-      inputs_[r] = pristine_[r].data();
-    }
-    req_.collective = plan_->header.collective;
-    req_.root = plan_->header.root;
-    req_.nRanks = n;
-    req_.inputs = inputs_.data();
-    req_.inputBytes = in_;
-    req_.outputBytes = out_;
-    if (req_.collective == plan::Collective::AllReduce || req_.collective == plan::Collective::ReduceScatter ||
-        req_.collective == plan::Collective::Reduce) {
-      reduced_.resize(in_ + 16);
-      exec::computeReduction(req_, reduced_.data());
-      req_.reduced = reduced_.data();
-    }
-  }
-  const plan::PlanPtr& plan() const { return plan_; }
-  uint64_t in() const { return in_; }
-  uint64_t out() const { return out_; }
+  Collective(plan::PlanPtr plan, uint64_t messageBytes) : ref_(std::move(plan), messageBytes, DataType::Float32,
+                                                                ReduceOp::Sum, 3) {}
+  const plan::PlanPtr& plan() const { return ref_.plan(); }
 
   // Fills rank r's send buffer and poisons its receive buffer (stream-ordered on s).
   void prepare(GpuRanks& w, int r) const {
-    GPUTEST_CUDA(cudaMemcpyAsync(w.send(r), pristine_[r].data(), in_, cudaMemcpyHostToDevice, w.stream(r)));
-    GPUTEST_CUDA(cudaMemsetAsync(w.recv(r), exec::kPoisonByte, out_, w.stream(r)));
+    GPUTEST_CUDA(cudaMemcpyAsync(w.send(r), ref_.input(r), ref_.inBytes(), cudaMemcpyHostToDevice, w.stream(r)));
+    GPUTEST_CUDA(cudaMemsetAsync(w.recv(r), exec::kPoisonByte, ref_.outBytes(), w.stream(r)));
     GPUTEST_CUDA(cudaStreamSynchronize(w.stream(r)));
   }
   void call(GpuRanks& w, int r) const {
-    w.executor(r).execute(r, w.send(r), w.recv(r), in_, out_, DataType::Float32, plan_, w.stream(r));
+    w.executor(r).execute(r, w.send(r), w.recv(r), ref_.inBytes(), ref_.outBytes(), DataType::Float32, plan(),
+                          w.stream(r));
   }
   // Throws when rank r's output differs from the reference.
   void check(GpuRanks& w, int r) const {
-    std::vector<char> host(out_ + 16);
-    GPUTEST_CUDA(cudaMemcpy(host.data(), w.recv(r), out_, cudaMemcpyDeviceToHost));
-    exec::CheckResult cr = exec::checkOutput(req_, r, host.data());
+    std::vector<char> host(ref_.outBytes() + 16);
+    GPUTEST_CUDA(cudaMemcpy(host.data(), w.recv(r), ref_.outBytes(), cudaMemcpyDeviceToHost));
+    exec::CheckResult cr = ref_.check(r, host.data());
     if (cr.mismatches != 0)
-      throw std::runtime_error(plan_->header.name + ": " + std::to_string(cr.mismatches) + " mismatches\n" + cr.text);
+      throw std::runtime_error(plan()->header.name + ": " + std::to_string(cr.mismatches) + " mismatches\n" + cr.text);
   }
 
  private:
-  plan::PlanPtr plan_;
-  uint64_t in_ = 0, out_ = 0;
-  std::vector<std::vector<char>> pristine_;
-  std::vector<const char*> inputs_;
-  std::vector<char> reduced_;
-  exec::CheckRequest req_;
+  ReferenceCall ref_;
 };
 
 Collective collective(const std::string& name, uint64_t factor = 4) {

@@ -18,38 +18,30 @@ namespace mscclpp::transport::cuda_ipc {
 
 namespace {
 
-using MemGetAddressRangeFn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
-
-// The driver entry point, resolved through the runtime so that we do not link libcuda directly.
-MemGetAddressRangeFn memGetAddressRange() {
-  static MemGetAddressRangeFn fn = []() -> MemGetAddressRangeFn {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult status{};
+// A driver entry point, resolved through the runtime so that we do not link libcuda directly
+// (null when the driver lacks it).
+template <class Fn>
+Fn driverFunction(const char* name) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult status{};
 #if CUDART_VERSION >= 12050
-    cudaError_t e = cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &p, 12000, cudaEnableDefault, &status);
+  cudaError_t e = cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &status);
 #else
-    cudaError_t e = cudaGetDriverEntryPoint("cuMemGetAddressRange", &p, cudaEnableDefault, &status);
+  cudaError_t e = cudaGetDriverEntryPoint(name, &p, cudaEnableDefault, &status);
 #endif
-    if (e != cudaSuccess || status != cudaDriverEntryPointSuccess) return nullptr;
-    return reinterpret_cast<MemGetAddressRangeFn>(p);
-  }();
+  return e == cudaSuccess && status == cudaDriverEntryPointSuccess ? reinterpret_cast<Fn>(p) : nullptr;
+}
+
+using MemGetAddressRangeFn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
+using PointerGetAttributeFn = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
+
+MemGetAddressRangeFn memGetAddressRange() {
+  static MemGetAddressRangeFn fn = driverFunction<MemGetAddressRangeFn>("cuMemGetAddressRange");
   return fn;
 }
 
-using PointerGetAttributeFn = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
-
 PointerGetAttributeFn pointerGetAttribute() {
-  static PointerGetAttributeFn fn = []() -> PointerGetAttributeFn {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult status{};
-#if CUDART_VERSION >= 12050
-    cudaError_t e = cudaGetDriverEntryPointByVersion("cuPointerGetAttribute", &p, 12000, cudaEnableDefault, &status);
-#else
-    cudaError_t e = cudaGetDriverEntryPoint("cuPointerGetAttribute", &p, cudaEnableDefault, &status);
-#endif
-    if (e != cudaSuccess || status != cudaDriverEntryPointSuccess) return nullptr;
-    return reinterpret_cast<PointerGetAttributeFn>(p);
-  }();
+  static PointerGetAttributeFn fn = driverFunction<PointerGetAttributeFn>("cuPointerGetAttribute");
   return fn;
 }
 

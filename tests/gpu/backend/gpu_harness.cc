@@ -144,42 +144,49 @@ uint64_t messageSizeFor(const plan::Plan& p, uint64_t factor) {
   return size;
 }
 
+ReferenceCall::ReferenceCall(plan::PlanPtr plan, uint64_t messageBytes, DataType dtype, ReduceOp op, uint64_t seed)
+    : plan_(std::move(plan)) {
+  const int n = static_cast<int>(plan_->ranks.size());
+  exec::emulationCallBytes(*plan_, messageBytes, &in_, &out_);
+  exec::encodeScalar(dtype, 2.0, scalar_);
+  pristine_.assign(n, std::vector<char>(in_ + 16));
+  inputs_.resize(n);
+  for (int r = 0; r < n; ++r) {
+    exec::fillInput(dtype, op, seed, r, pristine_[r].data(), in_);
+    inputs_[r] = pristine_[r].data();
+  }
+  req_.collective = plan_->header.collective;
+  req_.root = plan_->header.root;
+  req_.nRanks = n;
+  req_.dtype = dtype;
+  req_.op = op;
+  req_.scalar = scalar_;
+  req_.inputs = inputs_.data();
+  req_.inputBytes = in_;
+  req_.outputBytes = out_;
+  const plan::Collective coll = req_.collective;
+  if (coll == plan::Collective::AllReduce || coll == plan::Collective::ReduceScatter ||
+      coll == plan::Collective::Reduce) {
+    reduced_.resize(in_ + 16);
+    exec::computeReduction(req_, reduced_.data());
+    req_.reduced = reduced_.data();
+  }
+}
+
+exec::CheckResult ReferenceCall::check(int rank, const char* output) const { return exec::checkOutput(req_, rank, output); }
+
 RunResult runPlan(GpuRanks& ranks, const plan::PlanPtr& plan, const RunOptions& opt) {
   RunResult res;
   const int n = static_cast<int>(plan->ranks.size());
   if (n > ranks.size()) throw std::runtime_error("runPlan: the plan has more ranks than the test world");
   if (n != ranks.size()) throw std::runtime_error("runPlan: a plan runs on a world of its own size");
-  const plan::Collective coll = plan->header.collective;
-  exec::emulationCallBytes(*plan, opt.messageBytes, &res.inputBytes, &res.outputBytes);
+  const ReferenceCall ref(plan, opt.messageBytes, opt.dtype, opt.op, opt.seed);
+  res.inputBytes = ref.inBytes();
+  res.outputBytes = ref.outBytes();
   const uint64_t in = res.inputBytes, out = res.outputBytes;
   if (std::max(in, out) > ranks.capacity()) throw std::runtime_error("runPlan: message larger than the buffers");
   if (opt.inPlaceCall && in != out) throw std::runtime_error("runPlan: an in-place call needs equal sizes");
-
-  unsigned char scalar[16] = {};
-  exec::encodeScalar(opt.dtype, 2.0, scalar);
-  std::vector<std::vector<char>> pristine(n, std::vector<char>(in + 16));
-  std::vector<const char*> inputs(n);
-  for (int r = 0; r < n; ++r) {
-    exec::fillInput(opt.dtype, opt.op, opt.seed, r, pristine[r].data(), in);
-    inputs[r] = pristine[r].data();
-  }
-  exec::CheckRequest req;
-  req.collective = coll;
-  req.root = plan->header.root;
-  req.nRanks = n;
-  req.dtype = opt.dtype;
-  req.op = opt.op;
-  req.scalar = scalar;
-  req.inputs = inputs.data();
-  req.inputBytes = in;
-  req.outputBytes = out;
-  std::vector<char> reduced;
-  if (coll == plan::Collective::AllReduce || coll == plan::Collective::ReduceScatter ||
-      coll == plan::Collective::Reduce) {
-    reduced.resize(in + 16);
-    exec::computeReduction(req, reduced.data());
-    req.reduced = reduced.data();
-  }
+  const void* scalar = ref.scalar();
 
   ThreadBarrier barrier(n);
   std::mutex m;
@@ -195,7 +202,7 @@ RunResult runPlan(GpuRanks& ranks, const plan::PlanPtr& plan, const RunOptions& 
     auto call = [&] { ex.execute(r, send, recv, in, out, opt.dtype, plan, s, opt.packet, opt.op, scalar); };
     try {
       for (int it = 0; it < opt.iterations; ++it) {
-        GPUTEST_CUDA(cudaMemcpyAsync(send, pristine[r].data(), in, cudaMemcpyHostToDevice, s));
+        GPUTEST_CUDA(cudaMemcpyAsync(send, ref.input(r), in, cudaMemcpyHostToDevice, s));
         if (!opt.inPlaceCall) GPUTEST_CUDA(cudaMemsetAsync(recv, exec::kPoisonByte, out, s));
         GPUTEST_CUDA(cudaStreamSynchronize(s));
         barrier.arriveAndWait();  // every rank's buffers are ready before any reads them
@@ -227,7 +234,7 @@ RunResult runPlan(GpuRanks& ranks, const plan::PlanPtr& plan, const RunOptions& 
         if (ex.pollAsyncError(&async)) throw std::runtime_error("asynchronous failure: " + async);
         barrier.arriveAndWait();  // every rank finished reading and writing
         GPUTEST_CUDA(cudaMemcpy(host.data(), recv, out, cudaMemcpyDeviceToHost));
-        exec::CheckResult cr = exec::checkOutput(req, r, host.data());
+        exec::CheckResult cr = ref.check(r, host.data());
         std::lock_guard<std::mutex> lock(m);
         res.checked = cr.checked;
         if (cr.mismatches) {

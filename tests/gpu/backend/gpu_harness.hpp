@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/emulation/reference.hpp"
 #include "mscclpp/communicator.hpp"
 #include "mscclpp/datatype.hpp"
 #include "mscclpp/executor.hpp"
@@ -74,6 +75,29 @@ class GpuRanks {
   std::vector<std::unique_ptr<Executor>> execs_;
   std::vector<cudaStream_t> streams_;
   std::vector<char*> send_, recv_;
+};
+
+// One call of a plan: every rank's input (the emulator's deterministic fill) and the check of any
+// rank's output against the emulator's reference. The premulsum scalar is 2.
+class ReferenceCall {
+ public:
+  ReferenceCall(plan::PlanPtr plan, uint64_t messageBytes, DataType dtype = DataType::Float32,
+                ReduceOp op = ReduceOp::Sum, uint64_t seed = 1);
+  const plan::PlanPtr& plan() const { return plan_; }
+  uint64_t inBytes() const { return in_; }
+  uint64_t outBytes() const { return out_; }
+  const char* input(int rank) const { return pristine_.at(static_cast<size_t>(rank)).data(); }
+  const void* scalar() const { return scalar_; }
+  exec::CheckResult check(int rank, const char* output) const;
+
+ private:
+  plan::PlanPtr plan_;
+  uint64_t in_ = 0, out_ = 0;
+  unsigned char scalar_[16] = {};
+  std::vector<std::vector<char>> pristine_;
+  std::vector<const char*> inputs_;
+  std::vector<char> reduced_;
+  exec::CheckRequest req_;
 };
 
 struct RunOptions {

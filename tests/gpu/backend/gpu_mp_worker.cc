@@ -55,38 +55,17 @@ void runPlanFile(const std::string& path, Communicator& comm, Executor& ex, cuda
   if (static_cast<int>(p->ranks.size()) != n) fail(path + ": written for another rank count");
   const uint64_t message = messageSizeFor(*p, 5);
   if (message == 0) fail(path + ": no message size this plan serves");
-  uint64_t in = 0, out = 0;
-  exec::emulationCallBytes(*p, message, &in, &out);
-  if (std::max(in, out) > capacity) fail(path + ": message larger than the buffers");
-
   // Every rank computes every rank's input (deterministic), so it can check its own output alone.
-  std::vector<std::vector<char>> pristine(n, std::vector<char>(in + 16));
-  std::vector<const char*> inputs(n);
-  for (int r = 0; r < n; ++r) {
-    exec::fillInput(DataType::Float32, ReduceOp::Sum, 7, r, pristine[r].data(), in);
-    inputs[r] = pristine[r].data();
-  }
-  exec::CheckRequest req;
-  req.collective = p->header.collective;
-  req.root = p->header.root;
-  req.nRanks = n;
-  req.inputs = inputs.data();
-  req.inputBytes = in;
-  req.outputBytes = out;
-  std::vector<char> reduced;
-  if (req.collective == plan::Collective::AllReduce || req.collective == plan::Collective::ReduceScatter ||
-      req.collective == plan::Collective::Reduce) {
-    reduced.resize(in + 16);
-    exec::computeReduction(req, reduced.data());
-    req.reduced = reduced.data();
-  }
+  const ReferenceCall ref(p, message, DataType::Float32, ReduceOp::Sum, 7);
+  const uint64_t in = ref.inBytes(), out = ref.outBytes();
+  if (std::max(in, out) > capacity) fail(path + ": message larger than the buffers");
   std::vector<char> host(out + 16);
   auto check = [&](const char* what) {
     GPUTEST_CUDA(cudaMemcpy(host.data(), recv, out, cudaMemcpyDeviceToHost));
-    exec::CheckResult cr = exec::checkOutput(req, comm.rank(), host.data());
+    exec::CheckResult cr = ref.check(comm.rank(), host.data());
     if (cr.mismatches) fail(path + " (" + what + "): " + std::to_string(cr.mismatches) + " mismatches\n" + cr.text);
   };
-  GPUTEST_CUDA(cudaMemcpy(send, pristine[comm.rank()].data(), in, cudaMemcpyHostToDevice));
+  GPUTEST_CUDA(cudaMemcpy(send, ref.input(comm.rank()), in, cudaMemcpyHostToDevice));
   for (int it = 0; it < 3; ++it) {
     GPUTEST_CUDA(cudaMemset(recv, exec::kPoisonByte, out));
     comm.bootstrap()->barrier();
