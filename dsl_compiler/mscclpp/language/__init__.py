@@ -2,7 +2,7 @@
 
 Everything a program needs is importable from here; the MSCCL++ module layout
 (``mscclpp.language.program``, ``.collectives``, ``.channel``, ``.rank``, ``.general``, ``.loop``,
-``.thread_block_group``, ``.utils``) works too, star imports included.
+``.thread_block_group``, ``.utils``, ``.buffer``, ``.types``) works too, star imports included.
 """
 from .buffer import BaseBuffer, Buffer
 from .channel import Channel, MemoryChannel, PortChannel, SwitchChannel
@@ -19,7 +19,7 @@ from .collectives import (
     SendRecv,
     TestCollective,
 )
-from .errors import DSLError
+from .errors import DSLError, DSLWarning
 from .general import JSON
 from .loop import Loop, LoopIterationContext
 from .program import CollectiveProgram, MSCCLPPProgram
@@ -43,6 +43,7 @@ __all__ = [
     "Collective",
     "CollectiveProgram",
     "DSLError",
+    "DSLWarning",
     "Gather",
     "JSON",
     "Loop",

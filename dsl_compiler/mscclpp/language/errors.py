@@ -1,4 +1,4 @@
-"""The one exception of the DSL, and how it finds the user's line.
+"""The one exception of the DSL (and its warning), and how they find the user's line.
 
 Every mistake in a program is reported as ``DSLError("file:line: what is wrong")`` where file:line
 is the user's call into the DSL, not a line of this package: the first frame on the stack whose code
@@ -28,6 +28,18 @@ def user_location(skip=1):
     if frame is None:
         return ("<unknown>", 0)
     return (frame.f_code.co_filename, frame.f_lineno)
+
+
+class DSLWarning(UserWarning):
+    """A program the compiler accepts but whose plan probably does not do what was meant."""
+
+
+def warn_at(message, location):
+    """Issues a DSLWarning attributed to location (filename, line), the user's line."""
+    import warnings
+
+    filename, line = location if location else ("<unknown>", 0)
+    warnings.warn_explicit(message, DSLWarning, filename, line)
 
 
 def package_caller_location():

@@ -5,9 +5,18 @@ Each enum also accepts the spellings older DSL versions (and the seed documents)
 ``parse``: ``"before"`` for SyncType.before, ``"sum"`` for ReduceOperationType.sum, ``"sm"`` for
 ChannelType.memory and so on.
 """
+from dataclasses import dataclass
 from enum import Enum
 
-__all__ = ["SyncType", "ReduceOperationType", "BufferType", "ChannelType", "ReplicationPolicy", "Chunk"]
+__all__ = [
+    "SyncType",
+    "ReduceOperationType",
+    "BufferType",
+    "ChannelType",
+    "ReplicationPolicy",
+    "Chunk",
+    "RankGroup",
+]
 
 
 class SyncType(Enum):
@@ -129,6 +138,17 @@ class ReplicationPolicy(Enum):
 
     def __str__(self):
         return self.value
+
+
+@dataclass
+class RankGroup:
+    """The ranks a SwitchChannel binds (``SwitchChannel.rank_group``), as MSCCL++ names them."""
+
+    size: int
+    ranks: list
+
+    def to_json(self):
+        return {"size": self.size, "ranks": list(self.ranks)}
 
 
 class Chunk:

@@ -1,2 +1,10 @@
 """MSCCL++ programs import the enums from here (``mscclpp.language.internal.types``); same objects."""
-from ..types import BufferType, ChannelType, Chunk, ReduceOperationType, ReplicationPolicy, SyncType  # noqa: F401
+from ..types import (  # noqa: F401
+    BufferType,
+    ChannelType,
+    Chunk,
+    RankGroup,
+    ReduceOperationType,
+    ReplicationPolicy,
+    SyncType,
+)
