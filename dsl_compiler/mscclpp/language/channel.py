@@ -250,6 +250,7 @@ class _PeerChannel:
         if (
             program is None
             or program._json is not None
+            or not program._current_model
             or type(dst_rank) is not int
             or type(src_rank) is not int
             or not 0 <= src_rank < program.num_ranks

@@ -30,6 +30,17 @@ def user_location(skip=1):
     return (frame.f_code.co_filename, frame.f_lineno)
 
 
+def user_site(skip=1):
+    """(code object, instruction offset) of the same frame as user_location: cheaper to take than a
+    line number, which internal/pairing.source_location computes only when an error needs it."""
+    frame = sys._getframe(skip)
+    while frame is not None and frame.f_code.co_filename.startswith(_LANGUAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return (frame.f_code, frame.f_lasti)
+
+
 class DSLWarning(UserWarning):
     """A program the compiler accepts but whose plan probably does not do what was meant."""
 

@@ -19,7 +19,7 @@ from .types import BufferType, ChannelType, Chunk, RankGroup, ReduceOperationTyp
 from .utils import AlgoSpec
 
 # The DSL's names among those MSCCL++'s star import of this module gives (its program module
-# star-imports channel and collectives).
+# star-imports channel and collectives), and MSCCLPPLang's program-module names (seed 002).
 __all__ = [
     "CollectiveProgram",
     "MSCCLPPProgram",
@@ -42,6 +42,10 @@ __all__ = [
     "Any",
     "Dict",
     "List",
+    "Json",
+    "Check",
+    "chunk",
+    "rank",
 ]
 __all__ += [name for name in collectives.__all__ if name not in __all__]
 
@@ -128,6 +132,9 @@ class CollectiveProgram:
         self._json = None
         self._gc_was_enabled = False
         self.deferred_checks = []  # callables raising DSLError; run first when compiling
+        # Whether current-DSL calls may use this program (MSCCLPPProgram decides on the first call;
+        # internal/state.get_program asks claim_current while it is False).
+        self._current_model = True
 
     @classmethod
     def from_spec(cls, spec: AlgoSpec):
@@ -169,6 +176,10 @@ class CollectiveProgram:
         return False
 
     # ---- used by the DSL objects while the program is written ----
+
+    def claim_current(self):
+        """Called by get_program() while _current_model is False (MSCCLPPProgram overrides it)."""
+        self._current_model = True
 
     def rank_state(self, rank):
         return self.ranks[rank]
@@ -221,7 +232,11 @@ class CollectiveProgram:
             if gc_was_enabled:
                 gc.enable()
 
+    def _before_compile(self):
+        """Adds what a front end kept aside to the ranks' threadblocks (MSCCLPPProgram overrides it)."""
+
     def _compile(self):
+        self._before_compile()
         for check in self.deferred_checks:
             check()
         check_pairing(self.ranks, self.sync_records)
@@ -266,5 +281,6 @@ def observe_programs(callback):
     return lambda: _observers.remove(callback)
 
 
-# The name MSCCL++ used before CollectiveProgram.
-MSCCLPPProgram = CollectiveProgram
+# MSCCLPPProgram (the name MSCCL++ used before CollectiveProgram, and MSCCLPPLang's program) is a
+# CollectiveProgram subclass in legacy/, imported last because it needs CollectiveProgram.
+from .legacy.program import Check, Json, MSCCLPPProgram, chunk, rank  # noqa: E402

@@ -14,6 +14,7 @@ __all__ = [
     "BufferType",
     "ChannelType",
     "ReplicationPolicy",
+    "DataFormat",
     "Chunk",
     "RankGroup",
 ]
@@ -131,10 +132,24 @@ class ReplicationPolicy(Enum):
 
     interleaved: chunk c of size s of instance k lands at c*instances + k*s (round-robin).
     none: instance k works on its own contiguous block: chunk c lands at c + k*chunks(buffer).
+    duplicated, packed: MSCCLPPLang's names (seed 002). Its compiler placed both as ``none`` does
+    (only interleaved had its own formula), so they replicate the same way here.
     """
 
     interleaved = "interleaved"
     none = "none"
+    duplicated = "duplicated"
+    packed = "packed"
+
+    def __str__(self):
+        return self.value
+
+
+class DataFormat(Enum):
+    """MSCCLPPLang's put_packet source format (seed 002): plain data, or LL packets already in scratch."""
+
+    raw = "raw"
+    packet = "packet"
 
     def __str__(self):
         return self.value
@@ -198,6 +213,8 @@ def _check_chunk(chunk):
     program = active_program()
     if program is None:
         return
+    if not program._current_model:
+        program.claim_current()
     if not isinstance(chunk.rank, int) or not 0 <= chunk.rank < program.num_ranks:
         raise DSLError(f"chunk rank {chunk.rank!r} is out of range: the program has {program.num_ranks} rank(s)", user_location())
     have = program.rank_state(chunk.rank).chunks(chunk.buffer.value)

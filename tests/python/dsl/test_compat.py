@@ -1,6 +1,6 @@
 """The rest of MSCCL++'s current DSL surface: reset(), SwitchChannelRankView,
 LoopIterationContext.add_operation, star-import names, Rank method signatures, seed 000's
-rank-less switch calls."""
+rank-less switch calls, MSCCLPPLang's collective arguments."""
 import importlib
 import inspect
 import json
@@ -9,6 +9,7 @@ import pytest
 import seed_000
 
 from mscclpp.language import (
+    AllGather,
     AllReduce,
     Buffer,
     CollectiveProgram,
@@ -89,7 +90,7 @@ def test_loop_iteration_context_add_operation_puts_an_op_into_the_loop():
 # The names programs take from MSCCL++'s star imports (its modules have no __all__, so they also
 # give what they import; its implementation classes are left out: docs/dsl-compiler.md).
 UPSTREAM_STAR_NAMES = {
-    "mscclpp.language": ["AlgoSpec", "ReplicationPolicy"],
+    "mscclpp.language": ["AlgoSpec", "ReplicationPolicy", "MSCCLPPProgram", "chunk", "rank", "Json", "Check"],
     "mscclpp.language.channel": [
         "MemoryChannel", "PortChannel", "SwitchChannel", "SyncType", "ReduceOperationType", "Chunk", "RankGroup",
         "ThreadBlockGroup", "BufferType", "ChannelType", "get_program", "List", "Dict", "Any",
@@ -102,7 +103,7 @@ UPSTREAM_STAR_NAMES = {
         "CollectiveProgram", "Collective", "TestCollective", "AllGather", "AllReduce", "ReduceScatter", "AllToAll",
         "BaseBuffer", "BufferType", "ChannelType", "MemoryChannel", "PortChannel", "SwitchChannel", "Semaphore",
         "AlgoSpec", "ReplicationPolicy", "SyncType", "ReduceOperationType", "Chunk", "RankGroup", "ThreadBlockGroup",
-        "get_program", "List",
+        "get_program", "List", "MSCCLPPProgram", "Json", "chunk", "rank", "Check",
     ],
     "mscclpp.language.collectives": [
         "Collective", "TestCollective", "AllGather", "AllReduce", "ReduceScatter", "AllToAll", "BufferType", "BaseBuffer",
@@ -114,6 +115,9 @@ UPSTREAM_STAR_NAMES = {
     "mscclpp.language.internal.types": [
         "SyncType", "ReduceOperationType", "BufferType", "ChannelType", "Chunk", "RankGroup", "ReplicationPolicy",
     ],
+    # MSCCLPPLang's modules (seed 002)
+    "mscclpp.language.buffer": ["Buffer"],
+    "mscclpp.language.types": ["ChannelType", "ReplicationPolicy", "DataFormat"],
 }
 
 
@@ -143,3 +147,11 @@ def test_rank_copy_and_reduce_have_real_signatures_and_work_both_ways():
     assert [(op["name"], op["dst_buff"][0]["index"]) for op in ops if op["name"] != "nop"] == [
         ("copy", 0), ("copy", 1), ("re", 0),
     ]
+
+
+def test_collectives_take_msccpplangs_extra_arguments():
+    collective = AllReduce(8, 1, True, num_ranks_per_node=4, num_chunk_groups=8)
+    assert (collective.num_ranks_per_node, collective.num_chunk_groups) == (4, 8)
+    assert AllGather(4, 1, True).num_ranks_per_node == 4
+    with pytest.raises(DSLError, match="unexpected keyword argument\\(s\\) chunks"):
+        AllReduce(2, 1, True, chunks=3)

@@ -10,7 +10,7 @@ def set_program(program):
 
 
 def get_program():
-    """The active program, for a current-DSL call."""
+    """The active program, for a current-DSL call (which decides an undecided MSCCLPPProgram)."""
     program = _active
     if program is None:
         raise DSLError(
@@ -18,6 +18,8 @@ def get_program():
             "`with CollectiveProgram(...):`",
             user_location(),
         )
+    if not program._current_model:
+        program.claim_current()
     return program
 
 

@@ -3,6 +3,7 @@ from ..types import (  # noqa: F401
     BufferType,
     ChannelType,
     Chunk,
+    DataFormat,
     RankGroup,
     ReduceOperationType,
     ReplicationPolicy,
