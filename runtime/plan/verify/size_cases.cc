@@ -13,6 +13,9 @@ namespace {
 
 using u128 = unsigned __int128;
 
+// Most chunk sizes checked for thread-block groups (groups of up to 6 threadblocks need at most 492).
+constexpr uint64_t kMaxGroupSizes = 512;
+
 // message = chunk x num / den (messageForChunk's formulas without the range and divisibility checks).
 void messageRatio(const Plan& plan, uint64_t* num, uint64_t* den) {
   const PlanHeader& h = plan.header;
@@ -132,7 +135,12 @@ SizeCases chooseSizes(const Plan& plan, uint64_t reuseScratchBytes) {
     for (uint32_t g : groups) period = std::lcm(period, static_cast<uint64_t>(g));
     const uint64_t u0 = 2 * gmax * gmax * gmax;
     const uint64_t uLo = smallest / a;
-    const uint64_t uHi = std::max(uLo, u0) + period;
+    uint64_t uHi = std::max(uLo, u0) + period;
+    if (uHi - uLo >= kMaxGroupSizes) {
+      // Groups this large make the covering set too long to check: check the first sizes only.
+      uHi = uLo + kMaxGroupSizes - 1;
+      sc.standForAll = false;
+    }
     for (uint64_t u = uLo; u <= uHi && u <= cHi / a; ++u) {
       uint64_t m = 0;
       if (messageForChunk(plan, u * a, &m)) chosen.insert(u * a);
@@ -146,6 +154,7 @@ SizeCases chooseSizes(const Plan& plan, uint64_t reuseScratchBytes) {
                     }()
                         .c_str(),
                     static_cast<unsigned long long>(uLo), static_cast<unsigned long long>(uHi));
+    if (!sc.standForAll) why += "; the groups are too large for the covering set, so only these sizes are checked";
   }
   if (!pipelines.empty()) {
     for (const auto& [unit, chunks] : pipelines) {
@@ -181,7 +190,7 @@ SizeCases chooseSizes(const Plan& plan, uint64_t reuseScratchBytes) {
         }
       }
     }
-    sc.standForAll = !pipelinedRefsOverlapAtOffsets(plan);
+    sc.standForAll = sc.standForAll && !pipelinedRefsOverlapAtOffsets(plan);
     why = std::string("pipelines: chunks giving 1, 2 and 3 iterations (whole and partial last units)") +
           (wraps ? " and a chunk where reuse_resources wraps the scratch, past the wrap" : "") +
           (groups.empty() ? "" : ", with the thread-block group sizes") +

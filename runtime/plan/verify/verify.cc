@@ -51,6 +51,27 @@ void collectFlows(const Graph& g, const std::vector<std::pair<uint32_t, uint32_t
   }
 }
 
+// Events the model of `calls` calls at this chunk would have (pipeline iterations grow with the chunk),
+// saturating at UINT64_MAX.
+uint64_t estimateEvents(const Plan& plan, uint64_t chunk, int calls) {
+  unsigned __int128 total = 0;
+  for (const RankPlan& r : plan.ranks)
+    for (const ThreadblockPlan& tb : r.threadblocks)
+      for (size_t i = 0; i < tb.ops.size(); ++i) {
+        const Op& op = tb.ops[i];
+        if (op.type != OpType::Pipeline || op.unitSize == 0) {
+          total += 2;
+          continue;
+        }
+        const unsigned __int128 iterations =
+            (static_cast<unsigned __int128>(op.numChunks) * chunk + op.unitSize - 1) / op.unitSize;
+        total += 2 * iterations * op.bodyCount;
+        i += op.bodyCount;
+      }
+  total *= static_cast<unsigned>(calls);
+  return total > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(total);
+}
+
 }  // namespace
 
 Result verifyPlan(const Plan& plan, const Options& options) {
@@ -85,6 +106,18 @@ Result verifyPlan(const Plan& plan, const Options& options) {
     if (!layout.served) {
       result.sizeNote += strFormat("; chunk %llu: not served (%s)", static_cast<unsigned long long>(chunk),
                                    layout.refusal.c_str());
+      continue;
+    }
+    const uint64_t estimate = estimateEvents(plan, chunk, calls);
+    if (estimate > options.maxEvents) {
+      Finding f;
+      f.kind = FindingKind::Unchecked;
+      f.chunkBytes = chunk;
+      f.message = strFormat("at chunk size %llu the model would have about %llu events, more than the verifier's "
+                            "limit of %llu (Options::maxEvents): this size is not checked",
+                            static_cast<unsigned long long>(chunk), static_cast<unsigned long long>(estimate),
+                            static_cast<unsigned long long>(options.maxEvents));
+      sink.add("too large " + std::to_string(chunk), f);
       continue;
     }
     result.chunkSizes.push_back(chunk);

@@ -65,6 +65,9 @@ struct Options {
   uint64_t reuseScratchBytes = 134217728;
   // Most findings reported (the first ones found, in a deterministic order).
   size_t maxFindings = 16;
+  // Largest model built (events); a chunk size whose model would be larger is reported unchecked
+  // (pipelines of tiny units over large chunks). 64-rank plans stay far below it.
+  uint64_t maxEvents = 8'000'000;
   // Fill Result::flows (for mscclpp-plan show).
   bool collectFlows = false;
   // How a kernel boundary publishes writes (docs/plan-verifier.md, "Kernel boundaries"). false (the

@@ -68,6 +68,17 @@ TEST_CASE("C API: mscclppPlanVerify proves, refutes and refuses", "[verify][api]
   CHECK(mscclppPlanVerify(dir.file("p.json").c_str(), nullptr, 0, report, sizeof(report), err, sizeof(err)) == 1);
 }
 
+TEST_CASE("a model above Options::maxEvents is reported unchecked, not proven", "[verify][api]") {
+  auto plan = plantest::load(allgatherPut("ok"));
+  mscclpp::plan::verify::Options options;
+  options.maxEvents = 10;
+  const auto r = mscclpp::plan::verify::verifyPlan(*plan, options);
+  CHECK_FALSE(r.proven);
+  REQUIRE(r.findings.size() >= 1);
+  CHECK(r.findings[0].kind == mscclpp::plan::verify::FindingKind::Unchecked);
+  CHECK(r.findings[0].message.find("more than the verifier's limit of 10") != std::string::npos);
+}
+
 TEST_CASE("MSCCLPP_VERIFY_PLANS=1: the registry skips and refuses plans it cannot prove", "[verify][registry]") {
   plantest::TempDir dir;
   plantest::writeFile(dir.file("a_good.json"), allgatherPut("ok").dump());

@@ -252,6 +252,9 @@ g.op:hover rect{stroke-width:3}
     else tip.style.display='none';});
   view.addEventListener('dblclick',function(){vb={x:0,y:0,w:w,h:h}; apply();});
   svg.querySelectorAll('title').forEach(function(t){if(t.parentNode.hasAttribute('data-tip')) t.remove();});
+  // A tall plan starts at full width (its top part); double-click shows it whole.
+  var aspect=view.clientHeight/Math.max(1,view.clientWidth);
+  if(h>w*aspect) vb.h=w*aspect;
   apply();
 })();
 </script></body></html>
