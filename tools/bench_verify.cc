@@ -85,7 +85,8 @@ int mutations(const std::vector<std::string>& files, std::vector<mut::Kind> kind
         } else {
           const std::string why = kind == mut::Kind::DropNop ? mut::harmlessNop(*plan, all[i]) : std::string();
           ++row.harmless[why.empty() ? "no known reason" : why];
-          if (why.empty() && row.missed.size() < showMissed) row.missed.push_back(plan->header.name + ": " + all[i].text);
+          if (why.empty() && row.missed.size() < showMissed)
+            row.missed.push_back(plan->header.name + ": " + all[i].text);
         }
       }
     }
@@ -102,7 +103,8 @@ int mutations(const std::vector<std::string>& files, std::vector<mut::Kind> kind
     for (const auto& [why, n] : row.harmless)
       std::printf("  %s not caught: %zu: %s\n", mut::kindName(static_cast<mut::Kind>(k)), n, why.c_str());
   for (auto& [k, row] : rows)
-    for (const std::string& m : row.missed) std::printf("  not caught (%s): %s\n", mut::kindName(static_cast<mut::Kind>(k)), m.c_str());
+    for (const std::string& m : row.missed)
+      std::printf("  not caught (%s): %s\n", mut::kindName(static_cast<mut::Kind>(k)), m.c_str());
   return 0;
 }
 

@@ -25,7 +25,8 @@ uint32_t chunksOf(const Plan& plan, int rank, const BufferRef& ref) {
     return t == BufferType::Input ? r.inputChunks : t == BufferType::Output ? r.outputChunks : r.scratchChunks;
   };
   switch (ref.kind) {
-    case RefKind::Local: return count(rp, ref.type);
+    case RefKind::Local:
+      return count(rp, ref.type);
     case RefKind::Remote: {
       const RemoteBufferDecl& d = rp.remoteBuffers[ref.id];
       return count(plan.ranks[d.rank], d.type);
@@ -41,7 +42,8 @@ uint32_t chunksOf(const Plan& plan, int rank, const BufferRef& ref) {
 }
 
 std::string where(const Plan& plan, int rank, int tb, uint32_t op) {
-  return strFormat("rank %d tb %d op %u (%s)", rank, tb, op, opTypeName(plan.ranks[rank].threadblocks[tb].ops[op].type));
+  return strFormat("rank %d tb %d op %u (%s)", rank, tb, op,
+                   opTypeName(plan.ranks[rank].threadblocks[tb].ops[op].type));
 }
 
 // The channel of `peer` that pairs with (rank, channel) of the given type, or -1.
@@ -158,9 +160,11 @@ std::string harmlessNop(const Plan& plan, const Mutation& m) {
   if (i + 1 == tb.ops.size() && in[i] < 0) return "the block's end already is a block-wide barrier";
   auto sameBody = [&](uint32_t j) { return j < tb.ops.size() && in[j] == in[i]; };
   auto syncs = [&](uint32_t j) { return tb.ops[j].type == OpType::Nop || tb.ops[j].type == OpType::Barrier; };
-  if ((sameBody(i - 1) && syncs(i - 1)) || (sameBody(i + 1) && syncs(i + 1))) return "a neighbouring barrier already syncs";
+  if ((sameBody(i - 1) && syncs(i - 1)) || (sameBody(i + 1) && syncs(i + 1)))
+    return "a neighbouring barrier already syncs";
   if (in[i] >= 0 && tb.ops[in[i]].type == OpType::Pipeline) {
-    const uint32_t first = static_cast<uint32_t>(in[i]) + 1, last = static_cast<uint32_t>(in[i]) + tb.ops[in[i]].bodyCount;
+    const uint32_t first = static_cast<uint32_t>(in[i]) + 1,
+                   last = static_cast<uint32_t>(in[i]) + tb.ops[in[i]].bodyCount;
     if ((i == first && tb.ops[last].type == OpType::Nop) || (i == last && tb.ops[first].type == OpType::Nop))
       return "the pipeline body's other end is a barrier, which also separates iterations";
   }
@@ -176,7 +180,9 @@ std::string harmlessNop(const Plan& plan, const Mutation& m) {
   };
   if (i >= 1 && sameBody(i - 1) && sameBody(i + 1) && oneThread(i - 1) && oneThread(i + 1))
     return "the ops on both sides run on one thread";
-  auto syncOnly = [&](uint32_t j) { return tb.ops[j].nSrc + tb.ops[j].nDst == 0 && tb.ops[j].type != OpType::Pipeline; };
+  auto syncOnly = [&](uint32_t j) {
+    return tb.ops[j].nSrc + tb.ops[j].nDst == 0 && tb.ops[j].type != OpType::Pipeline;
+  };
   if (i >= 1 && sameBody(i - 1) && sameBody(i + 1) && syncOnly(i - 1) && syncOnly(i + 1))
     return "signals/waits on both sides (one thread per channel) and no data access depends on their order";
   return "";
@@ -184,12 +190,18 @@ std::string harmlessNop(const Plan& plan, const Mutation& m) {
 
 const char* kindName(Kind kind) {
   switch (kind) {
-    case Kind::DropWait: return "drop-wait";
-    case Kind::DropSignal: return "drop-signal";
-    case Kind::EarlyOp: return "early-op";
-    case Kind::ShiftChunk: return "shift-chunk";
-    case Kind::DropNop: return "drop-nop";
-    case Kind::DropPair: return "drop-pair";
+    case Kind::DropWait:
+      return "drop-wait";
+    case Kind::DropSignal:
+      return "drop-signal";
+    case Kind::EarlyOp:
+      return "early-op";
+    case Kind::ShiftChunk:
+      return "shift-chunk";
+    case Kind::DropNop:
+      return "drop-nop";
+    case Kind::DropPair:
+      return "drop-pair";
   }
   return "?";
 }
@@ -223,11 +235,11 @@ std::vector<Mutation> list(const Plan& plan, Kind kind) {
             }
             for (uint32_t k = 0; k < op.nIds; ++k) {
               m.slot = static_cast<int>(k);
-              m.text = where(plan, r, t, i) + strFormat(": %s %u dropped from its list",
-                                                        op.type == OpType::SemAcquire || op.type == OpType::SemRelease
-                                                            ? "semaphore"
-                                                            : "channel",
-                                                        tb.ids[op.idsBegin + k]);
+              m.text =
+                  where(plan, r, t, i) +
+                  strFormat(": %s %u dropped from its list",
+                            op.type == OpType::SemAcquire || op.type == OpType::SemRelease ? "semaphore" : "channel",
+                            tb.ids[op.idsBegin + k]);
               out.push_back(m);
             }
             break;
@@ -254,13 +266,14 @@ std::vector<Mutation> list(const Plan& plan, Kind kind) {
               const uint32_t n = chunksOf(plan, r, ref);
               if (static_cast<uint64_t>(ref.index) + ref.size + 1 > n && ref.index == 0) continue;
               m.slot = static_cast<int>(k);
-              m.text = where(plan, r, t, i) + strFormat(": %s[%u] moved to the next chunk", src ? "src_buff" : "dst_buff",
-                                                        src ? k : k - op.nSrc);
+              m.text = where(plan, r, t, i) + strFormat(": %s[%u] moved to the next chunk",
+                                                        src ? "src_buff" : "dst_buff", src ? k : k - op.nSrc);
               out.push_back(m);
             }
             break;
           }
-          case Kind::DropPair: break;
+          case Kind::DropPair:
+            break;
           case Kind::DropNop:
             if (op.type != OpType::Nop) break;
             m.text = where(plan, r, t, i) + ": dropped";
@@ -280,7 +293,9 @@ Plan apply(const Plan& plan, const Mutation& m) {
   switch (m.kind) {
     case Kind::DropWait:
     case Kind::DropSignal:
-    case Kind::DropNop: dropSlot(tb, m.op, m.slot); break;
+    case Kind::DropNop:
+      dropSlot(tb, m.op, m.slot);
+      break;
     case Kind::DropPair: {
       ThreadblockPlan& other = p.ranks[m.pairRank].threadblocks[m.pairTb];
       // Erasing the later op first keeps the other's index valid when both are in one threadblock.
@@ -308,8 +323,10 @@ Plan apply(const Plan& plan, const Mutation& m) {
       const uint32_t k = static_cast<uint32_t>(m.slot);
       BufferRef& ref = tb.refs[k < op.nSrc ? op.srcBegin + k : op.dstBegin + (k - op.nSrc)];
       const uint32_t n = chunksOf(p, m.rank, ref);
-      if (static_cast<uint64_t>(ref.index) + ref.size + 1 <= n) ++ref.index;
-      else --ref.index;
+      if (static_cast<uint64_t>(ref.index) + ref.size + 1 <= n)
+        ++ref.index;
+      else
+        --ref.index;
       break;
     }
   }

@@ -19,20 +19,20 @@
 namespace mscclpp::plan::mutate {
 
 enum class Kind { DropWait, DropSignal, DropPair, EarlyOp, ShiftChunk, DropNop };
-constexpr Kind kAllKinds[] = {Kind::DropWait, Kind::DropSignal, Kind::DropPair, Kind::EarlyOp, Kind::ShiftChunk,
-                              Kind::DropNop};
+constexpr Kind kAllKinds[] = {Kind::DropWait, Kind::DropSignal, Kind::DropPair,
+                              Kind::EarlyOp,  Kind::ShiftChunk, Kind::DropNop};
 const char* kindName(Kind kind);
 
 struct Mutation {
   Kind kind = Kind::DropWait;
   int rank = 0, tb = 0;
-  uint32_t op = 0;        // the op mutated (index in the threadblock's flat op list)
-  int slot = -1;          // drop-*: the channel/semaphore position dropped (-1: the whole op); shift-chunk: the reference
-  uint32_t target = 0;    // early-op: the wait the op moves before
+  uint32_t op = 0;      // the op mutated (index in the threadblock's flat op list)
+  int slot = -1;        // drop-*: the channel/semaphore position dropped (-1: the whole op); shift-chunk: the reference
+  uint32_t target = 0;  // early-op: the wait the op moves before
   // drop-pair: the signal removed with the wait (rank, tb, op, slot; slot -1 for the whole op)
   int pairRank = -1, pairTb = -1, pairSlot = -1;
   uint32_t pairOp = 0;
-  std::string text;       // "rank 1 tb 0 op 3 (wait): drop channel 2"
+  std::string text;  // "rank 1 tb 0 op 3 (wait): drop channel 2"
 };
 
 std::vector<Mutation> list(const Plan& plan, Kind kind);

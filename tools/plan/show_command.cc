@@ -71,7 +71,7 @@ int showCommand(int argc, char** argv, int first) {
     std::fprintf(stderr, "mscclpp-plan show: cannot write %s\n", out.c_str());
     return 1;
   }
-  std::printf("wrote %s (%zu lanes, %zu ops, %zu arrows; %s)\n", out.c_str(), picture.lanes.size(), picture.boxes.size(),
-              picture.arrows.size(), picture.verdict.c_str());
+  std::printf("wrote %s (%zu lanes, %zu ops, %zu arrows; %s)\n", out.c_str(), picture.lanes.size(),
+              picture.boxes.size(), picture.arrows.size(), picture.verdict.c_str());
   return 0;
 }

@@ -48,8 +48,7 @@ void ContentMap::write(uint64_t begin, uint64_t end, const std::vector<Piece>& p
   erase(begin, end);
   for (const Piece& p : pieces) {
     if (p.end <= p.begin) continue;
-    map_.emplace(begin + p.begin,
-                 Entry{begin + p.end, p.value.moved(-static_cast<int64_t>(begin)), p.writer, p.call});
+    map_.emplace(begin + p.begin, Entry{begin + p.end, p.value.moved(-static_cast<int64_t>(begin)), p.writer, p.call});
   }
 }
 

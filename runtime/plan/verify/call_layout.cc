@@ -35,22 +35,30 @@ bool messageForChunk(const Plan& plan, uint64_t chunkBytes, uint64_t* messageByt
   if (r0.inputChunks != 0) {
     const uint64_t in = r0.inputChunks * chunkBytes;
     switch (h.collective) {
-      case Collective::AllGather: message = n * in; break;
+      case Collective::AllGather:
+        message = n * in;
+        break;
       case Collective::Scatter:
         if (in % n != 0) return false;
         message = in / n;
         break;
-      default: message = in; break;
+      default:
+        message = in;
+        break;
     }
   } else {
     const uint64_t out = r0.outputChunks * chunkBytes;
     switch (h.collective) {
-      case Collective::ReduceScatter: message = n * out; break;
+      case Collective::ReduceScatter:
+        message = n * out;
+        break;
       case Collective::Gather:
         if (out % n != 0) return false;
         message = out / n;
         break;
-      default: message = out; break;
+      default:
+        message = out;
+        break;
     }
   }
   if (message < h.minMessageSize || message > h.maxMessageSize) return false;
@@ -88,8 +96,10 @@ CallLayout makeLayout(const Plan& plan, uint64_t chunkBytes, uint64_t reuseScrat
     const uint64_t per = reuseScratchBytes / (static_cast<uint64_t>(maxScratchChunks) * factor) / unit * unit;
     if (per == 0) {
       L.served = false;
-      L.refusal = strFormat("MSCCLPP_REUSE_SCRATCH_BYTES=%llu is too small for %u scratch chunks of whole %llu-byte "
-                            "pipeline units", ull(reuseScratchBytes), maxScratchChunks, ull(unit));
+      L.refusal = strFormat(
+          "MSCCLPP_REUSE_SCRATCH_BYTES=%llu is too small for %u scratch chunks of whole %llu-byte "
+          "pipeline units",
+          ull(reuseScratchBytes), maxScratchChunks, ull(unit));
     } else if (per < chunkBytes) {
       L.scratchChunk = per;
       L.wrapScratch = true;
@@ -110,10 +120,15 @@ CallLayout makeLayout(const Plan& plan, uint64_t chunkBytes, uint64_t reuseScrat
       R.inputPhys = R.outputPhys = kDataBuffer;
       switch (h.collective) {
         case Collective::AllGather:
-        case Collective::Gather: R.inputBase = r * in; break;
+        case Collective::Gather:
+          R.inputBase = r * in;
+          break;
         case Collective::ReduceScatter:
-        case Collective::Scatter: R.outputBase = r * out; break;
-        default: break;
+        case Collective::Scatter:
+          R.outputBase = r * out;
+          break;
+        default:
+          break;
       }
     }
     R.scratchBytes = (L.wrapScratch ? L.scratchChunk : chunkBytes) * rp.scratchChunks * factor;
@@ -128,7 +143,9 @@ void resolveRef(const Plan& plan, const CallLayout& L, const RefContext& ctx, co
   BufferType type = ref.type;
   std::vector<uint32_t> owners;
   switch (ref.kind) {
-    case RefKind::Local: owners.push_back(static_cast<uint32_t>(ctx.rank)); break;
+    case RefKind::Local:
+      owners.push_back(static_cast<uint32_t>(ctx.rank));
+      break;
     case RefKind::Remote: {
       const RemoteBufferDecl& d = rp.remoteBuffers[ref.id];
       type = d.type;
@@ -203,9 +220,12 @@ Place describePlace(const Plan& plan, const CallLayout& L, uint32_t rank, uint8_
       relEnd = (relEnd + 1) / 2;
     }
     unit = L.scratchChunk;
-    name = packet ? (second ? "scratch (LL packets, second half)" : R.halfBytes ? "scratch (LL packets, first half)"
-                                                                                : "scratch (LL packets)")
-                  : (second ? "scratch (second half)" : R.halfBytes ? "scratch (first half)" : "scratch");
+    name = packet ? (second        ? "scratch (LL packets, second half)"
+                     : R.halfBytes ? "scratch (LL packets, first half)"
+                                   : "scratch (LL packets)")
+                  : (second        ? "scratch (second half)"
+                     : R.halfBytes ? "scratch (first half)"
+                                   : "scratch");
   } else if (phys == kOutputBuffer) {
     rel -= R.outputBase;
     relEnd -= R.outputBase;
@@ -216,7 +236,7 @@ Place describePlace(const Plan& plan, const CallLayout& L, uint32_t rank, uint8_
     name = "input";
   } else {
     const Collective c = plan.header.collective;
-    name = (c == Collective::AllGather || c == Collective::Gather)         ? "output (in place)"
+    name = (c == Collective::AllGather || c == Collective::Gather)        ? "output (in place)"
            : (c == Collective::ReduceScatter || c == Collective::Scatter) ? "input (in place)"
                                                                           : "input = output (in place)";
   }
@@ -225,12 +245,14 @@ Place describePlace(const Plan& plan, const CallLayout& L, uint32_t rank, uint8_
   const uint64_t first = rel / unit, last = (relEnd - 1) / unit;
   const bool whole = rel % unit == 0 && relEnd % unit == 0;
   if (whole) {
-    p.chunks = first == last ? strFormat("chunk %llu", ull(first)) : strFormat("chunks %llu-%llu", ull(first), ull(last));
+    p.chunks =
+        first == last ? strFormat("chunk %llu", ull(first)) : strFormat("chunks %llu-%llu", ull(first), ull(last));
   } else if (first == last) {
-    p.chunks = strFormat("chunk %llu bytes [%llu, %llu)", ull(first), ull(rel - first * unit), ull(relEnd - first * unit));
+    p.chunks =
+        strFormat("chunk %llu bytes [%llu, %llu)", ull(first), ull(rel - first * unit), ull(relEnd - first * unit));
   } else {
-    p.chunks = strFormat("chunks %llu-%llu (bytes [%llu, %llu) of the buffer)", ull(first), ull(last), ull(rel),
-                         ull(relEnd));
+    p.chunks =
+        strFormat("chunks %llu-%llu (bytes [%llu, %llu) of the buffer)", ull(first), ull(last), ull(rel), ull(relEnd));
   }
   return p;
 }

@@ -61,7 +61,8 @@ Expectation expectedOutput(const Plan& plan, const CallLayout& layout, uint32_t 
       x.checked = true;
       x.anyOneRank = true;
       break;
-    default: break;
+    default:
+      break;
   }
   return x;
 }

@@ -28,8 +28,8 @@ struct ExpectedPiece {
 };
 
 struct Expectation {
-  bool checked = false;       // false: the rank's output is not defined by the collective
-  bool anyOneRank = false;    // sendrecv: the output must be one rank's whole input (value unused)
+  bool checked = false;     // false: the rank's output is not defined by the collective
+  bool anyOneRank = false;  // sendrecv: the output must be one rank's whole input (value unused)
   std::vector<ExpectedPiece> pieces;
 };
 

@@ -68,16 +68,17 @@ void reportCounts(Graph* g, size_t c, const std::vector<uint32_t>& P, const std:
   if (q0 > k.init + p0) {
     f.kind = FindingKind::Deadlock;
     g->shortCounters[c] = 1;
-    f.message = strFormat("rank %u acquires semaphore %u %zu time(s) per call but it starts at %u and is released "
-                          "only %zu time(s): acquire #%zu can never complete",
-                          k.rank, k.index, q0, k.init, p0, static_cast<size_t>(k.init) + p0 + 1);
+    f.message = strFormat(
+        "rank %u acquires semaphore %u %zu time(s) per call but it starts at %u and is released "
+        "only %zu time(s): acquire #%zu can never complete",
+        k.rank, k.index, q0, k.init, p0, static_cast<size_t>(k.init) + p0 + 1);
   } else {
     f.kind = FindingKind::Leftover;
-    f.message = strFormat("rank %u releases semaphore %u %zu time(s) per call and acquires it %zu time(s): its count "
-                          "%s by %zu every call (it starts at %u), so a later call %s",
-                          k.rank, k.index, p0, q0, p0 > q0 ? "grows" : "shrinks", p0 > q0 ? p0 - q0 : q0 - p0, k.init,
-                          p0 > q0 ? "acquires units meant for no one and runs ahead of its data"
-                                  : "runs out of units and hangs");
+    f.message = strFormat(
+        "rank %u releases semaphore %u %zu time(s) per call and acquires it %zu time(s): its count "
+        "%s by %zu every call (it starts at %u), so a later call %s",
+        k.rank, k.index, p0, q0, p0 > q0 ? "grows" : "shrinks", p0 > q0 ? p0 - q0 : q0 - p0, k.init,
+        p0 > q0 ? "acquires units meant for no one and runs ahead of its data" : "runs out of units and hangs");
   }
   sink->add(strFormat("count sem r%u s%u", k.rank, k.index), f);
 }
@@ -207,7 +208,8 @@ void addCounterEdges(Graph* g, FindingSink* sink) {
             const bool releases = !g->producers[P[i]].relaxed;
             if (!strongPass && releases && !x.relaxed) continue;  // added as strong already
             const uint32_t from = g->producers[P[i]].event;
-            if (have.insert({from, x.event}).second) added.push_back({from, x.event, strongPass && releases && !x.relaxed});
+            if (have.insert({from, x.event}).second)
+              added.push_back({from, x.event, strongPass && releases && !x.relaxed});
           }
         }
       }

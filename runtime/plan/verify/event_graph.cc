@@ -9,25 +9,44 @@ namespace mscclpp::plan::verify {
 
 const char* evKindName(EvKind kind) {
   switch (kind) {
-    case EvKind::BlockStart: return "block start";
-    case EvKind::BlockEnd: return "block end";
-    case EvKind::Sync: return "sync";
-    case EvKind::BarrierArrive: return "barrier arrive";
-    case EvKind::BarrierRound: return "barrier round";
-    case EvKind::BarrierDepart: return "barrier depart";
-    case EvKind::Signal: return "signal";
-    case EvKind::Push: return "push";
-    case EvKind::Wait: return "wait";
-    case EvKind::FlushWait: return "flush";
-    case EvKind::SemRelease: return "sem_release";
-    case EvKind::SemAcquire: return "sem_acquire";
-    case EvKind::Data: return "data";
-    case EvKind::Transfer: return "transfer";
-    case EvKind::SignalInc: return "signal increment";
-    case EvKind::KernelStart: return "kernel start";
-    case EvKind::KernelEnd: return "kernel end";
-    case EvKind::HostOut: return "host reads the output";
-    case EvKind::HostIn: return "host writes the input";
+    case EvKind::BlockStart:
+      return "block start";
+    case EvKind::BlockEnd:
+      return "block end";
+    case EvKind::Sync:
+      return "sync";
+    case EvKind::BarrierArrive:
+      return "barrier arrive";
+    case EvKind::BarrierRound:
+      return "barrier round";
+    case EvKind::BarrierDepart:
+      return "barrier depart";
+    case EvKind::Signal:
+      return "signal";
+    case EvKind::Push:
+      return "push";
+    case EvKind::Wait:
+      return "wait";
+    case EvKind::FlushWait:
+      return "flush";
+    case EvKind::SemRelease:
+      return "sem_release";
+    case EvKind::SemAcquire:
+      return "sem_acquire";
+    case EvKind::Data:
+      return "data";
+    case EvKind::Transfer:
+      return "transfer";
+    case EvKind::SignalInc:
+      return "signal increment";
+    case EvKind::KernelStart:
+      return "kernel start";
+    case EvKind::KernelEnd:
+      return "kernel end";
+    case EvKind::HostOut:
+      return "host reads the output";
+    case EvKind::HostIn:
+      return "host writes the input";
   }
   return "?";
 }
@@ -69,9 +88,9 @@ OpSite Graph::site(uint32_t id) const {
   s.rank = static_cast<int>(e.rank);
   s.threadblock = e.tb;
   if (e.tb < 0) {
-    s.name = e.kind == EvKind::HostIn ? strFormat("host before call %d (writes input and output)", e.call)
+    s.name = e.kind == EvKind::HostIn    ? strFormat("host before call %d (writes input and output)", e.call)
              : e.kind == EvKind::HostOut ? strFormat("host after call %d (reads the output)", e.call)
-                                          : evKindName(e.kind);
+                                         : evKindName(e.kind);
     return s;
   }
   s.iteration = e.iteration == kNone ? -1 : static_cast<int>(e.iteration);
@@ -98,7 +117,7 @@ struct Seq {
   uint32_t lastSync = kNone;
   uint32_t pos = 0;
   uint32_t epoch = 0;
-  std::vector<uint32_t> pending;                         // non-sync events since lastSync
+  std::vector<uint32_t> pending;                           // non-sync events since lastSync
   std::vector<std::pair<int32_t, uint32_t>> lastOnThread;  // single-thread events since lastSync
 };
 
@@ -231,8 +250,8 @@ void Builder::makeCounters() {
     if (k.kind == CounterKind::Semaphore || k.peer < 0) continue;
     const RankPlan& rp = plan_.ranks[k.rank];
     const ChannelDecl& d = k.kind == CounterKind::Memory ? rp.memoryChannels[k.index] : rp.portChannels[k.index];
-    auto it = pairs_.find({static_cast<uint32_t>(k.peer), k.kind == CounterKind::Memory ? 0 : 1, static_cast<int>(k.rank),
-                           d.pairIndex});
+    auto it = pairs_.find(
+        {static_cast<uint32_t>(k.peer), k.kind == CounterKind::Memory ? 0 : 1, static_cast<int>(k.rank), d.pairIndex});
     if (it != pairs_.end()) k.peerChannel = static_cast<int32_t>(it->second);
   }
 }
@@ -240,14 +259,13 @@ void Builder::makeCounters() {
 uint32_t Builder::pairedCounter(ChannelType type, uint32_t rank, uint32_t channel) const {
   const RankPlan& rp = plan_.ranks[rank];
   const ChannelDecl& d = type == ChannelType::Memory ? rp.memoryChannels[channel] : rp.portChannels[channel];
-  auto it = pairs_.find({static_cast<uint32_t>(d.peer), type == ChannelType::Memory ? 0 : 1, static_cast<int>(rank),
-                         d.pairIndex});
+  auto it = pairs_.find(
+      {static_cast<uint32_t>(d.peer), type == ChannelType::Memory ? 0 : 1, static_cast<int>(rank), d.pairIndex});
   // The loader pairs every channel (adding implicit ones), so the partner exists.
   return it == pairs_.end() ? kNone : channelCounter(type, static_cast<uint32_t>(d.peer), it->second);
 }
 
-Event Builder::blockEvent(EvKind kind, uint32_t rank, uint32_t tb, uint32_t op, const RefContext& ctx,
-                          int call) const {
+Event Builder::blockEvent(EvKind kind, uint32_t rank, uint32_t tb, uint32_t op, const RefContext& ctx, int call) const {
   Event e;
   e.kind = kind;
   e.call = static_cast<uint8_t>(call);
@@ -265,8 +283,7 @@ void Builder::resolve(const RefContext& ctx, const ThreadblockPlan& tb, const Op
   resolveRef(plan_, g_.layout, ctx, tb.refs[(isSrc ? op.srcBegin : op.dstBegin) + k], packet, out);
 }
 
-uint64_t Builder::spanOf(const RefContext& ctx, const ThreadblockPlan& tb, const Op& op, bool isSrc,
-                         uint32_t k) const {
+uint64_t Builder::spanOf(const RefContext& ctx, const ThreadblockPlan& tb, const Op& op, bool isSrc, uint32_t k) const {
   std::vector<Loc> tmp;
   resolve(ctx, tb, op, isSrc, k, false, &tmp);
   return tmp.empty() ? 0 : tmp[0].len;
@@ -310,8 +327,10 @@ void Builder::linkFifoSignal(uint32_t block, uint32_t channel, uint32_t push, ui
   auto keep = [&](std::vector<std::pair<uint32_t, uint32_t>>& list) {
     std::vector<std::pair<uint32_t, uint32_t>> rest;
     for (auto& [p, a] : list) {
-      if (ordered(p)) g_.addEdge(a, inc, true);
-      else rest.push_back({p, a});
+      if (ordered(p))
+        g_.addEdge(a, inc, true);
+      else
+        rest.push_back({p, a});
     }
     list.swap(rest);
   };
@@ -365,7 +384,8 @@ void Builder::expandOp(Seq& seq, uint32_t rank, uint32_t tbIndex, uint32_t index
         e.relaxed = relaxed;
         e.thread = slotThread(op.nIds);
         const uint32_t si = append(seq, e);
-        for (uint32_t k = 0; k < op.nIds; ++k) g_.producers.push_back({si, pairedCounter(ChannelType::Memory, rank, id(k)), relaxed});
+        for (uint32_t k = 0; k < op.nIds; ++k)
+          g_.producers.push_back({si, pairedCounter(ChannelType::Memory, rank, id(k)), relaxed});
         return;
       }
       Event e = ev(EvKind::Push);
@@ -390,7 +410,8 @@ void Builder::expandOp(Seq& seq, uint32_t rank, uint32_t tbIndex, uint32_t index
       e.thread = slotThread(op.nIds);
       const uint32_t wi = append(seq, e);
       for (uint32_t k = 0; k < op.nIds; ++k)
-        g_.consumers.push_back({wi, channelCounter(port ? ChannelType::Port : ChannelType::Memory, rank, id(k)), relaxed});
+        g_.consumers.push_back(
+            {wi, channelCounter(port ? ChannelType::Port : ChannelType::Memory, rank, id(k)), relaxed});
       return;
     }
     case OpType::Flush: {
@@ -418,11 +439,13 @@ void Builder::expandOp(Seq& seq, uint32_t rank, uint32_t tbIndex, uint32_t index
       inner.unit = op.unitSize;
       for (uint64_t it = 0; it < iterations; ++it) {
         inner.pipeOff = it * op.unitSize;
-        for (uint32_t bIndex = 1; bIndex <= op.bodyCount; ++bIndex) expandOp(seq, rank, tbIndex, index + bIndex, inner, call);
+        for (uint32_t bIndex = 1; bIndex <= op.bodyCount; ++bIndex)
+          expandOp(seq, rank, tbIndex, index + bIndex, inner, call);
       }
       return;
     }
-    default: break;
+    default:
+      break;
   }
   // Port-channel transfers: the pushing threads, then the proxy's work.
   if (port && (op.type == OpType::Put || op.type == OpType::PutWithSignal || op.type == OpType::PutWithSignalAndFlush ||
@@ -553,7 +576,8 @@ void Builder::expandOp(Seq& seq, uint32_t rank, uint32_t tbIndex, uint32_t index
       addLocs(b, Access::Write, false, 0);
       endMove(di);
       break;
-    default: break;
+    default:
+      break;
   }
   // pws / pwsf over memory channels: the whole block's copy lands, then the signals release it.
   if (!port && (op.type == OpType::PutWithSignal || op.type == OpType::PutWithSignalAndFlush)) {
@@ -563,7 +587,8 @@ void Builder::expandOp(Seq& seq, uint32_t rank, uint32_t tbIndex, uint32_t index
     Event sig = ev(EvKind::Signal);
     sig.thread = slotThread(op.nIds);
     const uint32_t si = append(seq, sig);
-    for (uint32_t k = 0; k < op.nIds; ++k) g_.producers.push_back({si, pairedCounter(ChannelType::Memory, rank, id(k)), false});
+    for (uint32_t k = 0; k < op.nIds; ++k)
+      g_.producers.push_back({si, pairedCounter(ChannelType::Memory, rank, id(k)), false});
   }
 }
 
@@ -613,16 +638,18 @@ void Builder::buildBarriers() {
         f.kind = FindingKind::Deadlock;
         f.at.rank = static_cast<int>(rank);
         f.at.threadblock = static_cast<int>(manyTb);
-        f.message = strFormat("barrier %u of rank %u: threadblock %u reaches it %zu time(s) per call but threadblock %u "
-                              "only %zu: its later rounds never complete",
-                              barrierId, rank, manyTb, most, fewTb, rounds);
+        f.message = strFormat(
+            "barrier %u of rank %u: threadblock %u reaches it %zu time(s) per call but threadblock %u "
+            "only %zu: its later rounds never complete",
+            barrierId, rank, manyTb, most, fewTb, rounds);
         sink_->add(strFormat("barrier-count r%u b%u", rank, barrierId), f);
       }
       for (size_t j = 0; j < most; ++j) {
         if (j >= rounds) {  // no round for these: the block waits forever
           for (auto& [tb, perCall] : perBlock)
             if (j < perCall[call].size())
-              g_.blocked.push_back({perCall[call][j].depart, strFormat("barrier %u never completes this round", barrierId)});
+              g_.blocked.push_back(
+                  {perCall[call][j].depart, strFormat("barrier %u never completes this round", barrierId)});
           continue;
         }
         Event round;
@@ -643,7 +670,8 @@ Graph Builder::build() {
   const int n = g_.nRanks();
   makeCounters();
   g_.blockBase.assign(n + 1, 0);
-  for (int r = 0; r < n; ++r) g_.blockBase[r + 1] = g_.blockBase[r] + static_cast<uint32_t>(plan_.ranks[r].threadblocks.size());
+  for (int r = 0; r < n; ++r)
+    g_.blockBase[r + 1] = g_.blockBase[r] + static_cast<uint32_t>(plan_.ranks[r].threadblocks.size());
   const int calls = g_.calls;
   g_.kernelStart.assign(calls * n, kNone);
   g_.kernelEnd.assign(calls * n, kNone);

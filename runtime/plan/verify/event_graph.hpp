@@ -30,13 +30,13 @@ enum class EvKind : uint8_t {
   FlushWait,      // flush, or pwsf's flush: done when the earlier requests of its channels are
   SemRelease,
   SemAcquire,
-  Data,           // an op all threads of the block share (copy, reduce, put over memory, packets, switch)
-  Transfer,       // a port-channel put performed by the proxy (no block)
-  SignalInc,      // a port-channel signal's increment performed by the proxy (no block)
-  KernelStart,    // rank-level: the launch begins (after the host's writes)
-  KernelEnd,      // rank-level: every block finished
-  HostOut,        // the user reads the output after a call
-  HostIn,         // the user writes input (and may write output) before a call
+  Data,         // an op all threads of the block share (copy, reduce, put over memory, packets, switch)
+  Transfer,     // a port-channel put performed by the proxy (no block)
+  SignalInc,    // a port-channel signal's increment performed by the proxy (no block)
+  KernelStart,  // rank-level: the launch begins (after the host's writes)
+  KernelEnd,    // rank-level: every block finished
+  HostOut,      // the user reads the output after a call
+  HostIn,       // the user writes input (and may write output) before a call
 };
 const char* evKindName(EvKind kind);
 
@@ -63,19 +63,19 @@ struct Event {
 
 // How an event touches a location.
 enum class Access : uint8_t {
-  Read,       // plain read
-  PktRead,    // LL packet read: waits for this call's flag
-  RawPktRead, // the proxy forwards packet bytes as they are (port ppkt/rppkt)
+  Read,        // plain read
+  PktRead,     // LL packet read: waits for this call's flag
+  RawPktRead,  // the proxy forwards packet bytes as they are (port ppkt/rppkt)
   Write,
-  PktWrite,   // LL packets with this call's flag (or, after a RawPktRead, the flag it forwards)
+  PktWrite,  // LL packets with this call's flag (or, after a RawPktRead, the flag it forwards)
 };
 inline bool isWrite(Access a) { return a == Access::Write || a == Access::PktWrite; }
 
 struct AccessLoc {
   Loc loc;
   Access access = Access::Read;
-  bool src = true;     // src_buff or dst_buff
-  uint16_t refPos = 0; // position in its list (for messages)
+  bool src = true;      // src_buff or dst_buff
+  uint16_t refPos = 0;  // position in its list (for messages)
 };
 
 // One data movement of an event: dsts = srcs[0] (Copy) or the reduction of all srcs (Reduce), over len
@@ -96,8 +96,8 @@ struct Counter {
   uint32_t rank = 0;   // whose counter
   uint32_t index = 0;  // channel or semaphore index on that rank
   uint32_t init = 0;
-  int32_t peer = -1;        // memory/port: the rank whose paired channel signals it
-  int32_t peerChannel = -1; // that channel's index on the peer (-1: not declared there)
+  int32_t peer = -1;         // memory/port: the rank whose paired channel signals it
+  int32_t peerChannel = -1;  // that channel's index on the peer (-1: not declared there)
 };
 
 struct CounterUse {

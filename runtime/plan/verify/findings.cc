@@ -6,11 +6,16 @@ namespace mscclpp::plan::verify {
 
 const char* findingKindName(FindingKind kind) {
   switch (kind) {
-    case FindingKind::Deadlock: return "deadlock";
-    case FindingKind::Race: return "race";
-    case FindingKind::WrongResult: return "wrong result";
-    case FindingKind::Leftover: return "leftover";
-    case FindingKind::Unchecked: return "unchecked";
+    case FindingKind::Deadlock:
+      return "deadlock";
+    case FindingKind::Race:
+      return "race";
+    case FindingKind::WrongResult:
+      return "wrong result";
+    case FindingKind::Leftover:
+      return "leftover";
+    case FindingKind::Unchecked:
+      return "unchecked";
   }
   return "?";
 }
@@ -55,12 +60,12 @@ std::string formatResult(const Plan& plan, const Result& r) {
   if (r.chunkSizes.size() > shown) sizes += strFormat(", ... (%zu sizes)", r.chunkSizes.size());
   std::string text;
   if (r.proven) {
-    text = strFormat("%s: PROVEN (%s, %s, %d ranks): %s%s; chunk sizes checked: %s bytes\n", plan.header.source.c_str(),
-                     plan.header.name.c_str(), collectiveName(plan.header.collective), plan.header.worldSize,
-                     r.resultChecked ? "race-free, deadlock-free, no leftover counts, every output chunk correct"
-                                     : "race-free, deadlock-free, no leftover counts (a test plan: no result to check)",
-                     r.sizesStandForAll ? " for every message size it accepts" : " at the sizes checked",
-                     sizes.c_str());
+    text =
+        strFormat("%s: PROVEN (%s, %s, %d ranks): %s%s; chunk sizes checked: %s bytes\n", plan.header.source.c_str(),
+                  plan.header.name.c_str(), collectiveName(plan.header.collective), plan.header.worldSize,
+                  r.resultChecked ? "race-free, deadlock-free, no leftover counts, every output chunk correct"
+                                  : "race-free, deadlock-free, no leftover counts (a test plan: no result to check)",
+                  r.sizesStandForAll ? " for every message size it accepts" : " at the sizes checked", sizes.c_str());
     if (!r.sizeNote.empty()) text += "  " + r.sizeNote + "\n";
     return text;
   }
@@ -73,8 +78,9 @@ std::string formatResult(const Plan& plan, const Result& r) {
     if (f.other.valid()) text += "    other op: " + describeSite(f.other) + "\n";
     std::string when;
     if (f.call >= 0) when += strFormat("call %d", f.call);
-    if (f.chunkBytes) when += strFormat("%schunk size %llu bytes", when.empty() ? "" : ", ",
-                                        static_cast<unsigned long long>(f.chunkBytes));
+    if (f.chunkBytes)
+      when +=
+          strFormat("%schunk size %llu bytes", when.empty() ? "" : ", ", static_cast<unsigned long long>(f.chunkBytes));
     if (!when.empty()) text += "    found at: " + when + "\n";
   }
   if (!r.sizeNote.empty()) text += "  " + r.sizeNote + "\n";

@@ -78,9 +78,10 @@ void addPacketEdges(Graph* g, FindingSink* sink) {
         f.buffer = place.buffer;
         f.chunks = place.chunks;
         f.call = e.call;
-        f.message = strFormat("reads LL packets at %s %s (src_buff[%u]) that no op of any rank writes in the same "
-                              "call: the packets never carry this call's flag, so the read waits forever",
-                              place.buffer.c_str(), place.chunks.c_str(), a.refPos);
+        f.message = strFormat(
+            "reads LL packets at %s %s (src_buff[%u]) that no op of any rank writes in the same "
+            "call: the packets never carry this call's flag, so the read waits forever",
+            place.buffer.c_str(), place.chunks.c_str(), a.refPos);
         sink->add("pktnone " + siteKey(f.at) + " " + std::to_string(a.refPos), f);
         g->blocked.push_back({ev, "reads LL packets no op writes in its call"});
         blocked = true;

@@ -24,7 +24,8 @@ void checkForRegistry(const std::string& path, const std::string& json, const st
     return;
   }
   std::string more;
-  if (r.findings.size() > 1) more = strFormat(" (and %zu more finding(s): mscclpp-plan verify lists them)", r.findings.size() - 1);
+  if (r.findings.size() > 1)
+    more = strFormat(" (and %zu more finding(s): mscclpp-plan verify lists them)", r.findings.size() - 1);
   MSCCLPP_THROW(ErrorCode::InvalidPlan, "%s: not proven by the plan verifier (MSCCLPP_VERIFY_PLANS=1): %s%s",
                 source.c_str(), r.findings.empty() ? "no finding" : formatFinding(r.findings[0]).c_str(), more.c_str());
 }

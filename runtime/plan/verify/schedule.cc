@@ -166,10 +166,11 @@ Schedule simulate(const Graph& g, FindingSink* sink) {
     if (g.counters[c].kind == CounterKind::Semaphore) {
       f.message = strFormat("waits forever on %s: no release is left that can still run", counterText(g, c).c_str());
     } else {
-      f.message = strFormat("waits forever for signal #%llu on %s: only %llu arrive, the others come after ops "
-                            "that wait themselves",
-                            static_cast<unsigned long long>(p.claim), counterText(g, c).c_str(),
-                            static_cast<unsigned long long>(value[c]));
+      f.message = strFormat(
+          "waits forever for signal #%llu on %s: only %llu arrive, the others come after ops "
+          "that wait themselves",
+          static_cast<unsigned long long>(p.claim), counterText(g, c).c_str(),
+          static_cast<unsigned long long>(value[c]));
     }
     sink->add("stuck " + siteKey(f.at), f);
     reported = true;

@@ -127,8 +127,9 @@ SizeCases chooseSizes(const Plan& plan, uint64_t reuseScratchBytes) {
     return sc;
   }
   chosen.insert(smallest);
-  std::string why = "no thread-block groups or pipelines: every byte range scales with the chunk, so one size stands "
-                    "for all";
+  std::string why =
+      "no thread-block groups or pipelines: every byte range scales with the chunk, so one size stands "
+      "for all";
   if (!groups.empty()) {
     const uint64_t gmax = *groups.rbegin();
     uint64_t period = 1;
@@ -145,15 +146,16 @@ SizeCases chooseSizes(const Plan& plan, uint64_t reuseScratchBytes) {
       uint64_t m = 0;
       if (messageForChunk(plan, u * a, &m)) chosen.insert(u * a);
     }
-    why = strFormat("thread-block groups of %s threadblocks: every chunk of %llu to %llu alignment units (the "
-                    "arrangements of slice boundaries repeat beyond that)",
-                    [&] {
-                      std::string s;
-                      for (uint32_t g : groups) s += (s.empty() ? "" : ", ") + std::to_string(g);
-                      return s;
-                    }()
-                        .c_str(),
-                    static_cast<unsigned long long>(uLo), static_cast<unsigned long long>(uHi));
+    why = strFormat(
+        "thread-block groups of %s threadblocks: every chunk of %llu to %llu alignment units (the "
+        "arrangements of slice boundaries repeat beyond that)",
+        [&] {
+          std::string s;
+          for (uint32_t g : groups) s += (s.empty() ? "" : ", ") + std::to_string(g);
+          return s;
+        }()
+            .c_str(),
+        static_cast<unsigned long long>(uLo), static_cast<unsigned long long>(uHi));
     if (!sc.standForAll) why += "; the groups are too large for the covering set, so only these sizes are checked";
   }
   if (!pipelines.empty()) {
@@ -194,8 +196,9 @@ SizeCases chooseSizes(const Plan& plan, uint64_t reuseScratchBytes) {
     why = std::string("pipelines: chunks giving 1, 2 and 3 iterations (whole and partial last units)") +
           (wraps ? " and a chunk where reuse_resources wraps the scratch, past the wrap" : "") +
           (groups.empty() ? "" : ", with the thread-block group sizes") +
-          (sc.standForAll ? "" : "; pipelined references overlap at different chunk offsets, so these sizes do not "
-                                 "stand for every size");
+          (sc.standForAll ? ""
+                          : "; pipelined references overlap at different chunk offsets, so these sizes do not "
+                            "stand for every size");
   }
   sc.chunks.assign(chosen.begin(), chosen.end());
   sc.note = "sizes: " + why;

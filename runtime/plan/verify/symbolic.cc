@@ -13,11 +13,16 @@ bool isRead(Access a) { return !isWrite(a); }
 
 const char* accessVerb(Access a) {
   switch (a) {
-    case Access::Read: return "reads";
-    case Access::PktRead: return "reads LL packets from";
-    case Access::RawPktRead: return "forwards the LL packet bytes of";
-    case Access::Write: return "writes";
-    case Access::PktWrite: return "writes LL packets to";
+    case Access::Read:
+      return "reads";
+    case Access::PktRead:
+      return "reads LL packets from";
+    case Access::RawPktRead:
+      return "forwards the LL packet bytes of";
+    case Access::Write:
+      return "writes";
+    case Access::PktWrite:
+      return "writes LL packets to";
   }
   return "?";
 }
@@ -32,8 +37,8 @@ class Executor {
     packets_.resize(n);
     history_.resize(n * kPhysBuffers);
     // A plan reducing only with min/max serves only those ops, where a repeated contribution is harmless.
-    const uint32_t idempotent = (1u << static_cast<unsigned>(PlanReduceOp::Min)) |
-                                (1u << static_cast<unsigned>(PlanReduceOp::Max)) | 1u;
+    const uint32_t idempotent =
+        (1u << static_cast<unsigned>(PlanReduceOp::Min)) | (1u << static_cast<unsigned>(PlanReduceOp::Max)) | 1u;
     setSemantics_ = g.plan->header.reduceOps != 0 && (g.plan->header.reduceOps & ~idempotent) == 0;
   }
 
@@ -84,9 +89,10 @@ void Executor::reportTwice(uint32_t earlier, uint32_t event, uint32_t rank, uint
   f.buffer = place.buffer;
   f.chunks = place.chunks;
   f.call = g_.events[event].call;
-  f.message = strFormat("writes LL packets to %s %s that %s also writes in the same call with other data: both carry "
-                        "the call's flag, so a reader may see either",
-                        place.buffer.c_str(), place.chunks.c_str(), describeSite(f.other).c_str());
+  f.message = strFormat(
+      "writes LL packets to %s %s that %s also writes in the same call with other data: both carry "
+      "the call's flag, so a reader may see either",
+      place.buffer.c_str(), place.chunks.c_str(), describeSite(f.other).c_str());
   sink_->add("pktww " + siteKey(f.at) + " " + siteKey(f.other), f);
 }
 
@@ -110,8 +116,8 @@ void Executor::sameWriters(const AccessLoc& a, uint64_t len, std::vector<uint32_
   for (uint32_t d : differ) same->erase(std::remove(same->begin(), same->end(), d), same->end());
 }
 
-void Executor::check(const PastAccess& earlier, uint32_t event, Access access, uint32_t rank, uint8_t phys,
-                     bool packet, uint64_t begin, uint64_t end) {
+void Executor::check(const PastAccess& earlier, uint32_t event, Access access, uint32_t rank, uint8_t phys, bool packet,
+                     uint64_t begin, uint64_t end) {
   if (isRead(earlier.access) && isRead(access)) return;
   const Event& A = g_.events[earlier.event];
   const Event& B = g_.events[event];
@@ -150,8 +156,9 @@ void Executor::check(const PastAccess& earlier, uint32_t event, Access access, u
   }
   std::string why;
   if (execOnly) {
-    why = "only execution order (a relaxed signal/wait or an LL packet) lies between them, which does not make the "
-          "write visible: a release signal and an acquire wait (or a barrier) are needed";
+    why =
+        "only execution order (a relaxed signal/wait or an LL packet) lies between them, which does not make the "
+        "write visible: a release signal and an acquire wait (or a barrier) are needed";
   } else if (A.block == B.block && A.block != kNone && A.call == B.call) {
     why = "they run on different threads of one threadblock with no block-wide barrier (nop) between them";
   } else {
@@ -160,9 +167,9 @@ void Executor::check(const PastAccess& earlier, uint32_t event, Access access, u
   why += syncHint(earlier.event, true) + syncHint(event, false);
   f.message = strFormat("%s %s %s, which %s %s, but %s%s", accessVerb(access), place.buffer.c_str(),
                         place.chunks.c_str(), a.c_str(), accessVerb(earlier.access), why.c_str(), when.c_str());
-  sink_->add(strFormat("race %s %s %d%s", siteKey(f.at).c_str(), siteKey(f.other).c_str(), phys,
-                       A.call != B.call ? " x" : ""),
-             f);
+  sink_->add(
+      strFormat("race %s %s %d%s", siteKey(f.at).c_str(), siteKey(f.other).c_str(), phys, A.call != B.call ? " x" : ""),
+      f);
 }
 
 // A likely cause to name: an op all threads run, followed (before) in its threadblock by a signal
@@ -180,12 +187,14 @@ std::string Executor::syncHint(uint32_t event, bool after) const {
     const bool acquires = x.kind == EvKind::Wait || x.kind == EvKind::SemAcquire;
     if (after ? releases : acquires) {
       const OpSite s = g_.site(i);
-      return after ? strFormat("; op %d (%s) follows op %d in its threadblock with no nop between, so it releases "
-                               "only its own thread's part",
-                               s.op, s.name.c_str(), static_cast<int>(e.op))
-                   : strFormat("; op %d (%s) precedes op %d in its threadblock with no nop between, so only its own "
-                               "thread waited",
-                               s.op, s.name.c_str(), static_cast<int>(e.op));
+      return after ? strFormat(
+                         "; op %d (%s) follows op %d in its threadblock with no nop between, so it releases "
+                         "only its own thread's part",
+                         s.op, s.name.c_str(), static_cast<int>(e.op))
+                   : strFormat(
+                         "; op %d (%s) precedes op %d in its threadblock with no nop between, so only its own "
+                         "thread waited",
+                         s.op, s.name.c_str(), static_cast<int>(e.op));
     }
   }
   return "";
@@ -329,8 +338,8 @@ void Executor::selfConflicts(uint32_t event) {
         continue;
       // The same bytes written twice with the same data (two copies of one source) are harmless.
       if (x.write && y.write && x.begin == y.begin && x.end == y.end && sameSource(x.move, y.move)) continue;
-      const Place place = describePlace(*g_.plan, g_.layout, x.rank, x.phys, x.loc->loc.packet, y.begin,
-                                        std::min(x.end, y.end));
+      const Place place =
+          describePlace(*g_.plan, g_.layout, x.rank, x.phys, x.loc->loc.packet, y.begin, std::min(x.end, y.end));
       Finding f;
       f.kind = FindingKind::Race;
       f.at = g_.site(event);
@@ -338,10 +347,11 @@ void Executor::selfConflicts(uint32_t event) {
       f.chunks = place.chunks;
       f.call = e.call;
       auto role = [](const AccessLoc* l) { return strFormat("%s[%u]", l->src ? "src_buff" : "dst_buff", l->refPos); };
-      f.message = strFormat("%s and %s of this op overlap at %s %s at different element positions: the threads "
-                            "of the block %s them in no defined order",
-                            role(x.loc).c_str(), role(y.loc).c_str(), place.buffer.c_str(), place.chunks.c_str(),
-                            x.write && y.write ? "write" : "read and write");
+      f.message = strFormat(
+          "%s and %s of this op overlap at %s %s at different element positions: the threads "
+          "of the block %s them in no defined order",
+          role(x.loc).c_str(), role(y.loc).c_str(), place.buffer.c_str(), place.chunks.c_str(),
+          x.write && y.write ? "write" : "read and write");
       sink_->add("self " + siteKey(f.at), f);
       return;
     }
@@ -352,7 +362,8 @@ void Executor::hostIn(uint32_t event) {
   const Event& e = g_.events[event];
   const Plan& plan = *g_.plan;
   const RankLayout& R = g_.layout.ranks[e.rank];
-  const bool scatterNonRoot = plan.header.collective == Collective::Scatter && static_cast<int>(e.rank) != plan.header.root;
+  const bool scatterNonRoot =
+      plan.header.collective == Collective::Scatter && static_cast<int>(e.rank) != plan.header.root;
   // The output holds nothing defined; the input holds the rank's input (the rank's part of the data
   // buffer in place).
   std::vector<Piece> undefined;
@@ -388,7 +399,8 @@ void Executor::hostOut(uint32_t event) {
       if (plan.header.worldSize == 1 || c[0].rank != e.rank) x.pieces = {{ob, oe, want}};
     }
   }
-  if (x.anyOneRank && x.pieces.empty()) x.pieces = {{ob, oe, terms_->input((e.rank + 1) % plan.header.worldSize, -static_cast<int64_t>(ob))}};
+  if (x.anyOneRank && x.pieces.empty())
+    x.pieces = {{ob, oe, terms_->input((e.rank + 1) % plan.header.worldSize, -static_cast<int64_t>(ob))}};
   // Compare piece by piece.
   uint64_t wrongBytes = 0;
   const Piece* firstWrong = nullptr;
@@ -418,14 +430,13 @@ void Executor::hostOut(uint32_t event) {
   f.chunks = place.chunks;
   f.call = e.call;
   const uint64_t chunk = g_.layout.chunk;
-  f.message = strFormat("after call %d, %s %s holds %s, but %s needs %s there (%llu wrong byte(s) on this rank%s)",
-                        e.call, place.buffer.c_str(), place.chunks.c_str(),
-                        terms_->describe(firstWrong->value, firstBegin, chunk).c_str(),
-                        collectiveName(plan.header.collective),
-                        x.anyOneRank ? "one other rank's whole input"
-                                     : terms_->describe(firstWant, firstBegin, chunk).c_str(),
-                        static_cast<unsigned long long>(wrongBytes),
-                        firstWrong->writer != kNone ? "; the op named last wrote it" : "; no op wrote it");
+  f.message =
+      strFormat("after call %d, %s %s holds %s, but %s needs %s there (%llu wrong byte(s) on this rank%s)", e.call,
+                place.buffer.c_str(), place.chunks.c_str(),
+                terms_->describe(firstWrong->value, firstBegin, chunk).c_str(), collectiveName(plan.header.collective),
+                x.anyOneRank ? "one other rank's whole input" : terms_->describe(firstWant, firstBegin, chunk).c_str(),
+                static_cast<unsigned long long>(wrongBytes),
+                firstWrong->writer != kNone ? "; the op named last wrote it" : "; no op wrote it");
   sink_->add(strFormat("wrong r%u", e.rank), f);
 }
 
@@ -433,9 +444,14 @@ uint64_t Executor::run() {
   for (uint32_t event : s_.order) {
     const Event& e = g_.events[event];
     switch (e.kind) {
-      case EvKind::HostIn: hostIn(event); continue;
-      case EvKind::HostOut: hostOut(event); continue;
-      default: break;
+      case EvKind::HostIn:
+        hostIn(event);
+        continue;
+      case EvKind::HostOut:
+        hostOut(event);
+        continue;
+      default:
+        break;
     }
     if (e.moveCount == 0) continue;
     for (uint32_t mi = e.moveBegin; mi < e.moveBegin + e.moveCount; ++mi) runMove(event, g_.moves[mi]);

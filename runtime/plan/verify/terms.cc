@@ -66,7 +66,8 @@ std::string TermTable::describe(Value v, uint64_t pos, uint64_t chunkBytes) cons
   if (!v.defined()) return "nothing from any input (never written, or LL packets of another call)";
   // Group contributions by the input position they read.
   std::map<int64_t, std::vector<uint32_t>> byOffset;
-  for (const Contribution& c : terms_[v.term]) byOffset[static_cast<int64_t>(pos) + c.delta + v.shift].push_back(c.rank);
+  for (const Contribution& c : terms_[v.term])
+    byOffset[static_cast<int64_t>(pos) + c.delta + v.shift].push_back(c.rank);
   std::string text;
   size_t total = 0;
   for (auto& [off, ranks] : byOffset) {
@@ -80,7 +81,8 @@ std::string TermTable::describe(Value v, uint64_t pos, uint64_t chunkBytes) cons
     } else if (static_cast<uint64_t>(off) % chunkBytes == 0) {
       where = strFormat("input chunk %llu", static_cast<unsigned long long>(static_cast<uint64_t>(off) / chunkBytes));
     } else {
-      where = strFormat("input chunk %llu byte %llu", static_cast<unsigned long long>(static_cast<uint64_t>(off) / chunkBytes),
+      where = strFormat("input chunk %llu byte %llu",
+                        static_cast<unsigned long long>(static_cast<uint64_t>(off) / chunkBytes),
                         static_cast<unsigned long long>(static_cast<uint64_t>(off) % chunkBytes));
     }
     std::string part = where + (once.size() == 1 ? " of rank " : " of ranks ") + rankList(once);

@@ -22,8 +22,8 @@ void collectFlows(const Graph& g, const std::vector<std::pair<uint32_t, uint32_t
   std::set<std::tuple<int, int, int, int, int, int, int>> seen;
   auto add = [&](Flow f) {
     if (!f.from.valid() || !f.to.valid() || f.from.op < 0 || f.to.op < 0) return;
-    if (seen.insert({static_cast<int>(f.kind), f.from.rank, f.from.threadblock, f.from.op, f.to.rank,
-                     f.to.threadblock, f.to.op})
+    if (seen.insert({static_cast<int>(f.kind), f.from.rank, f.from.threadblock, f.from.op, f.to.rank, f.to.threadblock,
+                     f.to.op})
             .second)
       out->push_back(std::move(f));
   };
@@ -32,7 +32,8 @@ void collectFlows(const Graph& g, const std::vector<std::pair<uint32_t, uint32_t
   for (const Edge& e : g.edges) {
     const Event& a = g.events[e.from];
     const Event& b = g.events[e.to];
-    if (!producer[e.from] || a.call != 0 || b.call != 0 || (b.kind != EvKind::Wait && b.kind != EvKind::SemAcquire)) continue;
+    if (!producer[e.from] || a.call != 0 || b.call != 0 || (b.kind != EvKind::Wait && b.kind != EvKind::SemAcquire))
+      continue;
     Flow f;
     f.kind = Flow::Kind::Signal;
     f.from = g.site(a.anchor != kNone ? a.anchor : e.from);
@@ -82,8 +83,8 @@ Result verifyPlan(const Plan& plan, const Options& options) {
     if (!r.hasOps) {
       Finding f;
       f.kind = FindingKind::Unchecked;
-      f.message = strFormat("the plan was loaded without the threadblocks of rank %d; load every rank to verify it",
-                            r.rank);
+      f.message =
+          strFormat("the plan was loaded without the threadblocks of rank %d; load every rank to verify it", r.rank);
       sink.add("not loaded", f);
       result.findings = sink.take();
       return result;
@@ -95,8 +96,9 @@ Result verifyPlan(const Plan& plan, const Options& options) {
   if (sizes.chunks.empty()) {
     Finding f;
     f.kind = FindingKind::Unchecked;
-    f.message = "no message size in [min_message_size, max_message_size] divides into the plan's chunks: the plan "
-                "serves no call";
+    f.message =
+        "no message size in [min_message_size, max_message_size] divides into the plan's chunks: the plan "
+        "serves no call";
     sink.add("no sizes", f);
   }
   // Two consecutive calls share every buffer; with double scratch a half is reused every second call.
@@ -104,8 +106,8 @@ Result verifyPlan(const Plan& plan, const Options& options) {
   for (uint64_t chunk : sizes.chunks) {
     const CallLayout layout = makeLayout(plan, chunk, options.reuseScratchBytes);
     if (!layout.served) {
-      result.sizeNote += strFormat("; chunk %llu: not served (%s)", static_cast<unsigned long long>(chunk),
-                                   layout.refusal.c_str());
+      result.sizeNote +=
+          strFormat("; chunk %llu: not served (%s)", static_cast<unsigned long long>(chunk), layout.refusal.c_str());
       continue;
     }
     const uint64_t estimate = estimateEvents(plan, chunk, calls);
@@ -113,10 +115,11 @@ Result verifyPlan(const Plan& plan, const Options& options) {
       Finding f;
       f.kind = FindingKind::Unchecked;
       f.chunkBytes = chunk;
-      f.message = strFormat("at chunk size %llu the model would have about %llu events, more than the verifier's "
-                            "limit of %llu (Options::maxEvents): this size is not checked",
-                            static_cast<unsigned long long>(chunk), static_cast<unsigned long long>(estimate),
-                            static_cast<unsigned long long>(options.maxEvents));
+      f.message = strFormat(
+          "at chunk size %llu the model would have about %llu events, more than the verifier's "
+          "limit of %llu (Options::maxEvents): this size is not checked",
+          static_cast<unsigned long long>(chunk), static_cast<unsigned long long>(estimate),
+          static_cast<unsigned long long>(options.maxEvents));
       sink.add("too large " + std::to_string(chunk), f);
       continue;
     }
@@ -144,8 +147,8 @@ Result verifyPlan(const Plan& plan, const Options& options) {
   if (result.findings.empty() && !result.sizesStandForAll) {
     Finding f;
     f.kind = FindingKind::Unchecked;
-    f.message = "no problem found at the sizes checked, but they do not stand for every size the plan accepts ("
-                + sizes.note + ")";
+    f.message = "no problem found at the sizes checked, but they do not stand for every size the plan accepts (" +
+                sizes.note + ")";
     result.findings.push_back(f);
   }
   return result;

@@ -30,20 +30,20 @@ const char* findingKindName(FindingKind kind);
 struct OpSite {
   int rank = -1;
   int threadblock = -1;
-  int op = -1;              // index in the threadblock's flat op list (pipeline bodies follow their pipeline)
-  int iteration = -1;       // pipeline iteration, -1 outside pipelines
-  std::string name;         // "wait", "put", ... ("" for a host step: the user's buffers between calls)
-  std::string source;       // DSL source line ("prog.py:42") when the plan carries it
+  int op = -1;         // index in the threadblock's flat op list (pipeline bodies follow their pipeline)
+  int iteration = -1;  // pipeline iteration, -1 outside pipelines
+  std::string name;    // "wait", "put", ... ("" for a host step: the user's buffers between calls)
+  std::string source;  // DSL source line ("prog.py:42") when the plan carries it
   bool valid() const { return rank >= 0; }
 };
 
 struct Finding {
   FindingKind kind = FindingKind::Race;
-  OpSite at;          // the op at fault (the later access of a race, the stuck wait, the last writer)
-  OpSite other;       // the other op of a race or of a signal/wait pair (invalid when none)
-  std::string buffer; // "rank 1 scratch", "rank 0 output" ("" when no buffer is involved)
-  std::string chunks; // "chunk 3", "chunks 2-3", "chunk 3 bytes [16, 32)"
-  int call = -1;      // which of the consecutive calls (0-based), -1 when not call-specific
+  OpSite at;                // the op at fault (the later access of a race, the stuck wait, the last writer)
+  OpSite other;             // the other op of a race or of a signal/wait pair (invalid when none)
+  std::string buffer;       // "rank 1 scratch", "rank 0 output" ("" when no buffer is involved)
+  std::string chunks;       // "chunk 3", "chunks 2-3", "chunk 3 bytes [16, 32)"
+  int call = -1;            // which of the consecutive calls (0-based), -1 when not call-specific
   uint64_t chunkBytes = 0;  // the chunk size the finding was made at
   std::string message;      // what is wrong and why, one paragraph
 };
@@ -85,11 +85,11 @@ struct Result {
   // representative set (pipelines: docs/plan-verifier.md says which).
   std::vector<uint64_t> chunkSizes;
   bool sizesStandForAll = true;
-  std::string sizeNote;      // how the sizes were chosen
-  bool resultChecked = true; // false for test/custom plans: only hazards are checked
-  uint64_t events = 0;       // size of the largest model built (for the benchmark)
+  std::string sizeNote;       // how the sizes were chosen
+  bool resultChecked = true;  // false for test/custom plans: only hazards are checked
+  uint64_t events = 0;        // size of the largest model built (for the benchmark)
   uint64_t accesses = 0;
-  std::vector<Flow> flows;   // with Options::collectFlows
+  std::vector<Flow> flows;  // with Options::collectFlows
 };
 
 Result verifyPlan(const Plan& plan, const Options& options = Options());

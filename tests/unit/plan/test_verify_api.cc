@@ -29,8 +29,10 @@ struct EnvGuard {
     setenv(name, value, 1);
   }
   ~EnvGuard() {
-    if (had_) setenv(name_, old_.c_str(), 1);
-    else unsetenv(name_);
+    if (had_)
+      setenv(name_, old_.c_str(), 1);
+    else
+      unsetenv(name_);
   }
   const char* name_;
   bool had_ = false;

@@ -106,9 +106,10 @@ TEST_CASE("LL packets: one-way traffic reuses the scratch of the previous call",
   // that rank 1 has read the packets before the next call overwrites them.
   for (bool doubleScratch : {false, true}) {
     INFO("double scratch " << doubleScratch);
-    auto plan = twoRankPlan("ll_broadcast", "broadcast", false, "LL", 1, 1, 1,
-                            {data("ppkt", {local("i", 0)}, {remote(2, 0)}, true), data("copy", {local("i", 0)}, {local("o", 0)})},
-                            {data("upkt", {local("s", 0)}, {local("o", 0)})});
+    auto plan = twoRankPlan(
+        "ll_broadcast", "broadcast", false, "LL", 1, 1, 1,
+        {data("ppkt", {local("i", 0)}, {remote(2, 0)}, true), data("copy", {local("i", 0)}, {local("o", 0)})},
+        {data("upkt", {local("s", 0)}, {local("o", 0)})});
     plan["use_double_scratch_buffer"] = doubleScratch;
     const auto r = verify(plan);
     INFO(text(r));
@@ -120,9 +121,9 @@ TEST_CASE("LL packets: one-way traffic reuses the scratch of the previous call",
 }
 
 TEST_CASE("LL packets nobody writes in the call: the read waits forever", "[verify][findings][ll]") {
-  auto plan = twoRankPlan("ll_nowrite", "broadcast", false, "LL", 1, 1, 1,
-                          {data("copy", {local("i", 0)}, {local("o", 0)})},
-                          {data("upkt", {local("s", 0)}, {local("o", 0)})});
+  auto plan =
+      twoRankPlan("ll_nowrite", "broadcast", false, "LL", 1, 1, 1, {data("copy", {local("i", 0)}, {local("o", 0)})},
+                  {data("upkt", {local("s", 0)}, {local("o", 0)})});
   const auto r = verify(plan);
   INFO(text(r));
   const Finding& f = first(r, FindingKind::Deadlock);
@@ -136,8 +137,10 @@ TEST_CASE("sendrecv: the output must be another rank's whole input", "[verify][f
     std::vector<json> ops[2];
     for (int r = 0; r < 2; ++r) {
       ops[r] = {sync("rlxsignal"), sync("rlxwait"), op("nop")};
-      if (fromPeer) ops[r].push_back(data("put", {local("i", 0)}, {remote(1, 0)}, true));
-      else ops[r].push_back(data("copy", {local("i", 0)}, {local("o", 0)}));
+      if (fromPeer)
+        ops[r].push_back(data("put", {local("i", 0)}, {remote(1, 0)}, true));
+      else
+        ops[r].push_back(data("copy", {local("i", 0)}, {local("o", 0)}));
       ops[r].insert(ops[r].end(), {op("nop"), sync("signal"), sync("wait"), op("nop")});
     }
     return twoRankPlan("sendrecv", "sendrecv", false, "Simple", 1, 1, 0, ops[0], ops[1]);
@@ -171,9 +174,17 @@ TEST_CASE("thread-block groups: every slice arrangement is checked", "[verify][f
       copy["tbg_info"] = {{"tb_id", t == 2 ? lastSlice : t}, {"tbg_size", 3}};
       tbs.push_back({{"id", t}, {"ops", {copy}}, {"channels", json::array()}});
     }
-    json rank = {{"id", 0}, {"input_chunks", 1}, {"output_chunks", 1}, {"scratch_chunks", 0},
-                 {"channels", json::array()}, {"remote_buffers", json::array()}, {"threadblocks", tbs}};
-    return json{{"name", "tbg_copy"}, {"collective", "allreduce"}, {"protocol", "Simple"}, {"inplace", false},
+    json rank = {{"id", 0},
+                 {"input_chunks", 1},
+                 {"output_chunks", 1},
+                 {"scratch_chunks", 0},
+                 {"channels", json::array()},
+                 {"remote_buffers", json::array()},
+                 {"threadblocks", tbs}};
+    return json{{"name", "tbg_copy"},
+                {"collective", "allreduce"},
+                {"protocol", "Simple"},
+                {"inplace", false},
                 {"gpus", {rank}}};
   };
   const auto good = verify(make(2));

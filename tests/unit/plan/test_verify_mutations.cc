@@ -24,7 +24,8 @@ std::vector<std::string> smallDefaultPlans() {
   while (dirent* e = readdir(d)) {
     const std::string n = e->d_name;
     if (n.size() > 5 && n.compare(n.size() - 5, 5, ".json") == 0 &&
-        (n.find("_n2_") != std::string::npos || n.find("_n4_ip") != std::string::npos || n.find("2node") != std::string::npos))
+        (n.find("_n2_") != std::string::npos || n.find("_n4_ip") != std::string::npos ||
+         n.find("2node") != std::string::npos))
       files.push_back(dir + "/" + n);
   }
   closedir(d);
@@ -53,8 +54,8 @@ TEST_CASE("mutants of the default plans are caught", "[verify][mutations]") {
         REQUIRE(kind == mutate::Kind::DropNop);
         // The root of an out-of-place gather signals its peers, then copies its own part: nothing the
         // peers do touches the bytes of that copy, so the nop between them orders nothing.
-        const bool gatherRootCopy = plan->header.collective == Collective::Gather && !plan->header.inPlace &&
-                                    m.rank == plan->header.root;
+        const bool gatherRootCopy =
+            plan->header.collective == Collective::Gather && !plan->header.inPlace && m.rank == plan->header.root;
         CHECK((!mutate::harmlessNop(*plan, m).empty() || gatherRootCopy));
         ++harmless;
       }

@@ -101,8 +101,9 @@ TEST_CASE("the reference corpus: collective plans proven or their defect named",
 TEST_CASE("strict kernel boundaries: a relaxed signal does not publish multimem stores", "[verify][corpus]") {
   // Under the PTX memory model taken strictly, the NVLS plans of the corpus publish the result of their
   // multimem stores to the other ranks only through a relaxed signal before the launch ends.
-  for (const char* name : {"committed/executor-tests-reduce_nvls.json", "committed/executor-tests-reduce_nvls_pipeline.json",
-                           "generated/sn_allgather_nvls_zero_copy_8.json", "generated/sn_allreduce_nvls_zero_copy_8.json"}) {
+  for (const char* name :
+       {"committed/executor-tests-reduce_nvls.json", "committed/executor-tests-reduce_nvls_pipeline.json",
+        "generated/sn_allgather_nvls_zero_copy_8.json", "generated/sn_allreduce_nvls_zero_copy_8.json"}) {
     INFO(name);
     PlanPtr plan = loadPlanFile(plantest::referencePlansDir() + "/mscclpp/" + name);
     CHECK(verify::verifyPlan(*plan).proven);

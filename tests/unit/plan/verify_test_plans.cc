@@ -31,10 +31,11 @@ json twoRankPlan(const std::string& name, const std::string& collective, bool in
     json remoteBuffers = json::array();
     for (const char* t : {"i", "o", "s"})
       remoteBuffers.push_back({{"rank", peer}, {"type", t}, {"access_channel_types", {"memory"}}});
-    json tb = {{"id", 0},
-               {"ops", r == 0 ? ops0 : ops1},
-               {"channels", json::array({{{"channel_type", "memory"}, {"channel_ids", {0}}}})},
-               {"remote_buffer_refs", json::array({{{"access_channel_type", "memory"}, {"remote_buffer_ids", {0, 1, 2}}}})}};
+    json tb = {
+        {"id", 0},
+        {"ops", r == 0 ? ops0 : ops1},
+        {"channels", json::array({{{"channel_type", "memory"}, {"channel_ids", {0}}}})},
+        {"remote_buffer_refs", json::array({{{"access_channel_type", "memory"}, {"remote_buffer_ids", {0, 1, 2}}}})}};
     gpus.push_back({{"id", r},
                     {"input_chunks", inputChunks},
                     {"output_chunks", outputChunks},

@@ -22,8 +22,8 @@ json twoRankPlan(const std::string& name, const std::string& collective, bool in
                  int inputChunks, int outputChunks, int scratchChunks, const std::vector<json>& ops0,
                  const std::vector<json>& ops1);
 
-json op(const std::string& name);                                  // nop, barrier-free ops without fields
-json sync(const std::string& name, int channel = 0);               // signal/wait/rlxsignal/rlxwait on a memory channel
+json op(const std::string& name);                     // nop, barrier-free ops without fields
+json sync(const std::string& name, int channel = 0);  // signal/wait/rlxsignal/rlxwait on a memory channel
 json data(const std::string& name, std::vector<json> src, std::vector<json> dst, bool memory = false);
 
 // Out-of-place allgather on 2 ranks: a relaxed barrier, the local copy, a put of the input into the

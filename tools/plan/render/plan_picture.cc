@@ -19,8 +19,10 @@ bool isControl(OpType t) {
     case OpType::RelaxedWait:
     case OpType::Flush:
     case OpType::SemAcquire:
-    case OpType::SemRelease: return true;
-    default: return false;
+    case OpType::SemRelease:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -29,10 +31,14 @@ BoxStyle styleOf(const Op& op) {
   if (op.type == OpType::Pipeline) return BoxStyle::Pipeline;
   if (op.type == OpType::SemAcquire || op.type == OpType::SemRelease) return BoxStyle::Sync;
   switch (op.channelType) {
-    case ChannelType::Memory: return BoxStyle::Memory;
-    case ChannelType::Port: return BoxStyle::Port;
-    case ChannelType::Switch: return BoxStyle::Switch;
-    case ChannelType::None: break;
+    case ChannelType::Memory:
+      return BoxStyle::Memory;
+    case ChannelType::Port:
+      return BoxStyle::Port;
+    case ChannelType::Switch:
+      return BoxStyle::Switch;
+    case ChannelType::None:
+      break;
   }
   return BoxStyle::Local;
 }
@@ -44,12 +50,14 @@ std::string refText(const RankPlan& rp, const BufferRef& r) {
   std::string range = std::to_string(r.index);
   if (r.size > 1) range += "-" + std::to_string(r.index + r.size - 1);
   switch (r.kind) {
-    case RefKind::Local: return std::string(1, bufferChar(r.type)) + range;
+    case RefKind::Local:
+      return std::string(1, bufferChar(r.type)) + range;
     case RefKind::Remote: {
       const RemoteBufferDecl& d = rp.remoteBuffers[r.id];
       return strFormat("r%d.%c", d.rank, bufferChar(d.type)) + range;
     }
-    case RefKind::Multicast: return strFormat("mc.%c", bufferChar(rp.switchChannels[r.id].bufferType)) + range;
+    case RefKind::Multicast:
+      return strFormat("mc.%c", bufferChar(rp.switchChannels[r.id].bufferType)) + range;
   }
   return "?";
 }
@@ -114,8 +122,7 @@ void layout(Picture* p, const std::vector<std::vector<int>>& barrierRounds) {
   // A cycle (a plan that deadlocks): the rest follows program order only.
   for (size_t i = 0; i < n; ++i) {
     if (root[i] != static_cast<int>(i) || done[i]) continue;
-    if (i > 0 && p->boxes[i].lane == p->boxes[i - 1].lane)
-      column[i] = std::max(column[i], column[root[i - 1]] + 1);
+    if (i > 0 && p->boxes[i].lane == p->boxes[i - 1].lane) column[i] = std::max(column[i], column[root[i - 1]] + 1);
   }
   p->columns = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -221,28 +228,33 @@ Picture buildPicture(const Plan& plan, const verify::Result* v, const std::set<i
           for (uint32_t k = 0; k < op.nIds && k < 3; ++k) {
             const uint32_t id = tb.ids[op.idsBegin + k];
             const auto& list = op.channelType == ChannelType::Port ? rp.portChannels : rp.memoryChannels;
-            if (op.type == OpType::SemAcquire || op.type == OpType::SemRelease) peers += strFormat("%ssem%u", k ? "," : "", id);
-            else if (id < list.size()) peers += strFormat("%sr%d", k ? "," : "", list[id].peer);
+            if (op.type == OpType::SemAcquire || op.type == OpType::SemRelease)
+              peers += strFormat("%ssem%u", k ? "," : "", id);
+            else if (id < list.size())
+              peers += strFormat("%sr%d", k ? "," : "", list[id].peer);
           }
           if (op.nIds > 3) peers += strFormat("+%u", op.nIds - 3);
-          b.chunks = (op.type == OpType::Wait || op.type == OpType::RelaxedWait || op.type == OpType::SemAcquire
-                          ? "< "
-                          : "> ") +
-                     peers;
+          b.chunks =
+              (op.type == OpType::Wait || op.type == OpType::RelaxedWait || op.type == OpType::SemAcquire ? "< "
+                                                                                                          : "> ") +
+              peers;
         } else {
           b.chunks = refList(rp, tb, op.srcBegin, op.nSrc, 2) + " > " + refList(rp, tb, op.dstBegin, op.nDst, 2);
         }
         std::string d = strFormat("rank %d threadblock %d op %u: %s", r, t, i, opTypeName(op.type));
         if (b.inPipeline) d += " (in a pipeline)";
         if (op.channelType != ChannelType::None) d += strFormat("\nchannel type: %s", channelTypeName(op.channelType));
-        if (op.nIds > 0) d += "\n" + std::string(op.type == OpType::SemAcquire || op.type == OpType::SemRelease ? "" : "channels: ") + channelList(rp, tb, op);
+        if (op.nIds > 0)
+          d += "\n" + std::string(op.type == OpType::SemAcquire || op.type == OpType::SemRelease ? "" : "channels: ") +
+               channelList(rp, tb, op);
         if (op.nSrc > 0) d += "\nsrc_buff: " + refList(rp, tb, op.srcBegin, op.nSrc, 64);
         if (op.nDst > 0) d += "\ndst_buff: " + refList(rp, tb, op.dstBegin, op.nDst, 64);
         if (op.tbgSize > 1) d += strFormat("\nthread-block group: slice %u of %u", op.tbgId, op.tbgSize);
         if (op.type == OpType::Pipeline)
           d += strFormat("\niterations: ceil(%u chunks / %llu-byte units)", op.numChunks,
                          static_cast<unsigned long long>(op.unitSize));
-        if (op.type == OpType::Barrier) d += strFormat("\nbarrier %u among %u threadblocks", op.barrierId, op.numThreadblocks);
+        if (op.type == OpType::Barrier)
+          d += strFormat("\nbarrier %u among %u threadblocks", op.barrierId, op.numThreadblocks);
         if (b.syncBefore) d += "\nafter a block-wide barrier (nop)";
         if (i < tb.opSources.size() && !tb.opSources[i].empty()) d += "\nsource: " + tb.opSources[i];
         b.detail = d;

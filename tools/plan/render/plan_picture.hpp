@@ -23,9 +23,9 @@ struct Box {
   BoxStyle style = BoxStyle::Local;
   bool syncBefore = false;  // a nop (block-wide barrier) precedes it
   bool inPipeline = false;
-  std::string title;   // "put", "wait x3"
-  std::string chunks;  // "i0 > r1.s0"
-  std::string detail;  // the hover text: op, channels, references, source line, findings
+  std::string title;          // "put", "wait x3"
+  std::string chunks;         // "i0 > r1.s0"
+  std::string detail;         // the hover text: op, channels, references, source line, findings
   std::vector<int> findings;  // indexes into Picture::findings
 };
 
@@ -41,8 +41,8 @@ struct Lane {
 };
 
 struct Picture {
-  std::string title;     // "allreduce_rsag_n2_ip: allreduce, 2 ranks, Simple, in place"
-  std::string verdict;   // "PROVEN ..." / "NOT PROVEN: 2 findings"
+  std::string title;    // "allreduce_rsag_n2_ip: allreduce, 2 ranks, Simple, in place"
+  std::string verdict;  // "PROVEN ..." / "NOT PROVEN: 2 findings"
   bool proven = false;
   bool verified = false;
   std::vector<Lane> lanes;
