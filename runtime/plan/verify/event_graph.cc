@@ -163,6 +163,9 @@ class Builder {
   void addLocs(const std::vector<Loc>& locs, Access access, bool isSrc, uint16_t refPos);
   void endMove(uint32_t event);
   void linkFifoSignal(uint32_t block, uint32_t channel, uint32_t push, uint32_t inc);
+  // The proxy's increment of a port signal pushed by event push on channel (of rank): after the push
+  // and the channel's earlier requests, it increments the paired channel's counter on the peer.
+  uint32_t addSignalInc(Event inc, uint32_t block, uint32_t push, uint32_t rank, uint32_t channel);
   void linkFifoFlush(uint32_t block, uint32_t channel, uint32_t flushEvent);
   void buildBarriers();
 
@@ -339,6 +342,16 @@ void Builder::linkFifoSignal(uint32_t block, uint32_t channel, uint32_t push, ui
   f.incs.push_back({push, inc});
 }
 
+uint32_t Builder::addSignalInc(Event inc, uint32_t block, uint32_t push, uint32_t rank, uint32_t channel) {
+  inc.block = block;
+  inc.anchor = push;
+  const uint32_t ii = g_.addEvent(inc);
+  g_.addEdge(push, ii, true);
+  linkFifoSignal(block, channel, push, ii);
+  g_.producers.push_back({ii, pairedCounter(ChannelType::Port, rank, channel), false});
+  return ii;
+}
+
 void Builder::linkFifoFlush(uint32_t block, uint32_t channel, uint32_t flushEvent) {
   auto it = fifos_.find({block, channel});
   if (it == fifos_.end()) return;
@@ -391,15 +404,7 @@ void Builder::expandOp(Seq& seq, uint32_t rank, uint32_t tbIndex, uint32_t index
       Event e = ev(EvKind::Push);
       e.thread = slotThread(op.nIds);
       const uint32_t pi = append(seq, e);
-      for (uint32_t k = 0; k < op.nIds; ++k) {
-        Event inc = ev(EvKind::SignalInc);
-        inc.block = seq.block;
-        inc.anchor = pi;
-        const uint32_t ii = g_.addEvent(inc);
-        g_.addEdge(pi, ii, true);
-        linkFifoSignal(seq.block, id(k), pi, ii);
-        g_.producers.push_back({ii, pairedCounter(ChannelType::Port, rank, id(k)), false});
-      }
+      for (uint32_t k = 0; k < op.nIds; ++k) addSignalInc(ev(EvKind::SignalInc), seq.block, pi, rank, id(k));
       return;
     }
     case OpType::Wait:
@@ -476,16 +481,8 @@ void Builder::expandOp(Seq& seq, uint32_t rank, uint32_t tbIndex, uint32_t index
       endMove(ti);
       fifos_[{seq.block, id(i)}].transfers.push_back({pi, ti});
       own.push_back(ti);
-      if (op.type == OpType::PutWithSignal || op.type == OpType::PutWithSignalAndFlush) {
-        Event inc = ev(EvKind::SignalInc);
-        inc.block = seq.block;
-        inc.anchor = pi;
-        const uint32_t ii = g_.addEvent(inc);
-        g_.addEdge(pi, ii, true);
-        linkFifoSignal(seq.block, id(i), pi, ii);
-        g_.producers.push_back({ii, pairedCounter(ChannelType::Port, rank, id(i)), false});
-        own.push_back(ii);
-      }
+      if (op.type == OpType::PutWithSignal || op.type == OpType::PutWithSignalAndFlush)
+        own.push_back(addSignalInc(ev(EvKind::SignalInc), seq.block, pi, rank, id(i)));
     }
     if (op.type == OpType::PutWithSignalAndFlush) {
       Event f = ev(EvKind::FlushWait);
