@@ -1,8 +1,8 @@
 // The CUDA device double's own interface (docs/cuda-double.md): what the double needs from the
 // outside (host bodies for device kernels) and what tests may ask it (misuse counts, faults, live
 // allocations, the adversarial scheduling knob). Everything else the double offers is the CUDA
-// runtime API itself (cuda_runtime_api.h), under libcudart's soname, so the production library runs
-// against it unchanged.
+// runtime API itself (as the toolkit's runtime header declares it), under libcudart's soname, so
+// the production library runs against it unchanged.
 //
 // Thread-safety: every function may be called from any thread.
 #ifndef CUDA_DOUBLE_CUDA_DOUBLE_H_

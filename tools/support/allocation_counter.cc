@@ -17,8 +17,8 @@ thread_local bool tCountingThread = false;
 }  // namespace
 
 void* operator new(std::size_t n) {
-  if (gCounting.load(std::memory_order_relaxed) && (tCountingThread || !gThisThreadOnly.load(std::memory_order_relaxed)))
-    gAllocations.fetch_add(1, std::memory_order_relaxed);
+  const bool counted = tCountingThread || !gThisThreadOnly.load(std::memory_order_relaxed);
+  if (gCounting.load(std::memory_order_relaxed) && counted) gAllocations.fetch_add(1, std::memory_order_relaxed);
   void* p = std::malloc(n == 0 ? 1 : n);
   if (p == nullptr) throw std::bad_alloc();
   return p;

@@ -60,8 +60,8 @@ T* devicePtr(uint64_t base, uint64_t off) {
 bool ImageCounts::operator==(const ImageCounts& o) const {
   if (blocks.size() != o.blocks.size()) return false;
   for (size_t i = 0; i < blocks.size(); ++i) {
-    if (blocks[i].nOps != o.blocks[i].nOps || blocks[i].nRefs != o.blocks[i].nRefs || blocks[i].nIds != o.blocks[i].nIds)
-      return false;
+    const Block &a = blocks[i], &b = o.blocks[i];
+    if (a.nOps != b.nOps || a.nRefs != b.nRefs || a.nIds != b.nIds) return false;
   }
   return nMemoryChannels == o.nMemoryChannels && nPortChannels == o.nPortChannels && switchMembers == o.switchMembers &&
          nSemaphores == o.nSemaphores && nBarriers == o.nBarriers;
@@ -86,7 +86,8 @@ ImageCounts imageCountsOf(const plan::RankPlan& rp) {
   }
   c.nMemoryChannels = static_cast<uint32_t>(rp.memoryChannels.size());
   c.nPortChannels = static_cast<uint32_t>(rp.portChannels.size());
-  for (const plan::SwitchChannelDecl& s : rp.switchChannels) c.switchMembers.push_back(static_cast<uint32_t>(s.ranks.size()));
+  for (const plan::SwitchChannelDecl& s : rp.switchChannels)
+    c.switchMembers.push_back(static_cast<uint32_t>(s.ranks.size()));
   c.nSemaphores = static_cast<uint32_t>(rp.semaphoreInitValues.size());
   c.nBarriers = static_cast<uint32_t>(rp.numBarriers);
   return c;

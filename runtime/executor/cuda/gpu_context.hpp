@@ -22,9 +22,10 @@
 // advance the LL flag and counters on the device. A captured launch embeds this context's pointers,
 // so the graph keeps the context alive: a cudaUserObject holding a reference, which CUDA releases
 // once the graph and its executable graphs are destroyed and their launches completed (Runtime
-// API, cudaUserObjectCreate / cudaGraphRetainUserObject); eviction from the cache does not free it. A failed launch (a wait passed MSCCLPP_TIMEOUT_S,
-// a proxy error) raises the abort flag; the next use of the context sees it, synchronises with the
-// failed launch's stream and throws the wait-for picture.
+// API, cudaUserObjectCreate / cudaGraphRetainUserObject); eviction from the cache does not free it.
+// A failed launch (a wait passed MSCCLPP_TIMEOUT_S, a proxy error) raises the abort flag; the next
+// use of the context sees it, synchronises with the failed launch's stream and throws the wait-for
+// picture.
 //
 // The collective build point: once this rank's directory is sent, peers may launch kernels that spin
 // on this rank until its own kernel runs, so nothing after that point may synchronise the device

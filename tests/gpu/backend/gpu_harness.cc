@@ -173,7 +173,9 @@ ReferenceCall::ReferenceCall(plan::PlanPtr plan, uint64_t messageBytes, DataType
   }
 }
 
-exec::CheckResult ReferenceCall::check(int rank, const char* output) const { return exec::checkOutput(req_, rank, output); }
+exec::CheckResult ReferenceCall::check(int rank, const char* output) const {
+  return exec::checkOutput(req_, rank, output);
+}
 
 RunResult runPlan(GpuRanks& ranks, const plan::PlanPtr& plan, const RunOptions& opt) {
   RunResult res;
