@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "bootstrap/socket.hpp"
+#include "core/net/socket.hpp"
 #include "mscclpp/communicator.hpp"
 
 using Clock = std::chrono::steady_clock;

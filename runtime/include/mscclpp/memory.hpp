@@ -83,7 +83,7 @@ constexpr TransportFlags AllIBTransports = Transport::IB0 | Transport::IB1 | Tra
 
 class RegisteredMemory {
  public:
-  struct Impl;  // internal (runtime/comm/registered_memory_impl.hpp)
+  struct Impl;  // internal (runtime/transport/registration.hpp)
 
   RegisteredMemory() = default;
   explicit RegisteredMemory(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}

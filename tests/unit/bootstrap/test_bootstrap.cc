@@ -5,7 +5,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "bootstrap/socket.hpp"
+#include "core/net/socket.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/errors.hpp"
 #include "rank_threads.hpp"

@@ -65,7 +65,7 @@ TEST_CASE("CUDA IPC is refused precisely where it cannot work", "[ipc]") {
   if (!cuda_ipc::compiledIn()) {
     CHECK_THROWS_WITH(c.connect(0, 0, Transport::CudaIpc),
                       "communicator rank 0/1: connect to rank 0 over IPC (tag 0): this build has no CUDA support");
-    CudaIpcExport e;
+    cuda_ipc::CudaIpcRecord e;
     CHECK_THROWS_WITH(cuda_ipc::exportRange(&e, 8, &e),
                       "registerMemory(CudaIpc): this build of MSCCL++ has no CUDA support");
     return;
