@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "bootstrap/group_ops.hpp"
+#include "bootstrap/params.hpp"
 #include "core/net/net_interface.hpp"
 #include "bootstrap/root.hpp"
 #include "bootstrap/tcp_endpoint.hpp"

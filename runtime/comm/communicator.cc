@@ -7,6 +7,7 @@
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
+#include "comm/params.hpp"
 #include "transport/device_memory.hpp"
 
 namespace mscclpp {

@@ -9,6 +9,7 @@
 #include "core/enforce.hpp"
 #include "core/hash.hpp"
 #include "core/params.hpp"
+#include "comm/params.hpp"
 #include "core/random.hpp"
 
 namespace mscclpp::comm {

@@ -5,14 +5,15 @@
 #include <list>
 #include <mutex>
 
+#include "comm/params.hpp"
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
-#include "core/params.hpp"
 #include "executor/context_image.hpp"
 #include "executor/context_wiring.hpp"
 #include "executor/cpu/cpu_context.hpp"
 #include "executor/cuda/gpu_backend.hpp"
 #include "executor/cuda/gpu_launch.hpp"
+#include "executor/params.hpp"
 #include "executor/scale_steps.hpp"
 #include "mscclpp/communicator.hpp"
 

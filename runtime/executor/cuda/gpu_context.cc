@@ -12,6 +12,7 @@
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
+#include "executor/params.hpp"
 #include "executor/cuda/cuda_check.hpp"
 #include "executor/cuda/device_image.hpp"
 #include "executor/diagnostics.hpp"

@@ -14,7 +14,7 @@
 
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
-#include "core/params.hpp"
+#include "transport/params.hpp"
 #include "core/random.hpp"
 
 namespace mscclpp::transport::host_shm {

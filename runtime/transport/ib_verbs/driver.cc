@@ -1,6 +1,6 @@
 #include "transport/ib_verbs/driver.hpp"
 
-#include "core/params.hpp"
+#include "transport/params.hpp"
 #include "transport/ib_verbs/connection.hpp"
 #include "transport/ib_verbs/memory.hpp"
 

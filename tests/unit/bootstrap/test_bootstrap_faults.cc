@@ -11,6 +11,7 @@
 #include "core/logger.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/errors.hpp"
+#include "../../support/scoped_env.hpp"
 #include "rank_threads.hpp"
 
 using namespace mscclpp;
@@ -104,7 +105,7 @@ TEST_CASE("garbage, strangers and impostors at a rank's listener do not disturb 
 }
 
 TEST_CASE("a rank that never arrives fails init within the deadline, naming it", "[bootstrap][faults]") {
-  test::EnvGuard timeout("MSCCLPP_TIMEOUT_S", "1");
+  test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "1");
   UniqueId id = TcpBootstrap::createUniqueId();
   auto start = Clock::now();
   std::vector<std::string> errors(4);

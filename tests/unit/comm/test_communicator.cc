@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
+#include "../../support/scoped_env.hpp"
 #include "../bootstrap/rank_threads.hpp"
 #include "comm/communicator_impl.hpp"
 #include "mscclpp/communicator.hpp"
@@ -54,11 +55,11 @@ TEST_CASE("ranks on one host see each other as local", "[comm]") {
 }
 
 TEST_CASE("MSCCLPP_HOSTID overrides the host identity", "[comm]") {
-  test::EnvGuard env("MSCCLPP_HOSTID", "rack7-node3");
+  test::ScopedEnv env("MSCCLPP_HOSTID", "rack7-node3");
   auto comms = makeComms(test::makeInProcessBootstraps(2));
   CHECK(comms[0]->hostId() == "rack7-node3");
   CHECK(comms[1]->hostIdOf(0) == "rack7-node3");
-  test::EnvGuard tooLong("MSCCLPP_HOSTID", std::string(300, 'x').c_str());
+  test::ScopedEnv tooLong("MSCCLPP_HOSTID", std::string(300, 'x').c_str());
   auto bs = test::makeInProcessBootstraps(1);
   CHECK_THROWS_WITH(Communicator(bs[0], kHostDevice),
                     Catch::Contains("has 300 bytes, more than 240 (MSCCLPP_HOSTID)"));

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
+#include "../../support/scoped_env.hpp"
 #include "../bootstrap/rank_threads.hpp"
 #include "transport/registration.hpp"
 #include "core/deadline.hpp"
@@ -78,7 +79,7 @@ TEST_CASE("imports map the exporter's pages and fail clearly once it is gone", "
 }
 
 TEST_CASE("POSIX mode names segments and unlinks them on free or on request", "[shm]") {
-  test::EnvGuard mode("MSCCLPP_HOST_SHM", "posix");
+  test::ScopedEnv mode("MSCCLPP_HOST_SHM", "posix");
   auto p = allocSharedHost<char>(100);
   transport::host_shm::HostShmRecord e;
   REQUIRE(transport::host_shm::exportRange(p.get(), 100, &e));

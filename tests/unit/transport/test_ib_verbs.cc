@@ -2,6 +2,7 @@
 // HCA. CUDA IPC without CUDA (or without a device).
 #include <catch2/catch.hpp>
 
+#include "../../support/scoped_env.hpp"
 #include "../bootstrap/rank_threads.hpp"
 #include "mscclpp/communicator.hpp"
 #include "transport/cuda_ipc/memory.hpp"
@@ -47,7 +48,7 @@ TEST_CASE("no HCA: opening a device fails naming what is missing", "[ib]") {
 }
 
 TEST_CASE("the communicator reports IB failures with the call and the library", "[ib]") {
-  test::EnvGuard lib("MSCCLPP_IBVERBS_LIBRARY", "libmscclpp-no-such-verbs.so.1");
+  test::ScopedEnv lib("MSCCLPP_IBVERBS_LIBRARY", "libmscclpp-no-such-verbs.so.1");
   auto bs = test::makeInProcessBootstraps(1);
   Communicator c(bs[0], kHostDevice);
   std::vector<char> buf(64);
