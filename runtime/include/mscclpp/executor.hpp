@@ -29,6 +29,10 @@
 // In-place plans serve out-of-place calls: the send buffer is copied to where the plan expects
 // its input (allgather: recv + rank * sendBytes; others: recv).
 //
+// Plans: ExecutionPlan(path) loads and validates one plan file (MSCCL++'s name; throws
+// Error(InvalidPlan) naming the file and the problem); plans may also come from the registry
+// (plan_api.h). An ExecutionPlan is immutable and cheap to copy; one plan may serve many executors.
+//
 // Thread-safety: one Executor per rank; its execute() calls are serialised internally. Errors are
 // mscclpp::Error: Timeout (a wait passed MSCCLPP_TIMEOUT_S; the message names rank, threadblock,
 // op and what it waited for), Aborted (another rank failed), NotSupported (this plan cannot serve
@@ -54,6 +58,24 @@ class ContextWiring;
 
 enum class Backend { Auto, Cuda, Cpu };
 
+// An execution plan loaded from a JSON file (docs/plan-core.md, plan-format.md).
+class ExecutionPlan {
+ public:
+  explicit ExecutionPlan(const std::string& planPath);
+
+  std::string name() const;
+  // "allreduce", "allgather", ... (the plan's "collective").
+  std::string collective() const;
+  // The message sizes the plan serves, in bytes (allgather: output bytes; others: input bytes).
+  size_t minMessageSize() const;
+  size_t maxMessageSize() const;
+  bool isInPlace() const;
+
+ private:
+  friend class Executor;
+  std::shared_ptr<const plan::Plan> plan_;
+};
+
 // MSCCLPP_BACKEND resolved: Cuda or Cpu (auto logs its choice once at INFO).
 Backend resolveBackend();
 const char* backendName(Backend b);  // "auto", "cuda", "cpu"
@@ -71,6 +93,10 @@ class Executor {
 
   // stream: a cudaStream_t for the cuda backend (ignored by cpu). recvBuff may be null on
   // non-root ranks of a reduce or gather, sendBuff on non-root ranks of a scatter (NCCL's rules).
+  void execute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes, DataType dtype,
+               const ExecutionPlan& plan, void* stream = nullptr, PacketType packetType = PacketType::LL16,
+               ReduceOp op = ReduceOp::Sum, const void* scalar = nullptr);
+  // The same with a plan of the runtime's own (the registry, the NCCL shim; not in the installed API).
   void execute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes, DataType dtype,
                const std::shared_ptr<const plan::Plan>& plan, void* stream = nullptr,
                PacketType packetType = PacketType::LL16, ReduceOp op = ReduceOp::Sum, const void* scalar = nullptr);
