@@ -45,6 +45,7 @@
 #include <string>
 
 #include "mscclpp/datatype.hpp"
+#include "mscclpp/export.h"
 
 namespace mscclpp {
 
@@ -59,7 +60,7 @@ class ContextWiring;
 enum class Backend { Auto, Cuda, Cpu };
 
 // An execution plan loaded from a JSON file (docs/plan-core.md, plan-format.md).
-class ExecutionPlan {
+class MSCCLPP_API ExecutionPlan {
  public:
   explicit ExecutionPlan(const std::string& planPath);
 
@@ -77,16 +78,16 @@ class ExecutionPlan {
 };
 
 // MSCCLPP_BACKEND resolved: Cuda or Cpu (auto logs its choice once at INFO).
-Backend resolveBackend();
-const char* backendName(Backend b);  // "auto", "cuda", "cpu"
+MSCCLPP_API Backend resolveBackend();
+MSCCLPP_API const char* backendName(Backend b);  // "auto", "cuda", "cpu"
 
-class Executor {
+class MSCCLPP_API Executor {
  public:
   // Ranks are the communicator's; buffers and semaphores are exchanged through it (CPU backend:
   // host shared memory, so every rank must be on this host).
   explicit Executor(std::shared_ptr<Communicator> comm);
-  // Ranks wired by `wiring` (the emulator's shared-memory world; tests).
-  Executor(std::shared_ptr<exec::ContextWiring> wiring, Backend backend = Backend::Auto);
+  // Ranks wired by `wiring` (the emulator's shared-memory world; tests). Not exported.
+  MSCCLPP_INTERNAL Executor(std::shared_ptr<exec::ContextWiring> wiring, Backend backend = Backend::Auto);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -96,10 +97,11 @@ class Executor {
   void execute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes, DataType dtype,
                const ExecutionPlan& plan, void* stream = nullptr, PacketType packetType = PacketType::LL16,
                ReduceOp op = ReduceOp::Sum, const void* scalar = nullptr);
-  // The same with a plan of the runtime's own (the registry, the NCCL shim; not in the installed API).
-  void execute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes, DataType dtype,
-               const std::shared_ptr<const plan::Plan>& plan, void* stream = nullptr,
-               PacketType packetType = PacketType::LL16, ReduceOp op = ReduceOp::Sum, const void* scalar = nullptr);
+  // The same with a plan of the runtime's own (the registry, the NCCL shim). Not exported.
+  MSCCLPP_INTERNAL void execute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes,
+                                DataType dtype, const std::shared_ptr<const plan::Plan>& plan, void* stream = nullptr,
+                                PacketType packetType = PacketType::LL16, ReduceOp op = ReduceOp::Sum,
+                                const void* scalar = nullptr);
 
   Backend backend() const;
   // Execution contexts currently cached.
@@ -119,7 +121,7 @@ class Executor {
   bool pollAsyncError(std::string* message);
 
  private:
-  struct Impl;
+  struct MSCCLPP_INTERNAL Impl;
   std::unique_ptr<Impl> impl_;
 };
 
