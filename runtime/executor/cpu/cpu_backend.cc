@@ -13,7 +13,8 @@
 namespace mscclpp::exec {
 
 CpuBackend::CpuBackend(std::shared_ptr<ContextWiring> wiring, LaunchAbort& abort)
-    : wiring_(std::move(wiring)), abort_(abort),
+    : wiring_(std::move(wiring)),
+      abort_(abort),
       cache_(static_cast<size_t>(std::max<int64_t>(1, params::contextCacheSize()))) {}
 
 CpuContext& CpuBackend::context(const ExecCall& c) {

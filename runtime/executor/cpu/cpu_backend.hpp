@@ -34,8 +34,7 @@ class CpuBackend final : public ExecutionBackend {
     int rank;
     uint64_t inputBytes, outputBytes;
     bool operator==(const Key& o) const {
-      return plan.get() == o.plan.get() && rank == o.rank && inputBytes == o.inputBytes &&
-             outputBytes == o.outputBytes;
+      return plan.get() == o.plan.get() && rank == o.rank && inputBytes == o.inputBytes && outputBytes == o.outputBytes;
     }
   };
   CpuContext& context(const ExecCall& call);

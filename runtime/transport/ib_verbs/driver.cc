@@ -1,8 +1,8 @@
 #include "transport/ib_verbs/driver.hpp"
 
-#include "transport/params.hpp"
 #include "transport/ib_verbs/connection.hpp"
 #include "transport/ib_verbs/memory.hpp"
+#include "transport/params.hpp"
 
 namespace mscclpp::transport::ib_verbs {
 

@@ -53,8 +53,9 @@ bool isInternal(const std::string& name) {
 
 // libmscclpp.so's API: namespace mscclpp (functions, typeinfo, vtables) and the C API.
 bool isPublicApi(const std::string& name) {
-  for (const char* prefix : {"mscclpp::", "typeinfo for mscclpp::", "typeinfo name for mscclpp::", "vtable for mscclpp::",
-                             "VTT for mscclpp::", "non-virtual thunk to mscclpp::", "virtual thunk to mscclpp::"}) {
+  for (const char* prefix :
+       {"mscclpp::", "typeinfo for mscclpp::", "typeinfo name for mscclpp::", "vtable for mscclpp::",
+        "VTT for mscclpp::", "non-virtual thunk to mscclpp::", "virtual thunk to mscclpp::"}) {
     if (name.rfind(prefix, 0) == 0) return true;
   }
   return name.rfind("mscclpp", 0) == 0 && name.find("::") == std::string::npos;  // the C API
@@ -149,8 +150,9 @@ TEST_CASE("another library's definitions of our internal names interpose on neit
   // bootstrap's waits use the real MSCCLPP_TIMEOUT_S, not the interposer's millisecond.
   auto getUniqueId = symbol<ncclResult_t (*)(ncclUniqueId*)>(shim, "ncclGetUniqueId");
   auto initRank = symbol<ncclResult_t (*)(ncclComm_t*, int, ncclUniqueId, int)>(shim, "ncclCommInitRank");
-  auto allReduce = symbol<ncclResult_t (*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
-                                           cudaStream_t)>(shim, "ncclAllReduce");
+  auto allReduce =
+      symbol<ncclResult_t (*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t)>(
+          shim, "ncclAllReduce");
   auto destroy = symbol<ncclResult_t (*)(ncclComm_t)>(shim, "ncclCommDestroy");
   ncclUniqueId id;
   REQUIRE(getUniqueId(&id) == ncclSuccess);
