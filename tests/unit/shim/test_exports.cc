@@ -9,25 +9,16 @@
 #include <set>
 #include <string>
 
+#include "../../support/run_command.hpp"
+
 namespace {
 
-std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  int status = pclose(p);
-  INFO(cmd << " exited with " << status);
-  REQUIRE(status == 0);
-  return out;
-}
+using mscclpp::test::runCommand;
 
 // Names of the defined dynamic symbols of lib (nm -D --defined-only), ignoring the linker's own markers.
 std::set<std::string> exportsOf(const std::string& lib) {
   std::set<std::string> names;
-  std::string out = run("nm -D --defined-only '" + lib + "'");
+  std::string out = runCommand("nm -D --defined-only '" + lib + "'");
   size_t pos = 0;
   while (pos < out.size()) {
     size_t eol = out.find('\n', pos);
@@ -102,7 +93,7 @@ TEST_CASE("the replace-mode library exports NCCL's symbols under NCCL's soname",
   std::set<std::string> got = exportsOf(SHIM_REPLACE_LIB_PATH);
   INFO("difference:" << describeDiff(want, got));
   CHECK(got == want);
-  std::string dyn = run("readelf -d '" + std::string(SHIM_REPLACE_LIB_PATH) + "'");
+  std::string dyn = runCommand("readelf -d '" + std::string(SHIM_REPLACE_LIB_PATH) + "'");
   CHECK(dyn.find("Library soname: [libnccl.so.2]") != std::string::npos);
 }
 

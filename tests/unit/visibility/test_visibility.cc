@@ -15,25 +15,15 @@
 #include <string>
 #include <vector>
 
+#include "../../support/run_command.hpp"
 #include "mscclpp/plan_api.h"
 
 namespace {
 
-std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  REQUIRE(pclose(p) == 0);
-  return out;
-}
-
 // The demangled names of the defined dynamic symbols of lib.
 std::vector<std::string> exportedNames(const std::string& lib) {
   std::vector<std::string> names;
-  std::string out = run("nm -D --defined-only -C '" + lib + "' | cut -d' ' -f3-");
+  std::string out = mscclpp::test::runCommand("nm -D --defined-only -C '" + lib + "' | cut -d' ' -f3-");
   size_t pos = 0;
   while (pos < out.size()) {
     size_t eol = out.find('\n', pos);
