@@ -111,6 +111,15 @@ MSCCLPP_API int mscclppPlanGetInfo(int i, mscclppPlanInfo* info);
 MSCCLPP_API int mscclppPlanSelect(const mscclppPlanRequest* request, char* nameBuf, size_t nameLen, char* reasonBuf,
                                   size_t reasonLen);
 
+/* Verifies a plan without running it (docs/plan-verifier.md): the file at path, or, when json is not
+ * NULL, the JSON text of jsonLen bytes (path, which may be NULL, then names it in messages). Returns 1
+ * when the plan is proven (race-free, deadlock-free, no leftover counts, correct result for every message
+ * size it accepts), 0 when it is not, and a negative status when it does not load (errBuf says why).
+ * reportBuf receives the report mscclpp-plan verify prints: the verdict and one paragraph per finding.
+ * Added with the verifier during version 3: callers of older libraries look the symbol up first. */
+MSCCLPP_API int mscclppPlanVerify(const char* path, const char* json, size_t jsonLen, char* reportBuf, size_t reportLen,
+                      char* errBuf, size_t errLen);
+
 /* The C API version, MSCCLPP_PLAN_API_VERSION, so Python can check it is talking to a matching library. */
 MSCCLPP_API int mscclppPlanApiVersion(void);
 
