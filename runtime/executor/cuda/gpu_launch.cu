@@ -8,16 +8,18 @@
 
 #include "core/enforce.hpp"
 #include "executor/dtypes.hpp"
-#include "executor/executor_gpu_types.h"  // generated: MSCCLPP_GPU_TYPE_<short> = 0/1 per type
+#include "executor_gpu_types.h"  // generated (runtime/executor/meson.build): MSCCLPP_GPU_TYPE_<short> = 0/1 per type
 #include "executor/reduce_ops.hpp"
 
 namespace mscclpp::exec {
 
-// Weak: the translation units of the types left out by gpu_types do not exist, and a reference to
-// them must link at any optimisation level (the flags below keep them from being called).
-#define MSCCLPP_X(E, T, S)                                                                      \
-  __attribute__((weak)) void launchExecutorKernel_##S(ReduceOp op, const GpuLaunch& l);         \
-  __attribute__((weak)) GpuKernelQuery queryExecutorKernel_##S(ReduceOp op, int threads, uint32_t sharedBytes);
+// The translation units of the types left out by gpu_types do not exist: entryOf names a type's
+// functions only in a branch that `if constexpr` keeps for the types compiled in (a discarded branch
+// references nothing), so the references that remain are strong ones, which also pull the kernels'
+// objects out of the executor's static library (a weak reference would not, and would read null).
+#define MSCCLPP_X(E, T, S)                                                \
+  void launchExecutorKernel_##S(ReduceOp op, const GpuLaunch& l);         \
+  GpuKernelQuery queryExecutorKernel_##S(ReduceOp op, int threads, uint32_t sharedBytes);
 MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)
 #undef MSCCLPP_X
 
@@ -33,9 +35,13 @@ struct Entry {
 
 Entry entryOf(DataType dtype) {
   switch (dtype) {
-#define MSCCLPP_X(E, T, S)                                                         \
-  case DataType::E:                                                                \
-    return MSCCLPP_GPU_TYPE_##S ? Entry{&launchExecutorKernel_##S, &queryExecutorKernel_##S} : Entry{nullptr, nullptr};
+#define MSCCLPP_X(E, T, S)                                                   \
+  case DataType::E:                                                          \
+    if constexpr (MSCCLPP_GPU_TYPE_##S != 0) {                               \
+      return Entry{&launchExecutorKernel_##S, &queryExecutorKernel_##S};    \
+    } else {                                                                 \
+      return Entry{nullptr, nullptr};                                        \
+    }
     MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)
 #undef MSCCLPP_X
   }
