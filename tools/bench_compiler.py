@@ -28,7 +28,7 @@ def measure(build, repeat, **kwargs):
     for _ in range(repeat):
         gc.collect()
         start, cpu_start = time.perf_counter(), time.process_time()
-        text = build(**kwargs).to_json()
+        text = build(**kwargs).to_json(indent=None)
         times.append(time.perf_counter() - start)
         cpu_times.append(time.process_time() - cpu_start)
     times.sort()

@@ -15,6 +15,7 @@ import ast
 import contextlib
 import importlib.util
 import io
+import json
 import os
 import runpy
 import sys
@@ -124,10 +125,25 @@ def run_program(path, args=(), function=None, program_name=None):
 
 
 def _forward_output(text):
-    """What the program printed, minus the plan JSON it printed itself, goes to stderr."""
-    for line in text.splitlines():
-        if line.startswith("{") and '"gpus"' in line:
-            continue
+    """What the program printed, minus the plan JSON it printed itself (compact or indented, as
+    JSON() and MSCCLPPLang's Json() print it), goes to stderr."""
+    decoder = json.JSONDecoder()
+    position = 0
+    kept = []
+    while position < len(text):
+        end = text.find("\n", position)
+        end = len(text) if end < 0 else end + 1
+        if text.startswith("{", position):
+            try:
+                value, stop = decoder.raw_decode(text, position)
+            except ValueError:
+                value = None
+            if isinstance(value, dict) and "gpus" in value:
+                position = stop + 1 if text.startswith("\n", stop) else stop
+                continue
+        kept.append(text[position:end])
+        position = end
+    for line in "".join(kept).splitlines():
         print(line, file=sys.stderr)
 
 

@@ -204,7 +204,7 @@ def compile(  # noqa: A001 - the name seed 004 uses
     if not isinstance(program, CollectiveProgram):
         raise DSLError(f"jit.compile: {getattr(algo, '__name__', algo)} returned {type(program).__name__}, not the CollectiveProgram it built")
     _apply(program, name, collective, world_size, instances, protocol, num_threads_per_block, min_msg_size, max_msg_size, tags)
-    text = program.to_json()
+    text = program.to_json(indent=None)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     temporary = f"{path}.tmp.{os.getpid()}"
     with open(temporary, "w", encoding="utf-8") as f:

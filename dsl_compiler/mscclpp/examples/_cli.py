@@ -14,4 +14,4 @@ def run(build, defaults=None):
     kwargs = {k: v for k, v in vars(args).items() if v is not None}
     if defaults:
         kwargs = {**defaults, **kwargs}
-    print(build(**kwargs).to_json())
+    print(build(**kwargs).to_json(indent=None))

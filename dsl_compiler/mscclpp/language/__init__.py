@@ -2,7 +2,9 @@
 
 Everything a program needs is importable from here; the MSCCL++ module layout
 (``mscclpp.language.program``, ``.collectives``, ``.channel``, ``.rank``, ``.general``, ``.loop``,
-``.thread_block_group``, ``.utils``) works too, star imports included.
+``.thread_block_group``, ``.utils``, ``.buffer``, ``.types``) works too, star imports included.
+MSCCLPPLang programs (seed 002: ``chunk``, ``rank``, ``Json``, ``Check`` inside ``MSCCLPPProgram``)
+import the same way (``legacy/``).
 """
 from .buffer import BaseBuffer, Buffer
 from .channel import Channel, MemoryChannel, PortChannel, SwitchChannel
@@ -19,13 +21,14 @@ from .collectives import (
     SendRecv,
     TestCollective,
 )
-from .errors import DSLError
+from .errors import DSLError, DSLWarning
 from .general import JSON
 from .loop import Loop, LoopIterationContext
-from .program import CollectiveProgram, MSCCLPPProgram
+from .program import CollectiveProgram, MSCCLPPProgram  # noqa: I001 (before legacy, which subclasses it)
+from .legacy import Check, Json, chunk, rank
 from .rank import Rank, Semaphore
 from .thread_block_group import ThreadBlockGroup
-from .types import BufferType, ChannelType, Chunk, ReduceOperationType, ReplicationPolicy, SyncType
+from .types import BufferType, ChannelType, Chunk, DataFormat, ReduceOperationType, ReplicationPolicy, SyncType
 from .utils import AlgoSpec
 
 __all__ = [
@@ -38,13 +41,17 @@ __all__ = [
     "Buffer",
     "BufferType",
     "Channel",
+    "Check",
     "ChannelType",
     "Chunk",
     "Collective",
     "CollectiveProgram",
     "DSLError",
+    "DSLWarning",
+    "DataFormat",
     "Gather",
     "JSON",
+    "Json",
     "Loop",
     "LoopIterationContext",
     "MSCCLPPProgram",
@@ -62,4 +69,6 @@ __all__ = [
     "SyncType",
     "TestCollective",
     "ThreadBlockGroup",
+    "chunk",
+    "rank",
 ]

@@ -5,27 +5,37 @@ A channel object belongs to its ``src_rank``: every op on it runs there, and its
 src_rank (local side) and dst_rank (remote side).
 """
 from sys import _getframe
+from typing import Any, Dict, List  # noqa: F401 (re-exported: MSCCL++'s star import gives them)
 
 from .errors import _LANGUAGE_DIR, DSLError, user_location
 from .internal import state as _state
 from .internal.ops import GroupLoadReduce, GroupStore, Get, Put, PutRun, Reduce, ReduceRun, SyncOp, SyncRun
 from .internal.rank_state import ThreadBlock
-from .internal.state import get_program
+from .internal.state import get_program, reset_ids
 from .loop import check_iter_context
 from .rank import reduce_op_value, require_packets, require_scratch, sync_bits
 from .thread_block_group import ThreadBlockGroup, threadblocks
-from .types import BufferType, ChannelType, Chunk, ReduceOperationType, SyncType
+from .types import BufferType, ChannelType, Chunk, RankGroup, ReduceOperationType, SyncType
 
+# MSCCL++'s module has no __all__: its star import also gives what it imports. These are the DSL's
+# names among them (docs/dsl-compiler.md lists what is left out), plus our own.
 __all__ = [
     "MemoryChannel",
     "PortChannel",
     "SwitchChannel",
+    "SwitchChannelRankView",
     "Channel",
     "ChannelType",
     "SyncType",
     "BufferType",
     "ReduceOperationType",
+    "Chunk",
+    "RankGroup",
     "ThreadBlockGroup",
+    "get_program",
+    "Any",
+    "Dict",
+    "List",
 ]
 
 _SCRATCH = BufferType.scratch
@@ -240,6 +250,7 @@ class _PeerChannel:
         if (
             program is None
             or program._json is not None
+            or not program._current_model
             or type(dst_rank) is not int
             or type(src_rank) is not int
             or not 0 <= src_rank < program.num_ranks
@@ -261,6 +272,11 @@ class _PeerChannel:
 
     def __repr__(self):
         return f"{type(self).__name__}(dst_rank={self.dst_rank}, src_rank={self.src_rank}) #{self.channel_id}"
+
+    @classmethod
+    def reset(cls):
+        """MSCCL++'s counter reset: see internal/state.reset_ids."""
+        reset_ids(cls.__name__)
 
     @staticmethod
     def _check_new(dst_rank, src_rank):
@@ -644,6 +660,7 @@ class SwitchChannel:
         if len(set(ranks)) != len(ranks):
             raise DSLError(f"switch channel rank list {ranks} names a rank twice", user_location())
         self.rank_list = ranks
+        self.rank_group = RankGroup(len(ranks), ranks)
         self.tag = tag
         self.channel_type = ChannelType.switch
         self.channel_ids = {r: program.rank_state(r).add_switch_channel(self.buffer_type.value, ranks) for r in ranks}
@@ -664,37 +681,53 @@ class SwitchChannel:
     def broadcast_packets(self, rank, src_chunk, buffer_offset, size, tb):
         self.at_rank(rank).broadcast_packets(src_chunk, buffer_offset, size, tb)
 
-    # Seed spellings without a rank: they run on the rank of the latest Rank(...) created in the
-    # program when it is in the group, else on the group's only rank.
-    def _current_view(self):
+    # Seed spellings without a rank (seeds 000, 001). The call runs on the rank of the latest
+    # Rank(...) of the program when it is in the group; otherwise (seed 000 creates no Rank) on the
+    # group rank that owns the range when the buffer is split into equal blocks over the group, in
+    # group order: rank_list[i] owns chunks [i*C/g, (i+1)*C/g) of a C-chunk buffer. Each call runs
+    # exactly once, on one rank, so the result is the same whichever rank that is; the block owner
+    # spreads an NVLS allreduce written offset by offset over the group as MSCCL++'s do.
+    def _current_view(self, buffer_offset, chunk=None):
         program = get_program()
         rank = program.last_rank
         if rank not in self.channel_ids:
-            if len(self.rank_list) != 1:
-                raise DSLError(
-                    "this switch-channel call names no rank: use at_rank(r), or create Rank(r) first "
-                    "(the call runs on the rank of the latest Rank(...))",
-                    user_location(),
-                )
-            rank = self.rank_list[0]
+            if chunk is not None and getattr(chunk, "rank", None) in self.channel_ids:
+                rank = chunk.rank
+            else:
+                rank = self._owner(program, buffer_offset)
         return SwitchChannelRankView(self, rank)
+
+    def _owner(self, program, buffer_offset):
+        group = self.rank_list
+        chunks = program.rank_state(group[0]).chunks(self.buffer_type.value)
+        if type(buffer_offset) is not int or buffer_offset < 0 or chunks <= 0:
+            return group[0]  # the range check of the call itself reports a bad offset
+        return group[min(buffer_offset * len(group) // chunks, len(group) - 1)]
 
     def group_load_reduce(
         self, buffer_offset, size=1, dst_chunk=None, tb=0, reduce_op=ReduceOperationType.sum, op=None, iter_context=None
     ):
-        self._current_view().group_load_reduce(buffer_offset, size, dst_chunk, tb, reduce_op, op, iter_context)
+        view = self._current_view(buffer_offset, dst_chunk)
+        view.group_load_reduce(buffer_offset, size, dst_chunk, tb, reduce_op, op, iter_context)
 
     def group_store(self, *args, **kwargs):
-        view = self._current_view()
         if args and isinstance(args[0], Chunk):  # the at_rank form: (src_chunk, buffer_offset, size, tb)
-            view.group_store(*args, **kwargs)
+            offset = args[1] if len(args) > 1 else kwargs.get("buffer_offset", 0)
+            self._current_view(offset, args[0]).group_store(*args, **kwargs)
         else:
+            offset = args[0] if args else kwargs.get("buffer_offset", 0)
+            view = self._current_view(offset, kwargs.get("src_chunk"))
             _group_store_by_offset(view, *args, **kwargs)
 
     def group_reduce(self, buffer_offset, size=1, dst_chunk=None, tb=0, reduce_op=ReduceOperationType.sum, op=None, iter_context=None):
         self.group_load_reduce(buffer_offset, size, dst_chunk, tb, reduce_op, op, iter_context)
 
     group_broadcast = group_store
+
+    @classmethod
+    def reset(cls):
+        """MSCCL++'s counter reset: see internal/state.reset_ids."""
+        reset_ids(cls.__name__)
 
 
 def _group_store_by_offset(view, buffer_offset, size=1, tb=0, src_chunk=None, iter_context=None):
@@ -802,3 +835,6 @@ class SwitchChannelRankView:
 
     group_reduce = group_load_reduce
     group_broadcast = group_store
+
+
+SwitchChannel.SwitchChannelRankView = SwitchChannelRankView  # MSCCL++ nests the class

@@ -4,11 +4,15 @@ Sizes are in chunks; the runtime divides the message by them. For AllGather the 
 plan serves is the output size; for Gather and Scatter the per-rank part (Gather's input, Scatter's
 output); for the others it is the input size.
 """
+import sys
+
 from .buffer import BaseBuffer
 from .errors import DSLError, user_location
 from .types import BufferType
 
 __all__ = [
+    "BaseBuffer",
+    "BufferType",
     "Collective",
     "TestCollective",
     "AllReduce",
@@ -24,26 +28,39 @@ __all__ = [
 
 
 class Collective:
-    """Base class: ``input_chunks``/``output_chunks`` per rank, the plan's collective name and in-place flag."""
+    """Base class: ``input_chunks``/``output_chunks`` per rank, the plan's collective name and in-place flag.
+
+    MSCCLPPLang's constructors took two more arguments, accepted here: ``num_ranks_per_node`` (NVLS
+    groups stay within a node; default: all ranks) and ``num_chunk_groups`` (a field of its plan
+    format that ours does not have: kept, unused).
+    """
 
     name = "custom"
 
-    def __init__(self, num_ranks, chunk_factor, inplace):
+    def __init__(self, num_ranks, chunk_factor, inplace, num_ranks_per_node=-1, **kwargs):
         where = user_location()
         if not isinstance(num_ranks, int) or num_ranks < 1:
             raise DSLError(f"num_ranks must be a positive integer, got {num_ranks!r}", where)
         if not isinstance(chunk_factor, int) or chunk_factor < 0:
             raise DSLError(f"chunk_factor must be a non-negative integer, got {chunk_factor!r}", where)
+        if not isinstance(num_ranks_per_node, int) or (num_ranks_per_node < 1 and num_ranks_per_node != -1):
+            raise DSLError(f"num_ranks_per_node must be a positive integer (or -1: all), got {num_ranks_per_node!r}", where)
+        unknown = sorted(set(kwargs) - {"num_chunk_groups"})
+        if unknown:
+            raise DSLError(f"{type(self).__name__}() got unexpected keyword argument(s) {', '.join(unknown)}", where)
         self.num_ranks = num_ranks
         self.chunk_factor = chunk_factor
         self.inplace = bool(inplace)
+        self.num_ranks_per_node = num_ranks if num_ranks_per_node == -1 else num_ranks_per_node
+        self.num_chunk_groups = kwargs.get("num_chunk_groups", 1)
 
     def sizes(self):
         """(input chunks, output chunks) of every rank."""
         raise NotImplementedError
 
-    def init_buffers(self):
-        inp, out = self.sizes()
+    def init_buffers(self, sizes=None):
+        """Every rank's input and output BaseBuffers; ``sizes`` (input, output) overrides sizes()."""
+        inp, out = self.sizes() if sizes is None else sizes
         return [
             {
                 BufferType.input: BaseBuffer(rank, BufferType.input, 0, inp),
@@ -51,6 +68,31 @@ class Collective:
             }
             for rank in range(self.num_ranks)
         ]
+
+    def report(self, prog):
+        """The CheckReport of prog (compiled if it was not): its plan run symbolically against this
+        collective's definition (internal/collective_check.py)."""
+        from .internal.collective_check import CHECKED, SimulationError, check_plan
+
+        where = user_location()
+        if getattr(prog, "collective", None) is not self:
+            raise DSLError(f"check: {prog!r} is not a program of this {type(self).__name__}", where)
+        if self.name not in CHECKED:
+            raise DSLError(
+                f"check: a {self.name!r} collective ({type(self).__name__}) defines no result to check against", where
+            )
+        try:
+            return check_plan(prog.to_dict())
+        except SimulationError as error:
+            raise DSLError(f"check: {error}", where) from None
+
+    def check(self, prog):
+        """Whether prog leaves this collective's result on every rank (see report). Prints the wrong
+        chunks to standard error when it does not."""
+        report = self.report(prog)
+        if not report.ok:
+            print(f"{prog.name}: {report.summary()}", file=sys.stderr)
+        return report.ok
 
 
 class TestCollective(Collective):
@@ -106,8 +148,8 @@ class SendRecv(Collective):
 
 
 class _Rooted(Collective):
-    def __init__(self, num_ranks, chunk_factor, inplace, root=0):
-        Collective.__init__(self, num_ranks, chunk_factor, inplace)
+    def __init__(self, num_ranks, chunk_factor, inplace, root=0, num_ranks_per_node=-1, **kwargs):
+        Collective.__init__(self, num_ranks, chunk_factor, inplace, num_ranks_per_node, **kwargs)
         if not isinstance(root, int) or not 0 <= root < num_ranks:
             raise DSLError(f"root {root!r} is not a rank of a {num_ranks}-rank collective", user_location())
         self.root = root

@@ -1,4 +1,4 @@
-"""The one exception of the DSL, and how it finds the user's line.
+"""The one exception of the DSL (and its warning), and how they find the user's line.
 
 Every mistake in a program is reported as ``DSLError("file:line: what is wrong")`` where file:line
 is the user's call into the DSL, not a line of this package: the first frame on the stack whose code
@@ -28,6 +28,29 @@ def user_location(skip=1):
     if frame is None:
         return ("<unknown>", 0)
     return (frame.f_code.co_filename, frame.f_lineno)
+
+
+def user_site(skip=1):
+    """(code object, instruction offset) of the same frame as user_location: cheaper to take than a
+    line number, which internal/pairing.source_location computes only when an error needs it."""
+    frame = sys._getframe(skip)
+    while frame is not None and frame.f_code.co_filename.startswith(_LANGUAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return (frame.f_code, frame.f_lasti)
+
+
+class DSLWarning(UserWarning):
+    """A program the compiler accepts but whose plan probably does not do what was meant."""
+
+
+def warn_at(message, location):
+    """Issues a DSLWarning attributed to location (filename, line), the user's line."""
+    import warnings
+
+    filename, line = location if location else ("<unknown>", 0)
+    warnings.warn_explicit(message, DSLWarning, filename, line)
 
 
 def package_caller_location():

@@ -1,17 +1,25 @@
 """CollectiveProgram: the container a DSL program builds, and its compilation to plan JSON."""
 import gc
 import json
+from typing import Any, Dict, List  # noqa: F401 (re-exported: MSCCL++'s star import gives them)
 
+from . import collectives
+from .buffer import BaseBuffer
+from .channel import MemoryChannel, PortChannel, SwitchChannel
+from .collectives import *  # noqa: F401,F403 (re-exported, as MSCCL++'s program module does)
 from .collectives import Collective
 from .errors import DSLError, user_location
 from .internal import emit, passes
-from .internal.ops import Pipeline
 from .internal.pairing import check_pairing
 from .internal.rank_state import RankState
-from .internal.state import active_program, set_program
-from .types import BufferType, ChannelType, ReduceOperationType, ReplicationPolicy, SyncType
+from .internal.state import active_program, get_program, set_program
+from .rank import Semaphore
+from .thread_block_group import ThreadBlockGroup
+from .types import BufferType, ChannelType, Chunk, RankGroup, ReduceOperationType, ReplicationPolicy, SyncType
 from .utils import AlgoSpec
 
+# The DSL's names among those MSCCL++'s star import of this module gives (its program module
+# star-imports channel and collectives), and MSCCLPPLang's program-module names (seed 002).
 __all__ = [
     "CollectiveProgram",
     "MSCCLPPProgram",
@@ -22,7 +30,24 @@ __all__ = [
     "ReduceOperationType",
     "ReplicationPolicy",
     "AlgoSpec",
+    "Chunk",
+    "RankGroup",
+    "ThreadBlockGroup",
+    "MemoryChannel",
+    "PortChannel",
+    "SwitchChannel",
+    "Semaphore",
+    "BaseBuffer",
+    "get_program",
+    "Any",
+    "Dict",
+    "List",
+    "Json",
+    "Check",
+    "chunk",
+    "rank",
 ]
+__all__ += [name for name in collectives.__all__ if name not in __all__]
 
 _PROTOCOLS = ("Simple", "LL")
 
@@ -67,8 +92,11 @@ class CollectiveProgram:
             raise DSLError(f"instances must be a positive integer, got {instances!r}", where)
         if isinstance(replication_policy, str):
             if replication_policy not in ReplicationPolicy.__members__:
-                raise DSLError(f"replication_policy {replication_policy!r}: use interleaved or none", where)
+                names = ", ".join(ReplicationPolicy.__members__)
+                raise DSLError(f"replication_policy {replication_policy!r}: use one of {names}", where)
             replication_policy = ReplicationPolicy[replication_policy]
+        elif not isinstance(replication_policy, ReplicationPolicy):
+            raise DSLError(f"replication_policy must be a ReplicationPolicy, got {replication_policy!r}", where)
         if not 0 <= min_message_size <= max_message_size <= 2**64 - 1:
             raise DSLError(
                 f"message size range [{min_message_size}, {max_message_size}] is not within [0, 2**64-1]", where
@@ -96,7 +124,6 @@ class CollectiveProgram:
             for r in range(num_ranks)
         ]
         self.loop_context = None
-        self._loop_pipelines = {}
         # True while ops go straight to their threadblock: outside loops, before compilation. The DSL
         # methods' fast paths test this one flag (kept equal to loop_context is None and _json is None).
         self._direct = True
@@ -105,6 +132,9 @@ class CollectiveProgram:
         self._json = None
         self._gc_was_enabled = False
         self.deferred_checks = []  # callables raising DSLError; run first when compiling
+        # Whether current-DSL calls may use this program (MSCCLPPProgram decides on the first call;
+        # internal/state.get_program asks claim_current while it is False).
+        self._current_model = True
 
     @classmethod
     def from_spec(cls, spec: AlgoSpec):
@@ -147,6 +177,10 @@ class CollectiveProgram:
 
     # ---- used by the DSL objects while the program is written ----
 
+    def claim_current(self):
+        """Called by get_program() while _current_model is False (MSCCLPPProgram overrides it)."""
+        self._current_model = True
+
     def rank_state(self, rank):
         return self.ranks[rank]
 
@@ -160,13 +194,8 @@ class CollectiveProgram:
         loop = self.loop_context
         if loop is None:
             self.ranks[rank].tb(tb).ops.append(op)
-            return
-        key = (rank, tb)
-        pipeline = self._loop_pipelines.get(key)
-        if pipeline is None:
-            pipeline = self._loop_pipelines[key] = Pipeline(loop.unit, loop.num_chunks)
-            self.ranks[rank].tb(tb).ops.append(pipeline)
-        pipeline.ops.append(op)
+        else:
+            loop._append(self, rank, tb, op)
 
     def sync_entry(self, pair, loop_key):
         """The (signal locations, wait locations) lists of one channel, inside one loop shape or none.
@@ -187,7 +216,6 @@ class CollectiveProgram:
         if self.loop_context is not None and loop_context is not None:
             raise DSLError("pipeline loops cannot be nested", user_location())
         self.loop_context = loop_context
-        self._loop_pipelines = {}
         self._direct = loop_context is None and self._json is None
 
     # ---- compilation ----
@@ -204,7 +232,11 @@ class CollectiveProgram:
             if gc_was_enabled:
                 gc.enable()
 
+    def _before_compile(self):
+        """Adds what a front end kept aside to the ranks' threadblocks (MSCCLPPProgram overrides it)."""
+
     def _compile(self):
+        self._before_compile()
         for check in self.deferred_checks:
             check()
         check_pairing(self.ranks, self.sync_records)
@@ -222,8 +254,9 @@ class CollectiveProgram:
         self._json = emit.plan_json(self, self.ranks)
         self._direct = False
 
-    def to_json(self, indent=None, **kwargs):
-        """The plan as JSON text: compact by default, ``indent=N`` for humans."""
+    def to_json(self, indent=2, **kwargs):
+        """The plan as JSON text, indented by 2 as MSCCL++'s to_json; ``indent=None`` for the compact
+        text the compiler writes directly (what tools and caches store: several times faster)."""
         self.post_process_operations()
         if indent is None and not kwargs:
             return self._json
@@ -233,9 +266,6 @@ class CollectiveProgram:
         self.post_process_operations()
         return json.loads(self._json)
 
-
-# The name MSCCL++ used before CollectiveProgram.
-MSCCLPPProgram = CollectiveProgram
 
 _observers = []
 
@@ -249,3 +279,8 @@ def observe_programs(callback):
     """Calls callback(program) for every program entered from now on; returns an unsubscribe function."""
     _observers.append(callback)
     return lambda: _observers.remove(callback)
+
+
+# MSCCLPPProgram (the name MSCCL++ used before CollectiveProgram, and MSCCLPPLang's program) is a
+# CollectiveProgram subclass in legacy/, imported last because it needs CollectiveProgram.
+from .legacy.program import Check, Json, MSCCLPPProgram, chunk, rank  # noqa: E402

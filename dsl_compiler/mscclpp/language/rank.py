@@ -1,13 +1,17 @@
 """Rank (local ops of one rank), Semaphore (threadblock-to-threadblock sync within a rank)."""
+import functools
+from typing import Any, Dict, List  # noqa: F401 (re-exported: MSCCL++'s star import gives them)
+
 from .buffer import BaseBuffer, Buffer
 from .errors import DSLError, user_location
 from .internal.ops import Barrier, Copy, Nop, Reduce, SemaphoreOp
 from .internal import state as _state
-from .internal.state import get_program
+from .internal.state import get_program, reset_ids
 from .loop import check_iter_context
 from .thread_block_group import ThreadBlockGroup, threadblocks
-from .types import BufferType, Chunk, ReduceOperationType, SyncType
+from .types import BufferType, ChannelType, Chunk, ReduceOperationType, SyncType
 
+# The DSL's names among those MSCCL++'s star import of this module gives (see channel.py).
 __all__ = [
     "Rank",
     "Semaphore",
@@ -15,9 +19,14 @@ __all__ = [
     "BaseBuffer",
     "Chunk",
     "BufferType",
+    "ChannelType",
     "SyncType",
     "ReduceOperationType",
     "ThreadBlockGroup",
+    "get_program",
+    "Any",
+    "Dict",
+    "List",
 ]
 
 _SCRATCH = BufferType.scratch
@@ -60,22 +69,32 @@ def require_scratch(chunk, what, role):
 
 
 class _RankOrClassMethod:
-    """Lets ``Rank.copy(dst, src, tb=0)`` (seed 000, called on the class) work like
-    ``Rank(dst.rank).copy(dst, src, tb=0)``: the rank is the first chunk's."""
+    """A Rank method that seed 000 also calls on the class: ``Rank.copy(dst, src, tb=0)`` works like
+    ``Rank(dst.rank).copy(dst, src, tb=0)`` (the rank is the first chunk's). Called on the class with
+    a Rank first (``Rank.copy(rank, dst, src, tb=0)``) it is the plain method. Either way the
+    function it returns has the method's own signature and documentation (functools.wraps), so
+    ``inspect.signature(Rank.copy)`` shows the real parameters."""
 
     def __init__(self, function):
         self.function = function
         self.__doc__ = function.__doc__
+        self.__wrapped__ = function
+
+        @functools.wraps(function)
+        def on_the_class(first, *args, **kwargs):
+            if isinstance(first, Rank):
+                return function(first, *args, **kwargs)
+            return function(Rank(first.rank), first, *args, **kwargs)
+
+        self._on_the_class = on_the_class
 
     def __get__(self, instance, owner):
         if instance is not None:
             return self.function.__get__(instance, owner)
-        function = self.function
+        return self._on_the_class
 
-        def on_first_chunk_rank(first, *args, **kwargs):
-            return function(Rank(first.rank), first, *args, **kwargs)
-
-        return on_first_chunk_rank
+    def __set_name__(self, owner, name):
+        self.__name__ = name
 
 
 class Semaphore:
@@ -112,6 +131,11 @@ class Semaphore:
         self.tag = tag
         self.id = len(state.semaphores)
         state.semaphores.append(initial_value)
+
+    @classmethod
+    def reset(cls):
+        """MSCCL++'s counter reset: see internal/state.reset_ids."""
+        reset_ids("Semaphore")
 
     def acquire(self, tb, data_sync=SyncType.both, sync=None, iter_context=None):
         """Wait until the counter is positive, then decrement it (threadblock ``tb``)."""

@@ -1,7 +1,9 @@
 """ThreadBlockGroup: several threadblocks that share one op, each taking a slice of every reference."""
+from typing import Any, Dict, List  # noqa: F401 (re-exported: MSCCL++'s star import gives them)
+
 from .errors import DSLError, user_location
 
-__all__ = ["ThreadBlockGroup"]
+__all__ = ["ThreadBlockGroup", "Any", "Dict", "List"]
 
 
 class ThreadBlockGroup:

@@ -5,9 +5,19 @@ Each enum also accepts the spellings older DSL versions (and the seed documents)
 ``parse``: ``"before"`` for SyncType.before, ``"sum"`` for ReduceOperationType.sum, ``"sm"`` for
 ChannelType.memory and so on.
 """
+from dataclasses import dataclass
 from enum import Enum
 
-__all__ = ["SyncType", "ReduceOperationType", "BufferType", "ChannelType", "ReplicationPolicy", "Chunk"]
+__all__ = [
+    "SyncType",
+    "ReduceOperationType",
+    "BufferType",
+    "ChannelType",
+    "ReplicationPolicy",
+    "DataFormat",
+    "Chunk",
+    "RankGroup",
+]
 
 
 class SyncType(Enum):
@@ -122,13 +132,38 @@ class ReplicationPolicy(Enum):
 
     interleaved: chunk c of size s of instance k lands at c*instances + k*s (round-robin).
     none: instance k works on its own contiguous block: chunk c lands at c + k*chunks(buffer).
+    duplicated, packed: MSCCLPPLang's names (seed 002). Its compiler placed both as ``none`` does
+    (only interleaved had its own formula), so they replicate the same way here.
     """
 
     interleaved = "interleaved"
     none = "none"
+    duplicated = "duplicated"
+    packed = "packed"
 
     def __str__(self):
         return self.value
+
+
+class DataFormat(Enum):
+    """MSCCLPPLang's put_packet source format (seed 002): plain data, or LL packets already in scratch."""
+
+    raw = "raw"
+    packet = "packet"
+
+    def __str__(self):
+        return self.value
+
+
+@dataclass
+class RankGroup:
+    """The ranks a SwitchChannel binds (``SwitchChannel.rank_group``), as MSCCL++ names them."""
+
+    size: int
+    ranks: list
+
+    def to_json(self):
+        return {"size": self.size, "ranks": list(self.ranks)}
 
 
 class Chunk:
@@ -178,6 +213,8 @@ def _check_chunk(chunk):
     program = active_program()
     if program is None:
         return
+    if not program._current_model:
+        program.claim_current()
     if not isinstance(chunk.rank, int) or not 0 <= chunk.rank < program.num_ranks:
         raise DSLError(f"chunk rank {chunk.rank!r} is out of range: the program has {program.num_ranks} rank(s)", user_location())
     have = program.rank_state(chunk.rank).chunks(chunk.buffer.value)

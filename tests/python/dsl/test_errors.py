@@ -9,6 +9,7 @@ from mscclpp.language import (
     BufferType,
     CollectiveProgram,
     DSLError,
+    DSLWarning,
     LoopIterationContext,
     MemoryChannel,
     PortChannel,
@@ -143,21 +144,41 @@ def test_wait_without_its_signal():
     )
 
 
-def test_pairing_is_per_channel_not_per_peer():
-    # Two channels each way; rank 0 signals on #1 but rank 1 waits on #0: same totals, never meet.
+def test_pairing_is_per_channel_not_per_peer_but_balanced_totals_only_warn():
+    # Two channels each way; rank 0 signals on #1 but rank 1 waits on #0: they never meet, but the
+    # totals per peer balance, which is all MSCCL++ checks: the plan is written, with a warning there.
     with program() as prog:
         forward = [MemoryChannel(1, 0), MemoryChannel(1, 0)]
         backward = [MemoryChannel(0, 1), MemoryChannel(0, 1)]
         line = here() + 1
         forward[1].signal(tb=0)
         backward[0].wait(tb=0)
+    with pytest.warns(DSLWarning) as caught:
+        plan = prog.to_json(indent=None)
+    assert '"signal"' in plan and '"wait"' in plan
+    assert len(caught) == 1
+    assert (caught[0].filename, caught[0].lineno) == (THIS, line)
+    assert str(caught[0].message).startswith(
+        "signal without a matching wait: rank 0 signals 1 time(s) on its memory channel #1 to rank 1, "
+        "but rank 1 waits 0 time(s) on its memory channel #1 from rank 0; the signals and waits between these "
+        "ranks balance only in total"
+    )
+
+
+def test_unbalanced_totals_stay_an_error_even_with_a_balanced_pair_elsewhere():
+    with program(ranks=3) as prog:
+        MemoryChannel(1, 0).signal(tb=0)
+        MemoryChannel(0, 1).wait(tb=0)
+        MemoryChannel(2, 0)
+        line = here() + 1
+        MemoryChannel(0, 2).wait(tb=0)  # rank 0 never signals rank 2
     with pytest.raises(DSLError) as error:
         prog.to_json()
     assert_error(
         error,
         line,
-        "signal without a matching wait: rank 0 signals 1 time(s) on its memory channel #1 to rank 1, "
-        "but rank 1 waits 0 time(s) on its memory channel #1 from rank 0",
+        "wait without a matching signal: rank 2 waits 1 time(s) on its memory channel #0 from rank 0, "
+        "but rank 0 signals 0 time(s) on its memory channel #0 to rank 2",
     )
 
 

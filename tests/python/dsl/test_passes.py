@@ -8,6 +8,7 @@ from mscclpp.language import (
     AllGather,
     AllReduce,
     Buffer,
+    JSON,
     CollectiveProgram,
     LoopIterationContext,
     MemoryChannel,
@@ -318,13 +319,16 @@ def test_threadblock_group_splits_an_op():
     assert tbs[1]["ops"] == []
 
 
-def test_json_is_compact_by_default_and_indented_on_request():
+def test_json_is_indented_by_default_as_upstream_and_compact_on_request():
     with CollectiveProgram("p", TestCollective(1, 1, 1), 1) as prog:
         rank = Rank(0)
         rank.copy(rank.get_output_buffer()[0:1], rank.get_input_buffer()[0:1], tb=0)
-    compact = prog.to_json()
+        from_general = JSON()
+    compact = prog.to_json(indent=None)
     assert "\n" not in compact and ": " not in compact
-    indented = prog.to_json(indent=2)
+    indented = prog.to_json()
+    assert indented == prog.to_json(indent=2) == from_general
     assert json.loads(indented) == json.loads(compact)
     assert indented.startswith('{\n  "name": "p"')
+    assert JSON.__defaults__ == (2,)
     assert json.loads(compact)["format_version"] == 1

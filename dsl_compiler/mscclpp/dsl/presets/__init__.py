@@ -73,7 +73,7 @@ def catalog():
 
 def build(preset):
     """The compiled plan of one preset, as compact JSON text."""
-    return preset.build().to_json()
+    return preset.build().to_json(indent=None)
 
 
 def write_all(directory):

@@ -6,7 +6,7 @@ channel type, channel index) must see as many signals on the sender's side as wa
 receiver's, and inside pipeline loops the counts are compared per loop shape (unit, chunks), since
 a loop body runs a size-dependent number of times.
 """
-from ..errors import DSLError
+from ..errors import DSLError, warn_at
 
 
 def source_location(location):
@@ -26,7 +26,10 @@ def check_pairing(ranks, records):
     """records: (rank, peer, channel type, k, loop key) -> (signal locations, wait locations), for the
     rank's k-th channel of that type to peer (RankState.add_channel numbers them).
 
-    Raises DSLError for the mismatch whose first unmatched call comes earliest in the source.
+    Raises DSLError for the mismatch whose first unmatched call comes earliest in the source. A
+    mismatch MSCCL++'s compiler accepts, because it only compares the totals of each (rank, peer,
+    channel type), is a DSLWarning instead (one per rank pair and type): the plan is written, but a
+    signal on one channel never satisfies a wait on another, so it would hang where they differ.
     """
     empty = ((), ())
     problems = []
@@ -43,6 +46,7 @@ def check_pairing(ranks, records):
                         f"{what} on rank {rank}'s {ctype} channel #{k} to rank {peer} cannot pair: rank {peer} has no "
                         f"{ctype} channel #{k} to rank {rank} (channels pair by order: the k-th from A to B with the "
                         f"k-th from B to A)",
+                        None,
                     )
                 )
                 continue
@@ -55,6 +59,7 @@ def check_pairing(ranks, records):
                     f"signal without a matching wait: rank {rank} signals {len(signals)} time(s) on its {ctype} "
                     f"channel #{k} to rank {peer}, but rank {peer} waits {len(peer_waits)} time(s) on its {ctype} "
                     f"channel #{k} from rank {rank}{_loop_text(loop)}",
+                    (rank, peer, ctype, loop),
                 )
             )
         elif len(waits) > len(peer_signals):
@@ -64,9 +69,44 @@ def check_pairing(ranks, records):
                     f"wait without a matching signal: rank {rank} waits {len(waits)} time(s) on its {ctype} "
                     f"channel #{k} from rank {peer}, but rank {peer} signals {len(peer_signals)} time(s) on its "
                     f"{ctype} channel #{k} to rank {rank}{_loop_text(loop)}",
+                    (rank, peer, ctype, loop),
                 )
             )
-    if problems:
-        located = [(source_location(location), message) for location, message in problems]
-        location, message = min(located, key=lambda item: item[0])
+    if not problems:
+        return
+    totals = _totals(records)
+    errors, warnings = [], {}
+    for location, message, group in problems:
+        if group is not None and _balanced(totals, group):
+            pair = (min(group[0], group[1]), max(group[0], group[1]), group[2], group[3])
+            warnings.setdefault(pair, []).append((source_location(location), message))
+        else:
+            errors.append((source_location(location), message))
+    if errors:
+        location, message = min(errors, key=lambda item: item[0])
         raise DSLError(message, location)
+    for pair in sorted(warnings, key=lambda p: min(warnings[p])):
+        location, message = min(warnings[pair])
+        warn_at(
+            f"{message}; the signals and waits between these ranks balance only in total (MSCCL++'s own check), "
+            "so the plan is written, but it hangs where a wait's channel gets no signal",
+            location,
+        )
+
+
+def _totals(records):
+    """(rank, peer, channel type, loop key) -> [signals rank sends to peer, waits rank does for peer]."""
+    totals = {}
+    for (rank, peer, ctype, _k, loop), (signals, waits) in records.items():
+        entry = totals.setdefault((rank, peer, ctype, loop), [0, 0])
+        entry[0] += len(signals)
+        entry[1] += len(waits)
+    return totals
+
+
+def _balanced(totals, group):
+    """Whether, between group's two ranks, each one's signals equal the other's waits in total."""
+    rank, peer, ctype, loop = group
+    mine = totals.get((rank, peer, ctype, loop), (0, 0))
+    theirs = totals.get((peer, rank, ctype, loop), (0, 0))
+    return mine[0] == theirs[1] and mine[1] == theirs[0]

@@ -1,2 +1,11 @@
 """MSCCL++ programs import the enums from here (``mscclpp.language.internal.types``); same objects."""
-from ..types import BufferType, ChannelType, Chunk, ReduceOperationType, ReplicationPolicy, SyncType  # noqa: F401
+from ..types import (  # noqa: F401
+    BufferType,
+    ChannelType,
+    Chunk,
+    DataFormat,
+    RankGroup,
+    ReduceOperationType,
+    ReplicationPolicy,
+    SyncType,
+)

@@ -27,6 +27,18 @@ def nvls_snippet():
     return program
 
 
+def nvls_snippet_without_rank():
+    """The seed's NVLS lines with no Rank(...) before them: each call runs on the group rank that
+    owns its range (docs/dsl-compiler.md)."""
+    with CollectiveProgram("seed000_nvls_no_rank", AllReduce(2, 1, True), 2) as program:
+        nvls_chan = SwitchChannel(rank_list=[], buffer_type=Buffer.input, tag=0)
+        for rank in range(2):  # completion: every chunk is reduced and broadcast
+            index1, size1, index, size = rank, 1, rank, 1  # completion
+            nvls_chan.group_reduce(index1, size1)
+            nvls_chan.group_broadcast(index, size)
+    return program
+
+
 def chunk_snippet():
     with CollectiveProgram("seed000_chunk", TestCollective(1, 2, 0), 1) as program:
         rank, index, size = 0, 0, 1  # completion
@@ -67,4 +79,4 @@ def pipeline_snippet():
     return program
 
 
-SNIPPETS = [channel_snippet, nvls_snippet, chunk_snippet, sync_snippet, pipeline_snippet]
+SNIPPETS = [channel_snippet, nvls_snippet, nvls_snippet_without_rank, chunk_snippet, sync_snippet, pipeline_snippet]
