@@ -125,6 +125,9 @@ PlanPtr Registry::Entry::planFor(int rank) {
     try {
       LoadOptions options;
       options.onlyRank = rank;
+      // Every rank's part is validated, not only this rank's: a plan broken for one rank is broken
+      // for all, and every rank skips it (ranks always agree, docs/plan-core.md).
+      options.validateAllRanks = true;
       PlanPtr plan = path.empty() ? loadPlanJson(json, summary.header.source, options) : loadPlanFile(path, options);
       if (plan->header.name != summary.header.name) {
         MSCCLPP_THROW(ErrorCode::InvalidPlan, "%s: the plan's name changed from '%s' to '%s' since it was registered",
