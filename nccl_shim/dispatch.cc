@@ -264,6 +264,7 @@ ncclResult_t submitCall(CollCall call, ncclComm_t handle) noexcept {
     int logRankValue = comm != nullptr && comm->hasValidMagic() ? comm->rank() : -1;
     ScopedLogRank logRank(logRankValue);
     ncclResult_t r = detail::handleCurrentException();
+    if (comm != nullptr && comm->hasValidMagic()) comm->stats().recordFailure(call.kind);
     if (group.active()) group.latch(r);
     // NCCL poisons a nonblocking communicator with the error of a failed call (the caller polls for it).
     if (comm != nullptr && comm->hasValidMagic() && !comm->config().blocking()) comm->recordCallFailure(r);
@@ -293,16 +294,23 @@ void runGroupOps(std::vector<CollCall>& ops) {
     }
   }
   size_t i = 0;
-  while (i < items.size()) {
-    size_t j = i;
-    bool plan = static_cast<bool>(items[i].plan);
-    while (j < items.size() && static_cast<bool>(items[j].plan) == plan) ++j;
-    if (plan) {
-      runPlanSegment(items, i, j);
-    } else {
-      runNcclSegment(items, i, j);
+  try {
+    while (i < items.size()) {
+      size_t j = i;
+      bool plan = static_cast<bool>(items[i].plan);
+      while (j < items.size() && static_cast<bool>(items[j].plan) == plan) ++j;
+      if (plan) {
+        runPlanSegment(items, i, j);
+      } else {
+        runNcclSegment(items, i, j);
+      }
+      i = j;
     }
-    i = j;
+  } catch (...) {
+    // The group end returns the error: the calls of the failing segment and of the ones after it failed.
+    for (size_t k = i; k < items.size(); ++k) items[k].call.comm->stats().recordFailure(items[k].call.kind);
+    items.clear();
+    throw;
   }
   items.clear();
 }

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "coll_call.hpp"
+#include "mscclpp/errors.hpp"
 
 namespace mscclpp::shim {
 
@@ -77,6 +78,10 @@ class RankLink {
   // Collective over this link's ranks (ncclCommSplit): ranks with the same color get a link of their own,
   // ranked by key then by rank here; a negative color returns nullptr (the rank still takes part).
   virtual std::unique_ptr<RankLink> split(int color, int key) = 0;
+
+  // Whether the communicator failed as a whole (a peer died or became unreachable: RemoteError; mismatched
+  // calls or a deadlock), with the error; one atomic load when it did not. Any thread.
+  virtual bool failed(ErrorCode* code, std::string* message) const = 0;
 
   // Stops everything promptly, even with peers gone; later calls throw Error(Aborted).
   virtual void abort() = 0;

@@ -81,6 +81,8 @@ class RuntimeLink final : public RankLink {
     return std::make_unique<RuntimeLink>(std::move(child));
   }
 
+  bool failed(ErrorCode* code, std::string* message) const override { return comm_->failed(code, message); }
+
   void abort() override {
     comm_->abort();
     executor_.abort();
@@ -188,7 +190,14 @@ class TcpConnector final : public LinkConnector {
   std::unique_ptr<RankLink> connect(const ncclUniqueId& id) override {
     UniqueId uid;
     std::memcpy(uid.data(), &id, sizeof(id));
-    bootstrap_->initialize(uid);
+    try {
+      bootstrap_->initialize(uid);
+    } catch (const Error& e) {
+      // Ranks that never reached the rendezvous are, for NCCL's callers, unreachable peers (ncclRemoteError), not
+      // a deadline of live peers.
+      if (e.code() == ErrorCode::Timeout) throw Error(ErrorCode::RemoteError, e.what());
+      throw;
+    }
     return std::make_unique<RuntimeLink>(std::make_shared<Communicator>(bootstrap_));
   }
   void abort() override { bootstrap_->abort(); }

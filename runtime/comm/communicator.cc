@@ -8,6 +8,7 @@
 #include "core/logger.hpp"
 #include "core/params.hpp"
 #include "comm/params.hpp"
+#include "mscclpp/device.hpp"
 #include "transport/device_memory.hpp"
 
 namespace mscclpp {
@@ -96,9 +97,70 @@ Communicator::Communicator(std::shared_ptr<Bootstrap> bootstrap, int device) : p
   }
   MSCCLPP_INFO(LogInit, "%s: host %s, local rank %d of %zu, device %d", m.who().c_str(), m.hostId.c_str(),
                m.localRank, m.localRanks.size(), m.device);
+  // After the host ids: the failure message names the failed rank's host. The listener holds the
+  // state weakly, so a late notice after destruction finds nothing to fail.
+  std::weak_ptr<Impl> weak = pimpl_;
+  m.peerFailureListener = m.userBootstrap->addPeerFailureListener([weak](int peer, const std::string& reason) {
+    if (auto impl = weak.lock()) impl->peerFailed(peer, reason);
+  });
 }
 
-Communicator::~Communicator() = default;
+Communicator::~Communicator() { pimpl_->userBootstrap->removePeerFailureListener(pimpl_->peerFailureListener); }
+
+void Communicator::Impl::peerFailed(int peer, const std::string& reason) {
+  const std::string host = peer >= 0 && peer < static_cast<int>(hostIds.size()) ? hostIds[peer] : "?";
+  fail(ErrorCode::RemoteError, strFormat("%s: rank %d (host %s) failed: %s", who().c_str(), peer, host.c_str(),
+                                         reason.c_str()));
+}
+
+void Communicator::Impl::fail(ErrorCode code, const std::string& message) {
+  std::vector<uint32_t*> raise;
+  {
+    std::lock_guard<std::mutex> lock(errorMutex);
+    if (hasFailed.load(std::memory_order_relaxed)) return;
+    failureCode = code;
+    failureMessage = message;
+    hasFailed.store(true, std::memory_order_release);
+    if (!hasError) {
+      hasError = true;
+      errorCode = code;
+      errorMessage = message;
+    }
+    for (const auto& [id, flag] : failureFlags) raise.push_back(flag);
+  }
+  // INFO: the calls that fail because of it say so at WARN; a peer that exits while nothing is
+  // pending here (the end of a job) is no news worth a warning.
+  MSCCLPP_INFO(LogInit, "%s; every pending and later call on this communicator fails", message.c_str());
+  for (uint32_t* flag : raise) atomicStore<uint32_t>(flag, 1u, memoryOrderRelease);
+}
+
+void Communicator::fail(ErrorCode code, const std::string& message) { pimpl_->fail(code, message); }
+
+bool Communicator::failed(ErrorCode* code, std::string* message) const {
+  if (!pimpl_->hasFailed.load(std::memory_order_acquire)) return false;
+  if (code) *code = pimpl_->failureCode;  // written before the flag, never again
+  if (message) *message = pimpl_->failureMessage;
+  return true;
+}
+
+std::shared_ptr<void> Communicator::raiseOnFailure(uint32_t* flag) {
+  MSCCLPP_ENFORCE(flag != nullptr, ErrorCode::InvalidArgument, "%s: raiseOnFailure: null flag", pimpl_->who().c_str());
+  Impl& m = *pimpl_;
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lock(m.errorMutex);
+    id = m.nextFailureFlag++;
+    m.failureFlags.emplace(id, flag);
+  }
+  if (m.hasFailed.load(std::memory_order_acquire)) atomicStore<uint32_t>(flag, 1u, memoryOrderRelease);
+  std::weak_ptr<Impl> weak = pimpl_;
+  return std::shared_ptr<void>(flag, [weak, id](void*) {
+    if (auto impl = weak.lock()) {
+      std::lock_guard<std::mutex> lock(impl->errorMutex);
+      impl->failureFlags.erase(id);
+    }
+  });
+}
 
 std::shared_ptr<Bootstrap> Communicator::bootstrap() const { return pimpl_->userBootstrap; }
 int Communicator::rank() const { return pimpl_->rank; }

@@ -43,10 +43,20 @@ struct Communicator::Impl {
   std::map<const Connection*, int> connectionTags;  // the tag each connection was made with
 
   std::atomic<bool> aborted{false};
-  mutable std::mutex errorMutex;
+  mutable std::mutex errorMutex;  // guards the async error, the failure and the flags below
   bool hasError = false;
   ErrorCode errorCode = ErrorCode::InternalError;
   std::string errorMessage;
+  std::atomic<bool> hasFailed{false};  // set (release) after failureCode/failureMessage
+  ErrorCode failureCode = ErrorCode::InternalError;
+  std::string failureMessage;
+  std::map<uint64_t, uint32_t*> failureFlags;
+  uint64_t nextFailureFlag = 1;
+  uint64_t peerFailureListener = 0;  // the bootstrap's listener id
+
+  // A peer the bootstrap found dead or unreachable: the communicator fails with RemoteError.
+  void peerFailed(int peer, const std::string& reason);
+  void fail(ErrorCode code, const std::string& message);
 
   // The session of transport t (t has a driver), opened on first use.
   std::shared_ptr<transport::Session> session(Transport t);

@@ -27,6 +27,13 @@ inline bool blockStopped(const BlockRecord& r) { return r.state >= kBlockTimedOu
 std::vector<std::string> describeUnfinishedBlocks(const plan::Plan& plan, int rank, const BlockRecord* records,
                                                   uint32_t nBlocks, uint32_t launchFlag, uint32_t firstFailedBlock);
 
+// While a CPU-backend launch runs (long-wait reports): one line per block of `rank` that has not
+// finished launch `launchFlag`, saying what it waits for now from the live counters ("rank 0
+// threadblock 1 op 3 (wait) waits on memory channel 2 (peer 3): signal #5 expected, counter at 4")
+// or that it is running. Reads the records and counters with atomic loads while blocks write them.
+std::vector<std::string> describeLiveBlocks(const plan::Plan& plan, int rank, const ExecContextDevice& dev,
+                                            uint32_t launchFlag);
+
 }  // namespace mscclpp::exec
 
 #endif  // MSCCLPP_EXECUTOR_DIAGNOSTICS_HPP_

@@ -62,10 +62,12 @@ struct Executor::Impl {
   Backend backend = Backend::Cpu;
   std::shared_ptr<exec::ContextWiring> wiring;
   std::mutex mutex;
+  std::shared_ptr<Communicator> comm;  // null for wirings without one (the emulator's threads)
   struct Entry {
     ContextKey key;
     plan::PlanPtr plan;  // keeps the plan (the key's pointer) alive
     std::unique_ptr<exec::CpuContext> ctx;
+    std::shared_ptr<void> failureRegistration;  // the communicator raises the context's abort flag
   };
   std::list<Entry> contexts;  // most recently used first (CPU backend)
   // abort(): `mutex` is held for a whole CPU launch, so abort uses its own lock to reach the abort
@@ -97,12 +99,22 @@ struct Executor::Impl {
     exec::CallShape shape = exec::shapeCall(*plan, rank, in, out, dtype);
     exec::RankResources res = wiring->connect(plan, rank, shape);
     auto ctx = std::make_unique<exec::CpuContext>(plan, rank, shape, std::move(res));
-    contexts.push_front(Entry{key, plan, std::move(ctx)});
+    // A failed communicator (a dead or unreachable peer) stops the context's waits at once.
+    std::shared_ptr<void> registration = comm ? comm->raiseOnFailure(ctx->image().device().abortFlag) : nullptr;
+    contexts.push_front(Entry{key, plan, std::move(ctx), std::move(registration)});
     const int64_t cap = std::max<int64_t>(1, params::contextCacheSize());
     while (static_cast<int64_t>(contexts.size()) > cap) contexts.pop_back();
     MSCCLPP_INFO(LogExec, "plan %s rank %d: execution context built for %llu input and %llu output bytes",
                  plan->header.name.c_str(), rank, static_cast<unsigned long long>(in), static_cast<unsigned long long>(out));
     return *contexts.front().ctx;
+  }
+
+  // A failed communicator fails every call with its own error (the dead peer, the mismatch):
+  // `detail` says what this call saw of it.
+  void throwIfCommFailed(const std::string& detail) const {
+    ErrorCode code;
+    std::string why;
+    if (comm && comm->failed(&code, &why)) throw Error(code, detail.empty() ? why : why + "\n" + detail);
   }
 };
 
@@ -112,12 +124,14 @@ Executor::Executor(std::shared_ptr<Communicator> comm) : impl_(std::make_unique<
   // (then the first call says why it cannot run).
   if (impl_->backend == Backend::Cuda && comm != nullptr && comm->device() < 0 && params::backend() != "cuda")
     impl_->backend = Backend::Cpu;
+  impl_->comm = comm;
   impl_->wiring = std::make_shared<exec::CommunicatorWiring>(std::move(comm));
 }
 
 Executor::Executor(std::shared_ptr<exec::ContextWiring> wiring, Backend backend) : impl_(std::make_unique<Impl>()) {
   MSCCLPP_ENFORCE(wiring != nullptr, ErrorCode::InvalidArgument, "Executor: the wiring is null");
   impl_->backend = backend == Backend::Auto ? resolveBackend() : backend;
+  impl_->comm = wiring->communicator();
   impl_->wiring = std::move(wiring);
 }
 
@@ -176,6 +190,7 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
   MSCCLPP_ENFORCE(op != ReduceOp::PreMulSum || scalar != nullptr, ErrorCode::InvalidArgument,
                   "Executor::execute: premulsum needs a scalar (got a null pointer)");
   MSCCLPP_ENFORCE(!aborted(), ErrorCode::Aborted, "plan %s rank %d: the executor was aborted", h.name.c_str(), rank);
+  impl_->throwIfCommFailed(strFormat("plan %s rank %d: not run", h.name.c_str(), rank));
   std::lock_guard<std::mutex> lock(impl_->mutex);
   if (impl_->backend == Backend::Cuda) {
     // Device buffers, enqueued on `stream`: see executor/cuda/gpu_backend.hpp.
@@ -194,7 +209,14 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
     impl_->gpuBackend().execute(call);
     return;
   }
-  exec::CpuContext& ctx = impl_->context(plan, rank, sendBytes, recvBytes, dtype);
+  exec::CpuContext* built = nullptr;
+  try {
+    built = &impl_->context(plan, rank, sendBytes, recvBytes, dtype);  // collective on first use
+  } catch (const Error& e) {
+    impl_->throwIfCommFailed(e.what());
+    throw;
+  }
+  exec::CpuContext& ctx = *built;
   const exec::RankResources& res = ctx.image().resources();
   // Stage in: the plan's input (inside the data buffer for in-place plans) gets the send buffer,
   // pre-scaled for premulsum. Off a scatter's root the send buffer is never read (NCCL allows any
@@ -217,7 +239,12 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
       impl->runningAbortFlag = nullptr;
     }
   } clearRunning{impl_.get()};
-  ctx.launch(dtype, exec::nativeOpOf(op), packetType, params::timeoutSeconds());
+  try {
+    ctx.launch(dtype, exec::nativeOpOf(op), packetType, params::timeoutSeconds());
+  } catch (const Error& e) {
+    impl_->throwIfCommFailed(e.what());
+    throw;
+  }
   if (op == ReduceOp::Avg) {
     const uint64_t bytes = exec::reducedOutputBytes(h.collective, rank, h.root, recvBytes);
     if (bytes > 0) exec::divideHost(dtype, res.output, bytes, static_cast<uint32_t>(plan->ranks.size()));

@@ -17,6 +17,9 @@ unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); 
 
 uint64_t secondsToNs(double s) { return s <= 0 ? kNoDeadline : static_cast<uint64_t>(s * 1e9); }
 
+// A long-wait warning names at most this many threadblocks (one line per interval).
+constexpr size_t kBlocksPerWarning = 4;
+
 }  // namespace
 
 CpuContext::CpuContext(plan::PlanPtr plan, int rank, const CallShape& shape, RankResources resources) {
@@ -131,6 +134,20 @@ std::string CpuContext::completeProxyRequests(double timeoutSeconds) {
                    st == SpinStatus::Timeout ? "timed out" : "stopped (the proxy failed)");
 }
 
+void CpuContext::warnLongWait(double waited) const {
+  const plan::Plan& plan = image_->plan();
+  std::vector<std::string> lines = describeLiveBlocks(plan, image_->rank(), image_->device(), lastFlag_);
+  std::string what;
+  for (size_t i = 0; i < lines.size() && i < kBlocksPerWarning; ++i) what += (i ? "; " : "") + lines[i];
+  if (lines.size() > kBlocksPerWarning) what += strFormat("; and %zu more threadblocks", lines.size() - kBlocksPerWarning);
+  const std::string peers = peerStatus_ ? peerStatus_() : std::string();
+  MSCCLPP_WARN(LogExec, "plan %s rank %d: launch with flag %u has waited %.3g s (MSCCLPP_WAIT_WARN_S=%.3g; no deadline "
+               "unless MSCCLPP_TIMEOUT_S sets one): %s%s%s",
+               plan.header.name.c_str(), image_->rank(), lastFlag_, waited, params::waitWarnSeconds(),
+               what.empty() ? "its threadblocks are finishing" : what.c_str(), peers.empty() ? "" : "; ",
+               peers.c_str());
+}
+
 void CpuContext::launch(DataType dtype, ReduceOp op, PacketType packet, double timeoutSeconds) {
   const plan::Plan& plan = image_->plan();
   const int rank = image_->rank();
@@ -145,8 +162,11 @@ void CpuContext::launch(DataType dtype, ReduceOp op, PacketType packet, double t
   const ExecContextDevice& dev = image_->device();
   LaunchArgs args{secondsToNs(timeoutSeconds), static_cast<uint32_t>(packet), 0};
   lastFlag_ = dev.state->flag;  // no launch in flight: a plain read is ordered by the last run()
-  const double safety = timeoutSeconds <= 0 ? 1e9 : 2 * timeoutSeconds + 30;
-  workers_->run([&](uint32_t block) { fn(dev, block, args); }, safety);
+  // The workers' own limit is a safety net behind the interpreter's deadlines (none by default:
+  // live peers are waited for, a dead one raises the abort flag through the communicator).
+  const double safety = timeoutSeconds <= 0 ? 0 : 2 * timeoutSeconds + 30;
+  workers_->run([&](uint32_t block) { fn(dev, block, args); }, safety, params::waitWarnSeconds(),
+                [&](double waited) { warnLongWait(waited); });
 
   bool stopped = false, timedOut = false, invalid = false;
   for (uint32_t b = 0; b < dev.nBlocks; ++b) {

@@ -11,6 +11,7 @@
 #define MSCCLPP_EXECUTOR_CPU_CPU_CONTEXT_HPP_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -34,6 +35,10 @@ class CpuContext {
   // Error(NotSupported/InvalidArgument) with the blocks' wait-for description.
   void launch(DataType dtype, ReduceOp op, PacketType packet, double timeoutSeconds);
 
+  // What the long-wait warning adds about the peers (the call monitor's view: who is idle, who is
+  // in which call); called on the launching thread while blocks wait. Empty: nothing.
+  void setPeerStatus(std::function<std::string()> status) { peerStatus_ = std::move(status); }
+
   const ContextImage& image() const { return *image_; }
   bool failed() const { return failed_; }
   // The flag of the most recent launch.
@@ -46,12 +51,15 @@ class CpuContext {
   // After a successful launch with port channels: waits until the proxy performed every request of
   // the launch (bounded). Returns "" or why it could not.
   std::string completeProxyRequests(double timeoutSeconds);
+  // One WARN line, every MSCCLPP_WAIT_WARN_S of a launch: what each unfinished block waits for.
+  void warnLongWait(double waited) const;
 
   std::unique_ptr<ProxyService> proxy_;
   std::unique_ptr<ContextImage> image_;
   std::unique_ptr<BlockWorkers> workers_;
   bool failed_ = false;
   uint32_t lastFlag_ = 0;
+  std::function<std::string()> peerStatus_;
 };
 
 }  // namespace mscclpp::exec

@@ -153,6 +153,9 @@ GpuContext::GpuContext(GpuWorld& world, const plan::PlanPtr& plan, int rank, con
   // Zeroed: LL packets start with flag 0 (never valid) and counters at 0.
   region_ = std::make_unique<DeviceAllocation>(size, name_ + ": scratch, counters and staging");
   abort_ = std::make_unique<PinnedAllocation>(64, name_ + ": abort flag");
+  // A dead or unreachable peer fails the communicator, which raises the flag from the host: every
+  // device wait of a launch in flight (spinUntil polls the flag) stops instead of waiting forever.
+  failureRegistration_ = world_.comm().raiseOnFailure(static_cast<uint32_t*>(abort_->host()));
 
   exchange(shape);
 
@@ -640,6 +643,9 @@ void GpuContext::throwFailure() {
       msg += "\n  " + line;
   }
   MSCCLPP_WARN(LogExec, "%s", msg.c_str());
+  ErrorCode commCode;
+  std::string commFailure;
+  if (world_.comm().failed(&commCode, &commFailure)) throw Error(commCode, commFailure + "\n" + msg);
   if (!cudaProblem.empty()) throw Error(ErrorCode::CudaError, msg);
   if (timedOut) throw TimeoutError(msg);
   if (invalid || !proxyError.empty()) throw Error(ErrorCode::NotSupported, msg);

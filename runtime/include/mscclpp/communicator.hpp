@@ -85,6 +85,19 @@ class Communicator {
   // True (and the first error) when one was recorded.
   bool asyncError(ErrorCode* code, std::string* message) const;
 
+  // Failure of the communicator as a whole (docs/runtime.md "Dead and unreachable peers"): a peer
+  // died or its host became unreachable (RemoteError naming the rank and its host; the bootstrap
+  // finds it), or the ranks' calls cannot complete (mismatched calls: InvalidUsage; a deadlock with
+  // every rank alive: InternalError). The first failure is kept; it is also the async error. Every
+  // later call on the communicator should fail with it (the executor's do). Any thread.
+  void fail(ErrorCode code, const std::string& message);
+  // One atomic load when the communicator is fine.
+  bool failed(ErrorCode* code = nullptr, std::string* message = nullptr) const;
+  // Raises *flag (a release store of 1) when the communicator fails, or at once if it has: waits
+  // that poll the flag as their abort flag (executor contexts, device code) stop. The registration
+  // lasts as long as the returned handle; *flag must outlive it.
+  std::shared_ptr<void> raiseOnFailure(uint32_t* flag);
+
   // Returns promptly whatever the peers do: aborts the bootstrap (blocked calls throw Aborted),
   // closes the transports' sockets and stops their threads. The communicator is unusable after.
   void abort();

@@ -8,7 +8,9 @@
 #include <thread>
 #include <vector>
 
+#include "../../support/scoped_env.hpp"
 #include "core/deadline.hpp"
+#include "core/logger.hpp"
 #include "exec_test_util.hpp"
 #include "executor/context_wiring.hpp"
 #include "executor/emulation/reference.hpp"
@@ -310,4 +312,89 @@ TEST_CASE("Executor::abort stops a launch waiting for a peer and refuses later c
   CHECK_FALSE(ex.launchInFlight());
   CHECK_THROWS_WITH(ex.execute(0, buf.data(), buf.data(), 4096, 4096, DataType::Float32, plan),
                     Catch::Contains("rank 0: the executor was aborted"));
+}
+
+namespace {
+
+// Two ranks of a Communicator over an in-process bootstrap, each with its Executor, and a first call that both make
+// (their contexts exist, so the next call goes straight to a launch).
+struct TwoRanks {
+  std::vector<std::shared_ptr<InProcessBootstrap>> bootstraps;
+  std::vector<std::shared_ptr<Communicator>> comms;
+  std::vector<std::unique_ptr<Executor>> executors;
+  std::shared_ptr<const plan::Plan> plan = preset("allreduce_ll_n2_ip.json");
+  std::vector<std::vector<float>> bufs{values(0, 1024), values(1, 1024)};
+
+  TwoRanks() {
+    auto group = InProcessBootstrap::createGroup(2);
+    for (int r = 0; r < 2; ++r) bootstraps.push_back(std::make_shared<InProcessBootstrap>(group, r));
+    comms.resize(2);
+    executors.resize(2);
+    REQUIRE(onRanks(2, [&](int r) {
+              comms[r] = std::make_shared<Communicator>(bootstraps[r], kHostDevice);
+              executors[r] = std::make_unique<Executor>(comms[r]);
+              run(r);
+            }) == "");
+  }
+  void run(int r) {
+    executors[r]->execute(r, bufs[r].data(), bufs[r].data(), 4096, 4096, DataType::Float32, plan);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("Executor: a peer that fails stops the launch waiting for it with RemoteError naming it",
+          "[exec][executor][failure]") {
+  TwoRanks job;
+  std::string error;
+  ErrorCode code = ErrorCode::InternalError;
+  auto start = std::chrono::steady_clock::now();
+  std::thread rank0([&] {
+    try {
+      job.run(0);  // rank 1 never calls: no deadline by default, the wait ends with rank 1's failure
+    } catch (const Error& e) {
+      error = e.what();
+      code = e.code();
+    }
+  });
+  Deadline entered(30);
+  while (!job.executors[0]->launchInFlight() && !entered.expired()) std::this_thread::yield();
+  REQUIRE(job.executors[0]->launchInFlight());
+  job.bootstraps[1]->abort();  // in process, the stand-in for rank 1's crash
+  rank0.join();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(error);
+  CHECK(code == ErrorCode::RemoteError);
+  CHECK_THAT(error, Catch::StartsWith("communicator rank 0/2: rank 1 (host ") &&
+                        Catch::Contains("rank 0: launch with flag") && Catch::Contains("[aborted]"));
+  CHECK(seconds < 5);
+  // The next call fails at once, before any launch.
+  CHECK_THROWS_WITH(job.run(0), Catch::StartsWith("communicator rank 0/2: rank 1 (host ") &&
+                                    Catch::Contains("plan allreduce_ll_n2_ip rank 0: not run"));
+}
+
+TEST_CASE("Executor: a late peer is waited for, with a WARN per interval naming what is waited on",
+          "[exec][executor][slow]") {
+  test::ScopedEnv warn("MSCCLPP_WAIT_WARN_S", "0.3");
+  TwoRanks job;
+  std::string error = "none";
+  std::thread rank0([&] {
+    try {
+      job.run(0);
+      error.clear();
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // rank 1 is late: at least three intervals
+  const std::string warning = lastWarning();
+  job.run(1);
+  rank0.join();
+  CHECK(error.empty());
+  INFO(warning);
+  CHECK_THAT(warning, Catch::Contains("plan allreduce_ll_n2_ip rank 0: launch with flag") &&
+                          Catch::Contains("has waited") && Catch::Contains("MSCCLPP_WAIT_WARN_S=0.3") &&
+                          Catch::Contains("rank 0 threadblock"));
+  // The values are right: the slow call completed normally.
+  CHECK(job.bufs[0][5] == job.bufs[1][5]);
 }
