@@ -114,7 +114,7 @@ void Communicator::Impl::peerFailed(int peer, const std::string& reason) {
 }
 
 void Communicator::Impl::fail(ErrorCode code, const std::string& message) {
-  std::vector<uint32_t*> raise;
+  std::vector<std::shared_ptr<const std::function<void()>>> callbacks;
   {
     std::lock_guard<std::mutex> lock(errorMutex);
     if (hasFailed.load(std::memory_order_relaxed)) return;
@@ -126,12 +126,13 @@ void Communicator::Impl::fail(ErrorCode code, const std::string& message) {
       errorCode = code;
       errorMessage = message;
     }
-    for (const auto& [id, flag] : failureFlags) raise.push_back(flag);
+    for (const auto& [id, callback] : failureCallbacks) callbacks.push_back(callback);
   }
   // INFO: the calls that fail because of it say so at WARN; a peer that exits while nothing is
   // pending here (the end of a job) is no news worth a warning.
   MSCCLPP_INFO(LogInit, "%s; every pending and later call on this communicator fails", message.c_str());
-  for (uint32_t* flag : raise) atomicStore<uint32_t>(flag, 1u, memoryOrderRelease);
+  std::lock_guard<std::mutex> running(callbackMutex);
+  for (const auto& callback : callbacks) (*callback)();
 }
 
 void Communicator::fail(ErrorCode code, const std::string& message) { pimpl_->fail(code, message); }
@@ -145,19 +146,31 @@ bool Communicator::failed(ErrorCode* code, std::string* message) const {
 
 std::shared_ptr<void> Communicator::raiseOnFailure(uint32_t* flag) {
   MSCCLPP_ENFORCE(flag != nullptr, ErrorCode::InvalidArgument, "%s: raiseOnFailure: null flag", pimpl_->who().c_str());
+  return onFailure([flag]() { atomicStore<uint32_t>(flag, 1u, memoryOrderRelease); });
+}
+
+std::shared_ptr<void> Communicator::onFailure(std::function<void()> callback) {
+  MSCCLPP_ENFORCE(callback != nullptr, ErrorCode::InvalidArgument, "%s: onFailure: empty callback",
+                  pimpl_->who().c_str());
   Impl& m = *pimpl_;
+  auto shared = std::make_shared<const std::function<void()>>(std::move(callback));
   uint64_t id;
   {
     std::lock_guard<std::mutex> lock(m.errorMutex);
-    id = m.nextFailureFlag++;
-    m.failureFlags.emplace(id, flag);
+    id = m.nextFailureCallback++;
+    m.failureCallbacks.emplace(id, shared);
   }
-  if (m.hasFailed.load(std::memory_order_acquire)) atomicStore<uint32_t>(flag, 1u, memoryOrderRelease);
+  // Registered before this check: a concurrent fail() either saw the entry or set the flag we read.
+  if (m.hasFailed.load(std::memory_order_acquire)) (*shared)();
   std::weak_ptr<Impl> weak = pimpl_;
-  return std::shared_ptr<void>(flag, [weak, id](void*) {
+  return std::shared_ptr<void>(new char, [weak, id](char* token) {
+    delete token;
     if (auto impl = weak.lock()) {
-      std::lock_guard<std::mutex> lock(impl->errorMutex);
-      impl->failureFlags.erase(id);
+      {
+        std::lock_guard<std::mutex> lock(impl->errorMutex);
+        impl->failureCallbacks.erase(id);
+      }
+      std::lock_guard<std::mutex> wait(impl->callbackMutex);  // a fail() that took it before the erase is done
     }
   });
 }

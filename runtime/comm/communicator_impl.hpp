@@ -4,6 +4,7 @@
 #define MSCCLPP_COMM_COMMUNICATOR_IMPL_HPP_
 
 #include <array>
+#include <functional>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -50,9 +51,13 @@ struct Communicator::Impl {
   std::atomic<bool> hasFailed{false};  // set (release) after failureCode/failureMessage
   ErrorCode failureCode = ErrorCode::InternalError;
   std::string failureMessage;
-  std::map<uint64_t, uint32_t*> failureFlags;
-  uint64_t nextFailureFlag = 1;
+  std::map<uint64_t, std::shared_ptr<const std::function<void()>>> failureCallbacks;
+  // Held while fail() runs the callbacks: dropping a registration waits for it, so a callback never
+  // runs after its handle is gone (a flag's memory may go with it).
+  std::mutex callbackMutex;
+  uint64_t nextFailureCallback = 1;
   uint64_t peerFailureListener = 0;  // the bootstrap's listener id
+  std::atomic<uint64_t> executorCount{0};  // executors made on it (each names its call monitor's view)
 
   // A peer the bootstrap found dead or unreachable: the communicator fails with RemoteError.
   void peerFailed(int peer, const std::string& reason);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/format.hpp"
+#include "core/hash.hpp"
 #include "mscclpp/device.hpp"
 #include "plan/op_rules.hpp"
 
@@ -224,29 +225,43 @@ bool liveWait(const ExecContextDevice& dev, const ThreadblockDevice& tbd, const 
 
 }  // namespace
 
-std::vector<std::string> describeLiveBlocks(const plan::Plan& plan, int rank, const ExecContextDevice& dev,
-                                            uint32_t launchFlag) {
-  std::vector<std::string> lines;
+std::vector<BlockWait> describeLiveBlocks(const plan::Plan& plan, int rank, const ExecContextDevice& dev,
+                                          uint32_t launchFlag, uint64_t* progress) {
+  std::vector<BlockWait> out;
+  uint64_t moved = launchFlag;
   const plan::RankPlan& rp = plan.ranks[rank];
   for (uint32_t b = 0; b < dev.nBlocks && b < rp.threadblocks.size(); ++b) {
     const BlockRecord& live = dev.blockRecords[b];
     const uint32_t state = atomicLoad<uint32_t>(&live.state, memoryOrderAcquire);
-    if (state == kBlockFinished && atomicLoad<uint32_t>(&live.launchFlag, memoryOrderRelaxed) == launchFlag) continue;
+    const bool finished =
+        state == kBlockFinished && atomicLoad<uint32_t>(&live.launchFlag, memoryOrderRelaxed) == launchFlag;
     const plan::ThreadblockPlan& tb = rp.threadblocks[b];
     BlockRecord r{};
     r.opIndex = atomicLoad<uint32_t>(&live.opIndex, memoryOrderRelaxed);
     r.pipelineIteration = atomicLoad<uint32_t>(&live.pipelineIteration, memoryOrderRelaxed);
-    if (r.opIndex >= tb.ops.size()) continue;
+    moved = mix64(mix64(moved, (static_cast<uint64_t>(state) << 40) ^ (static_cast<uint64_t>(r.opIndex) << 8) ^ finished),
+                  r.pipelineIteration);
+    if (finished || r.opIndex >= tb.ops.size()) continue;
     const plan::Op& op = tb.ops[r.opIndex];
     std::string head = strFormat("rank %d threadblock %d op %u (%s)", rank, tb.id, r.opIndex, plan::opTypeName(op.type));
     if (r.pipelineIteration != UINT32_MAX) head += strFormat(" pipeline iteration %u", r.pipelineIteration);
-    if (liveWait(dev, dev.blocks[b], tb, op, launchFlag, &r)) {
-      lines.push_back(head + " " + waitText(plan, rank, b, r));
+    BlockWait w;
+    if (!blockStopped(live) && liveWait(dev, dev.blocks[b], tb, op, launchFlag, &r)) {
+      moved = mix64(mix64(moved, r.observed), r.detail);
+      w.text = head + " " + waitText(plan, rank, b, r);
+      switch (static_cast<WaitKind>(r.waitKind)) {
+        case WaitKind::MemoryChannel: w.target = peerOf(rp.memoryChannels, r.id); break;
+        case WaitKind::PortChannel: w.target = peerOf(rp.portChannels, r.id); break;
+        case WaitKind::Packet: w.target = BlockWait::kAnyPeer; break;
+        default: w.target = rank; break;  // barrier, semaphore: released by this rank's own blocks
+      }
     } else {
-      lines.push_back(head + (blockStopped(live) ? " stopped" : " is running"));
+      w.text = head + (blockStopped(live) ? " stopped" : " is running");
     }
+    out.push_back(std::move(w));
   }
-  return lines;
+  if (progress) *progress = moved;
+  return out;
 }
 
 std::vector<std::string> describeUnfinishedBlocks(const plan::Plan& plan, int rank, const BlockRecord* records,

@@ -3,11 +3,15 @@
 #include <atomic>
 #include <cstring>
 #include <list>
+#include <map>
 #include <mutex>
 
+#include "comm/communicator_impl.hpp"
 #include "comm/params.hpp"
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
+#include "executor/call_descriptor.hpp"
+#include "executor/call_monitor.hpp"
 #include "executor/context_image.hpp"
 #include "executor/context_wiring.hpp"
 #include "executor/cpu/cpu_context.hpp"
@@ -40,14 +44,23 @@ Backend resolveBackend() {
 
 namespace {
 
+// The datatype and op are part of the key although the context does not depend on them: two ranks
+// calling with different ones then use different contexts, which never complete each other's
+// calls, so the call monitor finds the mismatch instead of the ranks mixing their data silently.
 struct ContextKey {
   const plan::Plan* plan;
   int rank;
   uint64_t inputBytes, outputBytes;
+  DataType dtype;
+  ReduceOp op;
   bool operator==(const ContextKey& o) const {
-    return plan == o.plan && rank == o.rank && inputBytes == o.inputBytes && outputBytes == o.outputBytes;
+    return plan == o.plan && rank == o.rank && inputBytes == o.inputBytes && outputBytes == o.outputBytes &&
+           dtype == o.dtype && op == o.op;
   }
 };
+
+// Plans whose fingerprint was computed (a plan object is immutable; the entry keeps it alive).
+constexpr size_t kMaxFingerprints = 256;
 
 // Whether the collective writes a result into this rank's output (reduce and gather: the root only).
 bool writesOutput(plan::Collective c, int rank, int root) {
@@ -63,6 +76,8 @@ struct Executor::Impl {
   std::shared_ptr<exec::ContextWiring> wiring;
   std::mutex mutex;
   std::shared_ptr<Communicator> comm;  // null for wirings without one (the emulator's threads)
+  std::unique_ptr<exec::CallMonitor> monitor;  // CPU backend on a communicator: stuck calls, mismatches
+  std::map<const plan::Plan*, std::pair<plan::PlanPtr, uint64_t>> fingerprints;
   struct Entry {
     ContextKey key;
     plan::PlanPtr plan;  // keeps the plan (the key's pointer) alive
@@ -88,8 +103,18 @@ struct Executor::Impl {
     return *gpu;
   }
 
-  exec::CpuContext& context(const plan::PlanPtr& plan, int rank, uint64_t in, uint64_t out, DataType dtype) {
-    ContextKey key{plan.get(), rank, in, out};
+  uint64_t fingerprintOf(const plan::PlanPtr& plan) {
+    auto it = fingerprints.find(plan.get());
+    if (it != fingerprints.end()) return it->second.second;
+    if (fingerprints.size() >= kMaxFingerprints) fingerprints.clear();
+    const uint64_t f = exec::planFingerprint(*plan);
+    fingerprints.emplace(plan.get(), std::make_pair(plan, f));
+    return f;
+  }
+
+  exec::CpuContext& context(const plan::PlanPtr& plan, int rank, uint64_t in, uint64_t out, DataType dtype,
+                            ReduceOp op, const exec::CallDescriptor& call) {
+    ContextKey key{plan.get(), rank, in, out, dtype, op};
     for (auto it = contexts.begin(); it != contexts.end(); ++it) {
       if (it->key == key) {
         contexts.splice(contexts.begin(), contexts, it);
@@ -97,8 +122,9 @@ struct Executor::Impl {
       }
     }
     exec::CallShape shape = exec::shapeCall(*plan, rank, in, out, dtype);
-    exec::RankResources res = wiring->connect(plan, rank, shape);
+    exec::RankResources res = wiring->connect(plan, rank, shape, call);
     auto ctx = std::make_unique<exec::CpuContext>(plan, rank, shape, std::move(res));
+    if (monitor) ctx->setPeerStatus([m = monitor.get()]() { return m->peerStatus(); });
     // A failed communicator (a dead or unreachable peer) stops the context's waits at once.
     std::shared_ptr<void> registration = comm ? comm->raiseOnFailure(ctx->image().device().abortFlag) : nullptr;
     contexts.push_front(Entry{key, plan, std::move(ctx), std::move(registration)});
@@ -125,6 +151,11 @@ Executor::Executor(std::shared_ptr<Communicator> comm) : impl_(std::make_unique<
   if (impl_->backend == Backend::Cuda && comm != nullptr && comm->device() < 0 && params::backend() != "cuda")
     impl_->backend = Backend::Cpu;
   impl_->comm = comm;
+  if (comm != nullptr && impl_->backend == Backend::Cpu) {
+    // Executors are made in the same order on every rank of a communicator: the index names the
+    // monitor's bootstrap view alike everywhere.
+    impl_->monitor = std::make_unique<exec::CallMonitor>(comm, comm->impl().executorCount.fetch_add(1));
+  }
   impl_->wiring = std::make_shared<exec::CommunicatorWiring>(std::move(comm));
 }
 
@@ -209,14 +240,24 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
     impl_->gpuBackend().execute(call);
     return;
   }
+  const exec::CallDescriptor call =
+      exec::describeCall(*plan, impl_->fingerprintOf(plan), sendBytes, recvBytes, dtype, op);
+  struct EndCall {
+    exec::CallMonitor* monitor;
+    ~EndCall() {
+      if (monitor) monitor->end();
+    }
+  } endCall{impl_->monitor.get()};
+  if (impl_->monitor) impl_->monitor->begin(call);
   exec::CpuContext* built = nullptr;
   try {
-    built = &impl_->context(plan, rank, sendBytes, recvBytes, dtype);  // collective on first use
+    built = &impl_->context(plan, rank, sendBytes, recvBytes, dtype, op, call);  // collective on first use
   } catch (const Error& e) {
     impl_->throwIfCommFailed(e.what());
     throw;
   }
   exec::CpuContext& ctx = *built;
+  if (impl_->monitor) impl_->monitor->running([&ctx]() { return ctx.liveCall(); });
   const exec::RankResources& res = ctx.image().resources();
   // Stage in: the plan's input (inside the data buffer for in-place plans) gets the send buffer,
   // pre-scaled for premulsum. Off a scatter's root the send buffer is never read (NCCL allows any

@@ -10,11 +10,13 @@
 #ifndef MSCCLPP_EXECUTOR_CPU_CPU_CONTEXT_HPP_
 #define MSCCLPP_EXECUTOR_CPU_CPU_CONTEXT_HPP_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 
+#include "executor/call_monitor.hpp"
 #include "executor/context_image.hpp"
 #include "executor/cpu/block_workers.hpp"
 #include "mscclpp/datatype.hpp"
@@ -39,10 +41,13 @@ class CpuContext {
   // in which call); called on the launching thread while blocks wait. Empty: nothing.
   void setPeerStatus(std::function<std::string()> status) { peerStatus_ = std::move(status); }
 
+  // The launch in progress as the call monitor sees it (any thread, while launch() runs).
+  LiveCall liveCall() const;
+
   const ContextImage& image() const { return *image_; }
   bool failed() const { return failed_; }
   // The flag of the most recent launch.
-  uint32_t lastLaunchFlag() const { return lastFlag_; }
+  uint32_t lastLaunchFlag() const { return lastFlag_.load(std::memory_order_relaxed); }
 
  private:
   std::string handleRequest(const TriggerFields& f);
@@ -58,7 +63,7 @@ class CpuContext {
   std::unique_ptr<ContextImage> image_;
   std::unique_ptr<BlockWorkers> workers_;
   bool failed_ = false;
-  uint32_t lastFlag_ = 0;
+  std::atomic<uint32_t> lastFlag_{0};  // read by liveCall() from the monitor's thread
   std::function<std::string()> peerStatus_;
 };
 

@@ -22,6 +22,7 @@
 #ifndef MSCCLPP_COMMUNICATOR_HPP_
 #define MSCCLPP_COMMUNICATOR_HPP_
 
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -97,6 +98,9 @@ class Communicator {
   // that poll the flag as their abort flag (executor contexts, device code) stop. The registration
   // lasts as long as the returned handle; *flag must outlive it.
   std::shared_ptr<void> raiseOnFailure(uint32_t* flag);
+  // The same for a callback (e.g. aborting a bootstrap view whose exchanges must stop): called once,
+  // on the thread that failed the communicator (or here, if it has failed); it must return quickly.
+  std::shared_ptr<void> onFailure(std::function<void()> callback);
 
   // Returns promptly whatever the peers do: aborts the bootstrap (blocked calls throw Aborted),
   // closes the transports' sockets and stops their threads. The communicator is unusable after.

@@ -86,8 +86,9 @@ TEST_CASE("Executor: allreduce out of place on an in-place plan, malloc'd buffer
       }
     }
   }
-  // One context per rank served all four calls.
-  for (int r = 0; r < n; ++r) REQUIRE(ex[r]->contextCount() == 1);
+  // One context per rank and op: the call's datatype and op are part of a context's identity, so that ranks
+  // calling with different ones never share a context (the call monitor then finds the mismatch).
+  for (int r = 0; r < n; ++r) REQUIRE(ex[r]->contextCount() == 4);
 }
 
 TEST_CASE("Executor: in-place allgather, reduce to a root with null recv elsewhere", "[exec][executor]") {
@@ -386,7 +387,8 @@ TEST_CASE("Executor: a late peer is waited for, with a WARN per interval naming 
       error = e.what();
     }
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // rank 1 is late: at least three intervals
+  // Rank 1 is late: past the call monitor's first two looks (2 and 4 s), which find it idle, not stuck.
+  std::this_thread::sleep_for(std::chrono::milliseconds(4600));
   const std::string warning = lastWarning();
   job.run(1);
   rank0.join();
@@ -394,7 +396,97 @@ TEST_CASE("Executor: a late peer is waited for, with a WARN per interval naming 
   INFO(warning);
   CHECK_THAT(warning, Catch::Contains("plan allreduce_ll_n2_ip rank 0: launch with flag") &&
                           Catch::Contains("has waited") && Catch::Contains("MSCCLPP_WAIT_WARN_S=0.3") &&
-                          Catch::Contains("rank 0 threadblock"));
+                          Catch::Contains("rank 0 threadblock") && Catch::Contains("waits for LL packet flag") &&
+                          Catch::Contains("rank 1 is not in a call"));
   // The values are right: the slow call completed normally.
   CHECK(job.bufs[0][5] == job.bufs[1][5]);
+}
+
+namespace {
+
+// Runs body on both ranks of job and returns each rank's error ("" when it returned normally) and the time taken.
+std::vector<std::pair<ErrorCode, std::string>> bothRanks(TwoRanks& job, const std::function<void(int)>& body,
+                                                        double* seconds) {
+  std::vector<std::pair<ErrorCode, std::string>> out(2, {ErrorCode::InternalError, ""});
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        body(r);
+      } catch (const Error& e) {
+        out[r] = {e.code(), e.what()};
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("Executor: mismatched calls fail on every rank, naming both calls", "[exec][executor][mismatch]") {
+  TwoRanks job;
+  double seconds = 0;
+  SECTION("different counts, new contexts: found when the contexts are built") {
+    auto errors = bothRanks(job, [&](int r) {
+      std::vector<float> b(r == 0 ? 256 : 512, 1.0f);
+      job.executors[r]->execute(r, b.data(), b.data(), b.size() * 4, b.size() * 4, DataType::Float32, job.plan);
+    }, &seconds);
+    for (int r = 0; r < 2; ++r) {
+      INFO(errors[r].second);
+      CHECK(errors[r].first == ErrorCode::InvalidUsage);
+      CHECK_THAT(errors[r].second, Catch::Contains("mismatched calls") && Catch::Contains("allreduce of 256 x float32") &&
+                                       Catch::Contains("allreduce of 512 x float32"));
+    }
+    CHECK(seconds < 2);
+  }
+  SECTION("different counts, cached contexts: found by the call monitor") {
+    std::vector<std::vector<float>> small(2, std::vector<float>(256, 1.0f));
+    REQUIRE(onRanks(2, [&](int r) {  // both sizes have contexts on both ranks
+              job.executors[r]->execute(r, small[r].data(), small[r].data(), 1024, 1024, DataType::Float32, job.plan);
+            }) == "");
+    auto errors = bothRanks(job, [&](int r) {
+      if (r == 0) job.executors[0]->execute(0, small[0].data(), small[0].data(), 1024, 1024, DataType::Float32, job.plan);
+      else job.run(1);  // 4096 bytes
+    }, &seconds);
+    for (int r = 0; r < 2; ++r) {
+      INFO(errors[r].second);
+      CHECK(errors[r].first == ErrorCode::InvalidUsage);
+      CHECK_THAT(errors[r].second, Catch::Contains("mismatched calls: call #3 on this communicator is allreduce of") &&
+                                       Catch::Contains("256 x float32") && Catch::Contains("1024 x float32"));
+    }
+    CHECK(seconds < 6);
+  }
+  SECTION("different datatypes of the same size") {
+    auto errors = bothRanks(job, [&](int r) {
+      job.executors[r]->execute(r, job.bufs[r].data(), job.bufs[r].data(), 4096, 4096,
+                                r == 0 ? DataType::Float32 : DataType::Int32, job.plan);
+    }, &seconds);
+    for (int r = 0; r < 2; ++r) {
+      INFO(errors[r].second);
+      CHECK(errors[r].first == ErrorCode::InvalidUsage);
+      CHECK_THAT(errors[r].second, Catch::Contains("1024 x float32") && Catch::Contains("1024 x int32"));
+    }
+    CHECK(seconds < 6);
+  }
+}
+
+TEST_CASE("Executor: a plan that deadlocks with every rank alive fails with InternalError and the cycle",
+          "[exec][executor][deadlock]") {
+  TwoRanks job;
+  plan::PlanPtr cycle = plan::loadPlanFile(std::string(MSCCLPP_TEST_EXEC_DATA) + "/deadlock_cycle_2.json");
+  double seconds = 0;
+  auto errors = bothRanks(job, [&](int r) {
+    job.executors[r]->execute(r, job.bufs[r].data(), job.bufs[r].data(), 4096, 4096, DataType::Float32, cycle);
+  }, &seconds);
+  for (int r = 0; r < 2; ++r) {
+    INFO(errors[r].second);
+    CHECK(errors[r].first == ErrorCode::InternalError);
+    CHECK_THAT(errors[r].second, Catch::Contains("deadlock with every rank alive: ranks 0, 1 wait only on each other") &&
+                                     Catch::Contains("wait-for cycle rank 0 -> rank 1 -> rank 0") &&
+                                     Catch::Contains("rank 0 threadblock 0 op 0 (wait) waits on memory channel 0 (peer 1)"));
+  }
+  CHECK(seconds < 8);
 }
