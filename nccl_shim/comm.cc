@@ -113,6 +113,13 @@ void Comm::initialize(const ncclUniqueId& id) {
     markFailed(e.result());
     throw;
   } catch (const Error& e) {
+    // A peer that failed meanwhile (its death aborted our exchanges): report that, not the abort it caused.
+    ErrorCode code;
+    std::string why;
+    if (link_ && link_->failed(&code, &why) && code != e.code()) {
+      markFailed(toNcclResult(code));
+      throw Error(code, why + "; " + e.what());
+    }
     markFailed(toNcclResult(e.code()));
     throw;
   } catch (...) {

@@ -29,6 +29,7 @@ const char* phaseName(CallMonitor::Phase p) {
     case CallMonitor::Phase::Idle: return "idle";
     case CallMonitor::Phase::Building: return "building its execution context";
     case CallMonitor::Phase::Running: return "running";
+    case CallMonitor::Phase::Agreeing: return "agreeing on the plan of";
   }
   return "?";
 }
@@ -64,7 +65,7 @@ struct CallMonitor::State {
     s.known = true;
     s.seq = r.get<uint64_t>("seq");
     const uint32_t phase = r.get<uint32_t>("phase");
-    MSCCLPP_ENFORCE(phase <= 2, ErrorCode::RemoteError, "%s: phase %u", r.what(), phase);
+    MSCCLPP_ENFORCE(phase <= 3, ErrorCode::RemoteError, "%s: phase %u", r.what(), phase);
     s.phase = static_cast<Phase>(phase);
     s.seconds = r.get<double>("seconds");
     s.call = CallDescriptor::read(r);
@@ -105,11 +106,31 @@ CallMonitor::~CallMonitor() {
   bootstrap_->serve(nullptr);
 }
 
-void CallMonitor::begin(const CallDescriptor& call) {
+void CallMonitor::agree(const CallDescriptor& call) {
   std::lock_guard<std::mutex> lock(board_->mutex);
   ++board_->seq;
-  board_->phase = Phase::Building;
+  board_->phase = Phase::Agreeing;
   board_->sinceMs = steadyMs();
+  board_->call = call;
+  board_->live = nullptr;
+}
+
+void CallMonitor::endAgreement() {
+  std::lock_guard<std::mutex> lock(board_->mutex);
+  if (board_->phase != Phase::Agreeing) return;
+  board_->phase = Phase::Idle;
+  board_->sinceMs = steadyMs();
+}
+
+void CallMonitor::begin(const CallDescriptor& call) {
+  std::lock_guard<std::mutex> lock(board_->mutex);
+  if (board_->phase == Phase::Agreeing) {
+    board_->phase = Phase::Building;  // the agreed call goes on: same number, same start
+  } else {
+    ++board_->seq;
+    board_->phase = Phase::Building;
+    board_->sinceMs = steadyMs();
+  }
   board_->call = call;
   board_->live = nullptr;
 }
@@ -144,12 +165,14 @@ CallMonitor::State CallMonitor::Board::state() {
     LiveCall now = live();
     s.waits = std::move(now.waits);
     s.progress = now.progress;
-  } else if (phase == Phase::Building) {
-    // The context's exchange talks to every rank: any of them may be the one it waits for.
+  } else if (phase == Phase::Building || phase == Phase::Agreeing) {
+    // The context's exchange, or the agreement, talks to every rank: any of them may be the one it waits for.
     BlockWait w;
     w.target = BlockWait::kAnyPeer;
-    w.text = strFormat("rank %d builds the execution context of call #%llu (an exchange with every rank)", rank,
-                       static_cast<unsigned long long>(seq));
+    w.text = strFormat(phase == Phase::Building
+                           ? "rank %d builds the execution context of call #%llu (an exchange with every rank)"
+                           : "rank %d agrees with every rank on the plan of call #%llu",
+                       rank, static_cast<unsigned long long>(seq));
     s.waits.push_back(std::move(w));
     s.progress = seq;
   }
@@ -242,6 +265,30 @@ void CallMonitor::round(uint64_t seq) {
                     s.call.describe().c_str(), p));
     }
   }
+
+  // One rank agreeing on the plan of a call its peer already runs, seen twice: their plan registries (or
+  // selectors) changed at different points of their calls, and the agreement can never complete.
+  std::string registriesDiffer;
+  {
+    std::lock_guard<std::mutex> lock(watchMutex_);
+    for (int p = 0; p < size_ && previous_.size() == cur.size() && previousSeq_ == seq; ++p) {
+      const State &s = cur[p], &was = previous_[p];
+      if (p == rank_ || !s.inCall() || s.seq != mine.seq || !was.inCall() || was.seq != s.seq) continue;
+      const bool meAgreeing = mine.phase == Phase::Agreeing && previous_[rank_].phase == Phase::Agreeing;
+      const bool peerAgreeing = s.phase == Phase::Agreeing && was.phase == Phase::Agreeing;
+      if (meAgreeing == peerAgreeing) continue;
+      const int agreeing = meAgreeing ? rank_ : p, running = meAgreeing ? p : rank_;
+      registriesDiffer = strFormat(
+          "rank %d is agreeing on the plan of call #%llu (%s) which rank %d already runs (%s): their plan registries "
+          "changed at different points of their calls (register and unregister plans, and set selectors, at the same "
+          "point of every rank's sequence of calls; docs/nccl-shim.md)",
+          agreeing, static_cast<unsigned long long>(mine.seq), cur[agreeing].call.describe().c_str(), running,
+          cur[running].call.describe().c_str());
+      previous_.clear();
+      break;
+    }
+  }
+  if (!registriesDiffer.empty()) return failEverywhere(static_cast<int>(ErrorCode::InvalidUsage), registriesDiffer);
 
   // A deadlock: ranks in calls, frozen since the last round, whose every block waits on a rank of
   // the set (an LL packet wait: on every other rank of it). Shrink the candidates to a fixed point.

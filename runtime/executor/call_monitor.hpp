@@ -11,6 +11,8 @@
 //     on every other rank of it), nothing moving between two rounds (op indexes, counters, proxy
 //     positions): a deadlock with every rank alive. The communicator fails with InternalError, the
 //     wait-for picture of each rank and the cycle; every rank is told.
+//   * a rank still agreeing on the plan of a call (the NCCL shim) that a peer already runs, in two
+//     rounds: their plan registries changed at different points (InvalidUsage, saying so).
 //   * otherwise (a peer idle, late, or working) nothing fails: the long-wait WARN says what the
 //     peers do (peerStatus()).
 // Rounds run 2 s into a call, then at doubling intervals up to 30 s: a peer that is minutes late
@@ -47,7 +49,7 @@ struct LiveCall {
 
 class CallMonitor {
  public:
-  enum class Phase : uint32_t { Idle = 0, Building = 1, Running = 2 };
+  enum class Phase : uint32_t { Idle = 0, Building = 1, Running = 2, Agreeing = 3 };
 
   // Serves its peers' questions on a bootstrap view of its own (`index`: the executor's creation
   // order on this communicator, the same on every rank) and starts the watchdog thread.
@@ -56,7 +58,12 @@ class CallMonitor {
   CallMonitor(const CallMonitor&) = delete;
   CallMonitor& operator=(const CallMonitor&) = delete;
 
-  // A call starts (its context may still have to be built: a collective exchange).
+  // A caller agrees with its peers on the plan of the next call (the NCCL shim): the call starts here.
+  void agree(const CallDescriptor& call);
+  // The agreement ended without a plan call (the real NCCL runs it); nothing when not agreeing.
+  void endAgreement();
+  // A call starts, or the agreed one goes on (its context may still have to be built: a collective
+  // exchange).
   void begin(const CallDescriptor& call);
   // Its launch runs: `live` reads its state (called on other threads until end()).
   void running(std::function<LiveCall()> live);

@@ -190,6 +190,22 @@ bool Executor::launchInFlight() const {
 
 bool Executor::aborted() const { return impl_->aborted.load(std::memory_order_acquire); }
 
+void Executor::beginAgreement(int collective, size_t sendBytes, size_t recvBytes, DataType dtype, int op, int root) {
+  if (!impl_->monitor) return;
+  exec::CallDescriptor call;
+  call.collective = collective;
+  call.sendBytes = sendBytes;
+  call.recvBytes = recvBytes;
+  call.dtype = static_cast<int32_t>(dtype);
+  call.op = op;
+  call.root = root;
+  impl_->monitor->agree(call);
+}
+
+void Executor::endAgreement() {
+  if (impl_->monitor) impl_->monitor->endAgreement();
+}
+
 bool Executor::pollAsyncError(std::string* message) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->gpu != nullptr && impl_->gpu->pollError(message);

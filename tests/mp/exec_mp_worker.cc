@@ -13,6 +13,9 @@
 //       collective K (or K-1, which a peer may still be completing when the victim dies).
 //   exec_mp_worker test PLAN.json [--sizes B] [--iterations K]
 //       a "test" plan (no reference result): it must complete on every rank, K times.
+//   exec_mp_worker unreachable PLAN.json
+//       collectives in a loop while runtime_netns_run.sh --cut-link-after takes host B's link down: every rank's
+//       call must fail within 10 s of the cut with RemoteError naming a rank of the other host.
 //   exec_mp_worker refuse PLAN.json
 //       a plan with memory channels between hosts: every rank's call must fail with NotSupported
 //       ("... rank R is on another host ...; across hosts plans must use port channels").
@@ -25,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -175,7 +179,9 @@ int scenarioKill(const std::string& path, int victim, int iterations) {
   for (size_t i = 0; i < count; ++i)
     for (int r = 0; r < gSize; ++r) expect[i] += inputValue(r, i);
   const char* t = std::getenv("MSCCLPP_TIMEOUT_S");
-  const double timeout = t ? std::atof(t) : 120;
+  const double timeout = t ? std::atof(t) : 0;
+  // A dead peer is found by the bootstrap's liveness protocol, whatever the deadline of live waits.
+  const double limit = timeout > 0 ? std::min(timeout * 1.5 + 3, 10.0) : 10.0;
   // Collectives 0..K-1 are good. The victim dies once its collective K-1 returned; a peer may still
   // be completing K-1 then (its last flush waits for the victim's acknowledgement), so a failure
   // of K-1 is as right as one of K. Every other rank must fail by collective K, within the deadline.
@@ -193,7 +199,7 @@ int scenarioKill(const std::string& path, int victim, int iterations) {
       const double took = secondsSince(start);
       if (it < iterations - 1)
         fail("kill: collective " + std::to_string(it) + " failed before the victim died: " + e.what());
-      if (took > timeout * 1.5 + 3) fail("kill: the call failed only after " + std::to_string(took) + " s");
+      if (took > limit) fail("kill: the call failed only after " + std::to_string(took) + " s");
       std::printf("exec_mp_worker rank %d: collective %d (rank %d dead) failed after %.2f s (MSCCLPP_TIMEOUT_S=%g): "
                   "%s\n", gRank, it, victim, took, timeout, std::string(e.what()).substr(0, 400).c_str());
       std::fflush(stdout);
@@ -201,6 +207,55 @@ int scenarioKill(const std::string& path, int victim, int iterations) {
     }
   }
   fail("kill: the collective succeeded although rank " + std::to_string(victim) + " was dead");
+}
+
+// Host B becomes unreachable (runtime_netns_run.sh --cut-link-after: its link goes down, nothing is closed) while
+// every rank runs collectives in a loop: each rank's call must fail within 10 s of the cut with RemoteError naming a
+// rank of the other host; every result before is checked.
+int scenarioUnreachable(const std::string& path) {
+  Job job = join();
+  plan::PlanPtr p = load(path);
+  const size_t bytes = 4096, count = bytes / 4;
+  std::vector<float> send(count), recv(count), expect(count, 0.0f);
+  for (size_t i = 0; i < count; ++i)
+    for (int r = 0; r < gSize; ++r) expect[i] += inputValue(r, i);
+  const int half = gSize / 2;
+  const bool onHostA = gRank < half;
+  const char* cutFile = std::getenv("MSCCLPP_TEST_CUT_FILE");
+  if (cutFile == nullptr) fail("unreachable: MSCCLPP_TEST_CUT_FILE is not set (run under runtime_netns_run.sh --cut-link-after)");
+  auto start = std::chrono::steady_clock::now();
+  for (int it = 0; secondsSince(start) < 60; ++it) {
+    try {
+      std::string bad = runAllReduce(*job.executor, p, bytes, send, recv, expect);
+      if (!bad.empty()) fail("unreachable: iteration " + std::to_string(it) + ": " + bad);
+      // Working: the script cuts the link once every rank said so.
+      if (it == 10) std::fclose(std::fopen((std::string(cutFile) + ".ready." + std::to_string(gRank)).c_str(), "w"));
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      struct timespec now;
+      clock_gettime(CLOCK_REALTIME, &now);
+      double cut = 0;
+      {
+        if (FILE* f = std::fopen(cutFile, "r")) {
+          if (std::fscanf(f, "%lf", &cut) != 1) cut = 0;
+          std::fclose(f);
+        }
+      }
+      if (cut == 0) fail("unreachable: the call failed before the link was cut: " + m);
+      const double detect = now.tv_sec + now.tv_nsec * 1e-9 - cut;
+      bool namesOtherHost = false;
+      for (int r = onHostA ? half : 0; r < (onHostA ? gSize : half); ++r)
+        namesOtherHost = namesOtherHost || m.find("rank " + std::to_string(r) + " (host ") != std::string::npos;
+      if (e.code() != ErrorCode::RemoteError || !namesOtherHost)
+        fail("unreachable: expected RemoteError naming a rank of the other host, got: " + m);
+      if (detect > 10) fail("unreachable: the call failed " + std::to_string(detect) + " s after the cut");
+      std::printf("exec_mp_worker rank %d: host %s unreachable: call %d failed %.2f s after the cut: %s\n", gRank,
+                  onHostA ? "B" : "A", it, detect, m.substr(0, 300).c_str());
+      std::fflush(stdout);
+      std::_Exit(0);  // the job is broken: skip tearing down connections to an unreachable host
+    }
+  }
+  fail("unreachable: every collective succeeded for 60 s (was the link cut?)");
 }
 
 // A plan with load/store access between every pair of ranks: on ranks spread over hosts, every rank
@@ -231,7 +286,8 @@ int main(int argc, char** argv) {
                  "usage: exec_mp_worker run PLAN.json [PLAN.json...] [--sizes B,B] [--iterations K]\n"
                  "       exec_mp_worker kill PLAN.json VICTIM [--iterations K]\n"
                  "       exec_mp_worker test PLAN.json [--sizes B] [--iterations K]\n"
-                 "       exec_mp_worker refuse PLAN.json\n");
+                 "       exec_mp_worker refuse PLAN.json\n"
+                 "       exec_mp_worker unreachable PLAN.json\n");
     return 2;
   }
   gRank = envInt("RANK");
@@ -255,6 +311,7 @@ int main(int argc, char** argv) {
     if (scenario == "run" && !positional.empty()) return scenarioRun(positional, sizes, iterations);
     if (scenario == "refuse" && positional.size() == 1) return scenarioRefuse(positional[0]);
     if (scenario == "test" && positional.size() == 1) return scenarioTest(positional[0], sizes[0], iterations);
+    if (scenario == "unreachable" && positional.size() == 1) return scenarioUnreachable(positional[0]);
     if (scenario == "kill" && positional.size() == 2)
       return scenarioKill(positional[0], std::atoi(positional[1].c_str()), iterations);
   } catch (const std::exception& e) {

@@ -11,6 +11,9 @@
 //   plans     every collective through plans (MSCCLPP_PLAN_DIR: the default plans and tests/data/shim/plans),
 //             in-place and out-of-place, several datatypes and reduce ops, results checked against a reference;
 //             a size no plan serves goes to the real NCCL (the double) instead
+//   agree     2 ranks whose plan sets differ (rank 1's copy of a plan is broken): every rank runs the call on the
+//             real NCCL, each WARNs naming the plan, rank 1 and the JSON path; then a mismatched call (different
+//             counts) fails on both ranks with ncclInvalidUsage naming both calls, within seconds
 #include <dlfcn.h>
 #include <nccl.h>
 #include <unistd.h>
@@ -23,7 +26,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -233,7 +238,16 @@ void scenarioSplit(int rank, int nRanks) {
 }
 
 void scenarioAbort(int rank, int nRanks) {
-  ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
+  const ncclUniqueId id = exchangeId(rank);
+  ncclComm_t comm = nullptr;
+  ncclResult_t r = ncclCommInitRank(&comm, nRanks, id, rank);
+  // The last rank vanishes, and the others abort, as soon as their own initialization returned: a rank still
+  // finishing its own then fails, naming the one that left without a goodbye (a dead peer fails the whole
+  // communicator, its initialization included). Either way abort must be prompt.
+  EXPECT(r == ncclSuccess || (r == ncclRemoteError &&
+                              std::string(ncclGetLastError(nullptr)).find("closed its bootstrap connection without "
+                                                                          "leaving") != std::string::npos),
+         "ncclCommInitRank returned %d: %s", static_cast<int>(r), ncclGetLastError(nullptr));
   if (rank == nRanks - 1) {
     // Vanish without a goodbye: no destroy, sockets closed by the kernel.
     std::fprintf(stdout, "RESULT OK\n");
@@ -573,11 +587,94 @@ void scenarioPlans(int rank, int nRanks) {
   NCCL_OK(ncclCommDestroy(comm));
 }
 
+
+// ---- agree ----
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+size_t countOf(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+void scenarioAgree(int rank, int nRanks) {
+  if (nRanks != 2) {
+    fail("agree runs on 2 ranks");
+    finish();
+  }
+  // Rank 1's plan directory holds a copy of allreduce_ll_n2_oop broken in rank 0's part; rank 0's holds the good
+  // one (the first directory of MSCCLPP_PLAN_DIR). Rank 1 skips the plan (every rank's part is checked); without
+  // the agreement rank 0 would run it alone and the call would hang.
+  const char* dirs = std::getenv("MSCCLPP_PLAN_DIR");
+  const std::string planDir = dirs ? std::string(dirs).substr(0, std::string(dirs).find(':')) : "";
+  const std::string tmp = fmt("/tmp/mscclpp-agree-%d-%d", static_cast<int>(getppid()), rank);
+  const std::string logPath = tmp + ".log";
+  std::remove(logPath.c_str());
+  std::string good = readFile(planDir + "/allreduce_ll_n2_oop.json");
+  const std::string op0 = R"("name":"ppkt","src_buff":[{"type":"i","index":1,"size":1}])";
+  if (good.find(op0) == std::string::npos) {
+    fail("%s/allreduce_ll_n2_oop.json does not start with the op this test breaks", planDir.c_str());
+    finish();
+  }
+  if (rank == 1) {
+    std::string bad = good;
+    bad.replace(bad.find(op0), op0.size(), R"("name":"ppkt","src_buff":[{"type":"i","index":40,"size":1}])");
+    std::string mk = "mkdir -p " + tmp;
+    if (std::system(mk.c_str()) != 0) fail("%s failed", mk.c_str());
+    std::ofstream(tmp + "/allreduce_ll_n2_oop.json") << bad;
+    setenv("MSCCLPP_PLAN_DIR", tmp.c_str(), 1);
+  } else {
+    setenv("MSCCLPP_PLAN_DIR", planDir.c_str(), 1);
+  }
+  setenv("MSCCLPP_DEBUG_FILE", logPath.c_str(), 1);
+  setenv("MSCCLPP_DEBUG", "WARN", 1);
+  ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
+  Double d;
+  PlanCase pc{&d, comm, rank, nRanks};
+  std::vector<float> a(1024, 1.0f), b(1024, 0.0f);
+  for (int round = 0; round < 2; ++round) {  // the second call finds the decision cached: no second WARN
+    d.reset();
+    NCCL_OK(ncclAllReduce(a.data(), b.data(), a.size(), ncclFloat32, ncclSum, comm, nullptr));
+    checkResult(pc, "allreduce whose plan rank 1 skipped", nullptr, 0, ncclFloat32, true, [](size_t) { return 0.0; });
+  }
+  // Mismatched calls: rank 0 reduces 256 floats, rank 1 512. Both must fail at once, naming both calls.
+  auto start = std::chrono::steady_clock::now();
+  ncclResult_t r = ncclAllReduce(a.data(), b.data(), rank == 0 ? 256 : 512, ncclFloat32, ncclSum, comm, nullptr);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string err = ncclGetLastError(comm);
+  EXPECT(r == ncclInvalidUsage, "mismatched allreduce returned %d: %s", static_cast<int>(r), err.c_str());
+  EXPECT(err.find("mismatched calls") != std::string::npos && err.find("allreduce of 256 x f32") != std::string::npos &&
+             err.find("allreduce of 512 x f32") != std::string::npos,
+         "the mismatch error does not name both calls: %s", err.c_str());
+  EXPECT(took < 5, "the mismatch took %.1f s to fail", took);
+  NCCL_OK(ncclCommDestroy(comm));
+  const std::string log = readFile(logPath);
+  std::remove(logPath.c_str());
+  if (rank == 1) {
+    std::remove((tmp + "/allreduce_ll_n2_oop.json").c_str());
+    rmdir(tmp.c_str());
+  }
+  const std::string warn = "the ranks chose differently for allreduce of 1024 x f32, sum";
+  EXPECT(countOf(log, warn) == 1, "expected one WARN '%s' on rank %d; the log:\n%s", warn.c_str(), rank, log.c_str());
+  for (const std::string& want :
+       {std::string("rank 0: plan allreduce_ll_n2_oop"), std::string("rank 1: no plan ("),
+        std::string("skipped plan 'allreduce_ll_n2_oop'"), std::string("gpus[0].threadblocks[0].ops[0].src_buff[0].index=40")}) {
+    EXPECT(log.find(want) != std::string::npos, "rank %d's WARN does not say '%s'; the log:\n%s", rank, want.c_str(),
+           log.c_str());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: %s fallback|split|abort|plans <rank> <nranks>\n", argv[0]);
+    std::fprintf(stderr, "usage: %s fallback|split|abort|plans|agree <rank> <nranks>\n", argv[0]);
     return 2;
   }
   std::string scenario = argv[1];
@@ -591,6 +688,8 @@ int main(int argc, char** argv) {
     scenarioAbort(gRank, nRanks);
   } else if (scenario == "plans") {
     scenarioPlans(gRank, nRanks);
+  } else if (scenario == "agree") {
+    scenarioAgree(gRank, nRanks);
   } else {
     fail("unknown scenario %s", scenario.c_str());
   }

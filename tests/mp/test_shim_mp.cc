@@ -65,3 +65,8 @@ TEST_CASE("processes: plans under LD_PRELOAD=libmscclpp_nccl.so", "[mp][plans]")
                 {std::string("MSCCLPP_PLAN_DIR=") + SHIM_PLAN_DIRS, std::string("LD_PRELOAD=") + SHIM_LIB_PATH}),
       2);
 }
+
+TEST_CASE("processes: ranks whose plan sets differ agree on NCCL; mismatched calls fail on both (issue 13)",
+          "[mp][agree]") {
+  requireAllOk(runWorker("agree", 2, {std::string("MSCCLPP_PLAN_DIR=") + SHIM_PLAN_DIRS}), 2);
+}
