@@ -1,6 +1,8 @@
 // Communicator construction, identity, split, async errors and abort.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "comm/communicator_impl.hpp"
 #include "comm/host_identity.hpp"
@@ -79,6 +81,34 @@ Communicator::Communicator(std::shared_ptr<Bootstrap> bootstrap, int device) : p
   }
   m.hostId = comm::computeHostId();
   m.hostHash = comm::hostIdHash(m.hostId);
+  // Listening from before the first exchange: a peer that dies while it runs ends it at once (the exchange's
+  // view is aborted), whichever rank the exchange is waiting on then. The listener holds the state weakly, so a
+  // late notice after destruction finds nothing to fail.
+  std::weak_ptr<Impl> weak = pimpl_;
+  m.peerFailureListener = m.userBootstrap->addPeerFailureListener([weak](int peer, const std::string& reason) {
+    if (auto impl = weak.lock()) impl->peerFailed(peer, reason);
+  });
+  auto endExchange = onFailure([view = std::weak_ptr<Bootstrap>(m.bootstrap)]() {
+    if (auto b = view.lock()) b->abort();
+  });
+  try {
+    exchangeHostIds();
+  } catch (const Error& e) {
+    try {
+      throwIfFailedAfter(e);
+    } catch (...) {
+      m.userBootstrap->removePeerFailureListener(m.peerFailureListener);
+      throw;
+    }
+    m.userBootstrap->removePeerFailureListener(m.peerFailureListener);
+    throw;
+  }
+  endExchange.reset();
+  // Later calls on the view are those of a failed communicator, which fail before using it.
+}
+
+void Communicator::exchangeHostIds() {
+  Impl& m = *pimpl_;
   std::vector<char> slots(kHostIdSlot * static_cast<size_t>(m.size), 0);
   char* mine = slots.data() + kHostIdSlot * static_cast<size_t>(m.rank);
   mine[0] = static_cast<char>(m.hostId.size());
@@ -95,20 +125,26 @@ Communicator::Communicator(std::shared_ptr<Bootstrap> bootstrap, int device) : p
       m.localRanks.push_back(r);
     }
   }
+  {
+    std::lock_guard<std::mutex> lock(m.errorMutex);  // peerFailed() reads them on the bootstrap's threads
+    m.peerHostIds = m.hostIds;
+  }
   MSCCLPP_INFO(LogInit, "%s: host %s, local rank %d of %zu, device %d", m.who().c_str(), m.hostId.c_str(),
                m.localRank, m.localRanks.size(), m.device);
-  // After the host ids: the failure message names the failed rank's host. The listener holds the
-  // state weakly, so a late notice after destruction finds nothing to fail.
-  std::weak_ptr<Impl> weak = pimpl_;
-  m.peerFailureListener = m.userBootstrap->addPeerFailureListener([weak](int peer, const std::string& reason) {
-    if (auto impl = weak.lock()) impl->peerFailed(peer, reason);
-  });
 }
 
 Communicator::~Communicator() { pimpl_->userBootstrap->removePeerFailureListener(pimpl_->peerFailureListener); }
 
 void Communicator::Impl::peerFailed(int peer, const std::string& reason) {
-  const std::string host = peer >= 0 && peer < static_cast<int>(hostIds.size()) ? hostIds[peer] : "?";
+  std::string host;  // unknown until the host ids are exchanged (the reason names its address)
+  {
+    std::lock_guard<std::mutex> lock(errorMutex);
+    if (peer >= 0 && peer < static_cast<int>(peerHostIds.size())) host = peerHostIds[peer];
+  }
+  if (host.empty()) {
+    fail(ErrorCode::RemoteError, strFormat("%s: rank %d failed: %s", who().c_str(), peer, reason.c_str()));
+    return;
+  }
   fail(ErrorCode::RemoteError, strFormat("%s: rank %d (host %s) failed: %s", who().c_str(), peer, host.c_str(),
                                          reason.c_str()));
 }
@@ -136,6 +172,19 @@ void Communicator::Impl::fail(ErrorCode code, const std::string& message) {
 }
 
 void Communicator::fail(ErrorCode code, const std::string& message) { pimpl_->fail(code, message); }
+
+void Communicator::throwIfFailedAfter(const Error& error) const {
+  const ErrorCode c = error.code();
+  if (c == ErrorCode::SystemError || c == ErrorCode::RemoteError || c == ErrorCode::Timeout ||
+      c == ErrorCode::Aborted) {
+    constexpr int kGraceMs = 1000;
+    for (int waited = 0; waited < kGraceMs && !failed(); waited += 5)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ErrorCode code;
+  std::string why;
+  if (failed(&code, &why)) throw Error(code, why + "\n" + error.what());
+}
 
 bool Communicator::failed(ErrorCode* code, std::string* message) const {
   if (!pimpl_->hasFailed.load(std::memory_order_acquire)) return false;

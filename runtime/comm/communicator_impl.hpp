@@ -57,6 +57,7 @@ struct Communicator::Impl {
   std::mutex callbackMutex;
   uint64_t nextFailureCallback = 1;
   uint64_t peerFailureListener = 0;  // the bootstrap's listener id
+  std::vector<std::string> peerHostIds;  // hostIds for peerFailed() (guarded by errorMutex; empty until exchanged)
   std::atomic<uint64_t> executorCount{0};  // executors made on it (each names its call monitor's view)
 
   // A peer the bootstrap found dead or unreachable: the communicator fails with RemoteError.

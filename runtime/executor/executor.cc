@@ -142,6 +142,11 @@ struct Executor::Impl {
     std::string why;
     if (comm && comm->failed(&code, &why)) throw Error(code, detail.empty() ? why : why + "\n" + detail);
   }
+  // After a call failed talking to its peers: the communicator's failure if it failed (Communicator::
+  // throwIfFailedAfter gives a dead peer the moment the bootstrap needs to name it).
+  void throwIfCommFailedAfter(const Error& e) const {
+    if (comm) comm->throwIfFailedAfter(e);
+  }
 };
 
 Executor::Executor(std::shared_ptr<Communicator> comm) : impl_(std::make_unique<Impl>()) {
@@ -269,7 +274,7 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
   try {
     built = &impl_->context(plan, rank, sendBytes, recvBytes, dtype, op, call);  // collective on first use
   } catch (const Error& e) {
-    impl_->throwIfCommFailed(e.what());
+    impl_->throwIfCommFailedAfter(e);
     throw;
   }
   exec::CpuContext& ctx = *built;
@@ -299,7 +304,7 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
   try {
     ctx.launch(dtype, exec::nativeOpOf(op), packetType, params::timeoutSeconds());
   } catch (const Error& e) {
-    impl_->throwIfCommFailed(e.what());
+    impl_->throwIfCommFailedAfter(e);
     throw;
   }
   if (op == ReduceOp::Avg) {

@@ -16,6 +16,12 @@
 //   exec_mp_worker unreachable PLAN.json
 //       collectives in a loop while runtime_netns_run.sh --cut-link-after takes host B's link down: every rank's
 //       call must fail within 10 s of the cut with RemoteError naming a rank of the other host.
+//   exec_mp_worker fault PLAN.json VICTIM PHASE DELAY_US [--iterations K]
+//       one run of the fault sweep (tools/fault_sweep.py): rank VICTIM kills itself (SIGKILL) DELAY_US
+//       microseconds after PHASE begins: init (after the rendezvous: communicator, executor, first context),
+//       first (the first collective), steady (collective K/2), destroy (the teardown after K collectives).
+//       Every other rank checks each result, and a failed call must be RemoteError naming the victim, the next
+//       call must fail at once, and teardown must end. Prints "FAULT rank R: ..." lines the sweep parses.
 //   exec_mp_worker refuse PLAN.json
 //       a plan with memory channels between hosts: every rank's call must fail with NotSupported
 //       ("... rank R is on another host ...; across hosts plans must use port channels").
@@ -29,6 +35,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -209,6 +216,128 @@ int scenarioKill(const std::string& path, int victim, int iterations) {
   fail("kill: the collective succeeded although rank " + std::to_string(victim) + " was dead");
 }
 
+// Kills this process `delayUs` microseconds from now, on a thread of its own (the main thread goes on with the phase
+// it is in). The time of death goes to $MSCCLPP_FAULT_FILE first, for the others' time to error.
+void killSelfAfter(long delayUs) {
+  std::thread([delayUs] {
+    std::this_thread::sleep_for(std::chrono::microseconds(delayUs));
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    if (const char* file = std::getenv("MSCCLPP_FAULT_FILE")) {
+      if (FILE* f = std::fopen(file, "w")) {
+        std::fprintf(f, "%.6f\n", now.tv_sec + now.tv_nsec * 1e-9);
+        std::fclose(f);
+      }
+    }
+    kill(getpid(), SIGKILL);
+  }).detach();
+}
+
+// Seconds since the victim's recorded death (negative when it has not died yet).
+double secondsSinceDeath() {
+  const char* file = std::getenv("MSCCLPP_FAULT_FILE");
+  double death = 0;
+  if (file != nullptr) {
+    if (FILE* f = std::fopen(file, "r")) {
+      if (std::fscanf(f, "%lf", &death) != 1) death = 0;
+      std::fclose(f);
+    }
+  }
+  if (death == 0) return -1;
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  return now.tv_sec + now.tv_nsec * 1e-9 - death;
+}
+
+// A survivor's failed call: RemoteError naming the victim, and the next call fails at once with it too.
+[[noreturn]] void survivorFailed(const Error& e, Job& job, const plan::PlanPtr& p, int victim, const char* where) {
+  const double detect = secondsSinceDeath();
+  const std::string m = e.what();
+  // The communicator names a rank with its host id, the bootstrap (during init) with its host's address.
+  const std::string victimName = "rank " + std::to_string(victim);
+  const bool named = m.find(victimName + " (host ") != std::string::npos || m.find(victimName + " at ") != std::string::npos;
+  if (e.code() != ErrorCode::RemoteError || !named)
+    fail(std::string("fault: ") + where + " failed with " + errorCodeName(e.code()) + ", not RemoteError naming " +
+         victimName + " and its host: " + m.substr(0, 600));
+  if (detect < 0) fail(std::string("fault: ") + where + " failed before the victim died: " + m.substr(0, 600));
+  double next = -1;
+  if (job.executor) {
+    std::vector<float> buf(1024, 1.0f);
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      job.executor->execute(gRank, buf.data(), buf.data(), 4096, 4096, DataType::Float32, p);
+      fail("fault: a call after the failure succeeded");
+    } catch (const Error& again) {
+      next = secondsSince(t0);
+      if (again.code() != ErrorCode::RemoteError) fail(std::string("fault: the next call failed with ") + again.what());
+    }
+    if (next > 1) fail("fault: the next call took " + std::to_string(next) + " s to fail");
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  job.executor.reset();
+  job.comm.reset();
+  const double teardown = secondsSince(t0);
+  // Stay until every survivor has its error (or 5 s): a survivor that exits at once would look dead to the others,
+  // which may still be waiting on it and would then rightly blame it instead of the victim.
+  const std::string done = std::string(std::getenv("MSCCLPP_FAULT_FILE")) + ".survivor.";
+  std::fclose(std::fopen((done + std::to_string(gRank)).c_str(), "w"));
+  for (auto w = std::chrono::steady_clock::now(); secondsSince(w) < 5;) {
+    int n = 0;
+    for (int r = 0; r < gSize; ++r) n += access((done + std::to_string(r)).c_str(), F_OK) == 0;
+    if (n >= gSize - 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  std::printf("FAULT rank %d: error %.3f s after the death (%s); next call failed in %.3f s; teardown %.3f s: %s\n",
+              gRank, detect, where, next, teardown, m.substr(0, 200).c_str());
+  std::fflush(stdout);
+  std::_Exit(0);
+}
+
+int scenarioFault(const std::string& path, int victim, const std::string& phase, long delayUs, int iterations) {
+  if (victim < 0 || victim >= gSize) fail("fault: victim " + std::to_string(victim) + " is not a rank");
+  if (phase != "init" && phase != "first" && phase != "steady" && phase != "destroy")
+    fail("fault: phase '" + phase + "' is not init, first, steady or destroy");
+  const bool victimHere = gRank == victim;
+  const int killAt = phase == "first" ? 0 : phase == "steady" ? iterations / 2 : -1;
+  Job job;
+  plan::PlanPtr p = load(path);
+  const size_t bytes = 64 * 1024, count = bytes / 4;
+  std::vector<float> send(count), recv(count), expect(count, 0.0f);
+  for (size_t i = 0; i < count; ++i)
+    for (int r = 0; r < gSize; ++r) expect[i] += inputValue(r, i);
+  try {
+    auto bootstrap = std::make_shared<TcpBootstrap>(gRank, gSize);
+    bootstrap->initialize(TcpBootstrap::createUniqueId(), 0);
+    if (victimHere && phase == "init") killSelfAfter(delayUs);
+    job.comm = std::make_shared<Communicator>(bootstrap, kHostDevice);
+    job.executor = std::make_unique<Executor>(job.comm);
+  } catch (const Error& e) {
+    survivorFailed(e, job, p, victim, "init");
+  }
+  for (int it = 0; it < iterations; ++it) {
+    if (victimHere && it == killAt) killSelfAfter(delayUs);
+    try {
+      std::string bad = runAllReduce(*job.executor, p, bytes, send, recv, expect);
+      if (!bad.empty()) fail("fault: WRONG RESULT in collective " + std::to_string(it) + ": " + bad);
+    } catch (const Error& e) {
+      survivorFailed(e, job, p, victim, it == 0 ? "the first collective" : "a collective");
+    }
+  }
+  if (victimHere && phase != "destroy") pause();  // killed in its phase; its kill may still be on the way
+  if (victimHere) killSelfAfter(delayUs);
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    job.executor.reset();
+    job.comm.reset();
+  } catch (const Error& e) {
+    fail(std::string("fault: teardown threw: ") + e.what());
+  }
+  if (victimHere) pause();  // the killer thread ends it
+  std::printf("FAULT rank %d: completed %d collectives; teardown %.3f s\n", gRank, iterations, secondsSince(t0));
+  std::fflush(stdout);
+  return 0;
+}
+
 // Host B becomes unreachable (runtime_netns_run.sh --cut-link-after: its link goes down, nothing is closed) while
 // every rank runs collectives in a loop: each rank's call must fail within 10 s of the cut with RemoteError naming a
 // rank of the other host; every result before is checked.
@@ -286,6 +415,7 @@ int main(int argc, char** argv) {
                  "usage: exec_mp_worker run PLAN.json [PLAN.json...] [--sizes B,B] [--iterations K]\n"
                  "       exec_mp_worker kill PLAN.json VICTIM [--iterations K]\n"
                  "       exec_mp_worker test PLAN.json [--sizes B] [--iterations K]\n"
+                 "       exec_mp_worker fault PLAN.json VICTIM init|first|steady|destroy DELAY_US [--iterations K]\n"
                  "       exec_mp_worker refuse PLAN.json\n"
                  "       exec_mp_worker unreachable PLAN.json\n");
     return 2;
@@ -312,6 +442,9 @@ int main(int argc, char** argv) {
     if (scenario == "refuse" && positional.size() == 1) return scenarioRefuse(positional[0]);
     if (scenario == "test" && positional.size() == 1) return scenarioTest(positional[0], sizes[0], iterations);
     if (scenario == "unreachable" && positional.size() == 1) return scenarioUnreachable(positional[0]);
+    if (scenario == "fault" && positional.size() == 4)
+      return scenarioFault(positional[0], std::atoi(positional[1].c_str()), positional[2],
+                           std::atol(positional[3].c_str()), iterations);
     if (scenario == "kill" && positional.size() == 2)
       return scenarioKill(positional[0], std::atoi(positional[1].c_str()), iterations);
   } catch (const std::exception& e) {

@@ -94,6 +94,12 @@ class Communicator {
   void fail(ErrorCode code, const std::string& message);
   // One atomic load when the communicator is fine.
   bool failed(ErrorCode* code = nullptr, std::string* message = nullptr) const;
+  // For an error a call met talking to its peers: throws the communicator's failure (with the error as detail)
+  // when it failed. A dead peer is often met first by the channel that touched it (a connection reset, its
+  // memory's /proc entry gone) a moment before the bootstrap names it (milliseconds for a closed connection), so
+  // for errors that can be such a symptom (system, remote, timeout, aborted) it waits up to a second for that.
+  // Returns otherwise: the caller rethrows its own error.
+  void throwIfFailedAfter(const Error& error) const;
   // Raises *flag (a release store of 1) when the communicator fails, or at once if it has: waits
   // that poll the flag as their abort flag (executor contexts, device code) stop. The registration
   // lasts as long as the returned handle; *flag must outlive it.
@@ -112,6 +118,7 @@ class Communicator {
   Impl& impl() const { return *pimpl_; }
 
  private:
+  void exchangeHostIds();  // the constructor's allGather of host ids (localRanks, localRank)
   std::shared_ptr<Impl> pimpl_;
 };
 
