@@ -1,6 +1,6 @@
-// RegisteredMemory: accessors, the wire form (common facts, then each transport's record, written
-// and read by the transport itself), and import on deserialize through the first transport that
-// can map the memory here.
+// RegisteredMemory's wire form (common facts, then each transport's record, written and read by the
+// transport itself), and import on deserialize through the first transport that can map the memory
+// here. The accessors are the transport layer's (transport/registration.cc).
 #include "comm/host_identity.hpp"
 #include "core/enforce.hpp"
 #include "core/serial.hpp"
@@ -16,16 +16,6 @@ constexpr uint16_t kMemoryVersion = 1;
 constexpr uint32_t kFlagDeviceMemory = 1;
 
 }  // namespace
-
-void* RegisteredMemory::data() const { return impl_ ? impl_->data : nullptr; }
-void* RegisteredMemory::originalDataPtr() const {
-  return impl_ ? reinterpret_cast<void*>(static_cast<uintptr_t>(impl_->originalData)) : nullptr;
-}
-size_t RegisteredMemory::size() const { return impl_ ? static_cast<size_t>(impl_->size) : 0; }
-TransportFlags RegisteredMemory::transports() const { return impl_ ? impl_->transports : TransportFlags(); }
-int RegisteredMemory::rank() const { return impl_ ? impl_->ownerRank : -1; }
-bool RegisteredMemory::isLocal() const { return impl_ && impl_->local; }
-bool RegisteredMemory::isDeviceMemory() const { return impl_ && impl_->deviceMemory; }
 
 std::vector<char> RegisteredMemory::serialize() const {
   MSCCLPP_ENFORCE(impl_ != nullptr, ErrorCode::InvalidUsage, "RegisteredMemory::serialize: empty registration");

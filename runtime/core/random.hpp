@@ -1,5 +1,6 @@
 // Random bits from the kernel (getrandom): secrets, nonces, process tokens and unique names. One
-// place, so that every random identifier of the runtime is unpredictable (never rand() or a clock).
+// place, so that every random identifier of the runtime is unpredictable (never a libc pseudo-random sequence or a
+// clock).
 #ifndef MSCCLPP_CORE_RANDOM_HPP_
 #define MSCCLPP_CORE_RANDOM_HPP_
 

@@ -8,6 +8,7 @@
 #include "executor/params.hpp"
 #include "plan/op_rules.hpp"
 #include "plan/plan_sizing.hpp"
+#include "plan/params.hpp"
 
 namespace mscclpp::exec {
 namespace {

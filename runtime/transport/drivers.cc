@@ -1,13 +1,21 @@
 // The table of transports (NCCL's ncclTransports[] role): the only place that names them all.
 // Order matters: registrations list their records in it, and an importer maps through the first
 // transport that can (shared memory before CUDA IPC).
-#include "transport/cuda_ipc/driver.hpp"
-#include "transport/host_shm/driver.hpp"
-#include "transport/ib_verbs/driver.hpp"
 #include "transport/tcp/driver.hpp"
 #include "transport/transport.hpp"
 
 namespace mscclpp::transport {
+
+// Each transport's Driver (its driver.cc); only this table names them.
+namespace host_shm {
+const Driver& driver();
+}
+namespace cuda_ipc {
+const Driver& driver();
+}
+namespace ib_verbs {
+const Driver& driver();
+}
 
 const std::vector<const Driver*>& drivers() {
   static const std::vector<const Driver*> table = {&host_shm::driver(), &cuda_ipc::driver(), &tcp::driver(),

@@ -22,7 +22,9 @@ const char* transportName(Transport t) {
 
 bool isIbTransport(Transport t) { return t >= Transport::IB0 && t <= Transport::IB7; }
 
-int ibDeviceIndex(Transport t) { return isIbTransport(t) ? static_cast<int>(t) - static_cast<int>(Transport::IB0) : -1; }
+int ibDeviceIndex(Transport t) {
+  return isIbTransport(t) ? static_cast<int>(t) - static_cast<int>(Transport::IB0) : -1;
+}
 
 std::string TransportFlags::toString() const {
   std::string s;

@@ -1,8 +1,8 @@
 // The one event loop of the runtime's networking threads (the bootstrap root, the bootstrap's
 // progress thread, the TCP transport's receiver): a thread that waits with poll(2) on the
 // descriptors its owner lists, runs the callback of each ready one, and wakes early through an
-// eventfd when another thread changes what it must watch or wants it to stop. Modelled on gloo's
-// transport/tcp/loop.h, with poll instead of epoll: our loops watch tens of descriptors, and a
+// eventfd when another thread changes what it must watch or wants it to stop. Modelled on
+// gloo's gloo/transport/tcp/loop.h, with poll instead of epoll: our loops watch tens of descriptors, and a
 // list rebuilt every turn keeps the owners' state in their own hands (no registration to undo).
 //
 // A turn: prepare(watches) on the loop thread (the owner lists descriptors, may shorten the wait,
@@ -50,9 +50,9 @@ class Watches {
 class EventLoop {
  public:
   struct Hooks {
-    std::function<bool(Watches&)> prepare;                   // required
+    std::function<bool(Watches&)> prepare;                 // required
     std::function<void(const std::exception&)> onFailure;  // optional
-    std::function<void()> onExit;                            // optional
+    std::function<void()> onExit;                          // optional
   };
 
   // `who` names the thread in errors ("bootstrap rank 2/8"); `logRank` is the rank on its log lines.

@@ -36,9 +36,9 @@ HelloHeader makeHelloHeader(const char* magic, const Secret& secret);
 class HelloAcceptor {
  public:
   struct Options {
-    std::string who;               // prefix of the warnings: "bootstrap root at 1.2.3.4:5"
-    LogSubsys subsys = LogInit;    // of the warnings
-    const char* magic = nullptr;   // the protocol's 8 magic bytes
+    std::string who;              // prefix of the warnings: "bootstrap root at 1.2.3.4:5"
+    LogSubsys subsys = LogInit;   // of the warnings
+    const char* magic = nullptr;  // the protocol's 8 magic bytes
     Secret secret{};
     size_t helloBytes = 0;         // header + body
     const char* stranger = "";     // why a wrong secret is dropped: "not a rank of this job"

@@ -9,7 +9,7 @@
 #include "executor/params.hpp"
 #include "executor/cpu/host_block_runner.hpp"
 #include "executor/diagnostics.hpp"
-#include "executor/remote_port_peers.hpp"
+#include "executor/cpu/remote_port_peers.hpp"
 
 namespace mscclpp::exec {
 namespace {

@@ -40,6 +40,9 @@ class CpuContext {
   // What the long-wait warning adds about the peers (the call monitor's view: who is idle, who is
   // in which call); called on the launching thread while blocks wait. Empty: nothing.
   void setPeerStatus(std::function<std::string()> status) { peerStatus_ = std::move(status); }
+  // Kept until the context goes, and dropped before its memory: the communicator's registration that raises this
+  // context's abort flag when it fails (Communicator::raiseOnFailure).
+  void holdFailureRegistration(std::shared_ptr<void> registration) { failureRegistration_ = std::move(registration); }
 
   // The launch in progress as the call monitor sees it (any thread, while launch() runs).
   LiveCall liveCall() const;
@@ -65,6 +68,7 @@ class CpuContext {
   bool failed_ = false;
   std::atomic<uint32_t> lastFlag_{0};  // read by liveCall() from the monitor's thread
   std::function<std::string()> peerStatus_;
+  std::shared_ptr<void> failureRegistration_;  // last: released before the flag's memory
 };
 
 }  // namespace mscclpp::exec

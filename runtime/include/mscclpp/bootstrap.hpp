@@ -34,6 +34,8 @@
 #include <string>
 #include <vector>
 
+#include "mscclpp/export.h"
+
 namespace mscclpp {
 
 #define MSCCLPP_UNIQUE_ID_BYTES 128
@@ -42,7 +44,7 @@ namespace mscclpp {
 // docs/runtime.md for the layout). Pass it by value to every rank (like ncclUniqueId).
 using UniqueId = std::array<uint8_t, MSCCLPP_UNIQUE_ID_BYTES>;
 
-class Bootstrap : public std::enable_shared_from_this<Bootstrap> {
+class MSCCLPP_API Bootstrap : public std::enable_shared_from_this<Bootstrap> {
  public:
   virtual ~Bootstrap() = default;
 
@@ -114,7 +116,7 @@ class Bootstrap : public std::enable_shared_from_this<Bootstrap> {
 // the address of MSCCLPP_COMM_ID, in which case rank 0's initialize() runs the root instead) and
 // starts a thread that lives until all ranks have arrived or the deadline passed. Connections
 // that do not present the id's secret are dropped and logged at WARN without disturbing the job.
-class TcpBootstrap : public Bootstrap {
+class MSCCLPP_API TcpBootstrap : public Bootstrap {
  public:
   static UniqueId createUniqueId();
 
@@ -155,14 +157,14 @@ class TcpBootstrap : public Bootstrap {
   std::string listenAddress() const;
 
  private:
-  struct Impl;
+  struct MSCCLPP_INTERNAL Impl;
   std::unique_ptr<Impl> pimpl_;
 };
 
 // Ranks as threads of one process, exchanging through in-memory mailboxes. Create one group and
 // one bootstrap per rank: `auto g = InProcessBootstrap::createGroup(n); bootstrap(r) =
 // std::make_shared<InProcessBootstrap>(g, r)`. Same semantics and deadlines as TcpBootstrap.
-class InProcessBootstrap : public Bootstrap {
+class MSCCLPP_API InProcessBootstrap : public Bootstrap {
  public:
   struct Group;
   static std::shared_ptr<Group> createGroup(int nRanks);
@@ -192,7 +194,7 @@ class InProcessBootstrap : public Bootstrap {
   std::vector<char> ask(int peer, const std::vector<char>& request, double timeoutSeconds) override;
 
  private:
-  struct Impl;
+  struct MSCCLPP_INTERNAL Impl;
   std::unique_ptr<Impl> pimpl_;
 };
 

@@ -1,4 +1,7 @@
-#include "transport/cuda_ipc/driver.hpp"
+// The CUDA IPC transport's Driver (transport.hpp): same-host GPUs map each other's device memory
+// through IPC handles (memory.hpp) and copy with cudaMemcpyAsync (connection.hpp). Builds without
+// CUDA keep the driver, which refuses with NotSupported.
+#include "transport/transport.hpp"
 
 #include "core/enforce.hpp"
 #include "transport/cuda_ipc/connection.hpp"

@@ -1,4 +1,6 @@
-#include "transport/host_shm/driver.hpp"
+// The host shared-memory transport's Driver (transport.hpp): same-host ranks map each other's
+// allocSharedHost memory (memory.hpp) and connect with HostShmConnection (connection.hpp).
+#include "transport/transport.hpp"
 
 #include "core/enforce.hpp"
 #include "transport/host_shm/connection.hpp"

@@ -39,6 +39,16 @@ AllocationTable& allocations() {
   return *t;
 }
 
+// Removes the allocation at base from the table and returns it (`absent` when it is not there).
+Allocation forget(void* base, Allocation absent) {
+  std::lock_guard<std::mutex> lock(allocations().mutex);
+  auto it = allocations().byBase.find(reinterpret_cast<uintptr_t>(base));
+  if (it == allocations().byBase.end()) return absent;
+  Allocation gone = it->second;
+  allocations().byBase.erase(it);
+  return gone;
+}
+
 struct Mapping {
   void* base = nullptr;
   size_t size = 0;
@@ -94,15 +104,7 @@ std::shared_ptr<void> allocateMemfd(size_t size, int* errOut) {
     allocations().byBase[reinterpret_cast<uintptr_t>(base)] = a;
   }
   return std::shared_ptr<void>(base, [size](void* p) {
-    Allocation gone;
-    {
-      std::lock_guard<std::mutex> lock(allocations().mutex);
-      auto it = allocations().byBase.find(reinterpret_cast<uintptr_t>(p));
-      if (it != allocations().byBase.end()) {
-        gone = it->second;
-        allocations().byBase.erase(it);
-      }
-    }
+    Allocation gone = forget(p, Allocation{0, "", -1, "", false});
     ::munmap(p, size);
     if (gone.fd >= 0) ::close(gone.fd);
   });
@@ -134,15 +136,7 @@ std::shared_ptr<void> allocatePosix(size_t size) {
     allocations().byBase[reinterpret_cast<uintptr_t>(base)] = Allocation{size, "posix:" + name, -1, name, false};
   }
   return std::shared_ptr<void>(base, [size](void* p) {
-    Allocation gone{0, "", -1, "", true};
-    {
-      std::lock_guard<std::mutex> lock(allocations().mutex);
-      auto it = allocations().byBase.find(reinterpret_cast<uintptr_t>(p));
-      if (it != allocations().byBase.end()) {
-        gone = it->second;
-        allocations().byBase.erase(it);
-      }
-    }
+    Allocation gone = forget(p, Allocation{0, "", -1, "", true});
     ::munmap(p, size);
     if (!gone.unlinked && !gone.posixName.empty()) ::shm_unlink(gone.posixName.c_str());
   });

@@ -1,8 +1,11 @@
-#include "transport/ib_verbs/driver.hpp"
+// The InfiniBand transport's Driver (transport.hpp), one for IB0..IB7: a Session opens HCA number
+// <n> (memory.hpp) and registers memory regions on it; connections are reliable-connected queue
+// pairs (connection.hpp). rdma-core is loaded with dlopen (verbs_library.hpp).
+#include "transport/transport.hpp"
 
-#include "transport/params.hpp"
 #include "transport/ib_verbs/connection.hpp"
 #include "transport/ib_verbs/memory.hpp"
+#include "transport/params.hpp"
 
 namespace mscclpp::transport::ib_verbs {
 

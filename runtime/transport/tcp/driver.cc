@@ -55,9 +55,7 @@ class TcpDriver : public Driver {
   std::shared_ptr<Session> openSession(Transport, const RankInfo& self) const override {
     return std::make_shared<TcpSession>(self);
   }
-  std::shared_ptr<const ExportRecord> readRecord(Transport, ByteReader& r) const override {
-    return TcpRecord::read(r);
-  }
+  std::shared_ptr<const ExportRecord> readRecord(Transport, ByteReader& r) const override { return TcpRecord::read(r); }
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "../../support/run_command.hpp"
 #include "../../support/scoped_env.hpp"
 #include "core/deadline.hpp"
 #include "core/params.hpp"
@@ -100,13 +101,7 @@ TEST_CASE("every registered parameter is declared once, documented, and its defa
 }
 
 TEST_CASE("mscclpp-info --params lists every layer's parameters, the shim's too", "[params]") {
-  FILE* p = popen(MSCCLPP_INFO_TOOL " --params", "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  CHECK(pclose(p) == 0);
+  const std::string out = test::runCommand(MSCCLPP_INFO_TOOL " --params");
   for (const char* name : {"MSCCLPP_DEBUG", "MSCCLPP_PLAN_DIR", "MSCCLPP_COMM_ID", "MSCCLPP_HOST_SHM", "MSCCLPP_HOSTID",
                            "MSCCLPP_EXEC_CONTEXT_CACHE", "MSCCLPP_LIBRARY", "MSCCLPP_NCCL_LIB_PATH"}) {
     INFO(name);

@@ -1,20 +1,17 @@
-// How an execution context gets its cross-rank resources (rank_resources.hpp). Two wirings:
-//  * LocalWorldWiring: ranks are threads of this process; every rank's memory lives in one
-//    shared-memory LocalWorld per (plan, sizes) (the emulator and unit tests; no sockets).
-//  * CommunicatorWiring: ranks are the communicator's (processes of one host for the CPU
-//    backend): each rank allocates shared host memory, registers it (Transport::HostShm) and
-//    exchanges it and a directory of offsets with every other rank over the bootstrap.
+// How a CPU execution context gets its cross-rank resources (rank_resources.hpp). Two wirings:
+//  * CommunicatorWiring (here): ranks are the communicator's (processes of one host, or hosts
+//    joined by port channels): each rank allocates shared host memory, registers it
+//    (Transport::HostShm) and exchanges it and a directory of offsets with every other rank over
+//    the bootstrap.
+//  * LocalWorldWiring (the emulator library, emulation/local_world_wiring.hpp): ranks are threads of
+//    this process; every rank's memory lives in one shared-memory LocalWorld (no sockets).
 //
 // connect() is collective: every rank of the plan calls it for the same (plan, sizes) in the same
-// order. Thread-safety: LocalWorldWiring may be called from all rank threads at once;
-// CommunicatorWiring by its rank's thread only.
-#ifndef MSCCLPP_EXECUTOR_CONTEXT_WIRING_HPP_
-#define MSCCLPP_EXECUTOR_CONTEXT_WIRING_HPP_
+// order. Thread-safety: CommunicatorWiring by its rank's thread only.
+#ifndef MSCCLPP_EXECUTOR_CPU_CONTEXT_WIRING_HPP_
+#define MSCCLPP_EXECUTOR_CPU_CONTEXT_WIRING_HPP_
 
-#include <map>
 #include <memory>
-#include <mutex>
-#include <tuple>
 
 #include "executor/call_descriptor.hpp"
 #include "executor/rank_resources.hpp"
@@ -26,8 +23,6 @@ class Communicator;
 }
 
 namespace mscclpp::exec {
-
-class LocalWorld;
 
 class ContextWiring {
  public:
@@ -41,24 +36,6 @@ class ContextWiring {
   // The communicator behind this wiring (the CUDA backend exchanges device memory through it);
   // null for wirings without one.
   virtual std::shared_ptr<Communicator> communicator() const { return nullptr; }
-};
-
-class LocalWorldWiring : public ContextWiring {
- public:
-  explicit LocalWorldWiring(int nRanks) : nRanks_(nRanks) {}
-  int worldSize() const override { return nRanks_; }
-  RankResources connect(const plan::PlanPtr& plan, int rank, const CallShape& shape,
-                        const CallDescriptor& call) override;
-
- private:
-  struct Entry {
-    std::shared_ptr<LocalWorld> world;
-    int connected = 0;
-  };
-  int nRanks_;
-  std::mutex mutex_;
-  // One world per (plan, input bytes, output bytes), until every rank connected to it.
-  std::map<std::tuple<const plan::Plan*, uint64_t, uint64_t>, Entry> pending_;
 };
 
 class CommunicatorWiring : public ContextWiring {
@@ -78,4 +55,4 @@ class CommunicatorWiring : public ContextWiring {
 
 }  // namespace mscclpp::exec
 
-#endif  // MSCCLPP_EXECUTOR_CONTEXT_WIRING_HPP_
+#endif  // MSCCLPP_EXECUTOR_CPU_CONTEXT_WIRING_HPP_

@@ -1,0 +1,103 @@
+#include "executor/cpu/cpu_backend.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/format.hpp"
+#include "core/logger.hpp"
+#include "core/params.hpp"
+#include "executor/call_monitor.hpp"
+#include "executor/params.hpp"
+#include "executor/scale_steps.hpp"
+#include "mscclpp/communicator.hpp"
+
+namespace mscclpp::exec {
+
+namespace {
+
+constexpr size_t kMaxFingerprints = 256;
+
+}  // namespace
+
+CpuBackend::CpuBackend(std::shared_ptr<ContextWiring> wiring, LaunchAbort& abort, CallMonitor* monitor)
+    : wiring_(std::move(wiring)),
+      comm_(wiring_->communicator()),
+      abort_(abort),
+      monitor_(monitor),
+      cache_(static_cast<size_t>(std::max<int64_t>(1, params::contextCacheSize()))) {}
+
+uint64_t CpuBackend::fingerprintOf(const plan::PlanPtr& plan) {
+  auto it = fingerprints_.find(plan.get());
+  if (it != fingerprints_.end()) return it->second.second;
+  if (fingerprints_.size() >= kMaxFingerprints) fingerprints_.clear();
+  const uint64_t f = planFingerprint(*plan);
+  fingerprints_.emplace(plan.get(), std::make_pair(plan, f));
+  return f;
+}
+
+CpuContext& CpuBackend::context(const ExecCall& c, const CallDescriptor& descriptor) {
+  Key key{c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype, c.op};
+  if (CpuContext* hit = cache_.find(key)) return *hit;
+  CallShape shape = shapeCall(*c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype);
+  RankResources res = wiring_->connect(c.plan, c.rank, shape, descriptor);  // collective
+  auto ctx = std::make_unique<CpuContext>(c.plan, c.rank, shape, std::move(res));
+  if (monitor_) ctx->setPeerStatus([m = monitor_]() { return m->peerStatus(); });
+  // A failed communicator (a dead or unreachable peer) stops the context's waits at once.
+  if (comm_) ctx->holdFailureRegistration(comm_->raiseOnFailure(ctx->image().device().abortFlag));
+  cache_.setCapacity(static_cast<size_t>(std::max<int64_t>(1, params::contextCacheSize())));
+  std::vector<std::unique_ptr<CpuContext>> evicted;  // destroyed when this call leaves
+  CpuContext& inserted = cache_.insert(std::move(key), std::move(ctx), &evicted);
+  MSCCLPP_INFO(LogExec, "plan %s rank %d: execution context built for %llu input and %llu output bytes",
+               c.plan->header.name.c_str(), c.rank, static_cast<unsigned long long>(c.sendBytes),
+               static_cast<unsigned long long>(c.recvBytes));
+  return inserted;
+}
+
+void CpuBackend::execute(const ExecCall& c) {
+  const plan::PlanHeader& h = c.plan->header;
+  const CallDescriptor descriptor = describeCall(*c.plan, fingerprintOf(c.plan), c.sendBytes, c.recvBytes, c.dtype, c.op);
+  struct EndCall {
+    CallMonitor* monitor;
+    ~EndCall() {
+      if (monitor) monitor->end();
+    }
+  } endCall{monitor_};
+  if (monitor_) monitor_->begin(descriptor);
+  try {
+    CpuContext& ctx = context(c, descriptor);
+    if (monitor_) monitor_->running([&ctx]() { return ctx.liveCall(); });
+    run(c, ctx);
+  } catch (const Error& e) {
+    // Communicator::throwIfFailedAfter gives a dead peer the moment the bootstrap needs to name it.
+    if (comm_) comm_->throwIfFailedAfter(e);
+    throw;
+  }
+}
+
+void CpuBackend::run(const ExecCall& c, CpuContext& ctx) {
+  const plan::PlanHeader& h = c.plan->header;
+  const RankResources& res = ctx.image().resources();
+  // Stage in: the plan's input (inside the data buffer for in-place plans) gets the send buffer,
+  // pre-scaled for premulsum. Off a scatter's root the send buffer is never read (NCCL allows any
+  // pointer there, even one to fewer bytes).
+  if (readsInput(h.collective, c.rank, h.root) && c.sendBytes > 0) {
+    if (c.op == ReduceOp::PreMulSum) {
+      preMultiplyHost(c.dtype, res.input, c.send, c.sendBytes, c.scalar);
+    } else {
+      std::memcpy(res.input, c.send, c.sendBytes);
+    }
+  }
+  {
+    LaunchAbort::Running running(abort_, ctx.image().device().abortFlag,
+                                 strFormat("plan %s rank %d", h.name.c_str(), c.rank));
+    ctx.launch(c.dtype, nativeOpOf(c.op), c.packet, params::timeoutSeconds());
+  }
+  if (c.op == ReduceOp::Avg) {
+    const uint64_t bytes = reducedOutputBytes(h.collective, c.rank, h.root, c.recvBytes);
+    if (bytes > 0) divideHost(c.dtype, res.output, bytes, static_cast<uint32_t>(c.plan->ranks.size()));
+  }
+  if (writesOutput(h.collective, c.rank, h.root) && c.recvBytes > 0) std::memcpy(c.recv, res.output, c.recvBytes);
+}
+
+}  // namespace mscclpp::exec

@@ -1,0 +1,71 @@
+// The CPU backend (backend.hpp): one Executor's CPU execution contexts (cpu_context.hpp), one per
+// (plan, rank, send/recv sizes), built through the executor's wiring (context_wiring.hpp) on first
+// use and kept in a ContextCache. A call stages the user's send buffer into the context's shared
+// memory (pre-scaled for premulsum), launches the plan's threadblocks on host threads, divides for
+// avg, and stages the output back: execute() has completed when it returns.
+//
+// Thread-safety: one thread at a time (the Executor serialises execute()); abort through the
+// executor's LaunchAbort from any thread.
+#ifndef MSCCLPP_EXECUTOR_CPU_CPU_BACKEND_HPP_
+#define MSCCLPP_EXECUTOR_CPU_CPU_BACKEND_HPP_
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "executor/backend.hpp"
+#include "executor/call_descriptor.hpp"
+#include "executor/context_cache.hpp"
+#include "executor/cpu/context_wiring.hpp"
+#include "executor/cpu/cpu_context.hpp"
+#include "executor/launch_abort.hpp"
+
+namespace mscclpp {
+class Communicator;
+}
+
+namespace mscclpp::exec {
+
+class CallMonitor;
+
+class CpuBackend final : public ExecutionBackend {
+ public:
+  // `abort` and `monitor` (null: none; the call monitor of an executor on a communicator) belong to the executor
+  // and outlive this backend.
+  CpuBackend(std::shared_ptr<ContextWiring> wiring, LaunchAbort& abort, CallMonitor* monitor);
+
+  void execute(const ExecCall& call) override;
+  size_t contextCount() const override { return cache_.size(); }
+  bool pollError(std::string*) override { return false; }  // execute() reports every failure
+
+ private:
+  // The datatype and op are part of the key although the context does not depend on them: two ranks calling with
+  // different ones then use different contexts, which never complete each other's calls, so the call monitor
+  // finds the mismatch instead of the ranks mixing their data silently.
+  struct Key {
+    plan::PlanPtr plan;  // keeps the plan (compared by address) alive while its context lives
+    int rank;
+    uint64_t inputBytes, outputBytes;
+    DataType dtype;
+    ReduceOp op;
+    bool operator==(const Key& o) const {
+      return plan.get() == o.plan.get() && rank == o.rank && inputBytes == o.inputBytes &&
+             outputBytes == o.outputBytes && dtype == o.dtype && op == o.op;
+    }
+  };
+  CpuContext& context(const ExecCall& call, const CallDescriptor& descriptor);
+  void run(const ExecCall& call, CpuContext& ctx);
+  uint64_t fingerprintOf(const plan::PlanPtr& plan);
+
+  std::shared_ptr<ContextWiring> wiring_;
+  std::shared_ptr<Communicator> comm_;  // null for wirings without one (the emulator's threads)
+  LaunchAbort& abort_;
+  CallMonitor* monitor_;
+  ContextCache<Key, CpuContext> cache_;
+  // Plans whose fingerprint was computed (a plan object is immutable; the entry keeps it alive).
+  std::map<const plan::Plan*, std::pair<plan::PlanPtr, uint64_t>> fingerprints_;
+};
+
+}  // namespace mscclpp::exec
+
+#endif  // MSCCLPP_EXECUTOR_CPU_CPU_BACKEND_HPP_
