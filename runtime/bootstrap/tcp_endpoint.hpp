@@ -4,7 +4,7 @@
 // one (sender, key) therefore arrive in order, and a slow receiver never blocks a sender's other
 // traffic (the progress thread always drains).
 //
-// Liveness (tcp_liveness.cc; docs/runtime.md "Dead and unreachable peers"): after the rendezvous
+// Liveness (tcp_liveness.cc; docs/failure-handling.md): after the rendezvous
 // every rank connects to its two ring neighbours (rank +- 1) and the progress thread sends them a
 // heartbeat frame each MSCCLPP_HEARTBEAT_INTERVAL_S in which nothing else was sent. A peer is
 // failed when

@@ -13,10 +13,11 @@
 //   using different tags or, better, different namespaces (withNamespace, split).
 // - allGather, broadcast, barrier and split are collective: every rank of the bootstrap calls them
 //   in the same order. They use internal tags, so they never consume user messages.
-// - Every blocking call is bounded by a deadline (MSCCLPP_TIMEOUT_S unless setTimeout was called)
-//   and throws mscclpp::Error naming the operation and the peer: Timeout when the deadline passed,
-//   RemoteError when the peer went away (connection closed) before sending what was awaited,
-//   Aborted after abort(). Every receive is bounded in size.
+// - A blocking call waits for a live peer without a deadline unless one is set (MSCCLPP_TIMEOUT_S
+//   or setTimeout; docs/failure-handling.md) and throws mscclpp::Error naming the operation and the
+//   peer: Timeout when a set deadline passed, RemoteError when the peer died or its host became
+//   unreachable (connection closed, no heartbeat) before sending what was awaited, Aborted after
+//   abort(). Every receive is bounded in size.
 //
 // Thread-safety: all methods may be called concurrently from several threads (e.g. two threads
 // receiving with different tags). Collectives on one bootstrap object must not run concurrently

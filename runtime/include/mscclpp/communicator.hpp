@@ -87,7 +87,7 @@ class MSCCLPP_API Communicator {
   // True (and the first error) when one was recorded.
   bool asyncError(ErrorCode* code, std::string* message) const;
 
-  // Failure of the communicator as a whole (docs/runtime.md "Dead and unreachable peers"): a peer
+  // Failure of the communicator as a whole (docs/failure-handling.md): a peer
   // died or its host became unreachable (RemoteError naming the rank and its host; the bootstrap
   // finds it), or the ranks' calls cannot complete (mismatched calls: InvalidUsage; a deadlock with
   // every rank alive: InternalError). The first failure is kept; it is also the async error. Every

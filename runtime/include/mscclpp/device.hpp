@@ -100,7 +100,7 @@ MSCCLPP_HOST_DEVICE_INLINE uint64_t clockNs() {
 #endif
 }
 
-// A deadline that never passes (tests only: every production wait has a deadline).
+// A deadline that never passes: waits on live peers when MSCCLPP_TIMEOUT_S is 0 (the default).
 constexpr uint64_t kNoDeadline = UINT64_MAX;
 
 // The timeout used by the convenience wait()/sync() methods when a handle carries none (0). The

@@ -427,6 +427,29 @@ std::vector<std::pair<ErrorCode, std::string>> bothRanks(TwoRanks& job, const st
 
 }  // namespace
 
+TEST_CASE("Executor: MSCCLPP_TIMEOUT_S sets a deadline on live peers: Timeout naming what was waited on",
+          "[exec][executor][slow]") {
+  TwoRanks job;  // its first call builds the context without a deadline
+  test::ScopedEnv deadline("MSCCLPP_TIMEOUT_S", "1");
+  auto start = std::chrono::steady_clock::now();
+  std::string error;
+  ErrorCode code = ErrorCode::InternalError;
+  try {
+    job.run(0);  // rank 1 never calls: a live, late peer
+  } catch (const Error& e) {
+    error = e.what();
+    code = e.code();
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(error);
+  CHECK(code == ErrorCode::Timeout);  // not RemoteError: the peer is alive
+  CHECK_THAT(error, Catch::Contains("rank 0 threadblock") && Catch::Contains("rank 1"));
+  CHECK(seconds >= 0.9);
+  CHECK(seconds < 10);
+  ErrorCode failedCode;
+  CHECK_FALSE(job.comms[0]->failed(&failedCode));  // a deadline that passed fails this call, not the communicator
+}
+
 TEST_CASE("Executor: mismatched calls fail on every rank, naming both calls", "[exec][executor][mismatch]") {
   TwoRanks job;
   double seconds = 0;
