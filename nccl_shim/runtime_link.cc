@@ -153,6 +153,12 @@ class RuntimeLink final : public RankLink {
     }
     try {
       choice = agreement_.agree(shape, plan::Registry::instance().generation(), mine, why);
+    } catch (const Error& e) {
+      if (announced) executor_.endAgreement();
+      // A failed communicator aborts the agreement's exchange: report its failure (the dead peer, the registries
+      // changed at different points), not the abort it caused.
+      comm_->throwIfFailedAfter(e);
+      throw;
     } catch (...) {
       if (announced) executor_.endAgreement();
       throw;
