@@ -67,7 +67,7 @@ Communicator::Communicator(std::shared_ptr<Bootstrap> bootstrap, int device) : p
   m.semaphoreBootstrap = bootstrap->withNamespace("mscclpp.semaphore");
   m.rank = bootstrap->getRank();
   m.size = bootstrap->getNranks();
-  m.timeoutSeconds = params::timeoutSeconds();
+  m.timeoutSeconds = bootstrap->timeoutSeconds();  // MSCCLPP_TIMEOUT_S unless the bootstrap was given one
   ScopedLogRank logRank(m.rank);
   if (device == kDeviceAuto) {
     m.device = params::backend() == "cpu" ? kHostDevice : transport::currentCudaDevice();
@@ -227,6 +227,12 @@ std::shared_ptr<void> Communicator::onFailure(std::function<void()> callback) {
 std::shared_ptr<Bootstrap> Communicator::bootstrap() const { return pimpl_->userBootstrap; }
 int Communicator::rank() const { return pimpl_->rank; }
 int Communicator::size() const { return pimpl_->size; }
+
+double Communicator::timeoutSeconds() const {
+  const double env = params::timeoutSeconds(), mine = pimpl_->timeoutSeconds;
+  if (env <= 0) return std::max(mine, 0.0);
+  return mine > 0 ? std::min(env, mine) : env;
+}
 int Communicator::localRank() const { return pimpl_->localRank; }
 int Communicator::nRanksPerNode() const { return static_cast<int>(pimpl_->localRanks.size()); }
 const std::string& Communicator::hostId() const { return pimpl_->hostId; }

@@ -90,7 +90,7 @@ void CpuBackend::run(const ExecCall& c, CpuContext& ctx) {
   {
     LaunchAbort::Running running(abort_, ctx.image().device().abortFlag,
                                  strFormat("plan %s rank %d", h.name.c_str(), c.rank));
-    ctx.launch(c.dtype, nativeOpOf(c.op), c.packet, params::timeoutSeconds());
+    ctx.launch(c.dtype, nativeOpOf(c.op), c.packet, comm_ ? comm_->timeoutSeconds() : params::timeoutSeconds());
   }
   if (c.op == ReduceOp::Avg) {
     const uint64_t bytes = reducedOutputBytes(h.collective, c.rank, h.root, c.recvBytes);

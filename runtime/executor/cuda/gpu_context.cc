@@ -96,7 +96,7 @@ GpuContext::GpuContext(GpuWorld& world, const plan::PlanPtr& plan, int rank, con
   const plan::PlanHeader& h = plan_->header;
   const plan::RankPlan& rp = plan_->ranks.at(static_cast<size_t>(rank_));
   name_ = strFormat("plan %s (%s) rank %d", h.name.c_str(), h.source.c_str(), rank_);
-  timeoutSeconds_ = params::timeoutSeconds();
+  timeoutSeconds_ = world_.comm().timeoutSeconds();  // MSCCLPP_TIMEOUT_S or the communicator's own
   timeoutNs_ = timeoutSeconds_ > 0 ? static_cast<uint64_t>(timeoutSeconds_ * 1e9) : kNoDeadline;
   DeviceGuard guard(world_.device());
 

@@ -51,6 +51,11 @@ class MSCCLPP_API Communicator {
   std::shared_ptr<Bootstrap> bootstrap() const;
   int rank() const;
   int size() const;
+  // The deadline in seconds of waits on live peers, 0 for none (the default: a late peer is waited for): the
+  // earlier of MSCCLPP_TIMEOUT_S, read at each call, and the timeout its bootstrap had when this communicator was
+  // made (TcpBootstrap::initialize(id, timeoutSec), Bootstrap::setTimeout, Python CommGroup(timeout=...)). The
+  // executor's collectives on this communicator wait that long at most (docs/failure-handling.md).
+  double timeoutSeconds() const;
   // Position among the ranks of this host (in rank order) and how many share the host.
   int localRank() const;
   int nRanksPerNode() const;

@@ -327,9 +327,13 @@ struct TwoRanks {
   std::shared_ptr<const plan::Plan> plan = preset("allreduce_ll_n2_ip.json");
   std::vector<std::vector<float>> bufs{values(0, 1024), values(1, 1024)};
 
-  TwoRanks() {
+  // bootstrapTimeout > 0: each bootstrap gets that timeout (setTimeout) before its communicator is made.
+  explicit TwoRanks(double bootstrapTimeout = 0) {
     auto group = InProcessBootstrap::createGroup(2);
-    for (int r = 0; r < 2; ++r) bootstraps.push_back(std::make_shared<InProcessBootstrap>(group, r));
+    for (int r = 0; r < 2; ++r) {
+      bootstraps.push_back(std::make_shared<InProcessBootstrap>(group, r));
+      if (bootstrapTimeout > 0) bootstraps.back()->setTimeout(bootstrapTimeout);
+    }
     comms.resize(2);
     executors.resize(2);
     REQUIRE(onRanks(2, [&](int r) {
@@ -448,6 +452,37 @@ TEST_CASE("Executor: MSCCLPP_TIMEOUT_S sets a deadline on live peers: Timeout na
   CHECK(seconds < 10);
   ErrorCode failedCode;
   CHECK_FALSE(job.comms[0]->failed(&failedCode));  // a deadline that passed fails this call, not the communicator
+}
+
+TEST_CASE("Executor: the communicator's timeout (its bootstrap's) sets a deadline on live peers",
+          "[exec][executor][slow]") {
+  test::ScopedEnv unset("MSCCLPP_TIMEOUT_S", nullptr);  // the default (the suite sets one)
+  TwoRanks job(1.0);  // the bootstrap's timeout is the communicator's
+  CHECK(job.comms[0]->timeoutSeconds() == 1.0);
+  auto start = std::chrono::steady_clock::now();
+  ErrorCode code = ErrorCode::InternalError;
+  std::string error;
+  try {
+    job.run(0);  // rank 1 never calls
+  } catch (const Error& e) {
+    error = e.what();
+    code = e.code();
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(error);
+  CHECK(code == ErrorCode::Timeout);
+  CHECK(seconds >= 0.9);
+  CHECK(seconds < 10);
+  {
+    test::ScopedEnv shorter("MSCCLPP_TIMEOUT_S", "0.5");  // the earlier of the two deadlines applies
+    CHECK(job.comms[0]->timeoutSeconds() == 0.5);
+  }
+  {
+    test::ScopedEnv later("MSCCLPP_TIMEOUT_S", "30");
+    CHECK(job.comms[0]->timeoutSeconds() == 1.0);
+  }
+  TwoRanks plain;
+  CHECK(plain.comms[0]->timeoutSeconds() == 0);  // the default: no deadline
 }
 
 TEST_CASE("Executor: mismatched calls fail on every rank, naming both calls", "[exec][executor][mismatch]") {
