@@ -6,16 +6,23 @@
 //
 // Thread-safety: every member may be called from any thread. Listeners run on the reporting thread
 // (the bootstrap's progress thread, or the thread that aborted an in-process rank), outside the lock:
-// they must return quickly and must not call back into the bootstrap.
+// they must return quickly and must not call back into the bootstrap. remove() waits for the calls of
+// the listener running on other threads: after it returns, the listener is not running and never
+// will be, so its owner may go (a listener that kept its owner alive would otherwise destroy it on
+// the reporting thread, the bootstrap with it).
 #ifndef MSCCLPP_BOOTSTRAP_PEER_FAILURES_HPP_
 #define MSCCLPP_BOOTSTRAP_PEER_FAILURES_HPP_
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 namespace mscclpp::detail {
@@ -36,9 +43,14 @@ class PeerFailures {
   void remove(uint64_t id);
 
  private:
+  // Calls listener `id` (unless removed meanwhile) on this thread, counted in running_.
+  void call(uint64_t id, const std::shared_ptr<const Listener>& listener, int worldRank, const std::string& reason);
+
   mutable std::mutex mutex_;
   std::vector<std::string> reasons_;  // "" while the rank is fine
   std::map<uint64_t, std::shared_ptr<const Listener>> listeners_;
+  std::multiset<std::pair<uint64_t, std::thread::id>> running_;  // listener calls in progress, and their threads
+  std::condition_variable callEnded_;
   uint64_t nextId_ = 1;
 };
 

@@ -6,13 +6,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
 #include <future>
 #include <map>
+#include <thread>
 
 #include "../../support/scoped_env.hpp"
+#include "bootstrap/peer_failures.hpp"
 #include "bootstrap/unique_id.hpp"
 #include "bootstrap/wire.hpp"
 #include "core/net/socket.hpp"
@@ -275,4 +278,40 @@ TEST_CASE("requests are answered by the peer's helper thread, not its applicatio
       for (int r = 0; r < 3; ++r) views[r]->serve(nullptr);
     }
   }
+}
+
+// A communicator's listener may hold the communicator while it runs: if removing it did not wait, the reporting
+// thread could end up with the last reference and destroy the communicator, and its bootstrap, on the bootstrap's
+// own thread (seen as a crash in the fault sweep).
+TEST_CASE("PeerFailures: remove waits for the listener's call running on another thread, not for its own",
+          "[bootstrap][liveness]") {
+  detail::PeerFailures failures(3);
+  std::promise<void> entered, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> returned{false};
+  const uint64_t id = failures.add([&](int, const std::string&) {
+    entered.set_value();
+    released.wait();
+    returned = true;
+  });
+  std::thread reporter([&] { failures.report(1, "test"); });
+  entered.get_future().wait();
+  auto removed = std::async(std::launch::async, [&] { failures.remove(id); });
+  CHECK(removed.wait_for(std::chrono::milliseconds(200)) == std::future_status::timeout);  // the call still runs
+  release.set_value();
+  removed.wait();
+  CHECK(returned);
+  reporter.join();
+  // A removed listener is not called again; one that removes itself from inside its call does not wait for itself.
+  bool called = false;
+  uint64_t self = 0;
+  self = failures.add([&](int rank, const std::string&) {
+    if (rank == 2) failures.remove(self);
+    called = rank == 2;
+  });
+  failures.report(2, "test");
+  CHECK(called);
+  called = false;
+  failures.report(0, "test");
+  CHECK_FALSE(called);
 }
