@@ -42,7 +42,18 @@ void Comm::ensureReady(const char* opName, bool allowRevoked) const {
                   "%s : communicator (rank %d of %d) was finalized; only ncclCommDestroy may use it now", opName, rank_,
                   nRanks_);
   ncclResult_t r = asyncResult();
-  if (r == ncclSuccess) return;
+  if (r == ncclSuccess) {
+    // A communicator that failed as a whole (a dead or unreachable peer, mismatched calls, a deadlock) fails every
+    // later call at once with that error. Split, shrink and finalize stay allowed: shrinking away the dead ranks is
+    // how a job goes on.
+    ErrorCode code;
+    std::string why;
+    if (!allowRevoked && link_ && link_->failed(&code, &why)) {
+      throw NcclResultError(toNcclResult(code), strFormat("%s : communicator (rank %d of %d) failed: %s", opName,
+                                                          rank_, nRanks_, why.c_str()));
+    }
+    return;
+  }
   if (r == ncclInProgress) {
     MSCCLPP_THROW(ErrorCode::InvalidArgument,
                   "%s : Attempt to use communicator before the previous operation returned ncclSuccess (rank %d of "
@@ -56,6 +67,9 @@ void Comm::ensureReady(const char* opName, bool allowRevoked) const {
 ncclResult_t Comm::asyncError() const {
   ncclResult_t r = asyncResult();
   if (r != ncclSuccess) return r;
+  // link_ is set before the release store of ncclSuccess above, and stays until destroy.
+  ErrorCode code;
+  if (link_ && link_->failed(&code, nullptr)) return toNcclResult(code);
   return fallback_.asyncError();
 }
 
@@ -99,6 +113,13 @@ void Comm::initialize(const ncclUniqueId& id) {
     markFailed(e.result());
     throw;
   } catch (const Error& e) {
+    // A peer that failed meanwhile (its death aborted our exchanges): report that, not the abort it caused.
+    ErrorCode code;
+    std::string why;
+    if (link_ && link_->failed(&code, &why) && code != e.code()) {
+      markFailed(toNcclResult(code));
+      throw Error(code, why + "; " + e.what());
+    }
     markFailed(toNcclResult(e.code()));
     throw;
   } catch (...) {

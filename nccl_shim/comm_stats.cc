@@ -11,6 +11,7 @@ CommStats::Counts CommStats::get(CollKind kind) const {
   c.bytes = s.bytes.load(std::memory_order_relaxed);
   c.viaPlan = s.viaPlan.load(std::memory_order_relaxed);
   c.viaNccl = s.viaNccl.load(std::memory_order_relaxed);
+  c.failed = s.failed.load(std::memory_order_relaxed);
   return c;
 }
 
@@ -18,11 +19,12 @@ std::string CommStats::summary() const {
   std::string out;
   for (int k = 0; k < kNumCollKinds; ++k) {
     Counts c = get(static_cast<CollKind>(k));
-    if (c.calls == 0) continue;
+    if (c.calls == 0 && c.failed == 0) continue;
     if (!out.empty()) out += "; ";
     out += strFormat("%s: %llu calls, %s, %llu via plans, %llu via NCCL", collPlanName(static_cast<CollKind>(k)),
                      static_cast<unsigned long long>(c.calls), formatBytes(c.bytes).c_str(),
                      static_cast<unsigned long long>(c.viaPlan), static_cast<unsigned long long>(c.viaNccl));
+    if (c.failed > 0) out += strFormat(", %llu failed", static_cast<unsigned long long>(c.failed));
   }
   return out;
 }

@@ -1,5 +1,5 @@
 // Per-communicator counters of what ran where, printed at INFO when the communicator ends ("allreduce: 12 calls,
-// 48.0 MiB, 10 via plans, 2 via NCCL"). Counting is relaxed atomics: cheap on the hot path, readable from the
+// 48.0 MiB, 10 via plans, 2 via NCCL, 1 failed"). Counting is relaxed atomics: cheap on the hot path, readable from the
 // thread that destroys the communicator. Group ends that drive several ranks from one thread record each rank's
 // calls on that rank's own counters, so no two threads ever write one counter.
 #ifndef MSCCLPP_NCCL_SHIM_COMM_STATS_HPP_
@@ -21,6 +21,7 @@ class CommStats {
     uint64_t bytes = 0;
     uint64_t viaPlan = 0;
     uint64_t viaNccl = 0;
+    uint64_t failed = 0;  // calls that returned an error (not counted in the others)
   };
 
   // Called by the thread driving the communicator (one at a time, NCCL's rule): plain loads and stores, no
@@ -32,6 +33,10 @@ class CommStats {
     bump(viaPlan ? s.viaPlan : s.viaNccl, 1);
   }
 
+  // A call that returned an error. Failures can come from any thread driving the communicator: a relaxed
+  // read-modify-write (the failure path is not hot).
+  void recordFailure(CollKind kind) { slots_[static_cast<int>(kind)].failed.fetch_add(1, std::memory_order_relaxed); }
+
   Counts get(CollKind kind) const;
   // One line per collective that was called; "" when none was.
   std::string summary() const;
@@ -42,6 +47,7 @@ class CommStats {
     std::atomic<uint64_t> bytes{0};
     std::atomic<uint64_t> viaPlan{0};
     std::atomic<uint64_t> viaNccl{0};
+    std::atomic<uint64_t> failed{0};
   };
   static void bump(std::atomic<uint64_t>& v, uint64_t by) {
     v.store(v.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);

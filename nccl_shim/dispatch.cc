@@ -17,19 +17,16 @@ namespace {
 
 constexpr const char* kForcedReason = "forced by MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION";
 
-// The plan for call, or an empty choice (with the reason in *why when why != nullptr).
+// The plan every rank runs for call, or an empty choice (with the reason in *why when why != nullptr). The first
+// call of each shape on a communicator is agreed with every rank (plan_agreement.hpp); later ones hit its cache.
 PlanChoice choosePlan(const CollCall& call, std::string* why) {
   Comm& comm = *call.comm;
-  if (comm.routes().forced(call.kind)) {
-    if (why) *why = kForcedReason;
-    return PlanChoice();
-  }
   if (isP2p(call.kind)) {
     if (why)
       *why = strFormat("%s to/from rank %d is not part of a pattern plans serve", collPlanName(call.kind), call.root);
     return PlanChoice();
   }
-  return comm.link().selectPlan(call, why);
+  return comm.link().agreedPlan(call, comm.routes().forced(call.kind) ? kForcedReason : nullptr, why);
 }
 
 ExecReduceOp execOpFor(const Comm& comm, const CollCall& call) {
@@ -135,8 +132,59 @@ struct GroupItem {
   std::string why;  // why not a plan, when it is not the call's own reason (set only when INFO logs it)
 };
 
+// The two-rank exchange formed by one communicator's grouped sends and recvs, if they form one.
+bool exchangeOf(const std::vector<CollCall>& ops, Comm* comm, CollCall* exchange) {
+  std::vector<const CollCall*> p2p;
+  for (const CollCall& c : ops) {
+    if (c.comm == comm && isP2p(c.kind)) p2p.push_back(&c);
+  }
+  return !p2p.empty() && matchTwoRankExchange(p2p, comm->rank(), comm->nRanks(), exchange);
+}
+
+// Whether one communicator's group calls need an agreement with its peers (their first call of a shape).
+bool needsAgreement(const std::vector<CollCall>& ops, Comm* comm) {
+  for (const CollCall& c : ops) {
+    if (c.comm == comm && !isP2p(c.kind) && c.count != 0 && !comm->link().planAgreed(c)) return true;
+  }
+  CollCall exchange;
+  return exchangeOf(ops, comm, &exchange) && !comm->link().planAgreed(exchange);
+}
+
+// One thread driving several ranks (ncclCommInitAll, nccl-tests -g N): an agreement of one rank waits for the
+// others, so each communicator agrees on its group's calls on a thread of its own first (in the order of its
+// calls: the order its peers agree in); the plan pass below then finds every decision cached.
+void agreeConcurrently(std::vector<CollCall>& ops) {
+  std::vector<Comm*> comms;
+  bool needed = false;
+  for (const CollCall& c : ops) {
+    bool seen = false;
+    for (Comm* d : comms) seen = seen || d == c.comm;
+    if (!seen) {
+      comms.push_back(c.comm);
+      needed = needed || needsAgreement(ops, c.comm);
+    }
+  }
+  if (comms.size() < 2 || !needed) return;
+  std::vector<std::function<void()>> jobs;
+  for (Comm* comm : comms) {
+    jobs.push_back([&ops, comm] {
+      ScopedLogRank logRank(comm->rank());
+      for (const CollCall& c : ops) {
+        if (c.comm == comm && !isP2p(c.kind) && c.count != 0) (void)choosePlan(c, nullptr);
+      }
+      CollCall exchange;
+      if (exchangeOf(ops, comm, &exchange)) {
+        (void)comm->link().agreedPlan(exchange, comm->routes().forced(CollKind::SendRecv) ? kForcedReason : nullptr,
+                                      nullptr);
+      }
+    });
+  }
+  runConcurrently(jobs);
+}
+
 // Decides every queued call: collectives one by one, each communicator's sends/recvs together.
 void planGroup(std::vector<CollCall>& ops, std::vector<GroupItem>* items) {
+  agreeConcurrently(ops);
   items->clear();
   // Scratch reused by this thread's later groups: a steady stream of groups allocates nothing.
   thread_local std::vector<Comm*> p2pDone;  // communicators whose sends/recvs were already decided
@@ -162,10 +210,10 @@ void planGroup(std::vector<CollCall>& ops, std::vector<GroupItem>* items) {
     std::string why;
     std::string* whyPtr = logEnabled(LogLevel::Info, LogShim) ? &why : nullptr;
     bool exchangeFound = matchTwoRankExchange(mine, c.comm->rank(), c.comm->nRanks(), &exchange);
-    if (exchangeFound && c.comm->routes().forced(CollKind::SendRecv)) {
-      if (whyPtr) why = std::string("a two-rank exchange, ") + kForcedReason;
-    } else if (exchangeFound) {
-      plan = c.comm->link().selectPlan(exchange, whyPtr);
+    if (exchangeFound) {
+      // Agreed like a collective: the peer found the same exchange (the rule uses only facts it sees mirrored).
+      const bool forced = c.comm->routes().forced(CollKind::SendRecv);
+      plan = c.comm->link().agreedPlan(exchange, forced ? kForcedReason : nullptr, whyPtr);
       if (whyPtr && !plan) why = "a two-rank exchange: " + why;
     }
     if (plan) {
@@ -266,6 +314,7 @@ ncclResult_t submitCall(CollCall call, ncclComm_t handle) noexcept {
     int logRankValue = comm != nullptr && comm->hasValidMagic() ? comm->rank() : -1;
     ScopedLogRank logRank(logRankValue);
     ncclResult_t r = detail::handleCurrentException();
+    if (comm != nullptr && comm->hasValidMagic()) comm->stats().recordFailure(call.kind);
     if (group.active()) group.latch(r);
     // NCCL poisons a nonblocking communicator with the error of a failed call (the caller polls for it).
     if (comm != nullptr && comm->hasValidMagic() && !comm->config().blocking()) comm->recordCallFailure(r);
@@ -295,16 +344,23 @@ void runGroupOps(std::vector<CollCall>& ops) {
     }
   }
   size_t i = 0;
-  while (i < items.size()) {
-    size_t j = i;
-    bool plan = static_cast<bool>(items[i].plan);
-    while (j < items.size() && static_cast<bool>(items[j].plan) == plan) ++j;
-    if (plan) {
-      runPlanSegment(items, i, j);
-    } else {
-      runNcclSegment(items, i, j);
+  try {
+    while (i < items.size()) {
+      size_t j = i;
+      bool plan = static_cast<bool>(items[i].plan);
+      while (j < items.size() && static_cast<bool>(items[j].plan) == plan) ++j;
+      if (plan) {
+        runPlanSegment(items, i, j);
+      } else {
+        runNcclSegment(items, i, j);
+      }
+      i = j;
     }
-    i = j;
+  } catch (...) {
+    // The group end returns the error: the calls of the failing segment and of the ones after it failed.
+    for (size_t k = i; k < items.size(); ++k) items[k].call.comm->stats().recordFailure(items[k].call.kind);
+    items.clear();
+    throw;
   }
   items.clear();
 }

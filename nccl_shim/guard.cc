@@ -17,9 +17,11 @@ ncclResult_t toNcclResult(ErrorCode code) {
       return ncclInternalError;
     case ErrorCode::RemoteError:
       return ncclRemoteError;
-    // A wait that passed its deadline means a peer did not arrive or stopped answering.
+    // A wait on live peers passed the deadline the user set (MSCCLPP_TIMEOUT_S): the peers are alive, so it is
+    // not a remote error (dead and unreachable peers are RemoteError, found by the bootstrap's liveness
+    // protocol; ranks that never reached the rendezvous become RemoteError where the link connects).
     case ErrorCode::Timeout:
-      return ncclRemoteError;
+      return ncclInternalError;
     case ErrorCode::CudaError:
       return ncclUnhandledCudaError;
     // A plan that fails while running is our bug or a bad plan file, not the caller's.

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "coll_call.hpp"
+#include "mscclpp/errors.hpp"
 
 namespace mscclpp::shim {
 
@@ -78,13 +79,31 @@ class RankLink {
   // ranked by key then by rank here; a negative color returns nullptr (the rank still takes part).
   virtual std::unique_ptr<RankLink> split(int color, int key) = 0;
 
+  // Whether the communicator failed as a whole (a peer died or became unreachable: RemoteError; mismatched
+  // calls or a deadlock), with the error; one atomic load when it did not. Any thread.
+  virtual bool failed(ErrorCode* code, std::string* message) const = 0;
+
   // Stops everything promptly, even with peers gone; later calls throw Error(Aborted).
   virtual void abort() = 0;
   // Makes an executing plan return with Error(Aborted) soon (revoke); the bootstrap stays usable.
   virtual void interruptInflight() = 0;
 
-  // The plan for a request, or an empty choice with the reason in *why (why may be nullptr on the hot path).
+  // This rank's own plan for a request, or an empty choice with the reason in *why (why may be nullptr).
   virtual PlanChoice selectPlan(const CollCall& call, std::string* why) = 0;
+  // The plan every rank of the communicator runs for the call (plan_agreement.hpp): cached per call shape, or this
+  // rank's choice (none when forcedReason is given: MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION) agreed with every rank
+  // (collective: the first call of a shape, and after the plan registry changed). The default, for links whose
+  // ranks cannot disagree (one rank), is this rank's choice.
+  virtual PlanChoice agreedPlan(const CollCall& call, const char* forcedReason, std::string* why) {
+    if (forcedReason) {
+      if (why) *why = forcedReason;
+      return PlanChoice();
+    }
+    return selectPlan(call, why);
+  }
+  // Whether agreedPlan(call) answers without talking to the other ranks (group planning runs the agreements of
+  // several communicators driven by one thread concurrently).
+  virtual bool planAgreed(const CollCall&) { return true; }
   // Runs the plan for call (enqueued on call.stream on the GPU; completed before returning on the CPU), or returns
   // the plan's refusal of the call (PlanRun). Throws on a failure while running.
   virtual PlanRun runPlan(const PlanChoice& plan, const CollCall& call, const ExecReduceOp& op) = 0;

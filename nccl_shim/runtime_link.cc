@@ -12,7 +12,9 @@
 #include "mscclpp/communicator.hpp"
 #include "mscclpp/datatype.hpp"
 #include "mscclpp/executor.hpp"
+#include "executor/call_descriptor.hpp"
 #include "plan/registry.hpp"
+#include "plan_agreement.hpp"
 #include "rank_link.hpp"
 #include "real_nccl.hpp"
 
@@ -63,7 +65,14 @@ ReduceOp executorOp(const ExecReduceOp& op) {
 class RuntimeLink final : public RankLink {
  public:
   explicit RuntimeLink(std::shared_ptr<Communicator> comm)
-      : comm_(comm), control_(comm_->bootstrap()->withNamespace(kShimNamespace)), executor_(comm) {}
+      : comm_(comm), control_(comm_->bootstrap()->withNamespace(kShimNamespace)), executor_(comm),
+        agreement_(control_, comm_->rank(), comm_->size()) {
+    // An exchange of ours waiting for a live peer has no deadline: a failed communicator ends it.
+    std::weak_ptr<Bootstrap> view = control_;
+    failureHook_ = comm_->onFailure([view]() {
+      if (auto b = view.lock()) b->abort();
+    });
+  }
 
   int rank() const override { return comm_->rank(); }
   int nRanks() const override { return comm_->size(); }
@@ -80,6 +89,8 @@ class RuntimeLink final : public RankLink {
     if (!child) return nullptr;
     return std::make_unique<RuntimeLink>(std::move(child));
   }
+
+  bool failed(ErrorCode* code, std::string* message) const override { return comm_->failed(code, message); }
 
   void abort() override {
     comm_->abort();
@@ -99,17 +110,9 @@ class RuntimeLink final : public RankLink {
     req.worldSize = comm_->size();
     req.nRanksPerNode = comm_->nRanksPerNode();
     req.messageBytes = planMessageBytes(call, comm_->size());
-    // Gather and scatter: NCCL's in-place form exists only on the root (the other ranks often pass NULL for
-    // the buffer it compares), so ranks could not agree on the flag and would pick different plans. Every rank
-    // asks for an out-of-place plan instead; one serves an in-place root call correctly (the executor stages
-    // the aliased send buffer).
-    req.inPlace = (call.kind == CollKind::Gather || call.kind == CollKind::Scatter) ? false
-                                                                                     : isInPlace(call, comm_->rank());
+    req.inPlace = inPlaceForSelection(call);
     req.dtype = call.dtype;
-    // A user op is a PreMulSum (the executor's op 5) whatever its handle.
-    req.redOp = !isReduction(call.kind)                  ? -1
-                : call.op < static_cast<int>(ncclNumOps) ? call.op
-                                                         : static_cast<int>(ReduceOp::PreMulSum);
+    req.redOp = isReduction(call.kind) ? execOpNumber(call) : -1;
     req.root = hasRoot(call.kind) ? call.root : -1;
     req.rank = comm_->rank();
     req.sendBuffer = call.sendbuff;
@@ -123,6 +126,50 @@ class RuntimeLink final : public RankLink {
     choice.name = sel->name.c_str();  // lives as long as the selection, which the choice holds
     choice.selection = sel;
     return choice;
+  }
+
+  PlanChoice agreedPlan(const CollCall& call, const char* forcedReason, std::string* why) override {
+    const CallShape shape = shapeOf(call, inPlaceForSelection(call));
+    PlanChoice choice;
+    if (agreement_.cached(shape, plan::Registry::instance().generation(), &choice, why)) return choice;
+    LocalChoice mine;
+    if (forcedReason) {
+      mine.why = forcedReason;
+    } else {
+      mine.plan = selectPlan(call, &mine.why);
+      if (mine.plan) {
+        auto sel = std::static_pointer_cast<const plan::Selection>(mine.plan.selection);
+        mine.fingerprint = exec::planFingerprint(*sel->plan);
+      }
+    }
+    // The call monitor counts the agreement as the start of the call: a peer already running it while this rank
+    // agrees (their registries changed at different points) is then told apart from a late peer.
+    plan::Collective collective;
+    const bool announced = planCollectiveOf(call.kind, &collective);
+    if (announced) {
+      executor_.beginAgreement(static_cast<int>(collective), sendBytes(call, comm_->size()),
+                               recvBytes(call, comm_->size()), static_cast<DataType>(call.dtype),
+                               isReduction(call.kind) ? execOpNumber(call) : -1, hasRoot(call.kind) ? call.root : -1);
+    }
+    try {
+      choice = agreement_.agree(shape, plan::Registry::instance().generation(), mine, why);
+    } catch (const Error& e) {
+      if (announced) executor_.endAgreement();
+      // A failed communicator aborts the agreement's exchange: report its failure (the dead peer, the registries
+      // changed at different points), not the abort it caused.
+      comm_->throwIfFailedAfter(e);
+      throw;
+    } catch (...) {
+      if (announced) executor_.endAgreement();
+      throw;
+    }
+    if (announced && !choice) executor_.endAgreement();  // the real NCCL runs it: no plan call follows
+    return choice;
+  }
+  bool planAgreed(const CollCall& call) override {
+    PlanChoice ignored;
+    return agreement_.cached(shapeOf(call, inPlaceForSelection(call)), plan::Registry::instance().generation(),
+                             &ignored, nullptr);
   }
 
   PlanRun runPlan(const PlanChoice& choice, const CollCall& call, const ExecReduceOp& op) override {
@@ -166,15 +213,30 @@ class RuntimeLink final : public RankLink {
       executor_.execute(comm_->rank(), send, call.recvbuff, sendBytes(call, n), recvBytes(call, n),
                         static_cast<DataType>(call.dtype), plan, call.stream, PacketType::LL16, op, scalar);
     } catch (const Error& e) {
+      executor_.endAgreement();  // refused before it began: the agreed call ends here
       if (e.code() != ErrorCode::NotSupported) throw;
       return PlanRun::refused(e.what());
     }
     return PlanRun::ran();
   }
 
+  // Gather and scatter: NCCL's in-place form exists only on the root (the other ranks often pass NULL for the
+  // buffer it compares), so ranks could not agree on the flag and would pick different plans. Every rank asks for
+  // an out-of-place plan instead; one serves an in-place root call correctly (the executor stages the aliased send
+  // buffer).
+  bool inPlaceForSelection(const CollCall& call) const {
+    return (call.kind == CollKind::Gather || call.kind == CollKind::Scatter) ? false : isInPlace(call, comm_->rank());
+  }
+  // The op as the executor numbers it: a user op is a PreMulSum (5) whatever its handle.
+  static int execOpNumber(const CollCall& call) {
+    return call.op < static_cast<int>(ncclNumOps) ? call.op : static_cast<int>(ReduceOp::PreMulSum);
+  }
+
   std::shared_ptr<Communicator> comm_;
   std::shared_ptr<Bootstrap> control_;
   Executor executor_;
+  PlanAgreement agreement_;
+  std::shared_ptr<void> failureHook_;
 };
 
 }  // namespace
@@ -196,7 +258,14 @@ class TcpConnector final : public LinkConnector {
   std::unique_ptr<RankLink> connect(const ncclUniqueId& id) override {
     UniqueId uid;
     std::memcpy(uid.data(), &id, sizeof(id));
-    bootstrap_->initialize(uid);
+    try {
+      bootstrap_->initialize(uid);
+    } catch (const Error& e) {
+      // Ranks that never reached the rendezvous are, for NCCL's callers, unreachable peers (ncclRemoteError), not
+      // a deadline of live peers.
+      if (e.code() == ErrorCode::Timeout) throw Error(ErrorCode::RemoteError, e.what());
+      throw;
+    }
     return std::make_unique<RuntimeLink>(std::make_shared<Communicator>(bootstrap_));
   }
   void abort() override { bootstrap_->abort(); }

@@ -26,6 +26,7 @@ class SoloLink final : public RankLink {
   void recv(int peer, int, void*, size_t) override {
     MSCCLPP_THROW(ErrorCode::InternalError, "recv from peer %d on a one-rank communicator", peer);
   }
+  bool failed(ErrorCode*, std::string*) const override { return false; }  // no peer can fail
   void abort() override { aborted_.store(true); }
   void interruptInflight() override {}
   PlanChoice selectPlan(const CollCall&, std::string* why) override {

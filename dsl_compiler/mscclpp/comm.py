@@ -90,7 +90,8 @@ class CommGroup:
       ``store_key``, the others wait for it with the store's own timeout.
 
     ``device``: DEVICE_AUTO, DEVICE_HOST or a CUDA ordinal. ``timeout``: seconds for the bootstrap's
-    waits (None: MSCCLPP_TIMEOUT_S).
+    waits and the communicator's collectives (None: MSCCLPP_TIMEOUT_S, whose default 0 waits for live peers
+    without a deadline; docs/failure-handling.md).
     """
 
     def __init__(

@@ -19,7 +19,52 @@ void Bootstrap::recv(void* data, size_t size, int peer, int tag) {
   if (size) std::memcpy(data, msg.data(), size);
 }
 
+uint64_t Bootstrap::addPeerFailureListener(PeerFailureListener) { return 0; }
+void Bootstrap::removePeerFailureListener(uint64_t) {}
+void Bootstrap::serve(RequestHandler) {
+  MSCCLPP_THROW(ErrorCode::NotSupported, "this bootstrap implementation serves no requests");
+}
+std::vector<char> Bootstrap::ask(int, const std::vector<char>&, double) {
+  MSCCLPP_THROW(ErrorCode::NotSupported, "this bootstrap implementation sends no requests");
+}
+
 namespace detail {
+
+namespace {
+// The largest answer ask() accepts (the call monitor's are a few KiB).
+constexpr size_t kMaxReplyBytes = 1 << 20;
+
+int viewRankOf(const std::vector<int>& worldRanks, int worldRank) {
+  auto it = std::find(worldRanks.begin(), worldRanks.end(), worldRank);
+  return it == worldRanks.end() ? -1 : static_cast<int>(it - worldRanks.begin());
+}
+}  // namespace
+
+uint64_t GroupOps::addPeerFailureListener(Bootstrap::PeerFailureListener listener) {
+  return endpoint_->failures().add([ranks = worldRanks_, listener = std::move(listener)](int w, const std::string& why) {
+    const int r = viewRankOf(ranks, w);
+    if (r >= 0) listener(r, why);
+  });
+}
+
+void GroupOps::removePeerFailureListener(uint64_t id) { endpoint_->failures().remove(id); }
+
+void GroupOps::serve(Bootstrap::RequestHandler handler) {
+  if (!handler) return endpoint_->setRequestHandler(ns_, nullptr);
+  endpoint_->setRequestHandler(ns_, [ranks = worldRanks_, handler = std::move(handler)](
+                                        int from, const std::vector<char>& request) -> std::vector<char> {
+    const int r = viewRankOf(ranks, from);
+    return r < 0 ? std::vector<char>() : handler(r, request);
+  });
+}
+
+std::vector<char> GroupOps::ask(int peer, const std::vector<char>& request, double timeoutSeconds) {
+  checkPeer(peer, "ask");
+  const int tag = askCount_.fetch_add(1, std::memory_order_relaxed);
+  const Deadline d(timeoutSeconds);
+  sendKeyed(peer, kKindRequest, tag, request.data(), request.size(), d, "ask");
+  return recvKeyed(peer, kKindReply, tag, kMaxReplyBytes, d, "ask");
+}
 
 GroupOps::GroupOps(std::shared_ptr<MessageEndpoint> endpoint, uint64_t ns, std::vector<int> worldRanks, int myRank,
                    double timeoutSeconds, std::shared_ptr<const CancelToken> parentToken)

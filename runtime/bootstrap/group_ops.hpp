@@ -36,6 +36,11 @@ class GroupOps {
   void abort();
   double timeoutSeconds() const { return timeout_.load(std::memory_order_relaxed); }
   void setTimeout(double seconds) { timeout_.store(seconds, std::memory_order_relaxed); }
+  // Bootstrap's failure listeners and requests, in this view's rank numbers (bootstrap.hpp).
+  uint64_t addPeerFailureListener(Bootstrap::PeerFailureListener listener);
+  void removePeerFailureListener(uint64_t id);
+  void serve(Bootstrap::RequestHandler handler);
+  std::vector<char> ask(int peer, const std::vector<char>& request, double timeoutSeconds);
 
  private:
   Deadline deadline() const { return Deadline(timeoutSeconds()); }
@@ -52,6 +57,7 @@ class GroupOps {
   int rank_;
   std::atomic<double> timeout_;
   std::atomic<uint64_t> splitCount_{0};
+  std::atomic<int32_t> askCount_{0};  // the tag of the next request: replies match it
   std::shared_ptr<CancelToken> token_;
 };
 
@@ -73,6 +79,14 @@ class ViewBootstrap : public Bootstrap {
   void abort() override { ops_->abort(); }
   double timeoutSeconds() const override { return ops_->timeoutSeconds(); }
   void setTimeout(double seconds) override { ops_->setTimeout(seconds); }
+  uint64_t addPeerFailureListener(PeerFailureListener listener) override {
+    return ops_->addPeerFailureListener(std::move(listener));
+  }
+  void removePeerFailureListener(uint64_t id) override { ops_->removePeerFailureListener(id); }
+  void serve(RequestHandler handler) override { ops_->serve(std::move(handler)); }
+  std::vector<char> ask(int peer, const std::vector<char>& request, double timeoutSeconds) override {
+    return ops_->ask(peer, request, timeoutSeconds);
+  }
 
  private:
   std::unique_ptr<GroupOps> ops_;

@@ -1,5 +1,7 @@
 // Ranks as threads of one process: each rank's mailbox is filled directly by the sending thread.
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "bootstrap/group_ops.hpp"
 #include "bootstrap/mailbox.hpp"
@@ -10,10 +12,17 @@
 namespace mscclpp {
 
 struct InProcessBootstrap::Group {
-  explicit Group(int n) {
-    for (int r = 0; r < n; ++r) boxes.push_back(std::make_unique<detail::Mailbox>(n));
+  explicit Group(int n) : handlers(static_cast<size_t>(n)) {
+    for (int r = 0; r < n; ++r) {
+      boxes.push_back(std::make_unique<detail::Mailbox>(n));
+      failures.push_back(std::make_unique<detail::PeerFailures>(n));
+    }
   }
   std::vector<std::unique_ptr<detail::Mailbox>> boxes;
+  std::vector<std::unique_ptr<detail::PeerFailures>> failures;  // what each rank knows
+  // Each rank's request handlers by namespace; a request runs its peer's handler on the asking thread.
+  std::mutex handlersMutex;
+  std::vector<std::map<uint64_t, std::shared_ptr<const detail::RequestHandler>>> handlers;
 };
 
 namespace {
@@ -31,7 +40,19 @@ class InProcessEndpoint : public detail::MessageEndpoint {
     MSCCLPP_ENFORCE(!group_->boxes[rank_]->aborted(), ErrorCode::Aborted, "%s: the bootstrap was aborted",
                     what.c_str());
     const char* p = static_cast<const char*>(data);
+    if (key.kind == detail::kKindRequest) return answer(peer, key, std::vector<char>(p, p + size));
     group_->boxes[peer]->deliver(rank_, key, std::vector<char>(p, p + size));
+  }
+
+  detail::PeerFailures& failures() override { return *group_->failures[rank_]; }
+
+  void setRequestHandler(uint64_t ns, detail::RequestHandler handler) override {
+    std::lock_guard<std::mutex> lock(group_->handlersMutex);
+    if (handler) {
+      group_->handlers[rank_][ns] = std::make_shared<const detail::RequestHandler>(std::move(handler));
+    } else {
+      group_->handlers[rank_].erase(ns);
+    }
   }
 
   std::vector<char> recv(int peer, const detail::MessageKey& key, size_t maxBytes, const Deadline& deadline,
@@ -44,9 +65,30 @@ class InProcessEndpoint : public detail::MessageEndpoint {
   void abort() override {
     group_->boxes[rank_]->abort("the bootstrap was aborted");
     leave("aborted");
+    // For its peers an aborted rank has failed, as a crashed process would have.
+    for (int r = 0; r < nRanks(); ++r) {
+      if (r != rank_) {
+        group_->failures[r]->report(rank_, "rank " + std::to_string(rank_) +
+                                               " aborted its in-process bootstrap (it stands for a crash)");
+      }
+    }
   }
 
  private:
+  // The peer's handler answers on this thread; the answer waits in our mailbox like a message.
+  void answer(int peer, const detail::MessageKey& key, const std::vector<char>& request) {
+    if (failures().failed(peer)) MSCCLPP_THROW(ErrorCode::RemoteError, "%s", failures().reason(peer).c_str());
+    std::shared_ptr<const detail::RequestHandler> handler;
+    {
+      std::lock_guard<std::mutex> lock(group_->handlersMutex);
+      auto it = group_->handlers[peer].find(key.ns);
+      if (it != group_->handlers[peer].end()) handler = it->second;
+    }
+    std::vector<char> reply;
+    if (handler) reply = (*handler)(rank_, request);
+    group_->boxes[rank_]->deliver(peer, detail::MessageKey{key.ns, detail::kKindReply, key.tag}, std::move(reply));
+  }
+
   void leave(const char* how) {
     for (int r = 0; r < nRanks(); ++r) {
       if (r != rank_) group_->boxes[r]->markPeerGone(rank_, "rank " + std::to_string(rank_) + " " + how);
@@ -98,6 +140,14 @@ std::shared_ptr<Bootstrap> InProcessBootstrap::withNamespace(const std::string& 
   return pimpl_->ops->withNamespace(name);
 }
 void InProcessBootstrap::abort() { pimpl_->ops->abort(); }
+uint64_t InProcessBootstrap::addPeerFailureListener(PeerFailureListener listener) {
+  return pimpl_->ops->addPeerFailureListener(std::move(listener));
+}
+void InProcessBootstrap::removePeerFailureListener(uint64_t id) { pimpl_->ops->removePeerFailureListener(id); }
+void InProcessBootstrap::serve(RequestHandler handler) { pimpl_->ops->serve(std::move(handler)); }
+std::vector<char> InProcessBootstrap::ask(int peer, const std::vector<char>& request, double timeoutSeconds) {
+  return pimpl_->ops->ask(peer, request, timeoutSeconds);
+}
 double InProcessBootstrap::timeoutSeconds() const { return pimpl_->ops->timeoutSeconds(); }
 void InProcessBootstrap::setTimeout(double seconds) { pimpl_->ops->setTimeout(seconds); }
 

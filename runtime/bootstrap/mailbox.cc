@@ -48,7 +48,6 @@ std::vector<char> Mailbox::take(int from, const MessageKey& key, size_t maxBytes
   auto slot = std::make_pair(from, key);
   while (true) {
     if (aborted_) MSCCLPP_THROW(ErrorCode::Aborted, "%s: %s", what.c_str(), abortReason_.c_str());
-    if (token && token->isCancelled()) MSCCLPP_THROW(ErrorCode::Aborted, "%s: the bootstrap was aborted", what.c_str());
     auto it = queues_.find(slot);
     if (it != queues_.end() && !it->second.empty()) {
       std::vector<char> msg = std::move(it->second.front());
@@ -59,6 +58,8 @@ std::vector<char> Mailbox::take(int from, const MessageKey& key, size_t maxBytes
                       "%s: the message has %zu bytes, more than the %zu expected", what.c_str(), msg.size(), maxBytes);
       return msg;
     }
+    // After the queue: a view cancelled because its communicator failed still hands out what arrived.
+    if (token && token->isCancelled()) MSCCLPP_THROW(ErrorCode::Aborted, "%s: the bootstrap was aborted", what.c_str());
     if (from >= 0 && from < static_cast<int>(goneReason_.size()) && !goneReason_[from].empty()) {
       MSCCLPP_THROW(ErrorCode::RemoteError, "%s: %s", what.c_str(), goneReason_[from].c_str());
     }

@@ -5,13 +5,15 @@
 #ifndef MSCCLPP_BOOTSTRAP_MESSAGE_ENDPOINT_HPP_
 #define MSCCLPP_BOOTSTRAP_MESSAGE_ENDPOINT_HPP_
 
-#include <cstddef>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "bootstrap/peer_failures.hpp"
 #include "core/deadline.hpp"
 
 namespace mscclpp::detail {
@@ -22,7 +24,14 @@ enum MessageKind : uint32_t {
   kKindAllGather = 1,
   kKindBroadcast = 2,
   kKindBarrier = 3,
-  kKindMax = 3,
+  // Served by the endpoint itself, never queued for recv(): the liveness protocol (TCP only) and
+  // requests answered by a handler (setRequestHandler) on the peer's helper thread.
+  kKindHeartbeat = 4,      // "I am alive"; no payload
+  kKindGoodbye = 5,        // "I leave on purpose" (destroy): the closing connection is not a failure
+  kKindFailureNotice = 6,  // tag: a world rank that failed; payload: why
+  kKindRequest = 7,        // handed to the receiver's handler for the namespace
+  kKindReply = 8,          // the handler's answer: queued like a message, matched by (ns, tag)
+  kKindMax = 8,
 };
 
 struct MessageKey {
@@ -49,6 +58,10 @@ struct CancelToken {
   }
 };
 
+// Answers a request (kind kKindRequest) from world rank `from`, on the endpoint's helper thread:
+// must be quick and must not block on peers. The returned bytes travel back as a kKindReply.
+using RequestHandler = std::function<std::vector<char>(int from, const std::vector<char>& request)>;
+
 // One rank's end of a world. Thread-safe: any thread may send or receive at any time; messages with
 // the same (peer, key) are delivered in send order.
 class MessageEndpoint {
@@ -67,6 +80,11 @@ class MessageEndpoint {
   virtual void abort() = 0;
   // Wakes every waiting recv so that it re-checks its token.
   virtual void wakeAll() = 0;
+  // The peers this endpoint knows to have failed (world ranks), and who to tell.
+  virtual PeerFailures& failures() = 0;
+  // Installs (or, with an empty handler, removes) the handler of requests sent to namespace ns.
+  // Requests to a namespace without a handler get an empty reply.
+  virtual void setRequestHandler(uint64_t ns, RequestHandler handler) = 0;
 };
 
 }  // namespace mscclpp::detail

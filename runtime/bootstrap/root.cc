@@ -1,6 +1,9 @@
 #include "bootstrap/root.hpp"
 
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "bootstrap/wire.hpp"
@@ -15,6 +18,8 @@ namespace {
 
 constexpr size_t kMaxPending = 256;  // unauthenticated connections kept at once; the oldest go first
 constexpr double kMaxHandshakeSeconds = 10.0;
+// After a failed rendezvous the root answers late ranks with the failure for this long.
+constexpr double kLingerSeconds = 30.0;
 
 struct Arrival {
   net::Socket socket;
@@ -26,19 +31,27 @@ struct Arrival {
 
 // The rendezvous state; touched only on the loop's thread once started.
 struct RootListener::State {
-  State(net::Socket listener, const net::Secret& secret, double timeoutSeconds);
+  State(net::Socket listener, const net::Secret& secret, double timeoutSeconds, std::string deadlineName);
 
   std::string where;
   double timeoutSeconds;
+  std::string deadlineName;
   Deadline deadline;
   std::vector<Arrival> arrived;  // by rank, socket.valid() when present
   int nRanks = 0, count = 0;
+  // Set when a rank that arrived died before the table went out: every rank that arrived, or
+  // arrives within kLingerSeconds, is told at once instead of waiting for the deadline.
+  std::string failure;
+  Deadline lingerUntil{0};
   net::HelloAcceptor acceptor;
   net::EventLoop loop;
 
   // A prepare step of the loop: false once the rendezvous is over (complete or failed).
   bool prepare(net::Watches& watches);
   void admit(net::Socket socket, const RendezvousHello& h, const std::string& peer);
+  // An arrived rank's connection became readable: it says nothing more, so this is its close.
+  void checkClosed(int rank);
+  void fail(const std::string& message);
 };
 
 std::string formatMissingRanks(const std::vector<bool>& present) {
@@ -80,9 +93,10 @@ void sendError(Arrival& a, const std::string& message) {
 
 }  // namespace
 
-RootListener::State::State(net::Socket listener, const net::Secret& secret, double timeout)
+RootListener::State::State(net::Socket listener, const net::Secret& secret, double timeout, std::string name)
     : where("bootstrap root at " + listener.localAddress().toString()),
       timeoutSeconds(timeout),
+      deadlineName(std::move(name)),
       deadline(timeout),
       acceptor(std::move(listener),
                net::HelloAcceptor::Options{where, LogBootstrap, kRendezvousHelloMagic, secret, sizeof(RendezvousHello),
@@ -96,8 +110,31 @@ RootListener::State::State(net::Socket listener, const net::Secret& secret, doub
                }),
       loop(where, -1) {}
 
+void RootListener::State::fail(const std::string& message) {
+  failure = message;
+  lingerUntil = Deadline(kLingerSeconds);
+  MSCCLPP_WARN(LogBootstrap, "%s", message.c_str());
+  for (auto& a : arrived) {
+    if (!a.socket.valid()) continue;
+    sendError(a, message);
+    a.socket.close();
+  }
+}
+
+void RootListener::State::checkClosed(int rank) {
+  Arrival& a = arrived[rank];
+  if (!failure.empty() || !a.socket.valid()) return;  // closed by a failure earlier in this turn
+  char byte;
+  const ssize_t n = ::recv(a.socket.fd(), &byte, 1, MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+  fail(strFormat("rank %d (from %s) %s its connection to the %s before every rank arrived: it exited, crashed or "
+                 "was killed",
+                 rank, a.peer.c_str(), n > 0 ? "sent unexpected bytes on" : "closed", where.c_str()));
+}
+
 void RootListener::State::admit(net::Socket socket, const RendezvousHello& h, const std::string& peer) {
   Arrival a{std::move(socket), net::SocketAddress(), peer};
+  if (!failure.empty()) return sendError(a, failure);
   try {
     a.address = net::SocketAddress::decode(h.listenAddress, "rendezvous hello listen address");
   } catch (const Error& e) {
@@ -125,6 +162,12 @@ void RootListener::State::admit(net::Socket socket, const RendezvousHello& h, co
 }
 
 bool RootListener::State::prepare(net::Watches& watches) {
+  if (!failure.empty()) {
+    if (lingerUntil.expired()) return false;
+    acceptor.watch(watches);
+    watches.limitWait(lingerUntil.remainingMs());
+    return true;
+  }
   if (nRanks > 0 && count == nRanks) {
     std::vector<uint8_t> table(static_cast<size_t>(nRanks) * net::SocketAddress::kEncodedBytes);
     for (int r = 0; r < nRanks; ++r) arrived[r].address.encode(table.data() + r * net::SocketAddress::kEncodedBytes);
@@ -134,28 +177,31 @@ bool RootListener::State::prepare(net::Watches& watches) {
   }
   if (deadline.expired()) {
     if (nRanks == 0) {
-      MSCCLPP_WARN(LogBootstrap, "%s: no rank arrived within %.3g s (MSCCLPP_TIMEOUT_S); closing", where.c_str(),
-                   timeoutSeconds);
+      MSCCLPP_WARN(LogBootstrap, "%s: no rank arrived within %.3g s (%s); closing", where.c_str(), timeoutSeconds,
+                   deadlineName.c_str());
       return false;
     }
     std::vector<bool> present(static_cast<size_t>(nRanks));
     for (int r = 0; r < nRanks; ++r) present[r] = arrived[r].socket.valid();
-    std::string msg = strFormat("ranks %s (%d of %d) did not arrive at the %s within %.3g s (MSCCLPP_TIMEOUT_S)",
+    std::string msg = strFormat("ranks %s (%d of %d) did not arrive at the %s within %.3g s (%s)",
                                 formatMissingRanks(present).c_str(), nRanks - count, nRanks, where.c_str(),
-                                timeoutSeconds);
+                                timeoutSeconds, deadlineName.c_str());
     MSCCLPP_WARN(LogBootstrap, "%s", msg.c_str());
     for (auto& a : arrived)
       if (a.socket.valid()) sendError(a, msg);
     return false;
   }
   acceptor.watch(watches);
+  for (int r = 0; r < nRanks; ++r) {
+    if (arrived[r].socket.valid()) watches.add(arrived[r].socket.fd(), [this, r]() { checkClosed(r); });
+  }
   watches.limitWait(deadline.remainingMs());
   return true;
 }
 
 std::unique_ptr<RootListener> RootListener::start(net::Socket listener, const net::Secret& secret,
-                                                  double timeoutSeconds) {
-  auto state = std::make_shared<State>(std::move(listener), secret, timeoutSeconds);
+                                                  double timeoutSeconds, std::string deadlineName) {
+  auto state = std::make_shared<State>(std::move(listener), secret, timeoutSeconds, std::move(deadlineName));
   std::unique_ptr<RootListener> root(new RootListener());
   root->state_ = state;
   // The hooks hold their own reference so that a detached root outlives its handle.

@@ -4,7 +4,9 @@
 // Connections with a wrong secret or garbage bytes are dropped and logged at WARN; they do not
 // disturb the rendezvous.
 //
-// The deadline is MSCCLPP_TIMEOUT_S from the start, restarted when the first rank arrives.
+// The deadline (MSCCLPP_INIT_TIMEOUT_S, or MSCCLPP_TIMEOUT_S when set) runs from the start and
+// restarts when the first rank arrives. A rank that arrived and then closed its connection (it
+// died) fails the rendezvous at once: every rank that arrived, or arrives in the next 30 s, is told.
 // Ownership: the root runs on its own EventLoop thread, which shares its state; RootListener::start
 // returns a handle that can stop and join it, or detach() it (createUniqueId does: the thread ends
 // by itself).
@@ -24,8 +26,9 @@ class RootListener {
  public:
   struct State;
   // Takes a bound, listening socket.
-  static std::unique_ptr<RootListener> start(net::Socket listener, const net::Secret& secret,
-                                             double timeoutSeconds);
+  // deadlineName: where timeoutSeconds comes from, for the messages ("MSCCLPP_INIT_TIMEOUT_S").
+  static std::unique_ptr<RootListener> start(net::Socket listener, const net::Secret& secret, double timeoutSeconds,
+                                             std::string deadlineName);
   ~RootListener();  // stops and joins unless detached
   void detach();
   void stop();

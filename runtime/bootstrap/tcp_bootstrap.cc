@@ -42,7 +42,7 @@ struct TcpBootstrap::Impl {
                     rank, nRanks);
     return *ops;
   }
-  std::vector<net::SocketAddress> rendezvous(const bootstrap::UniqueIdFields& f);
+  std::vector<net::SocketAddress> rendezvous(const bootstrap::UniqueIdFields& f, double timeout);
 };
 
 UniqueId TcpBootstrap::createUniqueId() {
@@ -55,7 +55,9 @@ UniqueId TcpBootstrap::createUniqueId() {
   f.secret = net::randomSecret();
   MSCCLPP_INFO(LogBootstrap, "bootstrap root listening on %s (interface %s)", f.root.toString().c_str(),
                iface.name.c_str());
-  RootListener::start(std::move(listener), f.secret, params::timeoutSeconds())->detach();
+  RootListener::start(std::move(listener), f.secret, params::rendezvousTimeoutSeconds(),
+                      params::rendezvousTimeoutName())
+      ->detach();
   return bootstrap::encodeUniqueId(f);
 }
 
@@ -68,7 +70,7 @@ TcpBootstrap::TcpBootstrap(int rank, int nRanks) : pimpl_(std::make_unique<Impl>
 
 TcpBootstrap::~TcpBootstrap() = default;
 
-std::vector<net::SocketAddress> TcpBootstrap::Impl::rendezvous(const bootstrap::UniqueIdFields& f) {
+std::vector<net::SocketAddress> TcpBootstrap::Impl::rendezvous(const bootstrap::UniqueIdFields& f, double timeout) {
   using namespace bootstrap;
   const std::string who = strFormat("bootstrap rank %d/%d", rank, nRanks);
   const std::string rootText = "the bootstrap root at " + f.root.toString();
@@ -128,13 +130,18 @@ void TcpBootstrap::initialize(const UniqueId& uniqueId, double timeoutSec) {
                   m.rank, m.nRanks);
   ScopedLogRank logRank(m.rank);
   bootstrap::UniqueIdFields f = bootstrap::decodeUniqueId(uniqueId);
+  // Two deadlines: the rendezvous waits for ranks that may never come (MSCCLPP_INIT_TIMEOUT_S),
+  // later calls wait for live peers, with no limit unless MSCCLPP_TIMEOUT_S sets one (a dead peer
+  // fails them at once: the endpoint's liveness protocol).
   m.timeout = timeoutSec > 0 ? timeoutSec : params::timeoutSeconds();
+  const double rendezvousTimeout = timeoutSec > 0 ? timeoutSec : params::rendezvousTimeoutSeconds();
   m.id = uniqueId;
   int64_t maxBytes = params::bootstrapMaxMessageBytes();
   MSCCLPP_ENFORCE(maxBytes > 0, ErrorCode::InvalidArgument, "MSCCLPP_BOOTSTRAP_MAX_BYTES=%lld must be > 0",
                   (long long)maxBytes);
   if ((f.flags & bootstrap::kFlagFixedAddress) && m.rank == 0) {
-    m.root = RootListener::start(net::Socket::listenOn(f.root), f.secret, m.timeout);
+    m.root = RootListener::start(net::Socket::listenOn(f.root), f.secret, rendezvousTimeout,
+                                 timeoutSec > 0 ? "the initialize() timeout" : params::rendezvousTimeoutName());
   }
   // Listen where the root is reachable from: loopback roots keep the job on loopback.
   net::NetInterface iface = f.root.isLoopback() && params::socketIfname().empty()
@@ -149,7 +156,8 @@ void TcpBootstrap::initialize(const UniqueId& uniqueId, double timeoutSec) {
     m.endpoint = endpoint;
   }
   try {
-    m.endpoint->setPeerAddresses(m.rendezvous(f));
+    m.endpoint->setPeerAddresses(m.rendezvous(f, rendezvousTimeout));
+    m.endpoint->startLiveness(Deadline(rendezvousTimeout));
   } catch (const Error& e) {
     std::shared_ptr<TcpEndpoint> gone;
     {
@@ -204,6 +212,16 @@ void TcpBootstrap::abort() {
     endpoint = pimpl_->endpoint;
   }
   if (endpoint) endpoint->abort();
+}
+uint64_t TcpBootstrap::addPeerFailureListener(PeerFailureListener listener) {
+  return pimpl_->checked().addPeerFailureListener(std::move(listener));
+}
+void TcpBootstrap::removePeerFailureListener(uint64_t id) {
+  if (pimpl_->ops) pimpl_->ops->removePeerFailureListener(id);
+}
+void TcpBootstrap::serve(RequestHandler handler) { pimpl_->checked().serve(std::move(handler)); }
+std::vector<char> TcpBootstrap::ask(int peer, const std::vector<char>& request, double timeoutSeconds) {
+  return pimpl_->checked().ask(peer, request, timeoutSeconds);
 }
 double TcpBootstrap::timeoutSeconds() const {
   return pimpl_->ops ? pimpl_->ops->timeoutSeconds() : pimpl_->timeout;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "bootstrap/wire.hpp"
+#include "core/deadline.hpp"
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 
@@ -13,23 +14,20 @@ namespace {
 constexpr size_t kMaxUnauthenticated = 256;
 constexpr double kHandshakeSeconds = 10.0;
 constexpr int kFramesPerWakeup = 64;  // fairness between busy peers
+// A courier send (failure notice, reply) gives up after this: the peer is dead or unreachable too.
+constexpr double kCourierSendSeconds = 2.0;
 }  // namespace
-
-struct TcpEndpoint::Inbound {
-  net::Socket socket;
-  int fromRank = -1;
-  FrameHeader header{};
-  size_t headerGot = 0;
-  bool inPayload = false;
-  std::vector<char> payload;
-  size_t payloadGot = 0;
-};
 
 TcpEndpoint::TcpEndpoint(int rank, int nRanks, const net::Secret& secret, net::Socket listener,
                          size_t maxMessageBytes)
     : rank_(rank), nRanks_(nRanks), secret_(secret), maxMessageBytes_(maxMessageBytes),
       listenAddress_(listener.localAddress()), who_(strFormat("bootstrap rank %d/%d", rank, nRanks)),
       mailbox_(nRanks),
+      failures_(nRanks),
+      courier_(who_, currentLogRank(),
+               [this](int peer, const detail::MessageKey& key, const std::vector<char>& payload) {
+                 send(peer, key, payload.data(), payload.size(), Deadline(kCourierSendSeconds), who_ + ": courier");
+               }),
       acceptor_(std::move(listener),
                 net::HelloAcceptor::Options{who_, LogBootstrap, kPeerHelloMagic, secret, sizeof(PeerHello),
                                             "not a rank of this job", kHandshakeSeconds, kMaxUnauthenticated},
@@ -39,6 +37,7 @@ TcpEndpoint::TcpEndpoint(int rank, int nRanks, const net::Secret& secret, net::S
       progress_(who_, currentLogRank()) {
   for (int r = 0; r < nRanks; ++r) outbound_.push_back(std::make_unique<Outbound>());
   connectedFrom_.assign(static_cast<size_t>(nRanks), false);
+  watch_.assign(static_cast<size_t>(nRanks), PeerWatch{});
   net::EventLoop::Hooks hooks;
   hooks.prepare = [this](net::Watches& watches) { return prepare(watches); };
   hooks.onFailure = [this](const std::exception& e) {
@@ -46,7 +45,16 @@ TcpEndpoint::TcpEndpoint(int rank, int nRanks, const net::Secret& secret, net::S
     mailbox_.abort(std::string("the bootstrap progress thread failed: ") + e.what());
   };
   hooks.onExit = [this]() {
-    for (auto& in : inbound_) in->socket.close();
+    // Leaving on purpose (not aborted): a goodbye on every inbound connection too, so that a peer
+    // watching its outbound socket to us does not take the close for a crash.
+    const bool goodbye = !aborted_.load();
+    for (auto& in : inbound_) {
+      if (goodbye && in->socket.valid()) {
+        FrameHeader h{kFrameMagic, detail::kKindGoodbye, 0, 0, 0, 0};
+        (void)!::send(in->socket.fd(), &h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL);
+      }
+      in->socket.close();
+    }
     acceptor_.close();
   };
   progress_.start(std::move(hooks));
@@ -54,6 +62,8 @@ TcpEndpoint::TcpEndpoint(int rank, int nRanks, const net::Secret& secret, net::S
 
 TcpEndpoint::~TcpEndpoint() {
   stopping_.store(true);
+  courier_.stop();
+  if (!aborted_.load()) sayGoodbyeOnOutbound();
   progress_.stop();
   // Outbound sockets close here (not in abort) so that data already sent is still delivered.
 }
@@ -67,25 +77,36 @@ void TcpEndpoint::setPeerAddresses(std::vector<net::SocketAddress> addresses) {
 void TcpEndpoint::abort() {
   if (aborted_.exchange(true)) return;
   mailbox_.abort("the bootstrap was aborted");
+  courier_.stop();
   // shutdown (not close) wakes a sender blocked in poll without racing on the fd number.
   for (auto& o : outbound_) {
-    int fd = o->fdForAbort.load();
+    int fd = o->fd.load();
     if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
   }
   progress_.wake();
 }
 
+void TcpEndpoint::setRequestHandler(uint64_t ns, detail::RequestHandler handler) {
+  std::lock_guard<std::mutex> lock(handlersMutex_);
+  if (handler) {
+    handlers_[ns] = std::make_shared<const detail::RequestHandler>(std::move(handler));
+  } else {
+    handlers_.erase(ns);
+  }
+}
+
 void TcpEndpoint::connectOutbound(int peer, Outbound& out, const Deadline& deadline, const std::string& what) {
   MSCCLPP_ENFORCE(peersKnown_.load(std::memory_order_acquire), ErrorCode::InvalidUsage,
                   "%s: the rendezvous has not completed", what.c_str());
-  net::Socket s = net::Socket::connectTo(peers_[peer], deadline, "rank " + std::to_string(peer), false);
+  net::Socket s = net::Socket::connectTo(peers_[peer], deadline, "rank " + std::to_string(peer), false, &aborted_);
   PeerHello hello{};
   hello.header = net::makeHelloHeader(kPeerHelloMagic, secret_);
   hello.fromRank = rank_;
   hello.nRanks = nRanks_;
   s.sendAll(&hello, sizeof(hello), deadline, what + ": handshake");
   out.socket = std::move(s);
-  out.fdForAbort.store(out.socket.fd());
+  out.fd.store(out.socket.fd());
+  progress_.wake();  // the progress thread watches the new socket from its next turn
   if (aborted_.load()) out.socket.shutdown();  // abort() may have missed the fd
 }
 
@@ -99,6 +120,9 @@ void TcpEndpoint::send(int peer, const detail::MessageKey& key, const void* data
     mailbox_.deliver(rank_, key, std::vector<char>(p, p + size));
     return;
   }
+  if (failures_.failed(peer)) {
+    MSCCLPP_THROW(ErrorCode::RemoteError, "%s: %s", what.c_str(), failures_.reason(peer).c_str());
+  }
   Outbound& out = *outbound_[peer];
   std::lock_guard<std::mutex> lock(out.mutex);
   MSCCLPP_ENFORCE(out.brokenReason.empty(), ErrorCode::RemoteError, "%s: %s", what.c_str(), out.brokenReason.c_str());
@@ -107,7 +131,13 @@ void TcpEndpoint::send(int peer, const detail::MessageKey& key, const void* data
     FrameHeader h{kFrameMagic, key.kind, key.ns, key.tag, 0, size};
     iovec iov[2] = {{&h, sizeof(h)}, {const_cast<void*>(data), size}};
     out.socket.sendAllv(iov, 2, deadline, what);
+    out.lastSendMs.store(steadyMs(), std::memory_order_relaxed);
   } catch (const Error& e) {
+    // A peer declared failed meanwhile (its socket was shut down to wake us): say so, not "connection lost".
+    if (failures_.failed(peer)) {
+      out.brokenReason = failures_.reason(peer);
+      MSCCLPP_THROW(ErrorCode::RemoteError, "%s: %s", what.c_str(), out.brokenReason.c_str());
+    }
     if (aborted_.load()) MSCCLPP_THROW(ErrorCode::Aborted, "%s: the bootstrap was aborted", what.c_str());
     // A frame cut in the middle leaves the stream unusable: later sends to this peer fail at once.
     out.brokenReason = e.what();
@@ -134,6 +164,7 @@ void TcpEndpoint::admit(net::Socket socket, const char* helloBytes, const std::s
     return;
   }
   connectedFrom_[hello.fromRank] = true;
+  watch_[hello.fromRank].lastHeardMs = steadyMs();
   auto in = std::make_unique<Inbound>();
   in->socket = std::move(socket);
   in->fromRank = hello.fromRank;
@@ -147,6 +178,7 @@ bool TcpEndpoint::service(Inbound& in) {
         size_t n = in.socket.recvSome(reinterpret_cast<char*>(&in.header) + in.headerGot,
                                       sizeof(in.header) - in.headerGot, "frame header");
         if (n == 0) return true;
+        watch_[in.fromRank].lastHeardMs = steadyMs();
         in.headerGot += n;
         if (in.headerGot < sizeof(in.header)) continue;
         in.headerGot = 0;
@@ -166,24 +198,66 @@ bool TcpEndpoint::service(Inbound& in) {
         size_t n = in.socket.recvSome(in.payload.data() + in.payloadGot, in.payload.size() - in.payloadGot,
                                       "frame payload");
         if (n == 0) return true;
+        watch_[in.fromRank].lastHeardMs = steadyMs();
         in.payloadGot += n;
         if (in.payloadGot < in.payload.size()) continue;
       }
       in.inPayload = false;
-      mailbox_.deliver(in.fromRank, detail::MessageKey{in.header.ns, in.header.kind, in.header.tag},
-                       std::move(in.payload));
+      dispatch(in.fromRank, in.header, std::move(in.payload));
       in.payload = std::vector<char>();
     }
     return true;
   } catch (const Error& e) {
-    if (!stopping_.load() && !aborted_.load()) {
-      std::string why = strFormat("rank %d closed its bootstrap connection%s (it exited, crashed, aborted or "
-                                  "destroyed its bootstrap)",
-                                  in.fromRank, in.inPayload ? " in the middle of a message" : "");
-      MSCCLPP_INFO(LogBootstrap, "%s: %s", who_.c_str(), why.c_str());
-      mailbox_.markPeerGone(in.fromRank, why);
+    if (watch_[in.fromRank].left) {
+      peerLeft(in.fromRank, true);  // its connection ended after everything it sent
+    } else if (failures_.failed(in.fromRank)) {
+      peerFailed(in.fromRank, failures_.reason(in.fromRank), false);  // found earlier; now drained
+    } else if (!stopping_.load() && !aborted_.load()) {
+      peerFailed(in.fromRank,
+                 strFormat("%s closed its bootstrap connection%s without leaving: it exited, crashed, was killed or "
+                           "aborted",
+                           peerName(in.fromRank).c_str(), in.inPayload ? " in the middle of a message" : ""),
+                 true);
     }
     return false;
+  }
+}
+
+void TcpEndpoint::dispatch(int from, const FrameHeader& h, std::vector<char> payload) {
+  switch (h.kind) {
+    case detail::kKindHeartbeat: return;  // its arrival was the point
+    case detail::kKindGoodbye: return peerLeft(from, true);
+    case detail::kKindFailureNotice: {
+      const int failed = h.tag;
+      if (failed == rank_) {
+        MSCCLPP_INFO(LogBootstrap, "%s: rank %d reports this rank as failed: %.*s", who_.c_str(), from,
+                     static_cast<int>(payload.size()), payload.data());
+        return;
+      }
+      if (failed < 0 || failed >= nRanks_) return;
+      return peerFailed(failed, std::string(payload.begin(), payload.end()) + strFormat(" (reported by rank %d)", from),
+                        false);
+    }
+    case detail::kKindRequest: {
+      std::shared_ptr<const detail::RequestHandler> handler;
+      {
+        std::lock_guard<std::mutex> lock(handlersMutex_);
+        auto it = handlers_.find(h.ns);
+        if (it != handlers_.end()) handler = it->second;
+      }
+      std::vector<char> reply;
+      if (handler) {
+        try {
+          reply = (*handler)(from, payload);
+        } catch (const std::exception& e) {
+          MSCCLPP_WARN(LogBootstrap, "%s: the handler of a request from rank %d failed: %s", who_.c_str(), from,
+                       e.what());
+        }
+      }
+      courier_.post(from, detail::MessageKey{h.ns, detail::kKindReply, h.tag}, std::move(reply));
+      return;
+    }
+    default: mailbox_.deliver(from, detail::MessageKey{h.ns, h.kind, h.tag}, std::move(payload));
   }
 }
 
@@ -197,6 +271,16 @@ bool TcpEndpoint::prepare(net::Watches& watches) {
     watches.add(conn->socket.fd(), [this, conn]() {
       if (!service(*conn)) conn->socket.close();
     });
+  }
+  if (livenessStartMs_.load(std::memory_order_acquire) != 0) {
+    watchOutbound(watches);
+    const int64_t now = steadyMs();
+    if (now >= nextHeartbeatMs_) {
+      sendHeartbeats(now);
+      nextHeartbeatMs_ = now + static_cast<int64_t>(heartbeatIntervalSeconds_ * 1000);
+    }
+    checkNeighbours(now);
+    watches.limitWait(static_cast<int>(std::max<int64_t>(0, nextHeartbeatMs_ - now)));
   }
   return true;
 }

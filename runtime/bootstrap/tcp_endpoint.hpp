@@ -4,19 +4,36 @@
 // one (sender, key) therefore arrive in order, and a slow receiver never blocks a sender's other
 // traffic (the progress thread always drains).
 //
-// Faults: an inbound socket that closes marks that peer as gone (recv from it fails once its
-// queued messages are consumed); a malformed frame marks it as broken; connections with a wrong
-// secret or garbage are dropped with a WARN. abort() wakes everything without waiting for peers.
+// Liveness (tcp_liveness.cc; docs/failure-handling.md): after the rendezvous
+// every rank connects to its two ring neighbours (rank +- 1) and the progress thread sends them a
+// heartbeat frame each MSCCLPP_HEARTBEAT_INTERVAL_S in which nothing else was sent. A peer is
+// failed when
+//   * any connection with it (inbound, or our outbound one, which the progress thread watches)
+//     closes without a goodbye frame first: the process exited, crashed, was killed or aborted;
+//   * it is a neighbour and nothing arrived from it for MSCCLPP_HEARTBEAT_TIMEOUT_S: its host is
+//     unreachable (a cable, a switch, a host gone without closing TCP), or the process is stopped.
+// The rank that finds a failure tells every other rank (a failure notice, sent by the courier
+// thread), so all ranks learn within milliseconds of the first. A failed peer's recv()s fail at once
+// (RemoteError naming it) and the failure listeners (PeerFailures) are told. Destroying an endpoint
+// says goodbye on every connection first: leaving on purpose is not a failure.
+//
+// Faults: a malformed frame marks its sender as gone; connections with a wrong secret or garbage
+// are dropped with a WARN. abort() wakes everything without waiting for peers and says no goodbye
+// (for the peers, an aborted rank has failed).
 #ifndef MSCCLPP_BOOTSTRAP_TCP_ENDPOINT_HPP_
 #define MSCCLPP_BOOTSTRAP_TCP_ENDPOINT_HPP_
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
 
+#include "bootstrap/courier.hpp"
 #include "bootstrap/mailbox.hpp"
 #include "bootstrap/message_endpoint.hpp"
+#include "bootstrap/peer_failures.hpp"
+#include "bootstrap/wire.hpp"
 #include "core/net/event_loop.hpp"
 #include "core/net/hello.hpp"
 #include "core/net/secret.hpp"
@@ -28,11 +45,15 @@ class TcpEndpoint : public detail::MessageEndpoint {
  public:
   // Starts the progress thread on `listener` (bound and listening).
   TcpEndpoint(int rank, int nRanks, const net::Secret& secret, net::Socket listener, size_t maxMessageBytes);
+  // Leaves on purpose: a goodbye on every connection, then everything closes.
   ~TcpEndpoint() override;
 
   // The listening address of every rank, known after the rendezvous; before it, sends fail.
   void setPeerAddresses(std::vector<net::SocketAddress> addresses);
   net::SocketAddress listenAddress() const { return listenAddress_; }
+  // After setPeerAddresses: connects to the ring neighbours (within `deadline`) and starts the
+  // heartbeats and the watch over them.
+  void startLiveness(const Deadline& deadline);
 
   int rank() const override { return rank_; }
   int nRanks() const override { return nRanks_; }
@@ -42,22 +63,61 @@ class TcpEndpoint : public detail::MessageEndpoint {
                          const std::string& what, const detail::CancelToken* token) override;
   void abort() override;
   void wakeAll() override { mailbox_.wakeAll(); }
+  detail::PeerFailures& failures() override { return failures_; }
+  void setRequestHandler(uint64_t ns, detail::RequestHandler handler) override;
 
  private:
   struct Outbound {
     std::mutex mutex;
     net::Socket socket;
-    std::atomic<int> fdForAbort{-1};
+    std::atomic<int> fd{-1};  // once set, stable until the endpoint is destroyed (abort, the watch)
+    std::atomic<int64_t> lastSendMs{0};
     std::string brokenReason;  // "" while usable
   };
-  struct Inbound;
+  struct Inbound {
+    net::Socket socket;
+    int fromRank = -1;
+    FrameHeader header{};
+    size_t headerGot = 0;
+    bool inPayload = false;
+    std::vector<char> payload;
+    size_t payloadGot = 0;
+  };
+  // The progress thread's view of each peer (touched on that thread only).
+  struct PeerWatch {
+    int64_t lastHeardMs = 0;  // steady-clock ms of the last bytes from it
+    bool neighbour = false;   // watched with heartbeats
+    bool left = false;        // said goodbye
+    bool outboundClosed = false;
+    FrameHeader outboundBytes{};  // what it wrote on our outbound socket (only a goodbye is expected)
+    size_t outboundGot = 0;
+  };
 
   // The progress thread's steps (EventLoop hooks and callbacks).
   bool prepare(net::Watches& watches);
   void admit(net::Socket socket, const char* hello, const std::string& peer);
   // Reads what is available on one inbound connection; false when it must be closed.
   bool service(Inbound& in);
+  // A complete frame from `from`: control frames are served here, the others queued.
+  void dispatch(int from, const FrameHeader& h, std::vector<char> payload);
   void connectOutbound(int peer, Outbound& out, const Deadline& deadline, const std::string& what);
+
+  // ---- liveness (tcp_liveness.cc) ----
+  // Watches our outbound sockets: the peer writes only a goodbye on them, then closes.
+  void watchOutbound(net::Watches& watches);
+  void serviceOutbound(int peer);
+  void sendHeartbeats(int64_t nowMs);
+  void checkNeighbours(int64_t nowMs);
+  // The peer left on purpose (goodbye): not a failure. drained: everything it sent us was read (the
+  // goodbye came in on its own connection, after its messages): recvs from it fail from now on.
+  void peerLeft(int peer, bool drained);
+  // The peer failed: listeners are told and, when tellOthers, every other rank; recvs from it fail
+  // (once `drained`: nothing it sent can still be on the way in).
+  void peerFailed(int peer, const std::string& reason, bool tellOthers, bool drained = true);
+  // "rank 3 at 10.0.0.2:41234"
+  std::string peerName(int peer) const;
+  // Best effort, bounded: a goodbye frame on every outbound socket (the destructor).
+  void sayGoodbyeOnOutbound();
 
   const int rank_;
   const int nRanks_;
@@ -66,14 +126,23 @@ class TcpEndpoint : public detail::MessageEndpoint {
   net::SocketAddress listenAddress_;
   std::string who_;  // "bootstrap rank 2/8"
   detail::Mailbox mailbox_;
+  detail::PeerFailures failures_;
   std::vector<std::unique_ptr<Outbound>> outbound_;
   std::vector<net::SocketAddress> peers_;
-  // Progress thread only: one authenticated connection per peer, and the open connections.
+  std::mutex handlersMutex_;
+  std::map<uint64_t, std::shared_ptr<const detail::RequestHandler>> handlers_;
+  // Progress thread only: one authenticated connection per peer, the open connections, the watch.
   std::vector<bool> connectedFrom_;
   std::vector<std::unique_ptr<Inbound>> inbound_;
+  std::vector<PeerWatch> watch_;
+  int64_t nextHeartbeatMs_ = 0;
+  double heartbeatIntervalSeconds_ = 1;
+  double heartbeatTimeoutSeconds_ = 0;
+  std::atomic<int64_t> livenessStartMs_{0};  // 0: not started
   std::atomic<bool> peersKnown_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> aborted_{false};
+  detail::Courier courier_;
   net::HelloAcceptor acceptor_;
   net::EventLoop progress_;  // last: its thread stops before the members above go
 };

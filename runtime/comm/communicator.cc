@@ -1,6 +1,8 @@
 // Communicator construction, identity, split, async errors and abort.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "comm/communicator_impl.hpp"
 #include "comm/host_identity.hpp"
@@ -8,6 +10,7 @@
 #include "core/logger.hpp"
 #include "core/params.hpp"
 #include "comm/params.hpp"
+#include "mscclpp/device.hpp"
 #include "transport/device_memory.hpp"
 
 namespace mscclpp {
@@ -64,7 +67,7 @@ Communicator::Communicator(std::shared_ptr<Bootstrap> bootstrap, int device) : p
   m.semaphoreBootstrap = bootstrap->withNamespace("mscclpp.semaphore");
   m.rank = bootstrap->getRank();
   m.size = bootstrap->getNranks();
-  m.timeoutSeconds = params::timeoutSeconds();
+  m.timeoutSeconds = bootstrap->timeoutSeconds();  // MSCCLPP_TIMEOUT_S unless the bootstrap was given one
   ScopedLogRank logRank(m.rank);
   if (device == kDeviceAuto) {
     m.device = params::backend() == "cpu" ? kHostDevice : transport::currentCudaDevice();
@@ -78,6 +81,34 @@ Communicator::Communicator(std::shared_ptr<Bootstrap> bootstrap, int device) : p
   }
   m.hostId = comm::computeHostId();
   m.hostHash = comm::hostIdHash(m.hostId);
+  // Listening from before the first exchange: a peer that dies while it runs ends it at once (the exchange's
+  // view is aborted), whichever rank the exchange is waiting on then. The listener holds the state weakly, so a
+  // late notice after destruction finds nothing to fail.
+  std::weak_ptr<Impl> weak = pimpl_;
+  m.peerFailureListener = m.userBootstrap->addPeerFailureListener([weak](int peer, const std::string& reason) {
+    if (auto impl = weak.lock()) impl->peerFailed(peer, reason);
+  });
+  auto endExchange = onFailure([view = std::weak_ptr<Bootstrap>(m.bootstrap)]() {
+    if (auto b = view.lock()) b->abort();
+  });
+  try {
+    exchangeHostIds();
+  } catch (const Error& e) {
+    try {
+      throwIfFailedAfter(e);
+    } catch (...) {
+      m.userBootstrap->removePeerFailureListener(m.peerFailureListener);
+      throw;
+    }
+    m.userBootstrap->removePeerFailureListener(m.peerFailureListener);
+    throw;
+  }
+  endExchange.reset();
+  // Later calls on the view are those of a failed communicator, which fail before using it.
+}
+
+void Communicator::exchangeHostIds() {
+  Impl& m = *pimpl_;
   std::vector<char> slots(kHostIdSlot * static_cast<size_t>(m.size), 0);
   char* mine = slots.data() + kHostIdSlot * static_cast<size_t>(m.rank);
   mine[0] = static_cast<char>(m.hostId.size());
@@ -94,15 +125,114 @@ Communicator::Communicator(std::shared_ptr<Bootstrap> bootstrap, int device) : p
       m.localRanks.push_back(r);
     }
   }
+  {
+    std::lock_guard<std::mutex> lock(m.errorMutex);  // peerFailed() reads them on the bootstrap's threads
+    m.peerHostIds = m.hostIds;
+  }
   MSCCLPP_INFO(LogInit, "%s: host %s, local rank %d of %zu, device %d", m.who().c_str(), m.hostId.c_str(),
                m.localRank, m.localRanks.size(), m.device);
 }
 
-Communicator::~Communicator() = default;
+Communicator::~Communicator() { pimpl_->userBootstrap->removePeerFailureListener(pimpl_->peerFailureListener); }
+
+void Communicator::Impl::peerFailed(int peer, const std::string& reason) {
+  std::string host;  // unknown until the host ids are exchanged (the reason names its address)
+  {
+    std::lock_guard<std::mutex> lock(errorMutex);
+    if (peer >= 0 && peer < static_cast<int>(peerHostIds.size())) host = peerHostIds[peer];
+  }
+  if (host.empty()) {
+    fail(ErrorCode::RemoteError, strFormat("%s: rank %d failed: %s", who().c_str(), peer, reason.c_str()));
+    return;
+  }
+  fail(ErrorCode::RemoteError, strFormat("%s: rank %d (host %s) failed: %s", who().c_str(), peer, host.c_str(),
+                                         reason.c_str()));
+}
+
+void Communicator::Impl::fail(ErrorCode code, const std::string& message) {
+  std::vector<std::shared_ptr<const std::function<void()>>> callbacks;
+  {
+    std::lock_guard<std::mutex> lock(errorMutex);
+    if (hasFailed.load(std::memory_order_relaxed)) return;
+    failureCode = code;
+    failureMessage = message;
+    hasFailed.store(true, std::memory_order_release);
+    if (!hasError) {
+      hasError = true;
+      errorCode = code;
+      errorMessage = message;
+    }
+    for (const auto& [id, callback] : failureCallbacks) callbacks.push_back(callback);
+  }
+  // INFO: the calls that fail because of it say so at WARN; a peer that exits while nothing is
+  // pending here (the end of a job) is no news worth a warning.
+  MSCCLPP_INFO(LogInit, "%s; every pending and later call on this communicator fails", message.c_str());
+  std::lock_guard<std::mutex> running(callbackMutex);
+  for (const auto& callback : callbacks) (*callback)();
+}
+
+void Communicator::fail(ErrorCode code, const std::string& message) { pimpl_->fail(code, message); }
+
+void Communicator::throwIfFailedAfter(const Error& error) const {
+  const ErrorCode c = error.code();
+  if (c == ErrorCode::SystemError || c == ErrorCode::RemoteError || c == ErrorCode::Timeout ||
+      c == ErrorCode::Aborted) {
+    constexpr int kGraceMs = 1000;
+    for (int waited = 0; waited < kGraceMs && !failed(); waited += 5)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ErrorCode code;
+  std::string why;
+  if (failed(&code, &why)) throw Error(code, why + "\n" + error.what());
+}
+
+bool Communicator::failed(ErrorCode* code, std::string* message) const {
+  if (!pimpl_->hasFailed.load(std::memory_order_acquire)) return false;
+  if (code) *code = pimpl_->failureCode;  // written before the flag, never again
+  if (message) *message = pimpl_->failureMessage;
+  return true;
+}
+
+std::shared_ptr<void> Communicator::raiseOnFailure(uint32_t* flag) {
+  MSCCLPP_ENFORCE(flag != nullptr, ErrorCode::InvalidArgument, "%s: raiseOnFailure: null flag", pimpl_->who().c_str());
+  return onFailure([flag]() { atomicStore<uint32_t>(flag, 1u, memoryOrderRelease); });
+}
+
+std::shared_ptr<void> Communicator::onFailure(std::function<void()> callback) {
+  MSCCLPP_ENFORCE(callback != nullptr, ErrorCode::InvalidArgument, "%s: onFailure: empty callback",
+                  pimpl_->who().c_str());
+  Impl& m = *pimpl_;
+  auto shared = std::make_shared<const std::function<void()>>(std::move(callback));
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lock(m.errorMutex);
+    id = m.nextFailureCallback++;
+    m.failureCallbacks.emplace(id, shared);
+  }
+  // Registered before this check: a concurrent fail() either saw the entry or set the flag we read.
+  if (m.hasFailed.load(std::memory_order_acquire)) (*shared)();
+  std::weak_ptr<Impl> weak = pimpl_;
+  return std::shared_ptr<void>(new char, [weak, id](char* token) {
+    delete token;
+    if (auto impl = weak.lock()) {
+      {
+        std::lock_guard<std::mutex> lock(impl->errorMutex);
+        impl->failureCallbacks.erase(id);
+      }
+      std::lock_guard<std::mutex> wait(impl->callbackMutex);  // a fail() that took it before the erase is done
+    }
+  });
+}
 
 std::shared_ptr<Bootstrap> Communicator::bootstrap() const { return pimpl_->userBootstrap; }
 int Communicator::rank() const { return pimpl_->rank; }
 int Communicator::size() const { return pimpl_->size; }
+
+double Communicator::timeoutSeconds() const {
+  const double env = params::timeoutSeconds(), mine = pimpl_->timeoutSeconds;
+  if (env <= 0) return std::max(mine, 0.0);
+  return mine > 0 ? std::min(env, mine) : env;
+}
 int Communicator::localRank() const { return pimpl_->localRank; }
 int Communicator::nRanksPerNode() const { return static_cast<int>(pimpl_->localRanks.size()); }
 const std::string& Communicator::hostId() const { return pimpl_->hostId; }

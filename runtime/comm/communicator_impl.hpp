@@ -4,6 +4,7 @@
 #define MSCCLPP_COMM_COMMUNICATOR_IMPL_HPP_
 
 #include <array>
+#include <functional>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -45,10 +46,25 @@ struct Communicator::Impl {
   std::map<const Connection*, int> connectionTags;  // the tag each connection was made with
 
   std::atomic<bool> aborted{false};
-  mutable std::mutex errorMutex;
+  mutable std::mutex errorMutex;  // guards the async error, the failure and the flags below
   bool hasError = false;
   ErrorCode errorCode = ErrorCode::InternalError;
   std::string errorMessage;
+  std::atomic<bool> hasFailed{false};  // set (release) after failureCode/failureMessage
+  ErrorCode failureCode = ErrorCode::InternalError;
+  std::string failureMessage;
+  std::map<uint64_t, std::shared_ptr<const std::function<void()>>> failureCallbacks;
+  // Held while fail() runs the callbacks: dropping a registration waits for it, so a callback never
+  // runs after its handle is gone (a flag's memory may go with it).
+  std::mutex callbackMutex;
+  uint64_t nextFailureCallback = 1;
+  uint64_t peerFailureListener = 0;  // the bootstrap's listener id
+  std::vector<std::string> peerHostIds;  // hostIds for peerFailed() (guarded by errorMutex; empty until exchanged)
+  std::atomic<uint64_t> executorCount{0};  // executors made on it (each names its call monitor's view)
+
+  // A peer the bootstrap found dead or unreachable: the communicator fails with RemoteError.
+  void peerFailed(int peer, const std::string& reason);
+  void fail(ErrorCode code, const std::string& message);
 
   // The session of transport t (t has a driver), opened on first use.
   std::shared_ptr<transport::Session> session(Transport t);

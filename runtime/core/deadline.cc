@@ -1,11 +1,9 @@
 #include "deadline.hpp"
 
-#include <sched.h>
-
 #include <climits>
-#include <thread>
 
 #include "format.hpp"
+#include "mscclpp/device.hpp"
 #include "mscclpp/errors.hpp"
 #include "params.hpp"
 
@@ -28,14 +26,10 @@ void throwTimeout(const Deadline& deadline, const std::string& what) {
   throw TimeoutError(strFormat("%s did not complete within %.3g s (MSCCLPP_TIMEOUT_S)", what.c_str(), deadline.seconds()));
 }
 
-void backoffPause(unsigned iteration) {
-  // Spin briefly for latency, then yield: the CPU backend runs many more threads than cores.
-  if (iteration < 64) return;
-  if (iteration < 4096) {
-    sched_yield();
-    return;
-  }
-  std::this_thread::sleep_for(std::chrono::microseconds(iteration < 65536 ? 20 : 200));
+int64_t steadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Deadline::Clock::now().time_since_epoch()).count();
 }
+
+void backoffPause(unsigned iteration) { hostBackoffPause(iteration); }
 
 }  // namespace mscclpp

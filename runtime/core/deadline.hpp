@@ -5,6 +5,7 @@
 #define MSCCLPP_CORE_DEADLINE_HPP_
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 namespace mscclpp {
@@ -29,12 +30,14 @@ class Deadline {
   bool infinite_;
 };
 
-// Spins (with a growing backoff that yields the CPU) until done() is true; throws TimeoutError
+// Polls (with the host backoff of mscclpp/device.hpp: spin, yield, then sleeps growing to 1 ms) until done() is true; throws TimeoutError
 // "<what> did not complete within <s> s" when the deadline passes first.
 template <class Done>
 void waitUntil(Done&& done, const Deadline& deadline, const std::string& what);
 
 void throwTimeout(const Deadline& deadline, const std::string& what);
+// Milliseconds of the steady clock (timestamps for heartbeats and long-wait reports).
+int64_t steadyMs();
 void backoffPause(unsigned iteration);
 
 template <class Done>

@@ -1,6 +1,10 @@
 #include "executor/diagnostics.hpp"
 
+#include <algorithm>
+
 #include "core/format.hpp"
+#include "core/hash.hpp"
+#include "mscclpp/device.hpp"
 #include "plan/op_rules.hpp"
 
 namespace mscclpp::exec {
@@ -142,6 +146,122 @@ std::string describeBlock(const plan::Plan& plan, int rank, uint32_t block, cons
   if (r.pipelineIteration != UINT32_MAX) head += strFormat(" pipeline iteration %u", r.pipelineIteration);
   const char* how = r.state == kBlockTimedOut ? "timed out" : (r.state == kBlockAborted ? "aborted" : "failed");
   return strFormat("%s %s [%s]", head.c_str(), waitText(plan, rank, block, r).c_str(), how);
+}
+
+namespace {
+
+uint64_t load64(const uint64_t* p) { return p ? atomicLoad<uint64_t>(p, memoryOrderRelaxed) : 0; }
+
+// A packet-reading op: the first 8-byte half in its local packet sources that does not carry the
+// launch's flag (both LL16 and LL8 packets are made of {data u32, flag u32} halves, at twice the data
+// offset). Outside pipelines only (a pipeline's unit offset is not published).
+bool livePacketWait(const ExecContextDevice& dev, const ThreadblockDevice& tbd, const plan::Op& op, uint32_t flag,
+                    BlockRecord* r) {
+  const plan::OpRule& rule = plan::opRule(op.type);
+  constexpr uint64_t kMaxHalvesScanned = 1 << 20;
+  for (uint32_t k = 0; k < op.nSrc; ++k) {
+    if (rule.src.slot(k) != plan::RefSlot::LocalPackets || op.srcBegin + k >= tbd.nRefs) continue;
+    const ResolvedRef& ref = tbd.refs[op.srcBegin + k];
+    if (ref.base == nullptr) continue;
+    const uint64_t half = (ref.scratch && dev.doubleScratch && (flag & 1u) == 0) ? dev.scratchHalfBytes : 0;
+    const uint64_t start = half + 2 * ref.offset;
+    const uint64_t halves = std::min<uint64_t>(2 * ref.bytes / 8, kMaxHalvesScanned);
+    for (uint64_t i = 0; i < halves; ++i) {
+      const uint64_t word = atomicLoad<uint64_t>(reinterpret_cast<const uint64_t*>(ref.base + start + 8 * i),
+                                                 memoryOrderRelaxed);
+      const uint32_t seen = static_cast<uint32_t>(word >> 32);
+      if (seen == flag) continue;
+      r->waitKind = static_cast<uint32_t>(WaitKind::Packet);
+      r->id = k;
+      r->expected = flag;
+      r->observed = seen;
+      r->detail = start + 8 * i;
+      return true;
+    }
+  }
+  return false;
+}
+
+// What a block at op `op` is waiting for, read from the live counters; false when the op is not a
+// wait or its condition already holds (the block is running, or about to move on).
+bool liveWait(const ExecContextDevice& dev, const ThreadblockDevice& tbd, const plan::ThreadblockPlan& tb,
+              const plan::Op& op, uint32_t flag, BlockRecord* r) {
+  using plan::OpType;
+  if (r->pipelineIteration == UINT32_MAX && livePacketWait(dev, tbd, op, flag, r)) return true;
+  switch (op.type) {
+    case OpType::Wait:
+    case OpType::RelaxedWait:
+      for (uint32_t k = 0; k < op.nIds; ++k) {
+        const uint32_t c = tb.ids[op.idsBegin + k];
+        const bool port = op.channelType == plan::ChannelType::Port;
+        if (port ? c >= dev.nPortChannels : c >= dev.nMemoryChannels) continue;
+        const uint64_t* inbound = port ? dev.portChannels[c].semaphore_.inboundCounter
+                                       : dev.memoryChannels[c].semaphore_.inboundCounter;
+        const uint64_t* expected = port ? dev.portChannels[c].semaphore_.expectedInboundCounter
+                                        : dev.memoryChannels[c].semaphore_.expectedInboundCounter;
+        const uint64_t want = load64(expected), have = load64(inbound);
+        if (have >= want) continue;
+        r->waitKind = static_cast<uint32_t>(port ? WaitKind::PortChannel : WaitKind::MemoryChannel);
+        r->id = c;
+        r->expected = want;
+        r->observed = have;
+        return true;
+      }
+      return false;
+    case OpType::Barrier:
+      r->waitKind = static_cast<uint32_t>(WaitKind::Barrier);
+      r->id = op.barrierId;
+      r->expected = op.numThreadblocks;
+      return true;
+    case OpType::SemAcquire:
+      if (op.nIds == 0 || tb.ids[op.idsBegin] >= dev.nSemaphores) return false;
+      r->waitKind = static_cast<uint32_t>(WaitKind::Semaphore);
+      r->id = tb.ids[op.idsBegin];
+      r->observed = atomicLoad<uint32_t>(&dev.semaphores[r->id], memoryOrderRelaxed);
+      return r->observed == 0;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+std::vector<BlockWait> describeLiveBlocks(const plan::Plan& plan, int rank, const ExecContextDevice& dev,
+                                          uint32_t launchFlag, uint64_t* progress) {
+  std::vector<BlockWait> out;
+  uint64_t moved = launchFlag;
+  const plan::RankPlan& rp = plan.ranks[rank];
+  for (uint32_t b = 0; b < dev.nBlocks && b < rp.threadblocks.size(); ++b) {
+    const BlockRecord& live = dev.blockRecords[b];
+    const uint32_t state = atomicLoad<uint32_t>(&live.state, memoryOrderAcquire);
+    const bool finished =
+        state == kBlockFinished && atomicLoad<uint32_t>(&live.launchFlag, memoryOrderRelaxed) == launchFlag;
+    const plan::ThreadblockPlan& tb = rp.threadblocks[b];
+    BlockRecord r{};
+    r.opIndex = atomicLoad<uint32_t>(&live.opIndex, memoryOrderRelaxed);
+    r.pipelineIteration = atomicLoad<uint32_t>(&live.pipelineIteration, memoryOrderRelaxed);
+    moved = mix64(mix64(moved, (static_cast<uint64_t>(state) << 40) ^ (static_cast<uint64_t>(r.opIndex) << 8) ^ finished),
+                  r.pipelineIteration);
+    if (finished || r.opIndex >= tb.ops.size()) continue;
+    const plan::Op& op = tb.ops[r.opIndex];
+    std::string head = strFormat("rank %d threadblock %d op %u (%s)", rank, tb.id, r.opIndex, plan::opTypeName(op.type));
+    if (r.pipelineIteration != UINT32_MAX) head += strFormat(" pipeline iteration %u", r.pipelineIteration);
+    BlockWait w;
+    if (!blockStopped(live) && liveWait(dev, dev.blocks[b], tb, op, launchFlag, &r)) {
+      moved = mix64(mix64(moved, r.observed), r.detail);
+      w.text = head + " " + waitText(plan, rank, b, r);
+      switch (static_cast<WaitKind>(r.waitKind)) {
+        case WaitKind::MemoryChannel: w.target = peerOf(rp.memoryChannels, r.id); break;
+        case WaitKind::PortChannel: w.target = peerOf(rp.portChannels, r.id); break;
+        case WaitKind::Packet: w.target = BlockWait::kAnyPeer; break;
+        default: w.target = rank; break;  // barrier, semaphore: released by this rank's own blocks
+      }
+    } else {
+      w.text = head + (blockStopped(live) ? " stopped" : " is running");
+    }
+    out.push_back(std::move(w));
+  }
+  if (progress) *progress = moved;
+  return out;
 }
 
 std::vector<std::string> describeUnfinishedBlocks(const plan::Plan& plan, int rank, const BlockRecord* records,

@@ -27,6 +27,21 @@ inline bool blockStopped(const BlockRecord& r) { return r.state >= kBlockTimedOu
 std::vector<std::string> describeUnfinishedBlocks(const plan::Plan& plan, int rank, const BlockRecord* records,
                                                   uint32_t nBlocks, uint32_t launchFlag, uint32_t firstFailedBlock);
 
+// One unfinished threadblock of a running launch, and whom it waits for.
+struct BlockWait {
+  static constexpr int32_t kAnyPeer = -1;  // LL packets: any other rank may be the writer
+  static constexpr int32_t kBusy = -2;     // running (copying, reducing, flushing: the proxy works)
+  int32_t target = kBusy;                  // the rank whose signal releases it (itself: barrier, semaphore)
+  std::string text;  // "rank 0 threadblock 1 op 3 (wait) waits on memory channel 2 (peer 3): signal #5 expected, counter at 4"
+};
+
+// While a CPU-backend launch runs (long-wait reports, the call monitor): every block of `rank` that
+// has not finished launch `launchFlag`, with what it waits for now, read from the live counters, or
+// that it is running. *progress changes whenever a block moves (op, iteration, counters). Reads the
+// records and counters with atomic loads while blocks write them.
+std::vector<BlockWait> describeLiveBlocks(const plan::Plan& plan, int rank, const ExecContextDevice& dev,
+                                          uint32_t launchFlag, uint64_t* progress);
+
 }  // namespace mscclpp::exec
 
 #endif  // MSCCLPP_EXECUTOR_DIAGNOSTICS_HPP_

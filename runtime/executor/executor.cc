@@ -3,10 +3,12 @@
 #include <atomic>
 #include <mutex>
 
+#include "comm/communicator_impl.hpp"
 #include "comm/params.hpp"
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "executor/backend.hpp"
+#include "executor/call_monitor.hpp"
 #include "executor/cpu/context_wiring.hpp"
 #include "executor/cpu/cpu_backend.hpp"
 #include "executor/cuda/gpu_backend.hpp"
@@ -60,7 +62,9 @@ struct Executor::Impl {
   std::shared_ptr<exec::ContextWiring> wiring;
   std::mutex mutex;  // serialises calls (held for a whole CPU launch)
   exec::LaunchAbort abort;
-  std::unique_ptr<exec::ExecutionBackend> runner;  // made at the first call
+  std::shared_ptr<Communicator> comm;  // null for wirings without one (the emulator's threads)
+  std::unique_ptr<exec::CallMonitor> monitor;  // CPU backend on a communicator: stuck calls, mismatches
+  std::unique_ptr<exec::ExecutionBackend> runner;  // made at the first call (after the monitor: goes first)
 
   exec::ExecutionBackend& backendForCall() {
     if (runner) return *runner;
@@ -71,9 +75,17 @@ struct Executor::Impl {
                       "rank's buffers in host memory): construct Executor(communicator), or use MSCCLPP_BACKEND=cpu");
       runner = exec::GpuBackend::create(std::move(comm));
     } else {
-      runner = std::make_unique<exec::CpuBackend>(wiring, abort);
+      runner = std::make_unique<exec::CpuBackend>(wiring, abort, monitor.get());
     }
     return *runner;
+  }
+
+  // A failed communicator fails every call with its own error (the dead peer, the mismatch): `detail` says what
+  // this call saw of it.
+  void throwIfCommFailed(const std::string& detail) const {
+    ErrorCode code;
+    std::string why;
+    if (comm && comm->failed(&code, &why)) throw Error(code, detail.empty() ? why : why + "\n" + detail);
   }
 };
 
@@ -83,12 +95,19 @@ Executor::Executor(std::shared_ptr<Communicator> comm) : impl_(std::make_unique<
   // (then the first call says why it cannot run).
   if (impl_->backend == Backend::Cuda && comm != nullptr && comm->device() < 0 && params::backend() != "cuda")
     impl_->backend = Backend::Cpu;
+  impl_->comm = comm;
+  if (comm != nullptr && impl_->backend == Backend::Cpu) {
+    // Executors are made in the same order on every rank of a communicator: the index names the
+    // monitor's bootstrap view alike everywhere.
+    impl_->monitor = std::make_unique<exec::CallMonitor>(comm, comm->impl().executorCount.fetch_add(1));
+  }
   impl_->wiring = std::make_shared<exec::CommunicatorWiring>(std::move(comm));
 }
 
 Executor::Executor(std::shared_ptr<exec::ContextWiring> wiring, Backend backend) : impl_(std::make_unique<Impl>()) {
   MSCCLPP_ENFORCE(wiring != nullptr, ErrorCode::InvalidArgument, "Executor: the wiring is null");
   impl_->backend = backend == Backend::Auto ? resolveBackend() : backend;
+  impl_->comm = wiring->communicator();
   impl_->wiring = std::move(wiring);
 }
 
@@ -113,6 +132,22 @@ bool Executor::wouldBuildContext(int rank, const void* sendBuff, void* recvBuff,
   // No backend yet: the first call makes it and builds the call's context.
   return impl_->runner == nullptr ||
          !impl_->runner->hasContext(callOf(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan, op));
+}
+
+void Executor::beginAgreement(int collective, size_t sendBytes, size_t recvBytes, DataType dtype, int op, int root) {
+  if (!impl_->monitor) return;
+  exec::CallDescriptor call;
+  call.collective = collective;
+  call.sendBytes = sendBytes;
+  call.recvBytes = recvBytes;
+  call.dtype = static_cast<int32_t>(dtype);
+  call.op = op;
+  call.root = root;
+  impl_->monitor->agree(call);
+}
+
+void Executor::endAgreement() {
+  if (impl_->monitor) impl_->monitor->endAgreement();
 }
 
 bool Executor::pollAsyncError(std::string* message) {
@@ -152,6 +187,7 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
   MSCCLPP_ENFORCE(op != ReduceOp::PreMulSum || scalar != nullptr, ErrorCode::InvalidArgument,
                   "Executor::execute: premulsum needs a scalar (got a null pointer)");
   MSCCLPP_ENFORCE(!aborted(), ErrorCode::Aborted, "plan %s rank %d: the executor was aborted", h.name.c_str(), rank);
+  impl_->throwIfCommFailed(strFormat("plan %s rank %d: not run", h.name.c_str(), rank));
   exec::ExecCall call = callOf(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan, op);
   call.stream = stream;
   call.packet = packetType;

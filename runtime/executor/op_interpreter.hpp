@@ -84,6 +84,8 @@ class BlockInterpreter {
         markStopped(pc_);
         break;
       }
+      // The op each block is at, for the wait-for report of a failed or long call (host builds only).
+      publishProgress(pc_, bodyEnd_ == 0 ? UINT32_MAX : iteration_);
       const plan::Op& op = tb_.ops[pc_];
       if (op.type == plan::OpType::Pipeline) {
         startPipeline(op);
@@ -140,6 +142,20 @@ class BlockInterpreter {
 #endif
   }
 
+  // CPU backend: the op a block is at, readable while it runs (relaxed: a diagnostic, no data), so
+  // that a long wait can be described before it ends (diagnostics.hpp, describeLiveBlocks). Not on
+  // the GPU, where the records are device memory the host reads only after a launch.
+  MSCCLPP_HOST_DEVICE_INLINE void publishProgress(uint32_t index, uint32_t iteration) {
+#if !defined(MSCCLPP_DEVICE_COMPILE)
+    BlockRecord* r = &ctx_.blockRecords[block_];
+    atomicStore<uint32_t, scopeDevice>(&r->opIndex, index, memoryOrderRelaxed);
+    atomicStore<uint32_t, scopeDevice>(&r->pipelineIteration, iteration, memoryOrderRelaxed);
+#else
+    (void)index;
+    (void)iteration;
+#endif
+  }
+
   // Records that the block stopped before op `index` because the context was aborted.
   MSCCLPP_HOST_DEVICE_INLINE void markStopped(uint32_t index) {
     if (failed_) return;
@@ -155,12 +171,14 @@ class BlockInterpreter {
     uint32_t s = atomicLoad<uint32_t, scopeDevice>(&r->state, memoryOrderRelaxed);
     while (s == kBlockRunning || s == kBlockFinished) {
       if (atomicCompareExchange<uint32_t, scopeDevice>(&r->state, &s, kBlockWriting, memoryOrderRelaxed)) {
-        r->opIndex = opIndex_;
+        // Atomic where a live reader may look (publishProgress); the rest is read after the launch.
+        atomicStore<uint32_t, scopeDevice>(&r->opIndex, opIndex_, memoryOrderRelaxed);
         r->opType = static_cast<uint32_t>(op.type);
         r->waitKind = static_cast<uint32_t>(kind);
         r->id = what;
-        r->pipelineIteration = unit_ == kNoUnit ? UINT32_MAX : iteration_;
-        r->launchFlag = flag_;
+        atomicStore<uint32_t, scopeDevice>(&r->pipelineIteration, unit_ == kNoUnit ? UINT32_MAX : iteration_,
+                                           memoryOrderRelaxed);
+        atomicStore<uint32_t, scopeDevice>(&r->launchFlag, flag_, memoryOrderRelaxed);
         r->expected = expected;
         r->observed = observed;
         r->detail = detail;
@@ -188,7 +206,7 @@ class BlockInterpreter {
     uint32_t s = atomicLoad<uint32_t, scopeDevice>(&r->state, memoryOrderRelaxed);
     if ((s == kBlockRunning || s == kBlockFinished) &&
         atomicCompareExchange<uint32_t, scopeDevice>(&r->state, &s, kBlockWriting, memoryOrderRelaxed)) {
-      r->launchFlag = flag_;
+      atomicStore<uint32_t, scopeDevice>(&r->launchFlag, flag_, memoryOrderRelaxed);
       atomicStore<uint32_t, scopeSystem>(&r->state, static_cast<uint32_t>(kBlockFinished), memoryOrderRelease);
     }
 #if defined(MSCCLPP_DEVICE_COMPILE)

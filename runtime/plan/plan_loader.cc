@@ -524,7 +524,15 @@ std::shared_ptr<Plan> PlanLoader::load(const LoadOptions& options) {
                   options.onlyRank, n);
   }
   for (int r = 0; r < n; ++r) {
-    if (options.onlyRank < 0 || options.onlyRank == r) loadThreadblocks(r);
+    if (options.onlyRank < 0 || options.onlyRank == r) {
+      loadThreadblocks(r);
+    } else if (options.validateAllRanks) {
+      loadThreadblocks(r);  // every rule checked, errors with this rank's JSON path
+      RankPlan& other = plan_->ranks[static_cast<size_t>(r)];
+      other.threadblocks = std::vector<ThreadblockPlan>();  // only this rank's ops are kept
+      other.numBarriers = 0;
+      other.hasOps = false;
+    }
   }
   plan_->header.reduceOps |= scanner_.mask();
   return plan_;

@@ -26,6 +26,10 @@ struct LoadOptions {
   // remote buffers, switch groups, reference bounds on peers) are still checked; the other ranks'
   // threadblocks are only checked for JSON syntax, and scanned for the reduce ops they use.
   int onlyRank = -1;
+  // With onlyRank >= 0: also parse and validate every other rank's threadblocks (then drop them), so
+  // that a plan broken for ANY rank fails to load on EVERY rank with the same error: ranks that load
+  // their own part of one file reach one verdict (the registry loads plans this way).
+  bool validateAllRanks = false;
 };
 
 // What the registry needs to index a plan without its threadblocks.

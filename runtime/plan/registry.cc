@@ -126,6 +126,9 @@ PlanPtr Registry::Entry::planFor(int rank) {
     try {
       LoadOptions options;
       options.onlyRank = rank;
+      // Every rank's part is validated, not only this rank's: a plan broken for one rank is broken
+      // for all, and every rank skips it (ranks always agree, docs/plan-core.md).
+      options.validateAllRanks = true;
       PlanPtr plan = path.empty() ? loadPlanJson(json, summary.header.source, options) : loadPlanFile(path, options);
       if (plan->header.name != summary.header.name) {
         MSCCLPP_THROW(ErrorCode::InvalidPlan, "%s: the plan's name changed from '%s' to '%s' since it was registered",
@@ -177,6 +180,7 @@ struct Registry::Impl {
   std::unordered_map<uint64_t, std::vector<CachedSelection>> cache;
   size_t cached = 0;
   uint64_t generation = 0;  // bumped by every change that can alter a selection
+  std::atomic<uint64_t> userGeneration{0};  // only the callers' changes (generation())
   uint64_t nextOrder = 0;
   mscclppPlanSelectorFn selector = nullptr;
   void* selectorData = nullptr;
@@ -185,6 +189,11 @@ struct Registry::Impl {
     ++generation;
     cache.clear();
     cached = 0;
+  }
+  // A change made by a caller (not a plan found broken while selecting).
+  void changedLocked() {
+    invalidateLocked();
+    userGeneration.fetch_add(1, std::memory_order_release);
   }
 
   void insertLocked(const std::shared_ptr<Entry>& e) {
@@ -203,7 +212,7 @@ struct Registry::Impl {
     std::stable_sort(bucket.begin(), bucket.end(), [](const auto& a, const auto& b) {
       return a->fromDirectory != b->fromDirectory ? a->fromDirectory : a->order < b->order;
     });
-    invalidateLocked();
+    changedLocked();
   }
 
   // By value: e may be the very shared_ptr held by byName, which this erases.
@@ -215,7 +224,7 @@ struct Registry::Impl {
       it->second.erase(std::remove(it->second.begin(), it->second.end(), e), it->second.end());
       if (it->second.empty()) index.erase(it);
     }
-    invalidateLocked();
+    changedLocked();
   }
 
   void scanDirectory(const std::string& dir, bool warnIfMissing);
@@ -369,8 +378,10 @@ void Registry::setSelector(mscclppPlanSelectorFn fn, void* userData) {
   std::unique_lock<std::shared_mutex> lock(impl_->mutex);
   impl_->selector = fn;
   impl_->selectorData = fn != nullptr ? userData : nullptr;
-  impl_->invalidateLocked();
+  impl_->changedLocked();
 }
+
+uint64_t Registry::generation() const { return impl_->userGeneration.load(std::memory_order_acquire); }
 
 size_t Registry::count() {
   ensureScanned();
@@ -410,6 +421,7 @@ SelectionPtr Registry::select(const SelectRequest& request) {
     }
   }
 
+  std::string skipped;  // plans found broken by this selection (every rank finds the same: validateAllRanks)
   for (;;) {
     // Snapshot the candidates; judge, call the selector and load without holding the registry lock.
     std::vector<std::shared_ptr<Entry>> held;
@@ -506,6 +518,7 @@ SelectionPtr Registry::select(const SelectRequest& request) {
             e->broken.store(true, std::memory_order_release);
             MSCCLPP_WARN(LogPlan, "skipping plan %s: %s", detail::describePlan(*e).c_str(), err.what());
           }
+          skipped += strFormat("; skipped plan %s: %s", detail::describePlan(*e).c_str(), err.what());
           impl_->invalidateLocked();
           continue;
         }
@@ -539,6 +552,7 @@ SelectionPtr Registry::select(const SelectRequest& request) {
       if (candidates.size() > 8) list += strFormat("; and %zu more", candidates.size() - 8);
       selection->reason = strFormat("no plan for %s: %s", detail::describeRequest(request).c_str(), list.c_str());
     }
+    selection->reason += skipped;
     MSCCLPP_INFO(LogPlan, "%s", selection->reason.c_str());
 
     std::unique_lock<std::shared_mutex> lock(impl_->mutex);

@@ -98,6 +98,11 @@ class Registry {
   // Drops the directory plans and scans the directories again (run-time registrations stay).
   void rescan();
 
+  // Bumped by every change a caller makes to the set of plans or the selector (register,
+  // unregister, setSelector, rescan; not by a plan found broken while selecting): a caller that
+  // caches decisions (the NCCL shim's agreed plans) drops them when it moves. One atomic load.
+  uint64_t generation() const;
+
   struct Entry;
 
  private:

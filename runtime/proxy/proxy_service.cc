@@ -1,6 +1,4 @@
 // ProxyService: the registration tables and the proxy thread.
-#include <sched.h>
-
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -108,13 +106,11 @@ void ProxyService::Impl::loop() {
   while (!stopRequested.load(std::memory_order_relaxed)) {
     ProxyTrigger t;
     if (!consumer.poll(&t)) {
-      // Spin for latency, then yield, then nap: a CPU-backend job runs more threads than cores.
+      // Spin for latency, then yield (a CPU-backend job runs more threads than cores), then the
+      // host backoff's sleeps, growing to 1 ms: an idle proxy (between calls, or waiting for a
+      // slow peer) wakes about a thousand times a second instead of burning a core.
       ++idle;
-      if (idle > 20000) {
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
-      } else if (idle > 500) {
-        sched_yield();
-      }
+      if (idle > 500) hostBackoffPause(idle < 20000 ? 16u : 1024u + (idle - 20000));
       continue;
     }
     idle = 0;

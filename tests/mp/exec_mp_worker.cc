@@ -13,6 +13,15 @@
 //       collective K (or K-1, which a peer may still be completing when the victim dies).
 //   exec_mp_worker test PLAN.json [--sizes B] [--iterations K]
 //       a "test" plan (no reference result): it must complete on every rank, K times.
+//   exec_mp_worker unreachable PLAN.json
+//       collectives in a loop while runtime_netns_run.sh --cut-link-after takes host B's link down: every rank's
+//       call must fail within 10 s of the cut with RemoteError naming a rank of the other host.
+//   exec_mp_worker fault PLAN.json VICTIM PHASE DELAY_US [--iterations K]
+//       one run of the fault sweep (tools/fault_sweep.py): rank VICTIM kills itself (SIGKILL) DELAY_US
+//       microseconds after PHASE begins: init (after the rendezvous: communicator, executor, first context),
+//       first (the first collective), steady (collective K/2), destroy (the teardown after K collectives).
+//       Every other rank checks each result, and a failed call must be RemoteError naming the victim, the next
+//       call must fail at once, and teardown must end. Prints "FAULT rank R: ..." lines the sweep parses.
 //   exec_mp_worker refuse PLAN.json
 //       a plan with memory channels between hosts: every rank's call must fail with NotSupported
 //       ("... rank R is on another host ...; across hosts plans must use port channels").
@@ -25,6 +34,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -175,7 +186,9 @@ int scenarioKill(const std::string& path, int victim, int iterations) {
   for (size_t i = 0; i < count; ++i)
     for (int r = 0; r < gSize; ++r) expect[i] += inputValue(r, i);
   const char* t = std::getenv("MSCCLPP_TIMEOUT_S");
-  const double timeout = t ? std::atof(t) : 120;
+  const double timeout = t ? std::atof(t) : 0;
+  // A dead peer is found by the bootstrap's liveness protocol, whatever the deadline of live waits.
+  const double limit = timeout > 0 ? std::min(timeout * 1.5 + 3, 10.0) : 10.0;
   // Collectives 0..K-1 are good. The victim dies once its collective K-1 returned; a peer may still
   // be completing K-1 then (its last flush waits for the victim's acknowledgement), so a failure
   // of K-1 is as right as one of K. Every other rank must fail by collective K, within the deadline.
@@ -193,7 +206,7 @@ int scenarioKill(const std::string& path, int victim, int iterations) {
       const double took = secondsSince(start);
       if (it < iterations - 1)
         fail("kill: collective " + std::to_string(it) + " failed before the victim died: " + e.what());
-      if (took > timeout * 1.5 + 3) fail("kill: the call failed only after " + std::to_string(took) + " s");
+      if (took > limit) fail("kill: the call failed only after " + std::to_string(took) + " s");
       std::printf("exec_mp_worker rank %d: collective %d (rank %d dead) failed after %.2f s (MSCCLPP_TIMEOUT_S=%g): "
                   "%s\n", gRank, it, victim, took, timeout, std::string(e.what()).substr(0, 400).c_str());
       std::fflush(stdout);
@@ -201,6 +214,177 @@ int scenarioKill(const std::string& path, int victim, int iterations) {
     }
   }
   fail("kill: the collective succeeded although rank " + std::to_string(victim) + " was dead");
+}
+
+// Kills this process `delayUs` microseconds from now, on a thread of its own (the main thread goes on with the phase
+// it is in). The time of death goes to $MSCCLPP_FAULT_FILE first, for the others' time to error.
+void killSelfAfter(long delayUs) {
+  std::thread([delayUs] {
+    std::this_thread::sleep_for(std::chrono::microseconds(delayUs));
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    if (const char* file = std::getenv("MSCCLPP_FAULT_FILE")) {
+      if (FILE* f = std::fopen(file, "w")) {
+        std::fprintf(f, "%.6f\n", now.tv_sec + now.tv_nsec * 1e-9);
+        std::fclose(f);
+      }
+    }
+    kill(getpid(), SIGKILL);
+  }).detach();
+}
+
+// Seconds since the victim's recorded death (negative when it has not died yet).
+double secondsSinceDeath() {
+  const char* file = std::getenv("MSCCLPP_FAULT_FILE");
+  double death = 0;
+  if (file != nullptr) {
+    if (FILE* f = std::fopen(file, "r")) {
+      if (std::fscanf(f, "%lf", &death) != 1) death = 0;
+      std::fclose(f);
+    }
+  }
+  if (death == 0) return -1;
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  return now.tv_sec + now.tv_nsec * 1e-9 - death;
+}
+
+// A survivor's failed call: RemoteError naming the victim, and the next call fails at once with it too.
+[[noreturn]] void survivorFailed(const Error& e, Job& job, const plan::PlanPtr& p, int victim, const char* where) {
+  const double detect = secondsSinceDeath();
+  const std::string m = e.what();
+  // The communicator names a rank with its host id, the bootstrap (during init) with its host's address.
+  const std::string victimName = "rank " + std::to_string(victim);
+  const bool named = m.find(victimName + " (host ") != std::string::npos || m.find(victimName + " at ") != std::string::npos;
+  if (e.code() != ErrorCode::RemoteError || !named)
+    fail(std::string("fault: ") + where + " failed with " + errorCodeName(e.code()) + ", not RemoteError naming " +
+         victimName + " and its host: " + m.substr(0, 600));
+  if (detect < 0) fail(std::string("fault: ") + where + " failed before the victim died: " + m.substr(0, 600));
+  double next = -1;
+  if (job.executor) {
+    std::vector<float> buf(1024, 1.0f);
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      job.executor->execute(gRank, buf.data(), buf.data(), 4096, 4096, DataType::Float32, p);
+      fail("fault: a call after the failure succeeded");
+    } catch (const Error& again) {
+      next = secondsSince(t0);
+      if (again.code() != ErrorCode::RemoteError) fail(std::string("fault: the next call failed with ") + again.what());
+    }
+    if (next > 1) fail("fault: the next call took " + std::to_string(next) + " s to fail");
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  job.executor.reset();
+  job.comm.reset();
+  const double teardown = secondsSince(t0);
+  // Stay until every survivor has its error (or 5 s): a survivor that exits at once would look dead to the others,
+  // which may still be waiting on it and would then rightly blame it instead of the victim.
+  const std::string done = std::string(std::getenv("MSCCLPP_FAULT_FILE")) + ".survivor.";
+  std::fclose(std::fopen((done + std::to_string(gRank)).c_str(), "w"));
+  for (auto w = std::chrono::steady_clock::now(); secondsSince(w) < 5;) {
+    int n = 0;
+    for (int r = 0; r < gSize; ++r) n += access((done + std::to_string(r)).c_str(), F_OK) == 0;
+    if (n >= gSize - 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  std::printf("FAULT rank %d: error %.3f s after the death (%s); next call failed in %.3f s; teardown %.3f s: %s\n",
+              gRank, detect, where, next, teardown, m.substr(0, 200).c_str());
+  std::fflush(stdout);
+  std::_Exit(0);
+}
+
+int scenarioFault(const std::string& path, int victim, const std::string& phase, long delayUs, int iterations) {
+  if (victim < 0 || victim >= gSize) fail("fault: victim " + std::to_string(victim) + " is not a rank");
+  if (phase != "init" && phase != "first" && phase != "steady" && phase != "destroy")
+    fail("fault: phase '" + phase + "' is not init, first, steady or destroy");
+  const bool victimHere = gRank == victim;
+  const int killAt = phase == "first" ? 0 : phase == "steady" ? iterations / 2 : -1;
+  Job job;
+  plan::PlanPtr p = load(path);
+  const size_t bytes = 64 * 1024, count = bytes / 4;
+  std::vector<float> send(count), recv(count), expect(count, 0.0f);
+  for (size_t i = 0; i < count; ++i)
+    for (int r = 0; r < gSize; ++r) expect[i] += inputValue(r, i);
+  try {
+    auto bootstrap = std::make_shared<TcpBootstrap>(gRank, gSize);
+    bootstrap->initialize(TcpBootstrap::createUniqueId(), 0);
+    if (victimHere && phase == "init") killSelfAfter(delayUs);
+    job.comm = std::make_shared<Communicator>(bootstrap, kHostDevice);
+    job.executor = std::make_unique<Executor>(job.comm);
+  } catch (const Error& e) {
+    survivorFailed(e, job, p, victim, "init");
+  }
+  for (int it = 0; it < iterations; ++it) {
+    if (victimHere && it == killAt) killSelfAfter(delayUs);
+    try {
+      std::string bad = runAllReduce(*job.executor, p, bytes, send, recv, expect);
+      if (!bad.empty()) fail("fault: WRONG RESULT in collective " + std::to_string(it) + ": " + bad);
+    } catch (const Error& e) {
+      survivorFailed(e, job, p, victim, it == 0 ? "the first collective" : "a collective");
+    }
+  }
+  if (victimHere && phase != "destroy") pause();  // killed in its phase; its kill may still be on the way
+  if (victimHere) killSelfAfter(delayUs);
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    job.executor.reset();
+    job.comm.reset();
+  } catch (const Error& e) {
+    fail(std::string("fault: teardown threw: ") + e.what());
+  }
+  if (victimHere) pause();  // the killer thread ends it
+  std::printf("FAULT rank %d: completed %d collectives; teardown %.3f s\n", gRank, iterations, secondsSince(t0));
+  std::fflush(stdout);
+  return 0;
+}
+
+// Host B becomes unreachable (runtime_netns_run.sh --cut-link-after: its link goes down, nothing is closed) while
+// every rank runs collectives in a loop: each rank's call must fail within 10 s of the cut with RemoteError naming a
+// rank of the other host; every result before is checked.
+int scenarioUnreachable(const std::string& path) {
+  Job job = join();
+  plan::PlanPtr p = load(path);
+  const size_t bytes = 4096, count = bytes / 4;
+  std::vector<float> send(count), recv(count), expect(count, 0.0f);
+  for (size_t i = 0; i < count; ++i)
+    for (int r = 0; r < gSize; ++r) expect[i] += inputValue(r, i);
+  const int half = gSize / 2;
+  const bool onHostA = gRank < half;
+  const char* cutFile = std::getenv("MSCCLPP_TEST_CUT_FILE");
+  if (cutFile == nullptr) fail("unreachable: MSCCLPP_TEST_CUT_FILE is not set (run under runtime_netns_run.sh --cut-link-after)");
+  auto start = std::chrono::steady_clock::now();
+  for (int it = 0; secondsSince(start) < 60; ++it) {
+    try {
+      std::string bad = runAllReduce(*job.executor, p, bytes, send, recv, expect);
+      if (!bad.empty()) fail("unreachable: iteration " + std::to_string(it) + ": " + bad);
+      // Working: the script cuts the link once every rank said so.
+      if (it == 10) std::fclose(std::fopen((std::string(cutFile) + ".ready." + std::to_string(gRank)).c_str(), "w"));
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      struct timespec now;
+      clock_gettime(CLOCK_REALTIME, &now);
+      double cut = 0;
+      {
+        if (FILE* f = std::fopen(cutFile, "r")) {
+          if (std::fscanf(f, "%lf", &cut) != 1) cut = 0;
+          std::fclose(f);
+        }
+      }
+      if (cut == 0) fail("unreachable: the call failed before the link was cut: " + m);
+      const double detect = now.tv_sec + now.tv_nsec * 1e-9 - cut;
+      bool namesOtherHost = false;
+      for (int r = onHostA ? half : 0; r < (onHostA ? gSize : half); ++r)
+        namesOtherHost = namesOtherHost || m.find("rank " + std::to_string(r) + " (host ") != std::string::npos;
+      if (e.code() != ErrorCode::RemoteError || !namesOtherHost)
+        fail("unreachable: expected RemoteError naming a rank of the other host, got: " + m);
+      if (detect > 10) fail("unreachable: the call failed " + std::to_string(detect) + " s after the cut");
+      std::printf("exec_mp_worker rank %d: host %s unreachable: call %d failed %.2f s after the cut: %s\n", gRank,
+                  onHostA ? "B" : "A", it, detect, m.substr(0, 300).c_str());
+      std::fflush(stdout);
+      std::_Exit(0);  // the job is broken: skip tearing down connections to an unreachable host
+    }
+  }
+  fail("unreachable: every collective succeeded for 60 s (was the link cut?)");
 }
 
 // A plan with load/store access between every pair of ranks: on ranks spread over hosts, every rank
@@ -231,7 +415,9 @@ int main(int argc, char** argv) {
                  "usage: exec_mp_worker run PLAN.json [PLAN.json...] [--sizes B,B] [--iterations K]\n"
                  "       exec_mp_worker kill PLAN.json VICTIM [--iterations K]\n"
                  "       exec_mp_worker test PLAN.json [--sizes B] [--iterations K]\n"
-                 "       exec_mp_worker refuse PLAN.json\n");
+                 "       exec_mp_worker fault PLAN.json VICTIM init|first|steady|destroy DELAY_US [--iterations K]\n"
+                 "       exec_mp_worker refuse PLAN.json\n"
+                 "       exec_mp_worker unreachable PLAN.json\n");
     return 2;
   }
   gRank = envInt("RANK");
@@ -255,6 +441,10 @@ int main(int argc, char** argv) {
     if (scenario == "run" && !positional.empty()) return scenarioRun(positional, sizes, iterations);
     if (scenario == "refuse" && positional.size() == 1) return scenarioRefuse(positional[0]);
     if (scenario == "test" && positional.size() == 1) return scenarioTest(positional[0], sizes[0], iterations);
+    if (scenario == "unreachable" && positional.size() == 1) return scenarioUnreachable(positional[0]);
+    if (scenario == "fault" && positional.size() == 4)
+      return scenarioFault(positional[0], std::atoi(positional[1].c_str()), positional[2],
+                           std::atol(positional[3].c_str()), iterations);
     if (scenario == "kill" && positional.size() == 2)
       return scenarioKill(positional[0], std::atoi(positional[1].c_str()), iterations);
   } catch (const std::exception& e) {

@@ -2,7 +2,7 @@
 # Runs a command as 2*K ranks on two emulated hosts: two network namespaces joined by a veth pair.
 #
 #   runtime_netns_run.sh [--ranks-per-host K] [--timeout S] [--launcher PATH] [--env K=V]...
-#                        [--allow-fail R]... [--loopback] -- command [args...]
+#                        [--allow-fail R]... [--loopback] [--cut-link-after S] -- command [args...]
 #
 # Host A (namespace $NS-a, 10.<a>.<b>.1) runs ranks 0..K-1 and the rendezvous root; host B
 # (namespace $NS-b, .2) runs ranks K..2K-1. Each host has its own MSCCLPP_HOSTID, so the runtime
@@ -13,6 +13,10 @@
 # --allow-fail R: rank R may die (a fault-injection victim; passed to its host's launcher).
 # --loopback: no namespaces: both "hosts" on 127.0.0.1, told apart only by MSCCLPP_HOSTID (the
 # same code paths across hosts: shared memory inside a host, TCP between them; never skipped).
+# --cut-link-after S: S seconds after every rank reported it is working (each creates the file named by
+# MSCCLPP_TEST_CUT_FILE, suffixed .ready.RANK), host B's link goes down (a host that vanishes without
+# closing its TCP connections); the wall-clock time of the cut is then written to MSCCLPP_TEST_CUT_FILE.
+# Needs the namespaces (not with --loopback).
 set -u
 K=2
 TIMEOUT=120
@@ -20,6 +24,7 @@ LAUNCHER="$(dirname "$0")/runtime_launch"
 ENVS=()
 ALLOW_FAIL=()
 LOOPBACK=0
+CUT_AFTER=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --ranks-per-host) K="$2"; shift 2 ;;
@@ -28,6 +33,7 @@ while [ $# -gt 0 ]; do
     --env) ENVS+=(--env "$2"); shift 2 ;;
     --allow-fail) ALLOW_FAIL+=(--allow-fail "$2"); shift 2 ;;
     --loopback) LOOPBACK=1; shift ;;
+    --cut-link-after) CUT_AFTER="$2"; shift 2 ;;
     --) shift; break ;;
     *) echo "runtime_netns_run.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -58,10 +64,13 @@ if [ "$LOOPBACK" = 1 ]; then
   exit
 fi
 
+CUT_FILE="${TMPDIR:-/tmp}/mscclpp-cut-$ID"
+rm -f "$CUT_FILE"
 cleanup() {
   ip netns del "$NS-a" 2>/dev/null
   ip netns del "$NS-b" 2>/dev/null
   ip link del "$VA" 2>/dev/null
+  rm -f "$CUT_FILE" "$CUT_FILE".ready.*
 }
 trap cleanup EXIT
 
@@ -79,6 +88,13 @@ for ns in a b; do ip -n "$NS-$ns" link set lo up; done
 ip -n "$NS-a" link set "$VA" up && ip -n "$NS-b" link set "$VB" up || skip "ip link set up"
 
 COMMON=(--nranks "$N" --local-ranks "$K" --comm-id "$ADDR_A:$PORT" --timeout "$TIMEOUT" "${ENVS[@]}" "${ALLOW_FAIL[@]}")
+if [ -n "$CUT_AFTER" ]; then
+  COMMON+=(--env "MSCCLPP_TEST_CUT_FILE=$CUT_FILE")
+  # Host B vanishes: its link goes down, nothing is closed (no FIN, no RST reach host A).
+  ( while [ "$(ls "$CUT_FILE".ready.* 2>/dev/null | wc -l)" -lt "$N" ]; do sleep 0.1; done
+    sleep "$CUT_AFTER"; ip -n "$NS-b" link set "$VB" down; date +%s.%N > "$CUT_FILE.tmp" && mv "$CUT_FILE.tmp" "$CUT_FILE"
+    echo "runtime_netns_run.sh: host B's link is down" ) &
+fi
 ip netns exec "$NS-a" env MSCCLPP_HOSTID=netns-host-a MSCCLPP_SOCKET_IFNAME="$VA" \
   "$LAUNCHER" "${COMMON[@]}" --first-rank 0 -- "$@" &
 PID_A=$!

@@ -11,8 +11,22 @@
 //   plans     every collective through plans (MSCCLPP_PLAN_DIR: the default plans and tests/data/shim/plans),
 //             in-place and out-of-place, several datatypes and reduce ops, results checked against a reference;
 //             a size no plan serves goes to the real NCCL (the double) instead
+//   agree     2 ranks whose plan sets differ (rank 1's copy of a plan is broken): every rank runs the call on the
+//             real NCCL, each WARNs naming the plan, rank 1 and the JSON path; then a mismatched call (different
+//             counts) fails on both ranks with ncclInvalidUsage naming both calls, within seconds
+//   kill      issue 13's report: ranks allreduce on plans in a loop and the last rank is SIGKILLed as a
+//             collective starts (default settings, no deadline): every survivor's call fails within 10 s with
+//             ncclRemoteError naming the dead rank and its host, ncclCommGetAsyncError returns it, the next call
+//             fails at once and ncclCommAbort returns promptly ($MSCCLPP_TEST_MARK_DIR: where survivors meet)
+//   slow      the last rank is seconds late for a collective (default settings): the others wait for it with
+//             little CPU, WARN once per MSCCLPP_WAIT_WARN_S naming what they wait on, and get the right values
+//   reregister  rank 1 alone changes its plan registry (a selector) between two calls of the same shape, which
+//             the rule forbids: both ranks fail with ncclInvalidUsage saying the registries changed at
+//             different points, within seconds, instead of waiting for each other forever
 #include <dlfcn.h>
 #include <nccl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,10 +37,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "mscclpp/plan_api.h"
 #include "nccl_double.h"
 
 namespace {
@@ -233,7 +251,16 @@ void scenarioSplit(int rank, int nRanks) {
 }
 
 void scenarioAbort(int rank, int nRanks) {
-  ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
+  const ncclUniqueId id = exchangeId(rank);
+  ncclComm_t comm = nullptr;
+  ncclResult_t r = ncclCommInitRank(&comm, nRanks, id, rank);
+  // The last rank vanishes, and the others abort, as soon as their own initialization returned: a rank still
+  // finishing its own then fails, naming the one that left without a goodbye (a dead peer fails the whole
+  // communicator, its initialization included). Either way abort must be prompt.
+  EXPECT(r == ncclSuccess || (r == ncclRemoteError &&
+                              std::string(ncclGetLastError(nullptr)).find("closed its bootstrap connection without "
+                                                                          "leaving") != std::string::npos),
+         "ncclCommInitRank returned %d: %s", static_cast<int>(r), ncclGetLastError(nullptr));
   if (rank == nRanks - 1) {
     // Vanish without a goodbye: no destroy, sockets closed by the kernel.
     std::fprintf(stdout, "RESULT OK\n");
@@ -573,11 +600,237 @@ void scenarioPlans(int rank, int nRanks) {
   NCCL_OK(ncclCommDestroy(comm));
 }
 
+
+// ---- agree ----
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+size_t countOf(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+void scenarioAgree(int rank, int nRanks) {
+  if (nRanks != 2) {
+    fail("agree runs on 2 ranks");
+    finish();
+  }
+  // Rank 1's plan directory holds a copy of allreduce_ll_n2_oop broken in rank 0's part; rank 0's holds the good
+  // one (the first directory of MSCCLPP_PLAN_DIR). Rank 1 skips the plan (every rank's part is checked); without
+  // the agreement rank 0 would run it alone and the call would hang.
+  const char* dirs = std::getenv("MSCCLPP_PLAN_DIR");
+  const std::string planDir = dirs ? std::string(dirs).substr(0, std::string(dirs).find(':')) : "";
+  const std::string tmp = fmt("/tmp/mscclpp-agree-%d-%d", static_cast<int>(getppid()), rank);
+  const std::string logPath = tmp + ".log";
+  std::remove(logPath.c_str());
+  std::string good = readFile(planDir + "/allreduce_ll_n2_oop.json");
+  const std::string op0 = R"("name":"ppkt","src_buff":[{"type":"i","index":1,"size":1}])";
+  if (good.find(op0) == std::string::npos) {
+    fail("%s/allreduce_ll_n2_oop.json does not start with the op this test breaks", planDir.c_str());
+    finish();
+  }
+  if (rank == 1) {
+    std::string bad = good;
+    bad.replace(bad.find(op0), op0.size(), R"("name":"ppkt","src_buff":[{"type":"i","index":40,"size":1}])");
+    std::string mk = "mkdir -p " + tmp;
+    if (std::system(mk.c_str()) != 0) fail("%s failed", mk.c_str());
+    std::ofstream(tmp + "/allreduce_ll_n2_oop.json") << bad;
+    setenv("MSCCLPP_PLAN_DIR", tmp.c_str(), 1);
+  } else {
+    setenv("MSCCLPP_PLAN_DIR", planDir.c_str(), 1);
+  }
+  setenv("MSCCLPP_DEBUG_FILE", logPath.c_str(), 1);
+  setenv("MSCCLPP_DEBUG", "WARN", 1);
+  ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
+  Double d;
+  PlanCase pc{&d, comm, rank, nRanks};
+  std::vector<float> a(1024, 1.0f), b(1024, 0.0f);
+  for (int round = 0; round < 2; ++round) {  // the second call finds the decision cached: no second WARN
+    d.reset();
+    NCCL_OK(ncclAllReduce(a.data(), b.data(), a.size(), ncclFloat32, ncclSum, comm, nullptr));
+    checkResult(pc, "allreduce whose plan rank 1 skipped", nullptr, 0, ncclFloat32, true, [](size_t) { return 0.0; });
+  }
+  // Mismatched calls: rank 0 reduces 256 floats, rank 1 512. Both must fail at once, naming both calls.
+  auto start = std::chrono::steady_clock::now();
+  ncclResult_t r = ncclAllReduce(a.data(), b.data(), rank == 0 ? 256 : 512, ncclFloat32, ncclSum, comm, nullptr);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string err = ncclGetLastError(comm);
+  EXPECT(r == ncclInvalidUsage, "mismatched allreduce returned %d: %s", static_cast<int>(r), err.c_str());
+  EXPECT(err.find("mismatched calls") != std::string::npos && err.find("allreduce of 256 x f32") != std::string::npos &&
+             err.find("allreduce of 512 x f32") != std::string::npos,
+         "the mismatch error does not name both calls: %s", err.c_str());
+  EXPECT(took < 5, "the mismatch took %.1f s to fail", took);
+  NCCL_OK(ncclCommDestroy(comm));
+  const std::string log = readFile(logPath);
+  std::remove(logPath.c_str());
+  if (rank == 1) {
+    std::remove((tmp + "/allreduce_ll_n2_oop.json").c_str());
+    rmdir(tmp.c_str());
+  }
+  const std::string warn = "the ranks chose differently for allreduce of 1024 x f32, sum";
+  EXPECT(countOf(log, warn) == 1, "expected one WARN '%s' on rank %d; the log:\n%s", warn.c_str(), rank, log.c_str());
+  for (const std::string& want :
+       {std::string("rank 0: plan allreduce_ll_n2_oop"), std::string("rank 1: no plan ("),
+        std::string("skipped plan 'allreduce_ll_n2_oop'"), std::string("gpus[0].threadblocks[0].ops[0].src_buff[0].index=40")}) {
+    EXPECT(log.find(want) != std::string::npos, "rank %d's WARN does not say '%s'; the log:\n%s", rank, want.c_str(),
+           log.c_str());
+  }
+}
+
+// ---- failures: kill, slow, reregister ----
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// CPU seconds this process used so far (user and system, every thread).
+double cpuSeconds() {
+  struct rusage u {};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_utime.tv_usec * 1e-6 + u.ru_stime.tv_sec + u.ru_stime.tv_usec * 1e-6;
+}
+
+// A 1024-float allreduce on a plan, checked; returns the call's result (values checked only on success).
+ncclResult_t planAllReduce(PlanCase& pc, const char* what) {
+  std::vector<float> a(1024), b(1024, -1.0f);
+  for (size_t e = 0; e < a.size(); ++e) a[e] = static_cast<float>(inputValue(ncclSum, pc.rank, e));
+  pc.dbl->reset();
+  const ncclResult_t r = ncclAllReduce(a.data(), b.data(), a.size(), ncclFloat32, ncclSum, pc.comm, nullptr);
+  if (r == ncclSuccess) {
+    checkResult(pc, what, b.data(), b.size(), ncclFloat32, false,
+                [&](size_t e) { return reduceRef(ncclSum, ncclFloat32, pc.nRanks, e, 0); });
+  }
+  return r;
+}
+
+// Survivors meet here before they abort: one that aborts while another has not yet heard of the death would
+// look dead to it (an abort closes connections without a goodbye) and rightly be blamed instead of the victim.
+void waitForSurvivors(int rank, int nSurvivors) {
+  const char* dir = std::getenv("MSCCLPP_TEST_MARK_DIR");
+  if (dir == nullptr) return;
+  std::fclose(std::fopen(fmt("%s/survivor.%d", dir, rank).c_str(), "w"));
+  for (auto t0 = std::chrono::steady_clock::now(); secondsSince(t0) < 10;) {
+    int n = 0;
+    for (int r = 0; r <= nSurvivors; ++r) n += access(fmt("%s/survivor.%d", dir, r).c_str(), F_OK) == 0;
+    if (n >= nSurvivors) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+void scenarioKill(int rank, int nRanks) {
+  const int victim = nRanks - 1, killAt = 6, iterations = 12;
+  ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
+  Double d;
+  PlanCase pc{&d, comm, rank, nRanks};
+  for (int it = 0; it < iterations; ++it) {
+    if (rank == victim && it == killAt) {
+      std::fprintf(stdout, "rank %d: killing myself (SIGKILL) as collective %d starts\nRESULT OK\n", rank, it);
+      std::fflush(stdout);
+      kill(getpid(), SIGKILL);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const double cpu0 = cpuSeconds();
+    const ncclResult_t r = planAllReduce(pc, "allreduce before the kill");
+    const double took = secondsSince(t0), cpu = cpuSeconds() - cpu0;
+    if (r == ncclSuccess) {
+      // Collective killAt - 1 may fail: a peer can still be completing it when the victim, done with it, dies.
+      EXPECT(it < killAt, "collective %d succeeded although rank %d died as it started", it, victim);
+      continue;
+    }
+    const std::string err = ncclGetLastError(comm);
+    EXPECT(it >= killAt - 1, "collective %d failed before rank %d died: %s", it, victim, err.c_str());
+    EXPECT(r == ncclRemoteError, "the collective returned %d, not ncclRemoteError: %s", static_cast<int>(r), err.c_str());
+    EXPECT(err.find(fmt("rank %d (host ", victim)) != std::string::npos,
+           "the error does not name rank %d and its host: %s", victim, err.c_str());
+    EXPECT(took < 10, "the collective failed only after %.1f s", took);
+    ncclResult_t async = ncclSuccess;
+    NCCL_OK(ncclCommGetAsyncError(comm, &async));
+    EXPECT(async == ncclRemoteError, "ncclCommGetAsyncError gave %d, not ncclRemoteError", static_cast<int>(async));
+    auto t1 = std::chrono::steady_clock::now();
+    const ncclResult_t next = planAllReduce(pc, "allreduce after the kill");
+    const double nextTook = secondsSince(t1);
+    EXPECT(next == ncclRemoteError && nextTook < 1, "the next call returned %d after %.2f s: %s",
+           static_cast<int>(next), nextTook, ncclGetLastError(comm));
+    waitForSurvivors(rank, nRanks - 1);
+    t1 = std::chrono::steady_clock::now();
+    NCCL_OK(ncclCommAbort(comm));
+    const double abortTook = secondsSince(t1);
+    EXPECT(abortTook < 2, "ncclCommAbort took %.2f s", abortTook);
+    std::fprintf(stdout, "rank %d: collective %d failed after %.3f s (%.3f CPU s); next call %.3f s; abort %.3f s: %s\n",
+                 rank, it, took, cpu, nextTook, abortTook, err.substr(0, 300).c_str());
+    finish();
+  }
+  fail("no collective failed although rank %d died", victim);
+  finish();
+}
+
+void scenarioSlow(int rank, int nRanks) {
+  const int late = nRanks - 1;
+  const double lateSeconds = 4.5;
+  const char* dir = std::getenv("MSCCLPP_TEST_MARK_DIR");
+  const std::string logPath = fmt("%s/warn.%d.log", dir ? dir : "/tmp", rank);
+  setenv("MSCCLPP_DEBUG_FILE", logPath.c_str(), 1);
+  setenv("MSCCLPP_DEBUG", "WARN", 1);
+  ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
+  Double d;
+  PlanCase pc{&d, comm, rank, nRanks};
+  NCCL_OK(planAllReduce(pc, "allreduce before the late one"));  // builds the context: the late call is steady state
+  if (rank == late) std::this_thread::sleep_for(std::chrono::duration<double>(lateSeconds));
+  const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = cpuSeconds();
+  NCCL_OK(planAllReduce(pc, "allreduce waiting for a late rank"));
+  const double took = secondsSince(t0), cpu = cpuSeconds() - cpu0;
+  NCCL_OK(ncclCommDestroy(comm));
+  if (rank == late) return;
+  std::fprintf(stdout, "rank %d: waited %.2f s for rank %d, %.3f CPU s\n", rank, took, late, cpu);
+  EXPECT(took > lateSeconds - 1, "the call returned after %.2f s although rank %d was %.1f s late", took, late,
+         lateSeconds);
+  // Backing off: a few percent of one core at most (a busy wait would use the whole wait, per waiting thread).
+  EXPECT(cpu < 0.1 * took, "waiting %.2f s used %.3f s of CPU", took, cpu);
+  const std::string log = readFile(logPath);
+  EXPECT(countOf(log, "has waited") >= 2, "expected a WARN per second of waiting; the log:\n%s", log.c_str());
+  for (const std::string& want : {fmt("rank %d threadblock", rank), std::string("MSCCLPP_WAIT_WARN_S=1"),
+                                  fmt("rank %d is not in a call", late)}) {
+    EXPECT(log.find(want) != std::string::npos, "the WARN does not say '%s'; the log:\n%s", want.c_str(), log.c_str());
+  }
+}
+
+int keepOrder(const mscclppPlanInfo*, int, const mscclppPlanRequest*, void*) { return -2; }
+
+void scenarioReregister(int rank, int nRanks) {
+  ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
+  Double d;
+  PlanCase pc{&d, comm, rank, nRanks};
+  NCCL_OK(planAllReduce(pc, "allreduce agreed by both ranks"));
+  if (rank == 1) {
+    // A selector that keeps the registry's choice: the plan stays the same, but the registry changed, so this
+    // rank agrees on the next call's plan again while rank 0 runs its cached decision.
+    EXPECT(mscclppPlanSetSelector(&keepOrder, nullptr) == 0, "mscclppPlanSetSelector failed: %s",
+           mscclppGetLastError());
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const ncclResult_t r = planAllReduce(pc, "allreduce after rank 1 changed its registry");
+  const double took = secondsSince(t0);
+  const std::string err = ncclGetLastError(comm);
+  EXPECT(r == ncclInvalidUsage, "the call returned %d, not ncclInvalidUsage: %s", static_cast<int>(r), err.c_str());
+  EXPECT(err.find("changed at different points") != std::string::npos,
+         "the error does not say the registries changed at different points: %s", err.c_str());
+  EXPECT(took < 15, "the call failed only after %.1f s", took);
+  std::fprintf(stdout, "rank %d: failed after %.2f s: %s\n", rank, took, err.substr(0, 300).c_str());
+  NCCL_OK(ncclCommAbort(comm));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: %s fallback|split|abort|plans <rank> <nranks>\n", argv[0]);
+    std::fprintf(stderr, "usage: %s fallback|split|abort|plans|agree|kill|slow|reregister <rank> <nranks>\n", argv[0]);
     return 2;
   }
   std::string scenario = argv[1];
@@ -591,6 +844,14 @@ int main(int argc, char** argv) {
     scenarioAbort(gRank, nRanks);
   } else if (scenario == "plans") {
     scenarioPlans(gRank, nRanks);
+  } else if (scenario == "agree") {
+    scenarioAgree(gRank, nRanks);
+  } else if (scenario == "kill") {
+    scenarioKill(gRank, nRanks);
+  } else if (scenario == "slow") {
+    scenarioSlow(gRank, nRanks);
+  } else if (scenario == "reregister") {
+    scenarioReregister(gRank, nRanks);
   } else {
     fail("unknown scenario %s", scenario.c_str());
   }

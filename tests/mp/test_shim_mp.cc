@@ -1,7 +1,11 @@
 // The NCCL call path in real processes: N ranks of shim_mp_worker (an NCCL program linked against libnccl.so.2,
 // here the shim's replace-mode copy; or with LD_PRELOAD=libmscclpp_nccl.so) rendezvous through our bootstrap and
 // run each scenario; every rank must report "RESULT OK".
+#include <stdlib.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -23,6 +27,32 @@ void requireAllOk(const std::vector<shimmp::RankResult>& results, int nRanks) {
   INFO(shimmp::describeFailures(results));
   CHECK(static_cast<int>(results.size()) == nRanks);
   CHECK(shimmp::describeFailures(results).empty());
+}
+
+// A fresh folder for the workers' meeting marks and logs ($MSCCLPP_TEST_MARK_DIR), removed at the end.
+struct MarkDir {
+  std::string path;
+  MarkDir() {
+    char name[] = "/tmp/mscclpp-shim-mp-XXXXXX";
+    REQUIRE(mkdtemp(name) != nullptr);
+    path = name;
+  }
+  ~MarkDir() { std::filesystem::remove_all(path); }
+  std::string env() const { return "MSCCLPP_TEST_MARK_DIR=" + path; }
+};
+
+// Prints the lines of each rank's output that contain `what` (the numbers a scenario measured).
+void printLines(const std::vector<shimmp::RankResult>& results, const std::string& what) {
+  for (const auto& r : results) {
+    size_t at = 0;
+    while (at < r.output.size()) {
+      size_t end = r.output.find('\n', at);
+      if (end == std::string::npos) end = r.output.size();
+      const std::string line = r.output.substr(at, end - at);
+      if (line.find(what) != std::string::npos) std::cout << line << "\n";
+      at = end + 1;
+    }
+  }
 }
 
 }  // namespace
@@ -64,4 +94,45 @@ TEST_CASE("processes: plans under LD_PRELOAD=libmscclpp_nccl.so", "[mp][plans]")
       runWorker("plans", 2,
                 {std::string("MSCCLPP_PLAN_DIR=") + SHIM_PLAN_DIRS, std::string("LD_PRELOAD=") + SHIM_LIB_PATH}),
       2);
+}
+
+TEST_CASE("processes: ranks whose plan sets differ agree on NCCL; mismatched calls fail on both (issue 13)",
+          "[mp][agree]") {
+  requireAllOk(runWorker("agree", 2, {std::string("MSCCLPP_PLAN_DIR=") + SHIM_PLAN_DIRS}), 2);
+}
+
+// Issue 13's report through the NCCL API, with default settings (no MSCCLPP_TIMEOUT_S): a rank SIGKILLed mid-loop.
+TEST_CASE("processes: a rank killed mid-loop fails the others' calls with ncclRemoteError naming it (issue 13)",
+          "[mp][kill]") {
+  MarkDir marks;
+  const int n = 4;
+  auto results = runWorker("kill", n, {std::string("MSCCLPP_PLAN_DIR=") + SHIM_PLAN_DIRS, "MSCCLPP_TIMEOUT_S=0",
+                                       marks.env()});
+  printLines(results, "failed after");
+  REQUIRE(static_cast<int>(results.size()) == n);
+  for (const auto& r : results) {
+    INFO("rank " << r.rank << " exited with " << r.exitCode << ":\n" << r.output);
+    if (r.rank == n - 1) {
+      CHECK(r.output.find("killing myself") != std::string::npos);
+    } else {
+      CHECK(r.exitCode == 0);
+      CHECK(r.output.find("RESULT OK") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("processes: a rank seconds late is waited for, with little CPU and a WARN naming the wait (issue 13)",
+          "[mp][slow]") {
+  MarkDir marks;
+  auto results = runWorker("slow", 2, {std::string("MSCCLPP_PLAN_DIR=") + SHIM_PLAN_DIRS, "MSCCLPP_TIMEOUT_S=0",
+                                       "MSCCLPP_WAIT_WARN_S=1", marks.env()});
+  printLines(results, "waited");
+  requireAllOk(results, 2);
+}
+
+TEST_CASE("processes: one rank changing its plan registry alone fails both ranks' calls with ncclInvalidUsage (issue 13)",
+          "[mp][agree]") {
+  auto results = runWorker("reregister", 2, {std::string("MSCCLPP_PLAN_DIR=") + SHIM_PLAN_DIRS, "MSCCLPP_TIMEOUT_S=0"});
+  printLines(results, "failed after");
+  requireAllOk(results, 2);
 }

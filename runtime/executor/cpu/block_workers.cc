@@ -1,5 +1,6 @@
 #include "executor/cpu/block_workers.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/enforce.hpp"
@@ -48,7 +49,8 @@ void BlockWorkers::workerLoop(uint32_t index) {
   }
 }
 
-void BlockWorkers::run(const std::function<void(uint32_t)>& fn, double waitSeconds) {
+void BlockWorkers::run(const std::function<void(uint32_t)>& fn, double waitSeconds, double tickSeconds,
+                       const std::function<void(double)>& onTick) {
   if (threads_.empty()) return;
   std::unique_lock<std::mutex> lock(mutex_);
   MSCCLPP_ENFORCE(!broken_, ErrorCode::InvalidUsage, "%s: an earlier launch never finished; the context is unusable",
@@ -58,13 +60,28 @@ void BlockWorkers::run(const std::function<void(uint32_t)>& fn, double waitSecon
   error_ = nullptr;
   ++generation_;
   wake_.notify_all();
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                           std::chrono::duration<double>(waitSeconds));
-  if (!done_.wait_until(lock, deadline, [&] { return finished_ == threads_.size(); })) {
-    broken_ = true;
-    throw TimeoutError(strFormat("%s: %u of %zu block threads still running %.3g s after the launch started",
-                                 name_.c_str(), static_cast<unsigned>(threads_.size() - finished_), threads_.size(),
-                                 waitSeconds));
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); };
+  const auto start = Clock::now();
+  const auto deadline = waitSeconds > 0 ? start + seconds(waitSeconds) : Clock::time_point::max();
+  const bool ticking = tickSeconds > 0 && onTick;
+  auto nextTick = ticking ? start + seconds(tickSeconds) : Clock::time_point::max();
+  auto allDone = [&] { return finished_ == threads_.size(); };
+  while (!allDone()) {
+    if (Clock::now() >= deadline) {
+      broken_ = true;
+      throw TimeoutError(strFormat("%s: %u of %zu block threads still running %.3g s after the launch started",
+                                   name_.c_str(), static_cast<unsigned>(threads_.size() - finished_), threads_.size(),
+                                   waitSeconds));
+    }
+    if (done_.wait_until(lock, std::min(deadline, nextTick), allDone)) break;
+    if (Clock::now() >= nextTick) {
+      const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+      nextTick += seconds(tickSeconds);
+      lock.unlock();  // the tick may take its time (logging, asking peers); the workers go on
+      onTick(waited);
+      lock.lock();
+    }
   }
   job_ = nullptr;
   if (error_) std::rethrow_exception(error_);

@@ -31,8 +31,10 @@ class BlockWorkers {
   // Runs fn(i) on worker i for every worker and returns when all returned. An exception thrown by
   // fn is rethrown here (the first one). Throws TimeoutError if the workers have not all returned
   // within waitSeconds (a safety net: the interpreter bounds its own waits); the pool is then
-  // unusable and its destructor waits for the stragglers.
-  void run(const std::function<void(uint32_t)>& fn, double waitSeconds);
+  // unusable and its destructor waits for the stragglers. waitSeconds <= 0: no limit. While waiting,
+  // onTick(seconds waited so far) runs on this thread every tickSeconds (when both are given).
+  void run(const std::function<void(uint32_t)>& fn, double waitSeconds, double tickSeconds = 0,
+           const std::function<void(double)>& onTick = nullptr);
 
  private:
   void workerLoop(uint32_t index);

@@ -17,6 +17,7 @@
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "executor/context_image.hpp"
+#include "core/serial.hpp"
 #include "executor/cpu/context_wiring.hpp"
 #include "executor/cpu/remote_port_peers.hpp"
 #include "mscclpp/bootstrap.hpp"
@@ -27,7 +28,7 @@ namespace mscclpp::exec {
 namespace {
 
 constexpr uint64_t kMagic = 0x4d53434c45584543ull;  // "MSCLEXEC"
-constexpr uint64_t kVersion = 1;
+constexpr uint64_t kVersion = 2;  // 2: the building call's descriptor follows the rank
 constexpr size_t kMaxMessage = 1 << 20;
 
 // One rank's region as its peers see it.
@@ -131,11 +132,19 @@ uint64_t bufferOffset(const Directory& d, plan::BufferType t) {
 
 CommunicatorWiring::CommunicatorWiring(std::shared_ptr<Communicator> comm) : comm_(std::move(comm)) {
   MSCCLPP_ENFORCE(comm_ != nullptr, ErrorCode::InvalidArgument, "Executor: the communicator is null");
+  bootstrap_ = comm_->bootstrap()->withNamespace("mscclpp.executor");
+  // An exchange waiting for a live peer has no deadline: a failed communicator (a dead peer, a
+  // mismatch found by the call monitor) ends it.
+  std::weak_ptr<Bootstrap> view = bootstrap_;
+  failureHook_ = comm_->onFailure([view]() {
+    if (auto b = view.lock()) b->abort();
+  });
 }
 
 int CommunicatorWiring::worldSize() const { return comm_->size(); }
 
-RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, const CallShape& shape) {
+RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, const CallShape& shape,
+                                          const CallDescriptor& call) {
   const plan::Plan& p = *plan;
   const int n = static_cast<int>(p.ranks.size());
   MSCCLPP_ENFORCE(n == comm_->size() && rank == comm_->rank(), ErrorCode::InvalidArgument,
@@ -179,6 +188,13 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
   put64(&msg, kMagic);
   put64(&msg, kVersion);
   put64(&msg, static_cast<uint64_t>(rank));
+  {
+    ByteWriter w;
+    call.write(w);
+    put64(&msg, w.bytes().size());
+    msg.insert(msg.end(), w.bytes().begin(), w.bytes().end());
+    msg.resize((msg.size() + 7) / 8 * 8, 0);
+  }
   std::vector<char> wire = reg.serialize();
   put64(&msg, wire.size());
   msg.insert(msg.end(), wire.begin(), wire.end());
@@ -192,7 +208,7 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
     put64(&msg, std::get<2>(key) ? 1 : 0);
     put64(&msg, off);
   }
-  std::shared_ptr<Bootstrap> bs = comm_->bootstrap()->withNamespace("mscclpp.executor");
+  const std::shared_ptr<Bootstrap>& bs = bootstrap_;
   const int tag = static_cast<int>(sequence_++ & 0x3fffffff);
   // Connections first: connect() posts our endpoint at once, so both sides may wait in any order.
   std::map<int, std::shared_future<std::shared_ptr<Connection>>> pending;
@@ -211,6 +227,16 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
     MSCCLPP_ENFORCE(r.u64("magic") == kMagic && r.u64("version") == kVersion && r.u64("rank") == static_cast<uint64_t>(q),
                     ErrorCode::RemoteError, "executor wiring: rank %d sent a message that is not a version-%llu directory",
                     q, static_cast<unsigned long long>(kVersion));
+    {
+      std::vector<char> bytes = r.bytes(r.u64("call size"), "call");
+      ByteReader cr(bytes, "executor wiring: the peer's call");
+      const CallDescriptor theirs = CallDescriptor::read(cr);
+      // Every rank gets every peer's descriptor: all of them refuse, each naming both calls.
+      MSCCLPP_ENFORCE(sameCall(call, theirs), ErrorCode::InvalidUsage,
+                      "mismatched calls: rank %d called %s but rank %d called %s (every rank must make the same "
+                      "collective calls, with the same counts, datatype, reduce op and root, in the same order)",
+                      rank, call.describe().c_str(), q, theirs.describe().c_str());
+    }
     Remote& rm = remotes[q];
     rm.memory = RegisteredMemory::deserialize(r.bytes(r.u64("registration size"), "registration"));
     rm.base = static_cast<char*>(rm.memory.data());

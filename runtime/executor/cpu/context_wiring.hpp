@@ -13,10 +13,12 @@
 
 #include <memory>
 
+#include "executor/call_descriptor.hpp"
 #include "executor/rank_resources.hpp"
 #include "plan/plan.hpp"
 
 namespace mscclpp {
+class Bootstrap;
 class Communicator;
 }
 
@@ -27,7 +29,10 @@ class ContextWiring {
   virtual ~ContextWiring() = default;
   // Ranks in this wiring's world.
   virtual int worldSize() const = 0;
-  virtual RankResources connect(const plan::PlanPtr& plan, int rank, const CallShape& shape) = 0;
+  // `call` is the call building the context: wirings that exchange with peers check that every rank
+  // builds it for the same call (Error(InvalidUsage) naming both ranks' calls otherwise).
+  virtual RankResources connect(const plan::PlanPtr& plan, int rank, const CallShape& shape,
+                                const CallDescriptor& call) = 0;
   // The communicator behind this wiring (the CUDA backend exchanges device memory through it);
   // null for wirings without one.
   virtual std::shared_ptr<Communicator> communicator() const { return nullptr; }
@@ -37,11 +42,14 @@ class CommunicatorWiring : public ContextWiring {
  public:
   explicit CommunicatorWiring(std::shared_ptr<Communicator> comm);
   int worldSize() const override;
-  RankResources connect(const plan::PlanPtr& plan, int rank, const CallShape& shape) override;
+  RankResources connect(const plan::PlanPtr& plan, int rank, const CallShape& shape,
+                        const CallDescriptor& call) override;
   std::shared_ptr<Communicator> communicator() const override { return comm_; }
 
  private:
   std::shared_ptr<Communicator> comm_;
+  std::shared_ptr<Bootstrap> bootstrap_;  // the executor's exchanges; aborted when the communicator fails
+  std::shared_ptr<void> failureHook_;
   uint64_t sequence_ = 0;  // contexts built so far: the tag of the next exchange
 };
 

@@ -7,22 +7,44 @@
 #include "core/format.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
+#include "executor/call_monitor.hpp"
 #include "executor/params.hpp"
 #include "executor/scale_steps.hpp"
+#include "mscclpp/communicator.hpp"
 
 namespace mscclpp::exec {
 
-CpuBackend::CpuBackend(std::shared_ptr<ContextWiring> wiring, LaunchAbort& abort)
+namespace {
+
+constexpr size_t kMaxFingerprints = 256;
+
+}  // namespace
+
+CpuBackend::CpuBackend(std::shared_ptr<ContextWiring> wiring, LaunchAbort& abort, CallMonitor* monitor)
     : wiring_(std::move(wiring)),
+      comm_(wiring_->communicator()),
       abort_(abort),
+      monitor_(monitor),
       cache_(static_cast<size_t>(std::max<int64_t>(1, params::contextCacheSize()))) {}
 
-CpuContext& CpuBackend::context(const ExecCall& c) {
+uint64_t CpuBackend::fingerprintOf(const plan::PlanPtr& plan) {
+  auto it = fingerprints_.find(plan.get());
+  if (it != fingerprints_.end()) return it->second.second;
+  if (fingerprints_.size() >= kMaxFingerprints) fingerprints_.clear();
+  const uint64_t f = planFingerprint(*plan);
+  fingerprints_.emplace(plan.get(), std::make_pair(plan, f));
+  return f;
+}
+
+CpuContext& CpuBackend::context(const ExecCall& c, const CallDescriptor& descriptor) {
   Key key = keyOf(c);
   if (CpuContext* hit = cache_.find(key)) return *hit;
   CallShape shape = shapeCall(*c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype);
-  RankResources res = wiring_->connect(c.plan, c.rank, shape);
+  RankResources res = wiring_->connect(c.plan, c.rank, shape, descriptor);  // collective
   auto ctx = std::make_unique<CpuContext>(c.plan, c.rank, shape, std::move(res));
+  if (monitor_) ctx->setPeerStatus([m = monitor_]() { return m->peerStatus(); });
+  // A failed communicator (a dead or unreachable peer) stops the context's waits at once.
+  if (comm_) ctx->holdFailureRegistration(comm_->raiseOnFailure(ctx->image().device().abortFlag));
   cache_.setCapacity(static_cast<size_t>(std::max<int64_t>(1, params::contextCacheSize())));
   std::vector<std::unique_ptr<CpuContext>> evicted;  // destroyed when this call leaves
   CpuContext& inserted = cache_.insert(std::move(key), std::move(ctx), &evicted);
@@ -33,8 +55,27 @@ CpuContext& CpuBackend::context(const ExecCall& c) {
 }
 
 void CpuBackend::execute(const ExecCall& c) {
+  const CallDescriptor descriptor = describeCall(*c.plan, fingerprintOf(c.plan), c.sendBytes, c.recvBytes, c.dtype, c.op);
+  struct EndCall {
+    CallMonitor* monitor;
+    ~EndCall() {
+      if (monitor) monitor->end();
+    }
+  } endCall{monitor_};
+  if (monitor_) monitor_->begin(descriptor);
+  try {
+    CpuContext& ctx = context(c, descriptor);
+    if (monitor_) monitor_->running([&ctx]() { return ctx.liveCall(); });
+    run(c, ctx);
+  } catch (const Error& e) {
+    // Communicator::throwIfFailedAfter gives a dead peer the moment the bootstrap needs to name it.
+    if (comm_) comm_->throwIfFailedAfter(e);
+    throw;
+  }
+}
+
+void CpuBackend::run(const ExecCall& c, CpuContext& ctx) {
   const plan::PlanHeader& h = c.plan->header;
-  CpuContext& ctx = context(c);
   const RankResources& res = ctx.image().resources();
   // Stage in: the plan's input (inside the data buffer for in-place plans) gets the send buffer,
   // pre-scaled for premulsum. Off a scatter's root the send buffer is never read (NCCL allows any
@@ -49,7 +90,7 @@ void CpuBackend::execute(const ExecCall& c) {
   {
     LaunchAbort::Running running(abort_, ctx.image().device().abortFlag,
                                  strFormat("plan %s rank %d", h.name.c_str(), c.rank));
-    ctx.launch(c.dtype, nativeOpOf(c.op), c.packet, params::timeoutSeconds());
+    ctx.launch(c.dtype, nativeOpOf(c.op), c.packet, comm_ ? comm_->timeoutSeconds() : params::timeoutSeconds());
   }
   if (c.op == ReduceOp::Avg) {
     const uint64_t bytes = reducedOutputBytes(h.collective, c.rank, h.root, c.recvBytes);

@@ -9,20 +9,30 @@
 #ifndef MSCCLPP_EXECUTOR_CPU_CPU_BACKEND_HPP_
 #define MSCCLPP_EXECUTOR_CPU_CPU_BACKEND_HPP_
 
+#include <map>
 #include <memory>
+#include <string>
 
 #include "executor/backend.hpp"
+#include "executor/call_descriptor.hpp"
 #include "executor/context_cache.hpp"
 #include "executor/cpu/context_wiring.hpp"
 #include "executor/cpu/cpu_context.hpp"
 #include "executor/launch_abort.hpp"
 
+namespace mscclpp {
+class Communicator;
+}
+
 namespace mscclpp::exec {
+
+class CallMonitor;
 
 class CpuBackend final : public ExecutionBackend {
  public:
-  // `abort` belongs to the executor and outlives this backend.
-  CpuBackend(std::shared_ptr<ContextWiring> wiring, LaunchAbort& abort);
+  // `abort` and `monitor` (null: none; the call monitor of an executor on a communicator) belong to the executor
+  // and outlive this backend.
+  CpuBackend(std::shared_ptr<ContextWiring> wiring, LaunchAbort& abort, CallMonitor* monitor);
 
   void execute(const ExecCall& call) override;
   bool hasContext(const ExecCall& call) override { return cache_.find(keyOf(call)) != nullptr; }
@@ -30,20 +40,32 @@ class CpuBackend final : public ExecutionBackend {
   bool pollError(std::string*) override { return false; }  // execute() reports every failure
 
  private:
+  // The datatype and op are part of the key although the context does not depend on them: two ranks calling with
+  // different ones then use different contexts, which never complete each other's calls, so the call monitor
+  // finds the mismatch instead of the ranks mixing their data silently.
   struct Key {
     plan::PlanPtr plan;  // keeps the plan (compared by address) alive while its context lives
     int rank;
     uint64_t inputBytes, outputBytes;
+    DataType dtype;
+    ReduceOp op;
     bool operator==(const Key& o) const {
-      return plan.get() == o.plan.get() && rank == o.rank && inputBytes == o.inputBytes && outputBytes == o.outputBytes;
+      return plan.get() == o.plan.get() && rank == o.rank && inputBytes == o.inputBytes &&
+             outputBytes == o.outputBytes && dtype == o.dtype && op == o.op;
     }
   };
-  static Key keyOf(const ExecCall& c) { return Key{c.plan, c.rank, c.sendBytes, c.recvBytes}; }
-  CpuContext& context(const ExecCall& call);
+  static Key keyOf(const ExecCall& c) { return Key{c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype, c.op}; }
+  CpuContext& context(const ExecCall& call, const CallDescriptor& descriptor);
+  void run(const ExecCall& call, CpuContext& ctx);
+  uint64_t fingerprintOf(const plan::PlanPtr& plan);
 
   std::shared_ptr<ContextWiring> wiring_;
+  std::shared_ptr<Communicator> comm_;  // null for wirings without one (the emulator's threads)
   LaunchAbort& abort_;
+  CallMonitor* monitor_;
   ContextCache<Key, CpuContext> cache_;
+  // Plans whose fingerprint was computed (a plan object is immutable; the entry keeps it alive).
+  std::map<const plan::Plan*, std::pair<plan::PlanPtr, uint64_t>> fingerprints_;
 };
 
 }  // namespace mscclpp::exec

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/enforce.hpp"
+#include "core/hash.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
 #include "executor/params.hpp"
@@ -16,6 +17,9 @@ namespace {
 unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); }
 
 uint64_t secondsToNs(double s) { return s <= 0 ? kNoDeadline : static_cast<uint64_t>(s * 1e9); }
+
+// A long-wait warning names at most this many threadblocks (one line per interval).
+constexpr size_t kBlocksPerWarning = 4;
 
 }  // namespace
 
@@ -131,6 +135,38 @@ std::string CpuContext::completeProxyRequests(double timeoutSeconds) {
                    st == SpinStatus::Timeout ? "timed out" : "stopped (the proxy failed)");
 }
 
+void CpuContext::warnLongWait(double waited) const {
+  const plan::Plan& plan = image_->plan();
+  std::vector<BlockWait> lines = describeLiveBlocks(plan, image_->rank(), image_->device(), lastFlag_.load(), nullptr);
+  std::string what;
+  for (size_t i = 0; i < lines.size() && i < kBlocksPerWarning; ++i) what += (i ? "; " : "") + lines[i].text;
+  if (lines.size() > kBlocksPerWarning) what += strFormat("; and %zu more threadblocks", lines.size() - kBlocksPerWarning);
+  const std::string peers = peerStatus_ ? peerStatus_() : std::string();
+  MSCCLPP_WARN(LogExec, "plan %s rank %d: launch with flag %u has waited %.3g s (MSCCLPP_WAIT_WARN_S=%.3g; no deadline "
+               "unless MSCCLPP_TIMEOUT_S sets one): %s%s%s",
+               plan.header.name.c_str(), image_->rank(), lastFlag_.load(), waited, params::waitWarnSeconds(),
+               what.empty() ? "its threadblocks are finishing" : what.c_str(), peers.empty() ? "" : "; ",
+               peers.c_str());
+}
+
+LiveCall CpuContext::liveCall() const {
+  LiveCall call;
+  call.waits = describeLiveBlocks(image_->plan(), image_->rank(), image_->device(), lastFlag_.load(), &call.progress);
+  if (proxy_) {
+    // Requests still in the proxy (a put in flight over TCP) are work, not a wait.
+    FifoDeviceHandle fifo = proxy_->fifoDeviceHandle();
+    const uint64_t head = atomicLoad<uint64_t>(fifo.head, memoryOrderRelaxed);
+    const uint64_t tail = atomicLoad<uint64_t>(fifo.tail, memoryOrderRelaxed);
+    call.progress = mix64(mix64(call.progress, head), tail);
+    if (head != tail) {
+      BlockWait busy;
+      busy.text = strFormat("rank %d: its proxy has %llu request(s) in flight", image_->rank(), ull(head - tail));
+      call.waits.push_back(std::move(busy));
+    }
+  }
+  return call;
+}
+
 void CpuContext::launch(DataType dtype, ReduceOp op, PacketType packet, double timeoutSeconds) {
   const plan::Plan& plan = image_->plan();
   const int rank = image_->rank();
@@ -145,8 +181,11 @@ void CpuContext::launch(DataType dtype, ReduceOp op, PacketType packet, double t
   const ExecContextDevice& dev = image_->device();
   LaunchArgs args{secondsToNs(timeoutSeconds), static_cast<uint32_t>(packet), 0};
   lastFlag_ = dev.state->flag;  // no launch in flight: a plain read is ordered by the last run()
-  const double safety = timeoutSeconds <= 0 ? 1e9 : 2 * timeoutSeconds + 30;
-  workers_->run([&](uint32_t block) { fn(dev, block, args); }, safety);
+  // The workers' own limit is a safety net behind the interpreter's deadlines (none by default:
+  // live peers are waited for, a dead one raises the abort flag through the communicator).
+  const double safety = timeoutSeconds <= 0 ? 0 : 2 * timeoutSeconds + 30;
+  workers_->run([&](uint32_t block) { fn(dev, block, args); }, safety, params::waitWarnSeconds(),
+                [&](double waited) { warnLongWait(waited); });
 
   bool stopped = false, timedOut = false, invalid = false;
   for (uint32_t b = 0; b < dev.nBlocks; ++b) {
@@ -161,12 +200,12 @@ void CpuContext::launch(DataType dtype, ReduceOp op, PacketType packet, double t
   if (!stopped && proxyError.empty() && drainError.empty()) return;
   failed_ = true;
   std::string msg = strFormat("plan %s (%s) rank %d: launch with flag %u failed", plan.header.name.c_str(),
-                              plan.header.source.c_str(), rank, lastFlag_);
+                              plan.header.source.c_str(), rank, lastFlag_.load());
   if (timedOut) msg += strFormat(" (MSCCLPP_TIMEOUT_S=%.3g)", timeoutSeconds);
   if (!proxyError.empty()) msg += "; " + proxyError;
   if (!drainError.empty() && proxyError.empty()) msg += "; " + drainError;
   for (const std::string& line :
-       describeUnfinishedBlocks(plan, rank, dev.blockRecords, dev.nBlocks, lastFlag_, dev.state->firstFailedBlock)) {
+       describeUnfinishedBlocks(plan, rank, dev.blockRecords, dev.nBlocks, lastFlag_.load(), dev.state->firstFailedBlock)) {
     msg += "\n  " + line;
   }
   if (timedOut) throw TimeoutError(msg);

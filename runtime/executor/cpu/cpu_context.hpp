@@ -10,10 +10,13 @@
 #ifndef MSCCLPP_EXECUTOR_CPU_CPU_CONTEXT_HPP_
 #define MSCCLPP_EXECUTOR_CPU_CPU_CONTEXT_HPP_
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "executor/call_monitor.hpp"
 #include "executor/context_image.hpp"
 #include "executor/cpu/block_workers.hpp"
 #include "mscclpp/datatype.hpp"
@@ -34,10 +37,20 @@ class CpuContext {
   // Error(NotSupported/InvalidArgument) with the blocks' wait-for description.
   void launch(DataType dtype, ReduceOp op, PacketType packet, double timeoutSeconds);
 
+  // What the long-wait warning adds about the peers (the call monitor's view: who is idle, who is
+  // in which call); called on the launching thread while blocks wait. Empty: nothing.
+  void setPeerStatus(std::function<std::string()> status) { peerStatus_ = std::move(status); }
+  // Kept until the context goes, and dropped before its memory: the communicator's registration that raises this
+  // context's abort flag when it fails (Communicator::raiseOnFailure).
+  void holdFailureRegistration(std::shared_ptr<void> registration) { failureRegistration_ = std::move(registration); }
+
+  // The launch in progress as the call monitor sees it (any thread, while launch() runs).
+  LiveCall liveCall() const;
+
   const ContextImage& image() const { return *image_; }
   bool failed() const { return failed_; }
   // The flag of the most recent launch.
-  uint32_t lastLaunchFlag() const { return lastFlag_; }
+  uint32_t lastLaunchFlag() const { return lastFlag_.load(std::memory_order_relaxed); }
 
  private:
   std::string handleRequest(const TriggerFields& f);
@@ -46,12 +59,16 @@ class CpuContext {
   // After a successful launch with port channels: waits until the proxy performed every request of
   // the launch (bounded). Returns "" or why it could not.
   std::string completeProxyRequests(double timeoutSeconds);
+  // One WARN line, every MSCCLPP_WAIT_WARN_S of a launch: what each unfinished block waits for.
+  void warnLongWait(double waited) const;
 
   std::unique_ptr<ProxyService> proxy_;
   std::unique_ptr<ContextImage> image_;
   std::unique_ptr<BlockWorkers> workers_;
   bool failed_ = false;
-  uint32_t lastFlag_ = 0;
+  std::atomic<uint32_t> lastFlag_{0};  // read by liveCall() from the monitor's thread
+  std::function<std::string()> peerStatus_;
+  std::shared_ptr<void> failureRegistration_;  // last: released before the flag's memory
 };
 
 }  // namespace mscclpp::exec

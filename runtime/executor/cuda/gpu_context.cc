@@ -98,7 +98,7 @@ GpuContext::GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& pla
   const plan::PlanHeader& h = plan_->header;
   const plan::RankPlan& rp = plan_->ranks.at(static_cast<size_t>(rank_));
   name_ = strFormat("plan %s (%s) rank %d", h.name.c_str(), h.source.c_str(), rank_);
-  timeoutSeconds_ = params::timeoutSeconds();
+  timeoutSeconds_ = world_.comm().timeoutSeconds();  // MSCCLPP_TIMEOUT_S or the communicator's own
   timeoutNs_ = timeoutSeconds_ > 0 ? static_cast<uint64_t>(timeoutSeconds_ * 1e9) : kNoDeadline;
   DeviceGuard guard(world_->device());
 
@@ -176,6 +176,9 @@ GpuContext::GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& pla
   // Zeroed: LL packets start with flag 0 (never valid) and counters at 0.
   region_ = std::make_unique<DeviceAllocation>(size, name_ + ": scratch, counters and staging");
   abort_ = std::make_unique<PinnedAllocation>(64, name_ + ": abort flag");
+  // A dead or unreachable peer fails the communicator, which raises the flag from the host: every
+  // device wait of a launch in flight (spinUntil polls the flag) stops instead of waiting forever.
+  failureRegistration_ = world_->comm().raiseOnFailure(static_cast<uint32_t*>(abort_->host()));
   // The image's size depends only on the plan (its counts), so its memory is ready before the
   // exchange too.
   const ImageCounts counts = imageCountsOf(rp);
@@ -730,6 +733,9 @@ void GpuContext::throwFailure() {
       msg += "\n  " + line;
   }
   MSCCLPP_WARN(LogExec, "%s", msg.c_str());
+  ErrorCode commCode;
+  std::string commFailure;
+  if (world_.comm().failed(&commCode, &commFailure)) throw Error(commCode, commFailure + "\n" + msg);
   if (!cudaProblem.empty()) throw Error(ErrorCode::CudaError, msg);
   if (timedOut) throw TimeoutError(msg);
   if (invalid || !proxyError.empty()) throw Error(ErrorCode::NotSupported, msg);

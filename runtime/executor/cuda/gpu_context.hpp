@@ -141,7 +141,8 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   std::vector<std::shared_ptr<Peer>> peers_;
   RankResources resources_;
 
-  std::unique_ptr<PinnedAllocation> abort_;
+  std::unique_ptr<PinnedAllocation> abort_;  // host-mapped: the kernel's waits poll it
+  std::shared_ptr<void> failureRegistration_;  // the communicator raises abort_ when it fails
   cudaStream_t proxyStream_ = nullptr;  // the rank's (GpuWorld::proxyStream)
   std::unique_ptr<ProxyService> proxy_;
   std::vector<uint64_t> signalsSent_;  // per port channel: the value our proxy last wrote to the peer

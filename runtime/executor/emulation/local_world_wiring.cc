@@ -5,7 +5,10 @@
 
 namespace mscclpp::exec {
 
-RankResources LocalWorldWiring::connect(const plan::PlanPtr& plan, int rank, const CallShape& shape) {
+// Ranks as threads of one test or emulation: they share one world per (plan, sizes) and are not
+// checked against each other's calls (the emulator drives them all alike).
+RankResources LocalWorldWiring::connect(const plan::PlanPtr& plan, int rank, const CallShape& shape,
+                                        const CallDescriptor&) {
   MSCCLPP_ENFORCE(static_cast<int>(plan->ranks.size()) == nRanks_, ErrorCode::InvalidArgument,
                   "plan %s has %zu ranks; this world has %d", plan->header.name.c_str(), plan->ranks.size(), nRanks_);
   std::shared_ptr<LocalWorld> world;

@@ -22,7 +22,8 @@ class LocalWorldWiring : public ContextWiring {
  public:
   explicit LocalWorldWiring(int nRanks) : nRanks_(nRanks) {}
   int worldSize() const override { return nRanks_; }
-  RankResources connect(const plan::PlanPtr& plan, int rank, const CallShape& shape) override;
+  RankResources connect(const plan::PlanPtr& plan, int rank, const CallShape& shape,
+                        const CallDescriptor& call) override;
 
  private:
   struct Entry {

@@ -13,10 +13,11 @@
 //   using different tags or, better, different namespaces (withNamespace, split).
 // - allGather, broadcast, barrier and split are collective: every rank of the bootstrap calls them
 //   in the same order. They use internal tags, so they never consume user messages.
-// - Every blocking call is bounded by a deadline (MSCCLPP_TIMEOUT_S unless setTimeout was called)
-//   and throws mscclpp::Error naming the operation and the peer: Timeout when the deadline passed,
-//   RemoteError when the peer went away (connection closed) before sending what was awaited,
-//   Aborted after abort(). Every receive is bounded in size.
+// - A blocking call waits for a live peer without a deadline unless one is set (MSCCLPP_TIMEOUT_S
+//   or setTimeout; docs/failure-handling.md) and throws mscclpp::Error naming the operation and the
+//   peer: Timeout when a set deadline passed, RemoteError when the peer died or its host became
+//   unreachable (connection closed, no heartbeat) before sending what was awaited, Aborted after
+//   abort(). Every receive is bounded in size.
 //
 // Thread-safety: all methods may be called concurrently from several threads (e.g. two threads
 // receiving with different tags). Collectives on one bootstrap object must not run concurrently
@@ -29,6 +30,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -83,9 +85,29 @@ class MSCCLPP_API Bootstrap : public std::enable_shared_from_this<Bootstrap> {
   virtual void abort() = 0;
 
   // The deadline, in seconds, applied to each blocking call (<= 0: no deadline). Default:
-  // MSCCLPP_TIMEOUT_S read when the bootstrap was created.
+  // MSCCLPP_TIMEOUT_S read when the bootstrap was created (0: none, a live peer is waited for).
   virtual double timeoutSeconds() const = 0;
   virtual void setTimeout(double seconds) = 0;
+
+  // Failed peers: a rank whose process died (its connections closed without a goodbye: exit, crash,
+  // kill, abort) or whose host stopped answering (no heartbeat for MSCCLPP_HEARTBEAT_TIMEOUT_S).
+  // listener(rank, reason) runs once per failed rank of this bootstrap (its rank numbers; failures
+  // known before the call included), on a helper thread or the thread that learned of it: it must
+  // return quickly and must not call the bootstrap. Returns an id for removePeerFailureListener.
+  // The default implementation (a bootstrap that cannot tell) never calls it and returns 0.
+  using PeerFailureListener = std::function<void(int rank, const std::string& reason)>;
+  virtual uint64_t addPeerFailureListener(PeerFailureListener listener);
+  virtual void removePeerFailureListener(uint64_t id);
+
+  // Requests answered without the peer's application thread (the runtime's call monitor asks a
+  // stuck peer what it is doing with them). serve(handler): requests to this bootstrap (this view)
+  // are answered by handler(peer, request) on a helper thread; it must be quick and must not block.
+  // An empty handler stops serving. ask() sends one request and returns the answer (empty when the
+  // peer serves none), failing like recv (RemoteError for a failed peer, Timeout after
+  // timeoutSeconds). The defaults throw Error(NotSupported).
+  using RequestHandler = std::function<std::vector<char>(int peer, const std::vector<char>& request)>;
+  virtual void serve(RequestHandler handler);
+  virtual std::vector<char> ask(int peer, const std::vector<char>& request, double timeoutSeconds);
 };
 
 // TCP rendezvous. Typical use (like ncclGetUniqueId / ncclCommInitRank):
@@ -127,6 +149,10 @@ class MSCCLPP_API TcpBootstrap : public Bootstrap {
   void abort() override;
   double timeoutSeconds() const override;
   void setTimeout(double seconds) override;
+  uint64_t addPeerFailureListener(PeerFailureListener listener) override;
+  void removePeerFailureListener(uint64_t id) override;
+  void serve(RequestHandler handler) override;
+  std::vector<char> ask(int peer, const std::vector<char>& request, double timeoutSeconds) override;
 
   // "host:port" of this rank's listener ("" before initialize): diagnostics and tests.
   std::string listenAddress() const;
@@ -158,10 +184,15 @@ class MSCCLPP_API InProcessBootstrap : public Bootstrap {
   void barrier() override;
   std::shared_ptr<Bootstrap> split(int color, int key) override;
   std::shared_ptr<Bootstrap> withNamespace(const std::string& name) override;
-  // Marks this rank as gone: peers waiting on it fail with RemoteError (a crash stand-in for tests).
+  // Marks this rank as failed for its peers (a crash stand-in for tests): their waits on it fail with
+  // RemoteError and their failure listeners are told. Destroying it is a goodbye, not a failure.
   void abort() override;
   double timeoutSeconds() const override;
   void setTimeout(double seconds) override;
+  uint64_t addPeerFailureListener(PeerFailureListener listener) override;
+  void removePeerFailureListener(uint64_t id) override;
+  void serve(RequestHandler handler) override;
+  std::vector<char> ask(int peer, const std::vector<char>& request, double timeoutSeconds) override;
 
  private:
   struct MSCCLPP_INTERNAL Impl;

@@ -22,6 +22,7 @@
 #ifndef MSCCLPP_COMMUNICATOR_HPP_
 #define MSCCLPP_COMMUNICATOR_HPP_
 
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -50,6 +51,11 @@ class MSCCLPP_API Communicator {
   std::shared_ptr<Bootstrap> bootstrap() const;
   int rank() const;
   int size() const;
+  // The deadline in seconds of waits on live peers, 0 for none (the default: a late peer is waited for): the
+  // earlier of MSCCLPP_TIMEOUT_S, read at each call, and the timeout its bootstrap had when this communicator was
+  // made (TcpBootstrap::initialize(id, timeoutSec), Bootstrap::setTimeout, Python CommGroup(timeout=...)). The
+  // executor's collectives on this communicator wait that long at most (docs/failure-handling.md).
+  double timeoutSeconds() const;
   // Position among the ranks of this host (in rank order) and how many share the host.
   int localRank() const;
   int nRanksPerNode() const;
@@ -86,6 +92,28 @@ class MSCCLPP_API Communicator {
   // True (and the first error) when one was recorded.
   bool asyncError(ErrorCode* code, std::string* message) const;
 
+  // Failure of the communicator as a whole (docs/failure-handling.md): a peer
+  // died or its host became unreachable (RemoteError naming the rank and its host; the bootstrap
+  // finds it), or the ranks' calls cannot complete (mismatched calls: InvalidUsage; a deadlock with
+  // every rank alive: InternalError). The first failure is kept; it is also the async error. Every
+  // later call on the communicator should fail with it (the executor's do). Any thread.
+  void fail(ErrorCode code, const std::string& message);
+  // One atomic load when the communicator is fine.
+  bool failed(ErrorCode* code = nullptr, std::string* message = nullptr) const;
+  // For an error a call met talking to its peers: throws the communicator's failure (with the error as detail)
+  // when it failed. A dead peer is often met first by the channel that touched it (a connection reset, its
+  // memory's /proc entry gone) a moment before the bootstrap names it (milliseconds for a closed connection), so
+  // for errors that can be such a symptom (system, remote, timeout, aborted) it waits up to a second for that.
+  // Returns otherwise: the caller rethrows its own error.
+  void throwIfFailedAfter(const Error& error) const;
+  // Raises *flag (a release store of 1) when the communicator fails, or at once if it has: waits
+  // that poll the flag as their abort flag (executor contexts, device code) stop. The registration
+  // lasts as long as the returned handle; *flag must outlive it.
+  std::shared_ptr<void> raiseOnFailure(uint32_t* flag);
+  // The same for a callback (e.g. aborting a bootstrap view whose exchanges must stop): called once,
+  // on the thread that failed the communicator (or here, if it has failed); it must return quickly.
+  std::shared_ptr<void> onFailure(std::function<void()> callback);
+
   // Returns promptly whatever the peers do: aborts the bootstrap (blocked calls throw Aborted),
   // closes the transports' sockets and stops their threads. The communicator is unusable after.
   void abort();
@@ -96,6 +124,7 @@ class MSCCLPP_API Communicator {
   Impl& impl() const { return *pimpl_; }
 
  private:
+  void exchangeHostIds();  // the constructor's allGather of host ids (localRanks, localRank)
   std::shared_ptr<Impl> pimpl_;
 };
 

@@ -113,7 +113,7 @@ MSCCLPP_HOST_DEVICE_INLINE uint64_t clockNs() {
 #endif
 }
 
-// A deadline that never passes (tests only: every production wait has a deadline).
+// A deadline that never passes: waits on live peers when MSCCLPP_TIMEOUT_S is 0 (the default).
 constexpr uint64_t kNoDeadline = UINT64_MAX;
 
 // The timeout used by the convenience wait()/sync() methods when a handle carries none (0). The
@@ -147,9 +147,26 @@ MSCCLPP_HOST_DEVICE_INLINE const char* spinStatusName(SpinStatus s) {
   }
 }
 
-// Pause between polls. On the host the CPU backend runs many more threads (one per plan thread
-// block, per rank) than there are cores, so after a short spin we yield, then sleep a little: a
-// spinning thread must not starve the thread it waits for.
+#if !defined(MSCCLPP_DEVICE_COMPILE)
+// The host's pause after `iteration` unsuccessful polls: spin 16 polls (latency), yield up to the
+// 1024th (the thread waited for may need this core: the CPU backend runs more threads than there
+// are cores), then sleep, 5 us at first and twice as long every 128 sleeps, capped at 1 ms. A wait
+// that lasts seconds (a slow or dead peer) wakes about a thousand times a second and burns no core;
+// the cap is reached about 0.2 s into a wait, so short waits keep their latency.
+inline void hostBackoffPause(uint32_t iteration) {
+  if (iteration < 16) return;
+  if (iteration < 1024) {
+    sched_yield();
+    return;
+  }
+  const uint32_t doublings = (iteration - 1024) / 128;
+  const uint32_t micros = doublings >= 8 ? 1000u : (5u << doublings);
+  std::this_thread::sleep_for(std::chrono::microseconds(micros < 1000u ? micros : 1000u));
+}
+#endif
+
+// Pause between polls: on the GPU a short __nanosleep after many polls; on the host
+// hostBackoffPause (spin, yield, then sleeps growing to 1 ms).
 struct SpinBackoff {
   uint32_t iteration = 0;
 
@@ -160,12 +177,7 @@ struct SpinBackoff {
     if (iteration > 1024) __nanosleep(64);
 #endif
 #else
-    if (iteration < 16) return;
-    if (iteration < 2048) {
-      sched_yield();
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(iteration < 16384 ? 5 : 50));
+    hostBackoffPause(iteration);
 #endif
   }
 };
@@ -194,7 +206,7 @@ MSCCLPP_HOST_DEVICE_INLINE SpinStatus spinUntil(Ready&& ready, uint64_t deadline
 // The failure path of the convenience methods (wait(), sync(), push() without a status out
 // parameter): on the GPU it prints what was stuck and traps (the launch fails with an error the
 // host sees); on the host it throws mscclpp::Error (Timeout or Aborted) from the calling thread.
-MSCCLPP_API [[noreturn]] void throwSpinFailure(SpinStatus status, const char* what);  // defined in libmscclpp
+[[noreturn]] MSCCLPP_API void throwSpinFailure(SpinStatus status, const char* what);  // defined in libmscclpp
 
 MSCCLPP_HOST_DEVICE_INLINE void failSpin(SpinStatus status, const char* what) {
 #if defined(MSCCLPP_DEVICE_COMPILE)

@@ -103,6 +103,14 @@ class MSCCLPP_API Executor {
                                 PacketType packetType = PacketType::LL16, ReduceOp op = ReduceOp::Sum,
                                 const void* scalar = nullptr);
 
+  // For callers that agree with their peers on the plan of a call before executing it (the NCCL shim does, at
+  // the first call of each shape): the call monitor counts the agreement as the start of that call, so a peer that
+  // already runs it while this rank agrees is told apart from a late peer. collective: plan::Collective; op and
+  // root: -1 when the collective has none. The next execute() goes on with the same call; endAgreement() ends it
+  // when no plan runs it (the real NCCL does). Both do nothing on the CUDA backend.
+  void beginAgreement(int collective, size_t sendBytes, size_t recvBytes, DataType dtype, int op, int root);
+  void endAgreement();
+
   Backend backend() const;
   // Execution contexts currently cached.
   size_t contextCount() const;

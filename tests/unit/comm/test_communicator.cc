@@ -1,6 +1,8 @@
 // Communicator: identity, split, registration cache, memory exchange, setup futures.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "../../support/scoped_env.hpp"
 #include "../bootstrap/rank_threads.hpp"
@@ -251,4 +253,53 @@ TEST_CASE("async errors keep the first one", "[comm]") {
   REQUIRE(comms[0]->asyncError(&code, &msg));
   CHECK(code == ErrorCode::RemoteError);
   CHECK(msg == "proxy: rank 1 gone");
+}
+
+TEST_CASE("a failed peer fails the communicator: its error names the rank and its host, flags are raised",
+          "[comm][failure]") {
+  for (std::string kind : {"tcp", "inproc"}) {
+    SECTION(kind) {
+      auto bs = kind == "tcp" ? test::makeTcpBootstraps(4) : test::makeInProcessBootstraps(4);
+      auto comms = makeComms(bs);
+      // A split without rank 2 is not affected by its failure; one with it is.
+      std::vector<std::shared_ptr<Communicator>> halves(4);
+      runRanks(4, [&](int r) { halves[r] = comms[r]->split(r % 2, r); });
+      uint32_t early = 0, late = 0;
+      std::shared_ptr<void> earlyWatch = comms[0]->raiseOnFailure(&early);
+      CHECK_FALSE(comms[0]->failed());
+      {
+        uint32_t dropped = 0;
+        comms[0]->raiseOnFailure(&dropped);  // the registration ends with its handle: never raised
+      }
+      bs[2]->abort();  // TCP: its sockets close without a goodbye, as in a crash; in process: a stand-in
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (!comms[0]->failed() && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      for (int r : {0, 1, 3}) {
+        ErrorCode code = ErrorCode::InternalError;
+        std::string why;
+        const auto wait = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (!comms[r]->failed(&code, &why) && std::chrono::steady_clock::now() < wait) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        INFO("rank " << r << ": " << why);
+        CHECK(code == ErrorCode::RemoteError);
+        CHECK_THAT(why, Catch::StartsWith("communicator rank " + std::to_string(r) + "/4: rank 2 (host " +
+                                          comms[r]->hostIdOf(2) + ") failed: rank 2 "));
+        ErrorCode async = ErrorCode::InternalError;
+        CHECK(comms[r]->asyncError(&async, nullptr));
+        CHECK(async == ErrorCode::RemoteError);
+      }
+      CHECK(early == 1u);
+      std::shared_ptr<void> lateWatch = comms[0]->raiseOnFailure(&late);
+      CHECK(late == 1u);  // registered after the failure: raised at once
+      CHECK(halves[0]->failed());  // {0, 2}
+      CHECK_FALSE(halves[1]->failed());  // {1, 3}
+      comms[0]->fail(ErrorCode::InternalError, "a second failure");  // the first one is kept
+      std::string why;
+      comms[0]->failed(nullptr, &why);
+      CHECK_THAT(why, Catch::Contains("rank 2 (host "));
+    }
+  }
 }

@@ -24,9 +24,9 @@ using EnvGuard = test::ScopedEnv;
 
 TEST_CASE("defaults apply when a variable is unset or empty", "[params]") {
   EnvGuard unset("MSCCLPP_TIMEOUT_S", nullptr);
-  CHECK(params::timeoutSeconds() == 120.0);
+  CHECK(params::timeoutSeconds() == 0.0);  // live peers are waited for (issue 13)
   EnvGuard g("MSCCLPP_TIMEOUT_S", "");
-  CHECK(params::timeoutSeconds() == 120.0);
+  CHECK(params::timeoutSeconds() == 0.0);
   EnvGuard unsetChoice("MSCCLPP_TEST_CHOICE", nullptr);
   CHECK(params::testChoice() == "auto");
   CHECK(params::testInt() == 7);
@@ -41,7 +41,7 @@ TEST_CASE("typed parsing and precise errors", "[params]") {
   {
     EnvGuard g("MSCCLPP_TIMEOUT_S", "abc");
     CHECK_THROWS_WITH(params::timeoutSeconds(),
-                      "MSCCLPP_TIMEOUT_S='abc' is not valid: expected a number (default 120)");
+                      "MSCCLPP_TIMEOUT_S='abc' is not valid: expected a number (default 0)");
   }
   {
     EnvGuard g("MSCCLPP_TEST_CHOICE", "CPU");

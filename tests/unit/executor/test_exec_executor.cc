@@ -8,7 +8,9 @@
 #include <thread>
 #include <vector>
 
+#include "../../support/scoped_env.hpp"
 #include "core/deadline.hpp"
+#include "core/logger.hpp"
 #include "exec_test_util.hpp"
 #include "executor/cpu/context_wiring.hpp"
 #include "executor/emulation/local_world_wiring.hpp"
@@ -85,8 +87,9 @@ TEST_CASE("Executor: allreduce out of place on an in-place plan, malloc'd buffer
       }
     }
   }
-  // One context per rank served all four calls.
-  for (int r = 0; r < n; ++r) REQUIRE(ex[r]->contextCount() == 1);
+  // One context per rank and op: the call's datatype and op are part of a context's identity, so that ranks
+  // calling with different ones never share a context (the call monitor then finds the mismatch).
+  for (int r = 0; r < n; ++r) REQUIRE(ex[r]->contextCount() == 4);
 }
 
 TEST_CASE("Executor: in-place allgather, reduce to a root with null recv elsewhere", "[exec][executor]") {
@@ -336,4 +339,238 @@ TEST_CASE("Executor: wouldBuildContext answers from the backend's context cache"
     CHECK(would(r, count * 2));        // other sizes: another context
   }
   for (int r = 0; r < n; ++r) REQUIRE(ex[r]->contextCount() == 1);  // asking built nothing
+}
+
+namespace {
+
+// Two ranks of a Communicator over an in-process bootstrap, each with its Executor, and a first call that both make
+// (their contexts exist, so the next call goes straight to a launch).
+struct TwoRanks {
+  std::vector<std::shared_ptr<InProcessBootstrap>> bootstraps;
+  std::vector<std::shared_ptr<Communicator>> comms;
+  std::vector<std::unique_ptr<Executor>> executors;
+  std::shared_ptr<const plan::Plan> plan = preset("allreduce_ll_n2_ip.json");
+  std::vector<std::vector<float>> bufs{values(0, 1024), values(1, 1024)};
+
+  // bootstrapTimeout > 0: each bootstrap gets that timeout (setTimeout) before its communicator is made.
+  explicit TwoRanks(double bootstrapTimeout = 0) {
+    auto group = InProcessBootstrap::createGroup(2);
+    for (int r = 0; r < 2; ++r) {
+      bootstraps.push_back(std::make_shared<InProcessBootstrap>(group, r));
+      if (bootstrapTimeout > 0) bootstraps.back()->setTimeout(bootstrapTimeout);
+    }
+    comms.resize(2);
+    executors.resize(2);
+    REQUIRE(onRanks(2, [&](int r) {
+              comms[r] = std::make_shared<Communicator>(bootstraps[r], kHostDevice);
+              executors[r] = std::make_unique<Executor>(comms[r]);
+              run(r);
+            }) == "");
+  }
+  void run(int r) {
+    executors[r]->execute(r, bufs[r].data(), bufs[r].data(), 4096, 4096, DataType::Float32, plan);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("Executor: a peer that fails stops the launch waiting for it with RemoteError naming it",
+          "[exec][executor][failure]") {
+  TwoRanks job;
+  std::string error;
+  ErrorCode code = ErrorCode::InternalError;
+  auto start = std::chrono::steady_clock::now();
+  std::thread rank0([&] {
+    try {
+      job.run(0);  // rank 1 never calls: no deadline by default, the wait ends with rank 1's failure
+    } catch (const Error& e) {
+      error = e.what();
+      code = e.code();
+    }
+  });
+  Deadline entered(30);
+  while (!job.executors[0]->launchInFlight() && !entered.expired()) std::this_thread::yield();
+  REQUIRE(job.executors[0]->launchInFlight());
+  job.bootstraps[1]->abort();  // in process, the stand-in for rank 1's crash
+  rank0.join();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(error);
+  CHECK(code == ErrorCode::RemoteError);
+  CHECK_THAT(error, Catch::StartsWith("communicator rank 0/2: rank 1 (host ") &&
+                        Catch::Contains("rank 0: launch with flag") && Catch::Contains("[aborted]"));
+  CHECK(seconds < 5);
+  // The next call fails at once, before any launch.
+  CHECK_THROWS_WITH(job.run(0), Catch::StartsWith("communicator rank 0/2: rank 1 (host ") &&
+                                    Catch::Contains("plan allreduce_ll_n2_ip rank 0: not run"));
+}
+
+TEST_CASE("Executor: a late peer is waited for, with a WARN per interval naming what is waited on",
+          "[exec][executor][slow]") {
+  test::ScopedEnv warn("MSCCLPP_WAIT_WARN_S", "0.3");
+  TwoRanks job;
+  std::string error = "none";
+  std::thread rank0([&] {
+    try {
+      job.run(0);
+      error.clear();
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  });
+  // Rank 1 is late: past the call monitor's first two looks (2 and 4 s), which find it idle, not stuck.
+  std::this_thread::sleep_for(std::chrono::milliseconds(4600));
+  const std::string warning = lastWarning();
+  job.run(1);
+  rank0.join();
+  CHECK(error.empty());
+  INFO(warning);
+  CHECK_THAT(warning, Catch::Contains("plan allreduce_ll_n2_ip rank 0: launch with flag") &&
+                          Catch::Contains("has waited") && Catch::Contains("MSCCLPP_WAIT_WARN_S=0.3") &&
+                          Catch::Contains("rank 0 threadblock") && Catch::Contains("waits for LL packet flag") &&
+                          Catch::Contains("rank 1 is not in a call"));
+  // The values are right: the slow call completed normally.
+  CHECK(job.bufs[0][5] == job.bufs[1][5]);
+}
+
+namespace {
+
+// Runs body on both ranks of job and returns each rank's error ("" when it returned normally) and the time taken.
+std::vector<std::pair<ErrorCode, std::string>> bothRanks(TwoRanks& job, const std::function<void(int)>& body,
+                                                        double* seconds) {
+  std::vector<std::pair<ErrorCode, std::string>> out(2, {ErrorCode::InternalError, ""});
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        body(r);
+      } catch (const Error& e) {
+        out[r] = {e.code(), e.what()};
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("Executor: MSCCLPP_TIMEOUT_S sets a deadline on live peers: Timeout naming what was waited on",
+          "[exec][executor][slow]") {
+  TwoRanks job;  // its first call builds the context without a deadline
+  test::ScopedEnv deadline("MSCCLPP_TIMEOUT_S", "1");
+  auto start = std::chrono::steady_clock::now();
+  std::string error;
+  ErrorCode code = ErrorCode::InternalError;
+  try {
+    job.run(0);  // rank 1 never calls: a live, late peer
+  } catch (const Error& e) {
+    error = e.what();
+    code = e.code();
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(error);
+  CHECK(code == ErrorCode::Timeout);  // not RemoteError: the peer is alive
+  CHECK_THAT(error, Catch::Contains("rank 0 threadblock") && Catch::Contains("rank 1"));
+  CHECK(seconds >= 0.9);
+  CHECK(seconds < 10);
+  ErrorCode failedCode;
+  CHECK_FALSE(job.comms[0]->failed(&failedCode));  // a deadline that passed fails this call, not the communicator
+}
+
+TEST_CASE("Executor: the communicator's timeout (its bootstrap's) sets a deadline on live peers",
+          "[exec][executor][slow]") {
+  test::ScopedEnv unset("MSCCLPP_TIMEOUT_S", nullptr);  // the default (the suite sets one)
+  TwoRanks job(1.0);  // the bootstrap's timeout is the communicator's
+  CHECK(job.comms[0]->timeoutSeconds() == 1.0);
+  auto start = std::chrono::steady_clock::now();
+  ErrorCode code = ErrorCode::InternalError;
+  std::string error;
+  try {
+    job.run(0);  // rank 1 never calls
+  } catch (const Error& e) {
+    error = e.what();
+    code = e.code();
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(error);
+  CHECK(code == ErrorCode::Timeout);
+  CHECK(seconds >= 0.9);
+  CHECK(seconds < 10);
+  {
+    test::ScopedEnv shorter("MSCCLPP_TIMEOUT_S", "0.5");  // the earlier of the two deadlines applies
+    CHECK(job.comms[0]->timeoutSeconds() == 0.5);
+  }
+  {
+    test::ScopedEnv later("MSCCLPP_TIMEOUT_S", "30");
+    CHECK(job.comms[0]->timeoutSeconds() == 1.0);
+  }
+  TwoRanks plain;
+  CHECK(plain.comms[0]->timeoutSeconds() == 0);  // the default: no deadline
+}
+
+TEST_CASE("Executor: mismatched calls fail on every rank, naming both calls", "[exec][executor][mismatch]") {
+  TwoRanks job;
+  double seconds = 0;
+  SECTION("different counts, new contexts: found when the contexts are built") {
+    auto errors = bothRanks(job, [&](int r) {
+      std::vector<float> b(r == 0 ? 256 : 512, 1.0f);
+      job.executors[r]->execute(r, b.data(), b.data(), b.size() * 4, b.size() * 4, DataType::Float32, job.plan);
+    }, &seconds);
+    for (int r = 0; r < 2; ++r) {
+      INFO(errors[r].second);
+      CHECK(errors[r].first == ErrorCode::InvalidUsage);
+      CHECK_THAT(errors[r].second, Catch::Contains("mismatched calls") && Catch::Contains("allreduce of 256 x float32") &&
+                                       Catch::Contains("allreduce of 512 x float32"));
+    }
+    CHECK(seconds < 2);
+  }
+  SECTION("different counts, cached contexts: found by the call monitor") {
+    std::vector<std::vector<float>> small(2, std::vector<float>(256, 1.0f));
+    REQUIRE(onRanks(2, [&](int r) {  // both sizes have contexts on both ranks
+              job.executors[r]->execute(r, small[r].data(), small[r].data(), 1024, 1024, DataType::Float32, job.plan);
+            }) == "");
+    auto errors = bothRanks(job, [&](int r) {
+      if (r == 0) job.executors[0]->execute(0, small[0].data(), small[0].data(), 1024, 1024, DataType::Float32, job.plan);
+      else job.run(1);  // 4096 bytes
+    }, &seconds);
+    for (int r = 0; r < 2; ++r) {
+      INFO(errors[r].second);
+      CHECK(errors[r].first == ErrorCode::InvalidUsage);
+      CHECK_THAT(errors[r].second, Catch::Contains("mismatched calls: call #3 on this communicator is allreduce of") &&
+                                       Catch::Contains("256 x float32") && Catch::Contains("1024 x float32"));
+    }
+    CHECK(seconds < 6);
+  }
+  SECTION("different datatypes of the same size") {
+    auto errors = bothRanks(job, [&](int r) {
+      job.executors[r]->execute(r, job.bufs[r].data(), job.bufs[r].data(), 4096, 4096,
+                                r == 0 ? DataType::Float32 : DataType::Int32, job.plan);
+    }, &seconds);
+    for (int r = 0; r < 2; ++r) {
+      INFO(errors[r].second);
+      CHECK(errors[r].first == ErrorCode::InvalidUsage);
+      CHECK_THAT(errors[r].second, Catch::Contains("1024 x float32") && Catch::Contains("1024 x int32"));
+    }
+    CHECK(seconds < 6);
+  }
+}
+
+TEST_CASE("Executor: a plan that deadlocks with every rank alive fails with InternalError and the cycle",
+          "[exec][executor][deadlock]") {
+  TwoRanks job;
+  plan::PlanPtr cycle = plan::loadPlanFile(std::string(MSCCLPP_TEST_EXEC_DATA) + "/deadlock_cycle_2.json");
+  double seconds = 0;
+  auto errors = bothRanks(job, [&](int r) {
+    job.executors[r]->execute(r, job.bufs[r].data(), job.bufs[r].data(), 4096, 4096, DataType::Float32, cycle);
+  }, &seconds);
+  for (int r = 0; r < 2; ++r) {
+    INFO(errors[r].second);
+    CHECK(errors[r].first == ErrorCode::InternalError);
+    CHECK_THAT(errors[r].second, Catch::Contains("deadlock with every rank alive: ranks 0, 1 wait only on each other") &&
+                                     Catch::Contains("wait-for cycle rank 0 -> rank 1 -> rank 0") &&
+                                     Catch::Contains("rank 0 threadblock 0 op 0 (wait) waits on memory channel 0 (peer 1)"));
+  }
+  CHECK(seconds < 8);
 }

@@ -311,3 +311,67 @@ TEST_CASE("revoke stops a plan waiting for a peer that never calls", "[plans]") 
   CHECK(seconds < 20);
   destroyAll(comms);
 }
+
+TEST_CASE("a peer that aborts fails the others' calls with ncclRemoteError naming it (issue 13)", "[plans]") {
+  std::string path = "/tmp/mscclpp-shim-failure-" + std::to_string(getpid()) + ".log";
+  std::remove(path.c_str());
+  std::string log;
+  {
+    ScopedEnv level("MSCCLPP_DEBUG", "INFO");
+    ScopedEnv subsys("MSCCLPP_DEBUG_SUBSYS", "SHIM");
+    ScopedEnv file("MSCCLPP_DEBUG_FILE", path.c_str());
+    ncclResetDebugInit();
+    std::vector<ncclComm_t> comms = groupInit(2);
+    const size_t count = 1024;
+    std::vector<std::vector<float>> bufs(2, std::vector<float>(count, 1.0f));
+    std::vector<ncclResult_t> warm(2, ncclInternalError);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r) {
+      threads.emplace_back([&, r] {
+        warm[r] = ncclAllReduce(bufs[r].data(), bufs[r].data(), count, ncclFloat32, ncclSum, comms[r], nullptr);
+      });
+    }
+    for (auto& t : threads) t.join();
+    REQUIRE(warm == std::vector<ncclResult_t>(2, ncclSuccess));
+    // Rank 0 waits in its plan for rank 1 (no deadline by default); rank 1 aborts, which for its peers is what a
+    // crash looks like (its connections close without a goodbye). Rank 0's call must fail promptly.
+    ncclResult_t waiting = ncclSuccess;
+    std::string waitingError;
+    auto start = std::chrono::steady_clock::now();
+    std::thread rank0([&] {
+      waiting = ncclAllReduce(bufs[0].data(), bufs[0].data(), count, ncclFloat32, ncclSum, comms[0], nullptr);
+      if (waiting != ncclSuccess) waitingError = ncclGetLastError(comms[0]);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(ncclCommAbort(comms[1]) == ncclSuccess);
+    rank0.join();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    INFO(waitingError);
+    CHECK(waiting == ncclRemoteError);
+    CHECK(waitingError.find("rank 1 (host ") != std::string::npos);
+    CHECK(waitingError.find("without leaving") != std::string::npos);
+    CHECK(seconds < 5);
+    ncclResult_t async = ncclSuccess;
+    CHECK(ncclCommGetAsyncError(comms[0], &async) == ncclSuccess);
+    CHECK(async == ncclRemoteError);
+    // The next call fails at once with the same cause.
+    start = std::chrono::steady_clock::now();
+    CHECK(ncclAllReduce(bufs[0].data(), bufs[0].data(), count, ncclFloat32, ncclSum, comms[0], nullptr) ==
+          ncclRemoteError);
+    CHECK(std::string(ncclGetLastError(comms[0])).find("rank 1 (host ") != std::string::npos);
+    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 1);
+    start = std::chrono::steady_clock::now();
+    CHECK(ncclCommAbort(comms[0]) == ncclSuccess);
+    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 1);
+  }
+  ncclResetDebugInit();
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  log = text.str();
+  std::remove(path.c_str());
+  INFO(log);
+  // The summary counts the calls that failed.
+  CHECK(log.find("[0] MSCCLPP INFO SHIM comm") != std::string::npos);
+  CHECK(log.find("allreduce: 1 calls, 4 KiB, 1 via plans, 0 via NCCL, 2 failed") != std::string::npos);
+}

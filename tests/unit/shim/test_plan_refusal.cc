@@ -34,6 +34,7 @@ class ScriptedLink final : public RankLink {
   void send(int, int, const void*, size_t) override {}
   void recv(int, int, void*, size_t) override {}
   std::unique_ptr<RankLink> split(int, int) override { return nullptr; }
+  bool failed(ErrorCode*, std::string*) const override { return false; }
   void abort() override {}
   void interruptInflight() override {}
   PlanChoice selectPlan(const CollCall&, std::string*) override {

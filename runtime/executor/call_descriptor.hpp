@@ -1,0 +1,47 @@
+// What one collective call is, as every rank must agree on it (issue 13, "mismatched calls"): the
+// collective, the plan (its name and a fingerprint of the file as every rank loads it), the byte
+// counts, the datatype, the reduce op and the root. Ranks compare descriptors when an execution
+// context is built (the wiring's exchange) and when a stuck call asks its peers what they are doing
+// (call_monitor.hpp), and report a mismatch with both ranks' values, in NCCL's terms (element counts).
+#ifndef MSCCLPP_EXECUTOR_CALL_DESCRIPTOR_HPP_
+#define MSCCLPP_EXECUTOR_CALL_DESCRIPTOR_HPP_
+
+#include <cstdint>
+#include <string>
+
+#include "core/serial.hpp"
+#include "mscclpp/datatype.hpp"
+#include "plan/plan.hpp"
+
+namespace mscclpp::exec {
+
+struct CallDescriptor {
+  int32_t collective = -1;  // plan::Collective
+  std::string plan;         // "" while the plan is not chosen yet (the NCCL shim agreeing on one)
+  uint64_t planFingerprint = 0;
+  uint64_t sendBytes = 0;
+  uint64_t recvBytes = 0;
+  int32_t dtype = -1;  // DataType
+  int32_t op = -1;     // ReduceOp; -1 when the collective does not reduce
+  int32_t root = -1;   // -1 when the collective has no root
+
+  // "allreduce of 1024 x float32 (4 KiB sent, 4 KiB received), sum, on plan allreduce_ll_n2_ip"
+  std::string describe() const;
+  void write(ByteWriter& w) const;
+  static CallDescriptor read(ByteReader& r);
+};
+
+// True when the two are the same call (plans compared only when both chose one).
+bool sameCall(const CallDescriptor& a, const CallDescriptor& b);
+
+// The descriptor of an executor call.
+CallDescriptor describeCall(const plan::Plan& plan, uint64_t fingerprint, uint64_t sendBytes, uint64_t recvBytes,
+                            DataType dtype, ReduceOp op);
+
+// The same value on every rank that loaded the same file, whichever rank's part it keeps: the header
+// and every rank's declarations (not the ops, which a rank keeps only for itself).
+uint64_t planFingerprint(const plan::Plan& plan);
+
+}  // namespace mscclpp::exec
+
+#endif  // MSCCLPP_EXECUTOR_CALL_DESCRIPTOR_HPP_

@@ -1,0 +1,403 @@
+#include "executor/call_monitor.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "core/deadline.hpp"
+#include "core/format.hpp"
+#include "core/logger.hpp"
+#include "core/serial.hpp"
+#include "mscclpp/bootstrap.hpp"
+#include "mscclpp/communicator.hpp"
+
+namespace mscclpp::exec {
+
+namespace {
+
+constexpr uint8_t kQueryState = 1;
+constexpr uint8_t kFailNotice = 2;
+constexpr int64_t kFirstRoundMs = 2000;     // a call stuck this long is looked at
+constexpr int64_t kMaxRoundGapMs = 30000;   // then at doubling intervals, at most this far apart
+constexpr double kAskSeconds = 2.0;         // a live peer answers in microseconds (its helper thread)
+constexpr size_t kMaxText = 4096;
+constexpr size_t kMaxWaitsSent = 64;
+constexpr size_t kPeersInStatus = 4;
+
+const char* phaseName(CallMonitor::Phase p) {
+  switch (p) {
+    case CallMonitor::Phase::Idle: return "idle";
+    case CallMonitor::Phase::Building: return "building its execution context";
+    case CallMonitor::Phase::Running: return "running";
+    case CallMonitor::Phase::Agreeing: return "agreeing on the plan of";
+  }
+  return "?";
+}
+
+}  // namespace
+
+struct CallMonitor::State {
+  bool known = false;  // answered this round
+  uint64_t seq = 0;
+  Phase phase = Phase::Idle;
+  double seconds = 0;  // in this phase (Idle: since the last call ended)
+  CallDescriptor call;
+  uint64_t progress = 0;
+  std::vector<BlockWait> waits;
+
+  bool inCall() const { return known && phase != Phase::Idle; }
+
+  void write(ByteWriter& w) const {
+    w.put<uint64_t>(seq);
+    w.put<uint32_t>(static_cast<uint32_t>(phase));
+    w.put<double>(seconds);
+    call.write(w);
+    w.put<uint64_t>(progress);
+    const size_t n = std::min(waits.size(), kMaxWaitsSent);
+    w.put<uint32_t>(static_cast<uint32_t>(n));
+    for (size_t i = 0; i < n; ++i) {
+      w.put<int32_t>(waits[i].target);
+      w.putString(waits[i].text.substr(0, kMaxText));
+    }
+  }
+  static State read(ByteReader& r) {
+    State s;
+    s.known = true;
+    s.seq = r.get<uint64_t>("seq");
+    const uint32_t phase = r.get<uint32_t>("phase");
+    MSCCLPP_ENFORCE(phase <= 3, ErrorCode::RemoteError, "%s: phase %u", r.what(), phase);
+    s.phase = static_cast<Phase>(phase);
+    s.seconds = r.get<double>("seconds");
+    s.call = CallDescriptor::read(r);
+    s.progress = r.get<uint64_t>("progress");
+    const uint32_t n = r.get<uint32_t>("waits");
+    MSCCLPP_ENFORCE(n <= kMaxWaitsSent, ErrorCode::RemoteError, "%s: %u waits", r.what(), n);
+    for (uint32_t i = 0; i < n; ++i) {
+      BlockWait w;
+      w.target = r.get<int32_t>("target");
+      w.text = r.getString("text", kMaxText);
+      s.waits.push_back(std::move(w));
+    }
+    r.expectEnd();
+    return s;
+  }
+};
+
+CallMonitor::CallMonitor(std::shared_ptr<Communicator> comm, uint64_t index)
+    : comm_(std::move(comm)), rank_(comm_->rank()), size_(comm_->size()), board_(std::make_shared<Board>()) {
+  board_->comm = comm_;
+  board_->rank = rank_;
+  bootstrap_ = comm_->bootstrap()->withNamespace("mscclpp.executor.monitor." + std::to_string(index));
+  std::weak_ptr<Board> board = board_;
+  bootstrap_->serve([board](int peer, const std::vector<char>& request) {
+    auto b = board.lock();
+    return b ? b->answer(peer, request) : std::vector<char>();
+  });
+  thread_ = std::thread([this] { watch(); });
+}
+
+CallMonitor::~CallMonitor() {
+  {
+    std::lock_guard<std::mutex> lock(watchMutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+  bootstrap_->serve(nullptr);
+}
+
+void CallMonitor::agree(const CallDescriptor& call) {
+  std::lock_guard<std::mutex> lock(board_->mutex);
+  ++board_->seq;
+  board_->phase = Phase::Agreeing;
+  board_->sinceMs = steadyMs();
+  board_->call = call;
+  board_->live = nullptr;
+}
+
+void CallMonitor::endAgreement() {
+  std::lock_guard<std::mutex> lock(board_->mutex);
+  if (board_->phase != Phase::Agreeing) return;
+  board_->phase = Phase::Idle;
+  board_->sinceMs = steadyMs();
+}
+
+void CallMonitor::begin(const CallDescriptor& call) {
+  std::lock_guard<std::mutex> lock(board_->mutex);
+  if (board_->phase == Phase::Agreeing) {
+    board_->phase = Phase::Building;  // the agreed call goes on: same number, same start
+  } else {
+    ++board_->seq;
+    board_->phase = Phase::Building;
+    board_->sinceMs = steadyMs();
+  }
+  board_->call = call;
+  board_->live = nullptr;
+}
+
+void CallMonitor::running(std::function<LiveCall()> live) {
+  std::lock_guard<std::mutex> lock(board_->mutex);
+  board_->phase = Phase::Running;
+  board_->live = std::move(live);
+}
+
+void CallMonitor::end() {
+  std::lock_guard<std::mutex> lock(board_->mutex);
+  board_->phase = Phase::Idle;
+  board_->sinceMs = steadyMs();
+  board_->live = nullptr;  // the call's context may go after this
+}
+
+std::string CallMonitor::peerStatus() const {
+  std::lock_guard<std::mutex> lock(watchMutex_);
+  return peerStatus_;
+}
+
+CallMonitor::State CallMonitor::Board::state() {
+  std::lock_guard<std::mutex> lock(mutex);
+  State s;
+  s.known = true;
+  s.seq = seq;
+  s.phase = phase;
+  s.seconds = (steadyMs() - sinceMs) / 1000.0;
+  s.call = call;
+  if (phase == Phase::Running && live) {
+    LiveCall now = live();
+    s.waits = std::move(now.waits);
+    s.progress = now.progress;
+  } else if (phase == Phase::Building || phase == Phase::Agreeing) {
+    // The context's exchange, or the agreement, talks to every rank: any of them may be the one it waits for.
+    BlockWait w;
+    w.target = BlockWait::kAnyPeer;
+    w.text = strFormat(phase == Phase::Building
+                           ? "rank %d builds the execution context of call #%llu (an exchange with every rank)"
+                           : "rank %d agrees with every rank on the plan of call #%llu",
+                       rank, static_cast<unsigned long long>(seq));
+    s.waits.push_back(std::move(w));
+    s.progress = seq;
+  }
+  return s;
+}
+
+std::vector<char> CallMonitor::Board::answer(int peer, const std::vector<char>& request) {
+  ByteReader r(request, "call monitor request");
+  const uint8_t kind = r.get<uint8_t>("kind");
+  if (kind == kFailNotice) {
+    const int32_t code = r.get<int32_t>("code");
+    std::string message = r.getString("message", 1 << 15);
+    comm->fail(static_cast<ErrorCode>(code), strFormat("communicator rank %d/%d: %s (found by rank %d)", rank,
+                                                       comm->size(), message.c_str(), peer));
+    return {};
+  }
+  ByteWriter w;
+  state().write(w);
+  return std::move(w.bytes());
+}
+
+void CallMonitor::watch() {
+  ScopedLogRank logRank(rank_);
+  std::unique_lock<std::mutex> lock(watchMutex_);
+  uint64_t watched = 0;  // the call whose rounds are scheduled
+  int64_t nextRoundMs = kFirstRoundMs;
+  while (!stopping_) {
+    wake_.wait_for(lock, std::chrono::milliseconds(250));
+    if (stopping_) break;
+    uint64_t seq;
+    Phase phase;
+    int64_t callMs;
+    {
+      std::lock_guard<std::mutex> board(board_->mutex);
+      seq = board_->seq;
+      phase = board_->phase;
+      callMs = steadyMs() - board_->sinceMs;
+    }
+    if (phase == Phase::Idle || comm_->failed()) {
+      previous_.clear();
+      continue;
+    }
+    if (seq != watched) {
+      watched = seq;
+      nextRoundMs = kFirstRoundMs;
+      previous_.clear();
+    }
+    if (callMs < nextRoundMs) continue;
+    nextRoundMs = std::min(2 * nextRoundMs, nextRoundMs + kMaxRoundGapMs);
+    lock.unlock();
+    try {
+      round(seq);
+    } catch (const std::exception& e) {
+      MSCCLPP_WARN(LogExec, "call monitor of rank %d: %s", rank_, e.what());
+    }
+    lock.lock();
+  }
+}
+
+void CallMonitor::round(uint64_t seq) {
+  std::vector<State> cur(static_cast<size_t>(size_));
+  ByteWriter query;
+  query.put<uint8_t>(kQueryState);
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
+    try {
+      std::vector<char> reply = bootstrap_->ask(p, query.bytes(), kAskSeconds);
+      ByteReader r(reply, "call monitor answer");
+      cur[p] = State::read(r);
+    } catch (const std::exception&) {
+      // Failed or unreachable (the bootstrap fails the communicator for that), or a peer without
+      // an executor yet: unknown this round.
+    }
+  }
+  cur[rank_] = board_->state();
+  const State& mine = cur[rank_];
+  if (mine.seq != seq || !mine.inCall()) return;  // the call ended meanwhile
+
+  // Same call number, different calls.
+  for (int p = 0; p < size_; ++p) {
+    const State& s = cur[p];
+    if (p == rank_ || !s.inCall() || s.seq != mine.seq) continue;
+    if (!sameCall(mine.call, s.call)) {
+      return failEverywhere(
+          static_cast<int>(ErrorCode::InvalidUsage),
+          strFormat("mismatched calls: call #%llu on this communicator is %s on rank %d but %s on rank %d (every rank "
+                    "must make the same collective calls, with the same counts, datatype, reduce op and root, in the "
+                    "same order)",
+                    static_cast<unsigned long long>(mine.seq), mine.call.describe().c_str(), rank_,
+                    s.call.describe().c_str(), p));
+    }
+  }
+
+  // One rank agreeing on the plan of a call its peer already runs, seen twice: their plan registries (or
+  // selectors) changed at different points of their calls, and the agreement can never complete.
+  std::string registriesDiffer;
+  {
+    std::lock_guard<std::mutex> lock(watchMutex_);
+    for (int p = 0; p < size_ && previous_.size() == cur.size() && previousSeq_ == seq; ++p) {
+      const State &s = cur[p], &was = previous_[p];
+      if (p == rank_ || !s.inCall() || s.seq != mine.seq || !was.inCall() || was.seq != s.seq) continue;
+      const bool meAgreeing = mine.phase == Phase::Agreeing && previous_[rank_].phase == Phase::Agreeing;
+      const bool peerAgreeing = s.phase == Phase::Agreeing && was.phase == Phase::Agreeing;
+      if (meAgreeing == peerAgreeing) continue;
+      const int agreeing = meAgreeing ? rank_ : p, running = meAgreeing ? p : rank_;
+      registriesDiffer = strFormat(
+          "rank %d is agreeing on the plan of call #%llu (%s) which rank %d already runs (%s): their plan registries "
+          "changed at different points of their calls (register and unregister plans, and set selectors, at the same "
+          "point of every rank's sequence of calls; docs/nccl-shim.md)",
+          agreeing, static_cast<unsigned long long>(mine.seq), cur[agreeing].call.describe().c_str(), running,
+          cur[running].call.describe().c_str());
+      previous_.clear();
+      break;
+    }
+  }
+  if (!registriesDiffer.empty()) return failEverywhere(static_cast<int>(ErrorCode::InvalidUsage), registriesDiffer);
+
+  // A deadlock: ranks in calls, frozen since the last round, whose every block waits on a rank of
+  // the set (an LL packet wait: on every other rank of it). Shrink the candidates to a fixed point.
+  std::unique_lock<std::mutex> lock(watchMutex_);
+  if (previous_.size() == cur.size() && previousSeq_ == seq) {
+    std::set<int> stuck;
+    for (int r = 0; r < size_; ++r) {
+      const State &a = cur[r], &b = previous_[r];
+      bool frozen = a.inCall() && b.inCall() && a.seq == b.seq && a.phase == b.phase && a.progress == b.progress &&
+                    !a.waits.empty();
+      for (const BlockWait& w : a.waits) frozen = frozen && w.target != BlockWait::kBusy;
+      if (frozen) stuck.insert(r);
+    }
+    for (bool changed = true; changed && !stuck.empty();) {
+      changed = false;
+      for (auto it = stuck.begin(); it != stuck.end();) {
+        bool held = true;
+        for (const BlockWait& w : cur[*it].waits) {
+          held = held && (w.target == BlockWait::kAnyPeer ? stuck.size() == static_cast<size_t>(size_)
+                                                           : stuck.count(w.target) != 0);
+        }
+        if (held) {
+          ++it;
+        } else {
+          it = stuck.erase(it);
+          changed = true;
+        }
+      }
+    }
+    if (!stuck.empty() && stuck.count(rank_)) {
+      std::string picture, cycle;
+      for (int r : stuck) {
+        picture += strFormat("; rank %d in call #%llu (%s):", r, static_cast<unsigned long long>(cur[r].seq),
+                             cur[r].call.describe().c_str());
+        for (const BlockWait& w : cur[r].waits) picture += " " + w.text + ";";
+        picture.pop_back();
+      }
+      // Follow the first wait on another rank of the set from the lowest rank until one repeats.
+      std::vector<int> path;
+      int at = *stuck.begin();
+      while (std::find(path.begin(), path.end(), at) == path.end()) {
+        path.push_back(at);
+        int next = at;
+        for (const BlockWait& w : cur[at].waits) {
+          if (w.target >= 0 && w.target != at && stuck.count(w.target)) {
+            next = w.target;
+            break;
+          }
+        }
+        if (next == at) break;
+        at = next;
+      }
+      for (size_t i = 0; i < path.size(); ++i) cycle += strFormat("%srank %d", i ? " -> " : "", path[i]);
+      if (path.size() > 1) cycle += strFormat(" -> rank %d", at);
+      std::string ranks;
+      for (int r : stuck) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+      previous_.clear();
+      peerStatus_.clear();
+      lock.unlock();  // failEverywhere talks to peers
+      return failEverywhere(
+          static_cast<int>(ErrorCode::InternalError),
+          strFormat("deadlock with every rank alive: ranks %s wait only on each other and nothing moved between two "
+                    "looks (the call began %.3g s ago); wait-for cycle %s%s",
+                    ranks.c_str(), std::max(0.0, mine.seconds), cycle.c_str(), picture.c_str()));
+    }
+  }
+  previous_ = cur;
+  previousSeq_ = seq;
+  // For the long-wait WARN: the peers that are not (yet) in this call, or did not answer.
+  std::string status;
+  size_t listed = 0, inThisCall = 0;
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
+    const State& s = cur[p];
+    if (s.inCall() && s.seq == mine.seq) {
+      ++inThisCall;
+      continue;
+    }
+    if (listed++ >= kPeersInStatus) continue;
+    if (!s.known) {
+      status += strFormat("%srank %d did not answer", status.empty() ? "" : "; ", p);
+    } else if (s.phase == Phase::Idle) {
+      status += strFormat("%srank %d is not in a call (%.3g s since its call #%llu ended)", status.empty() ? "" : "; ",
+                          p, s.seconds, static_cast<unsigned long long>(s.seq));
+    } else {
+      status += strFormat("%srank %d is %s call #%llu", status.empty() ? "" : "; ", p, phaseName(s.phase),
+                          static_cast<unsigned long long>(s.seq));
+    }
+  }
+  if (listed > kPeersInStatus) status += strFormat("; and %zu more", listed - kPeersInStatus);
+  status += strFormat("%s%zu of %d peers are in call #%llu", status.empty() ? "" : "; ", inThisCall, size_ - 1,
+                      static_cast<unsigned long long>(mine.seq));
+  peerStatus_ = status;
+}
+
+void CallMonitor::failEverywhere(int code, const std::string& message) {
+  comm_->fail(static_cast<ErrorCode>(code), strFormat("communicator rank %d/%d: %s", rank_, size_, message.c_str()));
+  ByteWriter notice;
+  notice.put<uint8_t>(kFailNotice);
+  notice.put<int32_t>(code);
+  notice.putString(message.substr(0, 1 << 15));
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
+    try {
+      bootstrap_->ask(p, notice.bytes(), kAskSeconds);
+    } catch (const std::exception&) {
+      // A peer that cannot be told finds it itself (its own rounds) or is gone.
+    }
+  }
+}
+
+}  // namespace mscclpp::exec

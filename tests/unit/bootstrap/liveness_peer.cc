@@ -1,0 +1,38 @@
+// One TcpBootstrap rank in a process of its own, for the liveness tests (test_bootstrap_liveness.cc): the test
+// kills it, stops it or lets it leave, which threads of one process cannot do.
+// Usage: liveness_peer <unique id as 256 hex digits> <rank> <nRanks>. Prints "READY" once initialized, then reads
+// commands from stdin: "exit" (leave the process without destroying the bootstrap: a crash for the peers),
+// "destroy" (destroy the bootstrap, a goodbye, then exit 0). EOF on stdin exits like "destroy".
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "mscclpp/bootstrap.hpp"
+
+int main(int argc, char** argv) {
+  if (argc != 4 || std::string(argv[1]).size() != 2 * MSCCLPP_UNIQUE_ID_BYTES) {
+    std::fprintf(stderr, "usage: liveness_peer <id hex> <rank> <nRanks>\n");
+    return 2;
+  }
+  mscclpp::UniqueId id;
+  const std::string hex = argv[1];
+  for (size_t i = 0; i < id.size(); ++i) id[i] = static_cast<uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  auto bootstrap = std::make_shared<mscclpp::TcpBootstrap>(std::atoi(argv[2]), std::atoi(argv[3]));
+  try {
+    bootstrap->initialize(id);
+  } catch (const std::exception& e) {
+    std::printf("ERROR %s\n", e.what());
+    return 1;
+  }
+  std::printf("READY\n");
+  std::fflush(stdout);
+  std::string command;
+  while (std::getline(std::cin, command)) {
+    if (command == "exit") std::_Exit(3);  // no destructor runs: the kernel closes the sockets
+    if (command == "destroy") break;
+  }
+  bootstrap.reset();
+  return 0;
+}
