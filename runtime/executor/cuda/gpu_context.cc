@@ -98,7 +98,7 @@ GpuContext::GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& pla
   const plan::PlanHeader& h = plan_->header;
   const plan::RankPlan& rp = plan_->ranks.at(static_cast<size_t>(rank_));
   name_ = strFormat("plan %s (%s) rank %d", h.name.c_str(), h.source.c_str(), rank_);
-  timeoutSeconds_ = world_.comm().timeoutSeconds();  // MSCCLPP_TIMEOUT_S or the communicator's own
+  timeoutSeconds_ = world_->comm().timeoutSeconds();  // MSCCLPP_TIMEOUT_S or the communicator's own
   timeoutNs_ = timeoutSeconds_ > 0 ? static_cast<uint64_t>(timeoutSeconds_ * 1e9) : kNoDeadline;
   DeviceGuard guard(world_->device());
 
@@ -735,7 +735,7 @@ void GpuContext::throwFailure() {
   MSCCLPP_WARN(LogExec, "%s", msg.c_str());
   ErrorCode commCode;
   std::string commFailure;
-  if (world_.comm().failed(&commCode, &commFailure)) throw Error(commCode, commFailure + "\n" + msg);
+  if (world_->comm().failed(&commCode, &commFailure)) throw Error(commCode, commFailure + "\n" + msg);
   if (!cudaProblem.empty()) throw Error(ErrorCode::CudaError, msg);
   if (timedOut) throw TimeoutError(msg);
   if (invalid || !proxyError.empty()) throw Error(ErrorCode::NotSupported, msg);
