@@ -39,12 +39,16 @@ Backend resolveBackend() {
 
 namespace {
 
+// The element size is part of the key: the plan's geometry for the same bytes depends on it (a padded
+// part is a whole number of elements; a reducing plan's chunks split no element).
 struct ContextKey {
   const plan::Plan* plan;
   int rank;
   uint64_t inputBytes, outputBytes;
+  size_t elementBytes;
   bool operator==(const ContextKey& o) const {
-    return plan == o.plan && rank == o.rank && inputBytes == o.inputBytes && outputBytes == o.outputBytes;
+    return plan == o.plan && rank == o.rank && inputBytes == o.inputBytes && outputBytes == o.outputBytes &&
+           elementBytes == o.elementBytes;
   }
 };
 
@@ -100,7 +104,7 @@ struct Executor::Impl {
   }
 
   exec::CpuContext& context(const plan::PlanPtr& plan, int rank, uint64_t in, uint64_t out, DataType dtype) {
-    ContextKey key{plan.get(), rank, in, out};
+    ContextKey key{plan.get(), rank, in, out, dataTypeSize(dtype)};
     for (auto it = contexts.begin(); it != contexts.end(); ++it) {
       if (it->key == key) {
         contexts.splice(contexts.begin(), contexts, it);
@@ -165,7 +169,7 @@ bool Executor::wouldBuildContext(int rank, const void* sendBuff, void* recvBuff,
     if (!impl_->gpu) return true;
     return !impl_->gpu->hasContext(gpuCallOf(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan, op));
   }
-  const ContextKey key{plan.get(), rank, sendBytes, recvBytes};
+  const ContextKey key{plan.get(), rank, sendBytes, recvBytes, dataTypeSize(dtype)};
   for (const Impl::Entry& e : impl_->contexts)
     if (e.key == key) return false;
   return true;
@@ -217,9 +221,18 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
   // Stage in: the plan's input (inside the data buffer for in-place plans) gets the send buffer,
   // pre-scaled for premulsum. Off a scatter's root the send buffer is never read (NCCL allows any
   // pointer there, even one to fewer bytes).
+  // A padded call (sizes that do not fit the plan's chunks) moves each rank-major part between the
+  // call's pitch and the plan's padded pitch; the padding never reaches the user.
+  const plan::CallGeometry& geometry = ctx.image().shape().geometry;
   if (reads && sendBytes > 0) {
-    if (op == ReduceOp::PreMulSum) exec::preMultiplyHost(dtype, res.input, sendBuff, sendBytes, scalar);
-    else std::memcpy(res.input, sendBuff, sendBytes);
+    const uint32_t parts = geometry.padded ? geometry.inputParts : 1;
+    const uint64_t part = geometry.padded ? geometry.partBytes : sendBytes;
+    for (uint32_t i = 0; i < parts; ++i) {
+      char* dst = static_cast<char*>(res.input) + i * geometry.paddedPartBytes;
+      const char* src = static_cast<const char*>(sendBuff) + i * part;
+      if (op == ReduceOp::PreMulSum) exec::preMultiplyHost(dtype, dst, src, part, scalar);
+      else std::memcpy(dst, src, part);
+    }
   }
   {
     std::lock_guard<std::mutex> guard(impl_->abortMutex);
@@ -237,10 +250,18 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
   } clearRunning{impl_.get()};
   ctx.launch(dtype, exec::nativeOpOf(op), packetType, params::timeoutSeconds());
   if (op == ReduceOp::Avg) {
-    const uint64_t bytes = exec::reducedOutputBytes(h.collective, rank, h.root, recvBytes);
+    const uint64_t bytes = exec::reducedOutputBytes(h.collective, rank, h.root, geometry.outputBytes);
     if (bytes > 0) exec::divideHost(dtype, res.output, bytes, static_cast<uint32_t>(plan->ranks.size()));
   }
-  if (writes && recvBytes > 0) std::memcpy(recvBuff, res.output, recvBytes);
+  if (writes && recvBytes > 0) {
+    if (!geometry.padded) {
+      std::memcpy(recvBuff, res.output, recvBytes);
+    } else {
+      for (uint32_t i = 0; i < geometry.outputParts; ++i)
+        std::memcpy(static_cast<char*>(recvBuff) + i * geometry.partBytes,
+                    static_cast<const char*>(res.output) + i * geometry.paddedPartBytes, geometry.partBytes);
+    }
+  }
 }
 
 }  // namespace mscclpp
