@@ -15,6 +15,7 @@
 
 #include "exec_test_util.hpp"
 #include "executor/context_wiring.hpp"
+#include "executor/emulation/local_world.hpp"
 #include "executor/emulation/reference.hpp"
 #include "mscclpp/executor.hpp"
 #include "plan/plan_loader.hpp"
@@ -239,6 +240,9 @@ TEST_CASE("any count: sizes that are not whole elements are still refused", "[ex
   REQUIRE(g.partBytes == 404);
   REQUIRE(g.paddedPartBytes % (r0.inputChunks * p->header.bufferAlignment) == 0);
   REQUIRE(g.paddedPartBytes - 404 < r0.inputChunks * p->header.bufferAlignment);
+  // The emulation's world holds the call's buffers: it refuses a size that only runs padded, and says so.
+  REQUIRE_THROWS_WITH(exec::LocalWorld(p, 404, 404, DataType::Float32),
+                      Catch::Contains("the emulation runs exact sizes only"));
   // An aligned size keeps the exact geometry.
   s = plan::sizeCall(p->header, r0.inputChunks, r0.outputChunks, r0.scratchChunks, 4, g.paddedPartBytes,
                      g.paddedPartBytes, 4, &g);
