@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "executor/context_wiring.hpp"
+#include "executor/emulation/local_world_wiring.hpp"
 #include "mscclpp/errors.hpp"
 #include "mscclpp/executor.hpp"
 #include "plan/plan_loader.hpp"

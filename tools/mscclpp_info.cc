@@ -30,8 +30,8 @@ int printParams() {
       problem = e.what();
       ++bad;
     }
-    std::printf("%-40s = %s\n    type %s; default '%s'\n    %s\n", p.envName, current.c_str(), p.typeName,
-                p.defaultValue, p.doc);
+    std::printf("%-40s = %s\n    type %s; default '%s'; declared by %s\n    %s\n", p.envName, current.c_str(),
+                p.typeName, p.defaultValue, p.owner, p.doc);
     if (!problem.empty()) std::printf("    ERROR: %s\n", problem.c_str());
   }
   return bad == 0 ? 0 : 1;

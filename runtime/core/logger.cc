@@ -194,7 +194,10 @@ void loadLogConfig() {
 
 }  // namespace detail
 
-void reloadLogConfig() { detail::loadLogConfig(); }
+void reloadLogConfig() {
+  params::resetCache();  // parameters are read once: read the environment again
+  detail::loadLogConfig();
+}
 
 void logMessage(LogLevel level, LogSubsys subsys, const char* fmt, ...) {
   va_list args;

@@ -59,7 +59,8 @@ std::string lastWarning();
 // Parses a subsystem list ("INIT,PLAN", "^PROXY", "ALL"); unknown names throw InvalidArgument.
 uint32_t parseSubsystemMask(const std::string& list);
 
-// Re-reads MSCCLPP_DEBUG* from the environment (tests change them at run time).
+// Re-reads MSCCLPP_DEBUG* from the environment (tests change them at run time; ncclResetDebugInit).
+// Every cached parameter is read again at its next use (params::resetCache).
 void reloadLogConfig();
 
 // Expands %h (host name) and %p (pid) in a log file pattern.

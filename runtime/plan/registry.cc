@@ -14,7 +14,7 @@
 #include "core/enforce.hpp"
 #include "core/format.hpp"
 #include "core/logger.hpp"
-#include "core/params.hpp"
+#include "plan/params.hpp"
 #include "mscclpp_config.h"
 #include "plan/plan_names.hpp"
 #include "plan/registry_entry.hpp"

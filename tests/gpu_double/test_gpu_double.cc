@@ -16,6 +16,8 @@
 
 #include "support/allocation_counter.hpp"
 #include "cuda_double.h"
+#include "executor/cuda/gpu_launch.hpp"
+#include "executor/dtypes.hpp"
 #include "executor/emulation/emulator.hpp"
 #include "executor/emulation/reference.hpp"
 #include "executor/exec_layout.hpp"
@@ -142,6 +144,28 @@ void runOneRankCopy(GpuRanks& w, const plan::PlanPtr& p, cudaStream_t stream) {
 }
 
 }  // namespace
+
+// Not a finding: the ground every other test stands on. The runtime's layers are static libraries,
+// and the linker takes a kernel's object out of one only if something refers to it strongly (a
+// weak reference reads null: a CUDA build with no kernels, whose every call is refused). Every type
+// of gpu_types must have its kernel in the dispatch, and a call must run it on the double.
+TEST_CASE("the executor's kernels of every compiled type are linked and run on the double", "[kernels]") {
+  const std::string compiled = std::string(",") + MSCCLPP_TEST_GPU_TYPES + ",";
+  REQUIRE(compiled != ",,");
+#define MSCCLPP_X(E, T, S)                                                                     \
+  {                                                                                            \
+    INFO("datatype " #S);                                                                      \
+    CHECK(exec::gpuHasDtype(DataType::E) == (compiled.find("," #S ",") != std::string::npos)); \
+  }
+  MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)
+#undef MSCCLPP_X
+  if (!exec::gpuHasDtype(DataType::Float32)) return;  // the calls below are float's
+  GpuRanks w(2, 1 << 20);
+  Collective ll = collective("allreduce_ll_n2_oop.json"), pairs = collective("allreduce_allpairs_n2_oop.json");
+  const uint64_t before = cudadouble::stats().kernelsLaunched;
+  runEach(w, {&ll, &pairs});
+  CHECK(cudadouble::stats().kernelsLaunched >= before + 4);  // two calls on each of two ranks
+}
 
 // Finding 1: after a context's peers are exchanged, the build must not synchronise the device
 // (cudaMalloc, cudaMemset, cudaMemcpy, the FIFO's allocations; cudaFree of evicted contexts): the

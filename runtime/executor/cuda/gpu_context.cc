@@ -8,12 +8,13 @@
 #include <tuple>
 
 #include "channel/nvls_binding.hpp"
-#include "comm/serial.hpp"
+#include "core/serial.hpp"
 #include "core/deadline.hpp"
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
 #include "executor/cuda/context_releaser.hpp"
+#include "executor/params.hpp"
 #include "executor/cuda/cuda_check.hpp"
 #include "executor/cuda/device_image.hpp"
 #include "executor/diagnostics.hpp"
@@ -430,7 +431,7 @@ void GpuContext::exchange(const CallShape& shape, int tag) {
     }
   }
   auto message = [&](bool raw) {
-    comm::ByteWriter w;
+    ByteWriter w;
     for (uint64_t v : {kDirectoryMagic, kDirectoryVersion, static_cast<uint64_t>(rank_), static_cast<uint64_t>(tag),
                        nameHash(h.name), shape.inputBytes, shape.outputBytes, shape.scratchBytes})
       w.put<uint64_t>(v);
@@ -481,7 +482,7 @@ void GpuContext::exchange(const CallShape& shape, int tag) {
                                       name_.c_str(), q, tag, e.what()));
     }
     const std::string what = strFormat("%s: rank %d's execution-context directory", name_.c_str(), q);
-    comm::ByteReader r(data, what.c_str());
+    ByteReader r(data, what.c_str());
     MSCCLPP_ENFORCE(r.get<uint64_t>("magic") == kDirectoryMagic && r.get<uint64_t>("version") == kDirectoryVersion &&
                         r.get<uint64_t>("rank") == static_cast<uint64_t>(q),
                     ErrorCode::RemoteError, "%s is not a version-%llu GPU directory", what.c_str(),

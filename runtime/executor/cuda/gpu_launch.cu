@@ -8,18 +8,19 @@
 
 #include "core/enforce.hpp"
 #include "executor/dtypes.hpp"
-#include "executor/executor_gpu_types.h"  // generated: MSCCLPP_GPU_TYPE_<short> = 0/1 per type
+#include "executor_gpu_types.h"  // generated (runtime/executor/meson.build): MSCCLPP_FOR_EACH_GPU_TYPE
 #include "executor/reduce_ops.hpp"
 
 namespace mscclpp::exec {
 
-// Weak: the translation units of the types left out by gpu_types do not exist, and a reference to
-// them must link at any optimisation level (the flags below keep them from being called).
-#define MSCCLPP_X(E, T, S)                                                                      \
-  __attribute__((weak)) void launchExecutorKernel_##S(ReduceOp op, const GpuLaunch& l);         \
-  __attribute__((weak)) GpuKernelQuery queryExecutorKernel_##S(ReduceOp op, int threads, uint32_t sharedBytes);
-MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)
-#undef MSCCLPP_X
+// The translation units of the compiled types (meson option gpu_types). The references below must
+// be strong: a weak reference does not make the linker take an object out of a static library, and
+// the runtime layers are static libraries.
+#define MSCCLPP_GPU_TYPE(S)                                                    \
+  void launchExecutorKernel_##S(ReduceOp op, const GpuLaunch& l);              \
+  GpuKernelQuery queryExecutorKernel_##S(ReduceOp op, int threads, uint32_t sharedBytes);
+MSCCLPP_FOR_EACH_GPU_TYPE
+#undef MSCCLPP_GPU_TYPE
 
 namespace {
 
@@ -31,13 +32,19 @@ struct Entry {
   QueryFn query;
 };
 
+// The datatype of each short name, for the case labels below.
+#define MSCCLPP_X(E, T, S) [[maybe_unused]] constexpr DataType kDataType_##S = DataType::E;
+MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)
+#undef MSCCLPP_X
+
 Entry entryOf(DataType dtype) {
   switch (dtype) {
-#define MSCCLPP_X(E, T, S)                                                         \
-  case DataType::E:                                                                \
-    return MSCCLPP_GPU_TYPE_##S ? Entry{&launchExecutorKernel_##S, &queryExecutorKernel_##S} : Entry{nullptr, nullptr};
-    MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)
-#undef MSCCLPP_X
+#define MSCCLPP_GPU_TYPE(S) \
+  case kDataType_##S:       \
+    return Entry{&launchExecutorKernel_##S, &queryExecutorKernel_##S};
+    MSCCLPP_FOR_EACH_GPU_TYPE
+#undef MSCCLPP_GPU_TYPE
+    default: break;
   }
   return Entry{nullptr, nullptr};
 }
@@ -50,14 +57,10 @@ Entry requireEntry(DataType dtype) {
   return e;
 }
 
-// Launches with cudaLaunchKernel, whose result is this launch's own (<<<>>> needs cudaGetLastError,
-// which would also consume an earlier error of the user's).
-void launch(const void* kernel, dim3 grid, void** params, cudaStream_t stream, const char* what, uint64_t bytes) {
-  cudaError_t err = cudaLaunchKernel(kernel, grid, dim3(256), params, 0, stream);
-  if (err == cudaSuccess) return;
-  (void)cudaGetLastError();  // our own failure, reported here
-  MSCCLPP_THROW(ErrorCode::CudaError, "launching %s over %llu bytes: %s", what, static_cast<unsigned long long>(bytes),
-                cudaGetErrorString(err));
+void checkLaunch(const char* what, uint64_t bytes) {
+  cudaError_t err = cudaGetLastError();
+  MSCCLPP_ENFORCE(err == cudaSuccess, ErrorCode::CudaError, "launching %s over %llu bytes: %s", what,
+                  static_cast<unsigned long long>(bytes), cudaGetErrorString(err));
 }
 
 // Grid of an elementwise pass: 256 threads per block, a grid-stride loop, at most 1024 blocks.
@@ -104,12 +107,8 @@ void launchPreMultiply(DataType dtype, void* dst, const void* src, uint64_t byte
     std::memcpy(&v, scalar, sizeof(T));
     const uint64_t count = bytes / sizeof(T);
     if (count == 0) return;
-    T* d = static_cast<T*>(dst);
-    const T* from = static_cast<const T*>(src);
-    uint64_t n = count;
-    void* params[] = {&d, &from, &n, &v};
-    launch(reinterpret_cast<const void*>(&preMultiplyKernel<T>), gridFor(count), params, s,
-           "the premulsum pre-scale kernel", bytes);
+    preMultiplyKernel<T><<<gridFor(count), 256, 0, s>>>(static_cast<T*>(dst), static_cast<const T*>(src), count, v);
+    checkLaunch("the premulsum pre-scale kernel", bytes);
   });
   MSCCLPP_ENFORCE(known, ErrorCode::InvalidArgument, "premulsum: datatype %d is not valid", static_cast<int>(dtype));
 }
@@ -120,12 +119,8 @@ void launchDivide(DataType dtype, void* data, uint64_t bytes, uint32_t n, void* 
     using T = typename decltype(tag)::type;
     const uint64_t count = bytes / sizeof(T);
     if (count == 0) return;
-    T* d = static_cast<T*>(data);
-    uint64_t c = count;
-    uint32_t ranks = n;
-    void* params[] = {&d, &c, &ranks};
-    launch(reinterpret_cast<const void*>(&divideKernel<T>), gridFor(count), params, s, "the avg post-divide kernel",
-           bytes);
+    divideKernel<T><<<gridFor(count), 256, 0, s>>>(static_cast<T*>(data), count, n);
+    checkLaunch("the avg post-divide kernel", bytes);
   });
   MSCCLPP_ENFORCE(known, ErrorCode::InvalidArgument, "avg: datatype %d is not valid", static_cast<int>(dtype));
 }

@@ -28,7 +28,7 @@ std::set<std::string> declaredFunctions(const std::string& header) {
   text << in.rdbuf();
   const std::string s = std::regex_replace(text.str(), std::regex(R"(/\*[\s\S]*?\*/)"), " ");  // comments out
   std::set<std::string> out;
-  const std::regex declaration(R"((?:^|\n)(?:int|const char\s*\*)\s*(mscclpp\w+)\s*\()");
+  const std::regex declaration(R"((?:^|\n)(?:MSCCLPP_API\s+)?(?:int|const char\s*\*)\s*(mscclpp\w+)\s*\()");
   for (auto it = std::sregex_iterator(s.begin(), s.end(), declaration); it != std::sregex_iterator(); ++it) {
     out.insert((*it)[1]);
   }

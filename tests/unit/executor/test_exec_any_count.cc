@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "exec_test_util.hpp"
-#include "executor/context_wiring.hpp"
+#include "executor/emulation/local_world_wiring.hpp"
 #include "executor/emulation/local_world.hpp"
 #include "executor/emulation/reference.hpp"
 #include "mscclpp/executor.hpp"

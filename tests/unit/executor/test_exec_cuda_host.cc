@@ -16,15 +16,18 @@
 #include <vector>
 
 #include "exec_test_util.hpp"
+#include "../../support/scoped_env.hpp"
 #include "executor/context_cache.hpp"
 #include "executor/context_image.hpp"
-#include "executor/context_wiring.hpp"
+#include "executor/cpu/context_wiring.hpp"
+#include "executor/emulation/local_world_wiring.hpp"
 #include "executor/cuda/call_binding.hpp"
 #include "executor/cuda/device_image.hpp"
 #include "executor/cuda/gpu_backend.hpp"
 #include "executor/cuda/gpu_launch.hpp"
 #include "executor/cuda/gpu_topology.hpp"
 #include "executor/cuda/launch_config.hpp"
+#include "executor/dtypes.hpp"
 #include "executor/emulation/local_world.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
@@ -70,24 +73,7 @@ plan::PlanHeader header(const char* name = "p") {
   return h;
 }
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    if (old) old_ = old, hadOld_ = true;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (hadOld_)
-      setenv(name_.c_str(), old_.c_str(), 1);
-    else
-      unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_, old_;
-  bool hadOld_ = false;
-};
+using ScopedEnv = mscclpp::test::ScopedEnv;
 
 }  // namespace
 
@@ -804,12 +790,22 @@ TEST_CASE("CUDA backend without a device: clear errors, CPU communicators stay o
     return;
   }
   // A CPU-only build has no device code at all; a CUDA build has it but no device to launch on.
-  for (int t = 0; t < kNumDataTypes; ++t) CHECK(gpuHasDtype(static_cast<DataType>(t)) == (MSCCLPP_HAVE_CUDA != 0));
+  // A CUDA build has the types of gpu_types: the dispatch must reach each of their kernels (a
+  // missing one means the linker left its translation unit out of the static library).
+  const std::string compiled = std::string(",") + MSCCLPP_TEST_GPU_TYPES + ",";
+#define MSCCLPP_X(E, T, S) \
+  CHECK(gpuHasDtype(DataType::E) == (compiled.find("," #S ",") != std::string::npos));
+  MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)
+#undef MSCCLPP_X
   Error e = errorOf([&] { GpuBackend::create(nullptr); });
   CHECK(e.code() == ErrorCode::NotSupported);
   CHECK(contains(e.what(), "MSCCLPP_BACKEND=cpu"));
-  e = errorOf([&] { launchExecutorKernel(DataType::Float32, ReduceOp::Sum, GpuLaunch{}); });
-  CHECK(e.code() == (MSCCLPP_HAVE_CUDA ? ErrorCode::CudaError : ErrorCode::NotSupported));
+  for (int t = 0; t < kNumDataTypes; ++t) {
+    const DataType dtype = static_cast<DataType>(t);
+    INFO("datatype " << dataTypeName(dtype));
+    e = errorOf([&] { launchExecutorKernel(dtype, ReduceOp::Sum, GpuLaunch{}); });
+    CHECK(e.code() == (gpuHasDtype(dtype) ? ErrorCode::CudaError : ErrorCode::NotSupported));
+  }
 
   const int n = 4;
   auto group = InProcessBootstrap::createGroup(n);

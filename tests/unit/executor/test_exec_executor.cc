@@ -10,7 +10,8 @@
 
 #include "core/deadline.hpp"
 #include "exec_test_util.hpp"
-#include "executor/context_wiring.hpp"
+#include "executor/cpu/context_wiring.hpp"
+#include "executor/emulation/local_world_wiring.hpp"
 #include "executor/emulation/reference.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
@@ -310,4 +311,29 @@ TEST_CASE("Executor::abort stops a launch waiting for a peer and refuses later c
   CHECK_FALSE(ex.launchInFlight());
   CHECK_THROWS_WITH(ex.execute(0, buf.data(), buf.data(), 4096, 4096, DataType::Float32, plan),
                     Catch::Contains("rank 0: the executor was aborted"));
+}
+
+// The shim asks this before running a group's calls on one thread (docs/nccl-shim.md): a call that
+// would build its context must not wait for ranks the same thread has not reached yet.
+TEST_CASE("Executor: wouldBuildContext answers from the backend's context cache", "[exec][executor]") {
+  const int n = 2;
+  auto plan = preset("allreduce_ll_n2_oop.json");
+  auto wiring = std::make_shared<exec::LocalWorldWiring>(n);
+  std::vector<std::unique_ptr<Executor>> ex;
+  for (int r = 0; r < n; ++r) ex.push_back(std::make_unique<Executor>(wiring, Backend::Cpu));
+  const size_t count = 1024;
+  std::vector<std::vector<float>> in(n), out(n, std::vector<float>(count));
+  for (int r = 0; r < n; ++r) in[r] = values(r, count);
+  auto would = [&](int r, size_t bytes) {
+    return ex[r]->wouldBuildContext(r, in[r].data(), out[r].data(), bytes, bytes, DataType::Float32, plan);
+  };
+  for (int r = 0; r < n; ++r) REQUIRE(would(r, count * 4));  // no backend yet
+  REQUIRE(onRanks(n, [&](int r) {
+            ex[r]->execute(r, in[r].data(), out[r].data(), count * 4, count * 4, DataType::Float32, plan);
+          }) == "");
+  for (int r = 0; r < n; ++r) {
+    CHECK_FALSE(would(r, count * 4));  // the call above built it
+    CHECK(would(r, count * 2));        // other sizes: another context
+  }
+  for (int r = 0; r < n; ++r) REQUIRE(ex[r]->contextCount() == 1);  // asking built nothing
 }

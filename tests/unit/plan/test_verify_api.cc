@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/params.hpp"
 #include "mscclpp/errors.hpp"
 #include "mscclpp/plan_api.h"
 #include "plan/registry.hpp"
@@ -27,12 +28,14 @@ struct EnvGuard {
     had_ = old != nullptr;
     if (had_) old_ = old;
     setenv(name, value, 1);
+    mscclpp::params::resetCache();  // parameters are read once and cached
   }
   ~EnvGuard() {
     if (had_)
       setenv(name_, old_.c_str(), 1);
     else
       unsetenv(name_);
+    mscclpp::params::resetCache();
   }
   const char* name_;
   bool had_ = false;

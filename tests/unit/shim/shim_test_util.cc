@@ -73,6 +73,16 @@ std::string lastError() {
   return s ? s : "(null)";
 }
 
+namespace {
+// MSCCLPP_* variables are read once; ncclResetDebugInit makes the shim read them again.
+void rereadEnvironment() {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  ncclResetDebugInit();
+#pragma GCC diagnostic pop
+}
+}  // namespace
+
 ScopedEnv::ScopedEnv(const char* name, const char* value) : name_(name) {
   const char* old = std::getenv(name);
   hadOld_ = old != nullptr;
@@ -82,6 +92,7 @@ ScopedEnv::ScopedEnv(const char* name, const char* value) : name_(name) {
   } else {
     unsetenv(name);
   }
+  rereadEnvironment();
 }
 
 ScopedEnv::~ScopedEnv() {
@@ -90,6 +101,7 @@ ScopedEnv::~ScopedEnv() {
   } else {
     unsetenv(name_.c_str());
   }
+  rereadEnvironment();
 }
 
 }  // namespace shimtest

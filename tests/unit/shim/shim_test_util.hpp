@@ -58,7 +58,8 @@ ncclComm_t soloComm(ncclConfig_t* config = nullptr);
 // ncclGetLastError(NULL) as a string.
 std::string lastError();
 
-// Sets or unsets an environment variable for the scope (tests only; the shim reads it through params).
+// Sets or unsets an environment variable for the scope. The shim reads MSCCLPP_* variables once: both
+// ends call ncclResetDebugInit, which makes it read them again.
 class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value);

@@ -1,5 +1,6 @@
+#include "executor/emulation/local_world_wiring.hpp"
+
 #include "core/enforce.hpp"
-#include "executor/context_wiring.hpp"
 #include "executor/emulation/local_world.hpp"
 
 namespace mscclpp::exec {

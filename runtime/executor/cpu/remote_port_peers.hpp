@@ -9,8 +9,8 @@
 // Ownership: built by the wiring, owned by the context's RankResources (shared_ptr); it keeps the
 // connections and registrations alive while the context exists. Thread-safety: used only by the
 // context's proxy thread after construction (a Connection allows one thread at a time).
-#ifndef MSCCLPP_EXECUTOR_REMOTE_PORT_PEERS_HPP_
-#define MSCCLPP_EXECUTOR_REMOTE_PORT_PEERS_HPP_
+#ifndef MSCCLPP_EXECUTOR_CPU_REMOTE_PORT_PEERS_HPP_
+#define MSCCLPP_EXECUTOR_CPU_REMOTE_PORT_PEERS_HPP_
 
 #include <cstdint>
 #include <memory>
@@ -51,4 +51,4 @@ struct RemotePortPeers {
 
 }  // namespace mscclpp::exec
 
-#endif  // MSCCLPP_EXECUTOR_REMOTE_PORT_PEERS_HPP_
+#endif  // MSCCLPP_EXECUTOR_CPU_REMOTE_PORT_PEERS_HPP_

@@ -5,8 +5,8 @@
 // Thread-safety: a Socket is used by one thread at a time, except shutdown(), which any thread may
 // call to wake a thread blocked in it (that is how abort() interrupts I/O without closing an fd
 // another thread is polling).
-#ifndef MSCCLPP_BOOTSTRAP_SOCKET_HPP_
-#define MSCCLPP_BOOTSTRAP_SOCKET_HPP_
+#ifndef MSCCLPP_CORE_NET_SOCKET_HPP_
+#define MSCCLPP_CORE_NET_SOCKET_HPP_
 
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -103,4 +103,4 @@ void setLowLatency(int fd);
 
 }  // namespace mscclpp::net
 
-#endif  // MSCCLPP_BOOTSTRAP_SOCKET_HPP_
+#endif  // MSCCLPP_CORE_NET_SOCKET_HPP_

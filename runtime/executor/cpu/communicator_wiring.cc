@@ -9,13 +9,16 @@
 // on every rank alike, so that no rank waits for a peer that gave up.
 #include <algorithm>
 #include <cstring>
+#include <future>
+#include <map>
 #include <set>
+#include <tuple>
 
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "executor/context_image.hpp"
-#include "executor/context_wiring.hpp"
-#include "executor/remote_port_peers.hpp"
+#include "executor/cpu/context_wiring.hpp"
+#include "executor/cpu/remote_port_peers.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
 #include "mscclpp/memory.hpp"

@@ -1,4 +1,4 @@
-#include "bootstrap/net_interface.hpp"
+#include "core/net/net_interface.hpp"
 
 #include <ifaddrs.h>
 #include <net/if.h>

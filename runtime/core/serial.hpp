@@ -1,7 +1,7 @@
 // Bounds-checked little-endian serialisation for the byte strings we exchange with peers
 // (registered memory, connection endpoints). A reader error names the structure and the field.
-#ifndef MSCCLPP_COMM_SERIAL_HPP_
-#define MSCCLPP_COMM_SERIAL_HPP_
+#ifndef MSCCLPP_CORE_SERIAL_HPP_
+#define MSCCLPP_CORE_SERIAL_HPP_
 
 #include <cstdint>
 #include <cstring>
@@ -11,7 +11,7 @@
 
 #include "core/enforce.hpp"
 
-namespace mscclpp::comm {
+namespace mscclpp {
 
 class ByteWriter {
  public:
@@ -79,6 +79,6 @@ class ByteReader {
   size_t pos_ = 0;
 };
 
-}  // namespace mscclpp::comm
+}  // namespace mscclpp
 
-#endif  // MSCCLPP_COMM_SERIAL_HPP_
+#endif  // MSCCLPP_CORE_SERIAL_HPP_

@@ -1,4 +1,4 @@
-#include "bootstrap/socket.hpp"
+#include "core/net/socket.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

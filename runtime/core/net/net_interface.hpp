@@ -6,13 +6,13 @@
 // Default (empty): the first non-loopback interface that is up, or loopback when it is the only
 // one up. IPv4 addresses are preferred over IPv6 within that order; IPv6 link-local addresses are
 // skipped (they need a scope the peers cannot know).
-#ifndef MSCCLPP_BOOTSTRAP_NET_INTERFACE_HPP_
-#define MSCCLPP_BOOTSTRAP_NET_INTERFACE_HPP_
+#ifndef MSCCLPP_CORE_NET_NET_INTERFACE_HPP_
+#define MSCCLPP_CORE_NET_NET_INTERFACE_HPP_
 
 #include <string>
 #include <vector>
 
-#include "bootstrap/socket.hpp"
+#include "core/net/socket.hpp"
 
 namespace mscclpp::net {
 
@@ -37,4 +37,4 @@ NetInterface chooseDefaultInterface();
 
 }  // namespace mscclpp::net
 
-#endif  // MSCCLPP_BOOTSTRAP_NET_INTERFACE_HPP_
+#endif  // MSCCLPP_CORE_NET_NET_INTERFACE_HPP_

@@ -1,0 +1,78 @@
+#include "executor/cpu/cpu_backend.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/format.hpp"
+#include "core/logger.hpp"
+#include "core/params.hpp"
+#include "executor/params.hpp"
+#include "executor/scale_steps.hpp"
+
+namespace mscclpp::exec {
+
+CpuBackend::CpuBackend(std::shared_ptr<ContextWiring> wiring, LaunchAbort& abort)
+    : wiring_(std::move(wiring)),
+      abort_(abort),
+      cache_(static_cast<size_t>(std::max<int64_t>(1, params::contextCacheSize()))) {}
+
+CpuContext& CpuBackend::context(const ExecCall& c) {
+  Key key = keyOf(c);
+  if (CpuContext* hit = cache_.find(key)) return *hit;
+  CallShape shape = shapeCall(*c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype);
+  RankResources res = wiring_->connect(c.plan, c.rank, shape);
+  auto ctx = std::make_unique<CpuContext>(c.plan, c.rank, shape, std::move(res));
+  cache_.setCapacity(static_cast<size_t>(std::max<int64_t>(1, params::contextCacheSize())));
+  std::vector<std::unique_ptr<CpuContext>> evicted;  // destroyed when this call leaves
+  CpuContext& inserted = cache_.insert(std::move(key), std::move(ctx), &evicted);
+  MSCCLPP_INFO(LogExec, "plan %s rank %d: execution context built for %llu input and %llu output bytes",
+               c.plan->header.name.c_str(), c.rank, static_cast<unsigned long long>(c.sendBytes),
+               static_cast<unsigned long long>(c.recvBytes));
+  return inserted;
+}
+
+void CpuBackend::execute(const ExecCall& c) {
+  const plan::PlanHeader& h = c.plan->header;
+  CpuContext& ctx = context(c);
+  const RankResources& res = ctx.image().resources();
+  // Stage in: the plan's input (inside the data buffer for in-place plans) gets the send buffer,
+  // pre-scaled for premulsum. Off a scatter's root the send buffer is never read (NCCL allows any
+  // pointer there, even one to fewer bytes).
+  // A padded call (sizes that do not fit the plan's chunks, plan_sizing.hpp: sizeCall) moves each rank-major
+  // part between the call's pitch and the plan's padded pitch; the padding never reaches the user.
+  const plan::CallGeometry& geometry = ctx.image().shape().geometry;
+  if (readsInput(h.collective, c.rank, h.root) && c.sendBytes > 0) {
+    const uint32_t parts = geometry.padded ? geometry.inputParts : 1;
+    const uint64_t part = geometry.padded ? geometry.partBytes : c.sendBytes;
+    for (uint32_t i = 0; i < parts; ++i) {
+      char* dst = static_cast<char*>(res.input) + i * geometry.paddedPartBytes;
+      const char* src = static_cast<const char*>(c.send) + i * part;
+      if (c.op == ReduceOp::PreMulSum) {
+        preMultiplyHost(c.dtype, dst, src, part, c.scalar);
+      } else {
+        std::memcpy(dst, src, part);
+      }
+    }
+  }
+  {
+    LaunchAbort::Running running(abort_, ctx.image().device().abortFlag,
+                                 strFormat("plan %s rank %d", h.name.c_str(), c.rank));
+    ctx.launch(c.dtype, nativeOpOf(c.op), c.packet, params::timeoutSeconds());
+  }
+  if (c.op == ReduceOp::Avg) {
+    const uint64_t bytes = reducedOutputBytes(h.collective, c.rank, h.root, geometry.outputBytes);
+    if (bytes > 0) divideHost(c.dtype, res.output, bytes, static_cast<uint32_t>(c.plan->ranks.size()));
+  }
+  if (writesOutput(h.collective, c.rank, h.root) && c.recvBytes > 0) {
+    if (!geometry.padded) {
+      std::memcpy(c.recv, res.output, c.recvBytes);
+    } else {
+      for (uint32_t i = 0; i < geometry.outputParts; ++i)
+        std::memcpy(static_cast<char*>(c.recv) + i * geometry.partBytes,
+                    static_cast<const char*>(res.output) + i * geometry.paddedPartBytes, geometry.partBytes);
+    }
+  }
+}
+
+}  // namespace mscclpp::exec
