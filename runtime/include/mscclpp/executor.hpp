@@ -109,10 +109,12 @@ class MSCCLPP_API Executor {
   // Whether execute() with these arguments would first build its execution context: a collective
   // step, which returns only once every rank of the plan reached it. A thread that drives several
   // ranks (one thread, several communicators in a group) must then make their calls from threads of
-  // their own. A cache lookup: no allocation, no message, no CUDA call.
-  bool wouldBuildContext(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes,
-                         DataType dtype, const std::shared_ptr<const plan::Plan>& plan,
-                         ReduceOp op = ReduceOp::Sum) const;
+  // their own. A cache lookup: no allocation, no message, no CUDA call. Takes the runtime's own
+  // plan (the NCCL shim asks): not exported.
+  MSCCLPP_INTERNAL bool wouldBuildContext(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes,
+                                          size_t recvBytes, DataType dtype,
+                                          const std::shared_ptr<const plan::Plan>& plan,
+                                          ReduceOp op = ReduceOp::Sum) const;
   // Stops this executor for good (any thread, any time; for ncclCommAbort/Revoke): the CPU launch
   // in flight stops within a backoff period and its execute() throws Error(Aborted); every later
   // execute() throws Error(Aborted) at once. CUDA launches already enqueued are not recalled: they
