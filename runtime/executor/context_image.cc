@@ -41,19 +41,25 @@ CallShape shapeCall(const plan::Plan& plan, int rank, uint64_t inputBytes, uint6
                   "plan %s has %zu ranks; rank %d is out of range", plan.header.name.c_str(), plan.ranks.size(), rank);
   const plan::RankPlan& rp = plan.ranks[rank];
   plan::SizingResult s;
+  plan::CallGeometry geometry;
+  geometry.inputBytes = inputBytes;
+  geometry.outputBytes = outputBytes;
   const bool noDataChunks = rp.inputChunks == 0 && rp.outputChunks == 0;
   if (noDataChunks && (plan.header.collective == plan::Collective::Test || plan.header.collective == plan::Collective::Custom)) {
     // A unit plan that touches only scratch: the call's input size is its one chunk.
     s = plan::sizePlan(plan.header, 1, 0, rp.scratchChunks, inputBytes, outputBytes, dataTypeSize(dtype));
   } else {
-    s = plan::sizePlan(plan.header, rp, inputBytes, outputBytes, dataTypeSize(dtype));
+    s = plan::sizeCall(plan.header, rp.inputChunks, rp.outputChunks, rp.scratchChunks,
+                       static_cast<int>(plan.ranks.size()), inputBytes, outputBytes, dataTypeSize(dtype), &geometry);
   }
   MSCCLPP_ENFORCE(s.ok, ErrorCode::NotSupported, "plan %s (%s) cannot serve rank %d with %llu input and %llu output bytes: %s",
                   plan.header.name.c_str(), plan.header.source.c_str(), rank, ull(inputBytes), ull(outputBytes),
                   s.reason.c_str());
   CallShape shape;
-  shape.inputBytes = inputBytes;
-  shape.outputBytes = outputBytes;
+  shape.inputBytes = geometry.inputBytes;
+  shape.outputBytes = geometry.outputBytes;
+  shape.geometry = geometry;
+  shape.elementBytes = dataTypeSize(dtype);
   shape.chunkBytes = s.chunkBytes;
   shape.scratchChunkBytes = s.chunkBytes;
   shape.scratchBytes = s.scratchBytes;

@@ -13,13 +13,18 @@
 #include <vector>
 
 #include "executor/exec_layout.hpp"
+#include "plan/plan_sizing.hpp"
 
 namespace mscclpp::exec {
 
 // The call a context serves: buffer sizes, and the chunk and scratch sizes the plan layer derived.
+// inputBytes and outputBytes are the plan's buffers: the call's, or its padded geometry's when the call's
+// sizes do not fit the plan's chunks (geometry.padded: the executor stages the call's parts into them).
 struct CallShape {
   uint64_t inputBytes = 0;
   uint64_t outputBytes = 0;
+  plan::CallGeometry geometry;
+  size_t elementBytes = 0;  // the call's datatype size (with the sizes, it decides the geometry)
   uint64_t chunkBytes = 0;
   uint64_t scratchChunkBytes = 0;  // == chunkBytes unless reuse_resources limits scratch
   uint64_t scratchBytes = 0;       // this rank's whole scratch (both halves for double scratch)

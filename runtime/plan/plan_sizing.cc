@@ -1,5 +1,7 @@
 #include "plan/plan_sizing.hpp"
 
+#include <numeric>
+
 #include "core/format.hpp"
 
 namespace mscclpp::plan {
@@ -78,6 +80,85 @@ SizingResult sizePlan(const PlanHeader& header, uint32_t inputChunks, uint32_t o
   r.ok = true;
   r.chunkBytes = chunk;
   r.scratchBytes = scratch;
+  return r;
+}
+
+void bufferParts(Collective collective, int nRanks, uint32_t* inputParts, uint32_t* outputParts) {
+  const uint32_t n = nRanks < 1 ? 1 : static_cast<uint32_t>(nRanks);
+  *inputParts = *outputParts = 1;
+  switch (collective) {
+    case Collective::AllGather:
+    case Collective::Gather: *outputParts = n; break;
+    case Collective::ReduceScatter:
+    case Collective::Scatter: *inputParts = n; break;
+    case Collective::AllToAll: *inputParts = *outputParts = n; break;
+    default: break;
+  }
+}
+
+namespace {
+
+// The smallest m such that every multiple of m times `parts` is a multiple of `multiple`.
+uint64_t partStep(uint64_t parts, uint64_t multiple) { return multiple / std::gcd(multiple, parts); }
+
+bool lcmInto(uint64_t* acc, uint64_t v) {
+  const uint64_t g = std::gcd(*acc, v);
+  return !mulOverflows(*acc / g, v, acc);
+}
+
+}  // namespace
+
+SizingResult sizeCall(const PlanHeader& header, uint32_t inputChunks, uint32_t outputChunks, uint32_t scratchChunks,
+                      int nRanks, uint64_t inputBytes, uint64_t outputBytes, size_t elementBytes,
+                      CallGeometry* g) {
+  *g = CallGeometry{};
+  g->inputBytes = inputBytes;
+  g->outputBytes = outputBytes;
+  SizingResult exact =
+      sizePlan(header, inputChunks, outputChunks, scratchChunks, inputBytes, outputBytes, elementBytes);
+  if (exact.ok || header.collective == Collective::Test || header.collective == Collective::Custom) return exact;
+  uint32_t inParts = 1, outParts = 1;
+  bufferParts(header.collective, nRanks, &inParts, &outParts);
+  const uint64_t part = inputBytes / inParts;
+  // Only a call of NCCL's shape (equal parts on both sides) has a padded geometry.
+  if (part == 0 || part * inParts != inputBytes || part * outParts != outputBytes || inputChunks + outputChunks == 0 ||
+      (elementBytes > 1 && part % elementBytes != 0))
+    return exact;
+  const bool byInput = inputChunks != 0;
+  const uint64_t chunks = byInput ? inputChunks : outputChunks;
+  const uint64_t parts = byInput ? inParts : outParts;
+  const uint64_t align = header.bufferAlignment == 0 ? 1 : header.bufferAlignment;
+  // parts x padded part splits into `chunks` chunks of a multiple of the alignment (and of the element
+  // when the plan reduces); the part itself stays a multiple of the element.
+  uint64_t unit = partStep(parts, chunks * align);
+  bool overflow = false;
+  if (elementBytes > 1) {
+    overflow = !lcmInto(&unit, elementBytes);
+    if (header.reduceOps != 0 && !overflow) overflow = !lcmInto(&unit, partStep(parts, chunks * elementBytes));
+  }
+  uint64_t padded = 0;
+  if (overflow || mulOverflows((part + unit - 1) / unit, unit, &padded) || padded < part) {
+    exact.reason += " (and padding each part to a multiple of the plan's granularity overflows 64 bits)";
+    return exact;
+  }
+  uint64_t in = 0, out = 0;
+  if (mulOverflows(padded, inParts, &in) || mulOverflows(padded, outParts, &out)) {
+    exact.reason += " (and the padded buffers would exceed 2^64 bytes)";
+    return exact;
+  }
+  SizingResult r = sizePlan(header, inputChunks, outputChunks, scratchChunks, in, out, elementBytes);
+  if (!r.ok) {
+    r.reason = strFormat("%s; padded to %s per part: %s", exact.reason.c_str(), bytesText(padded).c_str(),
+                         r.reason.c_str());
+    return r;
+  }
+  g->padded = true;
+  g->inputParts = inParts;
+  g->outputParts = outParts;
+  g->partBytes = part;
+  g->paddedPartBytes = padded;
+  g->inputBytes = in;
+  g->outputBytes = out;
   return r;
 }
 

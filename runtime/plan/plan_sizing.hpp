@@ -31,12 +31,36 @@ struct SizingResult {
 };
 
 // elementBytes: the datatype size; used only when the plan reduces (header.reduceOps != 0), 0 to skip.
+// (Exact sizes only: sizeCall below adds the padded geometry for the sizes this refuses.)
 SizingResult sizePlan(const PlanHeader& header, const RankPlan& rank, uint64_t inputBytes, uint64_t outputBytes,
                       size_t elementBytes);
 // The same from the chunk counts alone (what the registry knows before a plan is loaded; every rank has
 // the same input and output chunks).
 SizingResult sizePlan(const PlanHeader& header, uint32_t inputChunks, uint32_t outputChunks, uint32_t scratchChunks,
                       uint64_t inputBytes, uint64_t outputBytes, size_t elementBytes);
+
+// How a call's buffers split into rank-major parts of equal size (parts: 1, or nRanks for allgather
+// and gather output, reducescatter and scatter input, both alltoall buffers).
+void bufferParts(Collective collective, int nRanks, uint32_t* inputParts, uint32_t* outputParts);
+
+// A call's geometry on a plan: exact (the call's buffers are the plan's) or padded (docs/plan-core.md,
+// "Sizing"): each part of partBytes is stored at paddedPartBytes, the smallest size >= partBytes
+// that sizePlan accepts (a multiple of chunks-per-part x buffer_alignment, and of the element size),
+// and the plan runs on buffers of inputParts and outputParts padded parts.
+struct CallGeometry {
+  bool padded = false;
+  uint32_t inputParts = 1, outputParts = 1;
+  uint64_t partBytes = 0;        // the call's bytes per part (padded only)
+  uint64_t paddedPartBytes = 0;  // the plan's bytes per part (padded only)
+  uint64_t inputBytes = 0, outputBytes = 0;  // the plan's buffers (the call's when exact)
+};
+
+// sizePlan, and when it refuses the exact sizes, the same on the padded geometry. Every rank of a
+// plan gets the same answer for the same call (chunk counts are equal on every rank). Unit plans
+// (collective test or custom) are never padded.
+SizingResult sizeCall(const PlanHeader& header, uint32_t inputChunks, uint32_t outputChunks, uint32_t scratchChunks,
+                      int nRanks, uint64_t inputBytes, uint64_t outputBytes, size_t elementBytes,
+                      CallGeometry* geometry);
 
 // The input and output bytes of an NCCL call of count elements of elementBytes each on nRanks ranks:
 //   allreduce, broadcast, reduce, sendrecv, custom, test: in = out = count * elem

@@ -532,6 +532,11 @@ SelectionPtr Registry::select(const SelectRequest& request) {
       selection->reason =
           strFormat("plan %s for %s: %s; chunk %s", detail::describePlan(*e).c_str(),
                     detail::describeRequest(request).c_str(), why.c_str(), formatBytes(v.chunkBytes).c_str());
+      if (v.geometry.padded) {
+        selection->reason += strFormat("; the call's %s parts do not fit the plan's chunks: they run padded to %s",
+                                       formatBytes(v.geometry.partBytes).c_str(),
+                                       formatBytes(v.geometry.paddedPartBytes).c_str());
+      }
       if (v.copyInput) {
         selection->reason +=
             "; the plan is in-place and the call is not: the executor copies the send buffer into "

@@ -144,8 +144,10 @@ Verdict judge(const Registry::Entry& e, const SelectRequest& r) {
     }
   }
   if (!callBytesFromMessage(r.collective, r.messageBytes, r.worldSize, &v.inputBytes, &v.outputBytes, &v.why)) return v;
-  const SizingResult s = sizePlan(h, e.summary.inputChunks, e.summary.outputChunks, e.summary.maxScratchChunks,
-                                  v.inputBytes, v.outputBytes, elementBytes);
+  // Sizes that do not fit the plan's chunks run on its padded geometry (the executor decides the same).
+  if (elementBytes == 0) elementBytes = ncclDataTypeBytes(r.dtype);
+  const SizingResult s = sizeCall(h, e.summary.inputChunks, e.summary.outputChunks, e.summary.maxScratchChunks,
+                                  r.worldSize, v.inputBytes, v.outputBytes, elementBytes, &v.geometry);
   if (!s.ok) {
     v.why = s.reason;
     return v;
@@ -164,6 +166,10 @@ int pickDefault(const std::vector<const Registry::Entry*>& candidates, const std
     if (verdicts[a].copyInput != verdicts[b].copyInput) {
       *rule = "it needs no copy of the send buffer (exactly in-place or out-of-place like the call)";
       return verdicts[a].copyInput ? 1 : -1;
+    }
+    if (verdicts[a].geometry.padded != verdicts[b].geometry.padded) {
+      *rule = "it fits the call's sizes exactly (the other runs them padded)";
+      return verdicts[a].geometry.padded ? 1 : -1;
     }
     if ((ha.nRanksPerNode != 0) != (hb.nRanksPerNode != 0)) {
       *rule = "it states nranks_per_node (the other serves any)";

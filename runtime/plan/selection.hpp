@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/plan_sizing.hpp"
 #include "plan/registry.hpp"
 #include "plan/registry_entry.hpp"
 
@@ -19,6 +20,7 @@ struct Verdict {
   uint64_t chunkBytes = 0;
   uint64_t inputBytes = 0;
   uint64_t outputBytes = 0;
+  CallGeometry geometry;  // padded: the call's parts do not fit the plan's chunks (plan_sizing.hpp: sizeCall)
 };
 
 Verdict judge(const Registry::Entry& entry, const SelectRequest& request);

@@ -447,6 +447,30 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpy
   return e;
 }
 
+// Device-to-device only (what the runtime uses: staging parts at a padded pitch): "cudaMemcpy2DAsync"
+// copies `height` rows of `width` bytes, dpitch and spitch apart; pitches below the width are invalid.
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                              cudaMemcpyKind kind, cudaStream_t stream) {
+  CD_ENTER();
+  (void)kind;
+  CUstream_st* s = nullptr;
+  if (cudaError_t e = resolveStream(stream, &s); e != cudaSuccess) return e;
+  if (width == 0 || height == 0) return cudaSuccess;
+  if (dpitch < width || spitch < width) return fail(cudaErrorInvalidPitchValue);
+  if (!inArena(dst) || !inArena(src)) return fail(cudaErrorNotSupported);  // host rows: not modelled
+  const int device = s->device;
+  const size_t dspan = dpitch * (height - 1) + width, sspan = spitch * (height - 1) + width;
+  return enqueue(s, [=] {
+    if (!checkDeviceRange(device, dst, dspan, "cudaMemcpy2DAsync") ||
+        !checkDeviceRange(device, src, sspan, "cudaMemcpy2DAsync"))
+      return;
+    guarded(device, "cudaMemcpy2DAsync", [&] {
+      for (size_t row = 0; row < height; ++row)
+        std::memmove(static_cast<char*>(dst) + row * dpitch, static_cast<const char*>(src) + row * spitch, width);
+    });
+  }, false);
+}
+
 cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
   CD_ENTER();
   const int device = deviceOfPointer(devPtr, currentDevice());

@@ -4,7 +4,8 @@
 //
 // Semantics (each documented where it is implemented, memory.cc):
 //  * cudaMalloc/cudaFree/cudaHostAlloc/cudaFreeHost/cudaMemset/cudaMemcpy synchronise the device;
-//    cudaMallocAsync/cudaFreeAsync/cudaMemcpyAsync/cudaMemsetAsync are stream-ordered.
+//    cudaMallocAsync/cudaFreeAsync/cudaMemcpyAsync/cudaMemcpy2DAsync (device to device)/cudaMemsetAsync are
+//    stream-ordered.
 //  * Freed memory is unmapped (PROT_NONE): a kernel or copy touching it faults with the sticky
 //    cudaErrorIllegalAddress, loudly, instead of reading stale data.
 //  * The next allocation of a fitting size reuses the most recently freed address (as caching

@@ -10,7 +10,8 @@
 //   abort     the last rank vanishes after init; the others' ncclCommAbort returns promptly
 //   plans     every collective through plans (MSCCLPP_PLAN_DIR: the default plans and tests/data/shim/plans),
 //             in-place and out-of-place, several datatypes and reduce ops, results checked against a reference;
-//             a size no plan serves goes to the real NCCL (the double) instead
+//             sizes that run padded (3 floats, 13 int8); a user-defined op no plan serves goes to the real
+//             NCCL (the double) instead
 //   agree     2 ranks whose plan sets differ (rank 1's copy of a plan is broken): every rank runs the call on the
 //             real NCCL, each WARNs naming the plan, rank 1 and the JSON path; then a mismatched call (different
 //             counts) fails on both ranks with ncclInvalidUsage naming both calls, within seconds
@@ -567,11 +568,25 @@ void scenarioPlans(int rank, int nRanks) {
                 [&](size_t e) { return reduceRef(ncclSum, ncclFloat32, nRanks, e, 0); });
   }
   {
-    // 3 floats: not a multiple of the plans' 16-byte alignment; no plan serves it, the real NCCL gets it.
+    // 3 floats (12 bytes: no whole number of the plans' 16-byte chunks): the plan runs on its padded geometry
+    // (each rank stages its parts, docs/plan-core.md "Any count"); then every collective at 13 int8 and 5 float16.
     float a[3] = {1, 2, 3}, b[3] = {0, 0, 0};
     d.reset();
     NCCL_OK(ncclAllReduce(a, b, 3, ncclFloat32, ncclSum, comm, nullptr));
-    checkResult(pc, "allreduce of 12 bytes", b, 3, ncclFloat32, true, [](size_t) { return 0.0; });
+    checkResult(pc, "allreduce of 12 bytes", b, 3, ncclFloat32, false,
+                [&](size_t e) { return static_cast<double>((e + 1) * nRanks); });
+    planCollectives(pc, ncclInt8, ncclSum, 13, true);
+    planCollectives(pc, ncclFloat16, ncclSum, 5, false);
+  }
+  {
+    // A user-defined op (PreMulSum): no plan serves it, the real NCCL gets it.
+    float a[3] = {1, 2, 3}, b[3] = {0, 0, 0}, scalar = 2;
+    ncclRedOp_t op;
+    NCCL_OK(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, ncclScalarHostImmediate, comm));
+    d.reset();
+    NCCL_OK(ncclAllReduce(a, b, 3, ncclFloat32, op, comm, nullptr));
+    checkResult(pc, "allreduce with a user-defined op", b, 3, ncclFloat32, true, [](size_t) { return 0.0; });
+    NCCL_OK(ncclRedOpDestroy(op, comm));
   }
   {
     // Several collectives in one group: each on its plan, in order.

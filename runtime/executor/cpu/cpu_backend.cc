@@ -80,11 +80,20 @@ void CpuBackend::run(const ExecCall& c, CpuContext& ctx) {
   // Stage in: the plan's input (inside the data buffer for in-place plans) gets the send buffer,
   // pre-scaled for premulsum. Off a scatter's root the send buffer is never read (NCCL allows any
   // pointer there, even one to fewer bytes).
+  // A padded call (sizes that do not fit the plan's chunks, plan_sizing.hpp: sizeCall) moves each rank-major
+  // part between the call's pitch and the plan's padded pitch; the padding never reaches the user.
+  const plan::CallGeometry& geometry = ctx.image().shape().geometry;
   if (readsInput(h.collective, c.rank, h.root) && c.sendBytes > 0) {
-    if (c.op == ReduceOp::PreMulSum) {
-      preMultiplyHost(c.dtype, res.input, c.send, c.sendBytes, c.scalar);
-    } else {
-      std::memcpy(res.input, c.send, c.sendBytes);
+    const uint32_t parts = geometry.padded ? geometry.inputParts : 1;
+    const uint64_t part = geometry.padded ? geometry.partBytes : c.sendBytes;
+    for (uint32_t i = 0; i < parts; ++i) {
+      char* dst = static_cast<char*>(res.input) + i * geometry.paddedPartBytes;
+      const char* src = static_cast<const char*>(c.send) + i * part;
+      if (c.op == ReduceOp::PreMulSum) {
+        preMultiplyHost(c.dtype, dst, src, part, c.scalar);
+      } else {
+        std::memcpy(dst, src, part);
+      }
     }
   }
   {
@@ -93,10 +102,18 @@ void CpuBackend::run(const ExecCall& c, CpuContext& ctx) {
     ctx.launch(c.dtype, nativeOpOf(c.op), c.packet, comm_ ? comm_->timeoutSeconds() : params::timeoutSeconds());
   }
   if (c.op == ReduceOp::Avg) {
-    const uint64_t bytes = reducedOutputBytes(h.collective, c.rank, h.root, c.recvBytes);
+    const uint64_t bytes = reducedOutputBytes(h.collective, c.rank, h.root, geometry.outputBytes);
     if (bytes > 0) divideHost(c.dtype, res.output, bytes, static_cast<uint32_t>(c.plan->ranks.size()));
   }
-  if (writesOutput(h.collective, c.rank, h.root) && c.recvBytes > 0) std::memcpy(c.recv, res.output, c.recvBytes);
+  if (writesOutput(h.collective, c.rank, h.root) && c.recvBytes > 0) {
+    if (!geometry.padded) {
+      std::memcpy(c.recv, res.output, c.recvBytes);
+    } else {
+      for (uint32_t i = 0; i < geometry.outputParts; ++i)
+        std::memcpy(static_cast<char*>(c.recv) + i * geometry.partBytes,
+                    static_cast<const char*>(res.output) + i * geometry.paddedPartBytes, geometry.partBytes);
+    }
+  }
 }
 
 }  // namespace mscclpp::exec

@@ -42,7 +42,9 @@ class CpuBackend final : public ExecutionBackend {
  private:
   // The datatype and op are part of the key although the context does not depend on them: two ranks calling with
   // different ones then use different contexts, which never complete each other's calls, so the call monitor
-  // finds the mismatch instead of the ranks mixing their data silently.
+  // finds the mismatch instead of the ranks mixing their data silently. The datatype's element size also shapes
+  // the context: the plan's geometry for the same bytes depends on it (a padded part is a whole number of
+  // elements; a reducing plan's chunks split no element).
   struct Key {
     plan::PlanPtr plan;  // keeps the plan (compared by address) alive while its context lives
     int rank;

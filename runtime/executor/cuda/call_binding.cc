@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/enforce.hpp"
+#include "core/format.hpp"
 #include "executor/context_image.hpp"
 #include "executor/scale_steps.hpp"
 
@@ -42,6 +43,38 @@ BufferPlace inside(const BufferPlace& data, uint64_t offset, uint64_t bytes) {
   return p;
 }
 
+// Stages the plan's buffers at the padded geometry; the pre- and post-steps move the call's parts.
+CallBinding bindPadded(const CallRequest& q, bool reads, bool writes) {
+  const plan::PlanHeader& h = q.plan->header;
+  const plan::CallGeometry& g = q.geometry;
+  CallBinding b;
+  b.inPlacePlan = h.inPlace;
+  if (h.inPlace) {
+    const InPlaceLayout l = inPlaceLayout(h.collective, q.rank, g.inputBytes, g.outputBytes);
+    stage(b, b.data, l.dataBytes);
+    b.input = inside(b.data, l.inputOffset, g.inputBytes);
+    b.output = inside(b.data, l.outputOffset, g.outputBytes);
+  } else {
+    stage(b, b.input, g.inputBytes);
+    stage(b, b.output, g.outputBytes);
+  }
+  b.userPartBytes = g.partBytes;
+  b.planPartBytes = g.paddedPartBytes;
+  if (reads && q.send != nullptr && q.sendBytes > 0) {
+    b.preSrc = q.send;
+    b.preBytes = q.sendBytes;
+    b.preParts = g.inputParts;
+  }
+  if (writes && q.recv != nullptr && q.recvBytes > 0) {
+    b.postDst = q.recv;
+    b.postBytes = q.recvBytes;
+    b.postParts = g.outputParts;
+  }
+  b.why = strFormat("the call's %llu-byte parts do not fit the plan's chunks: they run padded to %llu bytes",
+                    static_cast<unsigned long long>(g.partBytes), static_cast<unsigned long long>(g.paddedPartBytes));
+  return b;
+}
+
 }  // namespace
 
 BindingKey bindingKeyOf(const CallRequest& q) {
@@ -64,9 +97,10 @@ CallBinding bindCall(const CallRequest& q) {
                   "plan %s rank %d: a null receive buffer of %llu bytes", h.name.c_str(), q.rank,
                   static_cast<unsigned long long>(q.recvBytes));
   CallBinding b;
-  b.inPlacePlan = h.inPlace;
-
-  if (h.inPlace) {
+  if (q.geometry.padded) {
+    b = bindPadded(q, reads, writes);
+  } else if (h.inPlace) {
+    b.inPlacePlan = true;
     const InPlaceLayout l = inPlaceLayout(h.collective, q.rank, q.sendBytes, q.recvBytes);
     char* userData = nullptr;
     char* send = const_cast<char*>(q.send);  // only used as the data buffer of an in-place call

@@ -8,7 +8,10 @@
 //    non-root rank with no receive buffer);
 //  * an out-of-place plan whose input would be modified (premulsum scales it) or aliases the output
 //    (an in-place call);
-//  * buffers that peers in other processes cannot map (not exportable through CUDA IPC).
+//  * buffers that peers in other processes cannot map (not exportable through CUDA IPC);
+//  * a padded call (sizes that do not fit the plan's chunks, plan_sizing.hpp: CallGeometry): the plan's
+//    buffers are staged at the padded geometry; the pre- and post-steps copy each rank-major part
+//    between the user's pitch and the plan's (cudaMemcpy2DAsync).
 // The steps around the kernel (all on the call's stream, graph-capturable):
 //   pre:  input <- send (a copy, or premulsum's scaling; in place when they coincide)
 //   post: recv  <- output (when the output was staged) ; avg: recv /= ranks
@@ -22,6 +25,7 @@
 
 #include "mscclpp/datatype.hpp"
 #include "plan/plan.hpp"
+#include "plan/plan_sizing.hpp"
 
 namespace mscclpp::exec {
 
@@ -50,6 +54,10 @@ struct CallBinding {
   uint64_t postBytes = 0;
   // avg: divide these bytes of recv (after the post-step).
   uint64_t divideBytes = 0;
+  // Padded calls (planPartBytes > 0): preBytes and postBytes move as preParts and postParts parts of
+  // userPartBytes each, at userPartBytes in the user's buffers and planPartBytes in the staging.
+  uint64_t userPartBytes = 0, planPartBytes = 0;
+  uint32_t preParts = 1, postParts = 1;
 
   std::string why;  // why staging was used ("" when zero-copy): for the INFO log
 };
@@ -65,6 +73,8 @@ struct CallRequest {
   // False when the user's buffers must not be used in place (they cannot be exported to peers in
   // other processes): everything is staged.
   bool zeroCopy = true;
+  // The plan's geometry for the call's sizes (the context's shape); padded: everything is staged.
+  plan::CallGeometry geometry;
 };
 
 // Decides the binding. Throws Error(InvalidArgument) for impossible requests (a null buffer the

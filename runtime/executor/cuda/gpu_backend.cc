@@ -27,9 +27,10 @@ struct GpuContextKey {
   int rank;
   BindingKey binding;
   uint64_t sendAllocation, recvAllocation;
+  size_t elementBytes;  // the plan's geometry for the same bytes depends on it (plan_sizing.hpp: sizeCall)
   bool operator==(const GpuContextKey& o) const {
     return plan == o.plan && rank == o.rank && binding == o.binding && sendAllocation == o.sendAllocation &&
-           recvAllocation == o.recvAllocation;
+           recvAllocation == o.recvAllocation && elementBytes == o.elementBytes;
   }
 };
 
@@ -123,7 +124,7 @@ class GpuBackendImpl final : public GpuBackend {
 
   static GpuContextKey keyOf(const GpuCall& c, const CallRequest& req) {
     return GpuContextKey{c.plan.get(), c.rank, bindingKeyOf(req), transport::cuda_ipc::allocationId(c.send),
-                         transport::cuda_ipc::allocationId(c.recv)};
+                         transport::cuda_ipc::allocationId(c.recv), dataTypeSize(c.dtype)};
   }
 
   GpuContext& build(const GpuContextKey& key, const CallRequest& req, const GpuCall& c) {

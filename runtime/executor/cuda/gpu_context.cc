@@ -165,7 +165,9 @@ GpuContext::GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& pla
   // Buffers: the user's where possible, ours for scratch, counters and staging.
   bool crossProcess = false;
   for (int r = 0; r < topo.size(); ++r) crossProcess |= r != rank_ && !topo.sameProcess(r);
-  bindBuffers(request, crossProcess);
+  CallRequest shaped = request;
+  shaped.geometry = shape.geometry;  // a padded call binds staged buffers at the plan's padded pitch
+  bindBuffers(shaped, crossProcess);
   uint64_t size = 0;
   scratchOffset_ = reserve(&size, shape.scratchBytes, 256);
   for (int port = 0; port < 2; ++port) {
@@ -756,7 +758,13 @@ void GpuContext::launch(const GpuCallArgs& a) {
   char* input = placePtr(binding_.input);
   char* output = placePtr(binding_.output);
   // Everything below is enqueued on the caller's stream: no host synchronisation, no allocation.
-  if (binding_.preBytes > 0) {
+  if (binding_.preBytes > 0 && binding_.planPartBytes > 0) {
+    // A padded call: the send buffer's parts go to the staged input at the plan's pitch (one copy).
+    MSCCLPP_CUDA_CHECK(cudaMemcpy2DAsync(input, binding_.planPartBytes, binding_.preSrc, binding_.userPartBytes,
+                                         binding_.userPartBytes, binding_.preParts, cudaMemcpyDeviceToDevice, s),
+                       "%s: staging the send buffer's parts at the padded pitch", name_.c_str());
+    if (a.op == ReduceOp::PreMulSum) launchPreMultiply(a.dtype, input, input, binding_.input.bytes, a.scalar, s);
+  } else if (binding_.preBytes > 0) {
     if (a.op == ReduceOp::PreMulSum) {
       launchPreMultiply(a.dtype, input, binding_.preInPlace ? input : binding_.preSrc, binding_.preBytes, a.scalar, s);
     } else {
@@ -775,7 +783,11 @@ void GpuContext::launch(const GpuCallArgs& a) {
     l.stream = a.stream;
     launchExecutorKernel(a.dtype, native, l);
   }
-  if (binding_.postBytes > 0) {
+  if (binding_.postBytes > 0 && binding_.planPartBytes > 0) {
+    MSCCLPP_CUDA_CHECK(cudaMemcpy2DAsync(binding_.postDst, binding_.userPartBytes, output, binding_.planPartBytes,
+                                         binding_.userPartBytes, binding_.postParts, cudaMemcpyDeviceToDevice, s),
+                       "%s: copying the padded output's parts to the receive buffer", name_.c_str());
+  } else if (binding_.postBytes > 0) {
     MSCCLPP_CUDA_CHECK(cudaMemcpyAsync(binding_.postDst, output, binding_.postBytes, cudaMemcpyDeviceToDevice, s),
                        "%s: copying the staged output to the receive buffer", name_.c_str());
   }

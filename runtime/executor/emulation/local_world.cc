@@ -25,6 +25,14 @@ LocalWorld::LocalWorld(plan::PlanPtr plan, uint64_t inputBytes, uint64_t outputB
   for (int r = 0; r < n; ++r) {
     RankLayout& L = ranks_[r];
     L.shape = shapeCall(p, r, inputBytes, outputBytes, dtype);
+    // The world's buffers are the call's: a size that only runs padded (the executor stages it, executor.cc)
+    // has no place here. The executor's wiring builds its worlds at the padded sizes, which are exact.
+    MSCCLPP_ENFORCE(!L.shape.geometry.padded, ErrorCode::NotSupported,
+                    "plan %s: %llu input and %llu output bytes do not split into the plan's chunks; the emulation runs "
+                    "exact sizes only (the executor serves such a call on its padded geometry: %llu bytes per part)",
+                    p.header.name.c_str(), static_cast<unsigned long long>(inputBytes),
+                    static_cast<unsigned long long>(outputBytes),
+                    static_cast<unsigned long long>(L.shape.geometry.paddedPartBytes));
     if (p.header.inPlace) {
       InPlaceLayout ip = inPlaceLayout(p.header.collective, r, inputBytes, outputBytes);
       L.dataBytes = ip.dataBytes;

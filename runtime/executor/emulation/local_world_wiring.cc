@@ -14,7 +14,8 @@ RankResources LocalWorldWiring::connect(const plan::PlanPtr& plan, int rank, con
   std::shared_ptr<LocalWorld> world;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto key = std::make_tuple(plan.get(), shape.inputBytes, shape.outputBytes);
+    auto key =
+        std::make_tuple(plan.get(), shape.inputBytes, shape.outputBytes, shape.geometry.partBytes, shape.elementBytes);
     Entry& e = pending_[key];
     // Element checks already passed in the caller's shapeCall: size the world bytewise.
     if (!e.world) e.world = std::make_shared<LocalWorld>(plan, shape.inputBytes, shape.outputBytes, DataType::Uint8);

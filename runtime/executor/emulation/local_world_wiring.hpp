@@ -32,8 +32,10 @@ class LocalWorldWiring : public ContextWiring {
   };
   int nRanks_;
   std::mutex mutex_;
-  // One world per (plan, input bytes, output bytes), until every rank connected to it.
-  std::map<std::tuple<const plan::Plan*, uint64_t, uint64_t>, Entry> pending_;
+  // One world per context key (plan, the plan's input and output bytes, the call's part bytes, the element
+  // size), until every rank connected to it: padded calls of different counts share the plan's sizes (the part
+  // tells them apart), and the executor keeps one context per element size (each rank connects once per key).
+  std::map<std::tuple<const plan::Plan*, uint64_t, uint64_t, uint64_t, size_t>, Entry> pending_;
 };
 
 }  // namespace mscclpp::exec

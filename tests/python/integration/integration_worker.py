@@ -146,7 +146,7 @@ def scenario_execute_errors(group, args):
     attempt("receive_size_mismatch", lambda: executor.execute(rank, ptr, ptr, size, size // 2, np.float32, small.plan))
     attempt("beyond_size_range", lambda: executor.execute(rank, big.ctypes.data, big.ctypes.data, big.nbytes,
                                                           big.nbytes, np.float32, small.plan))
-    attempt("not_divisible", lambda: executor.execute(rank, ptr, ptr, 1000, 1000, np.float32, small.plan))
+    attempt("not_divisible", lambda: executor.execute(rank, ptr, ptr, 1002, 1002, np.float32, small.plan))
     attempt("other_rank", lambda: executor.execute((rank + 1) % n, ptr, ptr, size, size, np.float32, small.plan))
     attempt("python_dtype_number", lambda: executor.execute(rank, ptr, ptr, size, size, 42, small.plan))
     attempt("python_dtype_complex", lambda: executor.execute(rank, ptr, ptr, size, size, np.complex64, small.plan))

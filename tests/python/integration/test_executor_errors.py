@@ -23,7 +23,7 @@ def reports(tmp_path_factory):
     ("beyond_size_range", "NotSupportedError", -9,
      "plan 'allreduce_ll_n2_ip' ({plans}/allreduce_ll_n2_ip.json) serves messages of 0 to 1048575 bytes; rank {rank}'s "
      "call has a send size of 2097152 bytes (sendBytes=2097152, recvBytes=2097152)"),
-    ("not_divisible", "NotSupportedError", -9, "1000 B input is not divisible into 2 chunks"),
+    ("not_divisible", "NotSupportedError", -9, "1002 B input is not divisible into 2 chunks"),
     ("other_rank", "InvalidArgumentError", -2,
      "mscclppExecute: rank {other} was given, but this executor's communicator is rank {rank} of 2"),
     ("unregistered_plan", "InvalidUsageError", -1,

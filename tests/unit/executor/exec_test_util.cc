@@ -49,6 +49,14 @@ std::string referencePlanDir() { return MSCCLPP_TEST_REFERENCE_PLANS; }
 std::string execDataDir() { return MSCCLPP_TEST_EXEC_DATA; }
 std::string defaultPlanDir() { return MSCCLPP_TEST_DEFAULT_PLANS; }
 
+const std::vector<DataType>& allDataTypes() {
+  static const std::vector<DataType> types = {DataType::Int8,    DataType::Uint8,    DataType::Int32,
+                                              DataType::Uint32,  DataType::Int64,    DataType::Uint64,
+                                              DataType::Float16, DataType::Float32,  DataType::Float64,
+                                              DataType::BFloat16, DataType::Float8E4M3, DataType::Float8E5M2};
+  return types;
+}
+
 plan::PlanPtr loadDataPlan(const std::string& relativePath) {
   return plan::loadPlanFile(execDataDir() + "/" + relativePath);
 }

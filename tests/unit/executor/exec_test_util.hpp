@@ -40,6 +40,8 @@ plan::PlanPtr loadDataPlan(const std::string& relativePath);
 std::string referencePlanDir();
 std::string execDataDir();
 std::string defaultPlanDir();
+// Every datatype the executor knows, in enum order.
+const std::vector<DataType>& allDataTypes();
 
 // Runs a plan with every rank as a thread: one context per rank, launches on demand.
 class ThreadRun {

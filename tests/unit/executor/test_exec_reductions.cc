@@ -12,14 +12,11 @@ using namespace mscclpp::test;
 
 namespace {
 
-const DataType kTypes[] = {DataType::Int8,    DataType::Uint8,   DataType::Int32,      DataType::Uint32,
-                           DataType::Int64,   DataType::Uint64,  DataType::Float16,    DataType::Float32,
-                           DataType::Float64, DataType::BFloat16, DataType::Float8E4M3, DataType::Float8E5M2};
 const ReduceOp kOps[] = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg, ReduceOp::PreMulSum};
 
 void emulateAll(const std::string& file, uint64_t size, PacketType packet) {
   plan::PlanPtr plan = plan::loadPlanFile(referencePlanDir() + "/" + file);
-  for (DataType t : kTypes) {
+  for (DataType t : allDataTypes()) {
     for (ReduceOp op : kOps) {
       exec::EmulationOptions opt;
       opt.sizeBytes = size;

@@ -95,10 +95,10 @@ TEST_CASE("C API: registration, info, selection, selector and unregistration", "
   r.nTags = 1;
   CHECK(mscclppPlanSelect(&r, name, sizeof(name), reason, sizeof(reason)) == 1);
   CHECK(std::string(name) == "api_plan");
-  r = allreduce(1000);
+  r = allreduce(1002);  // 250.5 floats: no whole count, no plan (any whole count runs padded)
   CHECK(mscclppPlanSelect(&r, name, sizeof(name), reason, sizeof(reason)) == 0);
   CHECK(std::string(name).empty());
-  CHECK(std::string(reason).rfind("no plan for allreduce on 2 ranks (2 per node), 1000 B, in-place, float32, sum: ",
+  CHECK(std::string(reason).rfind("no plan for allreduce on 2 ranks (2 per node), 1002 B, in-place, float32, sum: ",
                                   0) == 0);
   r.collective = "allreduse";
   CHECK(mscclppPlanSelect(&r, name, sizeof(name), reason, sizeof(reason)) == mscclppInvalidArgument);

@@ -144,10 +144,10 @@ TEST_CASE("mscclpp-plan select", "[plan][cli]") {
   CHECK(contains(r.out,
                  "1 MiB, out-of-place, bfloat16, max: the only one of 2 candidate(s) that can serve it; chunk 512 KiB; "
                  "the plan is in-place and the call is not"));
-  r = runCli({"select", "--dir", dir, "--collective", "allreduce", "--ranks", "2", "--bytes", "1000", "--inplace"});
+  r = runCli({"select", "--dir", dir, "--collective", "allreduce", "--ranks", "2", "--bytes", "1002", "--inplace"});
   CHECK(r.status == 1);
   CHECK(contains(r.out,
-                 "no plan: no plan for allreduce on 2 ranks (2 per node), 1000 B, in-place, float32, sum: 'ar_any' ("));
+                 "no plan: no plan for allreduce on 2 ranks (2 per node), 1002 B, in-place, float32, sum: 'ar_any' ("));
   r = runCli({"select", "--dir", dir, "--collective", "allgather", "--ranks", "2", "--bytes", "64", "--tag", "demo"});
   CHECK(r.status == 1);
   CHECK(contains(r.out, "it lacks the tag \"demo\""));

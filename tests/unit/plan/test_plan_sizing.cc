@@ -162,3 +162,51 @@ TEST_CASE("the collective name list names every collective once, in enum order",
   CHECK(isRootedCollective(Collective::Broadcast));
   CHECK_FALSE(isRootedCollective(Collective::AllGather));
 }
+
+TEST_CASE("sizeCall: sizes that do not fit run on the padded geometry, per rank-major part", "[plan][sizing]") {
+  PlanHeader h = header(16, true);
+  h.collective = Collective::AllReduce;
+  CallGeometry g;
+  // Exact sizes keep the call's buffers.
+  SizingResult r = sizeCall(h, 4, 4, 4, 4, 64 * 4, 64 * 4, 4, &g);
+  CHECK(r.ok);
+  CHECK_FALSE(g.padded);
+  CHECK(g.inputBytes == 256);
+  // 5 floats on 4 chunks of 16-byte multiples: one part padded to 64 bytes.
+  r = sizeCall(h, 4, 4, 4, 4, 20, 20, 4, &g);
+  CHECK(r.ok);
+  CHECK(g.padded);
+  CHECK(g.partBytes == 20);
+  CHECK(g.paddedPartBytes == 64);
+  CHECK(r.chunkBytes == 16);
+  CHECK(r.scratchBytes == 64);
+  // Allgather on 4 ranks, 1 input chunk and 4 output chunks: 3 bytes per rank pad to 16; output 4 x 16.
+  h = header(16, false);
+  h.collective = Collective::AllGather;
+  r = sizeCall(h, 1, 4, 0, 4, 3, 12, 1, &g);
+  CHECK(r.ok);
+  CHECK(g.outputParts == 4);
+  CHECK(g.paddedPartBytes == 16);
+  CHECK(g.outputBytes == 64);
+  // Reducescatter on 4 ranks with 4 input chunks: parts need not be a whole chunk each when chunks do not
+  // match parts, but the whole input still splits: 8 input chunks over 4 parts -> 2 chunks per part.
+  h = header(16, true);
+  h.collective = Collective::ReduceScatter;
+  r = sizeCall(h, 8, 2, 0, 4, 4 * 6, 6, 2, &g);
+  CHECK(r.ok);
+  CHECK(g.inputParts == 4);
+  CHECK(g.paddedPartBytes == 32);
+  CHECK(r.chunkBytes == 16);
+  // 8-byte elements on a reducing plan with 4-byte alignment: the part is a multiple of the element.
+  h = header(4, true);
+  h.collective = Collective::AllReduce;
+  r = sizeCall(h, 2, 2, 0, 2, 8, 8, 8, &g);
+  CHECK(r.ok);
+  CHECK(g.paddedPartBytes == 16);
+  // Not padded: partial elements, unit plans, chunk counts that do not match the parts.
+  CHECK_FALSE(sizeCall(h, 2, 2, 0, 2, 10, 10, 8, &g).ok);
+  h.collective = Collective::Custom;
+  CHECK_FALSE(sizeCall(h, 2, 2, 0, 2, 6, 6, 1, &g).ok);
+  h.collective = Collective::AllGather;
+  CHECK(sizeCall(h, 1, 3, 0, 4, 3, 12, 1, &g).reason.find("output chunks") != std::string::npos);
+}

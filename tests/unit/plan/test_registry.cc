@@ -274,8 +274,31 @@ TEST_CASE("selection: root, tags, reduce ops and datatypes", "[plan][registry]")
   SelectRequest e = request(Collective::AllReduce, 6, 16);
   e.dtype = 8;  // ncclFloat64
   CHECK(reg.select(e)->name == "narrow");
-  e.messageBytes = 8;
-  CHECK(contains(reg.select(e)->reason, "a chunk of 4 B is not a multiple of the 8-byte element the plan reduces"));
+  e.messageBytes = 8;  // chunks of 4 B would split a double: the padded geometry serves it
+  CHECK(reg.select(e)->name == "narrow");
+  CHECK(contains(reg.select(e)->reason,
+                 "; the call's 8 B parts do not fit the plan's chunks: they run padded to 16 B"));
+  e.messageBytes = 12;  // 1.5 doubles: no count of elements
+  CHECK(contains(reg.select(e)->reason, "12 B input is not divisible into"));
+}
+
+TEST_CASE("selection: a plan that fits the call's sizes exactly goes before one that pads them", "[plan][registry]") {
+  Registry reg(std::vector<std::string>{});
+  json coarse = plan("coarse", "allreduce", 2, true, 0, MiB);  // the narrower size range, 64-byte chunks
+  coarse["buffer_alignment"] = 64;
+  add(reg, coarse);
+  json fine = plan("fine", "allreduce", 2, true);
+  fine["buffer_alignment"] = 4;
+  add(reg, fine);
+  const auto aligned = reg.select(request(Collective::AllReduce, 2, 1024));  // both exact: the narrower range
+  CHECK(aligned->name == "coarse");
+  CHECK(contains(aligned->reason, "because its size range"));
+  const auto odd = reg.select(request(Collective::AllReduce, 2, 40));  // 10 floats: coarse would pad to 128 B
+  CHECK(odd->name == "fine");
+  CHECK(contains(odd->reason, "because it fits the call's sizes exactly (the other runs them padded)"));
+  const auto padded = reg.select(request(Collective::AllReduce, 2, 44));  // 11 floats: both pad
+  CHECK(padded->name == "coarse");
+  CHECK(contains(padded->reason, "the call's 44 B parts do not fit the plan's chunks: they run padded to 128 B"));
 }
 
 TEST_CASE("why no plan: nothing registered, or every candidate's reason", "[plan][registry]") {
@@ -288,9 +311,9 @@ TEST_CASE("why no plan: nothing registered, or every candidate's reason", "[plan
   CHECK(s->reason ==
         "no plan for allreduce on 16 ranks (16 per node), 1 MiB, in-place, float32, sum: none is registered "
         "for allreduce on 16 ranks (2 plan(s) registered)");
-  s = reg.select(request(Collective::AllReduce, 2, 1000));
+  s = reg.select(request(Collective::AllReduce, 2, 1002));  // 250.5 floats: not a whole count
   CHECK(s->reason ==
-        "no plan for allreduce on 2 ranks (2 per node), 1000 B, in-place, float32, sum: 'a' (a.json): 1000 B "
+        "no plan for allreduce on 2 ranks (2 per node), 1002 B, in-place, float32, sum: 'a' (a.json): 1002 B "
         "input is not divisible into 2 chunks of a multiple of 16 bytes; 'b' (b.json): it is out-of-place, the "
         "call is in-place");
   s = reg.select(request(Collective::AllReduce, 2, 2 * KiB));
@@ -412,7 +435,7 @@ TEST_CASE("plans load lazily for the asking rank; a plan broken for any rank is 
   CHECK(log.count("skipping plan 'bad'") == 1);
   // from now on every selection skips it, with the reason
   CHECK(reg.select(request(Collective::AllReduce, 2, KiB))->name == "good");
-  SelectRequest oop = request(Collective::AllReduce, 2, 1000);
+  SelectRequest oop = request(Collective::AllReduce, 2, 1002);  // no whole count: 'good' refuses it too
   CHECK(contains(reg.select(oop)->reason,
                  "'bad' (bad.json): it failed to load: bad.json: gpus[0].threadblocks[0].ops[0]"));
 }
@@ -452,7 +475,7 @@ TEST_CASE("1,000 registered plans: the right one is found and cached lookups nev
   CHECK(reg.count() == 1000);
   SelectRequest r = request(Collective::AllReduce, 5, 50 * 64 * KiB + 64);
   CHECK(reg.select(r)->name == "p0503");
-  SelectRequest none = request(Collective::AllReduce, 5, 1000);  // not divisible: no plan
+  SelectRequest none = request(Collective::AllReduce, 5, 1002);  // not whole float32 elements: no plan
   CHECK(reg.select(none)->name.empty());
 
   {  // the counter sees allocations at all (else the zero below would prove nothing)

@@ -22,6 +22,7 @@ from mscclpp.language import (
     Reduce,
     ReduceScatter,
     Scatter,
+    SendRecv,
     SwitchChannel,
     SyncType,
 )
@@ -366,4 +367,20 @@ def scatter_put(name, n, inplace, size_range, tags, root):
             rank.copy(out[0:1], inp[root : root + 1], tb=0)
         for p in _peers(n, root):
             channels[(p, root)].wait(tb=0, data_sync=SyncType.after)
+    return program
+
+
+def sendrecv_put(name, n, inplace, size_range, tags):
+    """The two-rank exchange the NCCL shim recognises (a grouped ncclSend + ncclRecv to and from the
+    peer): each rank waits for the peer to enter, puts its input into the peer's output and signals."""
+    assert n == 2 and not inplace, "an exchange is between the two ranks of a 2-rank job, out of place"
+    with _program(name, SendRecv(n, 1, inplace), n, size_range, tags) as program:
+        channels = _channels(n)
+        _handshake(channels, n, lambda r, p: 0)
+        for r in range(n):
+            p = 1 - r
+            channels[(r, p)].put(Rank(p).get_output_buffer()[0:1], Rank(r).get_input_buffer()[0:1], tb=0)
+            channels[(r, p)].signal(tb=0, data_sync=SyncType.before)
+        for r in range(n):
+            channels[(r, 1 - r)].wait(tb=0, data_sync=SyncType.after)
     return program
