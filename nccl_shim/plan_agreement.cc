@@ -60,7 +60,9 @@ CallShape shapeOf(const CollCall& call, bool inPlace) {
   s.kind = static_cast<int>(call.kind);
   s.count = call.count;
   s.dtype = call.dtype;
-  s.op = isReduction(call.kind) ? call.op : -1;
+  // A user-defined op's handle is local to the rank (NCCL lets each rank create its own, with its own scalar):
+  // every one is the same PreMulSum to the plans, so the shape names them all alike.
+  s.op = !isReduction(call.kind) ? -1 : (call.op < static_cast<int>(ncclNumOps) ? call.op : static_cast<int>(ncclNumOps));
   // A two-rank exchange's "root" is the peer: mirrored between the ranks, so not part of the shape.
   s.root = hasRoot(call.kind) ? call.root : -1;
   s.inPlace = inPlace;
