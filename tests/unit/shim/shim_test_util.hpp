@@ -59,6 +59,9 @@ ncclComm_t soloComm(ncclConfig_t* config = nullptr);
 std::string lastError();
 
 // Sets or unsets an environment variable for the scope (tests only; the shim reads it through params).
+// The text of a log file, which is then removed ("" when it does not exist).
+std::string takeLog(const std::string& path);
+
 class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value);
