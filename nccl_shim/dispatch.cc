@@ -54,10 +54,12 @@ ncclRedOp_t realOpFor(const Comm& comm, const CollCall& call) {
   return user->realOp;
 }
 
-void runOnPlan(const PlanChoice& plan, const CollCall& call) {
+// Runs call on plan and counts it, or returns the plan's refusal (nothing ran, nothing counted).
+PlanRun runOnPlan(const PlanChoice& plan, const CollCall& call) {
   ScopedLogRank logRank(call.comm->rank());  // a plan may log (and fail) from its own threads: name the rank
   Comm& comm = *call.comm;
-  comm.link().runPlan(plan, call, execOpFor(comm, call));
+  PlanRun run = comm.link().runPlan(plan, call, execOpFor(comm, call));
+  if (run.wasRefused()) return run;
   uint64_t bytes = planMessageBytes(call, comm.nRanks());
   if (call.kind == CollKind::SendRecv) {
     comm.stats().record(CollKind::Send, bytes, true);
@@ -66,6 +68,7 @@ void runOnPlan(const PlanChoice& plan, const CollCall& call) {
     comm.stats().record(call.kind, bytes, true);
   }
   MSCCLPP_INFO(LogShim, "plan %s ran: %s", plan.name, describeCall(call, comm.nRanks(), comm.rank()).c_str());
+  return run;
 }
 
 // Why call goes to NCCL, for the log line and the unavailable-fallback error (built only when needed).
@@ -101,16 +104,13 @@ void runOnNccl(const CollCall& call, const std::string* why = nullptr) {
   }
 }
 
-// The plan, or NCCL when the executor says the plan cannot serve this call (Error(NotSupported): raised before
-// any rank exchanges anything, from facts every rank shares, so all ranks turn to NCCL together).
+// The plan, or NCCL when the plan refuses the call (PlanRun: decided from facts every rank shares, before any rank
+// exchanges anything, so all ranks turn to NCCL together).
 void runOnPlanOrNccl(const PlanChoice& plan, const CollCall& call) {
-  try {
-    runOnPlan(plan, call);
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::NotSupported) throw;
-    std::string why = strFormat("plan %s cannot serve this call: %s", plan.name, e.what());
-    runOnNccl(call, &why);
-  }
+  const PlanRun run = runOnPlan(plan, call);
+  if (!run.wasRefused()) return;
+  const std::string why = strFormat("plan %s cannot serve this call: %s", plan.name, run.refusal().c_str());
+  runOnNccl(call, &why);
 }
 
 void runSingle(const CollCall& call) {

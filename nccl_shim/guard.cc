@@ -1,5 +1,6 @@
 #include "guard.hpp"
 
+#include "core/caught_error.hpp"
 #include "core/logger.hpp"
 
 namespace mscclpp::shim {
@@ -50,14 +51,10 @@ ncclResult_t handleCurrentException() noexcept {
     throw;
   } catch (const NcclResultError& e) {
     return recordError(e.result(), e.what());
-  } catch (const Error& e) {
-    return recordError(toNcclResult(e.code()), e.what());
-  } catch (const std::bad_alloc&) {
-    return recordError(ncclSystemError, "out of host memory");
-  } catch (const std::exception& e) {
-    return recordError(ncclInternalError, e.what());
   } catch (...) {
-    return recordError(ncclInternalError, "unknown exception inside the MSCCL++ NCCL shim");
+    // Every other exception is classified as the C API's guard classifies it (core/caught_error.hpp).
+    const CaughtError caught = classifyCaughtException();
+    return recordError(toNcclResult(caught.code), caught.message);
   }
 }
 

@@ -1,13 +1,11 @@
-// The one guard at the C ABI: every entry point runs its body inside guarded(), which maps mscclpp::Error (and
-// anything else thrown) to an ncclResult_t and records the message as the process's last error
-// (ncclGetLastError). Nothing thrown inside the shim or the runtime ever crosses into the application.
+// The one guard at the NCCL ABI: every entry point runs its body inside guarded(), which maps mscclpp::Error (and
+// anything else thrown, classified as the C API's guard does: core/caught_error.hpp) to an ncclResult_t and
+// records the message as the process's last error (ncclGetLastError). Nothing thrown inside the shim or the
+// runtime ever crosses into the application. The result codes stay NCCL's (toNcclResult).
 #ifndef MSCCLPP_NCCL_SHIM_GUARD_HPP_
 #define MSCCLPP_NCCL_SHIM_GUARD_HPP_
 
 #include <nccl.h>
-
-#include <exception>
-#include <new>
 
 #include "mscclpp/errors.hpp"
 

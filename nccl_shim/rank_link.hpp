@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "coll_call.hpp"
 
@@ -27,6 +28,25 @@ struct PlanChoice {
   const char* name = "";
   std::shared_ptr<const void> selection;  // the runtime's selection object (RankLink implementation's type)
   explicit operator bool() const { return selection != nullptr; }
+};
+
+// What running a plan came to, as a value (decisions are values, not exceptions: abseil's StatusOr): the plan ran
+// (enqueued on the GPU, completed on the CPU), or it refused the call, with the reason, and the caller runs the call
+// on NCCL instead. A plan refuses before any rank exchanged anything, from facts every rank shares (the plan, the
+// sizes, dtype and op, the build), so all ranks of a communicator refuse together. A failure while running (a peer
+// gone, a timeout, an abort) is an error, thrown, never a refusal.
+class [[nodiscard]] PlanRun {
+ public:
+  static PlanRun ran() { return PlanRun(false, std::string()); }
+  static PlanRun refused(std::string reason) { return PlanRun(true, std::move(reason)); }
+
+  bool wasRefused() const { return refused_; }
+  const std::string& refusal() const { return refusal_; }  // "" when the plan ran
+
+ private:
+  PlanRun(bool refused, std::string refusal) : refused_(refused), refusal_(std::move(refusal)) {}
+  bool refused_;
+  std::string refusal_;
 };
 
 // The reduction the executor applies, with user (PreMulSum) ops resolved to their scalar.
@@ -65,8 +85,9 @@ class RankLink {
 
   // The plan for a request, or an empty choice with the reason in *why (why may be nullptr on the hot path).
   virtual PlanChoice selectPlan(const CollCall& call, std::string* why) = 0;
-  // Runs the plan for call (enqueued on call.stream on the GPU; completed before returning on the CPU).
-  virtual void runPlan(const PlanChoice& plan, const CollCall& call, const ExecReduceOp& op) = 0;
+  // Runs the plan for call (enqueued on call.stream on the GPU; completed before returning on the CPU), or returns
+  // the plan's refusal of the call (PlanRun). Throws on a failure while running.
+  virtual PlanRun runPlan(const PlanChoice& plan, const CollCall& call, const ExecReduceOp& op) = 0;
   // True when runPlan() returns only after peers took part (CPU backend): one thread driving several ranks
   // must then run them on separate threads.
   virtual bool planRunBlocksHost() const = 0;

@@ -125,7 +125,7 @@ class RuntimeLink final : public RankLink {
     return choice;
   }
 
-  void runPlan(const PlanChoice& choice, const CollCall& call, const ExecReduceOp& op) override {
+  PlanRun runPlan(const PlanChoice& choice, const CollCall& call, const ExecReduceOp& op) override {
     auto sel = std::static_pointer_cast<const plan::Selection>(choice.selection);
     const int n = comm_->size();
     // NCCL ignores a broadcast's sendbuff on non-root ranks (often NULL): give the executor a valid one.
@@ -135,13 +135,13 @@ class RuntimeLink final : public RankLink {
     if (op.preMul) {
       // The executor reads the scalar from host memory when it runs; a device-resident scalar is host memory
       // only on the CPU backend.
-      MSCCLPP_ENFORCE(!op.scalarIsPtr || executor_.backend() == Backend::Cpu, ErrorCode::NotSupported,
-                      "plan %s: a device-resident PreMulSum scalar cannot be read by the host", choice.name);
+      if (op.scalarIsPtr && executor_.backend() != Backend::Cpu) {
+        return PlanRun::refused(
+            strFormat("plan %s: a device-resident PreMulSum scalar cannot be read by the host", choice.name));
+      }
       scalar = op.scalarIsPtr ? op.scalarPtr : op.scalarBytes;
     }
-    executor_.execute(comm_->rank(), send, call.recvbuff, sendBytes(call, n), recvBytes(call, n),
-                      static_cast<DataType>(call.dtype), sel->plan, call.stream, PacketType::LL16, executorOp(op),
-                      scalar);
+    return execute(send, call, n, sel->plan, executorOp(op), scalar);
   }
   bool planRunBlocksHost() const override { return executor_.backend() == Backend::Cpu; }
   // The CPU backend completes every plan before execute() returns; the CUDA backend enqueues on the caller's
@@ -149,6 +149,21 @@ class RuntimeLink final : public RankLink {
   void flush() override {}
 
  private:
+  // The executor's API says "this plan cannot serve the call" with Error(NotSupported), raised before any rank
+  // exchanged anything (mscclpp/executor.hpp); this is the one place that turns it into the returned refusal, so
+  // the shim decides on values from here up.
+  PlanRun execute(const void* send, const CollCall& call, int n, const plan::PlanPtr& plan, ReduceOp op,
+                  const void* scalar) {
+    try {
+      executor_.execute(comm_->rank(), send, call.recvbuff, sendBytes(call, n), recvBytes(call, n),
+                        static_cast<DataType>(call.dtype), plan, call.stream, PacketType::LL16, op, scalar);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::NotSupported) throw;
+      return PlanRun::refused(e.what());
+    }
+    return PlanRun::ran();
+  }
+
   std::shared_ptr<Communicator> comm_;
   std::shared_ptr<Bootstrap> control_;
   Executor executor_;

@@ -36,7 +36,7 @@ class SoloLink final : public RankLink {
     checkLive("split");
     return color < 0 ? nullptr : std::make_unique<SoloLink>();
   }
-  void runPlan(const PlanChoice& plan, const CollCall&, const ExecReduceOp&) override {
+  PlanRun runPlan(const PlanChoice& plan, const CollCall&, const ExecReduceOp&) override {
     MSCCLPP_THROW(ErrorCode::InternalError, "plan %s selected on a one-rank communicator", plan.name);
   }
   bool planRunBlocksHost() const override { return false; }

@@ -19,6 +19,7 @@
 #include "executor/emulation/local_world.hpp"
 #include "mscclpp/errors.hpp"
 #include "plan/plan_loader.hpp"
+#include "support/args.hpp"
 
 using namespace mscclpp;
 using json = nlohmann::json;
@@ -82,17 +83,16 @@ int main(int argc, char** argv) {
   uint64_t size = 64ull << 20;
   int iterations = 5;
   bool quick = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--plans" && i + 1 < argc) plans = argv[++i];
-    else if (a == "--size" && i + 1 < argc) size = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--iterations" && i + 1 < argc) iterations = std::atoi(argv[++i]);
-    else if (a == "--quick") quick = true;
-    else {
-      std::fprintf(stderr, "usage: bench_executor [--plans DIR] [--size BYTES] [--iterations K] [--quick]\n");
-      return 2;
-    }
-  }
+  tools::ArgParser args("bench_executor",
+                        "usage: bench_executor [--plans DIR] [--size BYTES] [--iterations K] [--quick]\n"
+                        "  --plans: the preset plan folder (default: plans/ of the source tree)\n"
+                        "  --size: the emulated allreduce's size, e.g. 64M (default); --iterations: 1 to 100000\n"
+                        "  --quick: a sixteenth of the size and fewer repetitions (a smoke run)\n");
+  args.text("--plans", &plans)
+      .size("--size", &size, 1)
+      .integer("--iterations", &iterations, 1, 100000)
+      .flag("--quick", &quick);
+  if (int stop = args.parse(argc, argv); stop != tools::ArgParser::kContinue) return stop;
   try {
     std::printf("== emulation of an 8-rank allreduce (CPU backend, %u hardware threads)\n",
                 std::thread::hardware_concurrency());

@@ -20,6 +20,7 @@
 
 #include "gpu_harness.hpp"
 #include "plan/plan_loader.hpp"
+#include "support/args.hpp"
 
 using namespace mscclpp;
 using namespace mscclpp::gputest;
@@ -142,14 +143,12 @@ double ncclLatencyUs(Nccl& nccl, void* comm, char* send, char* recv, uint64_t by
 int main(int argc, char** argv) {
   std::string ncclPath, planPath = std::string(MSCCLPP_BENCH_PLAN_DIR) + "/allreduce_ll_n8_oop.json";
   int iters = 500;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--nccl"))
-      ncclPath = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--plan"))
-      planPath = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--iters"))
-      iters = std::atoi(argv[i + 1]);
-  }
+  mscclpp::tools::ArgParser args("bench_gpu_latency",
+                                 "usage: bench_gpu_latency [--nccl /path/libnccl.so.2] [--plan FILE] [--iters N]\n"
+                                 "  --nccl: the real NCCL to compare with (without it that column reads \"-\")\n"
+                                 "  --plan: default plans/allreduce_ll_n8_oop.json; --iters: 1 to 1000000 (default 500)\n");
+  args.text("--nccl", &ncclPath).text("--plan", &planPath).integer("--iters", &iters, 1, 1000000);
+  if (int stop = args.parse(argc, argv); stop != mscclpp::tools::ArgParser::kContinue) return stop;
   if (!deviceVisible()) {
     std::printf("bench_gpu_latency: no CUDA device is visible: nothing to measure\n");
     return 77;

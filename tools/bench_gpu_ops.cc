@@ -21,6 +21,7 @@
 
 #include "gpu_harness.hpp"
 #include "plan/plan_loader.hpp"
+#include "support/args.hpp"
 
 using namespace mscclpp;
 using namespace mscclpp::gputest;
@@ -139,16 +140,16 @@ double timeCalls(GpuRanks& w, int nRanks, const plan::PlanPtr& p, uint64_t inByt
 int main(int argc, char** argv) {
   uint64_t bytes = 256ull << 20;
   int iters = 20, reps = 5;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--bytes"))
-      bytes = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (!std::strcmp(argv[i], "--iters"))
-      iters = std::atoi(argv[i + 1]);
-  }
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--write-plans") != 0) continue;
+  std::string writePlans;
+  mscclpp::tools::ArgParser args("bench_gpu_ops",
+                                 "usage: bench_gpu_ops [--bytes N] [--iters N] [--write-plans DIR]\n"
+                                 "  --bytes: per call, at least 4K (default 256M); --iters: 1 to 100000 (default 20)\n"
+                                 "  --write-plans: write the benchmark's plans to DIR as JSON and exit (no device needed)\n");
+  args.size("--bytes", &bytes, 4096).integer("--iters", &iters, 1, 100000).text("--write-plans", &writePlans);
+  if (int stop = args.parse(argc, argv); stop != mscclpp::tools::ArgParser::kContinue) return stop;
+  if (args.given("--write-plans")) {
     for (const char* kind : {"copy", "reduce", "put"}) {
-      const std::string path = std::string(argv[i + 1]) + "/bench_" + kind + ".json";
+      const std::string path = writePlans + "/bench_" + kind + ".json";
       FILE* f = std::fopen(path.c_str(), "w");
       if (!f) return 1;
       std::fputs(opPlanJson(kind, 4, 256).dump(1).c_str(), f);

@@ -21,6 +21,7 @@
 #include "plan/plan_loader.hpp"
 #include "plan/registry.hpp"
 #include "support/allocation_counter.hpp"
+#include "support/args.hpp"
 
 namespace {
 
@@ -316,34 +317,17 @@ int main(int argc, char** argv) {
   int ranks = 64, repeat = 5, plans = 1000;
   long lookups = 1000000;
   std::string file;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "bench_plan: %s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--ranks") {
-      ranks = std::atoi(next());
-    } else if (a == "--repeat") {
-      repeat = std::atoi(next());
-    } else if (a == "--write") {
-      file = next();
-    } else if (a == "--plans") {
-      plans = std::atoi(next());
-    } else if (a == "--lookups") {
-      lookups = std::atol(next());
-    } else {
-      std::fprintf(stderr, "usage: bench_plan [--ranks N] [--repeat R] [--write FILE] [--plans P] [--lookups L]\n");
-      return 2;
-    }
-  }
-  if (ranks < 2 || repeat < 1 || plans < 1 || lookups < 1) {
-    std::fprintf(stderr, "bench_plan: --ranks >= 2, --repeat, --plans, --lookups >= 1\n");
-    return 2;
-  }
+  mscclpp::tools::ArgParser args(
+      "bench_plan",
+      "usage: bench_plan [--ranks N] [--repeat R] [--write FILE] [--plans P] [--lookups L]\n"
+      "  --ranks: 2 to 1024 (default 64); --repeat: 1 to 1000 (default 5); --write: keep the generated plan there\n"
+      "  --plans: plans registered for the selection timings, 1 to 1000000 (default 1000); --lookups: default 1000000\n");
+  args.integer("--ranks", &ranks, 2, 1024)
+      .integer("--repeat", &repeat, 1, 1000)
+      .text("--write", &file)
+      .integer("--plans", &plans, 1, 1000000)
+      .integer("--lookups", &lookups, 1L, 1000000000000L);
+  if (int stop = args.parse(argc, argv); stop != mscclpp::tools::ArgParser::kContinue) return stop;
   using namespace mscclpp::plan;
   const bool keep = !file.empty();
   if (!keep) file = "/tmp/bench_plan_allpairs_" + std::to_string(getpid()) + ".json";

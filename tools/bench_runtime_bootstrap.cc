@@ -14,11 +14,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "mscclpp/communicator.hpp"
+#include "support/args.hpp"
 
 using Clock = std::chrono::steady_clock;
 
@@ -90,17 +90,12 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   std::vector<int> sizes = {2, 4, 8, 16, 32, 64};
   int repeat = 3;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string a = argv[i];
-    if (a == "--ranks") {
-      sizes.clear();
-      std::stringstream ss(argv[i + 1]);
-      std::string item;
-      while (std::getline(ss, item, ',')) sizes.push_back(std::atoi(item.c_str()));
-    } else if (a == "--repeat") {
-      repeat = std::max(1, std::atoi(argv[i + 1]));
-    }
-  }
+  mscclpp::tools::ArgParser args("bench_runtime_bootstrap",
+                                 "usage: bench_runtime_bootstrap [--ranks 2,4,8,16,32,64] [--repeat 3]\n"
+                                 "  --ranks: the job sizes to time, each 1 to 1024; --repeat: 1 to 100 (the median is "
+                                 "printed)\n");
+  args.integerList("--ranks", &sizes, 1, 1024).integer("--repeat", &repeat, 1, 100);
+  if (int stop = args.parse(argc, argv); stop != mscclpp::tools::ArgParser::kContinue) return stop;
   std::printf("# ranks  bootstrap+barrier (ms)  +communicator (ms)   [median of %d, slowest rank, from fork]\n",
               repeat);
   for (int n : sizes) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "mscclpp/core.hpp"
+#include "support/args.hpp"
 
 using Clock = std::chrono::steady_clock;
 using namespace mscclpp;
@@ -79,7 +80,11 @@ void report(const char* name, const std::vector<double>& samples) {
 
 int main(int argc, char** argv) {
   int iters = 20000;
-  if (argc > 2 && std::string(argv[1]) == "--iters") iters = std::max(100, std::atoi(argv[2]));
+  mscclpp::tools::ArgParser args("bench_runtime_proxy",
+                                 "usage: bench_runtime_proxy [--iters N]\n"
+                                 "  --iters: round trips per measurement, 100 to 10000000 (default 20000)\n");
+  args.integer("--iters", &iters, 100, 10000000);
+  if (int stop = args.parse(argc, argv); stop != mscclpp::tools::ArgParser::kContinue) return stop;
   std::printf("# host threads stand in for device threads; %d iterations each\n", iters);
 
   {

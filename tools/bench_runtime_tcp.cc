@@ -2,7 +2,7 @@
 // applying the frames into registered memory) against a plain socket copy (send/recv of the same
 // bytes into the same kind of buffer) on loopback, between two ranks that are threads.
 //
-//   bench_runtime_tcp [--sizes 65536,1048576,16777216,67108864] [--bytes-per-size 536870912]
+//   bench_runtime_tcp [--sizes 64K,1M,16M,64M] [--bytes-per-size 512M]
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -11,12 +11,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 #include <thread>
 #include <vector>
 
 #include "bootstrap/socket.hpp"
 #include "mscclpp/communicator.hpp"
+#include "support/args.hpp"
 
 using Clock = std::chrono::steady_clock;
 using namespace mscclpp;
@@ -64,19 +64,14 @@ double socketSeconds(size_t size, int reps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<size_t> sizes = {64 << 10, 1 << 20, 16 << 20, 64 << 20};
+  std::vector<uint64_t> sizes = {64 << 10, 1 << 20, 16 << 20, 64 << 20};
   uint64_t perSize = 512ull << 20;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string a = argv[i];
-    if (a == "--sizes") {
-      sizes.clear();
-      std::stringstream ss(argv[i + 1]);
-      std::string item;
-      while (std::getline(ss, item, ',')) sizes.push_back(std::strtoull(item.c_str(), nullptr, 10));
-    } else if (a == "--bytes-per-size") {
-      perSize = std::strtoull(argv[i + 1], nullptr, 10);
-    }
-  }
+  mscclpp::tools::ArgParser args("bench_runtime_tcp",
+                                 "usage: bench_runtime_tcp [--sizes 64K,1M,16M,64M] [--bytes-per-size 512M]\n"
+                                 "  --sizes: the write sizes to time; --bytes-per-size: bytes moved per trial of a size\n"
+                                 "  (sizes as every tool reads them: 65536, 64K, 1MiB, ...)\n");
+  args.sizeList("--sizes", &sizes, 1).size("--bytes-per-size", &perSize, 1);
+  if (int stop = args.parse(argc, argv); stop != mscclpp::tools::ArgParser::kContinue) return stop;
   size_t maxSize = *std::max_element(sizes.begin(), sizes.end());
   auto group = InProcessBootstrap::createGroup(2);
   std::vector<std::shared_ptr<Communicator>> comms(2);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "nccl_double.h"
+#include "support/args.hpp"
 
 namespace {
 
@@ -70,13 +71,25 @@ void measure(const char* label, void* dbl, ncclComm_t ours, long iterations) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s <path to libnccl_double.so> [iterations]\n", argv[0]);
-    return 2;
+  std::vector<std::string> positional;
+  mscclpp::tools::ArgParser args("bench_shim",
+                                 "usage: bench_shim LIBNCCL_DOUBLE [ITERATIONS]\n"
+                                 "  LIBNCCL_DOUBLE: the test-double libnccl (build/tests/unit/shim/libnccl_double.so)\n"
+                                 "  ITERATIONS: calls per round, 1 to 1000000000 (default 2000000)\n");
+  args.positional(&positional, 1, 2, "arguments (LIBNCCL_DOUBLE [ITERATIONS])");
+  if (int stop = args.parse(argc, argv); stop != mscclpp::tools::ArgParser::kContinue) return stop;
+  long iterations = 2000000;
+  if (positional.size() == 2) {
+    int64_t n = 0;
+    std::string error;
+    if (!mscclpp::tools::parseInteger(positional[1], 1, 1000000000, &n, &error)) {
+      return args.usageError("ITERATIONS '" + positional[1] + "': " + error);
+    }
+    iterations = static_cast<long>(n);
   }
-  long iterations = argc > 2 ? std::atol(argv[2]) : 2000000;
+  const char* doublePath = positional[0].c_str();
   // This process's own configuration: the double is the "real NCCL"; no plan directory is scanned.
-  setenv("MSCCLPP_NCCL_LIB_PATH", argv[1], 1);
+  setenv("MSCCLPP_NCCL_LIB_PATH", doublePath, 1);
   setenv("MSCCLPP_BACKEND", "cpu", 1);
   setenv("MSCCLPP_SOCKET_IFNAME", "lo", 1);
 
@@ -85,9 +98,9 @@ int main(int argc, char** argv) {
   if (r != ncclSuccess) die("ncclGetUniqueId", r);
   ncclComm_t solo;
   if ((r = ncclCommInitRank(&solo, 1, id, 0)) != ncclSuccess) die("ncclCommInitRank(1 rank)", r);
-  void* dbl = dlopen(argv[1], RTLD_LAZY | RTLD_NOLOAD);
+  void* dbl = dlopen(doublePath, RTLD_LAZY | RTLD_NOLOAD);
   if (dbl == nullptr) {
-    std::fprintf(stderr, "bench_shim: the shim did not load %s as its NCCL\n", argv[1]);
+    std::fprintf(stderr, "bench_shim: the shim did not load %s as its NCCL\n", doublePath);
     return 1;
   }
 

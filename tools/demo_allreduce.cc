@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "support/args.hpp"
+
 #if DEMO_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -30,18 +32,17 @@ namespace {
 
 struct Options {
   int ranks = 4;
-  size_t bytes = 1 << 20;
+  uint64_t bytes = 1 << 20;
   int iters = 20;
   int warmup = 5;
   bool gpu = false;
   double timeout = 300;
 };
 
-[[noreturn]] void usage(const char* prog) {
-  std::fprintf(stderr, "usage: %s --ranks N [--bytes B] [--iters K] [--warmup W] [--device cpu|gpu] [--timeout S]\n",
-               prog);
-  std::exit(2);
-}
+const char kUsage[] =
+    "usage: demo_allreduce [--ranks N] [--bytes B] [--iters K] [--warmup W] [--device cpu|gpu] [--timeout S]\n"
+    "  --ranks: 1 to 256 (default 4); --bytes: at least 4, e.g. 1M (default); --iters: at least 1 (default 20);\n"
+    "  --warmup: default 5; --device: cpu (host buffers, default) or gpu; --timeout: seconds (default 300)\n";
 
 #define CHECK_NCCL(call)                                                                                            \
   do {                                                                                                              \
@@ -129,27 +130,19 @@ int runRank(const Options& o, int rank, int idIn, const std::vector<int>& idOut)
 
 int main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (i + 1 >= argc) usage(argv[0]);
-    std::string v = argv[++i];
-    if (a == "--ranks") {
-      o.ranks = std::atoi(v.c_str());
-    } else if (a == "--bytes") {
-      o.bytes = std::strtoull(v.c_str(), nullptr, 10);
-    } else if (a == "--iters") {
-      o.iters = std::atoi(v.c_str());
-    } else if (a == "--warmup") {
-      o.warmup = std::atoi(v.c_str());
-    } else if (a == "--device") {
-      o.gpu = v == "gpu";
-    } else if (a == "--timeout") {
-      o.timeout = std::atof(v.c_str());
-    } else {
-      usage(argv[0]);
-    }
-  }
-  if (o.ranks < 1 || o.bytes < sizeof(float) || o.iters < 1 || o.warmup < 0) usage(argv[0]);
+  mscclpp::tools::ArgParser args("demo_allreduce", kUsage);
+  args.integer("--ranks", &o.ranks, 1, 256)
+      .size("--bytes", &o.bytes, sizeof(float))
+      .integer("--iters", &o.iters, 1, 100000000)
+      .integer("--warmup", &o.warmup, 0, 100000000)
+      .custom("--device",
+              [&](const std::string& v, std::string* error) {
+                *error = "expected cpu or gpu";
+                o.gpu = v == "gpu";
+                return v == "gpu" || v == "cpu";
+              })
+      .real("--timeout", &o.timeout, 1e-3, 1e9);
+  if (int stop = args.parse(argc, argv); stop != mscclpp::tools::ArgParser::kContinue) return stop;
 #if !DEMO_HAVE_CUDA
   if (o.gpu) {
     std::fprintf(stderr, "demo_allreduce: built without CUDA; use --device cpu\n");

@@ -7,112 +7,67 @@
 // rank. Exit status: 0 passed, 1 mismatch or run-time failure (timeout, deadlock), 2 bad usage
 // or a plan that cannot run at this size.
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "core/format.hpp"
 #include "executor/emulation/emulator.hpp"
 #include "mscclpp/errors.hpp"
 #include "plan/plan_loader.hpp"
+#include "support/args.hpp"
 
 namespace {
 
 const char kUsage[] =
     "usage: mscclpp-emulate PLAN.json --ranks N --size BYTES [--dtype T] [--op O] [--iterations K]\n"
     "                       [--processes] [--packet ll16|ll8] [--scalar X] [--seed S] [--timeout SECONDS]\n"
+    "       mscclpp-emulate --help | --version\n"
+    "  --ranks: 1 to 4096\n"
     "  --size: message size in bytes as plans state it (allgather: output, gather/scatter: per-rank part, else\n"
-    "          input); K/M/G suffixes allowed\n"
+    "          input): a whole number with an optional binary unit K, M, G or T (4K, 1MiB, 2G)\n"
     "  --dtype: int8 uint8 int32 uint32 int64 uint64 float16 float32 float64 bfloat16 float8e4m3 float8e5m2\n"
     "           (or f32, f16, bf16, ...); default float32\n"
-    "  --op: sum prod max min avg premulsum (default sum); --scalar: premulsum's factor (default 2)\n";
-
-bool parseSize(const char* s, uint64_t* out) {
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(s, &end, 10);
-  if (errno != 0 || end == s) return false;
-  uint64_t mult = 1;
-  if (*end == 'K' || *end == 'k') mult = 1ull << 10, ++end;
-  else if (*end == 'M' || *end == 'm') mult = 1ull << 20, ++end;
-  else if (*end == 'G' || *end == 'g') mult = 1ull << 30, ++end;
-  if (*end == 'i' || *end == 'B') ++end;
-  if (*end == 'B') ++end;
-  if (*end != '\0' || s[0] == '-') return false;
-  *out = v * mult;
-  return true;
-}
-
-int usageError(const std::string& what) {
-  std::fprintf(stderr, "mscclpp-emulate: %s\n%s", what.c_str(), kUsage);
-  return 2;
-}
+    "  --op: sum prod max min avg premulsum (default sum); --scalar: premulsum's factor (default 2)\n"
+    "  --iterations: 1 to 1000000 (default 1); --timeout: seconds > 0 (default MSCCLPP_TIMEOUT_S)\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace mscclpp;
-  std::string planPath;
   exec::EmulationOptions opt;
-  bool haveRanks = false, haveSize = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&](const char* name) -> const char* {
-      if (i + 1 >= argc) return nullptr;
-      (void)name;
-      return argv[++i];
-    };
-    if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (a == "--processes") {
-      opt.processes = true;
-    } else if (a == "--ranks" || a == "--size" || a == "--dtype" || a == "--op" || a == "--iterations" ||
-               a == "--packet" || a == "--scalar" || a == "--seed" || a == "--timeout") {
-      const char* v = next(a.c_str());
-      if (v == nullptr) return usageError(a + " needs a value");
-      char* end = nullptr;
-      if (a == "--ranks") {
-        long n = std::strtol(v, &end, 10);
-        if (*end != '\0' || n < 1 || n > 4096) return usageError(strFormat("--ranks %s: expected 1 to 4096", v));
-        opt.nRanks = static_cast<int>(n);
-        haveRanks = true;
-      } else if (a == "--size") {
-        if (!parseSize(v, &opt.sizeBytes)) return usageError(strFormat("--size %s: expected a byte count", v));
-        haveSize = true;
-      } else if (a == "--dtype") {
-        if (!dataTypeFromName(v, &opt.dtype)) return usageError(strFormat("--dtype %s: unknown datatype", v));
-      } else if (a == "--op") {
-        if (!reduceOpFromName(v, &opt.op)) return usageError(strFormat("--op %s: unknown reduce op", v));
-      } else if (a == "--iterations") {
-        long k = std::strtol(v, &end, 10);
-        if (*end != '\0' || k < 1 || k > 1000000) return usageError(strFormat("--iterations %s: expected 1 to 1000000", v));
-        opt.iterations = static_cast<int>(k);
-      } else if (a == "--packet") {
-        if (std::strcmp(v, "ll16") == 0 || std::strcmp(v, "LL16") == 0) opt.packet = PacketType::LL16;
-        else if (std::strcmp(v, "ll8") == 0 || std::strcmp(v, "LL8") == 0) opt.packet = PacketType::LL8;
-        else return usageError(strFormat("--packet %s: expected ll16 or ll8", v));
-      } else if (a == "--scalar") {
-        opt.scalar = std::strtod(v, &end);
-        if (*end != '\0') return usageError(strFormat("--scalar %s: expected a number", v));
-      } else if (a == "--seed") {
-        opt.seed = std::strtoull(v, &end, 10);
-        if (*end != '\0') return usageError(strFormat("--seed %s: expected an integer", v));
-      } else if (a == "--timeout") {
-        opt.timeoutSeconds = std::strtod(v, &end);
-        if (*end != '\0' || opt.timeoutSeconds <= 0) return usageError(strFormat("--timeout %s: expected seconds > 0", v));
-      }
-    } else if (!a.empty() && a[0] == '-') {
-      return usageError("unknown option " + a);
-    } else if (planPath.empty()) {
-      planPath = a;
-    } else {
-      return usageError("more than one plan file given");
-    }
-  }
-  if (planPath.empty()) return usageError("no plan file given");
-  if (!haveRanks) return usageError("--ranks is required");
-  if (!haveSize) return usageError("--size is required");
+  std::vector<std::string> planPaths;
+  tools::ArgParser args("mscclpp-emulate", kUsage);
+  args.positional(&planPaths, 1, 1, "PLAN.json")
+      .integer("--ranks", &opt.nRanks, 1, 4096)
+      .size("--size", &opt.sizeBytes)
+      .custom("--dtype",
+              [&](const std::string& v, std::string* error) {
+                *error = "unknown datatype";
+                return dataTypeFromName(v.c_str(), &opt.dtype);
+              })
+      .custom("--op",
+              [&](const std::string& v, std::string* error) {
+                *error = "unknown reduce op";
+                return reduceOpFromName(v.c_str(), &opt.op);
+              })
+      .integer("--iterations", &opt.iterations, 1, 1000000)
+      .flag("--processes", &opt.processes)
+      .custom("--packet",
+              [&](const std::string& v, std::string* error) {
+                *error = "expected ll16 or ll8";
+                if (v == "ll16" || v == "LL16") opt.packet = PacketType::LL16;
+                else if (v == "ll8" || v == "LL8") opt.packet = PacketType::LL8;
+                else return false;
+                return true;
+              })
+      .real("--scalar", &opt.scalar, -std::numeric_limits<double>::max(), std::numeric_limits<double>::max())
+      .integer("--seed", &opt.seed)
+      .real("--timeout", &opt.timeoutSeconds, 1e-3, 1e9)
+      .required("--ranks")
+      .required("--size");
+  if (int stop = args.parse(argc, argv); stop != tools::ArgParser::kContinue) return stop;
+  const std::string& planPath = planPaths[0];
 
   try {
     plan::PlanPtr plan = plan::loadPlanFile(planPath);

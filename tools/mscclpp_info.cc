@@ -2,14 +2,21 @@
 //   mscclpp-info            version and build features
 //   mscclpp-info --params   every MSCCLPP_* environment parameter: current value, default, doc
 #include <cstdio>
-#include <cstring>
 #include <string>
 
 #include "core/params.hpp"
 #include "mscclpp/errors.hpp"
 #include "mscclpp_config.h"
+#include "support/args.hpp"
 
 namespace {
+
+const char kUsage[] =
+    "usage: mscclpp-info [--params]\n"
+    "       mscclpp-info --help | --version\n"
+    "  without options: the version and the features of this build\n"
+    "  --params: every MSCCLPP_* environment parameter with its current value, default and doc (exit 1 when a\n"
+    "            value set in the environment is invalid)\n";
 
 int printParams() {
   int bad = 0;
@@ -40,11 +47,11 @@ void printBuild() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 2 && std::strcmp(argv[1], "--params") == 0) return printParams();
-  if (argc == 1) {
-    printBuild();
-    return 0;
-  }
-  std::fprintf(stderr, "usage: %s [--params]\n", argv[0]);
-  return 2;
+  bool params = false;
+  mscclpp::tools::ArgParser args("mscclpp-info", kUsage);
+  args.flag("--params", &params);
+  if (int stop = args.parse(argc, argv); stop != mscclpp::tools::ArgParser::kContinue) return stop;
+  if (params) return printParams();
+  printBuild();
+  return 0;
 }

@@ -3,12 +3,10 @@
 //   mscclpp-plan info FILE          what the plan contains and which sizes it serves
 //   mscclpp-plan select --dir D ... which plan of the directories serves a call, and why (exit 0), or why
 //                                   none does (exit 1)
-// Usage errors exit with 2.
-#include <cerrno>
+// Usage errors exit with 2; --help and --version (also after a command) exit 0 (support/args.hpp).
 #include <cinttypes>
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -20,6 +18,7 @@
 #include "plan/plan_names.hpp"
 #include "plan/plan_sizing.hpp"
 #include "plan/registry.hpp"
+#include "support/args.hpp"
 
 namespace {
 
@@ -30,26 +29,27 @@ const char* kUsage =
     "       mscclpp-plan info FILE\n"
     "       mscclpp-plan select --dir DIR [--dir DIR...] --collective C --ranks N [--ranks-per-node M]\n"
     "                           --bytes B [--inplace] [--dtype T] [--op O] [--root R] [--tag T...]\n"
+    "       mscclpp-plan --help | --version\n"
     "  select: B is the message size (allgather: output bytes, gather/scatter: per-rank bytes, else input\n"
-    "          bytes) with an optional K, M or G\n"
-    "  suffix (KiB, MiB, GiB); M defaults to N (one node); T is an NCCL datatype name (float32, float16,\n"
+    "          bytes): a whole number with an optional binary unit K, M, G or T (4K, 1MiB, 2G);\n"
+    "  M defaults to N (one node); T is an NCCL datatype name (float32, float16,\n"
     "  bfloat16, float64, int8, uint8, int32, uint32, int64, uint64, float8e4m3, float8e5m2; default float32);\n"
     "  O is sum, prod, max, min or avg (default sum for allreduce, reducescatter and reduce); R defaults to 0\n"
     "  for broadcast and reduce.\n"
     "exit status: 0 success, 1 invalid plan or no plan, 2 usage error\n";
 
-int usageError(const std::string& problem) {
-  std::fprintf(stderr, "mscclpp-plan: %s\n%s", problem.c_str(), kUsage);
-  return 2;
-}
+using mscclpp::tools::ArgParser;
 
-int validate(int argc, char** argv) {
-  if (argc < 1) return usageError("validate needs at least one FILE");
+int validate(int argc, char** argv, int first) {
+  std::vector<std::string> files;
+  ArgParser args("mscclpp-plan validate", kUsage);
+  args.positional(&files, 1, SIZE_MAX, "FILE");
+  if (int stop = args.parse(argc, argv, first); stop != ArgParser::kContinue) return stop;
   int failed = 0;
-  for (int i = 0; i < argc; ++i) {
+  for (const std::string& file : files) {
     try {
-      PlanPtr plan = loadPlanFile(argv[i]);
-      std::printf("%s: OK (%s, %s, %d ranks)\n", argv[i], plan->header.name.c_str(),
+      PlanPtr plan = loadPlanFile(file);
+      std::printf("%s: OK (%s, %s, %d ranks)\n", file.c_str(), plan->header.name.c_str(),
                   collectiveName(plan->header.collective), plan->header.worldSize);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "%s\n", e.what());
@@ -99,11 +99,14 @@ std::string servedSizes(const Plan& plan) {
   return text;
 }
 
-int info(int argc, char** argv) {
-  if (argc != 1) return usageError("info needs exactly one FILE");
+int info(int argc, char** argv, int first) {
+  std::vector<std::string> files;
+  ArgParser args("mscclpp-plan info", kUsage);
+  args.positional(&files, 1, 1, "FILE");
+  if (int stop = args.parse(argc, argv, first); stop != ArgParser::kContinue) return stop;
   PlanPtr plan;
   try {
-    plan = loadPlanFile(argv[0]);
+    plan = loadPlanFile(files[0]);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;
@@ -167,36 +170,6 @@ int info(int argc, char** argv) {
   return 0;
 }
 
-bool parseUnsigned(const std::string& text, uint64_t* out) {
-  if (text.empty() || text[0] == '-') return false;
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (errno != 0 || end == text.c_str()) return false;
-  const std::string suffix(end);
-  uint64_t scale = 1;
-  if (suffix.empty()) {
-    scale = 1;
-  } else if (suffix == "K" || suffix == "k" || suffix == "KiB") {
-    scale = 1ull << 10;
-  } else if (suffix == "M" || suffix == "MiB") {
-    scale = 1ull << 20;
-  } else if (suffix == "G" || suffix == "GiB") {
-    scale = 1ull << 30;
-  } else {
-    return false;
-  }
-  return !__builtin_mul_overflow(static_cast<uint64_t>(v), scale, out);
-}
-
-bool parseInt(const std::string& text, int* out) {
-  uint64_t v = 0;
-  if (!parseUnsigned(text, &v) || v > 1u << 30 || text.find_first_not_of("0123456789") != std::string::npos)
-    return false;
-  *out = static_cast<int>(v);
-  return true;
-}
-
 int dtypeFromName(const std::string& s) {
   static const std::map<std::string, int> names = {
       {"int8", 0},  {"char", 0},        {"uint8", 1},    {"int32", 2},       {"int", 2},     {"uint32", 3},
@@ -205,8 +178,9 @@ int dtypeFromName(const std::string& s) {
       {"bf16", 9},  {"float8e4m3", 10}, {"fp8e4m3", 10}, {"float8e5m2", 11}, {"fp8e5m2", 11}};
   auto it = names.find(s);
   if (it != names.end()) return it->second;
-  int v = -1;
-  return parseInt(s, &v) && v < 12 ? v : -1;
+  int64_t v = -1;
+  std::string unused;
+  return mscclpp::tools::parseInteger(s, 0, 11, &v, &unused) ? static_cast<int>(v) : -1;
 }
 
 int opFromName(const std::string& s) {
@@ -215,64 +189,48 @@ int opFromName(const std::string& s) {
   return it != names.end() ? it->second : -1;
 }
 
-int select(int argc, char** argv) {
+int select(int argc, char** argv, int first) {
   std::vector<std::string> dirs, tags;
   std::string collective;
   int ranks = 0, perNode = 0, root = -1, dtype = 7, op = -2;
   uint64_t bytes = 0;
-  bool haveBytes = false, inPlace = false;
-  for (int i = 0; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--inplace") {
-      inPlace = true;
-      continue;
-    }
-    if (a != "--dir" && a != "--collective" && a != "--ranks" && a != "--ranks-per-node" && a != "--bytes" &&
-        a != "--dtype" && a != "--op" && a != "--root" && a != "--tag") {
-      return usageError("select: unknown option '" + a + "'");
-    }
-    if (i + 1 >= argc) return usageError("select: " + a + " needs a value");
-    const std::string v = argv[++i];
-    if (a == "--dir") {
-      dirs.push_back(v);
-    } else if (a == "--collective") {
-      collective = v;
-    } else if (a == "--ranks") {
-      if (!parseInt(v, &ranks) || ranks < 1) return usageError("select: --ranks '" + v + "' is not a positive integer");
-    } else if (a == "--ranks-per-node") {
-      if (!parseInt(v, &perNode) || perNode < 1) {
-        return usageError("select: --ranks-per-node '" + v + "' is not a positive integer");
-      }
-    } else if (a == "--bytes") {
-      if (!parseUnsigned(v, &bytes))
-        return usageError("select: --bytes '" + v + "' is not a byte count (e.g. 1048576, 64K, 1M)");
-      haveBytes = true;
-    } else if (a == "--dtype") {
-      dtype = dtypeFromName(v);
-      if (dtype < 0) return usageError("select: --dtype '" + v + "' is not an NCCL datatype");
-    } else if (a == "--op") {
-      op = opFromName(v);
-      if (op < 0) return usageError("select: --op '" + v + "' is not one of sum, prod, max, min, avg");
-    } else if (a == "--root") {
-      if (!parseInt(v, &root)) return usageError("select: --root '" + v + "' is not a rank");
-    } else {
-      tags.push_back(v);
-    }
-  }
-  if (dirs.empty()) return usageError("select: --dir is required");
-  if (collective.empty()) return usageError("select: --collective is required");
-  if (ranks == 0) return usageError("select: --ranks is required");
-  if (!haveBytes) return usageError("select: --bytes is required");
+  bool inPlace = false;
+  ArgParser args("mscclpp-plan select", kUsage);
+  args.texts("--dir", &dirs)
+      .text("--collective", &collective)
+      .integer("--ranks", &ranks, 1, 1 << 20)
+      .integer("--ranks-per-node", &perNode, 1, 1 << 20)
+      .size("--bytes", &bytes)
+      .flag("--inplace", &inPlace)
+      .custom("--dtype",
+              [&](const std::string& v, std::string* error) {
+                dtype = dtypeFromName(v);
+                *error = "not an NCCL datatype";
+                return dtype >= 0;
+              })
+      .custom("--op",
+              [&](const std::string& v, std::string* error) {
+                op = opFromName(v);
+                *error = "not one of sum, prod, max, min, avg";
+                return op >= 0;
+              })
+      .integer("--root", &root, 0, (1 << 20) - 1)
+      .texts("--tag", &tags)
+      .required("--dir")
+      .required("--collective")
+      .required("--ranks")
+      .required("--bytes");
+  if (int stop = args.parse(argc, argv, first); stop != ArgParser::kContinue) return stop;
   SelectRequest request;
   if (!collectiveFromName(std::string_view(collective), &request.collective)) {
-    return usageError("select: --collective '" + collective + "' is not one of " + collectiveNameList());
+    return args.usageError("--collective '" + collective + "' is not one of " + collectiveNameList());
   }
   if (perNode == 0) perNode = ranks;
-  if (perNode > ranks) return usageError("select: --ranks-per-node is larger than --ranks");
+  if (perNode > ranks) return args.usageError("--ranks-per-node is larger than --ranks");
   const bool reduces = request.collective == Collective::AllReduce || request.collective == Collective::ReduceScatter ||
                        request.collective == Collective::Reduce;
   const bool rooted = isRootedCollective(request.collective);
-  if (root >= ranks) return usageError("select: --root is not below --ranks");
+  if (root >= ranks) return args.usageError("--root is not below --ranks");
   std::vector<const char*> tagPointers;
   for (const auto& t : tags) tagPointers.push_back(t.c_str());
   request.worldSize = ranks;
@@ -304,14 +262,13 @@ int select(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) return usageError("a command is needed");
-  const std::string command = argv[1];
-  if (command == "validate") return validate(argc - 2, argv + 2);
-  if (command == "info") return info(argc - 2, argv + 2);
-  if (command == "select") return select(argc - 2, argv + 2);
-  if (command == "--help" || command == "-h" || command == "help") {
-    std::printf("%s", kUsage);
-    return 0;
-  }
-  return usageError("unknown command '" + command + "'");
+  std::string command;
+  ArgParser args("mscclpp-plan", kUsage);
+  args.command({"validate", "info", "select", "help"}, &command);
+  if (int stop = args.parse(argc, argv); stop != ArgParser::kContinue) return stop;
+  if (command == "validate") return validate(argc, argv, args.nextIndex());
+  if (command == "info") return info(argc, argv, args.nextIndex());
+  if (command == "select") return select(argc, argv, args.nextIndex());
+  std::printf("%s", kUsage);  // help
+  return 0;
 }

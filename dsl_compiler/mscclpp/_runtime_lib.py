@@ -7,7 +7,7 @@ LD_PRELOAD of libmscclpp_nccl.so); then in the library named by ``MSCCLPP_LIBRAR
 import ctypes
 import os
 
-API_VERSION = 2  # MSCCLPP_PLAN_API_VERSION of runtime/include/mscclpp/plan_api.h
+API_VERSION = 3  # MSCCLPP_PLAN_API_VERSION of runtime/include/mscclpp/plan_api.h (3: mscclppStatus codes)
 _REQUIRED = (
     "mscclppPlanRegisterFile",
     "mscclppPlanRegisterJson",

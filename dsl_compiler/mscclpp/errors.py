@@ -1,6 +1,7 @@
 """Exceptions for errors the C++ runtime reports through its C API (runtime/include/mscclpp/mscclpp_c.h).
 
-Each mscclppStatus has its own class so that callers can catch what they can handle (a plan that
+Each mscclppStatus (runtime/include/mscclpp/status.h; tests/python/dsl/test_status_table.py checks this table
+against it) has its own class so that callers can catch what they can handle (a plan that
 cannot serve a call, a timeout) without parsing messages; every message is the runtime's own,
 naming the rank, plan, argument and values involved.
 """
@@ -18,6 +19,8 @@ __all__ = [
     "InvalidPlanError",
     "NotSupportedError",
     "AbortedError",
+    "NotFoundError",
+    "AlreadyExistsError",
     "error_for_status",
 ]
 
@@ -94,6 +97,18 @@ class AbortedError(MscclppError):
     status, code = -10, "Aborted"
 
 
+class NotFoundError(MscclppError, LookupError):
+    """No object of that name (e.g. unregistering a plan that is not registered). Also a LookupError."""
+
+    status, code = -11, "NotFound"
+
+
+class AlreadyExistsError(MscclppError):
+    """An object of that name exists already (e.g. a second plan with a registered plan's name)."""
+
+    status, code = -12, "AlreadyExists"
+
+
 _BY_STATUS: Dict[int, Type[MscclppError]] = {
     cls.status: cls
     for cls in (
@@ -107,6 +122,8 @@ _BY_STATUS: Dict[int, Type[MscclppError]] = {
         InvalidPlanError,
         NotSupportedError,
         AbortedError,
+        NotFoundError,
+        AlreadyExistsError,
     )
 }
 

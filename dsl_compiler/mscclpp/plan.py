@@ -21,7 +21,13 @@ _ERROR_LENGTH = 1024
 
 
 class PlanError(RuntimeError):
-    """The registry refused a request; the message is the registry's."""
+    """The registry refused a request; the message is the registry's. ``status`` is the mscclppStatus
+    (runtime/include/mscclpp/status.h: e.g. -12 mscclppAlreadyExists for a name registered twice,
+    -11 mscclppNotFound, -8 mscclppInvalidPlan)."""
+
+    def __init__(self, message, status=0):
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass(frozen=True)
@@ -93,7 +99,7 @@ def _tag_array(tags):
 
 def _check(status, buffer, what):
     if status != 0:
-        raise PlanError(f"{what} failed ({status}): {_text(buffer.value)}")
+        raise PlanError(f"{what} failed ({status}): {_text(buffer.value)}", status)
 
 
 def register(plan, tags=None):

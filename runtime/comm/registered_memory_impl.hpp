@@ -1,5 +1,5 @@
 // The inside of a RegisteredMemory: common facts plus one export record per transport. Filled on
-// the owner by registerMemory (comm/registration.cc, through the transports' memory.cc), turned into
+// the owner by registerMemory (comm/communicator_setup.cc, through the transports' memory.cc), turned into
 // bytes by serialize() and back by deserialize() on the importer, which maps what it can.
 #ifndef MSCCLPP_COMM_REGISTERED_MEMORY_IMPL_HPP_
 #define MSCCLPP_COMM_REGISTERED_MEMORY_IMPL_HPP_

@@ -28,7 +28,7 @@
   X(Float8E5M2, __nv_fp8_e5m2, f8e5m2)
 
 // The reduce ops the interpreter applies natively. Avg and PreMulSum run as Sum with a post-scale
-// or a pre-scale around the plan (see scale_ops.hpp).
+// or a pre-scale around the plan (see scale_steps.hpp).
 #define MSCCLPP_FOR_EACH_NATIVE_REDOP(X) \
   X(Sum)                                 \
   X(Prod)                                \

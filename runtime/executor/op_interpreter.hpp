@@ -1,5 +1,5 @@
 // THE op interpreter: the semantics of every plan operation (plan-format.md), written once as
-// __host__ __device__ code. The GPU kernel (executor_kernel.cu) runs one BlockInterpreter per CUDA
+// __host__ __device__ code. The GPU kernel (cuda/executor_kernel.cuh) runs one BlockInterpreter per CUDA
 // block with all its threads cooperating; the CPU backend runs one per host thread with
 // threadId 0 of 1 thread. Nothing here knows which backend it runs on except where the hardware
 // differs (multimem, vector widths), marked with MSCCLPP_DEVICE_COMPILE.

@@ -1,5 +1,5 @@
 // The C API's selection request (mscclppPlanRequest of mscclpp/plan_api.h) as the registry's
-// SelectRequest. One conversion for every C entry point that selects (plan_api.cc, capi/).
+// SelectRequest. One conversion for every C entry point that selects (runtime/capi/).
 #ifndef MSCCLPP_PLAN_C_REQUEST_HPP_
 #define MSCCLPP_PLAN_C_REQUEST_HPP_
 

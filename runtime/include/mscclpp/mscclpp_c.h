@@ -3,10 +3,11 @@
  * The plan registry itself has its own C API (mscclpp/plan_api.h): both act on the one
  * process-wide registry, so plans registered or a selector installed through either are seen here.
  *
- * Errors: every function returns 0 (mscclppSuccess) on success and a negative mscclppStatus on
- * failure, with the runtime's message (naming rank, plan, argument and values) written to errBuf,
- * always NUL-terminated and truncated to errLen, when errBuf is not NULL. No C++ exception ever
- * leaves these functions. Functions that return a count or a yes/no answer say so.
+ * Errors: every function returns 0 (mscclppSuccess) on success and a negative mscclppStatus
+ * (mscclpp/status.h) on failure, with the runtime's message (naming rank, plan, argument and values)
+ * written to errBuf, always NUL-terminated and truncated to errLen, when errBuf is not NULL, and
+ * kept as the thread's mscclppGetLastError(). No C++ exception ever leaves these functions.
+ * Functions that return a count or a yes/no answer say so.
  *
  * Ownership: every handle is created by one Create, Init or Select function and released by the
  * matching *Destroy, exactly once. Handles keep what they need alive: an executor keeps its
@@ -23,6 +24,7 @@
 #include <stdint.h>
 
 #include "mscclpp/plan_api.h"
+#include "mscclpp/status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,21 +32,6 @@ extern "C" {
 
 #define MSCCLPP_C_API_VERSION 1
 #define MSCCLPP_C_UNIQUE_ID_BYTES 128
-
-/* One status per mscclpp::ErrorCode (runtime/include/mscclpp/errors.hpp). */
-typedef enum mscclppStatus {
-  mscclppSuccess = 0,
-  mscclppInvalidUsage = -1,    /* the API was used in the wrong order or state */
-  mscclppInvalidArgument = -2, /* a bad value: argument, environment variable, size, dtype */
-  mscclppSystemError = -3,     /* an OS call failed */
-  mscclppInternalError = -4,   /* a bug of ours */
-  mscclppRemoteError = -5,     /* a peer misbehaved or went away */
-  mscclppTimeout = -6,         /* a wait passed its deadline (MSCCLPP_TIMEOUT_S) */
-  mscclppCudaError = -7,       /* the CUDA runtime or driver reported an error */
-  mscclppInvalidPlan = -8,     /* a plan failed to load or validate */
-  mscclppNotSupported = -9,    /* a request deliberately not served (e.g. a plan that cannot serve the call) */
-  mscclppAborted = -10         /* the communicator was aborted during the call */
-} mscclppStatus;
 
 /* Opaque handles. */
 typedef struct mscclppCommHandle* mscclppComm_t;

@@ -6,30 +6,36 @@
  * registry serialises registration internally, and lookups never block on registration for longer
  * than one registration takes.
  *
- * Errors: functions return 0 on success and a negative mscclppPlanStatus otherwise; the message
- * (naming file, rank, threadblock, op and field where it applies) is written to errBuf, always
- * NUL-terminated and truncated to errLen, when errBuf is not NULL. */
+ * Errors: functions return 0 (mscclppSuccess) on success and a negative mscclppStatus
+ * (mscclpp/status.h) otherwise; the message (naming file, rank, threadblock, op and field where it
+ * applies) is written to errBuf, always NUL-terminated and truncated to errLen, when errBuf is not
+ * NULL, and is the thread's mscclppGetLastError() (the one way to read it for the functions that
+ * take no errBuf). No C++ exception ever leaves these functions. */
 #ifndef MSCCLPP_PLAN_API_H_
 #define MSCCLPP_PLAN_API_H_
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mscclpp/status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* 2: mscclppPlanRequest gained tags/nTags at its end. */
-#define MSCCLPP_PLAN_API_VERSION 2
+/* 2: mscclppPlanRequest gained tags/nTags at its end.
+ * 3: functions return mscclppStatus (mscclpp/status.h), the status of every C API of MSCCL++; the
+ *    registry's own status enum is gone (its names remain below as aliases, with the new values). */
+#define MSCCLPP_PLAN_API_VERSION 3
 
-typedef enum mscclppPlanStatus {
-  mscclppPlanOk = 0,
-  mscclppPlanInvalid = -1,        /* the plan failed to load or validate */
-  mscclppPlanNotFound = -2,       /* no plan of that name */
-  mscclppPlanDuplicate = -3,      /* a plan of that name is already registered */
-  mscclppPlanBadArgument = -4,    /* NULL or out-of-range argument */
-  mscclppPlanInternalError = -5
-} mscclppPlanStatus;
+/* Version 2's status names, for source compatibility. */
+typedef mscclppStatus mscclppPlanStatus;
+#define mscclppPlanOk mscclppSuccess
+#define mscclppPlanInvalid mscclppInvalidPlan
+#define mscclppPlanNotFound mscclppNotFound
+#define mscclppPlanDuplicate mscclppAlreadyExists
+#define mscclppPlanBadArgument mscclppInvalidArgument
+#define mscclppPlanInternalError mscclppInternalError
 
 /* What a collective call asks for. dtype and redOp use NCCL's numbering (ncclDataType_t,
  * ncclRedOp_t); redOp is -1 for collectives that do not reduce. messageBytes is the input size,
@@ -74,24 +80,27 @@ typedef struct mscclppPlanInfo {
 typedef int (*mscclppPlanSelectorFn)(const mscclppPlanInfo* candidates, int nCandidates,
                                      const mscclppPlanRequest* request, void* userData);
 
-/* Registers the plan in the file at path (tags may be NULL when nTags is 0). */
+/* Registers the plan in the file at path (tags may be NULL when nTags is 0). mscclppInvalidPlan
+ * when it does not load or validate, mscclppSystemError when the file cannot be read,
+ * mscclppAlreadyExists when a plan of its name is registered. */
 int mscclppPlanRegisterFile(const char* path, const char* const* tags, int nTags, char* errBuf, size_t errLen);
 
 /* Registers a plan given as JSON text of len bytes; sourceName is used in error messages. */
 int mscclppPlanRegisterJson(const char* json, size_t len, const char* sourceName, const char* const* tags, int nTags,
                             char* errBuf, size_t errLen);
 
-/* Removes the named plan. Contexts already built from it stay valid until their communicator ends. */
+/* Removes the named plan (mscclppNotFound when none has that name). Contexts already built from it
+ * stay valid until their communicator ends. */
 int mscclppPlanUnregister(const char* name, char* errBuf, size_t errLen);
 
 /* Installs (or, with fn == NULL, removes) the user selector and clears the selection cache. */
 int mscclppPlanSetSelector(mscclppPlanSelectorFn fn, void* userData);
 
-/* Number of registered plans (after the plan directories have been scanned). */
+/* Number of registered plans (after the plan directories have been scanned), or a negative status. */
 int mscclppPlanCount(void);
 
 /* Fills *info for the i-th plan in registry order; the strings stay valid until the plan is
- * unregistered. */
+ * unregistered. mscclppInvalidArgument when info is NULL or i is out of range. */
 int mscclppPlanGetInfo(int i, mscclppPlanInfo* info);
 
 /* Runs selection for request without executing anything: writes the chosen plan's name (or "" when

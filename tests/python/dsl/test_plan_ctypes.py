@@ -66,8 +66,9 @@ def test_register_and_list(registry, tmp_path):
 def test_register_errors_carry_the_registrys_message(registry, tmp_path):
     path = preset_file(tmp_path, "allreduce_ll_n4_ip")
     mplan.register(path)
-    with pytest.raises(mplan.PlanError, match=r"failed \(-3\): duplicate plan name"):
+    with pytest.raises(mplan.PlanError, match=r"failed \(-12\): duplicate plan name") as error:
         mplan.register(path)
+    assert error.value.status == -12  # mscclppAlreadyExists
     with pytest.raises(mplan.PlanError, match="cannot open the plan file"):
         mplan.register(str(tmp_path / "missing.json"))
     mplan.register_json('{"name":"inline","collective":"allreduce","protocol":"Simple","gpus":[]}', tags=["t"])

@@ -100,7 +100,7 @@ TEST_CASE("mscclpp-plan validate", "[plan][cli]") {
   CHECK(contains(r.err, cut + ": invalid JSON at line "));
   r = runCli({"validate"});
   CHECK(r.status == 2);
-  CHECK(contains(r.err, "mscclpp-plan: validate needs at least one FILE\nusage: mscclpp-plan validate FILE..."));
+  CHECK(contains(r.err, "mscclpp-plan validate: needs at least one FILE\nusage: mscclpp-plan validate FILE..."));
 }
 
 TEST_CASE("mscclpp-plan info", "[plan][cli]") {
@@ -158,19 +158,19 @@ TEST_CASE("mscclpp-plan select", "[plan][cli]") {
   // usage errors exit with 2 and say what is wrong
   r = runCli({"select", "--collective", "allreduce", "--ranks", "2", "--bytes", "1K"});
   CHECK(r.status == 2);
-  CHECK(contains(r.err, "mscclpp-plan: select: --dir is required\n"));
+  CHECK(contains(r.err, "mscclpp-plan select: --dir is required\n"));
   r = runCli({"select", "--dir", dir, "--collective", "allreduce", "--ranks", "2", "--bytes", "1X"});
   CHECK(r.status == 2);
-  CHECK(contains(r.err, "mscclpp-plan: select: --bytes '1X' is not a byte count (e.g. 1048576, 64K, 1M)\n"));
+  CHECK(contains(r.err, "mscclpp-plan select: --bytes '1X': unknown unit 'X'; a byte count is a whole number"));
   r = runCli({"select", "--dir", dir, "--collective", "allreduse", "--ranks", "2", "--bytes", "1K"});
   CHECK(r.status == 2);
-  CHECK(contains(r.err, "mscclpp-plan: select: --collective 'allreduse' is not one of"));
+  CHECK(contains(r.err, "mscclpp-plan select: --collective 'allreduse' is not one of"));
   r = runCli({"select", "--dir", dir, "--collective", "allreduce", "--ranks", "2", "--bytes"});
   CHECK(r.status == 2);
-  CHECK(contains(r.err, "mscclpp-plan: select: --bytes needs a value\n"));
+  CHECK(contains(r.err, "mscclpp-plan select: --bytes needs a value\n"));
   r = runCli({"select", "--dir", dir, "--frobnicate"});
   CHECK(r.status == 2);
-  CHECK(contains(r.err, "mscclpp-plan: select: unknown option '--frobnicate'\n"));
+  CHECK(contains(r.err, "mscclpp-plan select: unknown option '--frobnicate'\n"));
   r = runCli({"frob"});
   CHECK(r.status == 2);
   CHECK(contains(r.err, "mscclpp-plan: unknown command 'frob'\n"));
@@ -179,6 +179,30 @@ TEST_CASE("mscclpp-plan select", "[plan][cli]") {
   r = runCli({"--help"});
   CHECK(r.status == 0);
   CHECK(contains(r.out, "usage: mscclpp-plan validate FILE..."));
+  r = runCli({"select", "--help"});
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "usage: mscclpp-plan validate FILE..."));
+  CHECK(r.err.empty());
+  r = runCli({"--version"});
+  CHECK(r.status == 0);
+  CHECK(r.out == "mscclpp-plan (MSCCL++) " MSCCLPP_VERSION_STRING "\n");
+  // numbers and sizes are checked whole, with a precise error
+  r = runCli({"select", "--dir", dir, "--collective", "allreduce", "--ranks", "2x", "--bytes", "1K"});
+  CHECK(r.status == 2);
+  CHECK(contains(r.err, "mscclpp-plan select: --ranks '2x': not an integer (trailing 'x')\n"));
+  r = runCli({"select", "--dir", dir, "--collective", "allreduce", "--ranks", "-2", "--bytes", "1K"});
+  CHECK(r.status == 2);
+  CHECK(contains(r.err, "mscclpp-plan select: --ranks '-2': must not be negative\n"));
+  r = runCli({"select", "--dir", dir, "--collective", "allreduce", "--ranks", "2", "--bytes", "99999999999999999999"});
+  CHECK(r.status == 2);
+  CHECK(contains(r.err, "mscclpp-plan select: --bytes '99999999999999999999': too large: more than 2^64 - 1 bytes\n"));
+  r = runCli({"select", "--dir=" + dir, "--collective=allreduce", "--ranks=2", "--ranks-per-node=2", "--bytes=1KiB",
+              "--inplace"});
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "plan: ar_small ("));
+  r = runCli({"validate", "--strict", kRef + "committed/allreduce.json"});
+  CHECK(r.status == 2);
+  CHECK(contains(r.err, "mscclpp-plan validate: unknown option '--strict'\n"));
 }
 
 TEST_CASE("mscclpp-plan info and select: gather and scatter", "[plan][cli]") {

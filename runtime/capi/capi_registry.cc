@@ -1,14 +1,12 @@
 // The C API of the plan registry (mscclpp/plan_api.h) over Registry::instance(). Every entry point
-// runs inside one guard that maps exceptions to mscclppPlanStatus and writes the message to the
-// caller's buffer: nothing is thrown across the C boundary.
+// runs inside the C API's one guard (capi/guard.hpp): exceptions become an mscclppStatus and the
+// message goes to the caller's buffer and the thread's last error.
 #include "mscclpp/plan_api.h"
 
-#include <algorithm>
-#include <cstring>
-#include <new>
 #include <string>
 #include <vector>
 
+#include "capi/guard.hpp"
 #include "core/enforce.hpp"
 #include "core/format.hpp"
 #include "plan/c_request.hpp"
@@ -17,48 +15,10 @@
 namespace {
 
 using mscclpp::ErrorCode;
+using mscclpp::capi::guarded;
+using mscclpp::capi::StatusError;
+using mscclpp::capi::writeText;
 using mscclpp::plan::Registry;
-
-// Writes s to buf, truncated to len - 1 bytes and always NUL-terminated; nothing when buf is NULL or len 0.
-void writeText(char* buf, size_t len, const std::string& s) {
-  if (buf == nullptr || len == 0) return;
-  const size_t n = std::min(len - 1, s.size());
-  std::memcpy(buf, s.data(), n);
-  buf[n] = '\0';
-}
-
-int statusOf(const mscclpp::Error& e) {
-  switch (e.code()) {
-    case ErrorCode::InvalidPlan:
-    case ErrorCode::SystemError:
-      return mscclppPlanInvalid;
-    case ErrorCode::InvalidArgument:
-    case ErrorCode::InvalidUsage:
-      return mscclppPlanBadArgument;
-    default:
-      return mscclppPlanInternalError;
-  }
-}
-
-template <class F>
-int guarded(char* errBuf, size_t errLen, F&& body) {
-  try {
-    writeText(errBuf, errLen, "");
-    return body();
-  } catch (const mscclpp::Error& e) {
-    writeText(errBuf, errLen, e.what());
-    return statusOf(e);
-  } catch (const std::bad_alloc&) {
-    writeText(errBuf, errLen, "out of memory");
-    return mscclppPlanInternalError;
-  } catch (const std::exception& e) {
-    writeText(errBuf, errLen, e.what());
-    return mscclppPlanInternalError;
-  } catch (...) {
-    writeText(errBuf, errLen, "unknown exception");
-    return mscclppPlanInternalError;
-  }
-}
 
 std::vector<std::string> tagList(const char* function, const char* const* tags, int nTags) {
   MSCCLPP_ENFORCE(nTags >= 0, ErrorCode::InvalidArgument, "%s: nTags=%d is negative", function, nTags);
@@ -72,14 +32,11 @@ std::vector<std::string> tagList(const char* function, const char* const* tags, 
   return out;
 }
 
-int registered(Registry::Status status, const std::string& name, const std::string& source, char* errBuf,
-               size_t errLen) {
+void checkRegistered(Registry::Status status, const std::string& name, const std::string& source) {
   if (status == Registry::Status::Duplicate) {
-    writeText(errBuf, errLen,
-              mscclpp::strFormat("%s: a plan named '%s' is already registered", source.c_str(), name.c_str()));
-    return mscclppPlanDuplicate;
+    throw StatusError(mscclppAlreadyExists,
+                      mscclpp::strFormat("%s: a plan named '%s' is already registered", source.c_str(), name.c_str()));
   }
-  return mscclppPlanOk;
 }
 
 }  // namespace
@@ -89,7 +46,8 @@ int mscclppPlanRegisterFile(const char* path, const char* const* tags, int nTags
     MSCCLPP_ENFORCE(path != nullptr, ErrorCode::InvalidArgument, "mscclppPlanRegisterFile: path is NULL");
     std::string name;
     const auto status = Registry::instance().registerFile(path, tagList("mscclppPlanRegisterFile", tags, nTags), &name);
-    return registered(status, name, path, errBuf, errLen);
+    checkRegistered(status, name, path);
+    return static_cast<int>(mscclppSuccess);
   });
 }
 
@@ -101,7 +59,8 @@ int mscclppPlanRegisterJson(const char* json, size_t len, const char* sourceName
     std::string name;
     const auto status = Registry::instance().registerJson(std::string(json, len), source,
                                                           tagList("mscclppPlanRegisterJson", tags, nTags), &name);
-    return registered(status, name, source, errBuf, errLen);
+    checkRegistered(status, name, source);
+    return static_cast<int>(mscclppSuccess);
   });
 }
 
@@ -109,17 +68,16 @@ int mscclppPlanUnregister(const char* name, char* errBuf, size_t errLen) {
   return guarded(errBuf, errLen, [&] {
     MSCCLPP_ENFORCE(name != nullptr, ErrorCode::InvalidArgument, "mscclppPlanUnregister: name is NULL");
     if (Registry::instance().unregister(name) == Registry::Status::NotFound) {
-      writeText(errBuf, errLen, mscclpp::strFormat("no plan named '%s' is registered", name));
-      return static_cast<int>(mscclppPlanNotFound);
+      throw StatusError(mscclppNotFound, mscclpp::strFormat("no plan named '%s' is registered", name));
     }
-    return static_cast<int>(mscclppPlanOk);
+    return static_cast<int>(mscclppSuccess);
   });
 }
 
 int mscclppPlanSetSelector(mscclppPlanSelectorFn fn, void* userData) {
   return guarded(nullptr, 0, [&] {
     Registry::instance().setSelector(fn, userData);
-    return static_cast<int>(mscclppPlanOk);
+    return static_cast<int>(mscclppSuccess);
   });
 }
 
@@ -129,10 +87,11 @@ int mscclppPlanCount(void) {
 
 int mscclppPlanGetInfo(int i, mscclppPlanInfo* info) {
   return guarded(nullptr, 0, [&] {
-    if (info == nullptr || i < 0 || !Registry::instance().info(static_cast<size_t>(i), info)) {
-      return static_cast<int>(mscclppPlanBadArgument);
-    }
-    return static_cast<int>(mscclppPlanOk);
+    MSCCLPP_ENFORCE(info != nullptr, ErrorCode::InvalidArgument, "mscclppPlanGetInfo: info is NULL");
+    MSCCLPP_ENFORCE(i >= 0 && Registry::instance().info(static_cast<size_t>(i), info), ErrorCode::InvalidArgument,
+                    "mscclppPlanGetInfo: index %d is not below the number of registered plans (%zu)", i,
+                    Registry::instance().count());
+    return static_cast<int>(mscclppSuccess);
   });
 }
 
@@ -148,6 +107,4 @@ int mscclppPlanSelect(const mscclppPlanRequest* request, char* nameBuf, size_t n
   });
 }
 
-int mscclppPlanApiVersion(void) {
-  return MSCCLPP_PLAN_API_VERSION;
-}
+int mscclppPlanApiVersion(void) { return MSCCLPP_PLAN_API_VERSION; }
