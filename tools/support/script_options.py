@@ -20,5 +20,5 @@ def handle(argv, doc):
         print((doc or "").strip())
         sys.exit(0)
     if len(argv) > 1 and argv[1] == "--version":
-        print(f"{os.path.basename(argv[0])} (MSCCL++ {project_version()})")
+        print(f"{os.path.basename(argv[0])} (MSCCL++) {project_version()}")
         sys.exit(0)

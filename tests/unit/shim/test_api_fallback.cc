@@ -259,7 +259,7 @@ TEST_CASE("MSCCLPP_DEBUG=INFO logs every decision and a per-collective summary a
   std::string log = text.str();
   std::remove(path.c_str());
   INFO(log);
-  CHECK(log.find("[0] MSCCLPP INFO SHIM NCCL ran: a one-rank communicator runs no plans") != std::string::npos);
+  CHECK(log.find("[0] MSCCLPP INFO SHIM NCCL ran because a one-rank communicator runs no plans") != std::string::npos);
   CHECK(log.find("NCCL fallback ready: real communicator") != std::string::npos);
   CHECK(log.find("rank 0 of 1 destroyed; allreduce: 2 calls, 3.0 MiB, 0 via plans, 2 via NCCL") != std::string::npos);
 }
