@@ -65,7 +65,7 @@ MSCCLPP_NCCL_API(void, ncclResetDebugInit);
 void pncclResetDebugInit() {
   MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclResetDebugInit);
   (void)guarded([] {
-    reloadLogConfig();
+    reloadLogConfig();  // and every other cached MSCCLPP_* parameter at its next use
     // The real library has its own NCCL_DEBUG state; reset it too when it is loaded.
     if (RealNccl::instance().ensureLoaded()) callReal<NcclFn::ncclResetDebugInit>();
     return ncclSuccess;

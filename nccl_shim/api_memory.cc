@@ -14,7 +14,7 @@
 #include "comm.hpp"
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
-#include "core/params.hpp"
+#include "comm/params.hpp"
 #include "cuda_glue.hpp"
 
 using namespace mscclpp;        // NOLINT: entry points are thin wrappers

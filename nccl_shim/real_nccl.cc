@@ -9,7 +9,7 @@
 
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
-#include "core/params.hpp"
+#include "shim_params.hpp"
 
 namespace mscclpp::shim {
 

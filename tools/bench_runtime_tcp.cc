@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "bootstrap/socket.hpp"
+#include "core/net/socket.hpp"
 #include "mscclpp/communicator.hpp"
 #include "support/args.hpp"
 

@@ -34,8 +34,8 @@ int printParams() {
       problem = e.what();
       ++bad;
     }
-    std::printf("%-40s = %s\n    type %s; default '%s'\n    %s\n", p.envName, current.c_str(), p.typeName,
-                p.defaultValue, p.doc);
+    std::printf("%-40s = %s\n    type %s; default '%s'; declared by %s\n    %s\n", p.envName, current.c_str(),
+                p.typeName, p.defaultValue, p.owner, p.doc);
     if (!problem.empty()) std::printf("    ERROR: %s\n", problem.c_str());
   }
   try {  // the logging variables' values are checked together (an unset MSCCLPP_DEBUG defers to NCCL_DEBUG)

@@ -3,6 +3,8 @@
 //   mscclpp-plan info FILE          what the plan contains and which sizes it serves
 //   mscclpp-plan select --dir D ... which plan of the directories serves a call, and why (exit 0), or why
 //                                   none does (exit 1)
+//   mscclpp-plan verify FILE...     the plan verifier; mscclpp-plan show FILE -o OUT: the plan's picture
+//                                   (tools/plan/verify_command.cc, show_command.cc)
 // Usage errors exit with 2; --help and --version (also after a command) exit 0 (support/args.hpp).
 #include <cinttypes>
 #include <cstdint>
@@ -17,6 +19,7 @@
 #include "plan/plan_loader.hpp"
 #include "plan/plan_names.hpp"
 #include "plan/plan_sizing.hpp"
+#include "plan/commands.hpp"
 #include "plan/registry.hpp"
 #include "support/args.hpp"
 
@@ -29,6 +32,8 @@ const char* kUsage =
     "       mscclpp-plan info FILE\n"
     "       mscclpp-plan select --dir DIR [--dir DIR...] --collective C --ranks N [--ranks-per-node M]\n"
     "                           --bytes B [--inplace] [--dtype T] [--op O] [--root R] [--tag T...]\n"
+    "       mscclpp-plan verify [options] FILE...          (mscclpp-plan verify --help)\n"
+    "       mscclpp-plan show FILE -o OUT.svg|OUT.html ... (mscclpp-plan show --help)\n"
     "       mscclpp-plan --help | --version\n"
     "  select: B is the message size (allgather: output bytes, gather/scatter: per-rank bytes, else input\n"
     "          bytes): a whole number with an optional binary unit K, M, G or T (4K, 1MiB, 2G);\n"
@@ -264,11 +269,13 @@ int select(int argc, char** argv, int first) {
 int main(int argc, char** argv) {
   std::string command;
   ArgParser args("mscclpp-plan", kUsage);
-  args.command({"validate", "info", "select", "help"}, &command);
+  args.command({"validate", "info", "select", "verify", "show", "help"}, &command);
   if (int stop = args.parse(argc, argv); stop != ArgParser::kContinue) return stop;
   if (command == "validate") return validate(argc, argv, args.nextIndex());
   if (command == "info") return info(argc, argv, args.nextIndex());
   if (command == "select") return select(argc, argv, args.nextIndex());
+  if (command == "verify") return verifyCommand(argc, argv, args.nextIndex());
+  if (command == "show") return showCommand(argc, argv, args.nextIndex());
   std::printf("%s", kUsage);  // help
   return 0;
 }

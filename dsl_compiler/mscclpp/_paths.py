@@ -5,7 +5,9 @@ The plan-directory rule is the runtime's (runtime/plan/plan_dirs.hpp), with the 
 that the two agree:
 
 1. ``MSCCLPP_PLAN_DIR`` set: exactly its colon-separated directories, in order;
-2. otherwise the installed default plans (``<folder of libmscclpp>/PLANS_FROM_LIBDIR``), then the
+2. otherwise the installed default plans (``<folder of libmscclpp>/PLANS_FROM_LIBDIR``; the runtime the
+   process uses may be the preloaded shim, which carries one, or its replace-mode copy libnccl.so.2 in a
+   folder of its own: ``PLANS_FROM_NCCL_DIR`` from there), then the
    user's plan cache: ``$MSCCLPP_CACHE_DIR/plans``, else ``~/.cache/mscclpp/plans`` with ``~`` the
    passwd entry's home (not ``$HOME``: the runtime reads no environment variable outside its
    declared parameters).
@@ -44,8 +46,9 @@ def _package_relative(path):
 
 
 def build_dir():
-    """$MSCCLPP_BUILD_DIR (a build folder of a source checkout), or None."""
-    return os.environ.get("MSCCLPP_BUILD_DIR") or None
+    """$MSCCLPP_BUILD_DIR (a build folder of a source checkout), absolute, or None."""
+    build = os.environ.get("MSCCLPP_BUILD_DIR")
+    return os.path.abspath(build) if build else None
 
 
 def _build_paths():
@@ -111,14 +114,16 @@ def library_file(lib, symbol="mscclppPlanApiVersion"):
     info = _DlInfo()
     if libc.dladdr(address, ctypes.byref(info)) == 0 or not info.dli_fname:
         return None
-    return os.fsdecode(info.dli_fname)
+    return os.path.abspath(os.fsdecode(info.dli_fname))
 
 
-def plans_from_libdir():
-    """PLANS_FROM_LIBDIR of this installation (else of $MSCCLPP_BUILD_DIR), or None."""
+def plans_from_libdir(library=None):
+    """PLANS_FROM_LIBDIR of this installation (else of $MSCCLPP_BUILD_DIR), or None; for the shim's replace-mode
+    copy (a library file named libnccl.so*), PLANS_FROM_NCCL_DIR, as the runtime in it computes it."""
+    replace_copy = library is not None and os.path.basename(library).startswith("libnccl.so")
     for paths in (installed(), _build_paths()):
         if paths is not None:
-            return paths.PLANS_FROM_LIBDIR
+            return paths.PLANS_FROM_NCCL_DIR if replace_copy else paths.PLANS_FROM_LIBDIR
     return None
 
 
@@ -150,9 +155,9 @@ def split_directories(text):
 def installed_plan_dir(library=None):
     """The default plans installed with the runtime library (the one loaded in this process when
     there is one, else the first candidate), or None when unknown."""
-    relative = plans_from_libdir()
     if library is None:
         library = runtime_library_file()
+    relative = plans_from_libdir(library)
     if relative is None or library is None:
         return None
     return os.path.normpath(os.path.join(os.path.dirname(library), relative))

@@ -7,6 +7,7 @@
 #include "bootstrap/unique_id.hpp"
 #include "core/enforce.hpp"
 #include "core/format.hpp"
+#include "core/hash.hpp"
 
 namespace mscclpp {
 
@@ -155,13 +156,13 @@ std::shared_ptr<Bootstrap> GroupOps::split(int color, int key) {
     if (std::get<1>(m) == rank_) mine = static_cast<int>(world.size());
     world.push_back(worldRanks_[std::get<1>(m)]);
   }
-  uint64_t childNs = bootstrap::mix64(bootstrap::mix64(ns_, seq), static_cast<uint64_t>(static_cast<uint32_t>(color)));
+  uint64_t childNs = mix64(mix64(ns_, seq), static_cast<uint64_t>(static_cast<uint32_t>(color)));
   return std::make_shared<ViewBootstrap>(
       std::make_unique<GroupOps>(endpoint_, childNs, std::move(world), mine, timeoutSeconds(), token_));
 }
 
 std::shared_ptr<Bootstrap> GroupOps::withNamespace(const std::string& name) {
-  uint64_t childNs = bootstrap::mix64(ns_ ^ 0x6e616d6573706163ull, bootstrap::hashString(name));
+  uint64_t childNs = mix64(ns_ ^ 0x6e616d6573706163ull, hashString(name));
   return std::make_shared<ViewBootstrap>(
       std::make_unique<GroupOps>(endpoint_, childNs, worldRanks_, rank_, timeoutSeconds(), token_));
 }

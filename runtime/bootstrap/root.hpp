@@ -5,18 +5,18 @@
 // disturb the rendezvous.
 //
 // The deadline is MSCCLPP_TIMEOUT_S from the start, restarted when the first rank arrives.
-// Ownership: the thread owns its state; RootListener::start returns a handle that can stop and
-// join it, or detach() it (createUniqueId does: the thread ends by itself).
+// Ownership: the root runs on its own EventLoop thread, which shares its state; RootListener::start
+// returns a handle that can stop and join it, or detach() it (createUniqueId does: the thread ends
+// by itself).
 #ifndef MSCCLPP_BOOTSTRAP_ROOT_HPP_
 #define MSCCLPP_BOOTSTRAP_ROOT_HPP_
 
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "bootstrap/socket.hpp"
-#include "bootstrap/unique_id.hpp"
+#include "core/net/socket.hpp"
+#include "core/net/secret.hpp"
 
 namespace mscclpp::bootstrap {
 
@@ -24,7 +24,8 @@ class RootListener {
  public:
   struct State;
   // Takes a bound, listening socket.
-  static std::unique_ptr<RootListener> start(net::Socket listener, const Secret& secret, double timeoutSeconds);
+  static std::unique_ptr<RootListener> start(net::Socket listener, const net::Secret& secret,
+                                             double timeoutSeconds);
   ~RootListener();  // stops and joins unless detached
   void detach();
   void stop();
@@ -32,7 +33,6 @@ class RootListener {
  private:
   RootListener() = default;
   std::shared_ptr<State> state_;
-  std::thread thread_;
 };
 
 // "3, 5-7" for the ranks in [0, n) that are false in `present`.

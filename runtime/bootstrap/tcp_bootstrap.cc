@@ -7,7 +7,8 @@
 #include <mutex>
 
 #include "bootstrap/group_ops.hpp"
-#include "bootstrap/net_interface.hpp"
+#include "bootstrap/params.hpp"
+#include "core/net/net_interface.hpp"
 #include "bootstrap/root.hpp"
 #include "bootstrap/tcp_endpoint.hpp"
 #include "bootstrap/unique_id.hpp"
@@ -53,7 +54,7 @@ UniqueId TcpBootstrap::createUniqueId() {
   net::Socket listener = net::Socket::listenOn(iface.address);
   bootstrap::UniqueIdFields f;
   f.root = listener.localAddress();
-  f.secret = bootstrap::randomSecret();
+  f.secret = net::randomSecret();
   MSCCLPP_INFO(LogBootstrap, "bootstrap root listening on %s (interface %s)", f.root.toString().c_str(),
                iface.name.c_str());
   RootListener::start(std::move(listener), f.secret, params::timeoutSeconds())->detach();
@@ -92,8 +93,7 @@ std::vector<net::SocketAddress> TcpBootstrap::Impl::rendezvous(const bootstrap::
     }
   } forget{*this};
   RendezvousHello hello{};
-  std::memcpy(hello.magic, kRendezvousHelloMagic, 8);
-  std::memcpy(hello.secret, f.secret.data(), 16);
+  hello.header = net::makeHelloHeader(kRendezvousHelloMagic, f.secret);
   hello.rank = rank;
   hello.nRanks = nRanks;
   endpoint->listenAddress().encode(hello.listenAddress);

@@ -1,9 +1,5 @@
 #include "bootstrap/tcp_endpoint.hpp"
 
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -21,11 +17,7 @@ constexpr int kFramesPerWakeup = 64;  // fairness between busy peers
 
 struct TcpEndpoint::Inbound {
   net::Socket socket;
-  std::string peer;
-  int fromRank = -1;  // -1 until the hello is checked
-  PeerHello hello{};
-  size_t helloGot = 0;
-  Deadline handshakeDeadline{kHandshakeSeconds};
+  int fromRank = -1;
   FrameHeader header{};
   size_t headerGot = 0;
   bool inPayload = false;
@@ -33,37 +25,37 @@ struct TcpEndpoint::Inbound {
   size_t payloadGot = 0;
 };
 
-TcpEndpoint::TcpEndpoint(int rank, int nRanks, const Secret& secret, net::Socket listener, size_t maxMessageBytes)
-    : rank_(rank), nRanks_(nRanks), secret_(secret), maxMessageBytes_(maxMessageBytes), listener_(std::move(listener)),
-      who_(strFormat("bootstrap rank %d/%d", rank, nRanks)), mailbox_(nRanks) {
-  listenAddress_ = listener_.localAddress();
+TcpEndpoint::TcpEndpoint(int rank, int nRanks, const net::Secret& secret, net::Socket listener,
+                         size_t maxMessageBytes)
+    : rank_(rank), nRanks_(nRanks), secret_(secret), maxMessageBytes_(maxMessageBytes),
+      listenAddress_(listener.localAddress()), who_(strFormat("bootstrap rank %d/%d", rank, nRanks)),
+      mailbox_(nRanks),
+      acceptor_(std::move(listener),
+                net::HelloAcceptor::Options{who_, LogBootstrap, kPeerHelloMagic, secret, sizeof(PeerHello),
+                                            "not a rank of this job", kHandshakeSeconds, kMaxUnauthenticated},
+                [this](net::Socket socket, const char* hello, const std::string& peer) {
+                  admit(std::move(socket), hello, peer);
+                }),
+      progress_(who_, currentLogRank()) {
   for (int r = 0; r < nRanks; ++r) outbound_.push_back(std::make_unique<Outbound>());
   connectedFrom_.assign(static_cast<size_t>(nRanks), false);
-  wakeFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wakeFd_ < 0) throw SystemError(who_ + ": eventfd", errno);
-  int logRank = currentLogRank();
-  progress_ = std::thread([this, logRank]() {
-    ScopedLogRank scoped(logRank);
-    try {
-      progressLoop();
-    } catch (const std::exception& e) {
-      MSCCLPP_WARN(LogBootstrap, "%s: progress thread failed: %s", who_.c_str(), e.what());
-      mailbox_.abort(std::string("the bootstrap progress thread failed: ") + e.what());
-    }
-  });
+  net::EventLoop::Hooks hooks;
+  hooks.prepare = [this](net::Watches& watches) { return prepare(watches); };
+  hooks.onFailure = [this](const std::exception& e) {
+    MSCCLPP_WARN(LogBootstrap, "%s: progress thread failed: %s", who_.c_str(), e.what());
+    mailbox_.abort(std::string("the bootstrap progress thread failed: ") + e.what());
+  };
+  hooks.onExit = [this]() {
+    for (auto& in : inbound_) in->socket.close();
+    acceptor_.close();
+  };
+  progress_.start(std::move(hooks));
 }
 
 TcpEndpoint::~TcpEndpoint() {
   stopping_.store(true);
-  wake();
-  if (progress_.joinable()) progress_.join();
-  if (wakeFd_ >= 0) ::close(wakeFd_);
+  progress_.stop();
   // Outbound sockets close here (not in abort) so that data already sent is still delivered.
-}
-
-void TcpEndpoint::wake() {
-  uint64_t one = 1;
-  (void)!::write(wakeFd_, &one, sizeof(one));
 }
 
 void TcpEndpoint::setPeerAddresses(std::vector<net::SocketAddress> addresses) {
@@ -80,7 +72,7 @@ void TcpEndpoint::abort() {
     int fd = o->fdForAbort.load();
     if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
   }
-  wake();
+  progress_.wake();
 }
 
 void TcpEndpoint::connectOutbound(int peer, Outbound& out, const Deadline& deadline, const std::string& what) {
@@ -88,8 +80,7 @@ void TcpEndpoint::connectOutbound(int peer, Outbound& out, const Deadline& deadl
                   "%s: the rendezvous has not completed", what.c_str());
   net::Socket s = net::Socket::connectTo(peers_[peer], deadline, "rank " + std::to_string(peer), false);
   PeerHello hello{};
-  std::memcpy(hello.magic, kPeerHelloMagic, 8);
-  std::memcpy(hello.secret, secret_.data(), 16);
+  hello.header = net::makeHelloHeader(kPeerHelloMagic, secret_);
   hello.fromRank = rank_;
   hello.nRanks = nRanks_;
   s.sendAll(&hello, sizeof(hello), deadline, what + ": handshake");
@@ -131,40 +122,27 @@ std::vector<char> TcpEndpoint::recv(int peer, const detail::MessageKey& key, siz
   return mailbox_.take(peer, key, maxBytes, deadline, what, token);
 }
 
+void TcpEndpoint::admit(net::Socket socket, const char* helloBytes, const std::string& peer) {
+  PeerHello hello;
+  std::memcpy(&hello, helloBytes, sizeof(hello));
+  if (hello.nRanks != nRanks_ || hello.fromRank < 0 || hello.fromRank >= nRanks_ || hello.fromRank == rank_) {
+    return acceptor_.warnDropped(peer, strFormat("claims rank %d of %d", hello.fromRank, hello.nRanks));
+  }
+  if (connectedFrom_[hello.fromRank]) {
+    MSCCLPP_WARN(LogBootstrap, "%s: dropped a second connection claiming rank %d from %s", who_.c_str(),
+                 hello.fromRank, peer.c_str());
+    return;
+  }
+  connectedFrom_[hello.fromRank] = true;
+  auto in = std::make_unique<Inbound>();
+  in->socket = std::move(socket);
+  in->fromRank = hello.fromRank;
+  inbound_.push_back(std::move(in));
+}
+
 bool TcpEndpoint::service(Inbound& in) {
   try {
     for (int i = 0; i < kFramesPerWakeup; ++i) {
-      if (in.fromRank < 0) {
-        size_t n = in.socket.recvSome(reinterpret_cast<char*>(&in.hello) + in.helloGot, sizeof(in.hello) - in.helloGot,
-                                      "peer hello");
-        if (n == 0) return true;
-        in.helloGot += n;
-        if (in.helloGot >= 8 && std::memcmp(in.hello.magic, kPeerHelloMagic, 8) != 0) {
-          MSCCLPP_WARN(LogBootstrap, "%s: dropped connection from %s: bad magic (garbage or a foreign protocol)",
-                       who_.c_str(), in.peer.c_str());
-          return false;
-        }
-        if (in.helloGot < sizeof(in.hello)) continue;
-        if (!secretEquals(in.hello.secret, secret_)) {
-          MSCCLPP_WARN(LogBootstrap, "%s: dropped connection from %s: wrong secret (not a rank of this job)",
-                       who_.c_str(), in.peer.c_str());
-          return false;
-        }
-        if (in.hello.nRanks != nRanks_ || in.hello.fromRank < 0 || in.hello.fromRank >= nRanks_ ||
-            in.hello.fromRank == rank_) {
-          MSCCLPP_WARN(LogBootstrap, "%s: dropped connection from %s: claims rank %d of %d", who_.c_str(),
-                       in.peer.c_str(), in.hello.fromRank, in.hello.nRanks);
-          return false;
-        }
-        if (connectedFrom_[in.hello.fromRank]) {
-          MSCCLPP_WARN(LogBootstrap, "%s: dropped a second connection claiming rank %d from %s", who_.c_str(),
-                       in.hello.fromRank, in.peer.c_str());
-          return false;
-        }
-        connectedFrom_[in.hello.fromRank] = true;
-        in.fromRank = in.hello.fromRank;
-        continue;
-      }
       if (!in.inPayload) {
         size_t n = in.socket.recvSome(reinterpret_cast<char*>(&in.header) + in.headerGot,
                                       sizeof(in.header) - in.headerGot, "frame header");
@@ -198,10 +176,7 @@ bool TcpEndpoint::service(Inbound& in) {
     }
     return true;
   } catch (const Error& e) {
-    if (in.fromRank < 0) {
-      MSCCLPP_WARN(LogBootstrap, "%s: dropped connection from %s: closed before completing the handshake",
-                   who_.c_str(), in.peer.c_str());
-    } else if (!stopping_.load() && !aborted_.load()) {
+    if (!stopping_.load() && !aborted_.load()) {
       std::string why = strFormat("rank %d closed its bootstrap connection%s (it exited, crashed, aborted or "
                                   "destroyed its bootstrap)",
                                   in.fromRank, in.inPayload ? " in the middle of a message" : "");
@@ -212,63 +187,18 @@ bool TcpEndpoint::service(Inbound& in) {
   }
 }
 
-void TcpEndpoint::progressLoop() {
-  std::vector<std::unique_ptr<Inbound>> conns;
-  std::vector<pollfd> fds;
-  while (!stopping_.load() && !aborted_.load()) {
-    fds.clear();
-    fds.push_back({wakeFd_, POLLIN, 0});
-    fds.push_back({listener_.fd(), POLLIN, 0});
-    for (auto& c : conns) fds.push_back({c->socket.fd(), POLLIN, 0});
-    int rc = ::poll(fds.data(), fds.size(), 200);
-    if (rc < 0) {
-      if (errno == EINTR) continue;
-      throw SystemError(who_ + ": poll", errno);
-    }
-    if (fds[0].revents) {
-      uint64_t v;
-      (void)!::read(wakeFd_, &v, sizeof(v));
-    }
-    if (stopping_.load() || aborted_.load()) break;
-    const size_t polled = conns.size();
-    if (fds[1].revents) {
-      while (true) {
-        net::Socket s = listener_.accept();
-        if (!s.valid()) break;
-        size_t unauthenticated = 0;
-        for (auto& c : conns) unauthenticated += c->fromRank < 0 && c->socket.valid();
-        if (unauthenticated >= kMaxUnauthenticated) {
-          for (auto& c : conns) {
-            if (c->fromRank < 0 && c->socket.valid()) {
-              MSCCLPP_WARN(LogBootstrap, "%s: dropped connection from %s: too many connections without a handshake",
-                           who_.c_str(), c->peer.c_str());
-              c->socket.close();
-              break;
-            }
-          }
-        }
-        auto in = std::make_unique<Inbound>();
-        in->peer = s.peerAddress().toString();
-        in->socket = std::move(s);
-        conns.push_back(std::move(in));
-      }
-    }
-    for (size_t i = 0; i < conns.size(); ++i) {
-      Inbound& in = *conns[i];
-      if (!in.socket.valid()) continue;
-      bool ready = i < polled && fds[2 + i].revents != 0;
-      if (ready && !service(in)) in.socket.close();
-      if (in.socket.valid() && in.fromRank < 0 && in.handshakeDeadline.expired()) {
-        MSCCLPP_WARN(LogBootstrap, "%s: dropped connection from %s: no handshake within %.0f s", who_.c_str(),
-                     in.peer.c_str(), kHandshakeSeconds);
-        in.socket.close();
-      }
-    }
-    conns.erase(std::remove_if(conns.begin(), conns.end(), [](const auto& c) { return !c->socket.valid(); }),
-                conns.end());
+bool TcpEndpoint::prepare(net::Watches& watches) {
+  if (aborted_.load()) return false;
+  inbound_.erase(std::remove_if(inbound_.begin(), inbound_.end(), [](const auto& in) { return !in->socket.valid(); }),
+                 inbound_.end());
+  acceptor_.watch(watches);
+  for (auto& in : inbound_) {
+    Inbound* conn = in.get();
+    watches.add(conn->socket.fd(), [this, conn]() {
+      if (!service(*conn)) conn->socket.close();
+    });
   }
-  for (auto& c : conns) c->socket.close();
-  listener_.close();
+  return true;
 }
 
 }  // namespace mscclpp::bootstrap

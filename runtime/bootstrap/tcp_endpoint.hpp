@@ -13,20 +13,21 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "bootstrap/mailbox.hpp"
 #include "bootstrap/message_endpoint.hpp"
-#include "bootstrap/socket.hpp"
-#include "bootstrap/unique_id.hpp"
+#include "core/net/event_loop.hpp"
+#include "core/net/hello.hpp"
+#include "core/net/secret.hpp"
+#include "core/net/socket.hpp"
 
 namespace mscclpp::bootstrap {
 
 class TcpEndpoint : public detail::MessageEndpoint {
  public:
   // Starts the progress thread on `listener` (bound and listening).
-  TcpEndpoint(int rank, int nRanks, const Secret& secret, net::Socket listener, size_t maxMessageBytes);
+  TcpEndpoint(int rank, int nRanks, const net::Secret& secret, net::Socket listener, size_t maxMessageBytes);
   ~TcpEndpoint() override;
 
   // The listening address of every rank, known after the rendezvous; before it, sends fail.
@@ -51,28 +52,30 @@ class TcpEndpoint : public detail::MessageEndpoint {
   };
   struct Inbound;
 
-  void progressLoop();
-  void wake();
+  // The progress thread's steps (EventLoop hooks and callbacks).
+  bool prepare(net::Watches& watches);
+  void admit(net::Socket socket, const char* hello, const std::string& peer);
   // Reads what is available on one inbound connection; false when it must be closed.
   bool service(Inbound& in);
   void connectOutbound(int peer, Outbound& out, const Deadline& deadline, const std::string& what);
 
   const int rank_;
   const int nRanks_;
-  const Secret secret_;
+  const net::Secret secret_;
   const size_t maxMessageBytes_;
-  net::Socket listener_;
   net::SocketAddress listenAddress_;
   std::string who_;  // "bootstrap rank 2/8"
   detail::Mailbox mailbox_;
   std::vector<std::unique_ptr<Outbound>> outbound_;
   std::vector<net::SocketAddress> peers_;
-  std::vector<bool> connectedFrom_;  // progress thread only: one authenticated connection per peer
+  // Progress thread only: one authenticated connection per peer, and the open connections.
+  std::vector<bool> connectedFrom_;
+  std::vector<std::unique_ptr<Inbound>> inbound_;
   std::atomic<bool> peersKnown_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> aborted_{false};
-  int wakeFd_ = -1;
-  std::thread progress_;
+  net::HelloAcceptor acceptor_;
+  net::EventLoop progress_;  // last: its thread stops before the members above go
 };
 
 }  // namespace mscclpp::bootstrap

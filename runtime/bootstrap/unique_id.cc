@@ -1,8 +1,5 @@
 #include "bootstrap/unique_id.hpp"
 
-#include <sys/random.h>
-
-#include <cerrno>
 #include <cstring>
 
 #include "core/enforce.hpp"
@@ -49,56 +46,11 @@ UniqueIdFields decodeUniqueId(const UniqueId& id) {
   return f;
 }
 
-Secret randomSecret() {
-  Secret s{};
-  size_t done = 0;
-  while (done < s.size()) {
-    ssize_t n = ::getrandom(s.data() + done, s.size() - done, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw SystemError("getrandom for the bootstrap secret", errno);
-    }
-    done += static_cast<size_t>(n);
-  }
-  return s;
-}
-
-uint64_t mix64(uint64_t a, uint64_t b) {
-  uint64_t z = a ^ (b + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2));
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-uint64_t hashString(const std::string& text) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, then mixed
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return mix64(h, text.size());
-}
-
-Secret derivedSecret(const std::string& text) {
-  Secret s{};
-  uint64_t a = mix64(hashString(text), 0x4d53434c50504131ull);
-  uint64_t b = mix64(a, hashString("mscclpp-comm-id:" + text));
-  std::memcpy(s.data(), &a, 8);
-  std::memcpy(s.data() + 8, &b, 8);
-  return s;
-}
-
-bool secretEquals(const uint8_t* a, const Secret& b) {
-  uint8_t diff = 0;
-  for (size_t i = 0; i < b.size(); ++i) diff |= static_cast<uint8_t>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
 UniqueIdFields fixedAddressId(const std::string& hostPort) {
   UniqueIdFields f;
   f.flags = kFlagFixedAddress;
   f.root = net::SocketAddress::parse(hostPort);
-  f.secret = derivedSecret(f.root.toString());
+  f.secret = net::derivedSecret(f.root.toString());
   return f;
 }
 

@@ -8,16 +8,14 @@
 #ifndef MSCCLPP_BOOTSTRAP_UNIQUE_ID_HPP_
 #define MSCCLPP_BOOTSTRAP_UNIQUE_ID_HPP_
 
-#include <array>
 #include <cstdint>
 #include <string>
 
-#include "bootstrap/socket.hpp"
+#include "core/net/secret.hpp"
+#include "core/net/socket.hpp"
 #include "mscclpp/bootstrap.hpp"
 
 namespace mscclpp::bootstrap {
-
-using Secret = std::array<uint8_t, 16>;
 
 constexpr uint16_t kUniqueIdVersion = 1;
 constexpr uint16_t kFlagFixedAddress = 1;
@@ -25,27 +23,15 @@ constexpr uint16_t kFlagFixedAddress = 1;
 struct UniqueIdFields {
   uint16_t flags = 0;
   net::SocketAddress root;
-  Secret secret{};
+  net::Secret secret{};
 };
 
 UniqueId encodeUniqueId(const UniqueIdFields& fields);
 // Throws Error(InvalidArgument) naming the field that is wrong (magic, version, address, padding).
 UniqueIdFields decodeUniqueId(const UniqueId& id);
 
-// 128 bits from getrandom(2).
-Secret randomSecret();
-// A secret every process computes alike from the fixed rendezvous address text (MSCCLPP_COMM_ID):
-// not secret against anyone who knows the address, only a guard against strays.
-Secret derivedSecret(const std::string& text);
-// Compares without an early exit.
-bool secretEquals(const uint8_t* a, const Secret& b);
-
 // The id for a fixed root address (MSCCLPP_COMM_ID or TcpBootstrap::initialize("host:port")).
 UniqueIdFields fixedAddressId(const std::string& hostPort);
-
-// Mixes two 64-bit values (splitmix64 finaliser): namespaces of splits and views.
-uint64_t mix64(uint64_t a, uint64_t b);
-uint64_t hashString(const std::string& text);
 
 }  // namespace mscclpp::bootstrap
 

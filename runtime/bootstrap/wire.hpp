@@ -10,13 +10,13 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "bootstrap/socket.hpp"
+#include "core/net/hello.hpp"
+#include "core/net/socket.hpp"
 
 namespace mscclpp::bootstrap {
 
 struct RendezvousHello {
-  char magic[8];  // "MSCLRDV1"
-  uint8_t secret[16];
+  net::HelloHeader header;  // magic "MSCLRDV1", the unique id's secret
   int32_t rank;
   int32_t nRanks;
   uint8_t listenAddress[net::SocketAddress::kEncodedBytes];
@@ -31,8 +31,7 @@ struct RendezvousReply {
 static_assert(sizeof(RendezvousReply) == 16, "wire layout");
 
 struct PeerHello {
-  char magic[8];  // "MSCLPEER"
-  uint8_t secret[16];
+  net::HelloHeader header;  // magic "MSCLPEER", the unique id's secret
   int32_t fromRank;
   int32_t nRanks;
 };

@@ -10,7 +10,9 @@
 #include "core/enforce.hpp"
 #include "core/format.hpp"
 #include "plan/c_request.hpp"
+#include "plan/plan_loader.hpp"
 #include "plan/registry.hpp"
+#include "plan/verify/verify.hpp"
 
 namespace {
 
@@ -104,6 +106,22 @@ int mscclppPlanSelect(const mscclppPlanRequest* request, char* nameBuf, size_t n
     writeText(nameBuf, nameLen, selection->name);
     writeText(reasonBuf, reasonLen, selection->reason);
     return selection->name.empty() ? 0 : 1;
+  });
+}
+
+int mscclppPlanVerify(const char* path, const char* json, size_t jsonLen, char* reportBuf, size_t reportLen,
+                      char* errBuf, size_t errLen) {
+  writeText(reportBuf, reportLen, "");
+  return guarded(errBuf, errLen, [&] {
+    MSCCLPP_ENFORCE(path != nullptr || json != nullptr, ErrorCode::InvalidArgument,
+                    "mscclppPlanVerify: path and json are both NULL");
+    mscclpp::plan::PlanPtr plan = json != nullptr
+                                      ? mscclpp::plan::loadPlanJson(std::string_view(json, jsonLen),
+                                                                    path != nullptr ? path : "<memory>")
+                                      : mscclpp::plan::loadPlanFile(path);
+    const auto result = mscclpp::plan::verify::verifyPlan(*plan);
+    writeText(reportBuf, reportLen, mscclpp::plan::verify::formatResult(*plan, result));
+    return result.proven ? 1 : 0;
   });
 }
 

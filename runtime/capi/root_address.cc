@@ -1,7 +1,7 @@
 #include "capi/root_address.hpp"
 
-#include "bootstrap/net_interface.hpp"
-#include "bootstrap/socket.hpp"
+#include "core/net/net_interface.hpp"
+#include "core/net/socket.hpp"
 #include "core/enforce.hpp"
 #include "core/params.hpp"
 

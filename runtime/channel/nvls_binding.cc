@@ -3,6 +3,7 @@
 #include "comm/communicator_impl.hpp"
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
+#include "core/random.hpp"
 #include "mscclpp_config.h"
 
 #if MSCCLPP_HAVE_CUDA
@@ -15,8 +16,7 @@
 
 #include <cstring>
 
-#include "bootstrap/socket.hpp"
-#include "bootstrap/unique_id.hpp"
+#include "core/net/socket.hpp"
 #include "core/params.hpp"
 #endif
 
@@ -242,9 +242,8 @@ std::shared_ptr<NvlsBinding> NvlsBinding::tryCreate(Communicator& comm, const st
     }
     ::close(fd);
   } else {
-    auto rnd = bootstrap::randomSecret();
-    std::string name = strFormat("%cmscclpp-nvls-%d-%02x%02x%02x%02x", '\0', int(getpid()), rnd[0], rnd[1], rnd[2],
-                                 rnd[3]);
+    uint32_t rnd = static_cast<uint32_t>(randomU64("an NVLS socket name"));
+    std::string name = strFormat("%cmscclpp-nvls-%d-%08x", '\0', int(getpid()), rnd);
     int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0) throw SystemError("NVLS: socket(AF_UNIX)", errno);
     sockaddr_un addr{};

@@ -2,7 +2,7 @@
 
 #include "channel/semaphore_setup.hpp"
 #include "comm/communicator_impl.hpp"
-#include "comm/serial.hpp"
+#include "core/serial.hpp"
 #include "core/deadline.hpp"
 #include "core/enforce.hpp"
 #include "core/params.hpp"
@@ -53,14 +53,14 @@ std::shared_ptr<SemaphoreCounters> setupSemaphore(Communicator& comm, const std:
   double timeout = params::timeoutSeconds();
   s->timeoutNs = timeout > 0 ? static_cast<uint64_t>(timeout * 1e9) : kNoDeadline;
 
-  comm::ByteWriter w;
+  ByteWriter w;
   w.put(kSemaphoreMagic);
   w.put(static_cast<uint8_t>(kind));
   std::vector<char> mem = s->localInbound.serialize();
   w.putBytes(mem.data(), mem.size());
   m.semaphoreBootstrap->send(w.bytes(), peer, tag);
   std::vector<char> got = m.semaphoreBootstrap->recv(peer, tag, kMaxSemaphoreMessage);
-  comm::ByteReader r(got, s->who.c_str());
+  ByteReader r(got, s->who.c_str());
   MSCCLPP_ENFORCE(r.get<uint32_t>("magic") == kSemaphoreMagic, ErrorCode::RemoteError,
                   "%s: the peer's message is not a semaphore", s->who.c_str());
   uint8_t peerKind = r.get<uint8_t>("kind");

@@ -8,9 +8,8 @@
 #include "core/env_check.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
+#include "comm/params.hpp"
 #include "transport/device_memory.hpp"
-#include "transport/ib_verbs/memory.hpp"
-#include "transport/tcp/engine.hpp"
 
 namespace mscclpp {
 
@@ -29,16 +28,11 @@ void Communicator::Impl::checkAlive(const char* op) const {
   MSCCLPP_ENFORCE(!aborted.load(), ErrorCode::Aborted, "%s: %s: the communicator was aborted", who().c_str(), op);
 }
 
-std::shared_ptr<transport::tcp::Engine> Communicator::Impl::engine() {
+std::shared_ptr<transport::Session> Communicator::Impl::session(Transport t) {
   std::lock_guard<std::mutex> lock(mutex);
-  if (!tcpEngine) tcpEngine = std::make_shared<transport::tcp::Engine>(rank, net::chooseDefaultInterface());
-  return tcpEngine;
-}
-
-std::shared_ptr<transport::ib_verbs::Device> Communicator::Impl::ibDevice(int index) {
-  std::lock_guard<std::mutex> lock(mutex);
-  if (!ibDevices[index]) ibDevices[index] = transport::ib_verbs::openDevice(index, params::ibverbsLibrary());
-  return ibDevices[index];
+  std::shared_ptr<transport::Session>& s = sessions[static_cast<size_t>(t)];
+  if (!s) s = transport::driverFor(t)->openSession(t, transport::RankInfo{rank, device, timeoutSeconds});
+  return s;
 }
 
 std::shared_ptr<comm::OrderedReceiver> Communicator::Impl::receiver(int peer, int tag) {
@@ -153,12 +147,14 @@ void Communicator::abort() {
   if (m.aborted.exchange(true)) return;
   MSCCLPP_INFO(LogInit, "%s: abort", m.who().c_str());
   m.userBootstrap->abort();
-  std::shared_ptr<transport::tcp::Engine> engine;
+  decltype(m.sessions) sessions;
   {
     std::lock_guard<std::mutex> lock(m.mutex);
-    engine = m.tcpEngine;
+    sessions = m.sessions;
   }
-  if (engine) engine->abort();
+  for (auto& s : sessions) {
+    if (s) s->abort();
+  }
 }
 
 bool Communicator::aborted() const { return pimpl_->aborted.load(); }

@@ -3,6 +3,7 @@
 #ifndef MSCCLPP_COMM_COMMUNICATOR_IMPL_HPP_
 #define MSCCLPP_COMM_COMMUNICATOR_IMPL_HPP_
 
+#include <array>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -14,15 +15,9 @@
 #include "comm/counter_pool.hpp"
 #include "comm/ordered_receiver.hpp"
 #include "mscclpp/communicator.hpp"
+#include "transport/transport.hpp"
 
 namespace mscclpp {
-
-namespace transport::tcp {
-class Engine;
-}
-namespace transport::ib_verbs {
-class Device;
-}
 
 struct Communicator::Impl {
   std::shared_ptr<Bootstrap> userBootstrap;  // what the user gave (split() splits it)
@@ -39,8 +34,8 @@ struct Communicator::Impl {
   double timeoutSeconds = 0;
 
   std::mutex mutex;  // guards everything below
-  std::shared_ptr<transport::tcp::Engine> tcpEngine;
-  std::shared_ptr<transport::ib_verbs::Device> ibDevices[8];
+  // Each transport's state in this communicator (the TCP engine, opened HCAs), made on first use.
+  std::array<std::shared_ptr<transport::Session>, static_cast<size_t>(Transport::NumTransports)> sessions;
   std::map<std::tuple<uintptr_t, size_t, uint32_t>, std::weak_ptr<RegisteredMemory::Impl>> registrations;
   std::map<std::pair<int, int>, std::shared_ptr<comm::OrderedReceiver>> receivers;
   uint64_t registrationCount = 0;  // new registrations made (tests: cache hits make none)
@@ -53,8 +48,8 @@ struct Communicator::Impl {
   ErrorCode errorCode = ErrorCode::InternalError;
   std::string errorMessage;
 
-  std::shared_ptr<transport::tcp::Engine> engine();
-  std::shared_ptr<transport::ib_verbs::Device> ibDevice(int index);
+  // The session of transport t (t has a driver), opened on first use.
+  std::shared_ptr<transport::Session> session(Transport t);
   std::shared_ptr<comm::OrderedReceiver> receiver(int peer, int tag);
   std::shared_ptr<comm::CounterPool> counters();
   // The tag `connection` was created with on this communicator (semaphores exchange on it).

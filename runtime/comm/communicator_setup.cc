@@ -3,18 +3,12 @@
 
 #include "comm/communicator_impl.hpp"
 #include "comm/host_identity.hpp"
-#include "comm/registered_memory_impl.hpp"
-#include "comm/serial.hpp"
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
-#include "transport/cuda_ipc/connection.hpp"
-#include "transport/cuda_ipc/memory.hpp"
+#include "core/serial.hpp"
 #include "transport/device_memory.hpp"
-#include "transport/host_shm/connection.hpp"
-#include "transport/host_shm/memory.hpp"
-#include "transport/ib_verbs/connection.hpp"
-#include "transport/ib_verbs/memory.hpp"
-#include "transport/tcp/connection.hpp"
+#include "transport/registration.hpp"
+#include "transport/transport.hpp"
 
 namespace mscclpp {
 
@@ -31,7 +25,7 @@ struct EndpointHeader {
 };
 
 std::vector<char> encodeEndpoint(const EndpointHeader& h) {
-  comm::ByteWriter w;
+  ByteWriter w;
   w.put(kEndpointMagic);
   w.put(static_cast<uint8_t>(h.transport));
   w.put(h.rank);
@@ -43,7 +37,7 @@ std::vector<char> encodeEndpoint(const EndpointHeader& h) {
 }
 
 EndpointHeader decodeEndpoint(const std::vector<char>& bytes, const std::string& what) {
-  comm::ByteReader r(bytes, what.c_str());
+  ByteReader r(bytes, what.c_str());
   MSCCLPP_ENFORCE(r.get<uint32_t>("magic") == kEndpointMagic, ErrorCode::RemoteError,
                   "%s: the peer's message is not a connection endpoint (a sendMemory/connect mismatch on this tag?)",
                   what.c_str());
@@ -62,8 +56,11 @@ EndpointHeader decodeEndpoint(const std::vector<char>& bytes, const std::string&
   return h;
 }
 
-bool isConnectable(Transport t) {
-  return t == Transport::HostShm || t == Transport::Ethernet || t == Transport::CudaIpc || isIbTransport(t);
+// The transports some driver carries: what registerMemory and connect accept.
+uint32_t transportsWithDriver() {
+  TransportFlags all;
+  for (Transport t : transport::transportsInOrder()) all |= t;
+  return all.bits();
 }
 
 }  // namespace
@@ -73,8 +70,7 @@ RegisteredMemory Communicator::registerMemory(void* ptr, size_t size, TransportF
   m.checkAlive("registerMemory");
   MSCCLPP_ENFORCE(ptr != nullptr && size > 0, ErrorCode::InvalidArgument,
                   "%s: registerMemory(%p, %zu): a null pointer or zero size", m.who().c_str(), ptr, size);
-  const uint32_t allowed = (TransportFlags(Transport::HostShm) | Transport::CudaIpc | Transport::Ethernet).bits() |
-                           AllIBTransports.bits();
+  const uint32_t allowed = transportsWithDriver();
   MSCCLPP_ENFORCE(transports.any() && (transports.bits() & ~allowed) == 0, ErrorCode::InvalidArgument,
                   "%s: registerMemory(%p, %zu): transports %s: choose among SHM, IPC, TCP, IB0..IB7 (NVLS buffers are "
                   "bound through SwitchChannel)",
@@ -101,27 +97,12 @@ RegisteredMemory Communicator::registerMemory(void* ptr, size_t size, TransportF
   r->deviceMemory = transport::isDevicePointer(ptr);
   const std::string what = strFormat("%s: registerMemory(%p, %zu, %s)", m.who().c_str(), ptr, size,
                                      transports.toString().c_str());
-  if (transports.has(Transport::HostShm)) {
-    MSCCLPP_ENFORCE(!r->deviceMemory && transport::host_shm::exportRange(ptr, size, &r->shm),
-                    ErrorCode::InvalidArgument, "%s: SHM needs memory from allocSharedHost, and this range is not in one",
-                    what.c_str());
-  }
-  if (transports.has(Transport::CudaIpc)) {
-    MSCCLPP_ENFORCE(r->deviceMemory, ErrorCode::InvalidArgument, "%s: IPC needs CUDA device memory%s", what.c_str(),
-                    transport::cuda_ipc::compiledIn() ? "" : " (and this build has no CUDA support)");
-    transport::cuda_ipc::exportRange(ptr, size, &r->ipc);
-  }
-  if (transports.has(Transport::Ethernet)) {
-    auto engine = m.engine();
-    r->tcp.engineId = engine->id();
-    r->keepAlive.push_back(engine->keys()->add(ptr, size, r->deviceMemory, &r->tcp.key));
-  }
-  for (int i = 0; i < 8; ++i) {
-    Transport t = static_cast<Transport>(static_cast<int>(Transport::IB0) + i);
+  for (Transport t : transport::transportsInOrder()) {
     if (!transports.has(t)) continue;
     try {
-      auto device = m.ibDevice(i);
-      r->keepAlive.push_back(transport::ib_verbs::registerRegion(device, ptr, size, &r->ib[i]));
+      transport::Exported e = m.session(t)->exportMemory(transport::LocalMemory{ptr, size, r->deviceMemory});
+      r->records[static_cast<size_t>(t)] = std::move(e.record);
+      if (e.keepAlive) r->keepAlive.push_back(std::move(e.keepAlive));
     } catch (const Error& e) {
       throw Error(e.code(), what + ": " + e.what());
     }
@@ -165,7 +146,8 @@ std::shared_future<std::shared_ptr<Connection>> Communicator::connect(int remote
   m.checkPeer(remoteRank, "connect");
   const std::string what =
       strFormat("%s: connect to rank %d over %s (tag %d)", m.who().c_str(), remoteRank, transportName(transport), tag);
-  MSCCLPP_ENFORCE(isConnectable(transport), ErrorCode::InvalidArgument,
+  const transport::Driver* driver = transport::driverFor(transport);
+  MSCCLPP_ENFORCE(driver != nullptr, ErrorCode::InvalidArgument,
                   "%s: not a connection transport (use SHM, IPC, TCP or IB0..IB7; NVLS is a SwitchChannel)",
                   what.c_str());
   EndpointHeader local;
@@ -173,21 +155,10 @@ std::shared_future<std::shared_ptr<Connection>> Communicator::connect(int remote
   local.rank = m.rank;
   local.hostHash = m.hostHash;
   local.device = m.device;
-  transport::tcp::EndpointInfo tcpLocal;
-  std::shared_ptr<transport::tcp::Engine> engine;
-  std::shared_ptr<transport::ib_verbs::QueuePair> qp;
+  std::shared_ptr<transport::PendingConnection> pending;
   try {
-    if (transport == Transport::Ethernet) {
-      engine = m.engine();
-      tcpLocal = transport::tcp::localEndpoint(*engine);
-      local.payload = transport::tcp::encodeEndpoint(tcpLocal);
-    } else if (transport == Transport::CudaIpc) {
-      MSCCLPP_ENFORCE(transport::cuda_ipc::compiledIn(), ErrorCode::NotSupported, "this build has no CUDA support");
-      MSCCLPP_ENFORCE(m.device >= 0, ErrorCode::InvalidArgument, "this communicator has no CUDA device");
-    } else if (isIbTransport(transport)) {
-      qp = transport::ib_verbs::createQueuePair(m.ibDevice(ibDeviceIndex(transport)));
-      local.payload = transport::ib_verbs::localQpInfo(*qp);
-    }
+    pending = m.session(transport)->connect(remoteRank);
+    local.payload = pending->localEndpoint();
   } catch (const Error& e) {
     throw Error(e.code(), what + ": " + e.what());
   }
@@ -195,7 +166,7 @@ std::shared_future<std::shared_ptr<Connection>> Communicator::connect(int remote
   auto receiver = m.receiver(remoteRank, tag);
   uint64_t ticket = receiver->post();
   return std::async(std::launch::deferred,
-                    [self, receiver, ticket, remoteRank, tag, transport, what, tcpLocal, engine, qp]() {
+                    [self, receiver, ticket, remoteRank, tag, transport, what, driver, pending]() {
                       Impl& m = *self;
                       std::shared_ptr<Connection> conn;
                       try {
@@ -205,25 +176,13 @@ std::shared_future<std::shared_ptr<Connection>> Communicator::connect(int remote
                                         remoteRank, transportName(peer.transport));
                         MSCCLPP_ENFORCE(peer.rank == remoteRank, ErrorCode::RemoteError,
                                         "the endpoint came from rank %d", peer.rank);
-                        if (transport == Transport::HostShm || transport == Transport::CudaIpc) {
+                        if (driver->sameHostOnly()) {
                           MSCCLPP_ENFORCE(peer.hostHash == m.hostHash, ErrorCode::InvalidArgument,
                                           "rank %d is on host '%s', not on this host '%s': %s needs both on one host",
                                           remoteRank, m.hostIds[remoteRank].c_str(), m.hostId.c_str(),
                                           transportName(transport));
                         }
-                        if (transport == Transport::HostShm) {
-                          conn = std::make_shared<transport::host_shm::HostShmConnection>(m.rank, remoteRank);
-                        } else if (transport == Transport::Ethernet) {
-                          auto remote = transport::tcp::decodeEndpoint(peer.payload, what + ": TCP endpoint");
-                          conn = std::make_shared<transport::tcp::TcpConnection>(engine, m.rank, remoteRank, tcpLocal,
-                                                                                 remote, Deadline(m.timeoutSeconds));
-                        } else if (transport == Transport::CudaIpc) {
-                          MSCCLPP_ENFORCE(peer.device >= 0, ErrorCode::InvalidArgument,
-                                          "rank %d has no CUDA device", remoteRank);
-                          conn = transport::cuda_ipc::makeConnection(m.rank, remoteRank, m.device);
-                        } else {
-                          conn = transport::ib_verbs::makeConnection(qp, peer.payload, m.rank, remoteRank, transport);
-                        }
+                        conn = pending->complete(transport::PeerEndpoint{peer.rank, peer.device, peer.payload});
                       } catch (const Error& e) {
                         throw Error(e.code(), what + ": " + e.what());
                       }

@@ -6,9 +6,11 @@
 #include <fstream>
 #include <mutex>
 
-#include "bootstrap/unique_id.hpp"
 #include "core/enforce.hpp"
+#include "core/hash.hpp"
 #include "core/params.hpp"
+#include "comm/params.hpp"
+#include "core/random.hpp"
 
 namespace mscclpp::comm {
 
@@ -27,7 +29,7 @@ std::string computeHostId() {
   return id;
 }
 
-uint64_t hostIdHash(const std::string& hostId) { return bootstrap::hashString("host:" + hostId); }
+uint64_t hostIdHash(const std::string& hostId) { return hashString("host:" + hostId); }
 
 ProcessIdentity thisProcess() {
   // A process-wide fact (like the pid itself), recomputed after fork so parent and child differ.
@@ -36,10 +38,7 @@ ProcessIdentity thisProcess() {
   std::lock_guard<std::mutex> lock(mutex);
   int32_t pid = static_cast<int32_t>(getpid());
   if (identity.pid != pid) {
-    auto secret = bootstrap::randomSecret();
-    uint64_t token;
-    std::memcpy(&token, secret.data(), sizeof(token));
-    identity = ProcessIdentity{token, pid};
+    identity = ProcessIdentity{randomU64("the process token"), pid};
   }
   return identity;
 }

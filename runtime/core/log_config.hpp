@@ -3,7 +3,7 @@
 //   inverts, ALL), NCCL_DEBUG_FILE=/tmp/log.%h.%p; MSCCLPP_DEBUG, MSCCLPP_DEBUG_SUBSYS and
 //   MSCCLPP_DEBUG_FILE override each of them. Unset, nothing is printed (NCCL is quiet by default).
 // The subsystem list takes our names and NCCL's (mapped to the nearest of ours), so an
-// NCCL_DEBUG_SUBSYS written for NCCL keeps working. docs/runtime.md has the table.
+// NCCL_DEBUG_SUBSYS written for NCCL keeps working. docs/environment.md has the table.
 #ifndef MSCCLPP_CORE_LOG_CONFIG_HPP_
 #define MSCCLPP_CORE_LOG_CONFIG_HPP_
 

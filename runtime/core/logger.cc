@@ -12,6 +12,7 @@
 
 #include "enforce.hpp"
 #include "format.hpp"
+#include "params.hpp"
 
 namespace mscclpp {
 namespace detail {
@@ -130,7 +131,10 @@ void loadLogConfig() {
 
 }  // namespace detail
 
-void reloadLogConfig() { detail::loadLogConfig(); }
+void reloadLogConfig() {
+  params::resetCache();  // parameters are read once: read the environment again
+  detail::loadLogConfig();
+}
 
 void logMessage(LogLevel level, LogSubsys subsys, const char* fmt, ...) {
   va_list args;

@@ -45,8 +45,9 @@ void logWarning(LogSubsys subsys, const char* fmt, ...) __attribute__((format(pr
 std::string lastWarning();
 
 // Re-reads the logging variables from the environment (tests change them at run time;
-// ncclResetDebugInit). A value that is not valid leaves the default (level WARN, so that the
-// rejection at init is printed); checkEnvironment() reports it.
+// ncclResetDebugInit), and every cached parameter at its next use (params::resetCache). A value
+// that is not valid leaves the default (level WARN, so that the rejection at init is printed);
+// checkEnvironment() reports it.
 void reloadLogConfig();
 
 // The rank printed on this thread's log lines; -1 prints "-".

@@ -1,113 +1,112 @@
-#include "params.hpp"
+#include "core/params.hpp"
 
 #include <strings.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
-#include "enforce.hpp"
+#include "core/enforce.hpp"
 
 namespace mscclpp::params {
 namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::vector<ParamDescriptor> params;  // in registration order
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();  // never destroyed: registrations run during static init
+  return *r;
+}
+
+std::atomic<uint64_t> generationCounter{1};
 
 const char* envOrNull(const char* name) {
   const char* v = std::getenv(name);
   return (v != nullptr && v[0] != '\0') ? v : nullptr;
 }
 
-[[noreturn]] void badValue(const char* env, const char* value, const char* expected, const char* def) {
-  MSCCLPP_THROW(ErrorCode::InvalidArgument, "%s='%s' is not valid: expected %s (default %s)", env, value, expected, def);
+const char* valueOrDefault(const ParamDescriptor& p) {
+  const char* v = envOrNull(p.envName);
+  return v ? v : p.defaultValue;
 }
 
-bool parseBool(const char* env, const char* text, const char* def) {
+[[noreturn]] void badValue(const ParamDescriptor& p, const char* value, const char* expected) {
+  MSCCLPP_THROW(ErrorCode::InvalidArgument, "%s='%s' is not valid: expected %s (default %s)", p.envName, value,
+                expected, p.defaultValue);
+}
+
+bool parseBoolText(const ParamDescriptor& p, const char* text) {
   static const char* truthy[] = {"1", "true", "yes", "on"};
   static const char* falsy[] = {"0", "false", "no", "off"};
   for (const char* t : truthy)
     if (strcasecmp(text, t) == 0) return true;
   for (const char* f : falsy)
     if (strcasecmp(text, f) == 0) return false;
-  badValue(env, text, "a boolean (1/0, true/false, yes/no, on/off)", def);
+  badValue(p, text, "a boolean (1/0, true/false, yes/no, on/off)");
 }
 
-int64_t parseInt(const char* env, const char* text, const char* def) {
+int64_t parseIntText(const ParamDescriptor& p, const char* text) {
   errno = 0;
   char* end = nullptr;
   long long v = std::strtoll(text, &end, 0);
-  if (errno != 0 || end == text || *end != '\0') badValue(env, text, "an integer", def);
+  if (errno != 0 || end == text || *end != '\0') badValue(p, text, "an integer");
   return static_cast<int64_t>(v);
 }
 
-double parseDouble(const char* env, const char* text, const char* def) {
+double parseDoubleText(const ParamDescriptor& p, const char* text) {
   errno = 0;
   char* end = nullptr;
   double v = std::strtod(text, &end);
-  if (errno != 0 || end == text || *end != '\0' || v != v) badValue(env, text, "a number", def);
+  if (errno != 0 || end == text || *end != '\0' || v != v) badValue(p, text, "a number");
   return v;
 }
 
-std::string parseChoice(const char* env, const char* text, const char* choices, const char* def) {
-  const char* p = choices;
-  while (*p) {
-    const char* bar = std::strchr(p, '|');
-    size_t len = bar ? static_cast<size_t>(bar - p) : std::strlen(p);
-    if (std::strlen(text) == len && strncasecmp(text, p, len) == 0) return std::string(p, len);
+std::string parseChoiceText(const ParamDescriptor& p, const char* text) {
+  const char* choices = p.typeName;
+  while (*choices) {
+    const char* bar = std::strchr(choices, '|');
+    size_t len = bar ? static_cast<size_t>(bar - choices) : std::strlen(choices);
+    if (std::strlen(text) == len && strncasecmp(text, choices, len) == 0) return std::string(choices, len);
     if (!bar) break;
-    p = bar + 1;
+    choices = bar + 1;
   }
-  badValue(env, text, strFormat("one of %s", choices).c_str(), def);
+  badValue(p, text, strFormat("one of %s", p.typeName).c_str());
 }
 
 }  // namespace
 
-#define MSCCLPP_PARAM_BOOL(accessor, env, def, doc) \
-  bool accessor() {                                 \
-    const char* v = envOrNull(env);                 \
-    return parseBool(env, v ? v : def, def);        \
-  }
-#define MSCCLPP_PARAM_INT(accessor, env, def, doc) \
-  int64_t accessor() {                             \
-    const char* v = envOrNull(env);                \
-    return parseInt(env, v ? v : def, def);        \
-  }
-#define MSCCLPP_PARAM_DOUBLE(accessor, env, def, doc) \
-  double accessor() {                                 \
-    const char* v = envOrNull(env);                   \
-    return parseDouble(env, v ? v : def, def);        \
-  }
-#define MSCCLPP_PARAM_STRING(accessor, env, def, doc) \
-  std::string accessor() {                            \
-    const char* v = envOrNull(env);                   \
-    return std::string(v ? v : def);                  \
-  }
-#define MSCCLPP_PARAM_CHOICE(accessor, env, def, choices, doc) \
-  std::string accessor() {                                     \
-    const char* v = envOrNull(env);                            \
-    return parseChoice(env, v ? v : def, choices, def);        \
-  }
-#include "params_list.def"
-#undef MSCCLPP_PARAM_BOOL
-#undef MSCCLPP_PARAM_INT
-#undef MSCCLPP_PARAM_DOUBLE
-#undef MSCCLPP_PARAM_STRING
-#undef MSCCLPP_PARAM_CHOICE
-
-const std::vector<ParamDescriptor>& allParams() {
-  static const std::vector<ParamDescriptor> table = {
-#define MSCCLPP_PARAM_BOOL(accessor, env, def, doc) {env, "bool", def, doc},
-#define MSCCLPP_PARAM_INT(accessor, env, def, doc) {env, "int", def, doc},
-#define MSCCLPP_PARAM_DOUBLE(accessor, env, def, doc) {env, "double", def, doc},
-#define MSCCLPP_PARAM_STRING(accessor, env, def, doc) {env, "string", def, doc},
-#define MSCCLPP_PARAM_CHOICE(accessor, env, def, choices, doc) {env, choices, def, doc},
-#include "params_list.def"
-#undef MSCCLPP_PARAM_BOOL
-#undef MSCCLPP_PARAM_INT
-#undef MSCCLPP_PARAM_DOUBLE
-#undef MSCCLPP_PARAM_STRING
-#undef MSCCLPP_PARAM_CHOICE
-  };
-  return table;
+Registration::Registration(const ParamDescriptor* table, size_t count) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.params.insert(r.params.end(), table, table + count);
 }
+
+std::vector<ParamDescriptor> allParams() {
+  Registry& r = registry();
+  std::vector<ParamDescriptor> out;
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    out = r.params;
+  }
+  // Registration order depends on link order: sort by owner, keeping each layer's own order.
+  std::stable_sort(out.begin(), out.end(),
+                   [](const ParamDescriptor& a, const ParamDescriptor& b) { return std::strcmp(a.owner, b.owner) < 0; });
+  return out;
+}
+
+bool parseBool(const ParamDescriptor& p) { return parseBoolText(p, valueOrDefault(p)); }
+int64_t parseInt(const ParamDescriptor& p) { return parseIntText(p, valueOrDefault(p)); }
+double parseDouble(const ParamDescriptor& p) { return parseDoubleText(p, valueOrDefault(p)); }
+std::string parseString(const ParamDescriptor& p) { return std::string(valueOrDefault(p)); }
+std::string parseChoice(const ParamDescriptor& p) { return parseChoiceText(p, valueOrDefault(p)); }
+
+uint64_t cacheGeneration() { return generationCounter.load(std::memory_order_acquire); }
+
+void resetCache() { generationCounter.fetch_add(1, std::memory_order_acq_rel); }
 
 const char* rawValue(const ParamDescriptor& param) { return envOrNull(param.envName); }
 
@@ -116,14 +115,18 @@ void checkValue(const ParamDescriptor& param) {
   if (v == nullptr) return;
   std::string type = param.typeName;
   if (type == "bool") {
-    parseBool(param.envName, v, param.defaultValue);
+    parseBoolText(param, v);
   } else if (type == "int") {
-    parseInt(param.envName, v, param.defaultValue);
+    parseIntText(param, v);
   } else if (type == "double") {
-    parseDouble(param.envName, v, param.defaultValue);
+    parseDoubleText(param, v);
   } else if (type != "string") {
-    parseChoice(param.envName, v, param.typeName, param.defaultValue);
+    parseChoiceText(param, v);
   }
 }
 
 }  // namespace mscclpp::params
+
+#define MSCCLPP_PARAMS_DEF "core/params_core.def"
+#define MSCCLPP_PARAMS_OWNER "core"
+#include "core/params_define.inc"

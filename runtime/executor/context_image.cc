@@ -5,8 +5,10 @@
 
 #include "core/enforce.hpp"
 #include "core/params.hpp"
+#include "executor/params.hpp"
 #include "plan/op_rules.hpp"
 #include "plan/plan_sizing.hpp"
+#include "plan/params.hpp"
 
 namespace mscclpp::exec {
 namespace {

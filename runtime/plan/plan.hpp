@@ -106,6 +106,10 @@ struct ThreadblockPlan {
   std::vector<Op> ops;  // a pipeline op is followed by its bodyCount body ops (no nesting)
   std::vector<BufferRef> refs;
   std::vector<uint32_t> ids;
+  // Where each op was written (a DSL "file:line"), parallel to ops: the optional "source" key the DSL
+  // compiler writes with source locations on (docs/plan-verifier.md). Empty when no op carries one; an
+  // op without the key has "". Only the verifier and the plan picture read it.
+  std::vector<std::string> opSources;
 };
 
 // One memory or port channel: the k-th channel of a type toward a peer pairs with the peer's k-th

@@ -21,7 +21,8 @@ struct PlanDirectories {
 
 PlanDirectories planDirectories();
 
-// The default plans installed with this library ("" when the library's own path is unknown).
+// The default plans installed with this library ("" when the library's own path is unknown); in a tool that
+// links the plan layer statically, those installed with the tool (MSCCLPP_PLANS_FROM_BINDIR).
 std::string installedPlanDirectory();
 
 // The user's plan cache ("" when there is no MSCCLPP_CACHE_DIR and no home directory).

@@ -19,6 +19,7 @@
 #include "plan/plan_names.hpp"
 #include "plan/registry_entry.hpp"
 #include "plan/selection.hpp"
+#include "plan/verify/registry_check.hpp"
 
 namespace mscclpp::plan {
 namespace {
@@ -240,6 +241,7 @@ void Registry::Impl::scanDirectory(const std::string& dir, bool warnIfMissing) {
     e->fromDirectory = true;
     try {
       e->summary = loadPlanSummaryFile(path);
+      verify::checkForRegistry(path, "", path);
     } catch (const Error& err) {
       MSCCLPP_WARN(LogPlan, "skipping plan file %s: %s", path.c_str(), err.what());
       continue;
@@ -316,6 +318,7 @@ Registry::Status Registry::registerFile(const std::string& path, const std::vect
   auto e = std::make_shared<Entry>();
   e->path = path;
   e->summary = loadPlanSummaryFile(path);
+  verify::checkForRegistry(path, "", path);
   addTags(&e->summary.header, tags);
   std::unique_lock<std::shared_mutex> lock(impl_->mutex);
   if (name != nullptr) *name = e->header().name;
@@ -330,6 +333,7 @@ Registry::Status Registry::registerJson(const std::string& json, const std::stri
   auto e = std::make_shared<Entry>();
   e->json = json;
   e->summary = loadPlanSummaryJson(e->json, sourceName);
+  verify::checkForRegistry("", e->json, sourceName);
   addTags(&e->summary.header, tags);
   std::unique_lock<std::shared_mutex> lock(impl_->mutex);
   if (name != nullptr) *name = e->header().name;

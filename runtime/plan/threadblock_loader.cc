@@ -29,7 +29,7 @@ const char* const kTbRemoteKeys[] = {"access_channel_type", "remote_buffer_ids"}
 const char* const kOpKeys[] = {"name",         "channel_type", "channel_ids", "src_buff",         "dst_buff",
                                "reduce_op",    "tbg_info",     "barrier_id",  "num_threadblocks", "semaphore_ids",
                                "iter_context", "ops",          "buffer_type", "buffer_offset",    "size",
-                               "dst_chunk"};
+                               "dst_chunk",    "source"};
 const char* const kRefKeys[] = {"type", "buffer_id", "switch_channel_id", "index", "size", "rank"};
 
 template <size_t N>
@@ -165,6 +165,7 @@ void ThreadblockLoader::loadThreadblock(size_t index, const Path& at) {
   check_.expectType(ops, opsPath, Type::Array);
   tb_->ops.reserve(ops.count);
   for (uint32_t i = 0; i < ops.count; ++i) loadOp(doc_.child(ops, i), opsPath.at(i), false);
+  if (!tb_->opSources.empty()) tb_->opSources.resize(tb_->ops.size());
   if (tb_->refs.size() >= UINT32_MAX || tb_->ids.size() >= UINT32_MAX) check_.fail(at, "has too many references");
   traceUnknownKeys(root, at, kThreadblockKeys, countOf(kThreadblockKeys));
 }
@@ -401,6 +402,11 @@ void ThreadblockLoader::loadOp(const Value& v, const Path& at, bool inPipeline) 
     op.nIds = sems.count;
   }
   traceUnknownKeys(v, at, kOpKeys, countOf(kOpKeys));
+  if (const Value* where = doc_.member(v, "source")) {
+    const std::string_view text = check_.string(*where, at.key("source"));
+    if (tb_->opSources.size() <= tb_->ops.size()) tb_->opSources.resize(tb_->ops.size() + 1);
+    tb_->opSources[tb_->ops.size()] = std::string(text);
+  }
   if (!rule.pipeline) {
     tb_->ops.push_back(op);
     return;

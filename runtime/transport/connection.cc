@@ -1,7 +1,6 @@
 // The parts of Connection every transport shares: names and argument checks.
 #include "mscclpp/connection.hpp"
 
-#include "comm/registered_memory_impl.hpp"
 #include "core/enforce.hpp"
 
 namespace mscclpp {

@@ -8,6 +8,7 @@
 #include "mscclpp/errors.hpp"
 #include "plan/plan_loader.hpp"
 #include "plan/plan_sizing.hpp"
+#include "plan/verify/verify.hpp"
 
 namespace {
 
@@ -95,6 +96,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     PlanPtr plan = loadPlanJson(text, "fuzz.json");
     checkPlan(*plan);
+    // The verifier takes any plan that loads (a small model limit keeps each input fast).
+    mscclpp::plan::verify::Options verifyOptions;
+    verifyOptions.maxEvents = 5000;
+    verifyOptions.maxFindings = 4;
+    const auto verdict = mscclpp::plan::verify::verifyPlan(*plan, verifyOptions);
+    FUZZ_CHECK(verdict.proven == verdict.findings.empty());
     for (uint64_t bytes : {uint64_t{0}, uint64_t{1024}, uint64_t{1} << 40, UINT64_MAX}) {
       uint64_t in = 0, out = 0;
       if (callBytes(plan->header.collective, bytes, 4, plan->header.worldSize, &in, &out)) {

@@ -15,7 +15,9 @@ Each step is one JUnit test case (written to JUNIT_XML); the exit status is 1 wh
   6. the installed Python package (alone, not the source tree), with no MSCCL++ variable set, finds
      the installed library and shim, compiles a DSL program and selects a plan among the installed
      default plans (the runtime finds them relative to its own file);
-  7. examples/external/hello_cuda.cu compiled with nvcc runs (skipped when NVCC does not exist).
+  7. the staged tools, shim and replace-mode copy (each carries the plan layer) find the staged default
+     plans from their own folders;
+  8. examples/external/hello_cuda.cu compiled with nvcc runs (skipped when NVCC does not exist).
 """
 import concurrent.futures
 import os
@@ -145,6 +147,24 @@ def main(argv):
             raise AssertionError(f"the installed package failed (exit {rc}):\n{out}{err}")
         if out.strip() != "allreduce_allpairs_n4_oop":
             raise AssertionError(f"the registry chose {out.strip()!r} from the installed plans, expected allreduce_allpairs_n4_oop")
+
+    @step("the staged tools, shim and replace-mode copy find the staged default plans from their own folders")
+    def _plans_from_every_file():
+        # The plan layer is linked into libmscclpp.so, the shim (libdir), its replace-mode copy (libdir/mscclpp-nccl)
+        # and, statically, the tools (bindir): each must find <datadir>/mscclpp/plans relative to itself.
+        plans_dir = os.path.normpath(os.path.join(root, "share", "mscclpp", "plans"))
+        expected = len([f for f in os.listdir(plans_dir) if f.endswith(".json")])
+        clean = {k: v for k, v in env.items() if not k.startswith("MSCCLPP_") and k != "LD_LIBRARY_PATH"}
+        clean["MSCCLPP_CACHE_DIR"] = os.path.join(work, "empty-cache")
+        out = must([os.path.join(root, "bin", "mscclpp-info")], "the staged mscclpp-info", env=clean)
+        if f"plan directory:    {plans_dir}\n" not in out + "\n":
+            raise AssertionError(f"the staged mscclpp-info does not name {plans_dir} (present):\n{out}")
+        count = "import ctypes, sys; print(ctypes.CDLL(sys.argv[1]).mscclppPlanCount())"
+        for library in (os.path.join(staged_lib, "libmscclpp.so.0"), os.path.join(staged_lib, "libmscclpp_nccl.so.0"),
+                        os.path.join(staged_lib, "mscclpp-nccl", "libnccl.so.2")):
+            found = must([sys.executable, "-c", count, library], f"counting the plans of {library}", env=clean).strip()
+            if found != str(expected):
+                raise AssertionError(f"{library} registered {found} plans, {plans_dir} holds {expected}")
 
     have_nvcc = os.access(nvcc, os.X_OK)
 

@@ -97,8 +97,8 @@ def main(argv):
         if py("-m", "mscclpp", "--version").strip() != "mscclpp 0.1.0":
             raise AssertionError("--version")
         plan = os.path.join(state["package"], "plans", "allreduce_ll_n2_ip.json")
-        if "OK (allreduce_ll_n2_ip" not in py("-m", "mscclpp", "verify", plan):
-            raise AssertionError("verify (mscclpp-plan validate) did not say OK")
+        if "PROVEN (allreduce_ll_n2_ip" not in py("-m", "mscclpp", "verify", plan):
+            raise AssertionError("verify (mscclpp-plan verify) did not say PROVEN")
         script = must([os.path.join(venv, "bin", "mscclpp"), "--version"], "mscclpp --version", env=env)
         if script.strip() != "mscclpp 0.1.0":
             raise AssertionError(f"the console script printed {script!r}")

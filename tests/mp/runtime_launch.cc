@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/socket.hpp"
+#include "core/net/socket.hpp"
 
 namespace {
 

@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "bootstrap/socket.hpp"
+#include "core/net/socket.hpp"
 #include "core/format.hpp"
 #include "core/params.hpp"
 #include "mscclpp/channel.hpp"

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/scoped_env.hpp"
 #include "core/deadline.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
@@ -117,7 +118,7 @@ TEST_CASE("CPU backend across processes: default plans with malloc'd buffers", "
 TEST_CASE("CPU backend across processes: a deadlocked plan times out with the wait named", "[mp][exec]") {
   const int n = 2;
   const std::string plan = std::string(MSCCLPP_TEST_EXEC_DATA) + "/deadlock_unsignaled_wait_2.json";
-  setenv("MSCCLPP_TIMEOUT_S", "1", 1);
+  test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "1");
   auto status = forkRanks(
       n,
       [&](int rank, std::shared_ptr<Bootstrap> b) {
@@ -137,7 +138,6 @@ TEST_CASE("CPU backend across processes: a deadlocked plan times out with the wa
         return rank == 0;
       },
       60);
-  unsetenv("MSCCLPP_TIMEOUT_S");
   for (int r = 0; r < n; ++r) {
     INFO("rank " << r << " status " << status[r]);
     REQUIRE(WIFEXITED(status[r]));

@@ -2,14 +2,16 @@
 reach the C++ plan tools.
 
   python3 -m mscclpp compile PROGRAM.py [program args...] -o OUT.json [--indent N]
-                             [--function NAME] [--program NAME]
+                             [--function NAME] [--program NAME] [--no-verify] [--source-locations]
       Runs PROGRAM.py and writes the plan of the CollectiveProgram it builds (compact JSON unless
       --indent). Arguments after PROGRAM.py belong to the program, except -o/--output, --indent,
-      --function and --program, which are ours wherever they appear; after a literal "--" every
-      argument goes to the program. Without --function the file runs as a script (__main__, with
-      sys.argv = [PROGRAM.py, program args...]); with --function NAME it is imported and NAME is
-      called with the program args (--key value / key=value as keywords, the rest positional).
-      "-o -" writes to standard output.
+      --function, --program, --no-verify and --source-locations, which are ours wherever they
+      appear; after a literal "--" every argument goes to the program. Without --function the file
+      runs as a script (__main__, with sys.argv = [PROGRAM.py, program args...]); with --function
+      NAME it is imported and NAME is called with the program args (--key value / key=value as
+      keywords, the rest positional). "-o -" writes to standard output. The plan verifier proves
+      the plan first (docs/plan-verifier.md); a plan it does not prove is not written (exit 1)
+      unless --no-verify (or MSCCLPP_DSL_VERIFY=0). --source-locations writes each op's DSL line.
   python3 -m mscclpp --install [--dir DIR]   (or: install)
       Writes the default plans into DIR, by default where the runtime reads them: the first
       $MSCCLPP_PLAN_DIR entry, else the plan cache ($MSCCLPP_CACHE_DIR/plans, else
@@ -20,8 +22,12 @@ reach the C++ plan tools.
       when a file is unreadable or a named folder is missing.
   python3 -m mscclpp show PLAN.json
       A per-rank, per-threadblock summary of a plan.
+  python3 -m mscclpp show PLAN.json|PROGRAM.py [program args...] -o FILE.svg|FILE.html [--ranks 0,2-3]
+                          [--function NAME] [--program NAME] [--no-verify]
+      The picture of a plan (mscclpp-plan show draws it): a DSL program is compiled first, with
+      source locations, then drawn.
   python3 -m mscclpp emulate ARGS...   ->  mscclpp-emulate ARGS...
-  python3 -m mscclpp verify ARGS...    ->  mscclpp-plan validate ARGS...
+  python3 -m mscclpp verify ARGS...    ->  mscclpp-plan verify ARGS...
   python3 -m mscclpp paths
       Where this installation's runtime, shim, tools and plan directories are.
   python3 -m mscclpp --shim-path
@@ -41,9 +47,10 @@ from .._version import __version__
 from ..language.errors import DSLError
 
 _OURS_WITH_VALUE = {"-o": "output", "--output": "output", "--indent": "indent", "--function": "function", "--program": "program"}
+_OURS_FLAGS = {"--no-verify": "no_verify", "--source-locations": "source_locations"}
 
 
-def _split_compile_args(argv):
+def _split_compile_args(argv, with_value=_OURS_WITH_VALUE, flags=_OURS_FLAGS, command="compile"):
     """(our options, program file, program args) from the words after "compile"."""
     options, program, rest = {}, None, []
     i = 0
@@ -53,26 +60,30 @@ def _split_compile_args(argv):
             rest.extend(argv[i + 1 :])
             break
         key, eq, value = word.partition("=")
-        if key in _OURS_WITH_VALUE:
+        if word in flags:
+            options[flags[word]] = True
+        elif key in with_value:
             if not eq:
                 if i + 1 >= len(argv):
-                    raise SystemExit(f"compile: {key} needs a value")
+                    raise SystemExit(f"{command}: {key} needs a value")
                 value = argv[i + 1]
                 i += 1
-            options[_OURS_WITH_VALUE[key]] = value
+            options[with_value[key]] = value
         elif program is None and not word.startswith("-"):
             program = word
         elif program is None:
-            raise SystemExit(f"compile: unknown option {word} before PROGRAM.py")
+            raise SystemExit(f"{command}: unknown option {word} before PROGRAM.py")
         else:
             rest.append(word)
         i += 1
     if program is None:
-        raise SystemExit("compile: missing PROGRAM.py")
+        raise SystemExit(f"{command}: missing PROGRAM.py")
     return options, program, rest
 
 
 def cmd_compile(argv):
+    from .. import plan_verify
+    from ..language.internal import locations
     from .program_runner import ProgramFileError, run_program
 
     if argv and argv[0] in ("-h", "--help"):
@@ -90,10 +101,17 @@ def cmd_compile(argv):
     except ValueError:
         raise SystemExit(f"compile: --indent takes a number, got {indent!r}") from None
     try:
-        program = run_program(path, rest, options.get("function"), options.get("program"))
+        with locations.capture(bool(options.get("source_locations"))):
+            program = run_program(path, rest, options.get("function"), options.get("program"))
         text = program.to_json(indent=indent)
     except (DSLError, ProgramFileError) as error:
         print(f"error: {error}", file=sys.stderr)
+        return 1
+    try:
+        plan_verify.check_plan_text(text, f"{program.name}.json", False if options.get("no_verify") else None)
+    except plan_verify.NotProven as error:
+        print(f"error: the plan verifier does not prove {program.name!r}; nothing written (--no-verify writes it "
+              f"anyway):\n{error}", file=sys.stderr)
         return 1
     if output == "-":
         sys.stdout.write(text + "\n")
@@ -137,16 +155,23 @@ def cmd_list(argv):
 def cmd_show(argv):
     from .plan_files import show
 
-    parser = argparse.ArgumentParser(prog="python3 -m mscclpp show")
-    parser.add_argument("plan")
-    args = parser.parse_args(argv)
-    try:
-        return show(args.plan, sys.stdout)
-    except BrokenPipeError:
-        raise
-    except (OSError, ValueError, KeyError) as error:
-        print(f"error: {args.plan}: {error}", file=sys.stderr)
-        return 1
+    if not any(word in ("-o", "--output") or word.startswith(("-o=", "--output=")) for word in argv):
+        parser = argparse.ArgumentParser(prog="python3 -m mscclpp show")
+        parser.add_argument("plan")
+        args = parser.parse_args(argv)
+        try:
+            return show(args.plan, sys.stdout)
+        except BrokenPipeError:
+            raise
+        except (OSError, ValueError, KeyError) as error:
+            print(f"error: {args.plan}: {error}", file=sys.stderr)
+            return 1
+    from .picture import draw
+
+    with_value = dict(_OURS_WITH_VALUE, **{"--ranks": "ranks"})
+    with_value.pop("--indent")
+    options, path, rest = _split_compile_args(argv, with_value, {"--no-verify": "no_verify"}, "show")
+    return draw(path, rest, options)
 
 
 def _forward(tool, prefix_args, argv):
@@ -212,7 +237,7 @@ _COMMANDS = {
     "list": cmd_list,
     "show": cmd_show,
     "emulate": lambda argv: _forward("mscclpp-emulate", [], argv),
-    "verify": lambda argv: _forward("mscclpp-plan", ["validate"], argv),
+    "verify": lambda argv: _forward("mscclpp-plan", ["verify"], argv),
     "paths": cmd_paths,
     "--shim-path": cmd_shim_path,
     "--nccl-dir": cmd_nccl_dir,

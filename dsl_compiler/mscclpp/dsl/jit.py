@@ -19,6 +19,11 @@ size range and tags; the collective, the rank count and the protocol must agree 
 Cache: ``$MSCCLPP_CACHE_DIR`` (default ``~/.cache/mscclpp``)``/jit/<sha256>.json``, keyed by the
 function's source, the arguments and this compiler's own source, so a changed compiler never
 serves a stale plan. A hit does not run the function.
+
+Verification: the plan is proven by the plan verifier (mscclpp.plan_verify, docs/plan-verifier.md)
+before it is cached; a plan the verifier does not prove raises DSLError with the findings.
+``verify=False`` (or MSCCLPP_DSL_VERIFY=0) skips it. ``source_locations=True`` writes each op's
+file:line into the plan (the optional "source" key), so findings and pictures name DSL lines.
 """
 import hashlib
 import inspect
@@ -35,6 +40,8 @@ from ..language.errors import package_caller_location
 def DSLError(message):  # noqa: N802 - builds the one exception type, located at the user's jit call
     return _DSLError(message, package_caller_location())
 
+from .. import plan_verify
+from ..language.internal import locations
 from ..language.program import CollectiveProgram
 from ..language.utils import AlgoSpec
 
@@ -150,6 +157,8 @@ def compile(  # noqa: A001 - the name seed 004 uses
     max_msg_size=2**64 - 1,
     tags=(),
     in_place=True,
+    verify=None,
+    source_locations=False,
     **kwargs,
 ):
     if not callable(algo):
@@ -166,6 +175,7 @@ def compile(  # noqa: A001 - the name seed 004 uses
         "tags": sorted(tags),
         "in_place": bool(in_place),
         "kwargs": repr(sorted(kwargs.items())),
+        "source_locations": bool(source_locations),
     }
     key = hashlib.sha256(json.dumps(key_material, sort_keys=True).encode()).hexdigest()
     path = os.path.join(cache_dir(), "jit", f"{key}.json")
@@ -206,11 +216,16 @@ def compile(  # noqa: A001 - the name seed 004 uses
         "inplace": in_place,
         "tags": tags,
     }
-    program = _call(algo, spec, values, kwargs)
+    with locations.capture(bool(source_locations)):
+        program = _call(algo, spec, values, kwargs)
     if not isinstance(program, CollectiveProgram):
         raise DSLError(f"jit.compile: {getattr(algo, '__name__', algo)} returned {type(program).__name__}, not the CollectiveProgram it built")
     _apply(program, name, collective, world_size, instances, protocol, num_threads_per_block, min_msg_size, max_msg_size, tags)
     text = program.to_json(indent=None)
+    try:
+        plan_verify.check_plan_text(text, f"{name}.json", verify)
+    except plan_verify.NotProven as error:
+        raise DSLError(f"jit.compile: the plan verifier does not prove plan {name!r} (verify=False skips it):\n{error}") from None
     os.makedirs(os.path.dirname(path), exist_ok=True)
     temporary = f"{path}.tmp.{os.getpid()}"
     with open(temporary, "w", encoding="utf-8") as f:

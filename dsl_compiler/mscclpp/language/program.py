@@ -9,7 +9,7 @@ from .channel import MemoryChannel, PortChannel, SwitchChannel
 from .collectives import *  # noqa: F401,F403 (re-exported, as MSCCL++'s program module does)
 from .collectives import Collective
 from .errors import DSLError, user_location
-from .internal import emit, passes
+from .internal import emit, locations, passes
 from .internal.pairing import check_pairing
 from .internal.rank_state import RankState
 from .internal.state import active_program, get_program, set_program
@@ -124,9 +124,11 @@ class CollectiveProgram:
             for r in range(num_ranks)
         ]
         self.loop_context = None
-        # True while ops go straight to their threadblock: outside loops, before compilation. The DSL
-        # methods' fast paths test this one flag (kept equal to loop_context is None and _json is None).
-        self._direct = True
+        # Source locations of the ops (internal/locations.py), None unless capture was on at creation.
+        self._locations = locations.Locations() if locations.enabled() else None
+        # True while ops go straight to their threadblock: outside loops, before compilation, without
+        # source locations. The DSL methods' fast paths test this one flag.
+        self._direct = self._locations is None
         self.sync_records = {}  # (rank, peer, channel type, k, loop key) -> ([signal locs], [wait locs])
         self.last_rank = None  # rank of the latest Rank(...): the executing rank of legacy switch calls
         self._json = None
@@ -170,7 +172,7 @@ class CollectiveProgram:
     def __exit__(self, exc_type, exc_value, traceback):
         set_program(None)
         self.loop_context = None
-        self._direct = self._json is None
+        self._direct = self._json is None and self._locations is None
         if self._gc_was_enabled:
             gc.enable()
         return False
@@ -191,6 +193,8 @@ class CollectiveProgram:
     def add_op(self, rank, tb, op):
         if self._json is not None:
             self.check_writable()
+        if self._locations is not None:
+            self._locations.record(op)
         loop = self.loop_context
         if loop is None:
             self.ranks[rank].tb(tb).ops.append(op)
@@ -216,7 +220,7 @@ class CollectiveProgram:
         if self.loop_context is not None and loop_context is not None:
             raise DSLError("pipeline loops cannot be nested", user_location())
         self.loop_context = loop_context
-        self._direct = loop_context is None and self._json is None
+        self._direct = loop_context is None and self._json is None and self._locations is None
 
     # ---- compilation ----
 
@@ -240,6 +244,15 @@ class CollectiveProgram:
         for check in self.deferred_checks:
             check()
         check_pairing(self.ranks, self.sync_records)
+        locations.ACTIVE = self._locations
+        try:
+            self._run_passes()
+            self._json = emit.plan_json(self, self.ranks)
+        finally:
+            locations.ACTIVE = None
+        self._direct = False
+
+    def _run_passes(self):
         for state in self.ranks:
             for tb in state.threadblocks:
                 ops = tb.ops
@@ -251,8 +264,6 @@ class CollectiveProgram:
                 if self.auto_sync:
                     ops = passes.insert_dependency_syncs(ops)
                 tb.ops = ops
-        self._json = emit.plan_json(self, self.ranks)
-        self._direct = False
 
     def to_json(self, indent=2, **kwargs):
         """The plan as JSON text, indented by 2 as MSCCL++'s to_json; ``indent=None`` for the compact

@@ -5,9 +5,10 @@
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
+#include "executor/params.hpp"
 #include "executor/cpu/host_block_runner.hpp"
 #include "executor/diagnostics.hpp"
-#include "executor/remote_port_peers.hpp"
+#include "executor/cpu/remote_port_peers.hpp"
 
 namespace mscclpp::exec {
 namespace {

@@ -5,6 +5,7 @@
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
+#include "executor/params.hpp"
 #include "executor/context_cache.hpp"
 #include "executor/context_image.hpp"
 #include "executor/cuda/call_binding.hpp"

@@ -1,4 +1,4 @@
-// The CUDA backend as the Executor sees it: one per Executor (one rank), holding that rank's GPU
+// The CUDA backend (backend.hpp), a peer of the CPU backend: one per Executor (one rank), holding that rank's GPU
 // execution contexts (an LRU cache of MSCCLPP_EXEC_CONTEXT_CACHE entries keyed by plan, rank and
 // the call's buffers) and running calls on them. CUDA builds implement it (gpu_backend.cc); other
 // builds have a stub whose create() says there is no GPU backend.
@@ -17,8 +17,7 @@
 #include <memory>
 #include <string>
 
-#include "mscclpp/datatype.hpp"
-#include "plan/plan.hpp"
+#include "executor/backend.hpp"
 
 namespace mscclpp {
 class Communicator;
@@ -26,30 +25,13 @@ class Communicator;
 
 namespace mscclpp::exec {
 
-struct GpuCall {
-  int rank = 0;
-  const void* send = nullptr;
-  void* recv = nullptr;
-  size_t sendBytes = 0, recvBytes = 0;
-  DataType dtype = DataType::Float32;
-  std::shared_ptr<const plan::Plan> plan;
-  void* stream = nullptr;  // cudaStream_t
-  PacketType packet = PacketType::LL16;
-  ReduceOp op = ReduceOp::Sum;
-  const void* scalar = nullptr;
-};
+using GpuCall = ExecCall;
 
-class GpuBackend {
+class GpuBackend : public ExecutionBackend {
  public:
   // Throws Error(NotSupported) in builds without CUDA and when the communicator has no device.
   static std::unique_ptr<GpuBackend> create(std::shared_ptr<Communicator> comm);
-  virtual ~GpuBackend() = default;
-
-  virtual void execute(const GpuCall& call) = 0;
-  virtual size_t contextCount() const = 0;
-  // Looks (without synchronising) for a context whose launch failed; if one did, drops it and
-  // returns true with its diagnosis (this synchronises with the failed launch's stream).
-  virtual bool pollError(std::string* message) = 0;
+  // pollError synchronises with the failed launch's stream when it finds one.
 };
 
 }  // namespace mscclpp::exec

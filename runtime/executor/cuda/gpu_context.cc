@@ -7,11 +7,12 @@
 #include <map>
 #include <tuple>
 
-#include "comm/serial.hpp"
+#include "core/serial.hpp"
 #include "core/deadline.hpp"
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
+#include "executor/params.hpp"
 #include "executor/cuda/cuda_check.hpp"
 #include "executor/cuda/device_image.hpp"
 #include "executor/diagnostics.hpp"
@@ -339,7 +340,7 @@ void GpuContext::exchange(const CallShape& shape) {
     }
   }
   auto message = [&](bool raw) {
-    comm::ByteWriter w;
+    ByteWriter w;
     for (uint64_t v : {kDirectoryMagic, kDirectoryVersion, static_cast<uint64_t>(rank_), static_cast<uint64_t>(tag),
                        nameHash(h.name), shape.inputBytes, shape.outputBytes, shape.scratchBytes})
       w.put<uint64_t>(v);
@@ -390,7 +391,7 @@ void GpuContext::exchange(const CallShape& shape) {
                                       name_.c_str(), q, tag, e.what()));
     }
     const std::string what = strFormat("%s: rank %d's execution-context directory", name_.c_str(), q);
-    comm::ByteReader r(data, what.c_str());
+    ByteReader r(data, what.c_str());
     MSCCLPP_ENFORCE(r.get<uint64_t>("magic") == kDirectoryMagic && r.get<uint64_t>("version") == kDirectoryVersion &&
                         r.get<uint64_t>("rank") == static_cast<uint64_t>(q),
                     ErrorCode::RemoteError, "%s is not a version-%llu GPU directory", what.c_str(),

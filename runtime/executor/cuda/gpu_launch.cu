@@ -8,7 +8,7 @@
 
 #include "core/enforce.hpp"
 #include "executor/dtypes.hpp"
-#include "executor/executor_gpu_types.h"  // generated: MSCCLPP_GPU_TYPE_<short> = 0/1 per type
+#include "executor_gpu_types.h"  // generated (runtime/executor/meson.build): MSCCLPP_GPU_TYPE_<short> = 0/1 per type
 #include "executor/reduce_ops.hpp"
 
 namespace mscclpp::exec {

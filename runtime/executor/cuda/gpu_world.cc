@@ -8,6 +8,7 @@
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
+#include "executor/params.hpp"
 #include "executor/cuda/cuda_check.hpp"
 
 namespace mscclpp::exec {

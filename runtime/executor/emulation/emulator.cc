@@ -13,6 +13,7 @@
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
+#include "executor/params.hpp"
 #include "executor/cpu/cpu_context.hpp"
 #include "executor/diagnostics.hpp"
 #include "executor/emulation/local_world.hpp"

@@ -33,6 +33,8 @@
 #include <string>
 #include <vector>
 
+#include "mscclpp/export.h"
+
 namespace mscclpp {
 
 #define MSCCLPP_UNIQUE_ID_BYTES 128
@@ -41,7 +43,7 @@ namespace mscclpp {
 // docs/runtime.md for the layout). Pass it by value to every rank (like ncclUniqueId).
 using UniqueId = std::array<uint8_t, MSCCLPP_UNIQUE_ID_BYTES>;
 
-class Bootstrap : public std::enable_shared_from_this<Bootstrap> {
+class MSCCLPP_API Bootstrap : public std::enable_shared_from_this<Bootstrap> {
  public:
   virtual ~Bootstrap() = default;
 
@@ -93,7 +95,7 @@ class Bootstrap : public std::enable_shared_from_this<Bootstrap> {
 // the address of MSCCLPP_COMM_ID, in which case rank 0's initialize() runs the root instead) and
 // starts a thread that lives until all ranks have arrived or the deadline passed. Connections
 // that do not present the id's secret are dropped and logged at WARN without disturbing the job.
-class TcpBootstrap : public Bootstrap {
+class MSCCLPP_API TcpBootstrap : public Bootstrap {
  public:
   static UniqueId createUniqueId();
 
@@ -130,14 +132,14 @@ class TcpBootstrap : public Bootstrap {
   std::string listenAddress() const;
 
  private:
-  struct Impl;
+  struct MSCCLPP_INTERNAL Impl;
   std::unique_ptr<Impl> pimpl_;
 };
 
 // Ranks as threads of one process, exchanging through in-memory mailboxes. Create one group and
 // one bootstrap per rank: `auto g = InProcessBootstrap::createGroup(n); bootstrap(r) =
 // std::make_shared<InProcessBootstrap>(g, r)`. Same semantics and deadlines as TcpBootstrap.
-class InProcessBootstrap : public Bootstrap {
+class MSCCLPP_API InProcessBootstrap : public Bootstrap {
  public:
   struct Group;
   static std::shared_ptr<Group> createGroup(int nRanks);
@@ -162,7 +164,7 @@ class InProcessBootstrap : public Bootstrap {
   void setTimeout(double seconds) override;
 
  private:
-  struct Impl;
+  struct MSCCLPP_INTERNAL Impl;
   std::unique_ptr<Impl> pimpl_;
 };
 

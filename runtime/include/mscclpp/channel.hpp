@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "mscclpp/communicator.hpp"
+#include "mscclpp/export.h"
 #include "mscclpp/memory_channel_device.hpp"
 #include "mscclpp/port_channel_device.hpp"
 #include "mscclpp/proxy.hpp"
@@ -21,7 +22,7 @@
 namespace mscclpp {
 
 // Direct access to one peer's memory (seed 003's SmChannel).
-class MemoryChannel {
+class MSCCLPP_API MemoryChannel {
  public:
   using DeviceHandle = MemoryChannelDeviceHandle;
 
@@ -43,7 +44,7 @@ class MemoryChannel {
 using SmChannel = MemoryChannel;
 
 // A port channel without default memories: every put names its memory ids.
-class BasePortChannel {
+class MSCCLPP_API BasePortChannel {
  public:
   using DeviceHandle = PortChannelDeviceHandle;
 
@@ -58,7 +59,7 @@ class BasePortChannel {
 };
 
 // Requests to the proxy (seed 003's ProxyChannel), with default destination and source memories.
-class PortChannel : public BasePortChannel {
+class MSCCLPP_API PortChannel : public BasePortChannel {
  public:
   using DeviceHandle = PortChannelDeviceHandle;
 
@@ -76,7 +77,7 @@ using ProxyChannel = PortChannel;
 // One buffer per member of a group, bound together (NVLS on sm_90 GPUs; emulated with the members'
 // buffers on the CPU backend). Collective over `ranks` (every member calls it with the same list,
 // the same size and the same tag).
-class SwitchChannel {
+class MSCCLPP_API SwitchChannel {
  public:
   using DeviceHandle = SwitchChannelDeviceHandle;
 
@@ -90,7 +91,7 @@ class SwitchChannel {
   // Whether the handle carries a multicast address (NVLS) or only the members' buffers.
   bool hasMulticast() const;
 
-  struct State;
+  struct MSCCLPP_INTERNAL State;
 
  private:
   std::shared_ptr<State> state_;

@@ -31,6 +31,7 @@
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/connection.hpp"
 #include "mscclpp/errors.hpp"
+#include "mscclpp/export.h"
 #include "mscclpp/memory.hpp"
 
 namespace mscclpp {
@@ -39,7 +40,7 @@ namespace mscclpp {
 constexpr int kDeviceAuto = -2;  // the current CUDA device when one is visible and MSCCLPP_BACKEND != cpu
 constexpr int kHostDevice = -1;  // no GPU: host memory, the CPU backend
 
-class Communicator {
+class MSCCLPP_API Communicator {
  public:
   explicit Communicator(std::shared_ptr<Bootstrap> bootstrap, int device = kDeviceAuto);
   ~Communicator();
@@ -91,7 +92,7 @@ class Communicator {
   bool aborted() const;
 
   // Internal (runtime/comm/communicator_impl.hpp): the runtime's own layers reach the state here.
-  struct Impl;
+  struct MSCCLPP_INTERNAL Impl;
   Impl& impl() const { return *pimpl_; }
 
  private:

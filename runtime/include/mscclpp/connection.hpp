@@ -22,11 +22,12 @@
 #include <cstdint>
 #include <string>
 
+#include "mscclpp/export.h"
 #include "mscclpp/memory.hpp"
 
 namespace mscclpp {
 
-class Connection {
+class MSCCLPP_API Connection {
  public:
   virtual ~Connection() = default;
 

@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <cuda/atomic>
 
+#include "mscclpp/export.h"
+
 #if !defined(__CUDA_ARCH__)
 #include <sched.h>
 
@@ -178,7 +180,7 @@ MSCCLPP_HOST_DEVICE_INLINE SpinStatus spinUntil(Ready&& ready, uint64_t deadline
 // The failure path of the convenience methods (wait(), sync(), push() without a status out
 // parameter): on the GPU it prints what was stuck and traps (the launch fails with an error the
 // host sees); on the host it throws mscclpp::Error (Timeout or Aborted) from the calling thread.
-[[noreturn]] void throwSpinFailure(SpinStatus status, const char* what);  // defined in libmscclpp
+MSCCLPP_API [[noreturn]] void throwSpinFailure(SpinStatus status, const char* what);  // defined in libmscclpp
 
 MSCCLPP_HOST_DEVICE_INLINE void failSpin(SpinStatus status, const char* what) {
 #if defined(MSCCLPP_DEVICE_COMPILE)

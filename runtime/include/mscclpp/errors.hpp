@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "mscclpp/export.h"
+
 namespace mscclpp {
 
 enum class ErrorCode {
@@ -22,9 +24,9 @@ enum class ErrorCode {
   Aborted,          // the communicator was aborted while the call was in progress
 };
 
-const char* errorCodeName(ErrorCode code);
+MSCCLPP_API const char* errorCodeName(ErrorCode code);
 
-class Error : public std::runtime_error {
+class MSCCLPP_API Error : public std::runtime_error {
  public:
   Error(ErrorCode code, const std::string& message);
   ErrorCode code() const { return code_; }
@@ -34,7 +36,7 @@ class Error : public std::runtime_error {
 };
 
 // An OS call failed; the message ends with strerror(errnoValue).
-class SystemError : public Error {
+class MSCCLPP_API SystemError : public Error {
  public:
   SystemError(const std::string& what, int errnoValue);
   int errnoValue() const { return errno_; }
@@ -43,7 +45,7 @@ class SystemError : public Error {
   int errno_;
 };
 
-class TimeoutError : public Error {
+class MSCCLPP_API TimeoutError : public Error {
  public:
   explicit TimeoutError(const std::string& message) : Error(ErrorCode::Timeout, message) {}
 };

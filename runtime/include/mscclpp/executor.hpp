@@ -29,6 +29,10 @@
 // In-place plans serve out-of-place calls: the send buffer is copied to where the plan expects
 // its input (allgather: recv + rank * sendBytes; others: recv).
 //
+// Plans: ExecutionPlan(path) loads and validates one plan file (MSCCL++'s name; throws
+// Error(InvalidPlan) naming the file and the problem); plans may also come from the registry
+// (plan_api.h). An ExecutionPlan is immutable and cheap to copy; one plan may serve many executors.
+//
 // Thread-safety: one Executor per rank; its execute() calls are serialised internally. Errors are
 // mscclpp::Error: Timeout (a wait passed MSCCLPP_TIMEOUT_S; the message names rank, threadblock,
 // op and what it waited for), Aborted (another rank failed), NotSupported (this plan cannot serve
@@ -41,6 +45,7 @@
 #include <string>
 
 #include "mscclpp/datatype.hpp"
+#include "mscclpp/export.h"
 
 namespace mscclpp {
 
@@ -54,17 +59,35 @@ class ContextWiring;
 
 enum class Backend { Auto, Cuda, Cpu };
 
-// MSCCLPP_BACKEND resolved: Cuda or Cpu (auto logs its choice once at INFO).
-Backend resolveBackend();
-const char* backendName(Backend b);  // "auto", "cuda", "cpu"
+// An execution plan loaded from a JSON file (docs/plan-core.md, plan-format.md).
+class MSCCLPP_API ExecutionPlan {
+ public:
+  explicit ExecutionPlan(const std::string& planPath);
 
-class Executor {
+  std::string name() const;
+  // "allreduce", "allgather", ... (the plan's "collective").
+  std::string collective() const;
+  // The message sizes the plan serves, in bytes (allgather: output bytes; others: input bytes).
+  size_t minMessageSize() const;
+  size_t maxMessageSize() const;
+  bool isInPlace() const;
+
+ private:
+  friend class Executor;
+  std::shared_ptr<const plan::Plan> plan_;
+};
+
+// MSCCLPP_BACKEND resolved: Cuda or Cpu (auto logs its choice once at INFO).
+MSCCLPP_API Backend resolveBackend();
+MSCCLPP_API const char* backendName(Backend b);  // "auto", "cuda", "cpu"
+
+class MSCCLPP_API Executor {
  public:
   // Ranks are the communicator's; buffers and semaphores are exchanged through it (CPU backend:
   // host shared memory, so every rank must be on this host).
   explicit Executor(std::shared_ptr<Communicator> comm);
-  // Ranks wired by `wiring` (the emulator's shared-memory world; tests).
-  Executor(std::shared_ptr<exec::ContextWiring> wiring, Backend backend = Backend::Auto);
+  // Ranks wired by `wiring` (the emulator's shared-memory world; tests). Not exported.
+  MSCCLPP_INTERNAL Executor(std::shared_ptr<exec::ContextWiring> wiring, Backend backend = Backend::Auto);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -72,8 +95,13 @@ class Executor {
   // stream: a cudaStream_t for the cuda backend (ignored by cpu). recvBuff may be null on
   // non-root ranks of a reduce or gather, sendBuff on non-root ranks of a scatter (NCCL's rules).
   void execute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes, DataType dtype,
-               const std::shared_ptr<const plan::Plan>& plan, void* stream = nullptr,
-               PacketType packetType = PacketType::LL16, ReduceOp op = ReduceOp::Sum, const void* scalar = nullptr);
+               const ExecutionPlan& plan, void* stream = nullptr, PacketType packetType = PacketType::LL16,
+               ReduceOp op = ReduceOp::Sum, const void* scalar = nullptr);
+  // The same with a plan of the runtime's own (the registry, the NCCL shim). Not exported.
+  MSCCLPP_INTERNAL void execute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes,
+                                DataType dtype, const std::shared_ptr<const plan::Plan>& plan, void* stream = nullptr,
+                                PacketType packetType = PacketType::LL16, ReduceOp op = ReduceOp::Sum,
+                                const void* scalar = nullptr);
 
   Backend backend() const;
   // Execution contexts currently cached.
@@ -93,7 +121,7 @@ class Executor {
   bool pollAsyncError(std::string* message);
 
  private:
-  struct Impl;
+  struct MSCCLPP_INTERNAL Impl;
   std::unique_ptr<Impl> impl_;
 };
 

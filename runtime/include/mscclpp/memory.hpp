@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "mscclpp/export.h"
+
 namespace mscclpp {
 
 // MSCCL++'s transport names, plus HostShm (same-host shared memory for the CPU backend).
@@ -42,12 +44,12 @@ enum class Transport : uint8_t {
 };
 
 // "IPC", "NVLS", "IB0".."IB7", "TCP", "SHM", "UNK".
-const char* transportName(Transport t);
-bool isIbTransport(Transport t);
+MSCCLPP_API const char* transportName(Transport t);
+MSCCLPP_API bool isIbTransport(Transport t);
 // The IB device index of IB0..IB7 (0..7).
-int ibDeviceIndex(Transport t);
+MSCCLPP_API int ibDeviceIndex(Transport t);
 
-class TransportFlags {
+class MSCCLPP_API TransportFlags {
  public:
   constexpr TransportFlags() : bits_(0) {}
   constexpr TransportFlags(Transport t) : bits_(1u << static_cast<unsigned>(t)) {}
@@ -81,9 +83,9 @@ constexpr TransportFlags operator|(Transport a, Transport b) { return TransportF
 constexpr TransportFlags AllIBTransports = Transport::IB0 | Transport::IB1 | Transport::IB2 | Transport::IB3 |
                                            Transport::IB4 | Transport::IB5 | Transport::IB6 | Transport::IB7;
 
-class RegisteredMemory {
+class MSCCLPP_API RegisteredMemory {
  public:
-  struct Impl;  // internal (runtime/comm/registered_memory_impl.hpp)
+  struct MSCCLPP_INTERNAL Impl;  // internal (runtime/transport/registration.hpp)
 
   RegisteredMemory() = default;
   explicit RegisteredMemory(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -124,16 +126,16 @@ class RegisteredMemory {
 // unlinkSharedHostName). The memory is unmapped when the last shared_ptr goes; peers' mappings
 // keep the pages alive until they unmap too.
 // Thread-safety: allocation and lookup may be called from any thread.
-std::shared_ptr<void> allocSharedHostBytes(size_t bytes);
+MSCCLPP_API std::shared_ptr<void> allocSharedHostBytes(size_t bytes);
 template <class T = char>
 std::shared_ptr<T> allocSharedHost(size_t count) {
   return std::static_pointer_cast<T>(allocSharedHostBytes(count * sizeof(T)));
 }
 // True when [ptr, ptr+bytes) lies in one live shared host allocation.
-bool isSharedHost(const void* ptr, size_t bytes = 1);
+MSCCLPP_API bool isSharedHost(const void* ptr, size_t bytes = 1);
 // POSIX mode: removes the allocation's name now (call once every peer imported it, e.g. after a
 // barrier); later imports fail. No effect for memfd-backed memory. Returns whether a name was removed.
-bool unlinkSharedHostName(const void* ptr);
+MSCCLPP_API bool unlinkSharedHostName(const void* ptr);
 
 }  // namespace mscclpp
 

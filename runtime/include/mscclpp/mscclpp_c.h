@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mscclpp/export.h"
 #include "mscclpp/plan_api.h"
 #include "mscclpp/status.h"
 
@@ -51,51 +52,51 @@ typedef struct mscclppCommInfo {
 } mscclppCommInfo;
 
 /* MSCCLPP_C_API_VERSION of the library, so a binding can check it talks to a matching one. */
-int mscclppCApiVersion(void);
+MSCCLPP_API int mscclppCApiVersion(void);
 
 /* Writes a fresh unique id (idLen must be MSCCLPP_C_UNIQUE_ID_BYTES) and starts the bootstrap root
  * in this process (like ncclGetUniqueId); pass the bytes to every rank. */
-int mscclppUniqueIdCreate(uint8_t* id, size_t idLen, char* errBuf, size_t errLen);
+MSCCLPP_API int mscclppUniqueIdCreate(uint8_t* id, size_t idLen, char* errBuf, size_t errLen);
 
 /* Joins the job described by a unique id as `rank` of `nRanks` and builds the communicator
  * (collective). timeoutSec <= 0: MSCCLPP_TIMEOUT_S. device: MSCCLPP_C_DEVICE_AUTO, _HOST or an
  * ordinal. */
-int mscclppCommInitUniqueId(const uint8_t* id, size_t idLen, int rank, int nRanks, int device, double timeoutSec,
-                            mscclppComm_t* comm, char* errBuf, size_t errLen);
+MSCCLPP_API int mscclppCommInitUniqueId(const uint8_t* id, size_t idLen, int rank, int nRanks, int device, double timeoutSec,
+                                        mscclppComm_t* comm, char* errBuf, size_t errLen);
 
 /* The same from a fixed root address, where rank 0 runs the root (MSCCL++'s interfaceIpPortTrio):
  * "interface:ip:port" ("interface:[v6]:port"), or "ip:port" ("[v6]:port"). With an interface, it
  * must be up and be the one this rank's bootstrap listens on (MSCCLPP_SOCKET_IFNAME; a loopback
  * root keeps the job on loopback), else the call fails naming both. The bootstrap secret is
  * derived from the address: use this form on trusted networks only. */
-int mscclppCommInitAddress(const char* address, int rank, int nRanks, int device, double timeoutSec,
-                           mscclppComm_t* comm, char* errBuf, size_t errLen);
+MSCCLPP_API int mscclppCommInitAddress(const char* address, int rank, int nRanks, int device, double timeoutSec,
+                                       mscclppComm_t* comm, char* errBuf, size_t errLen);
 
-int mscclppCommGetInfo(mscclppComm_t comm, mscclppCommInfo* info, char* errBuf, size_t errLen);
+MSCCLPP_API int mscclppCommGetInfo(mscclppComm_t comm, mscclppCommInfo* info, char* errBuf, size_t errLen);
 
 /* A barrier over the communicator's bootstrap (collective), bounded by its deadline. */
-int mscclppCommBarrier(mscclppComm_t comm, char* errBuf, size_t errLen);
+MSCCLPP_API int mscclppCommBarrier(mscclppComm_t comm, char* errBuf, size_t errLen);
 
 /* Releases the handle. NULL is accepted. The connections close when the executors built on this
  * communicator are destroyed too. */
-int mscclppCommDestroy(mscclppComm_t comm);
+MSCCLPP_API int mscclppCommDestroy(mscclppComm_t comm);
 
 /* An executor for the communicator's ranks (MSCCLPP_BACKEND decides the backend). */
-int mscclppExecutorCreate(mscclppComm_t comm, mscclppExecutor_t* executor, char* errBuf, size_t errLen);
+MSCCLPP_API int mscclppExecutorCreate(mscclppComm_t comm, mscclppExecutor_t* executor, char* errBuf, size_t errLen);
 
 /* Writes the backend's name ("cpu" or "cuda") to nameBuf. */
-int mscclppExecutorBackend(mscclppExecutor_t executor, char* nameBuf, size_t nameLen);
+MSCCLPP_API int mscclppExecutorBackend(mscclppExecutor_t executor, char* nameBuf, size_t nameLen);
 
-int mscclppExecutorDestroy(mscclppExecutor_t executor);
+MSCCLPP_API int mscclppExecutorDestroy(mscclppExecutor_t executor);
 
 /* Chooses a plan for the request as mscclppPlanSelect does (user selector included), and returns a
  * handle that loads the plan for a rank the first time that rank executes it. Returns 1 and sets
  * *plan when a plan was chosen (its name in nameBuf), 0 with *plan = NULL when none (the reason
  * says why), or a negative status for a bad request (message in reasonBuf). */
-int mscclppPlanSelectHandle(const mscclppPlanRequest* request, mscclppPlan_t* plan, char* nameBuf, size_t nameLen,
-                            char* reasonBuf, size_t reasonLen);
+MSCCLPP_API int mscclppPlanSelectHandle(const mscclppPlanRequest* request, mscclppPlan_t* plan, char* nameBuf, size_t nameLen,
+                                        char* reasonBuf, size_t reasonLen);
 
-int mscclppPlanHandleDestroy(mscclppPlan_t plan);
+MSCCLPP_API int mscclppPlanHandleDestroy(mscclppPlan_t plan);
 
 /* Runs the plan for `rank` (the executor's communicator rank). dtype and redOp use NCCL's
  * numbering (ncclDataType_t; ncclRedOp_t sum, prod, max, min, avg; redOp is ignored by plans that
@@ -103,9 +104,9 @@ int mscclppPlanHandleDestroy(mscclppPlan_t plan);
  * which has completed the collective when this returns. The call's message size (allgather: the
  * receive size; otherwise the send size) must be within the plan's size range, and the plan must
  * accept the sizes and dtype (the error says why not). */
-int mscclppExecute(mscclppExecutor_t executor, int rank, const void* sendBuff, void* recvBuff, size_t sendBytes,
-                   size_t recvBytes, int dtype, mscclppPlan_t plan, void* stream, int redOp, char* errBuf,
-                   size_t errLen);
+MSCCLPP_API int mscclppExecute(mscclppExecutor_t executor, int rank, const void* sendBuff, void* recvBuff, size_t sendBytes,
+                               size_t recvBytes, int dtype, mscclppPlan_t plan, void* stream, int redOp, char* errBuf,
+                               size_t errLen);
 
 #ifdef __cplusplus
 }

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mscclpp/export.h"
 #include "mscclpp/status.h"
 
 #ifdef __cplusplus
@@ -83,36 +84,45 @@ typedef int (*mscclppPlanSelectorFn)(const mscclppPlanInfo* candidates, int nCan
 /* Registers the plan in the file at path (tags may be NULL when nTags is 0). mscclppInvalidPlan
  * when it does not load or validate, mscclppSystemError when the file cannot be read,
  * mscclppAlreadyExists when a plan of its name is registered. */
-int mscclppPlanRegisterFile(const char* path, const char* const* tags, int nTags, char* errBuf, size_t errLen);
+MSCCLPP_API int mscclppPlanRegisterFile(const char* path, const char* const* tags, int nTags, char* errBuf, size_t errLen);
 
 /* Registers a plan given as JSON text of len bytes; sourceName is used in error messages. */
-int mscclppPlanRegisterJson(const char* json, size_t len, const char* sourceName, const char* const* tags, int nTags,
-                            char* errBuf, size_t errLen);
+MSCCLPP_API int mscclppPlanRegisterJson(const char* json, size_t len, const char* sourceName, const char* const* tags, int nTags,
+                                        char* errBuf, size_t errLen);
 
 /* Removes the named plan (mscclppNotFound when none has that name). Contexts already built from it
  * stay valid until their communicator ends. */
-int mscclppPlanUnregister(const char* name, char* errBuf, size_t errLen);
+MSCCLPP_API int mscclppPlanUnregister(const char* name, char* errBuf, size_t errLen);
 
 /* Installs (or, with fn == NULL, removes) the user selector and clears the selection cache. */
-int mscclppPlanSetSelector(mscclppPlanSelectorFn fn, void* userData);
+MSCCLPP_API int mscclppPlanSetSelector(mscclppPlanSelectorFn fn, void* userData);
 
 /* Number of registered plans (after the plan directories have been scanned), or a negative status. */
-int mscclppPlanCount(void);
+MSCCLPP_API int mscclppPlanCount(void);
 
 /* Fills *info for the i-th plan in registry order (the plans registered at run time in call order,
  * then the directory plans); the strings stay valid until the plan is unregistered.
  * mscclppInvalidArgument when info is NULL or i is out of range. */
-int mscclppPlanGetInfo(int i, mscclppPlanInfo* info);
+MSCCLPP_API int mscclppPlanGetInfo(int i, mscclppPlanInfo* info);
 
 /* Runs selection for request without executing anything: writes the chosen plan's name (or "" when
  * none) to nameBuf and the reason to reasonBuf. Returns 1 when a plan was chosen, 0 when none, and a
  * negative status for a bad request (the message then goes to reasonBuf). Selection here judges plans by
  * their summary; a plan whose full load later fails is skipped from then on. */
-int mscclppPlanSelect(const mscclppPlanRequest* request, char* nameBuf, size_t nameLen, char* reasonBuf,
-                      size_t reasonLen);
+MSCCLPP_API int mscclppPlanSelect(const mscclppPlanRequest* request, char* nameBuf, size_t nameLen, char* reasonBuf,
+                                  size_t reasonLen);
+
+/* Verifies a plan without running it (docs/plan-verifier.md): the file at path, or, when json is not
+ * NULL, the JSON text of jsonLen bytes (path, which may be NULL, then names it in messages). Returns 1
+ * when the plan is proven (race-free, deadlock-free, no leftover counts, correct result for every message
+ * size it accepts), 0 when it is not, and a negative status when it does not load (errBuf says why).
+ * reportBuf receives the report mscclpp-plan verify prints: the verdict and one paragraph per finding.
+ * Added with the verifier during version 3: callers of older libraries look the symbol up first. */
+MSCCLPP_API int mscclppPlanVerify(const char* path, const char* json, size_t jsonLen, char* reportBuf, size_t reportLen,
+                      char* errBuf, size_t errLen);
 
 /* The C API version, MSCCLPP_PLAN_API_VERSION, so Python can check it is talking to a matching library. */
-int mscclppPlanApiVersion(void);
+MSCCLPP_API int mscclppPlanApiVersion(void);
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,7 @@
 #include <string>
 
 #include "mscclpp/communicator.hpp"
+#include "mscclpp/export.h"
 #include "mscclpp/fifo_device.hpp"
 #include "mscclpp/port_channel_device.hpp"
 #include "mscclpp/semaphore.hpp"
@@ -35,7 +36,7 @@ namespace mscclpp {
 
 constexpr int kDefaultFifoSize = 512;
 
-class Fifo {
+class MSCCLPP_API Fifo {
  public:
   explicit Fifo(int size = kDefaultFifoSize, int device = kHostDevice);
   ~Fifo();
@@ -49,7 +50,7 @@ class Fifo {
   FifoConsumer& consumer();
 
  private:
-  struct Impl;
+  struct MSCCLPP_INTERNAL Impl;
   std::unique_ptr<Impl> pimpl_;
 };
 
@@ -59,7 +60,7 @@ using ProxyRequestHandler = std::function<std::string(const TriggerFields&)>;
 class PortChannel;
 class BasePortChannel;
 
-class ProxyService {
+class MSCCLPP_API ProxyService {
  public:
   explicit ProxyService(int fifoSize = kDefaultFifoSize, int device = kHostDevice);
   ~ProxyService();  // stops the proxy
@@ -99,7 +100,7 @@ class ProxyService {
   uint64_t triggersHandled() const;
 
  private:
-  struct Impl;
+  struct MSCCLPP_INTERNAL Impl;
   std::unique_ptr<Impl> pimpl_;
 };
 

@@ -21,6 +21,7 @@
 
 #include "mscclpp/communicator.hpp"
 #include "mscclpp/connection.hpp"
+#include "mscclpp/export.h"
 #include "mscclpp/semaphore_device.hpp"
 
 namespace mscclpp {
@@ -31,7 +32,7 @@ struct SemaphoreCounters;
 
 // Port-channel semaphore: the peer's proxy raises our inbound counter (over the connection) after
 // the writes it performed for the peer before the signal; our device side waits on it.
-class Host2DeviceSemaphore {
+class MSCCLPP_API Host2DeviceSemaphore {
  public:
   using DeviceHandle = Host2DeviceSemaphoreDeviceHandle;
 
@@ -50,7 +51,7 @@ class Host2DeviceSemaphore {
 };
 
 // A semaphore whose both sides are host code (tests, host-side protocols).
-class Host2HostSemaphore {
+class MSCCLPP_API Host2HostSemaphore {
  public:
   Host2HostSemaphore(Communicator& communicator, std::shared_ptr<Connection> connection);
   ~Host2HostSemaphore();
@@ -70,7 +71,7 @@ class Host2HostSemaphore {
 // Memory-channel semaphore: the device side of each rank increments the peer's inbound counter
 // directly through a mapping (shared memory or CUDA IPC), so the connection must be HostShm or
 // CudaIpc.
-class MemoryDevice2DeviceSemaphore {
+class MSCCLPP_API MemoryDevice2DeviceSemaphore {
  public:
   using DeviceHandle = MemoryDevice2DeviceSemaphoreDeviceHandle;
 

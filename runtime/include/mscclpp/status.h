@@ -11,6 +11,8 @@
 #ifndef MSCCLPP_STATUS_H_
 #define MSCCLPP_STATUS_H_
 
+#include "mscclpp/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,12 +37,12 @@ typedef enum mscclppStatus {
 
 /* "mscclppInvalidArgument" for mscclppInvalidArgument, ...; "unknown status" for a value that is
  * not one. Never NULL; the string is static. */
-const char* mscclppStatusName(int status);
+MSCCLPP_API const char* mscclppStatusName(int status);
 
 /* The message of the most recent call of this thread that failed (returned a negative status), ""
  * when none has. A call that succeeds leaves it as it was (as errno). The pointer stays valid until
  * the thread's next failing call. */
-const char* mscclppGetLastError(void);
+MSCCLPP_API const char* mscclppGetLastError(void);
 
 #ifdef __cplusplus
 }

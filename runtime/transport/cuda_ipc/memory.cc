@@ -57,7 +57,7 @@ ImportCache& imports() {
 
 bool compiledIn() { return true; }
 
-void exportRange(const void* ptr, size_t bytes, CudaIpcExport* out) {
+void exportRange(const void* ptr, size_t bytes, CudaIpcRecord* out) {
   auto fn = memGetAddressRange();
   MSCCLPP_ENFORCE(fn != nullptr, ErrorCode::CudaError,
                   "registerMemory(CudaIpc): cannot resolve cuMemGetAddressRange from the CUDA driver");
@@ -82,7 +82,7 @@ void exportRange(const void* ptr, size_t bytes, CudaIpcExport* out) {
   out->device = device;
 }
 
-std::shared_ptr<void> importRange(const CudaIpcExport& e, size_t bytes, void** data, const std::string& what) {
+std::shared_ptr<void> importRange(const CudaIpcRecord& e, size_t bytes, void** data, const std::string& what) {
   MSCCLPP_ENFORCE(e.baseOffset <= e.allocationSize && bytes <= e.allocationSize - e.baseOffset,
                   ErrorCode::InvalidArgument, "%s: range [%llu, +%zu) is outside its %llu-byte CUDA allocation",
                   what.c_str(), (unsigned long long)e.baseOffset, bytes, (unsigned long long)e.allocationSize);
@@ -109,11 +109,11 @@ std::shared_ptr<void> importRange(const CudaIpcExport& e, size_t bytes, void** d
 
 bool compiledIn() { return false; }
 
-void exportRange(const void*, size_t, CudaIpcExport*) {
+void exportRange(const void*, size_t, CudaIpcRecord*) {
   MSCCLPP_THROW(ErrorCode::NotSupported, "registerMemory(CudaIpc): this build of MSCCL++ has no CUDA support");
 }
 
-std::shared_ptr<void> importRange(const CudaIpcExport&, size_t, void**, const std::string& what) {
+std::shared_ptr<void> importRange(const CudaIpcRecord&, size_t, void**, const std::string& what) {
   MSCCLPP_THROW(ErrorCode::NotSupported, "%s: CUDA IPC memory cannot be imported: this build has no CUDA support",
                 what.c_str());
 }

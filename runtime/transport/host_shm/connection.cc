@@ -3,7 +3,6 @@
 #include <atomic>
 #include <cstring>
 
-#include "comm/registered_memory_impl.hpp"
 #include "core/enforce.hpp"
 
 namespace mscclpp::transport::host_shm {

@@ -12,10 +12,10 @@
 #include <map>
 #include <mutex>
 
-#include "bootstrap/unique_id.hpp"
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
-#include "core/params.hpp"
+#include "transport/params.hpp"
+#include "core/random.hpp"
 
 namespace mscclpp::transport::host_shm {
 
@@ -37,6 +37,16 @@ struct AllocationTable {
 AllocationTable& allocations() {
   static AllocationTable* t = new AllocationTable();  // never destroyed: deleters may run at exit
   return *t;
+}
+
+// Removes the allocation at base from the table and returns it (`absent` when it is not there).
+Allocation forget(void* base, Allocation absent) {
+  std::lock_guard<std::mutex> lock(allocations().mutex);
+  auto it = allocations().byBase.find(reinterpret_cast<uintptr_t>(base));
+  if (it == allocations().byBase.end()) return absent;
+  Allocation gone = it->second;
+  allocations().byBase.erase(it);
+  return gone;
 }
 
 struct Mapping {
@@ -94,15 +104,7 @@ std::shared_ptr<void> allocateMemfd(size_t size, int* errOut) {
     allocations().byBase[reinterpret_cast<uintptr_t>(base)] = a;
   }
   return std::shared_ptr<void>(base, [size](void* p) {
-    Allocation gone;
-    {
-      std::lock_guard<std::mutex> lock(allocations().mutex);
-      auto it = allocations().byBase.find(reinterpret_cast<uintptr_t>(p));
-      if (it != allocations().byBase.end()) {
-        gone = it->second;
-        allocations().byBase.erase(it);
-      }
-    }
+    Allocation gone = forget(p, Allocation{0, "", -1, "", false});
     ::munmap(p, size);
     if (gone.fd >= 0) ::close(gone.fd);
   });
@@ -110,9 +112,7 @@ std::shared_ptr<void> allocateMemfd(size_t size, int* errOut) {
 
 std::shared_ptr<void> allocatePosix(size_t size) {
   static std::atomic<uint64_t> counter{0};
-  auto rnd = bootstrap::randomSecret();
-  uint32_t tag;
-  std::memcpy(&tag, rnd.data(), sizeof(tag));
+  uint32_t tag = static_cast<uint32_t>(randomU64("a shared memory name"));
   std::string name = strFormat("/mscclpp.%d.%llu.%08x", int(getpid()), (unsigned long long)counter.fetch_add(1), tag);
   int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) throw SystemError("allocSharedHost: shm_open(" + name + ")", errno);
@@ -136,15 +136,7 @@ std::shared_ptr<void> allocatePosix(size_t size) {
     allocations().byBase[reinterpret_cast<uintptr_t>(base)] = Allocation{size, "posix:" + name, -1, name, false};
   }
   return std::shared_ptr<void>(base, [size](void* p) {
-    Allocation gone{0, "", -1, "", true};
-    {
-      std::lock_guard<std::mutex> lock(allocations().mutex);
-      auto it = allocations().byBase.find(reinterpret_cast<uintptr_t>(p));
-      if (it != allocations().byBase.end()) {
-        gone = it->second;
-        allocations().byBase.erase(it);
-      }
-    }
+    Allocation gone = forget(p, Allocation{0, "", -1, "", true});
     ::munmap(p, size);
     if (!gone.unlinked && !gone.posixName.empty()) ::shm_unlink(gone.posixName.c_str());
   });
@@ -198,7 +190,7 @@ bool unlinkName(const void* ptr) {
   return ::shm_unlink(name.c_str()) == 0;
 }
 
-bool exportRange(const void* ptr, size_t bytes, HostShmExport* out) {
+bool exportRange(const void* ptr, size_t bytes, HostShmRecord* out) {
   std::lock_guard<std::mutex> lock(allocations().mutex);
   auto* found = findLocked(ptr, bytes);
   if (found == nullptr) return false;
@@ -247,7 +239,7 @@ int openSegment(const std::string& name, uint64_t* expectInode, const std::strin
 
 }  // namespace
 
-std::shared_ptr<void> importRange(const HostShmExport& e, size_t bytes, void** data, const std::string& what) {
+std::shared_ptr<void> importRange(const HostShmRecord& e, size_t bytes, void** data, const std::string& what) {
   MSCCLPP_ENFORCE(e.offset <= e.segmentSize && bytes <= e.segmentSize - e.offset, ErrorCode::InvalidArgument,
                   "%s: range [%llu, +%zu) is outside its shared memory segment of %llu bytes", what.c_str(),
                   (unsigned long long)e.offset, bytes, (unsigned long long)e.segmentSize);
@@ -297,3 +289,11 @@ size_t liveImportCount() {
 }
 
 }  // namespace mscclpp::transport::host_shm
+
+namespace mscclpp {
+
+std::shared_ptr<void> allocSharedHostBytes(size_t bytes) { return transport::host_shm::allocate(bytes); }
+bool isSharedHost(const void* ptr, size_t bytes) { return transport::host_shm::isShared(ptr, bytes); }
+bool unlinkSharedHostName(const void* ptr) { return transport::host_shm::unlinkName(ptr); }
+
+}  // namespace mscclpp

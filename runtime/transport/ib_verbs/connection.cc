@@ -3,12 +3,12 @@
 #include <cerrno>
 #include <cstring>
 
-#include "bootstrap/unique_id.hpp"
-#include "comm/registered_memory_impl.hpp"
-#include "comm/serial.hpp"
+#include "core/serial.hpp"
 #include "core/deadline.hpp"
 #include "core/enforce.hpp"
 #include "core/params.hpp"
+#include "core/random.hpp"
+#include "transport/registration.hpp"
 
 namespace mscclpp::transport::ib_verbs {
 
@@ -63,9 +63,7 @@ std::shared_ptr<QueuePair> createQueuePair(std::shared_ptr<Device> device) {
     lib.destroyCq(cq);
     throw SystemError("InfiniBand: ibv_create_qp(" + device->name + ")", e);
   }
-  auto rnd = bootstrap::randomSecret();
-  uint32_t psn;
-  std::memcpy(&psn, rnd.data(), sizeof(psn));
+  uint32_t psn = static_cast<uint32_t>(randomU64("an InfiniBand packet sequence number"));
   auto result = std::make_shared<QueuePair>(device, cq, qp, psn & 0xffffff, maxWr);
   ibv_qp_attr attr{};
   attr.qp_state = IBV_QPS_INIT;
@@ -78,7 +76,7 @@ std::shared_ptr<QueuePair> createQueuePair(std::shared_ptr<Device> device) {
 }
 
 std::vector<char> localQpInfo(const QueuePair& qp) {
-  comm::ByteWriter w;
+  ByteWriter w;
   w.put(kQpInfoMagic);
   w.put<uint16_t>(qp.device->portAttr.lid);
   w.put<uint8_t>(qp.device->port);
@@ -93,7 +91,7 @@ std::vector<char> localQpInfo(const QueuePair& qp) {
 namespace {
 
 QpInfo decodeQpInfo(const std::vector<char>& bytes, const std::string& what) {
-  comm::ByteReader r(bytes, what.c_str());
+  ByteReader r(bytes, what.c_str());
   MSCCLPP_ENFORCE(r.get<uint32_t>("magic") == kQpInfoMagic, ErrorCode::RemoteError, "%s: not an IB queue pair info",
                   what.c_str());
   QpInfo q;
@@ -114,7 +112,7 @@ class IbConnection : public Connection {
  public:
   IbConnection(std::shared_ptr<QueuePair> qp, int localRank, int remoteRank, Transport transport)
       : Connection(localRank, remoteRank), qp_(std::move(qp)), transport_(transport),
-        index_(ibDeviceIndex(transport)), timeoutSeconds_(params::timeoutSeconds()) {}
+        timeoutSeconds_(params::timeoutSeconds()) {}
 
   void write(RegisteredMemory dst, uint64_t dstOffset, RegisteredMemory src, uint64_t srcOffset,
              uint64_t size) override {
@@ -127,10 +125,10 @@ class IbConnection : public Connection {
     ibv_sge sge{};
     sge.addr = reinterpret_cast<uint64_t>(src.data()) + srcOffset;
     sge.length = static_cast<uint32_t>(size);
-    sge.lkey = src.impl()->ib[index_].lkey;
+    sge.lkey = recordOf(src).lkey;
     MSCCLPP_ENFORCE(size <= UINT32_MAX, ErrorCode::InvalidArgument, "%s: write of %llu bytes exceeds one RDMA write",
                     describe().c_str(), (unsigned long long)size);
-    post(IBV_WR_RDMA_WRITE, &sge, 0, dst.impl()->ib[index_].address + dstOffset, dst.impl()->ib[index_].rkey,
+    post(IBV_WR_RDMA_WRITE, &sge, 0, recordOf(dst).address + dstOffset, recordOf(dst).rkey,
          "write");
   }
 
@@ -143,8 +141,8 @@ class IbConnection : public Connection {
     sge.length = sizeof(uint64_t);
     // Inline: the value is copied into the work request, so src needs no memory region; the QP
     // executes it after the writes posted before it (same QP, in order).
-    post(IBV_WR_RDMA_WRITE, &sge, IBV_SEND_INLINE, dst.impl()->ib[index_].address + dstOffset,
-         dst.impl()->ib[index_].rkey, "updateAndSync");
+    post(IBV_WR_RDMA_WRITE, &sge, IBV_SEND_INLINE, recordOf(dst).address + dstOffset, recordOf(dst).rkey,
+         "updateAndSync");
   }
 
   void flush(int64_t timeoutUsec) override {
@@ -156,6 +154,8 @@ class IbConnection : public Connection {
   Transport remoteTransport() const override { return transport_; }
 
  private:
+  // Called after checkRegistered: the record exists.
+  const IbRecord& recordOf(const RegisteredMemory& m) const { return *m.impl()->record<IbRecord>(transport_); }
   void checkRegistered(const RegisteredMemory& m, const char* which) const {
     MSCCLPP_ENFORCE(m.transports().has(transport_), ErrorCode::InvalidArgument,
                     "%s: the %s (rank %d) is not registered for %s (transports %s)", describe().c_str(), which,
@@ -199,7 +199,6 @@ class IbConnection : public Connection {
 
   std::shared_ptr<QueuePair> qp_;
   Transport transport_;
-  int index_;
   double timeoutSeconds_;
   int outstanding_ = 0;
   uint64_t posted_ = 0;

@@ -78,7 +78,7 @@ std::shared_ptr<Device> openDevice(int index, const std::string& libraryName) {
   return std::make_shared<Device>(lib, ctx, pd, name, port, portAttr, gid, devAttr.max_qp_wr);
 }
 
-std::shared_ptr<void> registerRegion(const std::shared_ptr<Device>& device, void* ptr, size_t bytes, IbExport* out) {
+std::shared_ptr<void> registerRegion(const std::shared_ptr<Device>& device, void* ptr, size_t bytes, IbRecord* out) {
   int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
   ibv_mr* mr = device->lib->regMr(device->pd, ptr, bytes, access);
   if (mr == nullptr) {

@@ -9,10 +9,20 @@
 #include <memory>
 #include <string>
 
-#include "comm/registered_memory_impl.hpp"
+#include "transport/transport.hpp"
 #include "transport/ib_verbs/verbs_library.hpp"
 
 namespace mscclpp::transport::ib_verbs {
+
+// An InfiniBand memory region: the IB<n> record of a registration.
+struct IbRecord : ExportRecord {
+  uint64_t address = 0;
+  uint32_t rkey = 0;
+  uint32_t lkey = 0;  // meaningful on the owner only (not serialised)
+
+  void serialize(ByteWriter& w) const override;
+  static std::shared_ptr<const IbRecord> read(ByteReader& r);
+};
 
 // An opened HCA: context, protection domain and the port we use.
 class Device {
@@ -42,7 +52,7 @@ std::string deviceName(const Device& device);
 
 // Registers [ptr, +bytes) for local and remote RDMA access on the device; the handle deregisters
 // (and keeps the device open until then).
-std::shared_ptr<void> registerRegion(const std::shared_ptr<Device>& device, void* ptr, size_t bytes, IbExport* out);
+std::shared_ptr<void> registerRegion(const std::shared_ptr<Device>& device, void* ptr, size_t bytes, IbRecord* out);
 
 }  // namespace mscclpp::transport::ib_verbs
 

@@ -2,24 +2,24 @@
 
 #include <cstring>
 
-#include "comm/registered_memory_impl.hpp"
-#include "comm/serial.hpp"
+#include "core/serial.hpp"
 #include "core/enforce.hpp"
+#include "core/hash.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
+#include "core/random.hpp"
 #include "transport/device_memory.hpp"
+#include "transport/registration.hpp"
 
 namespace mscclpp::transport::tcp {
 
 namespace {
-constexpr char kHelloMagic[8] = {'M', 'S', 'C', 'L', 'T', 'C', 'P', '1'};
-constexpr char kHelloAckMagic[8] = {'M', 'S', 'C', 'L', 'T', 'C', 'P', 'A'};
 constexpr uint32_t kEndpointMagic = 0x5045544d;  // "MTEP"
 constexpr size_t kStagingBytes = 4 << 20;
 }  // namespace
 
 std::vector<char> encodeEndpoint(const EndpointInfo& e) {
-  comm::ByteWriter w;
+  ByteWriter w;
   w.put(kEndpointMagic);
   uint8_t addr[net::SocketAddress::kEncodedBytes];
   e.address.encode(addr);
@@ -31,7 +31,7 @@ std::vector<char> encodeEndpoint(const EndpointInfo& e) {
 }
 
 EndpointInfo decodeEndpoint(const std::vector<char>& bytes, const std::string& what) {
-  comm::ByteReader r(bytes, what.c_str());
+  ByteReader r(bytes, what.c_str());
   MSCCLPP_ENFORCE(r.get<uint32_t>("magic") == kEndpointMagic, ErrorCode::RemoteError,
                   "%s: not a TCP endpoint (bad magic)", what.c_str());
   EndpointInfo e;
@@ -50,8 +50,7 @@ EndpointInfo localEndpoint(const Engine& engine) {
   e.address = engine.address();
   e.secret = engine.secret();
   e.engineId = engine.id();
-  auto nonce = bootstrap::randomSecret();
-  std::memcpy(&e.nonce, nonce.data(), sizeof(e.nonce));
+  e.nonce = randomU64("a TCP connection nonce");
   return e;
 }
 
@@ -61,13 +60,12 @@ TcpConnection::TcpConnection(std::shared_ptr<Engine> engine, int localRank, int 
   const std::string who = describe();
   // Each direction has its own id, so the two sockets of this pair cannot be confused with each
   // other or with another connection between the same ranks.
-  uint64_t outId = bootstrap::mix64(local.nonce, remote.nonce);
-  uint64_t inId = bootstrap::mix64(remote.nonce, local.nonce);
+  uint64_t outId = mix64(local.nonce, remote.nonce);
+  uint64_t inId = mix64(remote.nonce, local.nonce);
   net::Socket out = net::Socket::connectTo(remote.address, deadline,
                                            strFormat("rank %d's TCP transport", remoteRank), false);
   Hello hello{};
-  std::memcpy(hello.magic, kHelloMagic, 8);
-  std::memcpy(hello.secret, remote.secret.data(), 16);
+  hello.header = net::makeHelloHeader(kHelloMagic, remote.secret);
   hello.connId = outId;
   hello.fromRank = localRank;
   out.sendAll(&hello, sizeof(hello), deadline, who + ": hello");
@@ -90,13 +88,14 @@ Deadline TcpConnection::opDeadline() const { return Deadline(timeoutSeconds_); }
 
 uint64_t TcpConnection::remoteKey(const RegisteredMemory& dst, const char* op) const {
   const auto& m = *dst.impl();
-  MSCCLPP_ENFORCE(m.transports.has(Transport::Ethernet), ErrorCode::InvalidArgument,
+  const TcpRecord* record = m.record<TcpRecord>(Transport::Ethernet);
+  MSCCLPP_ENFORCE(record != nullptr, ErrorCode::InvalidArgument,
                   "%s: %s: the destination memory (rank %d, %llu bytes) is not registered for TCP (transports %s)",
                   describe().c_str(), op, m.ownerRank, (unsigned long long)m.size, m.transports.toString().c_str());
-  MSCCLPP_ENFORCE(m.tcp.engineId == link_->remoteEngineId(), ErrorCode::InvalidArgument,
+  MSCCLPP_ENFORCE(record->engineId == link_->remoteEngineId(), ErrorCode::InvalidArgument,
                   "%s: %s: the destination memory belongs to rank %d's communicator, not to this connection's peer",
                   describe().c_str(), op, m.ownerRank);
-  return m.tcp.key;
+  return record->key;
 }
 
 void TcpConnection::write(RegisteredMemory dst, uint64_t dstOffset, RegisteredMemory src, uint64_t srcOffset,

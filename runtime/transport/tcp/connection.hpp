@@ -14,7 +14,7 @@ namespace mscclpp::transport::tcp {
 // What a rank sends its peer over the bootstrap to set up a TCP connection.
 struct EndpointInfo {
   net::SocketAddress address;
-  bootstrap::Secret secret{};
+  net::Secret secret{};
   uint64_t engineId = 0;
   uint64_t nonce = 0;
 };

@@ -1,21 +1,16 @@
 #include "transport/tcp/engine.hpp"
 
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
+#include "core/random.hpp"
 #include "transport/device_memory.hpp"
 
 namespace mscclpp::transport::tcp {
 
 namespace {
-constexpr char kHelloMagic[8] = {'M', 'S', 'C', 'L', 'T', 'C', 'P', '1'};
-constexpr char kHelloAckMagic[8] = {'M', 'S', 'C', 'L', 'T', 'C', 'P', 'A'};
 constexpr double kControlSeconds = 10.0;  // small replies (hello ack, ACK/ERROR frames) and frame tails
 constexpr size_t kMaxPending = 64;
 constexpr size_t kStagingBytes = 4 << 20;
@@ -106,51 +101,41 @@ void Link::fail(ErrorCode code, const std::string& message) {
 
 // ---- Engine -------------------------------------------------------------------------------------
 
-struct Engine::Pending {
-  net::Socket socket;
-  std::string peer;
-  Hello hello{};
-  size_t got = 0;
-  Deadline deadline{kControlSeconds};
-};
-
 Engine::Engine(int rank, const net::NetInterface& iface)
-    : rank_(rank), who_(strFormat("rank %d TCP transport", rank)), secret_(bootstrap::randomSecret()),
-      keys_(std::make_shared<KeyRegistry>()) {
-  auto idBytes = bootstrap::randomSecret();
-  std::memcpy(&id_, idBytes.data(), sizeof(id_));
+    : rank_(rank), who_(strFormat("rank %d TCP transport", rank)), secret_(net::randomSecret()),
+      id_(randomU64("the TCP engine id")), keys_(std::make_shared<KeyRegistry>()), loop_(who_, rank) {
   net::SocketAddress bindAddr = iface.address;
   bindAddr.setPort(0);
-  listener_ = net::Socket::listenOn(bindAddr);
-  address_ = listener_.localAddress();
-  wakeFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wakeFd_ < 0) throw SystemError(who_ + ": eventfd", errno);
+  net::Socket listener = net::Socket::listenOn(bindAddr);
+  address_ = listener.localAddress();
+  acceptor_ = std::make_unique<net::HelloAcceptor>(
+      std::move(listener),
+      net::HelloAcceptor::Options{who_, LogTransport, kHelloMagic, secret_, sizeof(Hello),
+                                  "not a peer of this communicator", kControlSeconds, kMaxPending},
+      [this](net::Socket socket, const char* hello, const std::string& peer) { park(std::move(socket), hello, peer); });
   staging_.resize(kStagingBytes);
-  thread_ = std::thread([this]() {
-    ScopedLogRank scoped(rank_);
-    try {
-      loop();
-    } catch (const std::exception& e) {
-      MSCCLPP_WARN(LogTransport, "%s: receiver thread failed: %s", who_.c_str(), e.what());
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (auto& l : links_) l->fail(ErrorCode::InternalError, who_ + ": receiver thread failed: " + e.what());
-    }
-  });
+  net::EventLoop::Hooks hooks;
+  hooks.prepare = [this](net::Watches& watches) { return prepare(watches); };
+  hooks.onFailure = [this](const std::exception& e) {
+    MSCCLPP_WARN(LogTransport, "%s: receiver thread failed: %s", who_.c_str(), e.what());
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& l : links_) l->fail(ErrorCode::InternalError, who_ + ": receiver thread failed: " + e.what());
+  };
+  hooks.onExit = [this]() {
+    acceptor_->close();
+    turnLinks_.clear();
+    std::lock_guard<std::mutex> lock(mutex_);
+    // After an abort a sending thread may still hold a link: its sockets were shut down and close
+    // with the Link itself, so no fd number is reused under that thread.
+    links_.clear();
+    parked_.clear();
+  };
+  loop_.start(std::move(hooks));
   MSCCLPP_INFO(LogTransport, "%s listening on %s (interface %s)", who_.c_str(), address_.toString().c_str(),
                iface.name.c_str());
 }
 
-Engine::~Engine() {
-  stopping_.store(true);
-  wake();
-  if (thread_.joinable()) thread_.join();
-  if (wakeFd_ >= 0) ::close(wakeFd_);
-}
-
-void Engine::wake() {
-  uint64_t one = 1;
-  (void)!::write(wakeFd_, &one, sizeof(one));
-}
+Engine::~Engine() { loop_.stop(); }
 
 void Engine::abort() {
   if (aborted_.exchange(true)) return;
@@ -397,119 +382,52 @@ bool Engine::serviceAcks(Link& link) {
   }
 }
 
-bool Engine::serviceHello(Pending& p) {
+void Engine::park(net::Socket socket, const char* helloBytes, const std::string& peer) {
+  Hello hello;
+  std::memcpy(&hello, helloBytes, sizeof(hello));
   try {
-    size_t n = p.socket.recvSome(reinterpret_cast<char*>(&p.hello) + p.got, sizeof(p.hello) - p.got, "TCP hello");
-    p.got += n;
-  } catch (const Error&) {
-    MSCCLPP_WARN(LogTransport, "%s: dropped connection from %s: closed before completing the handshake", who_.c_str(),
-                 p.peer.c_str());
-    return false;
-  }
-  if (p.got >= 8 && std::memcmp(p.hello.magic, kHelloMagic, 8) != 0) {
-    MSCCLPP_WARN(LogTransport, "%s: dropped connection from %s: bad magic (garbage or a foreign protocol)",
-                 who_.c_str(), p.peer.c_str());
-    return false;
-  }
-  if (p.got < sizeof(p.hello)) return true;
-  if (!bootstrap::secretEquals(p.hello.secret, secret_)) {
-    MSCCLPP_WARN(LogTransport, "%s: dropped connection from %s: wrong secret (not a peer of this communicator)",
-                 who_.c_str(), p.peer.c_str());
-    return false;
-  }
-  try {
-    p.socket.sendAll(kHelloAckMagic, 8, Deadline(kControlSeconds), who_ + ": hello reply");
+    socket.sendAll(kHelloAckMagic, 8, Deadline(kControlSeconds), who_ + ": hello reply");
   } catch (const Error& e) {
     MSCCLPP_WARN(LogTransport, "%s: %s", who_.c_str(), e.what());
-    return false;
+    return;
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (parked_.count(p.hello.connId)) {
-      MSCCLPP_WARN(LogTransport, "%s: dropped a second connection with id %016llx from rank %d", who_.c_str(),
-                   (unsigned long long)p.hello.connId, p.hello.fromRank);
-      return false;
+    if (parked_.count(hello.connId)) {
+      MSCCLPP_WARN(LogTransport, "%s: dropped a second connection with id %016llx from rank %d (%s)", who_.c_str(),
+                   (unsigned long long)hello.connId, hello.fromRank, peer.c_str());
+      return;
     }
-    parked_[p.hello.connId] = std::move(p.socket);
+    parked_[hello.connId] = std::move(socket);
   }
   parkedCv_.notify_all();
-  return false;  // the socket now belongs to the parked table
 }
 
-void Engine::loop() {
-  std::vector<std::unique_ptr<Pending>> pending;
-  std::vector<pollfd> fds;
-  std::vector<std::shared_ptr<Link>> links;
-  while (!stopping_.load() && !aborted_.load()) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (auto& l : links_) {
-        if (l->released.load()) {
-          l->out.close();
-          l->in.close();
-        }
-      }
-      links_.erase(std::remove_if(links_.begin(), links_.end(), [](const auto& l) { return l->released.load(); }),
-                   links_.end());
-      links = links_;
-    }
-    fds.clear();
-    fds.push_back({wakeFd_, POLLIN, 0});
-    fds.push_back({listener_.fd(), POLLIN, 0});
-    for (auto& p : pending) fds.push_back({p->socket.fd(), POLLIN, 0});
-    for (auto& l : links) {
-      fds.push_back({l->dataRx.closed ? -1 : l->in.fd(), POLLIN, 0});
-      fds.push_back({l->ackRx.closed ? -1 : l->out.fd(), POLLIN, 0});
-    }
-    int rc = ::poll(fds.data(), fds.size(), 200);
-    if (rc < 0) {
-      if (errno == EINTR) continue;
-      throw SystemError(who_ + ": poll", errno);
-    }
-    if (fds[0].revents) {
-      uint64_t v;
-      (void)!::read(wakeFd_, &v, sizeof(v));
-    }
-    if (stopping_.load() || aborted_.load()) break;
-    size_t at = 2;
-    for (auto& p : pending) {
-      if (fds[at++].revents && !serviceHello(*p)) p->socket.close();
-      if (p->socket.valid() && p->deadline.expired()) {
-        MSCCLPP_WARN(LogTransport, "%s: dropped connection from %s: no handshake within %.0f s", who_.c_str(),
-                     p->peer.c_str(), kControlSeconds);
-        p->socket.close();
+bool Engine::prepare(net::Watches& watches) {
+  if (aborted_.load()) return false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& l : links_) {
+      if (l->released.load()) {
+        l->out.close();
+        l->in.close();
       }
     }
-    pending.erase(std::remove_if(pending.begin(), pending.end(), [](const auto& p) { return !p->socket.valid(); }),
-                  pending.end());
-    for (auto& l : links) {
-      pollfd& din = fds[at++];
-      pollfd& dout = fds[at++];
-      if (din.fd >= 0 && din.revents && !serviceData(*l)) l->dataRx.closed = true;
-      if (dout.fd >= 0 && dout.revents && !serviceAcks(*l)) l->ackRx.closed = true;
-    }
-    if (fds[1].revents) {
-      while (true) {
-        net::Socket s = listener_.accept();
-        if (!s.valid()) break;
-        if (pending.size() >= kMaxPending) {
-          MSCCLPP_WARN(LogTransport, "%s: dropped connection from %s: too many connections without a handshake",
-                       who_.c_str(), pending.front()->peer.c_str());
-          pending.erase(pending.begin());
-        }
-        auto p = std::make_unique<Pending>();
-        p->peer = s.peerAddress().toString();
-        p->socket = std::move(s);
-        pending.push_back(std::move(p));
-      }
-    }
+    links_.erase(std::remove_if(links_.begin(), links_.end(), [](const auto& l) { return l->released.load(); }),
+                 links_.end());
+    turnLinks_ = links_;
   }
-  listener_.close();
-  std::lock_guard<std::mutex> lock(mutex_);
-  // After an abort a sending thread may still hold a link: its sockets were shut down and close
-  // with the Link itself, so no fd number is reused under that thread.
-  links_.clear();
-  parked_.clear();
+  acceptor_->watch(watches);
+  for (auto& l : turnLinks_) {
+    Link* link = l.get();
+    watches.add(link->dataRx.closed ? -1 : link->in.fd(), [this, link]() {
+      if (!serviceData(*link)) link->dataRx.closed = true;
+    });
+    watches.add(link->ackRx.closed ? -1 : link->out.fd(), [this, link]() {
+      if (!serviceAcks(*link)) link->ackRx.closed = true;
+    });
+  }
+  return true;
 }
 
 }  // namespace mscclpp::transport::tcp

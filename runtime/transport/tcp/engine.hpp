@@ -14,8 +14,9 @@
 // a frame was rejected (unknown key, out of bounds): the stream stays in sync (the payload is
 // discarded) and the sender sees the error at its next call or flush.
 //
-// Sockets are opened with a hello carrying the target engine's 128-bit secret (exchanged over the
-// authenticated bootstrap) and a connection id; anything else is dropped with a WARN.
+// Sockets are opened with a hello (core/net/hello.hpp) carrying the target engine's 128-bit secret
+// (exchanged over the authenticated bootstrap) and a connection id; anything else is dropped with a
+// WARN. The receiver thread is the engine's EventLoop.
 #ifndef MSCCLPP_TRANSPORT_TCP_ENGINE_HPP_
 #define MSCCLPP_TRANSPORT_TCP_ENGINE_HPP_
 
@@ -25,12 +26,13 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "bootstrap/net_interface.hpp"
-#include "bootstrap/socket.hpp"
-#include "bootstrap/unique_id.hpp"
+#include "core/net/event_loop.hpp"
+#include "core/net/hello.hpp"
+#include "core/net/net_interface.hpp"
+#include "core/net/secret.hpp"
+#include "core/net/socket.hpp"
 #include "mscclpp/errors.hpp"
 #include "transport/tcp/memory.hpp"
 
@@ -48,9 +50,10 @@ constexpr uint32_t kWireMagic = 0x5054534d;  // "MSTP"
 enum FrameType : uint32_t { kFrameWrite = 1, kFrameUpdate = 2, kFrameFlush = 3, kFrameAck = 4, kFrameError = 5 };
 constexpr uint64_t kMaxErrorText = 4096;
 
+constexpr char kHelloMagic[8] = {'M', 'S', 'C', 'L', 'T', 'C', 'P', '1'};
+constexpr char kHelloAckMagic[8] = {'M', 'S', 'C', 'L', 'T', 'C', 'P', 'A'};  // the engine's reply to a hello
 struct Hello {
-  char magic[8];  // "MSCLTCP1"
-  uint8_t secret[16];
+  net::HelloHeader header;  // magic "MSCLTCP1", the target engine's secret
   uint64_t connId;
   int32_t fromRank;
   uint32_t reserved;
@@ -140,7 +143,7 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   uint64_t id() const { return id_; }
-  const bootstrap::Secret& secret() const { return secret_; }
+  const net::Secret& secret() const { return secret_; }
   net::SocketAddress address() const { return address_; }
   const std::shared_ptr<KeyRegistry>& keys() const { return keys_; }
 
@@ -155,35 +158,33 @@ class Engine {
   bool aborted() const { return aborted_.load(); }
 
  private:
-  struct Pending;
-  void loop();
-  void wake();
-  bool serviceHello(Pending& p);
+  // The receiver thread's steps (EventLoop hooks and callbacks).
+  bool prepare(net::Watches& watches);
+  void park(net::Socket socket, const char* hello, const std::string& peer);
+  void wake() { loop_.wake(); }
   // Reads and applies what is available; false when the socket must be dropped.
   bool serviceData(Link& link);
   bool serviceAcks(Link& link);
   void applyControl(Link& link);
   void beginWrite(Link& link);
-  void finishWritePiece(Link& link, size_t bytes);
   void sendBack(Link& link, const WireFrame& f, const std::string& text);
 
   const int rank_;
   std::string who_;
-  bootstrap::Secret secret_;
+  net::Secret secret_;
   uint64_t id_;
-  net::Socket listener_;
   net::SocketAddress address_;
   std::shared_ptr<KeyRegistry> keys_;
-  int wakeFd_ = -1;
-  std::atomic<bool> stopping_{false};
   std::atomic<bool> aborted_{false};
 
   std::mutex mutex_;  // guards links_, parked_
   std::condition_variable parkedCv_;
   std::vector<std::shared_ptr<Link>> links_;
   std::map<uint64_t, net::Socket> parked_;
+  std::vector<std::shared_ptr<Link>> turnLinks_;  // receiver thread: this turn's links
   std::vector<char> staging_;  // receiver thread: device-memory writes and discarded payloads
-  std::thread thread_;
+  std::unique_ptr<net::HelloAcceptor> acceptor_;
+  net::EventLoop loop_;  // last: its thread stops before the members above go
 };
 
 }  // namespace mscclpp::transport::tcp

@@ -10,7 +10,18 @@
 #include <memory>
 #include <mutex>
 
+#include "transport/transport.hpp"
+
 namespace mscclpp::transport::tcp {
+
+// A TCP memory key resolved by the owner's receiver thread: the TCP record of a registration.
+struct TcpRecord : ExportRecord {
+  uint64_t engineId = 0;  // which communicator's TCP engine resolves the key
+  uint64_t key = 0;
+
+  void serialize(ByteWriter& w) const override;
+  static std::shared_ptr<const TcpRecord> read(ByteReader& r);
+};
 
 struct Region {
   char* base = nullptr;

@@ -20,7 +20,10 @@ def run_cli(*args, env=None):
 
 def test_compile_script_style(tmp_path):
     out = tmp_path / "plan.json"
-    result = run_cli("compile", os.path.join(PROGRAMS, "script_style.py"), "--name", "ag", "--num_gpus", "3", "-o", str(out))
+    # The program is a minimal one (no barrier before its puts into the peers' outputs): the verifier
+    # refutes it, so --no-verify (test_verify.py covers verification).
+    result = run_cli("compile", os.path.join(PROGRAMS, "script_style.py"), "--name", "ag", "--num_gpus", "3", "-o", str(out),
+                     "--no-verify")
     assert result.returncode == 0, result.stderr
     plan = json.loads(out.read_text())
     assert (plan["name"], len(plan["gpus"])) == ("ag", 3)
@@ -30,7 +33,8 @@ def test_compile_script_style(tmp_path):
 
 def test_compile_function_style_with_indent(capsys):
     path = os.path.join(PROGRAMS, "function_style.py")
-    assert main(["compile", path, "--function", "allreduce_two", "name=fn", "--chunks", "2", "--indent", "2", "-o", "-"]) == 0
+    assert main(["compile", path, "--function", "allreduce_two", "name=fn", "--chunks", "2", "--indent", "2", "-o", "-",
+                 "--no-verify"]) == 0
     text = capsys.readouterr().out
     plan = json.loads(text)
     assert plan["name"] == "fn" and plan["gpus"][0]["input_chunks"] == 4
@@ -89,7 +93,7 @@ def test_tools_are_forwarded_or_reported(tmp_path):
     tool.chmod(0o755)
     env = {"PATH": f"{fake}:{os.environ['PATH']}"}
     forwarded = run_cli("verify", "a.json", "b.json", env=env)
-    assert forwarded.returncode == 3 and forwarded.stdout.strip() == "args: validate a.json b.json"
+    assert forwarded.returncode == 3 and forwarded.stdout.strip() == "args: verify a.json b.json"
     missing = run_cli("emulate", "x.json", env={"PATH": str(fake), "MSCCLPP_BUILD_DIR": str(tmp_path)})
     assert missing.returncode == 127
     assert "mscclpp-emulate is not built or not found" in missing.stderr and str(tmp_path / "tools") in missing.stderr

@@ -70,7 +70,9 @@ def test_spec_style_functions_get_an_algospec():
             pass
         return program
 
-    plan = jit.compile(algo, "spec_style", "allreduce", nranks_per_node=2, world_size=2, protocol="LL", tags=["a"])
+    # An empty program (it moves no data): not a correct allreduce, so verify=False.
+    plan = jit.compile(algo, "spec_style", "allreduce", nranks_per_node=2, world_size=2, protocol="LL", tags=["a"],
+                       verify=False)
     assert seen["spec"].world_size == 2 and seen["spec"].protocol == "LL"
     assert isinstance(seen["spec"].collective, AllReduce)
     assert json.loads(plan.json)["protocol"] == "LL"

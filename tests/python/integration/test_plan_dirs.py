@@ -9,7 +9,7 @@ import re
 import subprocess
 import sys
 
-from integration_support import PLANS, requires_runtime, run_lone, worker_env
+from integration_support import LIBRARY, PLANS, requires_runtime, run_lone, worker_env
 
 _SCANNED = re.compile(r"MSCCLPP INFO PLAN (?:default )?plan directory (.+?)(?:: \d+ plan\(s\) registered| is absent)")
 
@@ -19,9 +19,10 @@ def runtime_directories(log_path):
         return [os.path.normpath(m.group(1)) for m in _SCANNED.finditer(f.read())]
 
 
-def run_logged(tmp_path, **env):
+def run_logged(tmp_path, cwd=None, **env):
     log = tmp_path / "runtime.log"
-    result = run_lone("plan_dirs", NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="PLAN", NCCL_DEBUG_FILE=str(log), **env)
+    result = run_lone("plan_dirs", cwd=cwd, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="PLAN", NCCL_DEBUG_FILE=str(log),
+                      **env)
     return result, runtime_directories(log)
 
 
@@ -52,6 +53,17 @@ def test_default_dirs_agree_and_install_writes_where_the_runtime_reads(tmp_path)
     # "installed 168", then every one of them registered (it was "0 plan(s) registered")
     assert result["count"] == len([f for f in os.listdir(PLANS) if f.endswith(".json")])
     assert result["sources"] == [str(cache / "plans")]
+
+
+@requires_runtime
+def test_a_runtime_loaded_by_a_relative_path_gives_the_same_absolute_dirs(tmp_path):
+    # The loader names such a library by the relative path it was opened with: both sides make it absolute, so
+    # the directories do not change meaning when the process changes its working folder.
+    cache = tmp_path / "cache"
+    result, scanned = run_logged(tmp_path, cwd=os.path.dirname(LIBRARY), MSCCLPP_PLAN_DIR="",
+                                 MSCCLPP_CACHE_DIR=str(cache), MSCCLPP_LIBRARY="./" + os.path.basename(LIBRARY))
+    assert len(scanned) == 2 and all(os.path.isabs(d) for d in scanned + result["python"]), (scanned, result)
+    assert [os.path.normpath(d) for d in result["python"]] == scanned
 
 
 @requires_runtime

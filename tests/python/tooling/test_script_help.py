@@ -21,8 +21,9 @@ SHELL_SCRIPTS = {
     ".ci/run": "ci-run",
     ".ci/setup": "ci-setup",
 }
-PYTHON_SCRIPTS = ["tools/bench_compiler.py", "tools/check_comment_refs.py", "tools/ci_suite_targets.py",
-                  "tools/test_summary.py", "tools/gpu_shim_torch_check.py"]
+PYTHON_SCRIPTS = ["tools/bench_compiler.py", "tools/bench_verify.py", "tools/check_comment_refs.py",
+                  "tools/ci_suite_targets.py", "tools/gpu_shim_torch_check.py", "tools/test_summary.py",
+                  "tools/verify_vs_emulate.py"]
 
 
 def _project_version():
@@ -49,6 +50,21 @@ def _header(script):
                 break
             lines.append(re.sub(r"^# ?", "", line))
     return "\n".join(lines)
+
+
+def test_every_script_is_checked():
+    """A script added to tools/ or .ci/ joins the lists above (and so answers --help and --version)."""
+    found = set()
+    for folder in ("tools", ".ci"):
+        for name in os.listdir(os.path.join(REPO_ROOT, folder)):
+            path = os.path.join(REPO_ROOT, folder, name)
+            if not os.path.isfile(path):
+                continue
+            with open(path, "rb") as f:
+                starts_like_a_script = f.read(2) == b"#!"
+            if name.endswith(".py") or (starts_like_a_script and os.access(path, os.X_OK)):
+                found.add(f"{folder}/{name}")
+    assert found == set(SHELL_SCRIPTS) | set(PYTHON_SCRIPTS)
 
 
 @pytest.mark.parametrize("script", sorted(SHELL_SCRIPTS))

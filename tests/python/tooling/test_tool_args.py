@@ -20,6 +20,7 @@ TOOLS = {
     "bench_executor": ("tools", ["--iterations", "0"],
                        "bench_executor: --iterations '0': below the smallest allowed value, 1"),
     "bench_plan": ("tools", ["--ranks", "-64"], "bench_plan: --ranks '-64': must not be negative"),
+    "bench_verify": ("tools", ["--repeat", "0"], "bench_verify: --repeat '0': below the smallest allowed value, 1"),
     "bench_runtime_bootstrap": ("tools", ["--ranks", "2,x"],
                                 "bench_runtime_bootstrap: --ranks '2,x': item 'x': not an integer"),
     "bench_runtime_tcp": ("tools", ["--bytes-per-size", "99999999999T"],

@@ -114,25 +114,6 @@ inline std::vector<std::shared_ptr<Bootstrap>> makeInProcessBootstraps(int n) {
   return out;
 }
 
-// Sets an environment variable for the scope of a test.
-struct EnvGuard {
-  std::string name;
-  std::string old;
-  bool had;
-  EnvGuard(const char* n, const char* value) : name(n) {
-    const char* o = std::getenv(n);
-    had = o != nullptr;
-    if (had) old = o;
-    setenv(n, value, 1);
-  }
-  ~EnvGuard() {
-    if (had)
-      setenv(name.c_str(), old.c_str(), 1);
-    else
-      unsetenv(name.c_str());
-  }
-};
-
 }  // namespace mscclpp::test
 
 #endif  // MSCCLPP_TESTS_UNIT_RANK_THREADS_HPP_

@@ -5,9 +5,10 @@
 #include <cstring>
 #include <numeric>
 
-#include "bootstrap/socket.hpp"
+#include "core/net/socket.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/errors.hpp"
+#include "../../support/scoped_env.hpp"
 #include "rank_threads.hpp"
 
 using namespace mscclpp;
@@ -202,7 +203,7 @@ TEST_CASE("MSCCLPP_COMM_ID fixes the root address and rank 0 runs the root", "[b
     port = s.localAddress().port();
   }
   std::string commId = "127.0.0.1:" + std::to_string(port);
-  test::EnvGuard env("MSCCLPP_COMM_ID", commId.c_str());
+  test::ScopedEnv env("MSCCLPP_COMM_ID", commId.c_str());
   const int n = 3;
   std::vector<std::shared_ptr<Bootstrap>> bs(n);
   runRanks(n, [&](int r) {

@@ -5,12 +5,13 @@
 #include <cstring>
 #include <future>
 
-#include "bootstrap/socket.hpp"
+#include "core/net/socket.hpp"
 #include "bootstrap/unique_id.hpp"
 #include "bootstrap/wire.hpp"
 #include "core/logger.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/errors.hpp"
+#include "../../support/scoped_env.hpp"
 #include "rank_threads.hpp"
 
 using namespace mscclpp;
@@ -48,7 +49,7 @@ TEST_CASE("garbage and wrong secrets at the root are dropped and the job still f
   // A well-formed hello with the wrong secret.
   net::Socket stranger = rawConnect(fields.root);
   bootstrap::RendezvousHello hello{};
-  std::memcpy(hello.magic, bootstrap::kRendezvousHelloMagic, 8);
+  std::memcpy(hello.header.magic, bootstrap::kRendezvousHelloMagic, 8);
   hello.rank = 0;
   hello.nRanks = 2;
   fields.root.encode(hello.listenAddress);
@@ -85,14 +86,14 @@ TEST_CASE("garbage, strangers and impostors at a rank's listener do not disturb 
   CHECK(warnedAbout("bootstrap rank 0/2: dropped connection from", "bad magic"));
   net::Socket stranger = rawConnect(target);
   bootstrap::PeerHello hello{};
-  std::memcpy(hello.magic, bootstrap::kPeerHelloMagic, 8);
+  std::memcpy(hello.header.magic, bootstrap::kPeerHelloMagic, 8);
   hello.fromRank = 1;
   hello.nRanks = 2;
   stranger.sendAll(&hello, sizeof(hello), Deadline(5), "test");
   CHECK(warnedAbout("bootstrap rank 0/2: dropped connection from", "wrong secret"));
   // Right secret, but rank 1 is already connected: an impostor (or a confused rank) is refused.
   net::Socket impostor = rawConnect(target);
-  std::memcpy(hello.secret, fields.secret.data(), 16);
+  std::memcpy(hello.header.secret, fields.secret.data(), 16);
   impostor.sendAll(&hello, sizeof(hello), Deadline(5), "test");
   CHECK(warnedAbout("dropped a second connection claiming rank 1"));
   runRanks(2, [&](int r) {
@@ -104,7 +105,7 @@ TEST_CASE("garbage, strangers and impostors at a rank's listener do not disturb 
 }
 
 TEST_CASE("a rank that never arrives fails init within the deadline, naming it", "[bootstrap][faults]") {
-  test::EnvGuard timeout("MSCCLPP_TIMEOUT_S", "1");
+  test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "1");
   UniqueId id = TcpBootstrap::createUniqueId();
   auto start = Clock::now();
   std::vector<std::string> errors(4);
@@ -135,7 +136,7 @@ TEST_CASE("an unreachable root fails init within the deadline", "[bootstrap][fau
   }  // closed: nobody listens there now
   bootstrap::UniqueIdFields f;
   f.root = addr;
-  f.secret = bootstrap::randomSecret();
+  f.secret = net::randomSecret();
   TcpBootstrap b(0, 2);
   auto start = Clock::now();
   CHECK_THROWS_WITH(b.initialize(bootstrap::encodeUniqueId(f), 0.5),

@@ -2,8 +2,8 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
-#include "bootstrap/net_interface.hpp"
-#include "bootstrap/socket.hpp"
+#include "core/net/net_interface.hpp"
+#include "core/net/socket.hpp"
 #include "bootstrap/unique_id.hpp"
 #include "mscclpp/errors.hpp"
 
@@ -46,7 +46,7 @@ TEST_CASE("socket addresses parse, print and round-trip through the wire form", 
 TEST_CASE("unique ids round-trip and bad ids are rejected precisely", "[net]") {
   bootstrap::UniqueIdFields f;
   f.root = SocketAddress::parse("10.1.2.3:4567");
-  f.secret = bootstrap::randomSecret();
+  f.secret = net::randomSecret();
   UniqueId id = bootstrap::encodeUniqueId(f);
   CHECK(std::memcmp(id.data(), "MSCLPPID", 8) == 0);
   bootstrap::UniqueIdFields g = bootstrap::decodeUniqueId(id);
@@ -54,7 +54,7 @@ TEST_CASE("unique ids round-trip and bad ids are rejected precisely", "[net]") {
   CHECK(g.secret == f.secret);
   CHECK(g.flags == 0);
   // Two random secrets differ (128 bits from getrandom).
-  CHECK(bootstrap::randomSecret() != bootstrap::randomSecret());
+  CHECK(net::randomSecret() != net::randomSecret());
 
   UniqueId zero{};
   CHECK_THROWS_WITH(bootstrap::decodeUniqueId(zero), Catch::Contains("unique id: bad magic"));

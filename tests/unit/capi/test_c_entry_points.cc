@@ -28,7 +28,7 @@ std::set<std::string> declaredFunctions(const std::string& header) {
   text << in.rdbuf();
   const std::string s = std::regex_replace(text.str(), std::regex(R"(/\*[\s\S]*?\*/)"), " ");  // comments out
   std::set<std::string> out;
-  const std::regex declaration(R"((?:^|\n)(?:int|const char\s*\*)\s*(mscclpp\w+)\s*\()");
+  const std::regex declaration(R"((?:^|\n)(?:MSCCLPP_API\s+)?(?:int|const char\s*\*)\s*(mscclpp\w+)\s*\()");
   for (auto it = std::sregex_iterator(s.begin(), s.end(), declaration); it != std::sregex_iterator(); ++it) {
     out.insert((*it)[1]);
   }
@@ -96,6 +96,11 @@ std::map<std::string, Case> badCalls() {
         return mscclppPlanSelect(&request, name, sizeof(name), e, n);
       },
       mscclppInvalidArgument, "mscclppPlanSelect: collective 'allreduse' is not one of", true};
+  cases["mscclppPlanVerify"] = {[](char* e, size_t n) {
+                                  char report[64];
+                                  return mscclppPlanVerify("bad.json", "{", 1, report, sizeof(report), e, n);
+                                },
+                                mscclppInvalidPlan, "bad.json: invalid JSON", true};
   // mscclpp_c.h
   cases["mscclppUniqueIdCreate"] = {[](char* e, size_t n) {
                                       uint8_t id[MSCCLPP_C_UNIQUE_ID_BYTES];
@@ -158,7 +163,7 @@ TEST_CASE("every C entry point of the headers has a bad-input case here", "[capi
   for (const char* header : {"status.h", "plan_api.h", "mscclpp_c.h"}) {
     for (const std::string& f : declaredFunctions(header)) declared.insert(f);
   }
-  CHECK(declared.size() == 23);  // 2 + 8 + 13 today: the parse found them all
+  CHECK(declared.size() == 24);  // 2 + 9 + 13 today: the parse found them all
   std::set<std::string> covered = kCannotFail;
   for (const auto& [name, c] : badCalls()) covered.insert(name);
   for (const std::string& f : declared) {

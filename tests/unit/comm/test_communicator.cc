@@ -2,17 +2,26 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
+#include "../../support/scoped_env.hpp"
 #include "../bootstrap/rank_threads.hpp"
 #include "comm/communicator_impl.hpp"
-#include "comm/registered_memory_impl.hpp"
 #include "mscclpp/communicator.hpp"
 #include "transport/cuda_ipc/memory.hpp"
 #include "transport/host_shm/memory.hpp"
+#include "transport/ib_verbs/memory.hpp"
+#include "transport/registration.hpp"
+#include "transport/tcp/memory.hpp"
 
 using namespace mscclpp;
 using mscclpp::test::runRanks;
 
 namespace {
+
+const transport::host_shm::HostShmRecord& shmRecord(const RegisteredMemory& m) {
+  const auto* r = m.impl()->record<transport::host_shm::HostShmRecord>(Transport::HostShm);
+  REQUIRE(r != nullptr);
+  return *r;
+}
 
 std::vector<std::shared_ptr<Communicator>> makeComms(const std::vector<std::shared_ptr<Bootstrap>>& bs) {
   std::vector<std::shared_ptr<Communicator>> comms(bs.size());
@@ -46,11 +55,11 @@ TEST_CASE("ranks on one host see each other as local", "[comm]") {
 }
 
 TEST_CASE("MSCCLPP_HOSTID overrides the host identity", "[comm]") {
-  test::EnvGuard env("MSCCLPP_HOSTID", "rack7-node3");
+  test::ScopedEnv env("MSCCLPP_HOSTID", "rack7-node3");
   auto comms = makeComms(test::makeInProcessBootstraps(2));
   CHECK(comms[0]->hostId() == "rack7-node3");
   CHECK(comms[1]->hostIdOf(0) == "rack7-node3");
-  test::EnvGuard tooLong("MSCCLPP_HOSTID", std::string(300, 'x').c_str());
+  test::ScopedEnv tooLong("MSCCLPP_HOSTID", std::string(300, 'x').c_str());
   auto bs = test::makeInProcessBootstraps(1);
   CHECK_THROWS_WITH(Communicator(bs[0], kHostDevice),
                     Catch::Contains("has 300 bytes, more than 240 (MSCCLPP_HOSTID)"));
@@ -106,11 +115,11 @@ TEST_CASE("registerMemory caches per buffer and checks its arguments", "[comm][m
   CHECK(a.isLocal());
   CHECK(a.rank() == 0);
   CHECK(a.transports() == (Transport::HostShm | Transport::Tcp));
-  CHECK(a.impl()->shm.offset == 0);
+  CHECK(shmRecord(a).offset == 0);
   RegisteredMemory sub = c.registerMemory(shm.get() + 1024, 512, Transport::HostShm);
   CHECK(sub.impl() != a.impl());
-  CHECK(sub.impl()->shm.offset == 1024);
-  CHECK(sub.impl()->shm.segmentName == a.impl()->shm.segmentName);
+  CHECK(shmRecord(sub).offset == 1024);
+  CHECK(shmRecord(sub).segmentName == shmRecord(a).segmentName);
   CHECK(c.impl().registrationCount == made + 1);
 
   std::vector<char> plain(64);
@@ -172,8 +181,10 @@ TEST_CASE("serialised registrations are checked field by field", "[comm][memory]
   CHECK(back.rank() == 0);
   CHECK(back.originalDataPtr() == buf.data());
   CHECK(back.data() == nullptr);  // TCP only: not mapped
-  CHECK(back.impl()->tcp.key == m.impl()->tcp.key);
-  CHECK(back.impl()->tcp.engineId == m.impl()->tcp.engineId);
+  using transport::tcp::TcpRecord;
+  CHECK(back.impl()->record<TcpRecord>(Transport::Tcp)->key == m.impl()->record<TcpRecord>(Transport::Tcp)->key);
+  CHECK(back.impl()->record<TcpRecord>(Transport::Tcp)->engineId ==
+        m.impl()->record<TcpRecord>(Transport::Tcp)->engineId);
 
   std::vector<char> truncated(bytes.begin(), bytes.end() - 3);
   CHECK_THROWS_WITH(RegisteredMemory::deserialize(truncated),
@@ -202,21 +213,32 @@ TEST_CASE("IB and IPC registrations round-trip through the wire form", "[comm][m
   impl->ownerHostHash = 42;  // another host: nothing is mapped on import
   impl->transports = Transport::IB3 | Transport::CudaIpc;
   impl->deviceMemory = true;
-  impl->ib[3] = transport::IbExport{0x7f0000001000, 0x1234, 0};
-  for (int i = 0; i < 64; ++i) impl->ipc.handle[i] = static_cast<uint8_t>(i);
-  impl->ipc.baseOffset = 4096;
-  impl->ipc.allocationSize = 1 << 21;
-  impl->ipc.device = 2;
+  auto ib = std::make_shared<transport::ib_verbs::IbRecord>();
+  ib->address = 0x7f0000001000;
+  ib->rkey = 0x1234;
+  ib->lkey = 99;
+  impl->records[static_cast<size_t>(Transport::IB3)] = ib;
+  auto ipc = std::make_shared<transport::cuda_ipc::CudaIpcRecord>();
+  for (int i = 0; i < 64; ++i) ipc->handle[i] = static_cast<uint8_t>(i);
+  ipc->baseOffset = 4096;
+  ipc->allocationSize = 1 << 21;
+  ipc->device = 2;
+  impl->records[static_cast<size_t>(Transport::CudaIpc)] = ipc;
   RegisteredMemory back = RegisteredMemory::deserialize(RegisteredMemory(impl).serialize());
   CHECK(back.rank() == 5);
   CHECK(back.isDeviceMemory());
   CHECK(back.data() == nullptr);
-  CHECK(back.impl()->ib[3].address == 0x7f0000001000);
-  CHECK(back.impl()->ib[3].rkey == 0x1234);
-  CHECK(back.impl()->ib[3].lkey == 0);  // never sent
-  CHECK(back.impl()->ipc.handle == impl->ipc.handle);
-  CHECK(back.impl()->ipc.baseOffset == 4096);
-  CHECK(back.impl()->ipc.device == 2);
+  const auto* backIb = back.impl()->record<transport::ib_verbs::IbRecord>(Transport::IB3);
+  REQUIRE(backIb != nullptr);
+  CHECK(backIb->address == 0x7f0000001000);
+  CHECK(backIb->rkey == 0x1234);
+  CHECK(backIb->lkey == 0);  // never sent
+  const auto* backIpc = back.impl()->record<transport::cuda_ipc::CudaIpcRecord>(Transport::CudaIpc);
+  REQUIRE(backIpc != nullptr);
+  CHECK(backIpc->handle == ipc->handle);
+  CHECK(backIpc->baseOffset == 4096);
+  CHECK(backIpc->allocationSize == (1 << 21));
+  CHECK(backIpc->device == 2);
 }
 
 TEST_CASE("async errors keep the first one", "[comm]") {

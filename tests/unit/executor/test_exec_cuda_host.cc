@@ -16,9 +16,11 @@
 #include <vector>
 
 #include "exec_test_util.hpp"
+#include "../../support/scoped_env.hpp"
 #include "executor/context_cache.hpp"
 #include "executor/context_image.hpp"
-#include "executor/context_wiring.hpp"
+#include "executor/cpu/context_wiring.hpp"
+#include "executor/emulation/local_world_wiring.hpp"
 #include "executor/cuda/call_binding.hpp"
 #include "executor/cuda/device_image.hpp"
 #include "executor/cuda/gpu_backend.hpp"
@@ -70,24 +72,7 @@ plan::PlanHeader header(const char* name = "p") {
   return h;
 }
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    if (old) old_ = old, hadOld_ = true;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (hadOld_)
-      setenv(name_.c_str(), old_.c_str(), 1);
-    else
-      unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_, old_;
-  bool hadOld_ = false;
-};
+using ScopedEnv = mscclpp::test::ScopedEnv;
 
 }  // namespace
 

@@ -10,7 +10,8 @@
 
 #include "core/deadline.hpp"
 #include "exec_test_util.hpp"
-#include "executor/context_wiring.hpp"
+#include "executor/cpu/context_wiring.hpp"
+#include "executor/emulation/local_world_wiring.hpp"
 #include "executor/emulation/reference.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"

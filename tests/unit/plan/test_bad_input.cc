@@ -10,6 +10,7 @@
 #include <random>
 
 #include "mscclpp/errors.hpp"
+#include "../../support/scoped_env.hpp"
 #include "plan/plan_file.hpp"
 #include "plan/plan_loader.hpp"
 #include "plan_test_util.hpp"
@@ -27,15 +28,7 @@ std::string fileError(const std::string& path) {
   return "";
 }
 
-// Sets an environment variable for the scope of a test.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
+using ScopedEnv = mscclpp::test::ScopedEnv;
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "mscclpp/plan_api.h"
+#include "core/params.hpp"
 #include "plan/registry.hpp"
 #include "plan_test_util.hpp"
 
@@ -17,12 +18,15 @@ class GlobalPlanDir {
  public:
   explicit GlobalPlanDir(const std::string& dir) {
     setenv("MSCCLPP_PLAN_DIR", dir.c_str(), 1);
+    mscclpp::params::resetCache();
     mscclpp::plan::Registry::instance().rescan();
   }
   ~GlobalPlanDir() {
     setenv("MSCCLPP_PLAN_DIR", "/nonexistent-mscclpp-plan-dir", 1);
+    mscclpp::params::resetCache();
     mscclpp::plan::Registry::instance().rescan();
     unsetenv("MSCCLPP_PLAN_DIR");
+    mscclpp::params::resetCache();
   }
 };
 

@@ -83,6 +83,16 @@ std::string takeLog(const std::string& path) {
   return text.str();
 }
 
+namespace {
+// MSCCLPP_* variables are read once; ncclResetDebugInit makes the shim read them again.
+void rereadEnvironment() {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  ncclResetDebugInit();
+#pragma GCC diagnostic pop
+}
+}  // namespace
+
 ScopedEnv::ScopedEnv(const char* name, const char* value) : name_(name) {
   const char* old = std::getenv(name);
   hadOld_ = old != nullptr;
@@ -92,6 +102,7 @@ ScopedEnv::ScopedEnv(const char* name, const char* value) : name_(name) {
   } else {
     unsetenv(name);
   }
+  rereadEnvironment();
 }
 
 ScopedEnv::~ScopedEnv() {
@@ -100,6 +111,7 @@ ScopedEnv::~ScopedEnv() {
   } else {
     unsetenv(name_.c_str());
   }
+  rereadEnvironment();
 }
 
 }  // namespace shimtest

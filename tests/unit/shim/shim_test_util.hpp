@@ -58,10 +58,11 @@ ncclComm_t soloComm(ncclConfig_t* config = nullptr);
 // ncclGetLastError(NULL) as a string.
 std::string lastError();
 
-// Sets or unsets an environment variable for the scope (tests only; the shim reads it through params).
 // The text of a log file, which is then removed ("" when it does not exist).
 std::string takeLog(const std::string& path);
 
+// Sets or unsets an environment variable for the scope. The shim reads MSCCLPP_* variables once: both
+// ends call ncclResetDebugInit, which makes it read them again.
 class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value);

@@ -1,5 +1,6 @@
-// The shim's ABI surface: exactly the dynamic symbols of libnccl.so.2 2.28.9, no more, no less, in both the
-// preload library and the replace-mode copy (whose soname must be NCCL's).
+// The shim's ABI surface: exactly the dynamic symbols of libnccl.so.2 2.28.9 plus the runtime's C APIs (the
+// Python package finds them in a process that preloaded the shim), no more, no less, in both the preload
+// library and the replace-mode copy (whose soname must be NCCL's).
 #include <dlfcn.h>
 
 #include <catch2/catch.hpp>
@@ -8,25 +9,16 @@
 #include <set>
 #include <string>
 
+#include "../../support/run_command.hpp"
+
 namespace {
 
-std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  int status = pclose(p);
-  INFO(cmd << " exited with " << status);
-  REQUIRE(status == 0);
-  return out;
-}
+using mscclpp::test::runCommand;
 
 // Names of the defined dynamic symbols of lib (nm -D --defined-only), ignoring the linker's own markers.
 std::set<std::string> exportsOf(const std::string& lib) {
   std::set<std::string> names;
-  std::string out = run("nm -D --defined-only '" + lib + "'");
+  std::string out = runCommand("nm -D --defined-only '" + lib + "'");
   size_t pos = 0;
   while (pos < out.size()) {
     size_t eol = out.find('\n', pos);
@@ -47,6 +39,20 @@ std::set<std::string> checkedInList() {
   while (std::getline(in, line)) {
     if (!line.empty()) names.insert(line);
   }
+  return names;
+}
+
+// NCCL's names and the C API names libmscclpp.so exports (mscclpp_c.h, plan_api.h: unmangled mscclpp*).
+std::set<std::string> shimExports() {
+  std::set<std::string> names = checkedInList();
+  size_t capi = 0;
+  for (const auto& n : exportsOf(MSCCLPP_LIB_PATH)) {
+    if (n.rfind("mscclpp", 0) == 0) {
+      names.insert(n);
+      ++capi;
+    }
+  }
+  CHECK(capi >= 20);  // the plan API and the communicator/executor C API
   return names;
 }
 
@@ -75,19 +81,19 @@ TEST_CASE("the checked-in NCCL 2.28.9 export list is complete", "[exports]") {
   CHECK(profiling == 52);
 }
 
-TEST_CASE("the shim exports exactly NCCL's symbols", "[exports]") {
-  std::set<std::string> want = checkedInList();
+TEST_CASE("the shim exports exactly NCCL's symbols and the runtime's C APIs", "[exports]") {
+  std::set<std::string> want = shimExports();
   std::set<std::string> got = exportsOf(SHIM_LIB_PATH);
   INFO("difference:" << describeDiff(want, got));
   CHECK(got == want);
 }
 
 TEST_CASE("the replace-mode library exports NCCL's symbols under NCCL's soname", "[exports]") {
-  std::set<std::string> want = checkedInList();
+  std::set<std::string> want = shimExports();
   std::set<std::string> got = exportsOf(SHIM_REPLACE_LIB_PATH);
   INFO("difference:" << describeDiff(want, got));
   CHECK(got == want);
-  std::string dyn = run("readelf -d '" + std::string(SHIM_REPLACE_LIB_PATH) + "'");
+  std::string dyn = runCommand("readelf -d '" + std::string(SHIM_REPLACE_LIB_PATH) + "'");
   CHECK(dyn.find("Library soname: [libnccl.so.2]") != std::string::npos);
 }
 

@@ -5,8 +5,9 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
+#include "../../support/scoped_env.hpp"
 #include "../bootstrap/rank_threads.hpp"
-#include "comm/registered_memory_impl.hpp"
+#include "transport/registration.hpp"
 #include "core/deadline.hpp"
 #include "mscclpp/communicator.hpp"
 #include "transport/host_shm/memory.hpp"
@@ -31,7 +32,7 @@ TEST_CASE("allocSharedHost gives zeroed, page-aligned, findable memory", "[shm]"
   CHECK(isSharedHost(p.get(), 8000));
   CHECK(isSharedHost(p.get() + 500, 8));
   CHECK_FALSE(isSharedHost(p.get(), 8192 + 1));  // past the (page-rounded) end
-  transport::HostShmExport e;
+  transport::host_shm::HostShmRecord e;
   REQUIRE(transport::host_shm::exportRange(p.get() + 10, 80, &e));
   CHECK(e.offset == 80);
   CHECK(e.segmentSize == 8192);
@@ -44,7 +45,7 @@ TEST_CASE("allocSharedHost gives zeroed, page-aligned, findable memory", "[shm]"
 
 TEST_CASE("imports map the exporter's pages and fail clearly once it is gone", "[shm]") {
   auto p = allocSharedHost<int>(1024);
-  transport::HostShmExport e;
+  transport::host_shm::HostShmRecord e;
   REQUIRE(transport::host_shm::exportRange(p.get(), 4096, &e));
   void* data = nullptr;
   auto mapping = transport::host_shm::importRange(e, 4096, &data, "test import");
@@ -64,7 +65,7 @@ TEST_CASE("imports map the exporter's pages and fail clearly once it is gone", "
                     Catch::StartsWith("late import: ") &&
                         (Catch::Contains("cannot open /proc/") || Catch::Contains("is not the exported allocation")));
 
-  transport::HostShmExport bad = e;
+  transport::host_shm::HostShmRecord bad = e;
   bad.segmentName = "memfd:x:y";
   CHECK_THROWS_WITH(transport::host_shm::importRange(bad, 8, &late, "forged"),
                     "forged: malformed shared memory name 'memfd:x:y'");
@@ -78,9 +79,9 @@ TEST_CASE("imports map the exporter's pages and fail clearly once it is gone", "
 }
 
 TEST_CASE("POSIX mode names segments and unlinks them on free or on request", "[shm]") {
-  test::EnvGuard mode("MSCCLPP_HOST_SHM", "posix");
+  test::ScopedEnv mode("MSCCLPP_HOST_SHM", "posix");
   auto p = allocSharedHost<char>(100);
-  transport::HostShmExport e;
+  transport::host_shm::HostShmRecord e;
   REQUIRE(transport::host_shm::exportRange(p.get(), 100, &e));
   REQUIRE(e.segmentName.rfind("posix:/mscclpp.", 0) == 0);
   CHECK(shmNameExists(e.segmentName));
@@ -92,7 +93,7 @@ TEST_CASE("POSIX mode names segments and unlinks them on free or on request", "[
   static_cast<char*>(data)[0] = 'x';  // still shared after the unlink
   CHECK(p.get()[0] == 'x');
   auto q = allocSharedHost<char>(100);
-  transport::HostShmExport e2;
+  transport::host_shm::HostShmRecord e2;
   REQUIRE(transport::host_shm::exportRange(q.get(), 100, &e2));
   CHECK(shmNameExists(e2.segmentName));
   q.reset();  // freed without an explicit unlink: the name goes too

@@ -2,6 +2,7 @@
 // HCA. CUDA IPC without CUDA (or without a device).
 #include <catch2/catch.hpp>
 
+#include "../../support/scoped_env.hpp"
 #include "../bootstrap/rank_threads.hpp"
 #include "mscclpp/communicator.hpp"
 #include "transport/cuda_ipc/memory.hpp"
@@ -47,7 +48,7 @@ TEST_CASE("no HCA: opening a device fails naming what is missing", "[ib]") {
 }
 
 TEST_CASE("the communicator reports IB failures with the call and the library", "[ib]") {
-  test::EnvGuard lib("MSCCLPP_IBVERBS_LIBRARY", "libmscclpp-no-such-verbs.so.1");
+  test::ScopedEnv lib("MSCCLPP_IBVERBS_LIBRARY", "libmscclpp-no-such-verbs.so.1");
   auto bs = test::makeInProcessBootstraps(1);
   Communicator c(bs[0], kHostDevice);
   std::vector<char> buf(64);
@@ -65,7 +66,7 @@ TEST_CASE("CUDA IPC is refused precisely where it cannot work", "[ipc]") {
   if (!cuda_ipc::compiledIn()) {
     CHECK_THROWS_WITH(c.connect(0, 0, Transport::CudaIpc),
                       "communicator rank 0/1: connect to rank 0 over IPC (tag 0): this build has no CUDA support");
-    CudaIpcExport e;
+    cuda_ipc::CudaIpcRecord e;
     CHECK_THROWS_WITH(cuda_ipc::exportRange(&e, 8, &e),
                       "registerMemory(CudaIpc): this build of MSCCL++ has no CUDA support");
     return;

@@ -5,12 +5,13 @@
 #include <cstring>
 
 #include "../bootstrap/rank_threads.hpp"
-#include "bootstrap/socket.hpp"
+#include "core/net/socket.hpp"
 #include "comm/communicator_impl.hpp"
-#include "comm/registered_memory_impl.hpp"
+#include "transport/registration.hpp"
 #include "core/logger.hpp"
 #include "mscclpp/communicator.hpp"
-#include "transport/tcp/engine.hpp"
+#include "transport/tcp/driver.hpp"
+#include "transport/tcp/memory.hpp"
 
 using namespace mscclpp;
 using Clock = std::chrono::steady_clock;
@@ -111,7 +112,10 @@ TEST_CASE("TCP rejects bad requests locally or at the peer, with the place", "[t
     // A registration whose key the peer does not know (a stale or forged one): the peer rejects it,
     // the stream stays in sync, and the error surfaces at flush with the peer's reason.
     auto forged = std::make_shared<RegisteredMemory::Impl>(*p->remote[0].impl());
-    forged->tcp.key += 1000;
+    auto forgedKey = std::make_shared<transport::tcp::TcpRecord>(
+        *forged->record<transport::tcp::TcpRecord>(Transport::Tcp));
+    forgedKey->key += 1000;
+    forged->records[static_cast<size_t>(Transport::Tcp)] = forgedKey;
     conn.write(RegisteredMemory(forged), 0, p->local[0], 0, 64);
     try {
       conn.flush();
@@ -145,13 +149,13 @@ TEST_CASE("a TCP peer that leaves fails flush at once, not at the deadline", "[t
 
 TEST_CASE("strangers at the TCP engine port are dropped; the connection keeps working", "[tcp][faults]") {
   auto p = makePair(16);
-  net::SocketAddress addr = p->comms[1]->impl().engine()->address();
+  net::SocketAddress addr = transport::tcp::engineOf(*p->comms[1]->impl().session(Transport::Tcp))->address();
   net::Socket garbage = net::Socket::connectTo(addr, Deadline(5), "test", false);
   garbage.sendAll("\x01\x02\x03\x04garbage!", 12, Deadline(5), "test");
   CHECK(warnedAbout("rank 1 TCP transport: dropped connection from", "bad magic"));
   net::Socket stranger = net::Socket::connectTo(addr, Deadline(5), "test", false);
   transport::tcp::Hello hello{};
-  std::memcpy(hello.magic, "MSCLTCP1", 8);
+  std::memcpy(hello.header.magic, "MSCLTCP1", 8);
   stranger.sendAll(&hello, sizeof(hello), Deadline(5), "test");
   CHECK(warnedAbout("rank 1 TCP transport: dropped connection from", "wrong secret (not a peer of this communicator)"));
   p->bufs[0][3] = 99;

@@ -6,7 +6,7 @@ per-threadblock passes therefore run once, on the program as written, not once p
 """
 import json
 
-from . import ops
+from . import locations, ops
 
 FORMAT_VERSION = 1
 
@@ -47,10 +47,37 @@ class Shift:
         return rid * self.n + self.k
 
 
+def _emit_located(op, out, shift, table):
+    """op.emit, plus its "source" key (and its body's, for a pipeline) when it has a location."""
+    if isinstance(op, ops.Pipeline):
+        inner = []
+        for body_op in op.ops:
+            _emit_located(body_op, inner, shift, table)
+        text = '{"name":"pipeline","iter_context":{"unit_size":%d,"num_chunks":%d},"ops":[%s]}' % (
+            op.unit_size,
+            op.num_chunks,
+            ",".join(inner),
+        )
+    else:
+        start = len(out)
+        op.emit(out, shift)
+        if len(out) != start + 1:
+            return
+        text = out.pop()
+    where = table.of(op)
+    if where is not None:
+        text = text[:-1] + ',"source":%s}' % json.dumps(where)
+    out.append(text)
+
+
 def _tb_json(tb_id, tb, shift, n, k):
     ops = []
+    table = locations.ACTIVE
     for op in tb.ops:
-        op.emit(ops, shift)
+        if table is None:
+            op.emit(ops, shift)
+        else:
+            _emit_located(op, ops, shift, table)
     channels = ",".join(
         '{"channel_type":"%s","channel_ids":[%s]}'
         % (ctype, ",".join([str(c * n + k) for c in ids]) if n > 1 else ",".join(map(str, ids)))

@@ -10,6 +10,8 @@ Pipelines are processed recursively: their bodies are threadblocks of their own.
 """
 from bisect import bisect_left
 
+from . import locations
+
 from .ops import (
     _PUT_FUSABLE,
     AFTER,
@@ -51,6 +53,8 @@ def fuse(ops):
         if current is not None:
             fused = current.fuse(op)
             if fused is not None:
+                if locations.ACTIVE is not None:
+                    locations.ACTIVE.inherit(fused, current)
                 current = fused
                 continue
             append(current)

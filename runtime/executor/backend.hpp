@@ -1,0 +1,57 @@
+// The Executor's backends as peers behind one interface: CpuBackend (cpu/cpu_backend.hpp: the
+// op interpreter on host threads) and GpuBackend (cuda/gpu_backend.hpp: one kernel launch per
+// call). The Executor checks a call's arguments, then hands it to its backend; each backend keeps
+// its execution contexts in a ContextCache (context_cache.hpp) of MSCCLPP_EXEC_CONTEXT_CACHE
+// entries.
+//
+// Thread-safety: one thread at a time (the Executor serialises execute()).
+#ifndef MSCCLPP_EXECUTOR_BACKEND_HPP_
+#define MSCCLPP_EXECUTOR_BACKEND_HPP_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "mscclpp/datatype.hpp"
+#include "plan/plan.hpp"
+
+namespace mscclpp::exec {
+
+// One Executor::execute call, its arguments checked.
+struct ExecCall {
+  int rank = 0;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t sendBytes = 0, recvBytes = 0;
+  DataType dtype = DataType::Float32;
+  std::shared_ptr<const plan::Plan> plan;
+  void* stream = nullptr;  // cudaStream_t (the CPU backend does not use it)
+  PacketType packet = PacketType::LL16;
+  ReduceOp op = ReduceOp::Sum;
+  const void* scalar = nullptr;
+};
+
+class ExecutionBackend {
+ public:
+  virtual ~ExecutionBackend() = default;
+  virtual void execute(const ExecCall& call) = 0;
+  // Execution contexts cached now.
+  virtual size_t contextCount() const = 0;
+  // Looks (without synchronising) for a context whose launch failed without a call having reported
+  // it; if one did, drops it and returns true with its diagnosis. False when the backend reports
+  // every failure from execute() (CPU).
+  virtual bool pollError(std::string* message) = 0;
+};
+
+// Whether the collective writes a result into this rank's output (reduce and gather: the root only).
+inline bool writesOutput(plan::Collective c, int rank, int root) {
+  return (c != plan::Collective::Reduce && c != plan::Collective::Gather) || rank == root;
+}
+// Whether the collective reads this rank's input (scatter: the root only; NCCL passes NULL elsewhere).
+inline bool readsInput(plan::Collective c, int rank, int root) {
+  return c != plan::Collective::Scatter || rank == root;
+}
+
+}  // namespace mscclpp::exec
+
+#endif  // MSCCLPP_EXECUTOR_BACKEND_HPP_

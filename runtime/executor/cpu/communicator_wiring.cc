@@ -1,0 +1,332 @@
+// The CPU backend's wiring over a Communicator: every rank places its staged input/output, its
+// scratch and the semaphore counters it receives on in one shared host allocation, registers it
+// for Transport::HostShm and sends every other rank of the plan the registration and a directory
+// of offsets. Peers on this host map it and address each other's memory directly, exactly like the
+// emulator's world. Peers on another host are reached only through port channels: the region is
+// then registered for TCP too, one TCP connection is opened per such peer, and the context's proxy
+// performs their requests on it (remote_port_peers.hpp). A plan that would load/store into another
+// host's memory (memory channel, switch channel, memory-access remote buffer) is refused up front,
+// on every rank alike, so that no rank waits for a peer that gave up.
+#include <algorithm>
+#include <cstring>
+#include <future>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "core/enforce.hpp"
+#include "core/logger.hpp"
+#include "executor/context_image.hpp"
+#include "executor/cpu/context_wiring.hpp"
+#include "executor/cpu/remote_port_peers.hpp"
+#include "mscclpp/bootstrap.hpp"
+#include "mscclpp/communicator.hpp"
+#include "mscclpp/memory.hpp"
+
+namespace mscclpp::exec {
+namespace {
+
+constexpr uint64_t kMagic = 0x4d53434c45584543ull;  // "MSCLEXEC"
+constexpr uint64_t kVersion = 1;
+constexpr size_t kMaxMessage = 1 << 20;
+
+// One rank's region as its peers see it.
+struct Directory {
+  uint64_t inputOff = 0, inputBytes = 0, outputOff = 0, outputBytes = 0, scratchOff = 0, scratchBytes = 0;
+  // Inbound counters: (sender rank, pair index, port?) -> offset.
+  std::map<std::tuple<int, int, bool>, uint64_t> counters;
+};
+
+struct Remote {
+  RegisteredMemory memory;
+  char* base = nullptr;
+  Directory dir;
+};
+
+uint64_t reserve(uint64_t* size, uint64_t bytes, uint64_t align) {
+  *size = (*size + align - 1) / align * align;
+  uint64_t off = *size;
+  *size += bytes == 0 ? 1 : bytes;
+  return off;
+}
+
+void put64(std::vector<char>* out, uint64_t v) {
+  const char* p = reinterpret_cast<const char*>(&v);
+  out->insert(out->end(), p, p + 8);
+}
+
+class Reader {
+ public:
+  Reader(const std::vector<char>& data, int peer) : data_(data), peer_(peer) {}
+  uint64_t u64(const char* what) {
+    MSCCLPP_ENFORCE(pos_ + 8 <= data_.size(), ErrorCode::RemoteError,
+                    "executor wiring: the message from rank %d ends before its %s (%zu bytes)", peer_, what, data_.size());
+    uint64_t v;
+    std::memcpy(&v, data_.data() + pos_, 8);
+    pos_ += 8;
+    return v;
+  }
+  std::vector<char> bytes(uint64_t n, const char* what) {
+    MSCCLPP_ENFORCE(n <= data_.size() - pos_, ErrorCode::RemoteError,
+                    "executor wiring: rank %d's %s claims %llu bytes, %zu left", peer_, what,
+                    static_cast<unsigned long long>(n), data_.size() - pos_);
+    std::vector<char> v(data_.begin() + pos_, data_.begin() + pos_ + n);
+    pos_ += (n + 7) / 8 * 8;
+    return v;
+  }
+
+ private:
+  const std::vector<char>& data_;
+  size_t pos_ = 0;
+  int peer_;
+};
+
+// base == nullptr (a peer on another host): the size only, no address.
+char* bufferBase(char* base, const Directory& d, plan::BufferType t, uint64_t* bytes) {
+  switch (t) {
+    case plan::BufferType::Input: *bytes = d.inputBytes; return base ? base + d.inputOff : nullptr;
+    case plan::BufferType::Output: *bytes = d.outputBytes; return base ? base + d.outputOff : nullptr;
+    case plan::BufferType::Scratch: *bytes = d.scratchBytes; return base ? base + d.scratchOff : nullptr;
+  }
+  return nullptr;
+}
+
+// Refuses load/store access across hosts, checking every rank's declarations (the loader keeps
+// them for all ranks) so that all ranks refuse the same plan before any exchange.
+void refuseLoadStoreAcrossHosts(const plan::Plan& p, const Communicator& comm) {
+  auto other = [&](int a, int b) { return comm.hostIdOf(a) != comm.hostIdOf(b); };
+  auto refuse = [&](const std::string& what, int a, int b) {
+    MSCCLPP_THROW(ErrorCode::NotSupported,
+                  "plan %s (%s) on the CPU backend: %s of rank %d to rank %d: rank %d is on another host (%s; rank %d "
+                  "is on %s); across hosts plans must use port channels",
+                  p.header.name.c_str(), p.header.source.c_str(), what.c_str(), a, b, b, comm.hostIdOf(b).c_str(), a,
+                  comm.hostIdOf(a).c_str());
+  };
+  for (const plan::RankPlan& rp : p.ranks) {
+    const int a = rp.rank;
+    for (size_t c = 0; c < rp.memoryChannels.size(); ++c)
+      if (other(a, rp.memoryChannels[c].peer)) refuse(strFormat("memory channel %zu", c), a, rp.memoryChannels[c].peer);
+    for (size_t c = 0; c < rp.switchChannels.size(); ++c)
+      for (int m : rp.switchChannels[c].ranks)
+        if (other(a, m)) refuse(strFormat("switch channel %zu (a member)", c), a, m);
+    for (size_t k = 0; k < rp.remoteBuffers.size(); ++k) {
+      const plan::RemoteBufferDecl& d = rp.remoteBuffers[k];
+      if (d.viaMemory && other(a, d.rank))
+        refuse(strFormat("remote buffer %zu (%s, accessed by memory channels)", k, plan::bufferTypeName(d.type)), a,
+               d.rank);
+    }
+  }
+}
+
+uint64_t bufferOffset(const Directory& d, plan::BufferType t) {
+  switch (t) {
+    case plan::BufferType::Input: return d.inputOff;
+    case plan::BufferType::Output: return d.outputOff;
+    case plan::BufferType::Scratch: return d.scratchOff;
+  }
+  return 0;
+}
+
+}  // namespace
+
+CommunicatorWiring::CommunicatorWiring(std::shared_ptr<Communicator> comm) : comm_(std::move(comm)) {
+  MSCCLPP_ENFORCE(comm_ != nullptr, ErrorCode::InvalidArgument, "Executor: the communicator is null");
+}
+
+int CommunicatorWiring::worldSize() const { return comm_->size(); }
+
+RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, const CallShape& shape) {
+  const plan::Plan& p = *plan;
+  const int n = static_cast<int>(p.ranks.size());
+  MSCCLPP_ENFORCE(n == comm_->size() && rank == comm_->rank(), ErrorCode::InvalidArgument,
+                  "plan %s is written for %d ranks; the communicator has %d and this is its rank %d (asked rank %d)",
+                  p.header.name.c_str(), n, comm_->size(), comm_->rank(), rank);
+  const plan::RankPlan& rp = p.ranks[rank];
+  refuseLoadStoreAcrossHosts(p, *comm_);
+  std::set<int> crossHostPeers;  // reached only through port channels, over TCP
+  for (const plan::ChannelDecl& c : rp.portChannels)
+    if (!comm_->isSameHost(c.peer)) crossHostPeers.insert(c.peer);
+
+  // Our region.
+  Directory mine;
+  uint64_t size = 0;
+  constexpr uint64_t kPage = 4096, kLine = 64;
+  if (p.header.inPlace) {
+    InPlaceLayout ip = inPlaceLayout(p.header.collective, rank, shape.inputBytes, shape.outputBytes);
+    uint64_t data = reserve(&size, ip.dataBytes, kPage);
+    mine.inputOff = data + ip.inputOffset;
+    mine.outputOff = data + ip.outputOffset;
+  } else {
+    mine.inputOff = reserve(&size, shape.inputBytes, kPage);
+    mine.outputOff = reserve(&size, shape.outputBytes, kPage);
+  }
+  mine.inputBytes = shape.inputBytes;
+  mine.outputBytes = shape.outputBytes;
+  mine.scratchBytes = shape.scratchBytes;
+  mine.scratchOff = reserve(&size, shape.scratchBytes, kPage);
+  for (int port = 0; port < 2; ++port) {
+    for (const plan::ChannelDecl& c : port ? rp.portChannels : rp.memoryChannels)
+      mine.counters[{c.peer, c.pairIndex, port != 0}] = reserve(&size, 8, kLine);
+  }
+  std::shared_ptr<void> region = allocSharedHostBytes(size);  // zeroed
+  char* base = static_cast<char*>(region.get());
+  const TransportFlags transports =
+      crossHostPeers.empty() ? TransportFlags(Transport::HostShm) : Transport::HostShm | Transport::Tcp;
+  RegisteredMemory reg = comm_->registerMemory(base, size, transports);
+
+  // Tell every other rank where things are.
+  std::vector<char> msg;
+  put64(&msg, kMagic);
+  put64(&msg, kVersion);
+  put64(&msg, static_cast<uint64_t>(rank));
+  std::vector<char> wire = reg.serialize();
+  put64(&msg, wire.size());
+  msg.insert(msg.end(), wire.begin(), wire.end());
+  msg.resize((msg.size() + 7) / 8 * 8, 0);
+  for (uint64_t v : {mine.inputOff, mine.inputBytes, mine.outputOff, mine.outputBytes, mine.scratchOff, mine.scratchBytes})
+    put64(&msg, v);
+  put64(&msg, mine.counters.size());
+  for (const auto& [key, off] : mine.counters) {
+    put64(&msg, static_cast<uint64_t>(std::get<0>(key)));
+    put64(&msg, static_cast<uint64_t>(std::get<1>(key)));
+    put64(&msg, std::get<2>(key) ? 1 : 0);
+    put64(&msg, off);
+  }
+  std::shared_ptr<Bootstrap> bs = comm_->bootstrap()->withNamespace("mscclpp.executor");
+  const int tag = static_cast<int>(sequence_++ & 0x3fffffff);
+  // Connections first: connect() posts our endpoint at once, so both sides may wait in any order.
+  std::map<int, std::shared_future<std::shared_ptr<Connection>>> pending;
+  // The high tag bit keeps the executor's connections apart from ones the user makes on this communicator.
+  for (int q : crossHostPeers) pending[q] = comm_->connect(q, tag | 0x40000000, Transport::Tcp);
+  for (int q = 0; q < n; ++q)
+    if (q != rank) bs->send(msg, q, tag);
+
+  std::vector<Remote> remotes(n);
+  remotes[rank].base = base;
+  remotes[rank].dir = mine;
+  for (int q = 0; q < n; ++q) {
+    if (q == rank) continue;
+    std::vector<char> data = bs->recv(q, tag, kMaxMessage);
+    Reader r(data, q);
+    MSCCLPP_ENFORCE(r.u64("magic") == kMagic && r.u64("version") == kVersion && r.u64("rank") == static_cast<uint64_t>(q),
+                    ErrorCode::RemoteError, "executor wiring: rank %d sent a message that is not a version-%llu directory",
+                    q, static_cast<unsigned long long>(kVersion));
+    Remote& rm = remotes[q];
+    rm.memory = RegisteredMemory::deserialize(r.bytes(r.u64("registration size"), "registration"));
+    rm.base = static_cast<char*>(rm.memory.data());
+    MSCCLPP_ENFORCE(rm.base != nullptr || !comm_->isSameHost(q), ErrorCode::NotSupported,
+                    "plan %s on the CPU backend: rank %d is on this host (%s) but its memory cannot be mapped here",
+                    p.header.name.c_str(), q, comm_->hostIdOf(q).c_str());
+    Directory& d = rm.dir;
+    d.inputOff = r.u64("input offset"), d.inputBytes = r.u64("input size");
+    d.outputOff = r.u64("output offset"), d.outputBytes = r.u64("output size");
+    d.scratchOff = r.u64("scratch offset"), d.scratchBytes = r.u64("scratch size");
+    const uint64_t nCounters = r.u64("counter count");
+    MSCCLPP_ENFORCE(nCounters <= 1u << 20, ErrorCode::RemoteError, "executor wiring: rank %d claims %llu counters", q,
+                    static_cast<unsigned long long>(nCounters));
+    for (uint64_t i = 0; i < nCounters; ++i) {
+      int sender = static_cast<int>(r.u64("counter sender"));
+      int pair = static_cast<int>(r.u64("counter pair"));
+      bool port = r.u64("counter kind") != 0;
+      d.counters[{sender, pair, port}] = r.u64("counter offset");
+    }
+    for (uint64_t off : {d.inputOff + d.inputBytes, d.outputOff + d.outputBytes, d.scratchOff + d.scratchBytes}) {
+      MSCCLPP_ENFORCE(off <= rm.memory.size(), ErrorCode::RemoteError,
+                      "executor wiring: rank %d's directory points past its %zu-byte region", q, rm.memory.size());
+    }
+    for (const auto& [key, off] : d.counters) {
+      MSCCLPP_ENFORCE(off % 8 == 0 && off + 8 <= rm.memory.size(), ErrorCode::RemoteError,
+                      "executor wiring: rank %d's counter offset %llu is outside its region or unaligned", q,
+                      static_cast<unsigned long long>(off));
+    }
+  }
+
+  RankResources res;
+  res.input = base + mine.inputOff;
+  res.output = base + mine.outputOff;
+  res.scratch = base + mine.scratchOff;
+  res.inputBytes = mine.inputBytes;
+  res.outputBytes = mine.outputBytes;
+  res.scratchBytes = mine.scratchBytes;
+  for (const plan::RemoteBufferDecl& d : rp.remoteBuffers) {
+    uint64_t bytes = 0;
+    char* b = bufferBase(remotes[d.rank].base, remotes[d.rank].dir, d.type, &bytes);
+    res.remoteBuffers.push_back({b, bytes});
+  }
+  auto counterOf = [&](int owner, int sender, int pair, bool port) {
+    auto it = remotes[owner].dir.counters.find({sender, pair, port});
+    MSCCLPP_ENFORCE(it != remotes[owner].dir.counters.end(), ErrorCode::RemoteError,
+                    "plan %s: rank %d has no %s channel paired with rank %d's channel %d", p.header.name.c_str(), owner,
+                    port ? "port" : "memory", sender, pair);
+    return reinterpret_cast<uint64_t*>(remotes[owner].base + it->second);
+  };
+  for (const plan::ChannelDecl& c : rp.memoryChannels) {
+    res.memoryInbound.push_back(counterOf(rank, c.peer, c.pairIndex, false));
+    res.memoryOutbound.push_back(counterOf(c.peer, rank, c.pairIndex, false));
+  }
+  std::shared_ptr<RemotePortPeers> cross;
+  if (!crossHostPeers.empty()) {
+    cross = std::make_shared<RemotePortPeers>();
+    cross->planName = p.header.name;
+    cross->rank = rank;
+    std::map<int, std::shared_ptr<Connection>> connections;
+    for (auto& [q, future] : pending) connections[q] = future.get();
+    cross->channels.resize(rp.portChannels.size());
+    for (size_t c = 0; c < rp.portChannels.size(); ++c) {
+      const plan::ChannelDecl& d = rp.portChannels[c];
+      RemotePortPeers::Channel& ch = cross->channels[c];
+      ch.peer = d.peer;
+      if (!crossHostPeers.count(d.peer)) continue;
+      ch.connection = connections.at(d.peer);
+      ch.peerRegion = remotes[d.peer].memory;
+      auto it = remotes[d.peer].dir.counters.find({rank, d.pairIndex, true});
+      MSCCLPP_ENFORCE(it != remotes[d.peer].dir.counters.end(), ErrorCode::RemoteError,
+                      "plan %s: rank %d has no port channel paired with rank %d's channel %d", p.header.name.c_str(),
+                      d.peer, rank, d.pairIndex);
+      ch.peerCounterOffset = it->second;
+    }
+    for (uint64_t off : {mine.inputOff, mine.outputOff, mine.scratchOff}) cross->memories.push_back({rank, reg, off});
+    for (const plan::RemoteBufferDecl& d : rp.remoteBuffers)
+      cross->memories.push_back({d.rank, remotes[d.rank].memory, bufferOffset(remotes[d.rank].dir, d.type)});
+  }
+  for (size_t c = 0; c < rp.portChannels.size(); ++c) {
+    const plan::ChannelDecl& d = rp.portChannels[c];
+    res.portInbound.push_back(counterOf(rank, d.peer, d.pairIndex, true));
+    // Across hosts the proxy signals through the connection; the outbound word is its local source.
+    res.portOutbound.push_back(cross && cross->crossesHost(static_cast<uint32_t>(c))
+                                   ? &cross->channels[c].outbound
+                                   : counterOf(d.peer, rank, d.pairIndex, true));
+  }
+  res.remotePorts = cross;
+  if (cross) {
+    std::string peers;
+    for (int q : crossHostPeers) peers += (peers.empty() ? "" : ", ") + std::to_string(q);
+    MSCCLPP_INFO(LogExec, "plan %s rank %d (host %s): port channels to rank(s) %s on other hosts over TCP",
+                 p.header.name.c_str(), rank, comm_->hostId().c_str(), peers.c_str());
+  }
+  for (const plan::SwitchChannelDecl& s : rp.switchChannels) {
+    SwitchGroupResource g;
+    g.bytes = UINT64_MAX;
+    for (size_t i = 0; i < s.ranks.size(); ++i) {
+      uint64_t bytes = 0;
+      g.members.push_back(bufferBase(remotes[s.ranks[i]].base, remotes[s.ranks[i]].dir, s.bufferType, &bytes));
+      g.bytes = std::min(g.bytes, bytes);
+      if (s.ranks[i] == rank) g.myIndex = static_cast<uint32_t>(i);
+    }
+    if (s.ranks.empty()) g.bytes = 0;
+    res.switchGroups.push_back(std::move(g));
+  }
+  // Nobody runs (and possibly finishes and exits, freeing its region) before every rank imported
+  // every region: a rank whose plan never waits on a peer would otherwise race the peer's import.
+  bs->barrier();
+  // Keep our region, its registration and every imported mapping alive with the context.
+  auto keep = std::make_shared<std::pair<std::shared_ptr<void>, std::vector<RegisteredMemory>>>();
+  keep->first = region;
+  keep->second.push_back(reg);
+  for (auto& rm : remotes)
+    if (rm.memory.valid()) keep->second.push_back(rm.memory);
+  res.keepAlive = keep;
+  return res;
+}
+
+}  // namespace mscclpp::exec

@@ -1,0 +1,50 @@
+// How a CPU execution context gets its cross-rank resources (rank_resources.hpp). Two wirings:
+//  * CommunicatorWiring (here): ranks are the communicator's (processes of one host, or hosts
+//    joined by port channels): each rank allocates shared host memory, registers it
+//    (Transport::HostShm) and exchanges it and a directory of offsets with every other rank over
+//    the bootstrap.
+//  * LocalWorldWiring (the emulator library, emulation/local_world_wiring.hpp): ranks are threads of
+//    this process; every rank's memory lives in one shared-memory LocalWorld (no sockets).
+//
+// connect() is collective: every rank of the plan calls it for the same (plan, sizes) in the same
+// order. Thread-safety: CommunicatorWiring by its rank's thread only.
+#ifndef MSCCLPP_EXECUTOR_CPU_CONTEXT_WIRING_HPP_
+#define MSCCLPP_EXECUTOR_CPU_CONTEXT_WIRING_HPP_
+
+#include <memory>
+
+#include "executor/rank_resources.hpp"
+#include "plan/plan.hpp"
+
+namespace mscclpp {
+class Communicator;
+}
+
+namespace mscclpp::exec {
+
+class ContextWiring {
+ public:
+  virtual ~ContextWiring() = default;
+  // Ranks in this wiring's world.
+  virtual int worldSize() const = 0;
+  virtual RankResources connect(const plan::PlanPtr& plan, int rank, const CallShape& shape) = 0;
+  // The communicator behind this wiring (the CUDA backend exchanges device memory through it);
+  // null for wirings without one.
+  virtual std::shared_ptr<Communicator> communicator() const { return nullptr; }
+};
+
+class CommunicatorWiring : public ContextWiring {
+ public:
+  explicit CommunicatorWiring(std::shared_ptr<Communicator> comm);
+  int worldSize() const override;
+  RankResources connect(const plan::PlanPtr& plan, int rank, const CallShape& shape) override;
+  std::shared_ptr<Communicator> communicator() const override { return comm_; }
+
+ private:
+  std::shared_ptr<Communicator> comm_;
+  uint64_t sequence_ = 0;  // contexts built so far: the tag of the next exchange
+};
+
+}  // namespace mscclpp::exec
+
+#endif  // MSCCLPP_EXECUTOR_CPU_CONTEXT_WIRING_HPP_

@@ -1,0 +1,47 @@
+// The inside of a RegisteredMemory: the facts every transport shares plus one export record per
+// transport it was registered with, each defined and owned by its transport (transport.hpp). Filled
+// on the owner by Communicator::registerMemory through the transports' Sessions, turned into bytes
+// by RegisteredMemory::serialize and back by deserialize on the importer, which maps what it can
+// (runtime/comm/registered_memory.cc).
+#ifndef MSCCLPP_TRANSPORT_REGISTRATION_HPP_
+#define MSCCLPP_TRANSPORT_REGISTRATION_HPP_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "mscclpp/memory.hpp"
+#include "transport/transport.hpp"
+
+namespace mscclpp {
+
+struct RegisteredMemory::Impl {
+  void* data = nullptr;  // usable here; null when not mapped in this process
+  uint64_t originalData = 0;
+  uint64_t size = 0;
+  TransportFlags transports;
+  int32_t ownerRank = -1;
+  int32_t ownerPid = 0;
+  uint64_t ownerProcessToken = 0;
+  uint64_t ownerHostHash = 0;
+  bool local = false;         // registered by this process (not imported)
+  bool deviceMemory = false;  // CUDA device memory
+
+  // The record of each transport in `transports` (null elsewhere).
+  std::array<std::shared_ptr<const transport::ExportRecord>, static_cast<size_t>(Transport::NumTransports)> records;
+
+  // What must live as long as this registration: the TCP key, IB memory regions, the imported
+  // shared-memory or IPC mapping. Released in reverse order.
+  std::vector<std::shared_ptr<void>> keepAlive;
+
+  // The record of transport t as its own type R (null when not registered for t).
+  template <class R>
+  const R* record(Transport t) const {
+    return static_cast<const R*>(records[static_cast<size_t>(t)].get());
+  }
+};
+
+}  // namespace mscclpp
+
+#endif  // MSCCLPP_TRANSPORT_REGISTRATION_HPP_

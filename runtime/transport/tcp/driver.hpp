@@ -1,0 +1,20 @@
+// The TCP transport's Driver (transport.hpp): one Engine per communicator (its Session), memory
+// exported as engine keys (memory.hpp), connections of two sockets (connection.hpp).
+#ifndef MSCCLPP_TRANSPORT_TCP_DRIVER_HPP_
+#define MSCCLPP_TRANSPORT_TCP_DRIVER_HPP_
+
+#include <memory>
+
+#include "transport/tcp/engine.hpp"
+#include "transport/transport.hpp"
+
+namespace mscclpp::transport::tcp {
+
+const Driver& driver();
+
+// The engine behind a TCP session (tests reach its listening address through it).
+std::shared_ptr<Engine> engineOf(Session& session);
+
+}  // namespace mscclpp::transport::tcp
+
+#endif  // MSCCLPP_TRANSPORT_TCP_DRIVER_HPP_

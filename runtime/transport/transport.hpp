@@ -1,0 +1,125 @@
+// The one interface every transport implements (host_shm, cuda_ipc, tcp, ib_verbs), and the only
+// way the comm layer reaches them. Shaped after NCCL's `struct ncclTransport` table (a transport
+// is a set of operations looked up by kind) and gloo's transport::Device (per-communicator state
+// that makes connections):
+//
+//  * Driver: the code of one transport, stateless, one per kind (drivers() lists them). It reads
+//    its own export records off the wire and maps imported memory where it can.
+//  * Session: a driver's state inside one communicator on one rank (the TCP engine, an opened HCA),
+//    created on first use. It exports local memory and starts connections.
+//  * ExportRecord: what one transport exported for one registration (a shared-memory segment, a
+//    CUDA IPC handle, a TCP key, an InfiniBand rkey). Each transport defines and owns its record;
+//    RegisteredMemory::Impl (registration.hpp) holds one slot per transport.
+//  * PendingConnection: a connection in two phases. The local endpoint bytes are sent to the peer
+//    over the bootstrap; complete() gets the peer's and returns the Connection.
+//
+// Errors: Sessions and PendingConnections throw mscclpp::Error with the transport's own words; the
+// comm layer prefixes them with the call they belong to ("communicator rank 0/2: connect to rank 1
+// over TCP (tag 0): ..."). Thread-safety: Drivers are immutable; a Session may be used by several
+// threads (exports and connects of one communicator), its implementation locks what it shares.
+#ifndef MSCCLPP_TRANSPORT_TRANSPORT_HPP_
+#define MSCCLPP_TRANSPORT_TRANSPORT_HPP_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/serial.hpp"
+#include "mscclpp/connection.hpp"
+#include "mscclpp/memory.hpp"
+
+namespace mscclpp::transport {
+
+class ExportRecord {
+ public:
+  virtual ~ExportRecord() = default;
+  // Appends the record's wire form; Driver::readRecord reads it back.
+  virtual void serialize(ByteWriter& w) const = 0;
+};
+
+// This rank as the transports see it.
+struct RankInfo {
+  int rank = 0;
+  int device = -1;  // CUDA device, or -1 (host)
+  double timeoutSeconds = 0;
+};
+
+// Local memory being registered.
+struct LocalMemory {
+  void* ptr = nullptr;
+  size_t size = 0;
+  bool deviceMemory = false;
+};
+
+struct Exported {
+  std::shared_ptr<const ExportRecord> record;
+  std::shared_ptr<void> keepAlive;  // what must live as long as the registration (may be null)
+};
+
+// A registration arriving from `ownerRank`, as its importer sees it.
+struct ImportContext {
+  bool sameHost = false;
+  bool sameProcess = false;
+  uint64_t size = 0;
+  uint64_t originalData = 0;  // the owner's address
+  std::string what;           // "importing rank 2's 4096-byte memory": the prefix of errors
+};
+
+struct Imported {
+  void* data = nullptr;
+  std::shared_ptr<void> keepAlive;  // the mapping (may be null when nothing was mapped for it)
+};
+
+// The peer's half of a connection.
+struct PeerEndpoint {
+  int rank = -1;
+  int device = -1;
+  std::vector<char> payload;  // its PendingConnection::localEndpoint()
+};
+
+class PendingConnection {
+ public:
+  virtual ~PendingConnection() = default;
+  // What the peer needs to complete its side (may be empty).
+  virtual std::vector<char> localEndpoint() const { return {}; }
+  virtual std::shared_ptr<Connection> complete(const PeerEndpoint& peer) = 0;
+};
+
+class Session {
+ public:
+  virtual ~Session() = default;
+  // Exports [ptr, +size) over this transport, or throws when it cannot carry that memory.
+  virtual Exported exportMemory(const LocalMemory& memory) = 0;
+  // Phase 1 of a connection to remoteRank (both ranks call connect, in the same order).
+  virtual std::unique_ptr<PendingConnection> connect(int remoteRank) = 0;
+  // Makes blocked and later calls fail promptly (the communicator was aborted).
+  virtual void abort() {}
+};
+
+class Driver {
+ public:
+  virtual ~Driver() = default;
+  // Whether this driver carries `t` (IB0..IB7 share one driver).
+  virtual bool serves(Transport t) const = 0;
+  // Whether both ends of its connections must be on one host (shared memory, CUDA IPC).
+  virtual bool sameHostOnly() const { return false; }
+  // This rank's state for `t` in one communicator.
+  virtual std::shared_ptr<Session> openSession(Transport t, const RankInfo& self) const = 0;
+  // Reads what ExportRecord::serialize wrote (field names in its errors: "shm.offset").
+  virtual std::shared_ptr<const ExportRecord> readRecord(Transport t, ByteReader& r) const = 0;
+  // Maps the memory in this process when this transport can (false: it cannot, e.g. another
+  // host); throws when it should and fails.
+  virtual bool importMemory(const ExportRecord&, const ImportContext&, Imported*) const { return false; }
+};
+
+// Every driver, in the order registrations list their records and importers try to map them.
+const std::vector<const Driver*>& drivers();
+// The driver carrying `t`, or nullptr (Unknown, Nvls: no connection or export transport).
+const Driver* driverFor(Transport t);
+// Every transport some driver carries, in driver order (IB0..IB7 in order within theirs).
+const std::vector<Transport>& transportsInOrder();
+
+}  // namespace mscclpp::transport
+
+#endif  // MSCCLPP_TRANSPORT_TRANSPORT_HPP_
