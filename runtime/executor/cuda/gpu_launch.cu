@@ -8,18 +8,19 @@
 
 #include "core/enforce.hpp"
 #include "executor/dtypes.hpp"
-#include "executor_gpu_types.h"  // generated (runtime/executor/meson.build): MSCCLPP_GPU_TYPE_<short> = 0/1 per type
+#include "executor_gpu_types.h"  // generated (runtime/executor/meson.build): MSCCLPP_FOR_EACH_GPU_TYPE
 #include "executor/reduce_ops.hpp"
 
 namespace mscclpp::exec {
 
-// Weak: the translation units of the types left out by gpu_types do not exist, and a reference to
-// them must link at any optimisation level (the flags below keep them from being called).
-#define MSCCLPP_X(E, T, S)                                                                      \
-  __attribute__((weak)) void launchExecutorKernel_##S(ReduceOp op, const GpuLaunch& l);         \
-  __attribute__((weak)) GpuKernelQuery queryExecutorKernel_##S(ReduceOp op, int threads, uint32_t sharedBytes);
-MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)
-#undef MSCCLPP_X
+// The translation units of the compiled types (meson option gpu_types). The references below must
+// be strong: a weak reference does not make the linker take an object out of a static library, and
+// the runtime layers are static libraries.
+#define MSCCLPP_GPU_TYPE(S)                                                    \
+  void launchExecutorKernel_##S(ReduceOp op, const GpuLaunch& l);              \
+  GpuKernelQuery queryExecutorKernel_##S(ReduceOp op, int threads, uint32_t sharedBytes);
+MSCCLPP_FOR_EACH_GPU_TYPE
+#undef MSCCLPP_GPU_TYPE
 
 namespace {
 
@@ -31,13 +32,19 @@ struct Entry {
   QueryFn query;
 };
 
+// The datatype of each short name, for the case labels below.
+#define MSCCLPP_X(E, T, S) [[maybe_unused]] constexpr DataType kDataType_##S = DataType::E;
+MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)
+#undef MSCCLPP_X
+
 Entry entryOf(DataType dtype) {
   switch (dtype) {
-#define MSCCLPP_X(E, T, S)                                                         \
-  case DataType::E:                                                                \
-    return MSCCLPP_GPU_TYPE_##S ? Entry{&launchExecutorKernel_##S, &queryExecutorKernel_##S} : Entry{nullptr, nullptr};
-    MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)
-#undef MSCCLPP_X
+#define MSCCLPP_GPU_TYPE(S) \
+  case kDataType_##S:       \
+    return Entry{&launchExecutorKernel_##S, &queryExecutorKernel_##S};
+    MSCCLPP_FOR_EACH_GPU_TYPE
+#undef MSCCLPP_GPU_TYPE
+    default: break;
   }
   return Entry{nullptr, nullptr};
 }

@@ -27,6 +27,7 @@
 #include "executor/cuda/gpu_launch.hpp"
 #include "executor/cuda/gpu_topology.hpp"
 #include "executor/cuda/launch_config.hpp"
+#include "executor/dtypes.hpp"
 #include "executor/emulation/local_world.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
@@ -750,12 +751,22 @@ TEST_CASE("CUDA backend without a device: clear errors, CPU communicators stay o
     return;
   }
   // A CPU-only build has no device code at all; a CUDA build has it but no device to launch on.
-  for (int t = 0; t < kNumDataTypes; ++t) CHECK(gpuHasDtype(static_cast<DataType>(t)) == (MSCCLPP_HAVE_CUDA != 0));
+  // A CUDA build has the types of gpu_types: the dispatch must reach each of their kernels (a
+  // missing one means the linker left its translation unit out of the static library).
+  const std::string compiled = std::string(",") + MSCCLPP_TEST_GPU_TYPES + ",";
+#define MSCCLPP_X(E, T, S) \
+  CHECK(gpuHasDtype(DataType::E) == (compiled.find("," #S ",") != std::string::npos));
+  MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)
+#undef MSCCLPP_X
   Error e = errorOf([&] { GpuBackend::create(nullptr); });
   CHECK(e.code() == ErrorCode::NotSupported);
   CHECK(contains(e.what(), "MSCCLPP_BACKEND=cpu"));
-  e = errorOf([&] { launchExecutorKernel(DataType::Float32, ReduceOp::Sum, GpuLaunch{}); });
-  CHECK(e.code() == (MSCCLPP_HAVE_CUDA ? ErrorCode::CudaError : ErrorCode::NotSupported));
+  for (int t = 0; t < kNumDataTypes; ++t) {
+    const DataType dtype = static_cast<DataType>(t);
+    INFO("datatype " << dataTypeName(dtype));
+    e = errorOf([&] { launchExecutorKernel(dtype, ReduceOp::Sum, GpuLaunch{}); });
+    CHECK(e.code() == (gpuHasDtype(dtype) ? ErrorCode::CudaError : ErrorCode::NotSupported));
+  }
 
   const int n = 4;
   auto group = InProcessBootstrap::createGroup(n);
