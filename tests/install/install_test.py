@@ -12,7 +12,8 @@ Each step is one JUnit test case (written to JUNIT_XML); the exit status is 1 wh
   4. examples/external/hello.cc compiled with `c++ ... $(pkg-config ...)` runs and prints the
      expected lines;
   5. the external Meson project (dependency('mscclpp')) configures, builds and runs;
-  6. the installed Python package (alone, not the source tree), with no MSCCL++ variable set, finds
+  6. the installed Python package lies on the interpreter's sys.path (with the prefix staged under DESTDIR) and,
+     alone (not the source tree), with no MSCCL++ variable set, finds
      the installed library and shim, compiles a DSL program and selects a plan among the installed
      default plans (the runtime finds them relative to its own file);
   7. the staged tools, shim and replace-mode copy (each carries the plan layer) find the staged default
@@ -127,6 +128,12 @@ def main(argv):
         packages = [d for d, _, files in os.walk(dest) if d.endswith(os.sep + "mscclpp") and "__init__.py" in files]
         if len(packages) != 1:
             raise AssertionError(f"expected one installed mscclpp package under {dest}, found {packages}")
+        # Where the interpreter looks (python.install_env=auto), not under the prefix where it would not be found.
+        site = os.path.dirname(packages[0])[len(dest):]
+        looks = must([sys.executable, "-c", "import sys; print('\\n'.join(sys.path))"],
+                     "the interpreter's sys.path", env={k: v for k, v in env.items() if k != "PYTHONPATH"}).split("\n")
+        if site not in looks:
+            raise AssertionError(f"meson install put the package in {site}, which is not on the interpreter's sys.path")
         # The installed package alone (not the source tree), with no MSCCL++ variable: it must find the
         # staged library through its _install_paths module, and the runtime the staged default plans
         # relative to its own file. An empty plan cache keeps this user's own plans out.
