@@ -1,6 +1,7 @@
 """The step runner of the install tests (install_test.py, pip_install_test.py): each step is one
 JUnit test case; a step fails on AssertionError (or any crash), is skipped when it returns a reason,
 and every step after a failed first step (the install itself) is skipped."""
+import shutil
 import subprocess
 import time
 import xml.etree.ElementTree as ET
@@ -67,3 +68,9 @@ class Steps:
 
     def failed(self):
         return any(s.failure for s in self.steps)
+
+    def finish(self, junit, scratch):
+        """Writes the JUnit file, removes the test's scratch folder; the exit status (1 when a step failed)."""
+        self.write_junit(junit)
+        shutil.rmtree(scratch, ignore_errors=True)
+        return 1 if self.failed() else 0

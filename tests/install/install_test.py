@@ -22,7 +22,6 @@ Each step is one JUnit test case (written to JUNIT_XML); the exit status is 1 wh
 """
 import concurrent.futures
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -220,9 +219,7 @@ def main(argv):
                                       l.endswith(": OK") for r, l in enumerate(lines)):
             raise AssertionError(f"hello_cuda printed:\n{out}")
 
-    steps.write_junit(junit)
-    shutil.rmtree(work, ignore_errors=True)
-    return 1 if steps.failed() else 0
+    return steps.finish(junit, work)
 
 
 if __name__ == "__main__":

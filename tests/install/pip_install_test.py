@@ -17,7 +17,6 @@ afresh each time. Each step is one JUnit test case; the exit status is 1 when an
 """
 import json
 import os
-import shutil
 import sys
 import tempfile
 
@@ -127,9 +126,7 @@ def main(argv):
         if os.path.realpath(preloaded["library"]) != os.path.realpath(shim):
             raise AssertionError(f"ncclGetVersion came from {preloaded['library']}, not the preloaded {shim}")
 
-    steps.write_junit(junit)
-    shutil.rmtree(scratch, ignore_errors=True)
-    return 1 if steps.failed() else 0
+    return steps.finish(junit, scratch)
 
 
 if __name__ == "__main__":
