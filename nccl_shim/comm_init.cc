@@ -5,6 +5,7 @@
 
 #include "comm.hpp"
 #include "core/enforce.hpp"
+#include "core/env_check.hpp"
 #include "core/logger.hpp"
 #include "cuda_glue.hpp"
 #include "group.hpp"
@@ -13,12 +14,14 @@
 namespace mscclpp::shim {
 
 void getUniqueId(ncclUniqueId* out) {
+  checkEnvironment();
   MSCCLPP_ENFORCE(out != nullptr, ErrorCode::InvalidArgument, "GetUniqueId : out argument is NULL");
   *out = createLinkUniqueId();
 }
 
 ncclResult_t initRank(ncclComm_t* newcomm, int nRanks, const ncclUniqueId* ids, int nIds, int rank,
                       const ncclConfig_t* config, const char* opName) {
+  checkEnvironment();  // a bad value fails init with ncclInvalidArgument, never a later call
   MSCCLPP_ENFORCE(newcomm != nullptr, ErrorCode::InvalidArgument, "%s : newcomm argument is NULL", opName);
   *newcomm = nullptr;
   MSCCLPP_ENFORCE(ids != nullptr, ErrorCode::InvalidArgument, "%s : commId argument is NULL", opName);

@@ -97,7 +97,7 @@ void runOnNccl(const CollCall& call, const std::string* why = nullptr) {
   }
   if (logEnabled(LogLevel::Info, LogShim)) {
     ScopedLogRank logRank(comm.rank());
-    MSCCLPP_INFO(LogShim, "NCCL ran: %s", why ? why->c_str() : fallbackReason(call).c_str());
+    MSCCLPP_INFO(LogShim, "NCCL ran because %s", why ? why->c_str() : fallbackReason(call).c_str());
   }
 }
 
@@ -271,7 +271,7 @@ void runNcclSegment(std::vector<GroupItem>& items, size_t begin, size_t end) {
     c.comm->stats().record(c.kind, planMessageBytes(c, c.comm->nRanks()), false);
     if (logEnabled(LogLevel::Info, LogShim)) {
       ScopedLogRank logRank(c.comm->rank());
-      MSCCLPP_INFO(LogShim, "NCCL ran: %s", items[i].why.empty() ? fallbackReason(c).c_str() : items[i].why.c_str());
+      MSCCLPP_INFO(LogShim, "NCCL ran because %s", items[i].why.empty() ? fallbackReason(c).c_str() : items[i].why.c_str());
     }
   }
 }

@@ -1,6 +1,6 @@
 // The call path of every collective and point-to-point call: NCCL's checks, then (outside a group) "which plan?"
 // and the plan or the real NCCL; inside a group the call is queued and the whole group is issued at the
-// outermost ncclGroupEnd. Every decision is logged at INFO ("plan allreduce_pkt_8 ran: ...", "NCCL ran: no plan
+// outermost ncclGroupEnd. Every decision is logged at INFO ("plan allreduce_pkt_8 ran: ...", "NCCL ran because no plan
 // for allreduce, 8 ranks, 3 MiB, bf16") and counted in the communicator's stats.
 //
 // The hot path (outside a group, plan or fallback) allocates nothing and takes no lock of ours.

@@ -139,7 +139,15 @@ bool RealNccl::openCandidate(const std::string& path, int flags, std::string* wh
   if (probe == nullptr) {
     *why = strFormat("%s does not export ncclGetVersion: not an NCCL library", path.c_str());
   } else if (dladdr(probe, &info) != 0 && info.dli_fbase == self().base) {
-    *why = strFormat("%s is the MSCCL++ shim itself, not the real NCCL", path.c_str());
+    *why = strFormat("%s is the MSCCL++ shim itself, not the real NCCL (point MSCCLPP_NCCL_LIB_PATH at NCCL's own "
+                     "libnccl.so.2)", path.c_str());
+    probe = nullptr;
+  } else if (dlsym(h, "mscclppPlanApiVersion") != nullptr) {
+    // Another copy of the shim (libmscclpp_nccl.so, or the replace-mode libnccl.so.2 of another
+    // installation): dlsym through its handle searches what it links, and the real NCCL never
+    // links libmscclpp. Using it would send the "real NCCL" calls back into MSCCL++.
+    *why = strFormat("%s is a copy of the MSCCL++ shim (it links libmscclpp), not the real NCCL (point "
+                     "MSCCLPP_NCCL_LIB_PATH at NCCL's own libnccl.so.2)", path.c_str());
     probe = nullptr;
   }
   if (probe == nullptr) {
@@ -175,7 +183,10 @@ void RealNccl::load() {
   bool ok = false;
   if (!configured.empty()) {
     ok = openCandidate(configured, kOpenFlags, &why);
-    if (!ok) why = "MSCCLPP_NCCL_LIB_PATH: " + why;
+    if (!ok) {
+      why = "MSCCLPP_NCCL_LIB_PATH: " + why;
+      MSCCLPP_WARN(LogShim, "the NCCL fallback is unavailable: %s", why.c_str());
+    }
   } else {
     // The soname first (covers ld.so.cache), then every search directory explicitly: in replace mode the
     // soname resolves to the shim itself and the real library sits further down the path.

@@ -23,9 +23,9 @@ uint32_t RouteTable::parseForcedList(const std::string& list) {
         mask = (1u << kNumCollKinds) - 1;
       } else {
         MSCCLPP_ENFORCE(collKindFromName(name.c_str(), &kind), ErrorCode::InvalidArgument,
-                        "MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION='%s': unknown collective '%s' (expected a comma list "
-                        "of allreduce, allgather, reducescatter, broadcast, reduce, alltoall, gather, scatter, send, "
-                        "recv, sendrecv, or all)",
+                        "MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION='%s' is not valid: unknown collective '%s' (expected "
+                        "a comma list of allreduce, allgather, reducescatter, broadcast, reduce, alltoall, gather, "
+                        "scatter, send, recv, sendrecv, or all; default none)",
                         list.c_str(), name.c_str());
         mask |= 1u << static_cast<int>(kind);
         // A forced send or recv also forces the exchanges built from them.

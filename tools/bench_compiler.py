@@ -20,6 +20,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dsl_compiler"))
 
 from mscclpp.examples import allreduce_allpairs, allreduce_packets  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+import script_options  # noqa: E402 - after the path it lives on
 
 
 def measure(build, repeat, **kwargs):
@@ -41,6 +43,7 @@ def count_ops(text):
 
 
 def main():
+    script_options.handle(sys.argv, __doc__)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="fewer rows (8 and 64 ranks, 1 and 16 instances)")

@@ -23,6 +23,8 @@ sys.path.insert(0, os.path.join(REPO, "dsl_compiler"))
 
 from mscclpp.dsl.presets import algorithms  # noqa: E402
 from mscclpp.examples import allreduce_allpairs, allreduce_packets  # noqa: E402
+sys.path.insert(0, os.path.join(REPO, "tools", "support"))
+import script_options  # noqa: E402 - after the path it lives on
 
 MAX = 2**64 - 1
 MiB = 1 << 20
@@ -47,6 +49,7 @@ def generate(directory):
 
 
 def main():
+    script_options.handle(sys.argv, __doc__)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=os.path.join(REPO, "build"))
     parser.add_argument("--repeat", type=int, default=3)

@@ -27,6 +27,8 @@ import re
 import subprocess
 import sys
 import tokenize
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+import script_options  # noqa: E402 - after the path it lives on
 
 SOURCE_SUFFIXES = (".cc", ".hpp", ".h", ".cu", ".cuh", ".c", ".py", ".def", ".in")
 HASH_COMMENT_NAMES = ("meson.build", "meson_options.txt")
@@ -271,6 +273,7 @@ def stale_references(root):
 
 
 def main(argv):
+    script_options.handle(argv, __doc__)
     root = argv[1] if len(argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     problems = stale_references(root)
     for p in problems:

@@ -8,6 +8,8 @@ import json
 import os
 import subprocess
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+import script_options  # noqa: E402 - after the path it lives on
 
 
 def introspect(build_dir, what):
@@ -16,6 +18,7 @@ def introspect(build_dir, what):
 
 
 def main(argv):
+    script_options.handle(argv, __doc__)
     if len(argv) != 3:
         print("usage: ci_suite_targets.py BUILD_DIR SUITE", file=sys.stderr)
         return 2

@@ -159,10 +159,25 @@ int main(int argc, char** argv) {
   std::vector<pid_t> pids;
   for (int r = 0; r < o.ranks; ++r) {
     pid_t pid = fork();
-    if (pid == 0) _exit(runRank(o, r, readEnds[r], r == 0 ? writeEnds : std::vector<int>{}));
+    if (pid == 0) {
+      // Keep only this rank's end of the pipes: a rank waiting for the id must see end-of-file when rank 0 fails
+      // before sending it, not wait for a writer that its own process (or a sibling) still holds.
+      for (int other = 1; other < o.ranks; ++other) {
+        if (other != r) close(readEnds[other]);
+      }
+      if (r != 0) {
+        for (int fd : writeEnds) close(fd);
+      }
+      const int status = runRank(o, r, readEnds[r], r == 0 ? writeEnds : std::vector<int>{});
+      std::fflush(nullptr);  // _exit does not flush: a failing rank's message must reach a redirected stdout
+      _exit(status);
+    }
     pids.push_back(pid);
   }
   for (int fd : writeEnds) close(fd);
+  for (int fd : readEnds) {
+    if (fd >= 0) close(fd);
+  }
   int failed = 0;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.timeout);
   for (pid_t pid : pids) {

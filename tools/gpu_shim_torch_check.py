@@ -10,8 +10,12 @@ import os
 import sys
 import time
 
-import torch
-import torch.distributed as dist
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+import script_options  # noqa: E402 - after the path it lives on
+
+script_options.handle(sys.argv, __doc__)  # before torch: --help works where torch is not installed
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
 
 
 def check(name, got, want):

@@ -1,12 +1,16 @@
 // mscclpp-info: what this build of MSCCL++ is and how it is configured.
 //   mscclpp-info            version and build features
 //   mscclpp-info --params   every MSCCLPP_* environment parameter: current value, default, doc
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <string>
 
+#include "core/log_config.hpp"
 #include "core/params.hpp"
 #include "mscclpp/errors.hpp"
 #include "mscclpp_config.h"
+#include "plan/plan_dirs.hpp"
 #include "support/args.hpp"
 
 namespace {
@@ -34,6 +38,12 @@ int printParams() {
                 p.typeName, p.defaultValue, p.owner, p.doc);
     if (!problem.empty()) std::printf("    ERROR: %s\n", problem.c_str());
   }
+  try {  // the logging variables' values are checked together (an unset MSCCLPP_DEBUG defers to NCCL_DEBUG)
+    mscclpp::logConfigFromEnvironment();
+  } catch (const mscclpp::Error& e) {
+    std::printf("ERROR: %s\n", e.what());
+    ++bad;
+  }
   return bad == 0 ? 0 : 1;
 }
 
@@ -41,7 +51,13 @@ void printBuild() {
   std::printf("MSCCL++ %s\n", MSCCLPP_VERSION);
   std::printf("CUDA backend:      %s\n", MSCCLPP_HAVE_CUDA ? "built" : "not built");
   std::printf("IB verbs transport: %s\n", MSCCLPP_HAVE_IBVERBS ? "built" : "not built");
-  std::printf("installed plans:   %s\n", MSCCLPP_INSTALL_PLAN_DIR);
+  // The registry's directories, by the rule the Python package shares (plan/plan_dirs.hpp).
+  const mscclpp::plan::PlanDirectories dirs = mscclpp::plan::planDirectories();
+  for (const std::string& dir : dirs.dirs) {
+    struct stat st {};
+    std::printf("plan directory:    %s%s%s\n", dir.c_str(), dirs.fromEnvironment ? " (MSCCLPP_PLAN_DIR)" : "",
+                ::stat(dir.c_str(), &st) == 0 ? "" : " (absent)");
+  }
 }
 
 }  // namespace

@@ -12,6 +12,8 @@ import json
 import os
 import sys
 import xml.etree.ElementTree as ET
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+import script_options  # noqa: E402 - after the path it lives on
 
 
 def count_junit(path):
@@ -64,6 +66,7 @@ def summarize(build_dir):
 
 
 def main(argv):
+    script_options.handle(argv, __doc__)
     if len(argv) < 2:
         print("usage: test_summary.py BUILD_DIR [BUILD_DIR...]", file=sys.stderr)
         return 2

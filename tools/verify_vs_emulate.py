@@ -21,6 +21,8 @@ import sys
 import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tools", "support"))
+import script_options  # noqa: E402 - after the path it lives on
 WAITS = ("wait", "rlxwait", "sem_acquire")
 
 
@@ -48,6 +50,7 @@ def mutants(plan):
 
 
 def main():
+    script_options.handle(sys.argv, __doc__)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=os.path.join(REPO, "build"))
     parser.add_argument("plans", nargs="*")

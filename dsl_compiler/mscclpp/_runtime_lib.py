@@ -2,10 +2,13 @@
 
 The registry must be the one the NCCL shim and the executor of this process use, so the symbols
 are looked up in the process first (``ctypes.CDLL(None)``: libraries already loaded, e.g. by
-LD_PRELOAD of libmscclpp_nccl.so); then in the library named by ``MSCCLPP_LIBRARY``.
+LD_PRELOAD of libmscclpp_nccl.so); then in the library named by ``MSCCLPP_LIBRARY``, the library
+installed with this package (no variable needed after ``pip install .`` or ``meson install``), and
+the one in ``$MSCCLPP_BUILD_DIR`` (mscclpp._paths.library_candidates).
 """
 import ctypes
-import os
+
+from . import _paths
 
 API_VERSION = 3  # MSCCLPP_PLAN_API_VERSION of runtime/include/mscclpp/plan_api.h (3: mscclppStatus codes)
 _REQUIRED = (
@@ -111,27 +114,29 @@ def load():
     else:
         missing = [name for name in _REQUIRED if process is None or not hasattr(process, name)]
         tried.append(f"this process does not contain {', '.join(missing)}")
-        path = os.environ.get("MSCCLPP_LIBRARY")
         lib = None
-        if not path:
-            tried.append("MSCCLPP_LIBRARY is not set")
-        else:
+        candidates = _paths.library_candidates()
+        if not candidates:
+            tried.append("MSCCLPP_LIBRARY is not set, this package was not installed with a runtime, "
+                         "and MSCCLPP_BUILD_DIR is not set")
+        for what, path in candidates:
             try:
                 candidate = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
             except OSError as error:
-                tried.append(f"MSCCLPP_LIBRARY={path} cannot be loaded: {error}")
-            else:
-                if _has_symbols(candidate):
-                    lib = candidate
-                else:
-                    missing = [name for name in _REQUIRED if not hasattr(candidate, name)]
-                    tried.append(f"MSCCLPP_LIBRARY={path} lacks {', '.join(missing)}")
+                tried.append(f"{what} ({path}) cannot be loaded: {error}")
+                continue
+            if _has_symbols(candidate):
+                lib = candidate
+                break
+            missing = [name for name in _REQUIRED if not hasattr(candidate, name)]
+            tried.append(f"{what} ({path}) lacks {', '.join(missing)}")
         if lib is None:
             raise RuntimeNotLoaded(
                 "the MSCCL++ runtime (plan registry) is not loaded: "
                 + "; ".join(tried)
-                + ". Load libmscclpp.so in this process (LD_PRELOAD=libmscclpp_nccl.so, or import code "
-                "that links it) or set MSCCLPP_LIBRARY=/path/to/libmscclpp.so."
+                + ". Install the package with its runtime (pip install <repository>), load libmscclpp.so in "
+                "this process (LD_PRELOAD=libmscclpp_nccl.so, or import code that links it) or set "
+                "MSCCLPP_LIBRARY=/path/to/libmscclpp.so."
             )
     _declare(lib)
     version = lib.mscclppPlanApiVersion()

@@ -18,6 +18,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Optional
 
+from ._env import env_bool
+
 __all__ = ["Verdict", "verify_plan_text", "verification_enabled", "NotProven"]
 
 _REPORT_LENGTH = 1 << 16
@@ -41,7 +43,7 @@ def verification_enabled(flag=None):
     """The effective setting: an explicit True/False wins, else MSCCLPP_DSL_VERIFY (default on)."""
     if flag is not None:
         return bool(flag)
-    return os.environ.get("MSCCLPP_DSL_VERIFY", "1").strip().lower() not in ("0", "false", "no", "off")
+    return env_bool("MSCCLPP_DSL_VERIFY", True)
 
 
 def _library():

@@ -14,6 +14,7 @@
 #include "bootstrap/unique_id.hpp"
 #include "bootstrap/wire.hpp"
 #include "core/enforce.hpp"
+#include "core/env_check.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
 #include "mscclpp/bootstrap.hpp"
@@ -46,6 +47,7 @@ struct TcpBootstrap::Impl {
 };
 
 UniqueId TcpBootstrap::createUniqueId() {
+  checkEnvironment();
   std::string commId = params::commId();
   if (!commId.empty()) return bootstrap::encodeUniqueId(bootstrap::fixedAddressId(commId));
   net::NetInterface iface = net::chooseDefaultInterface();
@@ -64,6 +66,7 @@ UniqueId TcpBootstrap::createUniqueId() {
 TcpBootstrap::TcpBootstrap(int rank, int nRanks) : pimpl_(std::make_unique<Impl>()) {
   MSCCLPP_ENFORCE(nRanks > 0 && rank >= 0 && rank < nRanks, ErrorCode::InvalidArgument,
                   "TcpBootstrap: rank %d is not in [0, nRanks=%d)", rank, nRanks);
+  checkEnvironment();
   pimpl_->rank = rank;
   pimpl_->nRanks = nRanks;
 }

@@ -7,6 +7,7 @@
 #include "comm/communicator_impl.hpp"
 #include "comm/host_identity.hpp"
 #include "core/enforce.hpp"
+#include "core/env_check.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
 #include "comm/params.hpp"
@@ -61,6 +62,7 @@ int Communicator::Impl::tagOf(const Connection& connection) {
 
 Communicator::Communicator(std::shared_ptr<Bootstrap> bootstrap, int device) : pimpl_(std::make_shared<Impl>()) {
   MSCCLPP_ENFORCE(bootstrap != nullptr, ErrorCode::InvalidArgument, "Communicator: null bootstrap");
+  checkEnvironment();
   Impl& m = *pimpl_;
   m.userBootstrap = bootstrap;
   m.bootstrap = bootstrap->withNamespace("mscclpp.communicator");

@@ -1,11 +1,12 @@
 #include "logger.hpp"
 
-#include <strings.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -27,6 +28,7 @@ struct LogSink {
   FILE* file = nullptr;  // nullptr: stderr
   std::string lastWarning;
   bool versionPrinted = false;
+  std::atomic<bool> abortOnWarn{false};
 };
 
 LogSink& sink() {
@@ -39,43 +41,33 @@ const char* levelName(LogLevel level) {
     case LogLevel::Version: return "VERSION";
     case LogLevel::Warn: return "WARN";
     case LogLevel::Info: return "INFO";
+    case LogLevel::Abort: return "ABORT";
     case LogLevel::Trace: return "TRACE";
     default: return "";
   }
 }
 
-struct SubsysName {
-  const char* name;
-  uint32_t bit;
-};
-const SubsysName kSubsysNames[] = {{"INIT", LogInit},           {"PLAN", LogPlan},   {"EXEC", LogExec},
-                                   {"BOOTSTRAP", LogBootstrap}, {"TRANSPORT", LogTransport},
-                                   {"PROXY", LogProxy},         {"SHIM", LogShim},   {"ENV", LogEnv},
-                                   {"ALL", LogAll}};
-
 const char* subsysName(LogSubsys subsys) {
-  for (const auto& s : kSubsysNames)
-    if (s.bit == subsys) return s.name;
-  return "ALL";
-}
-
-std::string hostName() {
-  char buf[256] = {0};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown-host";
-  // Keep the short name, like NCCL does, so lines stay readable.
-  char* dot = std::strchr(buf, '.');
-  if (dot) *dot = '\0';
-  return buf;
+  switch (subsys) {
+    case LogInit: return "INIT";
+    case LogPlan: return "PLAN";
+    case LogExec: return "EXEC";
+    case LogBootstrap: return "BOOTSTRAP";
+    case LogTransport: return "TRANSPORT";
+    case LogProxy: return "PROXY";
+    case LogShim: return "SHIM";
+    case LogEnv: return "ENV";
+    default: return "ALL";
+  }
 }
 
 std::string linePrefix(LogLevel level, LogSubsys subsys) {
-  static const std::string host = hostName();
   char rank[24];
   if (tlsLogRank >= 0)
     std::snprintf(rank, sizeof(rank), "%d", tlsLogRank);
   else
     std::snprintf(rank, sizeof(rank), "-");
-  return strFormat("%s:%d:%ld [%s] MSCCLPP %s %s ", host.c_str(), static_cast<int>(getpid()),
+  return strFormat("%s:%d:%ld [%s] MSCCLPP %s %s ", logHostName().c_str(), static_cast<int>(getpid()),
                    static_cast<long>(syscall(SYS_gettid)), rank, levelName(level), subsysName(subsys));
 }
 
@@ -101,78 +93,19 @@ void printVersionOnce() {
 
 }  // namespace
 
-uint32_t parseSubsystemMask(const std::string& list) {
-  std::string text = list;
-  bool invert = false;
-  if (!text.empty() && text[0] == '^') {
-    invert = true;
-    text = text.substr(1);
-  }
-  uint32_t mask = 0;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string name = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!name.empty()) {
-      bool found = false;
-      for (const auto& s : kSubsysNames) {
-        if (strcasecmp(name.c_str(), s.name) == 0) {
-          mask |= s.bit;
-          found = true;
-        }
-      }
-      MSCCLPP_ENFORCE(found, ErrorCode::InvalidArgument,
-                      "MSCCLPP_DEBUG_SUBSYS: unknown subsystem '%s' (known: INIT,PLAN,EXEC,BOOTSTRAP,TRANSPORT,PROXY,SHIM,ENV,ALL)",
-                      name.c_str());
-    }
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return invert ? ~mask : mask;
-}
-
-std::string expandLogFileName(const std::string& pattern) {
-  std::string out;
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] == '%' && i + 1 < pattern.size()) {
-      char c = pattern[i + 1];
-      if (c == 'h') {
-        out += hostName();
-        ++i;
-        continue;
-      }
-      if (c == 'p') {
-        out += std::to_string(getpid());
-        ++i;
-        continue;
-      }
-    }
-    out.push_back(pattern[i]);
-  }
-  return out;
-}
-
 namespace detail {
 
 void loadLogConfig() {
-  // A bad value must not break logging itself: fall back to the default and say so once.
-  int level = static_cast<int>(LogLevel::Warn);
-  uint32_t mask = LogAll;
-  std::string problem;
+  // Logging itself never fails: a value that is not valid leaves the defaults, with the level at
+  // WARN so that the init that rejects it (checkEnvironment) is heard.
+  LogConfig config;
   try {
-    std::string name = params::debugLevel();
-    static const char* names[] = {"NONE", "VERSION", "WARN", "INFO", "TRACE"};
-    for (int i = 0; i < 5; ++i)
-      if (name == names[i]) level = i;
-  } catch (const Error& e) {
-    problem = e.what();
+    config = logConfigFromEnvironment();
+  } catch (const Error&) {
+    config = LogConfig();
+    config.level = LogLevel::Warn;
   }
-  try {
-    mask = parseSubsystemMask(params::debugSubsystems());
-  } catch (const Error& e) {
-    problem = e.what();
-  }
-  std::string file = params::debugFile();
+  std::string fileProblem;
   {
     LogSink& s = sink();
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -180,16 +113,20 @@ void loadLogConfig() {
       std::fclose(s.file);
       s.file = nullptr;
     }
-    if (!file.empty()) {
-      std::string path = expandLogFileName(file);
+    if (!config.filePattern.empty() && config.level != LogLevel::None) {
+      const std::string path = expandLogFileName(config.filePattern);
       s.file = std::fopen(path.c_str(), "a");
-      if (!s.file) problem = strFormat("MSCCLPP_DEBUG_FILE: cannot open '%s': %s", path.c_str(), std::strerror(errno));
+      if (!s.file) {
+        fileProblem =
+            strFormat("cannot open the log file '%s': %s; logging to stderr", path.c_str(), std::strerror(errno));
+      }
     }
+    s.abortOnWarn.store(config.level == LogLevel::Abort, std::memory_order_relaxed);
   }
-  logConfigCache.subsysMask.store(mask, std::memory_order_relaxed);
-  logConfigCache.level.store(level, std::memory_order_relaxed);
-  if (!problem.empty()) writeLine(LogLevel::Warn, LogEnv, problem + " (using the default)");
-  if (level >= static_cast<int>(LogLevel::Version)) printVersionOnce();
+  logConfigCache.subsysMask.store(config.subsysMask, std::memory_order_relaxed);
+  logConfigCache.level.store(static_cast<int>(config.level), std::memory_order_relaxed);
+  if (!fileProblem.empty()) writeLine(LogLevel::Warn, LogEnv, fileProblem);
+  if (config.level >= LogLevel::Version) printVersionOnce();
 }
 
 }  // namespace detail
@@ -217,7 +154,12 @@ void logWarning(LogSubsys subsys, const char* fmt, ...) {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.lastWarning = message;
   }
-  if (logEnabled(LogLevel::Warn, subsys)) writeLine(LogLevel::Warn, subsys, message);
+  if (!logEnabled(LogLevel::Warn, subsys)) return;
+  writeLine(LogLevel::Warn, subsys, message);
+  if (sink().abortOnWarn.load(std::memory_order_relaxed)) {
+    writeLine(LogLevel::Abort, subsys, "aborting at this warning (the log level is ABORT)");
+    std::abort();
+  }
 }
 
 std::string lastWarning() {

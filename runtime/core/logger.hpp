@@ -1,8 +1,7 @@
-// The one logger. Levels and subsystems follow NCCL's conventions:
-//   MSCCLPP_DEBUG=NONE|VERSION|WARN|INFO|TRACE, MSCCLPP_DEBUG_SUBSYS=INIT,PLAN (or ^PROXY),
-//   MSCCLPP_DEBUG_FILE=/tmp/log.%h.%p
-// Every line reads "host:pid:tid [rank] MSCCLPP LEVEL SUBSYS message". The rank is thread-local
-// (several ranks may live in one process): set it with ScopedLogRank where a rank does work.
+// The one logger. Levels, subsystems and the log file follow NCCL's conventions (core/log_config.hpp):
+// quiet unless NCCL_DEBUG or MSCCLPP_DEBUG asks. Every line reads
+// "host:pid:tid [rank] MSCCLPP LEVEL SUBSYS message". The rank is thread-local (several ranks may
+// live in one process): set it with ScopedLogRank where a rank does work.
 // Thread-safety: all functions may be called from any thread; a line is written with one call.
 #ifndef MSCCLPP_CORE_LOGGER_HPP_
 #define MSCCLPP_CORE_LOGGER_HPP_
@@ -11,21 +10,9 @@
 #include <cstdint>
 #include <string>
 
+#include "log_config.hpp"
+
 namespace mscclpp {
-
-enum class LogLevel : int { None = 0, Version = 1, Warn = 2, Info = 3, Trace = 4 };
-
-enum LogSubsys : uint32_t {
-  LogInit = 1u << 0,
-  LogPlan = 1u << 1,
-  LogExec = 1u << 2,
-  LogBootstrap = 1u << 3,
-  LogTransport = 1u << 4,
-  LogProxy = 1u << 5,
-  LogShim = 1u << 6,
-  LogEnv = 1u << 7,
-  LogAll = ~0u,
-};
 
 namespace detail {
 struct LogConfigCache {
@@ -50,21 +37,18 @@ inline bool logEnabled(LogLevel level, LogSubsys subsys) {
 void logMessage(LogLevel level, LogSubsys subsys, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 
 // Records a warning as the process's last error text (ncclGetLastError) and logs it at WARN.
-// Warnings are recorded even when MSCCLPP_DEBUG hides them.
+// Warnings are recorded even when the level hides them. At level ABORT the process aborts after
+// printing it (NCCL's ABORT: a core dump at the first warning).
 void logWarning(LogSubsys subsys, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
 // The text of the most recent warning in this process ("" if none).
 std::string lastWarning();
 
-// Parses a subsystem list ("INIT,PLAN", "^PROXY", "ALL"); unknown names throw InvalidArgument.
-uint32_t parseSubsystemMask(const std::string& list);
-
-// Re-reads MSCCLPP_DEBUG* from the environment (tests change them at run time; ncclResetDebugInit).
-// Every cached parameter is read again at its next use (params::resetCache).
+// Re-reads the logging variables from the environment (tests change them at run time;
+// ncclResetDebugInit), and every cached parameter at its next use (params::resetCache). A value
+// that is not valid leaves the default (level WARN, so that the rejection at init is printed);
+// checkEnvironment() reports it.
 void reloadLogConfig();
-
-// Expands %h (host name) and %p (pid) in a log file pattern.
-std::string expandLogFileName(const std::string& pattern);
 
 // The rank printed on this thread's log lines; -1 prints "-".
 int currentLogRank();

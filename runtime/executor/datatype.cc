@@ -42,6 +42,8 @@ const char* dataTypeName(DataType type) {
 
 bool dataTypeFromName(const char* name, DataType* type) {
   if (name == nullptr) return false;
+  // NCCL's spellings (ncclFloat32, ncclBfloat16, ncclHalf, ncclChar, ...) are ours with a prefix.
+  if (strncasecmp(name, "nccl", 4) == 0 && name[4] != '\0') name += 4;
   for (const TypeRow& r : kTypes) {
     if (strcasecmp(name, r.name) == 0 || strcasecmp(name, r.shortName) == 0) {
       *type = r.type;
@@ -53,7 +55,8 @@ bool dataTypeFromName(const char* name, DataType* type) {
     const char* name;
     DataType type;
   };
-  static const Alias kAliases[] = {{"half", DataType::Float16}, {"float", DataType::Float32},
+  static const Alias kAliases[] = {{"half", DataType::Float16},  {"float", DataType::Float32},
+                                   {"char", DataType::Int8},
                                    {"double", DataType::Float64}, {"int", DataType::Int32},
                                    {"fp16", DataType::Float16},   {"fp32", DataType::Float32},
                                    {"bfloat", DataType::BFloat16}, {"fp8e4m3", DataType::Float8E4M3},

@@ -6,6 +6,7 @@
 #include "comm/communicator_impl.hpp"
 #include "comm/params.hpp"
 #include "core/enforce.hpp"
+#include "core/env_check.hpp"
 #include "core/logger.hpp"
 #include "executor/backend.hpp"
 #include "executor/call_monitor.hpp"
@@ -90,6 +91,7 @@ struct Executor::Impl {
 };
 
 Executor::Executor(std::shared_ptr<Communicator> comm) : impl_(std::make_unique<Impl>()) {
+  checkEnvironment();
   impl_->backend = resolveBackend();
   // A communicator built for the host (no CUDA device) runs the CPU backend unless cuda was forced
   // (then the first call says why it cannot run).
@@ -106,6 +108,7 @@ Executor::Executor(std::shared_ptr<Communicator> comm) : impl_(std::make_unique<
 
 Executor::Executor(std::shared_ptr<exec::ContextWiring> wiring, Backend backend) : impl_(std::make_unique<Impl>()) {
   MSCCLPP_ENFORCE(wiring != nullptr, ErrorCode::InvalidArgument, "Executor: the wiring is null");
+  checkEnvironment();
   impl_->backend = backend == Backend::Auto ? resolveBackend() : backend;
   impl_->comm = wiring->communicator();
   impl_->wiring = std::move(wiring);

@@ -1,21 +1,21 @@
 #include "plan/registry.hpp"
 
 #include <dirent.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <cstring>
 
 #include "core/deadline.hpp"
 #include "core/enforce.hpp"
 #include "core/format.hpp"
 #include "core/logger.hpp"
-#include "plan/params.hpp"
-#include "mscclpp_config.h"
+#include "plan/plan_dirs.hpp"
 #include "plan/plan_names.hpp"
 #include "plan/registry_entry.hpp"
 #include "plan/selection.hpp"
@@ -73,28 +73,15 @@ struct CachedSelection {
   }
 };
 
-std::string homeCacheDir() {
-  const std::string cache = params::cacheDir();
-  if (!cache.empty()) return cache + "/plans";
-  // The passwd entry, not $HOME: environment variables are read only through params.
-  struct passwd pw;
-  struct passwd* found = nullptr;
-  std::vector<char> buffer(16384);
-  if (getpwuid_r(getuid(), &pw, buffer.data(), buffer.size(), &found) != 0 || found == nullptr || !pw.pw_dir) return "";
-  return std::string(pw.pw_dir) + "/.cache/mscclpp/plans";
-}
-
-std::vector<std::string> splitDirs(const std::string& list) {
-  std::vector<std::string> dirs;
-  size_t start = 0;
-  while (start <= list.size()) {
-    const size_t colon = list.find(':', start);
-    const std::string part = list.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
-    if (!part.empty()) dirs.push_back(part);
-    if (colon == std::string::npos) break;
-    start = colon + 1;
-  }
-  return dirs;
+// Whether two files hold the same bytes (the default plans installed with the package and the copy
+// `python3 -m mscclpp --install` wrote into the cache).
+bool sameFileContents(const std::string& a, const std::string& b) {
+  struct stat sa, sb;
+  if (a.empty() || b.empty() || ::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0 || sa.st_size != sb.st_size)
+    return false;
+  std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+  return std::equal(std::istreambuf_iterator<char>(fa), std::istreambuf_iterator<char>(),
+                    std::istreambuf_iterator<char>(fb));
 }
 
 void addTags(PlanHeader* h, const std::vector<std::string>& tags) {
@@ -199,19 +186,17 @@ struct Registry::Impl {
   void insertLocked(const std::shared_ptr<Entry>& e) {
     e->order = nextOrder++;
     e->fillInfo();
-    // Directory plans come before run-time registrations in registry order.
-    if (e->fromDirectory) {
-      auto pos = std::find_if(entries.begin(), entries.end(), [](const auto& x) { return !x->fromDirectory; });
-      entries.insert(pos, e);
-    } else {
-      entries.push_back(e);
-    }
+    // Registry order, which is also the candidates' order a selector sees: the plans the user
+    // registered first, in registration order, then the directory plans in scan order. A user's
+    // plan must not be hidden behind an installed default of the same collective (seed 004's
+    // selector returns the first candidate it likes).
+    auto before = [](const std::shared_ptr<Entry>& a, const std::shared_ptr<Entry>& b) {
+      return a->fromDirectory != b->fromDirectory ? b->fromDirectory : a->order < b->order;
+    };
+    entries.insert(std::upper_bound(entries.begin(), entries.end(), e, before), e);
     byName.emplace(e->header().name, e);
     auto& bucket = index[indexKey(e->header().collective, e->header().worldSize)];
-    bucket.push_back(e);
-    std::stable_sort(bucket.begin(), bucket.end(), [](const auto& a, const auto& b) {
-      return a->fromDirectory != b->fromDirectory ? a->fromDirectory : a->order < b->order;
-    });
+    bucket.insert(std::upper_bound(bucket.begin(), bucket.end(), e, before), e);
     changedLocked();
   }
 
@@ -275,6 +260,11 @@ void Registry::Impl::scanDirectory(const std::string& dir, bool warnIfMissing) {
     }
     std::unique_lock<std::shared_mutex> lock(mutex);
     auto existing = byName.find(e->header().name);
+    if (existing != byName.end() && sameFileContents(existing->second->path, path)) {
+      MSCCLPP_INFO(LogPlan, "skipping plan file %s: the same file as %s, registered first", path.c_str(),
+                   existing->second->header().source.c_str());
+      continue;
+    }
     if (existing != byName.end()) {
       MSCCLPP_WARN(LogPlan,
                    "skipping plan file %s: plan name '%s' is already registered from %s (the first one found wins)",
@@ -309,13 +299,9 @@ void Registry::ensureScanned() {
   std::vector<std::string> dirs = impl_->directories;
   bool explicitDirs = true;
   if (impl_->fromEnvironment) {
-    dirs = splitDirs(params::planDir());
-    if (dirs.empty()) {
-      explicitDirs = false;
-      dirs.push_back(MSCCLPP_INSTALL_PLAN_DIR);
-      const std::string home = homeCacheDir();
-      if (!home.empty()) dirs.push_back(home);
-    }
+    const PlanDirectories found = planDirectories();
+    dirs = found.dirs;
+    explicitDirs = found.fromEnvironment;
   }
   for (const auto& dir : dirs) impl_->scanDirectory(dir, explicitDirs);
   impl_->scanned.store(true, std::memory_order_release);

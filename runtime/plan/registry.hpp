@@ -87,7 +87,7 @@ class Registry {
 
   // Number of registered plans (scans the directories first if not done yet).
   size_t count();
-  // The i-th plan in registry order (directory plans in scan order, then registrations in call order).
+  // The i-th plan in registry order (registrations in call order, then directory plans in scan order).
   // The strings stay valid until the plan is unregistered. False when i is out of range.
   bool info(size_t i, mscclppPlanInfo* out);
 

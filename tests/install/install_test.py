@@ -12,36 +12,21 @@ Each step is one JUnit test case (written to JUNIT_XML); the exit status is 1 wh
   4. examples/external/hello.cc compiled with `c++ ... $(pkg-config ...)` runs and prints the
      expected lines;
   5. the external Meson project (dependency('mscclpp')) configures, builds and runs;
-  6. the installed Python package (alone, not the source tree) compiles a DSL program and, with the
-     installed library, selects a plan among the installed default plans;
-  7. examples/external/hello_cuda.cu compiled with nvcc runs (skipped when NVCC does not exist).
+  6. the installed Python package lies on the interpreter's sys.path (with the prefix staged under DESTDIR) and,
+     alone (not the source tree), with no MSCCL++ variable set, finds
+     the installed library and shim, compiles a DSL program and selects a plan among the installed
+     default plans (the runtime finds them relative to its own file);
+  7. the staged tools, shim and replace-mode copy (each carries the plan layer) find the staged default
+     plans from their own folders;
+  8. examples/external/hello_cuda.cu compiled with nvcc runs (skipped when NVCC does not exist).
 """
 import concurrent.futures
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
-import time
-import xml.etree.ElementTree as ET
 
-
-class Step:
-    def __init__(self, name):
-        self.name, self.failure, self.skipped, self.seconds = name, None, None, 0.0
-
-
-def run(cmd, env=None, cwd=None, timeout=600):
-    """Runs cmd; returns (returncode, stdout, stderr)."""
-    p = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-    return p.returncode, p.stdout, p.stderr
-
-
-def must(cmd, what, **kw):
-    rc, out, err = run(cmd, **kw)
-    if rc != 0:
-        raise AssertionError(f"{what} failed (exit {rc}): {' '.join(cmd)}\n{out}{err}")
-    return out
+from install_steps import Steps, must, run
 
 
 def main(argv):
@@ -60,30 +45,8 @@ def main(argv):
     env["LD_LIBRARY_PATH"] = staged_lib + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     external = os.path.join(source, "examples", "external")
     state = {}
-    steps = []
-
-    def step(name):
-        def wrap(fn):
-            s = Step(name)
-            t = time.monotonic()
-            prerequisite_failed = any(x.failure for x in steps[:1])  # nothing works without the install
-            if prerequisite_failed:
-                s.skipped = "the install step failed"
-            else:
-                try:
-                    skip = fn()
-                    if isinstance(skip, str):
-                        s.skipped = skip
-                except AssertionError as e:
-                    s.failure = str(e)
-                except Exception as e:  # a crash of the step itself is a failure too
-                    s.failure = f"{type(e).__name__}: {e}"
-            s.seconds = time.monotonic() - t
-            steps.append(s)
-            print(f"{'SKIP' if s.skipped else 'FAIL' if s.failure else 'ok'}: {name}" +
-                  (f": {s.skipped}" if s.skipped else f"\n{s.failure}" if s.failure else ""), flush=True)
-            return fn
-        return wrap
+    steps = Steps("install")
+    step = steps.step
 
     @step("meson install --destdir stages the library, headers and pkg-config file")
     def _install():
@@ -164,22 +127,50 @@ def main(argv):
         packages = [d for d, _, files in os.walk(dest) if d.endswith(os.sep + "mscclpp") and "__init__.py" in files]
         if len(packages) != 1:
             raise AssertionError(f"expected one installed mscclpp package under {dest}, found {packages}")
-        # The installed package alone (not the source tree), the installed library and the installed
-        # plans: compile a DSL program, then let the runtime's registry pick a default plan.
-        penv = dict(env, PYTHONPATH=os.path.dirname(packages[0]), MSCCLPP_PLAN_DIR=plans_dir,
-                    MSCCLPP_LIBRARY=os.path.join(staged_lib, "libmscclpp.so"), PYTHONDONTWRITEBYTECODE="1")
+        # Where the interpreter looks (python.install_env=auto), not under the prefix where it would not be found.
+        site = os.path.dirname(packages[0])[len(dest):]
+        looks = must([sys.executable, "-c", "import sys; print('\\n'.join(sys.path))"],
+                     "the interpreter's sys.path", env={k: v for k, v in env.items() if k != "PYTHONPATH"}).split("\n")
+        if site not in looks:
+            raise AssertionError(f"meson install put the package in {site}, which is not on the interpreter's sys.path")
+        # The installed package alone (not the source tree), with no MSCCL++ variable: it must find the
+        # staged library through its _install_paths module, and the runtime the staged default plans
+        # relative to its own file. An empty plan cache keeps this user's own plans out.
+        penv = {k: v for k, v in env.items() if not k.startswith("MSCCLPP_") and k != "LD_LIBRARY_PATH"}
+        penv.update(PYTHONPATH=os.path.dirname(packages[0]), PYTHONDONTWRITEBYTECODE="1",
+                    MSCCLPP_CACHE_DIR=os.path.join(work, "empty-cache"))
         program = (
             "import mscclpp, os\n"
+            "from mscclpp import _paths\n"
             "assert os.path.realpath(mscclpp.__file__).startswith(os.path.realpath(%r)), mscclpp.__file__\n"
+            "assert os.path.isfile(_paths.shim_path()) and _paths.shim_path().startswith(%r), _paths.shim_path()\n"
             "from mscclpp.examples import allreduce_allpairs\n"
             "assert '\"allreduce\"' in allreduce_allpairs.build(num_gpus=4, instances=1).to_json()\n"
             "choice = mscclpp.ExecutionPlanRegistry().select('allreduce', 4, 4, 1, 2, 1 << 20, dtype=mscclpp.DataType.float32)\n"
-            "print(choice.plan.name)\n" % dest)
+            "print(choice.plan.name)\n" % (dest, dest))
         rc, out, err = run([sys.executable, "-c", program], env=penv, cwd=work, timeout=300)
         if rc != 0:
             raise AssertionError(f"the installed package failed (exit {rc}):\n{out}{err}")
         if out.strip() != "allreduce_allpairs_n4_oop":
             raise AssertionError(f"the registry chose {out.strip()!r} from the installed plans, expected allreduce_allpairs_n4_oop")
+
+    @step("the staged tools, shim and replace-mode copy find the staged default plans from their own folders")
+    def _plans_from_every_file():
+        # The plan layer is linked into libmscclpp.so, the shim (libdir), its replace-mode copy (libdir/mscclpp-nccl)
+        # and, statically, the tools (bindir): each must find <datadir>/mscclpp/plans relative to itself.
+        plans_dir = os.path.normpath(os.path.join(root, "share", "mscclpp", "plans"))
+        expected = len([f for f in os.listdir(plans_dir) if f.endswith(".json")])
+        clean = {k: v for k, v in env.items() if not k.startswith("MSCCLPP_") and k != "LD_LIBRARY_PATH"}
+        clean["MSCCLPP_CACHE_DIR"] = os.path.join(work, "empty-cache")
+        out = must([os.path.join(root, "bin", "mscclpp-info")], "the staged mscclpp-info", env=clean)
+        if f"plan directory:    {plans_dir}\n" not in out + "\n":
+            raise AssertionError(f"the staged mscclpp-info does not name {plans_dir} (present):\n{out}")
+        count = "import ctypes, sys; print(ctypes.CDLL(sys.argv[1]).mscclppPlanCount())"
+        for library in (os.path.join(staged_lib, "libmscclpp.so.0"), os.path.join(staged_lib, "libmscclpp_nccl.so.0"),
+                        os.path.join(staged_lib, "mscclpp-nccl", "libnccl.so.2")):
+            found = must([sys.executable, "-c", count, library], f"counting the plans of {library}", env=clean).strip()
+            if found != str(expected):
+                raise AssertionError(f"{library} registered {found} plans, {plans_dir} holds {expected}")
 
     have_nvcc = os.access(nvcc, os.X_OK)
 
@@ -228,20 +219,7 @@ def main(argv):
                                       l.endswith(": OK") for r, l in enumerate(lines)):
             raise AssertionError(f"hello_cuda printed:\n{out}")
 
-    suite = ET.Element("testsuite", name="install", tests=str(len(steps)),
-                       failures=str(sum(1 for s in steps if s.failure)),
-                       skipped=str(sum(1 for s in steps if s.skipped)))
-    for s in steps:
-        case = ET.SubElement(suite, "testcase", classname="install", name=s.name, time=f"{s.seconds:.3f}")
-        if s.failure:
-            ET.SubElement(case, "failure", message=s.failure.splitlines()[0][:200]).text = s.failure
-        elif s.skipped:
-            ET.SubElement(case, "skipped", message=s.skipped)
-    root_el = ET.Element("testsuites")
-    root_el.append(suite)
-    ET.ElementTree(root_el).write(junit, encoding="utf-8", xml_declaration=True)
-    shutil.rmtree(work, ignore_errors=True)
-    return 1 if any(s.failure for s in steps) else 0
+    return steps.finish(junit, work)
 
 
 if __name__ == "__main__":

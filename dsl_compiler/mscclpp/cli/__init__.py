@@ -13,10 +13,13 @@ reach the C++ plan tools.
       the plan first (docs/plan-verifier.md); a plan it does not prove is not written (exit 1)
       unless --no-verify (or MSCCLPP_DSL_VERIFY=0). --source-locations writes each op's DSL line.
   python3 -m mscclpp --install [--dir DIR]   (or: install)
-      Writes the default plans into DIR, by default the first $MSCCLPP_PLAN_DIR entry, else
-      ~/.cache/mscclpp/plans.
+      Writes the default plans into DIR, by default where the runtime reads them: the first
+      $MSCCLPP_PLAN_DIR entry, else the plan cache ($MSCCLPP_CACHE_DIR/plans, else
+      ~/.cache/mscclpp/plans). A pip-installed package already holds them.
   python3 -m mscclpp list [--dir DIR ...]
-      The plans in the plan directories and what each serves.
+      The plans in the plan directories (those of --dir, else the runtime's) and what each serves.
+      Unreadable files and missing folders are reported on standard error; the exit status is 1
+      when a file is unreadable or a named folder is missing.
   python3 -m mscclpp show PLAN.json
       A per-rank, per-threadblock summary of a plan.
   python3 -m mscclpp show PLAN.json|PROGRAM.py [program args...] -o FILE.svg|FILE.html [--ranks 0,2-3]
@@ -25,11 +28,22 @@ reach the C++ plan tools.
       source locations, then drawn.
   python3 -m mscclpp emulate ARGS...   ->  mscclpp-emulate ARGS...
   python3 -m mscclpp verify ARGS...    ->  mscclpp-plan verify ARGS...
+  python3 -m mscclpp paths
+      Where this installation's runtime, shim, tools and plan directories are.
+  python3 -m mscclpp --shim-path
+      The NCCL shim's path, for LD_PRELOAD=$(python3 -m mscclpp --shim-path).
+  python3 -m mscclpp --nccl-dir
+      The folder holding the shim as libnccl.so.2, for programs that dlopen libnccl.so.2 themselves:
+      LD_LIBRARY_PATH=$(python3 -m mscclpp --nccl-dir):$LD_LIBRARY_PATH.
+  python3 -m mscclpp --version | --help
 """
 import argparse
+import os
 import subprocess
 import sys
 
+from .. import _paths
+from .._version import __version__
 from ..language.errors import DSLError
 
 _OURS_WITH_VALUE = {"-o": "output", "--output": "output", "--indent": "indent", "--function": "function", "--program": "program"}
@@ -72,6 +86,11 @@ def cmd_compile(argv):
     from ..language.internal import locations
     from .program_runner import ProgramFileError, run_program
 
+    if argv and argv[0] in ("-h", "--help"):
+        usage = __doc__[__doc__.index("  python3 -m mscclpp compile"):__doc__.index("  python3 -m mscclpp --install")]
+        print(usage.rstrip())
+        return 0
+
     options, path, rest = _split_compile_args(argv)
     output = options.get("output")
     if output is None:
@@ -105,24 +124,32 @@ def cmd_compile(argv):
 
 def cmd_install(argv):
     from ..dsl.presets import write_all
-    from .plan_files import default_install_dir
 
     parser = argparse.ArgumentParser(prog="python3 -m mscclpp --install")
-    parser.add_argument("--dir", default=None, help="where to write (default: %(default)s)")
+    parser.add_argument("--dir", default=None, help="where to write (default: where the runtime reads them)")
     args = parser.parse_args(argv)
-    directory = args.dir or default_install_dir()
+    directory = args.dir or _paths.default_install_dir()
+    if directory is None:
+        print("error: no plan cache folder (this user has no home directory): pass --dir DIR or set "
+              "MSCCLPP_CACHE_DIR", file=sys.stderr)
+        return 1
     paths = write_all(directory)
     print(f"installed {len(paths)} default plans into {directory}")
+    if os.path.abspath(directory) not in [os.path.abspath(d) for d in _paths.plan_directories()]:
+        print(f"note: the runtime does not read {directory}: set MSCCLPP_PLAN_DIR={directory}", file=sys.stderr)
     return 0
 
 
 def cmd_list(argv):
-    from .plan_files import list_plans, plan_directories
+    from .plan_files import list_plans
 
     parser = argparse.ArgumentParser(prog="python3 -m mscclpp list")
     parser.add_argument("--dir", action="append", default=None, help="plan directory (repeatable)")
     args = parser.parse_args(argv)
-    return list_plans(args.dir or plan_directories(), sys.stdout)
+    if args.dir:
+        return list_plans(args.dir, sys.stdout, sys.stderr, named=args.dir)
+    named = _paths.split_directories(os.environ.get("MSCCLPP_PLAN_DIR"))  # as the runtime: missing is an error
+    return list_plans(_paths.plan_directories(), sys.stdout, sys.stderr, named=named)
 
 
 def cmd_show(argv):
@@ -134,6 +161,8 @@ def cmd_show(argv):
         args = parser.parse_args(argv)
         try:
             return show(args.plan, sys.stdout)
+        except BrokenPipeError:
+            raise
         except (OSError, ValueError, KeyError) as error:
             print(f"error: {args.plan}: {error}", file=sys.stderr)
             return 1
@@ -159,6 +188,48 @@ def _forward(tool, prefix_args, argv):
     return subprocess.call([path, *prefix_args, *argv])
 
 
+def _print_path(what, path, hint):
+    if path is None or not os.path.exists(path):
+        where = f" (looked at {path})" if path else ""
+        print(f"error: no {what} found{where}: {hint}", file=sys.stderr)
+        return 1
+    print(path)
+    return 0
+
+
+_NOT_INSTALLED = ("this package was installed without its runtime (pip install dsl_compiler/, or a source "
+                  "checkout): install the repository (pip install <repository>) or set MSCCLPP_BUILD_DIR to a build")
+
+
+def cmd_shim_path(argv):
+    return _print_path("NCCL shim", _paths.shim_path(), _NOT_INSTALLED)
+
+
+def cmd_nccl_dir(argv):
+    return _print_path("replace-mode folder (libnccl.so.2)", _paths.nccl_replace_dir(), _NOT_INSTALLED)
+
+
+def cmd_version(argv):
+    print(f"mscclpp {__version__}")
+    return 0
+
+
+def cmd_paths(argv):
+    from .. import _runtime_lib
+
+    try:
+        runtime = _paths.library_file(_runtime_lib.load()) or "(loaded, file unknown)"
+    except _runtime_lib.RuntimeNotLoaded as error:
+        runtime = f"(not found: {error})"
+    rows = [("package", _paths.PACKAGE_DIR), ("runtime", runtime), ("shim (LD_PRELOAD)", _paths.shim_path()),
+            ("replace mode (libnccl.so.2)", _paths.nccl_replace_dir()), ("tools", _paths.tools_dir()),
+            ("plan cache", _paths.user_plan_cache())]
+    rows += [("plan directory", d) for d in _paths.plan_directories()]
+    for what, path in rows:
+        print(f"{what + ':':<29} {path if path is not None else '(none)'}")
+    return 0
+
+
 _COMMANDS = {
     "compile": cmd_compile,
     "install": cmd_install,
@@ -167,20 +238,36 @@ _COMMANDS = {
     "show": cmd_show,
     "emulate": lambda argv: _forward("mscclpp-emulate", [], argv),
     "verify": lambda argv: _forward("mscclpp-plan", ["verify"], argv),
+    "paths": cmd_paths,
+    "--shim-path": cmd_shim_path,
+    "--nccl-dir": cmd_nccl_dir,
+    "--version": cmd_version,
+    "version": cmd_version,
 }
 
 
-def main(argv=None):
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help", "help"):
+def _run(argv):
+    if not argv:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    if argv[0] in ("-h", "--help", "help"):
         print(__doc__.strip())
-        return 0 if argv else 2
+        return 0
     command = _COMMANDS.get(argv[0])
     if command is None:
         print(f"unknown command {argv[0]!r}\n\n{__doc__.strip()}", file=sys.stderr)
         return 2
+    return command(argv[1:])
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        return command(argv[1:])
-    except BrokenPipeError:  # e.g. `list | head`
-        sys.stderr.close()
+        status = _run(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not as a traceback at exit
+        return status
+    except BrokenPipeError:  # e.g. `list | head`: the reader has all it wanted
+        # Python flushes stdout again at exit: point it at /dev/null so that flush succeeds.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         return 0

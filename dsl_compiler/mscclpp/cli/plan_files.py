@@ -1,28 +1,8 @@
 """Reading plan files for ``list`` and ``show``: where plans live, what each serves, a summary."""
 import json
 import os
-import sys
 
 MAX = 2**64 - 1
-
-
-def plan_directories():
-    """Where the registry looks: $MSCCLPP_PLAN_DIR (colon-separated) if set, else the installed
-    share/mscclpp/plans and ~/.cache/mscclpp/plans."""
-    env = os.environ.get("MSCCLPP_PLAN_DIR")
-    if env:
-        return [d for d in env.split(":") if d]
-    return [os.path.join(sys.prefix, "share", "mscclpp", "plans"), default_install_dir()]
-
-
-def default_install_dir():
-    """Where ``--install`` writes: the first $MSCCLPP_PLAN_DIR entry, else ~/.cache/mscclpp/plans."""
-    env = os.environ.get("MSCCLPP_PLAN_DIR")
-    if env:
-        first = [d for d in env.split(":") if d]
-        if first:
-            return first[0]
-    return os.path.join(os.path.expanduser("~"), ".cache", "mscclpp", "plans")
 
 
 def human_bytes(n):
@@ -57,22 +37,33 @@ def describe(path):
         return {"file": path, "error": f"{type(error).__name__}: {error}"}
 
 
-def list_plans(directories, out):
-    rows = []
+def list_plans(directories, out, err, named=()):
+    """Prints the plans of the directories on out, and on err every file that cannot be read and
+    every directory that is missing or unreadable. Returns 1 when a file is unreadable or a
+    directory in ``named`` (given explicitly, as --dir or $MSCCLPP_PLAN_DIR) is missing, else 0.
+    Absent default directories (the user's plan cache before any --install) are noted only."""
+    rows, problems, notes, searched = [], [], [], []
     for directory in directories:
         if not os.path.isdir(directory):
+            what = f"{directory}: no such plan directory"
+            (problems if directory in named else notes).append(what)
             continue
-        for name in sorted(os.listdir(directory)):
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError as error:
+            problems.append(f"{directory}: cannot be read ({error.strerror})")
+            continue
+        searched.append(directory)
+        for name in names:
             if name.endswith(".json"):
-                rows.append(describe(os.path.join(directory, name)))
-    if not rows:
-        print(f"no plans found in {', '.join(directories)}", file=out)
-        return 0
-    print(f"{'name':<34} {'collective':<13} {'ranks':>5} {'proto':<6} {'inplace':<7} {'sizes':<17} tags", file=out)
+                row = describe(os.path.join(directory, name))
+                if "error" in row:
+                    problems.append(f"{row['file']}: unreadable ({row['error']})")
+                else:
+                    rows.append(row)
+    if rows:
+        print(f"{'name':<34} {'collective':<13} {'ranks':>5} {'proto':<6} {'inplace':<7} {'sizes':<17} tags", file=out)
     for row in rows:
-        if "error" in row:
-            print(f"{row['file']}: unreadable ({row['error']})", file=out)
-            continue
         sizes = f"{human_bytes(row['min'])}..{human_bytes(row['max'])}"
         extra = ",".join(row["tags"]) + (f" root={row['root']}" if row["root"] is not None else "")
         print(
@@ -80,8 +71,14 @@ def list_plans(directories, out):
             f"{'yes' if row['inplace'] else 'no':<7} {sizes:<17} {extra}",
             file=out,
         )
-    print(f"{len(rows)} plan(s) in {', '.join(d for d in directories if os.path.isdir(d))}", file=out)
-    return 0
+    where = ", ".join(searched) if searched else "no plan directory"
+    print(f"{len(rows)} plan(s) in {where}" + (f"; {len(problems)} problem(s), see standard error" if problems else ""),
+          file=out)
+    for line in notes:
+        print(f"note: {line}", file=err)
+    for line in problems:
+        print(f"error: {line}", file=err)
+    return 1 if problems else 0
 
 
 def _op_text(op):

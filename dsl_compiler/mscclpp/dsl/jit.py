@@ -81,7 +81,13 @@ class CompiledPlan:
 
 
 def cache_dir():
-    return os.environ.get("MSCCLPP_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "mscclpp")
+    """$MSCCLPP_CACHE_DIR, else ~/.cache/mscclpp (mscclpp._paths: the runtime's rule)."""
+    from .. import _paths
+
+    cache = _paths.cache_dir()
+    if cache is None:
+        raise OSError("no cache folder: set MSCCLPP_CACHE_DIR (this user has no home directory)")
+    return cache
 
 
 _fingerprint = None

@@ -42,8 +42,9 @@ enum class PacketType : int { LL16 = 0, LL8 = 1 };
 MSCCLPP_API size_t dataTypeSize(DataType type);
 // "float32", "bfloat16", ...; nullptr for a value outside the enum.
 MSCCLPP_API const char* dataTypeName(DataType type);
-// Accepts the names above and the short forms f32, f16, bf16, f64, i8, u8, i32, u32, i64, u64,
-// f8e4m3, f8e5m2 (case-insensitive). Returns false for anything else.
+// Accepts the names above, the short forms f32, f16, bf16, f64, i8, u8, i32, u32, i64, u64,
+// f8e4m3, f8e5m2, and NCCL's spellings (ncclFloat32, ncclBfloat16, ncclHalf, ncclChar, ...), all
+// case-insensitive. Returns false for anything else.
 MSCCLPP_API bool dataTypeFromName(const char* name, DataType* type);
 MSCCLPP_API const char* reduceOpName(ReduceOp op);  // "sum", "prod", "max", "min", "avg", "premulsum"
 MSCCLPP_API bool reduceOpFromName(const char* name, ReduceOp* op);

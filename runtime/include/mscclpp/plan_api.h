@@ -100,8 +100,9 @@ MSCCLPP_API int mscclppPlanSetSelector(mscclppPlanSelectorFn fn, void* userData)
 /* Number of registered plans (after the plan directories have been scanned), or a negative status. */
 MSCCLPP_API int mscclppPlanCount(void);
 
-/* Fills *info for the i-th plan in registry order; the strings stay valid until the plan is
- * unregistered. mscclppInvalidArgument when info is NULL or i is out of range. */
+/* Fills *info for the i-th plan in registry order (the plans registered at run time in call order,
+ * then the directory plans); the strings stay valid until the plan is unregistered.
+ * mscclppInvalidArgument when info is NULL or i is out of range. */
 MSCCLPP_API int mscclppPlanGetInfo(int i, mscclppPlanInfo* info);
 
 /* Runs selection for request without executing anything: writes the chosen plan's name (or "" when

@@ -69,6 +69,7 @@ def test_parse_call_args():
 
 def test_install_list_and_show(tmp_path):
     plans = tmp_path / "plans"
+    (tmp_path / "other").mkdir()
     env = {"MSCCLPP_PLAN_DIR": f"{plans}:{tmp_path / 'other'}"}
     result = run_cli("--install", env=env)
     assert result.returncode == 0 and f"into {plans}" in result.stdout
@@ -96,3 +97,75 @@ def test_tools_are_forwarded_or_reported(tmp_path):
     missing = run_cli("emulate", "x.json", env={"PATH": str(fake), "MSCCLPP_BUILD_DIR": str(tmp_path)})
     assert missing.returncode == 127
     assert "mscclpp-emulate is not built or not found" in missing.stderr and str(tmp_path / "tools") in missing.stderr
+
+
+def test_list_is_honest_about_unreadable_files_and_missing_folders(tmp_path):
+    good = tmp_path / "good"
+    good.mkdir()
+    src = os.path.join(REPO, "plans", "allreduce_ll_n2_ip.json")
+    (good / "allreduce_ll_n2_ip.json").write_text(open(src).read())
+    (good / "broken.json").write_text("{ not json")
+    (good / "incomplete.json").write_text('{"name": "x"}')
+    listed = run_cli("list", "--dir", str(good))
+    assert listed.returncode == 1
+    assert "1 plan(s) in" in listed.stdout and "2 problem(s)" in listed.stdout  # only the readable one counts
+    assert f"error: {good / 'broken.json'}: unreadable (JSONDecodeError" in listed.stderr
+    assert f"error: {good / 'incomplete.json'}: unreadable (KeyError" in listed.stderr
+    missing = run_cli("list", "--dir", str(tmp_path / "nowhere"))
+    assert missing.returncode == 1
+    assert f"error: {tmp_path / 'nowhere'}: no such plan directory" in missing.stderr
+    assert "0 plan(s) in no plan directory" in missing.stdout
+    (good / "broken.json").unlink()
+    (good / "incomplete.json").unlink()
+    fine = run_cli("list", "--dir", str(good))
+    assert fine.returncode == 0 and fine.stderr == "" and "1 plan(s) in" in fine.stdout
+    # Without --dir, MSCCLPP_PLAN_DIR's folders are named ones too; an absent default folder is a note.
+    env_missing = run_cli("list", env={"MSCCLPP_PLAN_DIR": f"{good}:{tmp_path / 'gone'}"})
+    assert env_missing.returncode == 1 and "gone: no such plan directory" in env_missing.stderr
+    default = run_cli("list", env={"MSCCLPP_PLAN_DIR": "", "MSCCLPP_CACHE_DIR": str(tmp_path / "cache")})
+    assert default.returncode == 0, default.stderr
+    assert f"note: {tmp_path / 'cache' / 'plans'}: no such plan directory" in default.stderr
+
+
+def test_help_version_and_usage_exit_codes():
+    for words in (["--help"], ["-h"], ["help"], ["compile", "--help"], ["list", "--help"], ["install", "-h"]):
+        result = run_cli(*words)
+        assert result.returncode == 0, (words, result.stderr)
+        assert "usage" in result.stdout.lower() or "python3 -m mscclpp compile" in result.stdout, words
+    version = run_cli("--version")
+    assert version.returncode == 0 and version.stdout.strip() == "mscclpp 0.1.0"
+    assert run_cli().returncode == 2
+    unknown = run_cli("frobnicate")
+    assert unknown.returncode == 2 and "unknown command 'frobnicate'" in unknown.stderr
+
+
+@pytest.mark.parametrize("words", [["list"], ["--help"], ["show", os.path.join(REPO, "plans", "allreduce_ll_n8_ip.json")]])
+def test_a_closed_pipe_is_no_error(words):
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "dsl_compiler"), MSCCLPP_PLAN_DIR=os.path.join(REPO, "plans"))
+    process = subprocess.Popen([sys.executable, "-m", "mscclpp", *words], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=env)
+    process.stdout.close()  # the reader is gone before the first line, like `| head -0`
+    err = process.stderr.read().decode()
+    assert process.wait() == 0
+    assert "Traceback" not in err and "Broken pipe" not in err, err
+
+
+def test_shim_path_and_nccl_dir(tmp_path):
+    build = os.environ.get("MSCCLPP_BUILD_DIR")
+    if build:
+        shim = run_cli("--shim-path")
+        assert shim.returncode == 0 and shim.stdout.strip() == os.path.join(build, "nccl_shim", "libmscclpp_nccl.so")
+        nccl_dir = run_cli("--nccl-dir")
+        assert nccl_dir.returncode == 0
+        assert os.path.exists(os.path.join(nccl_dir.stdout.strip(), "libnccl.so.2"))
+    absent = run_cli("--shim-path", env={"MSCCLPP_BUILD_DIR": ""})
+    assert absent.returncode == 1 and "no NCCL shim found" in absent.stderr
+
+
+def test_emulate_takes_nccl_dtype_spellings():
+    if not os.environ.get("MSCCLPP_BUILD_DIR"):
+        pytest.skip("needs the C++ tools of a build (MSCCLPP_BUILD_DIR)")
+    plan = os.path.join(REPO, "plans", "allreduce_ll_n2_oop.json")
+    for dtype in ("ncclFloat32", "ncclBfloat16", "ncclHalf", "float32"):
+        result = run_cli("emulate", plan, "--ranks", "2", "--size", "4096", "--dtype", dtype)
+        assert result.returncode == 0, (dtype, result.stdout, result.stderr)

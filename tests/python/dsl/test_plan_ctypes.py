@@ -127,8 +127,12 @@ def test_jit_plans_register(registry, tmp_path, monkeypatch):
 
 
 def test_clear_error_when_the_runtime_is_not_loaded(monkeypatch):
+    from mscclpp import _paths
+
     monkeypatch.delenv("MSCCLPP_LIBRARY", raising=False)
+    monkeypatch.delenv("MSCCLPP_BUILD_DIR", raising=False)
     monkeypatch.setattr(rt, "_process_library", lambda: None)
+    monkeypatch.setattr(_paths, "installed", lambda: None)  # as in a source checkout
     rt.reset()
     try:
         with pytest.raises(rt.RuntimeNotLoaded) as error:
@@ -137,7 +141,8 @@ def test_clear_error_when_the_runtime_is_not_loaded(monkeypatch):
         assert "mscclppPlanRegisterFile" in message and "MSCCLPP_LIBRARY is not set" in message
         monkeypatch.setenv("MSCCLPP_LIBRARY", "/nonexistent/libmscclpp.so")
         rt.reset()
-        with pytest.raises(rt.RuntimeNotLoaded, match="MSCCLPP_LIBRARY=/nonexistent/libmscclpp.so cannot be loaded"):
+        with pytest.raises(rt.RuntimeNotLoaded,
+                           match=r"MSCCLPP_LIBRARY \(/nonexistent/libmscclpp.so\) cannot be loaded"):
             mplan.register("x.json")
     finally:
         rt.reset()

@@ -66,11 +66,11 @@ def _result(stdout, what):
     return json.loads(lines[-1][len("RESULT "):])
 
 
-def run_lone(scenario, args=None, timeout=JOB_TIMEOUT_S, **env):
-    """Runs one lone worker process and returns its result."""
+def run_lone(scenario, args=None, timeout=JOB_TIMEOUT_S, cwd=None, **env):
+    """Runs one lone worker process (in folder cwd, default this one) and returns its result."""
     command = [sys.executable, WORKER, scenario, "--args", json.dumps(args or {})]
     try:
-        done = subprocess.run(command, env=worker_env(**env), capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(command, env=worker_env(**env), capture_output=True, text=True, timeout=timeout, cwd=cwd)
     except subprocess.TimeoutExpired as error:
         pytest.fail(f"worker {scenario} did not finish within {timeout} s; stderr:\n{(error.stderr or '')[-2000:]}")
     assert done.returncode == 0, f"worker {scenario} failed ({done.returncode}); stderr:\n{done.stderr[-3000:]}"

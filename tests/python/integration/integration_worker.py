@@ -10,6 +10,7 @@ expect and report them (type and message); anything unexpected is a traceback an
 """
 import argparse
 import json
+import os
 import sys
 import traceback
 
@@ -244,6 +245,40 @@ def scenario_registry(args):
     return out
 
 
+def scenario_plan_dirs(args):
+    """The plan directories as the package computes them, and the plans the runtime registered."""
+    from mscclpp import _paths
+
+    plans = mscclpp.plan.plans()  # the runtime scans its directories now
+    return {"python": _paths.plan_directories(), "install_dir": _paths.default_install_dir(),
+            "sources": sorted({os.path.dirname(p.source) for p in plans}), "count": len(plans)}
+
+
+def scenario_seed_selector(args):
+    """Seed 004's usage: jit-compile and register an nvls-tagged plan, install the seed's selector,
+    select. The user's plan must be chosen over the installed nvls defaults."""
+    from mscclpp.dsl import jit
+    from mscclpp.examples import allreduce_nvls
+
+    plan = jit.compile(algo=allreduce_nvls.build, name="allreduce_nvls", collective="allreduce", nranks_per_node=4,
+                       world_size=4, instances=2, protocol="Simple", num_threads_per_block=1024,
+                       min_msg_size=1 << 20, max_msg_size=48 << 30, tags={"nvls"})
+    mscclpp.plan.register(plan)
+
+    def selector(plans, req):
+        collective_plans = plans.get(req.collective)
+        nvls = [p for p in collective_plans if "nvls" in p.tags]
+        return nvls[0] if nvls else collective_plans[0]
+
+    mscclpp.plan.set_selector(selector)
+    registry = mscclpp.ExecutionPlanRegistry()
+    handle = registry.select("allreduce", 4, 4, 0x1000, 0x1000, 24 << 20, dtype="float16")
+    return {"chosen": handle.name if handle else None, "reason": registry.last_reason,
+            "listed_first": [p.name for p in mscclpp.plan.plans()][:1],
+            "defaults_with_nvls": sorted(p.name for p in registry.plans("allreduce")
+                                         if "nvls" in p.tags and p.name != "allreduce_nvls")}
+
+
 def scenario_lone_group(args):
     """CommGroup of size 1 (no peers needed) from a fixed address: the address forms and their errors."""
     out = {}
@@ -268,7 +303,8 @@ def scenario_missing_rank(args):
 GROUP_SCENARIOS = {"info": scenario_info, "collectives": scenario_collectives,
                    "execute_errors": scenario_execute_errors}
 LONE_SCENARIOS = {"registry": scenario_registry, "lone_group": scenario_lone_group,
-                  "missing_rank": scenario_missing_rank}
+                  "missing_rank": scenario_missing_rank, "plan_dirs": scenario_plan_dirs,
+                  "seed_selector": scenario_seed_selector}
 
 
 def main():

@@ -90,3 +90,21 @@ def test_bad_value_is_a_precise_usage_error(name):
     assert run.returncode == 2, (run.stdout, run.stderr)
     assert run.stderr.startswith(message), run.stderr
     assert "\nusage: " in run.stderr
+
+
+def test_demo_allreduce_ends_at_once_when_init_is_refused():
+    """A bad environment value is refused at init (rank 0's ncclGetUniqueId): every rank must end with the message at
+    once, not wait for the unique id until the timeout (the ranks used to hold each other's pipe ends open), and the
+    message must reach a redirected stdout (the ranks end with _exit, which flushes nothing)."""
+    shim = os.path.join(BUILD_DIR, "nccl_shim", "libmscclpp_nccl.so")
+    if not os.path.exists(shim):
+        pytest.skip("needs the shim of a build (MSCCLPP_BUILD_DIR)")
+    env = dict(os.environ, LD_PRELOAD=shim, MSCCLPP_BACKEND="gpux", MSCCLPP_PLAN_DIR=os.path.join(REPO_ROOT, "plans"))
+    env.pop("MSCCLPP_DEBUG", None)
+    run = subprocess.run([_tool("demo_allreduce"), "--ranks", "3", "--bytes", "4096", "--device", "cpu",
+                          "--timeout", "50"], capture_output=True, text=True, timeout=60, env=env)
+    assert run.returncode == 1
+    assert "did not finish" not in run.stdout, run.stdout
+    assert ("rank 0: ncclGetUniqueId failed: invalid environment: MSCCLPP_BACKEND='gpux' is not valid: expected one "
+            "of auto|cuda|cpu") in run.stdout, run.stdout
+    assert "rank 1: no unique id from rank 0" in run.stdout and "rank 2: no unique id from rank 0" in run.stdout

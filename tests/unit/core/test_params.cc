@@ -88,7 +88,9 @@ TEST_CASE("every registered parameter is declared once, documented, and its defa
   std::set<std::string> names;
   for (const auto& p : params::allParams()) {
     INFO(p.envName);
-    CHECK(std::string(p.envName).rfind("MSCCLPP_", 0) == 0);
+    // Ours, and the NCCL logging variables we honour (core/log_config.hpp).
+    const std::string name = p.envName;
+    CHECK((name.rfind("MSCCLPP_", 0) == 0 || name.rfind("NCCL_DEBUG", 0) == 0));
     CHECK(names.insert(p.envName).second);
     CHECK(std::string(p.doc).size() > 10);
     CHECK(std::string(p.owner).size() > 0);
@@ -97,13 +99,14 @@ TEST_CASE("every registered parameter is declared once, documented, and its defa
   }
   // The core's own and this test's: each layer registers its own, nothing names the layers above.
   CHECK(names.count("MSCCLPP_DEBUG") == 1);
+  CHECK(names.count("NCCL_DEBUG") == 1);
   CHECK(names.count("MSCCLPP_TEST_CHOICE") == 1);
 }
 
 TEST_CASE("mscclpp-info --params lists every layer's parameters, the shim's too", "[params]") {
   const std::string out = test::runCommand(MSCCLPP_INFO_TOOL " --params");
-  for (const char* name : {"MSCCLPP_DEBUG", "MSCCLPP_PLAN_DIR", "MSCCLPP_COMM_ID", "MSCCLPP_HOST_SHM", "MSCCLPP_HOSTID",
-                           "MSCCLPP_EXEC_CONTEXT_CACHE", "MSCCLPP_LIBRARY", "MSCCLPP_NCCL_LIB_PATH"}) {
+  for (const char* name : {"MSCCLPP_DEBUG", "NCCL_DEBUG", "MSCCLPP_PLAN_DIR", "MSCCLPP_COMM_ID", "MSCCLPP_HOST_SHM",
+                           "MSCCLPP_HOSTID", "MSCCLPP_EXEC_CONTEXT_CACHE", "MSCCLPP_LIBRARY", "MSCCLPP_NCCL_LIB_PATH"}) {
     INFO(name);
     CHECK(out.find(std::string(name) + " ") != std::string::npos);
   }

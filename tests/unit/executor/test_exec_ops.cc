@@ -401,3 +401,23 @@ TEST_CASE("2 to 16 ranks: all-pairs allreduce with one signal/wait op over 15 ch
     }
   }
 }
+
+TEST_CASE("datatype names: ours, the short forms and NCCL's spellings", "[exec][ops]") {
+  const std::pair<const char*, DataType> accepted[] = {
+      {"float32", DataType::Float32},      {"F32", DataType::Float32},          {"ncclFloat32", DataType::Float32},
+      {"ncclFloat", DataType::Float32},    {"ncclBfloat16", DataType::BFloat16}, {"ncclHalf", DataType::Float16},
+      {"ncclChar", DataType::Int8},        {"ncclInt", DataType::Int32},        {"NCCLUINT64", DataType::Uint64},
+      {"ncclDouble", DataType::Float64},   {"ncclFloat8e4m3", DataType::Float8E4M3},
+      {"ncclFloat8e5m2", DataType::Float8E5M2},
+  };
+  for (const auto& a : accepted) {
+    INFO(a.first);
+    DataType t = DataType::Uint8;
+    CHECK(dataTypeFromName(a.first, &t));
+    CHECK(t == a.second);
+  }
+  DataType t = DataType::Uint8;
+  CHECK_FALSE(dataTypeFromName("nccl", &t));
+  CHECK_FALSE(dataTypeFromName("ncclFloat33", &t));
+  CHECK_FALSE(dataTypeFromName("ncclNumTypes", &t));
+}

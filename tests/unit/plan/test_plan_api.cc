@@ -74,7 +74,7 @@ TEST_CASE("C API: registration, info, selection, selector and unregistration", "
   CHECK(mscclppPlanRegisterJson(text.data(), text.size(), "api.json", tags, 1, err, sizeof(err)) == mscclppSuccess);
   CHECK(std::string(err).empty());
   CHECK(mscclppPlanCount() == 4);
-  REQUIRE(mscclppPlanGetInfo(3, &info) == mscclppSuccess);
+  REQUIRE(mscclppPlanGetInfo(0, &info) == mscclppSuccess);  // registrations come first
   CHECK(std::string(info.name) == "api_plan");
   CHECK(std::string(info.source) == "api.json");
   REQUIRE(info.nTags == 1);

@@ -176,6 +176,28 @@ TEST_CASE("selection: size ranges, in-place, ranks per node, and the tie-break",
                  "to in-place)"));
 }
 
+TEST_CASE("the same plan file in two directories is no warning; a different one of the same name is",
+          "[plan][registry]") {
+  plantest::TempDir installed, cache, other;
+  const std::string text = plan("alpha", "allreduce", 2, true).dump();
+  plantest::writeFile(installed.file("alpha.json"), text);
+  plantest::writeFile(cache.file("alpha.json"), text);  // what `--install` copies into the cache
+  plantest::writeFile(other.file("alpha.json"), plan("alpha", "allreduce", 2, false).dump());
+  {
+    LogCapture log("INFO");
+    Registry reg({installed.path(), cache.path()});
+    CHECK(reg.count() == 1);
+    CHECK(log.count("WARN") == 0);
+    CHECK(log.count("skipping plan file " + cache.file("alpha.json") + ": the same file as " +
+                    installed.file("alpha.json") + ", registered first") == 1);
+  }
+  LogCapture log;
+  Registry reg({installed.path(), other.path()});
+  CHECK(reg.count() == 1);
+  CHECK(log.count("WARN PLAN skipping plan file " + other.file("alpha.json") + ": plan name 'alpha' is already "
+                  "registered from") == 1);
+}
+
 TEST_CASE("tie-break: explicit registrations before directory plans, then names", "[plan][registry]") {
   plantest::TempDir dir;
   plantest::writeFile(dir.file("b.json"), plan("b", "allgather", 2, true).dump());
@@ -191,12 +213,20 @@ TEST_CASE("tie-break: explicit registrations before directory plans, then names"
   CHECK(contains(s->reason, "preferred over the other 2 that can serve it because its name comes first"));
   REQUIRE(reg.unregister("a") == Registry::Status::Ok);
   CHECK(reg.select(request(Collective::AllGather, 2, 64))->name == "c");
-  // registry order: directory plans first, then registrations in call order
+  // registry order: registrations first, in call order, then directory plans
+  add(reg, plan("d", "allgather", 2, true));
   mscclppPlanInfo info{};
   REQUIRE(reg.info(0, &info));
-  CHECK(std::string(info.name) == "b");
-  REQUIRE(reg.info(1, &info));
   CHECK(std::string(info.name) == "c");
+  REQUIRE(reg.info(1, &info));
+  CHECK(std::string(info.name) == "d");
+  REQUIRE(reg.info(2, &info));
+  CHECK(std::string(info.name) == "b");
+  reg.rescan();  // directory plans scanned again stay after the registrations
+  REQUIRE(reg.info(0, &info));
+  CHECK(std::string(info.name) == "c");
+  REQUIRE(reg.info(2, &info));
+  CHECK(std::string(info.name) == "b");
 }
 
 TEST_CASE("selection: root, tags, reduce ops and datatypes", "[plan][registry]") {

@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "nccl_double.h"
 
@@ -71,6 +73,14 @@ ncclComm_t soloComm(ncclConfig_t* config) {
 std::string lastError() {
   const char* s = ncclGetLastError(nullptr);
   return s ? s : "(null)";
+}
+
+std::string takeLog(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::remove(path.c_str());
+  return text.str();
 }
 
 namespace {

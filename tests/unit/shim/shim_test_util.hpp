@@ -58,6 +58,9 @@ ncclComm_t soloComm(ncclConfig_t* config = nullptr);
 // ncclGetLastError(NULL) as a string.
 std::string lastError();
 
+// The text of a log file, which is then removed ("" when it does not exist).
+std::string takeLog(const std::string& path);
+
 // Sets or unsets an environment variable for the scope. The shim reads MSCCLPP_* variables once: both
 // ends call ncclResetDebugInit, which makes it read them again.
 class ScopedEnv {

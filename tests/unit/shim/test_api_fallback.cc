@@ -20,6 +20,7 @@ using shimtest::lastError;
 using shimtest::ptr;
 using shimtest::ScopedEnv;
 using shimtest::soloComm;
+using shimtest::takeLog;
 
 // ncclResetDebugInit is deprecated in nccl.h but still part of the ABI: the tests call it on purpose.
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
@@ -233,7 +234,8 @@ TEST_CASE("a bad MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION fails init with a message
   ncclComm_t comm = nullptr;
   CHECK(ncclCommInitRank(&comm, 1, id, 0) == ncclInvalidArgument);
   CHECK(comm == nullptr);
-  CHECK(lastError().find("MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION='allreduce,bogus': unknown collective 'bogus'") == 0);
+  CHECK(lastError().find("MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION='allreduce,bogus' is not valid: unknown collective "
+                         "'bogus'") == 0);
 }
 
 TEST_CASE("MSCCLPP_DEBUG=INFO logs every decision and a per-collective summary at destroy", "[fallback]") {
@@ -257,9 +259,41 @@ TEST_CASE("MSCCLPP_DEBUG=INFO logs every decision and a per-collective summary a
   std::string log = text.str();
   std::remove(path.c_str());
   INFO(log);
-  CHECK(log.find("[0] MSCCLPP INFO SHIM NCCL ran: a one-rank communicator runs no plans") != std::string::npos);
+  CHECK(log.find("[0] MSCCLPP INFO SHIM NCCL ran because a one-rank communicator runs no plans") != std::string::npos);
   CHECK(log.find("NCCL fallback ready: real communicator") != std::string::npos);
   CHECK(log.find("rank 0 of 1 destroyed; allreduce: 2 calls, 3.0 MiB, 0 via plans, 2 via NCCL") != std::string::npos);
+}
+
+TEST_CASE("a bad NCCL_DEBUG fails init with ncclInvalidArgument naming the variable", "[fallback]") {
+  ScopedEnv level("NCCL_DEBUG", "LOUD");
+  ncclUniqueId id;
+  CHECK(ncclGetUniqueId(&id) == ncclInvalidArgument);
+  CHECK(lastError() ==
+        "invalid environment: NCCL_DEBUG='LOUD' is not valid: expected one of NONE|VERSION|WARN|INFO|ABORT|TRACE "
+        "(default NONE)");
+  ncclComm_t comm = nullptr;
+  CHECK(ncclCommInitRank(&comm, 1, id, 0) == ncclInvalidArgument);
+  CHECK(comm == nullptr);
+}
+
+TEST_CASE("NCCL_DEBUG=WARN prints the details the error strings point to", "[fallback]") {
+  const std::string path = "/tmp/mscclpp-shim-warn-" + std::to_string(getpid()) + ".log";
+  std::remove(path.c_str());
+  {
+    ScopedEnv level("NCCL_DEBUG", "WARN");
+    ScopedEnv file("NCCL_DEBUG_FILE", "/tmp/mscclpp-shim-warn-%p.log");
+    ncclResetDebugInit();
+    ncclUniqueId id;
+    REQUIRE(ncclGetUniqueId(&id) == ncclSuccess);
+    ncclComm_t comm = nullptr;
+    CHECK(ncclCommInitRank(&comm, 1, id, 5) == ncclInvalidArgument);
+    CHECK(std::string(ncclGetErrorString(ncclInvalidArgument)).find("run with NCCL_DEBUG=WARN for details") !=
+          std::string::npos);
+  }
+  ncclResetDebugInit();
+  const std::string log = takeLog(path);
+  INFO(log);
+  CHECK(log.find("MSCCLPP WARN SHIM Invalid rank requested : 5/1") != std::string::npos);
 }
 
 TEST_CASE("buffer and window registrations go to the real communicator", "[fallback]") {

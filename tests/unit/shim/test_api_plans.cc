@@ -6,8 +6,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -245,35 +244,40 @@ TEST_CASE("MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION sends a collective to NCCL even
   destroyAll(comms);
 }
 
-TEST_CASE("MSCCLPP_DEBUG=INFO names the plan that ran", "[plans]") {
-  std::string path = "/tmp/mscclpp-shim-plans-" + std::to_string(getpid()) + ".log";
-  std::remove(path.c_str());
-  {
-    ScopedEnv level("MSCCLPP_DEBUG", "INFO");
-    ScopedEnv subsys("MSCCLPP_DEBUG_SUBSYS", "SHIM");
-    ScopedEnv file("MSCCLPP_DEBUG_FILE", path.c_str());
-    ncclResetDebugInit();
-    std::vector<ncclComm_t> comms = groupInit(2);
-    std::vector<float> a(64, 2.0f);
-    std::vector<std::vector<float>> b(2, std::vector<float>(64));
-    REQUIRE(ncclGroupStart() == ncclSuccess);
-    for (int r = 0; r < 2; ++r) {
-      REQUIRE(ncclAllReduce(a.data(), b[r].data(), 64, ncclFloat32, ncclSum, comms[r], nullptr) == ncclSuccess);
+TEST_CASE("NCCL_DEBUG=INFO names the plan that ran (MSCCLPP_DEBUG_SUBSYS narrows it)", "[plans]") {
+  auto runLogged = [](std::initializer_list<std::pair<const char*, const char*>> vars) {
+    const std::string path = "/tmp/mscclpp-shim-plans-" + std::to_string(getpid()) + ".log";
+    std::remove(path.c_str());
+    {
+      std::vector<std::unique_ptr<ScopedEnv>> env;
+      for (const auto& v : vars) env.push_back(std::make_unique<ScopedEnv>(v.first, v.second));
+      env.push_back(std::make_unique<ScopedEnv>("NCCL_DEBUG_FILE", path.c_str()));
+      ncclResetDebugInit();
+      std::vector<ncclComm_t> comms = groupInit(2);
+      std::vector<float> a(64, 2.0f);
+      std::vector<std::vector<float>> b(2, std::vector<float>(64));
+      REQUIRE(ncclGroupStart() == ncclSuccess);
+      for (int r = 0; r < 2; ++r) {
+        REQUIRE(ncclAllReduce(a.data(), b[r].data(), 64, ncclFloat32, ncclSum, comms[r], nullptr) == ncclSuccess);
+      }
+      REQUIRE(ncclGroupEnd() == ncclSuccess);
+      destroyAll(comms);
     }
-    REQUIRE(ncclGroupEnd() == ncclSuccess);
-    destroyAll(comms);
-  }
-  ncclResetDebugInit();
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string log = text.str();
-  std::remove(path.c_str());
+    ncclResetDebugInit();
+    return shimtest::takeLog(path);
+  };
+  std::string log = runLogged({{"NCCL_DEBUG", "INFO"}});
   INFO(log);
   CHECK(log.find("[0] MSCCLPP INFO SHIM plan allreduce_ll_n2_oop ran: allreduce, 2 ranks, 256 B, f32, sum") !=
         std::string::npos);
   CHECK(log.find("[1] MSCCLPP INFO SHIM plan allreduce_ll_n2_oop ran") != std::string::npos);
   CHECK(log.find("allreduce: 1 calls, 256 B, 1 via plans, 0 via NCCL") != std::string::npos);
+  CHECK(log.find("MSCCLPP INFO PLAN") != std::string::npos);  // every subsystem unless asked otherwise
+
+  log = runLogged({{"NCCL_DEBUG", "WARN"}, {"MSCCLPP_DEBUG", "INFO"}, {"MSCCLPP_DEBUG_SUBSYS", "SHIM"}});
+  INFO(log);
+  CHECK(log.find("[0] MSCCLPP INFO SHIM plan allreduce_ll_n2_oop ran") != std::string::npos);
+  CHECK(log.find("MSCCLPP INFO PLAN") == std::string::npos);
 }
 
 TEST_CASE("revoke stops a plan waiting for a peer that never calls", "[plans]") {

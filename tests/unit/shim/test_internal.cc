@@ -158,9 +158,9 @@ TEST_CASE("forced fallback list", "[route]") {
   CHECK((s >> static_cast<int>(CollKind::SendRecv)) & 1u);
   ErrorCode code;
   CHECK(errorOf([] { RouteTable::parseForcedList("allreduce,alltoallv"); }, &code) ==
-        "MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION='allreduce,alltoallv': unknown collective 'alltoallv' (expected a "
-        "comma list of allreduce, allgather, reducescatter, broadcast, reduce, alltoall, gather, scatter, send, recv, "
-        "sendrecv, or all)");
+        "MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION='allreduce,alltoallv' is not valid: unknown collective 'alltoallv' "
+        "(expected a comma list of allreduce, allgather, reducescatter, broadcast, reduce, alltoall, gather, scatter, "
+        "send, recv, sendrecv, or all; default none)");
   CHECK(code == ErrorCode::InvalidArgument);
 }
 

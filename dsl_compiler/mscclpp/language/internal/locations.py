@@ -9,13 +9,14 @@ first op of a fused group; the barriers the passes insert carry none.
 import contextlib
 import os
 
+from ..._env import env_bool
 from ..errors import user_location
 
 _depth = 0
 
 
 def enabled():
-    return _depth > 0 or os.environ.get("MSCCLPP_DSL_SOURCE_LOCATIONS", "0").strip() not in ("", "0")
+    return _depth > 0 or env_bool("MSCCLPP_DSL_SOURCE_LOCATIONS", False)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,79 @@
+#include "plan/plan_dirs.hpp"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "mscclpp_config.h"
+#include "plan/params.hpp"
+
+namespace mscclpp::plan {
+
+std::vector<std::string> splitDirectoryList(const std::string& list) {
+  std::vector<std::string> dirs;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t colon = list.find(':', start);
+    const std::string part = list.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    if (!part.empty()) dirs.push_back(part);
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return dirs;
+}
+
+std::string installedPlanDirectory() {
+  // The file this code was loaded from, as the loader names it (dladdr of our own code). The plan layer is in
+  // libmscclpp.so and, linked statically, in the shim (libmscclpp_nccl.so.0 in the libdir, and its replace-mode copy
+  // libnccl.so.2 in a folder of its own) and in the tools (bindir): each finds the plans from its own folder.
+  Dl_info info{};
+  link_map* object = nullptr;
+  if (dladdr1(reinterpret_cast<const void*>(&installedPlanDirectory), &info, reinterpret_cast<void**>(&object),
+              RTLD_DL_LINKMAP) == 0 ||
+      info.dli_fname == nullptr || object == nullptr) {
+    return "";
+  }
+  // Absolute: a library loaded by a relative path (dlopen("build/libmscclpp.so")) is named so by the loader.
+  std::error_code absoluteError;
+  std::filesystem::path file = std::filesystem::absolute(info.dli_fname, absoluteError);
+  if (absoluteError) return "";
+  const char* fromFolder = MSCCLPP_PLANS_FROM_LIBDIR;
+  if (object->l_name == nullptr || object->l_name[0] == '\0') {
+    // The main program: dladdr names it by argv[0] (relative, or bare when found on PATH); the kernel knows its file.
+    std::error_code error;
+    file = std::filesystem::read_symlink("/proc/self/exe", error);
+    if (error) return "";
+    fromFolder = MSCCLPP_PLANS_FROM_BINDIR;
+  } else if (file.filename().string().rfind("libnccl.so", 0) == 0) {
+    fromFolder = MSCCLPP_PLANS_FROM_NCCL_DIR;
+  }
+  // Lexically normalized, as Python's os.path.normpath (the package computes the same path).
+  return (file.parent_path() / fromFolder).lexically_normal().string();
+}
+
+std::string userPlanCacheDirectory() {
+  const std::string cache = params::cacheDir();
+  if (!cache.empty()) return cache + "/plans";
+  // The passwd entry, not $HOME: the Python package does the same (mscclpp/_paths.py).
+  struct passwd pw;
+  struct passwd* found = nullptr;
+  std::vector<char> buffer(16384);
+  if (getpwuid_r(getuid(), &pw, buffer.data(), buffer.size(), &found) != 0 || found == nullptr || !pw.pw_dir) return "";
+  return std::string(pw.pw_dir) + "/.cache/mscclpp/plans";
+}
+
+PlanDirectories planDirectories() {
+  PlanDirectories result;
+  result.dirs = splitDirectoryList(params::planDir());
+  result.fromEnvironment = !result.dirs.empty();
+  if (result.fromEnvironment) return result;
+  for (const std::string& dir : {installedPlanDirectory(), userPlanCacheDirectory()}) {
+    if (!dir.empty()) result.dirs.push_back(dir);
+  }
+  return result;
+}
+
+}  // namespace mscclpp::plan

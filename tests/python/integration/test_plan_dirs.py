@@ -1,0 +1,84 @@
+"""One plan-directory rule for the runtime (runtime/plan/plan_dirs.cc) and the package
+(mscclpp/_paths.py), and a candidate order in which the plans a user registers come first (issue 15).
+
+The runtime's directories are read from its own log (NCCL_DEBUG=INFO, subsystem PLAN: one line per
+directory it scanned or found absent) and from the sources of the plans it registered; the package's
+from mscclpp._paths. Each case runs in a fresh process (run_lone)."""
+import os
+import re
+import subprocess
+import sys
+
+from integration_support import LIBRARY, PLANS, requires_runtime, run_lone, worker_env
+
+_SCANNED = re.compile(r"MSCCLPP INFO PLAN (?:default )?plan directory (.+?)(?:: \d+ plan\(s\) registered| is absent)")
+
+
+def runtime_directories(log_path):
+    with open(log_path, encoding="utf-8") as f:
+        return [os.path.normpath(m.group(1)) for m in _SCANNED.finditer(f.read())]
+
+
+def run_logged(tmp_path, cwd=None, **env):
+    log = tmp_path / "runtime.log"
+    result = run_lone("plan_dirs", cwd=cwd, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="PLAN", NCCL_DEBUG_FILE=str(log),
+                      **env)
+    return result, runtime_directories(log)
+
+
+@requires_runtime
+def test_explicit_plan_dirs_are_the_same_list(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    for folder, name in ((first, "allreduce_ll_n2_ip.json"), (second, "allgather_ll_n2_ip.json")):
+        (folder / name).write_text(open(os.path.join(PLANS, name)).read())
+    result, scanned = run_logged(tmp_path, MSCCLPP_PLAN_DIR=f"{first}:{second}")
+    assert result["python"] == [str(first), str(second)] == scanned
+    assert result["sources"] == [str(first), str(second)]
+    assert result["install_dir"] == str(first)
+
+
+@requires_runtime
+def test_default_dirs_agree_and_install_writes_where_the_runtime_reads(tmp_path):
+    cache = tmp_path / "cache"
+    env = worker_env(MSCCLPP_PLAN_DIR="", MSCCLPP_CACHE_DIR=str(cache))
+    installed = subprocess.run([sys.executable, "-m", "mscclpp", "--install"], env=env, capture_output=True,
+                               text=True, timeout=120)
+    assert installed.returncode == 0, installed.stderr
+    assert f"into {cache / 'plans'}" in installed.stdout and "note:" not in installed.stderr
+    result, scanned = run_logged(tmp_path, MSCCLPP_PLAN_DIR="", MSCCLPP_CACHE_DIR=str(cache))
+    assert [os.path.normpath(d) for d in result["python"]] == scanned
+    assert len(scanned) == 2 and scanned[1] == str(cache / "plans")  # the installed plans, then the cache
+    # "installed 168", then every one of them registered (it was "0 plan(s) registered")
+    assert result["count"] == len([f for f in os.listdir(PLANS) if f.endswith(".json")])
+    assert result["sources"] == [str(cache / "plans")]
+
+
+@requires_runtime
+def test_a_runtime_loaded_by_a_relative_path_gives_the_same_absolute_dirs(tmp_path):
+    # The loader names such a library by the relative path it was opened with: both sides make it absolute, so
+    # the directories do not change meaning when the process changes its working folder.
+    cache = tmp_path / "cache"
+    result, scanned = run_logged(tmp_path, cwd=os.path.dirname(LIBRARY), MSCCLPP_PLAN_DIR="",
+                                 MSCCLPP_CACHE_DIR=str(cache), MSCCLPP_LIBRARY="./" + os.path.basename(LIBRARY))
+    assert len(scanned) == 2 and all(os.path.isabs(d) for d in scanned + result["python"]), (scanned, result)
+    assert [os.path.normpath(d) for d in result["python"]] == scanned
+
+
+@requires_runtime
+def test_without_cache_dir_both_use_the_passwd_home(tmp_path):
+    import pwd
+
+    result, scanned = run_logged(tmp_path, MSCCLPP_PLAN_DIR="", MSCCLPP_CACHE_DIR="", HOME=str(tmp_path / "elsewhere"))
+    home_cache = os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".cache", "mscclpp", "plans")
+    assert [os.path.normpath(d) for d in result["python"]] == scanned
+    assert scanned[-1] == home_cache
+
+
+@requires_runtime
+def test_the_seed_selector_sees_the_users_plan_first(tmp_path):
+    result = run_lone("seed_selector", MSCCLPP_PLAN_DIR=PLANS)
+    assert result["defaults_with_nvls"], "the installed defaults have nvls plans of 4 ranks"
+    assert result["chosen"] == "allreduce_nvls", result["reason"]
+    assert result["listed_first"] == ["allreduce_nvls"]
