@@ -294,10 +294,16 @@ class BlockInterpreter {
       case OpType::SemRelease: semRelease(op); break;
       case OpType::Pipeline: break;  // nested pipelines are refused at load time
     }
-    if (pending_.set) {
-      pending_.set = false;
-      fail(pending_.status, op, pending_.kind, pending_.what, pending_.expected, pending_.observed, pending_.detail);
-    }
+    // The op is looked up again rather than kept: a reference live across the handler call is a
+    // register the call must preserve (ptxas spilled it in the int8/uint8 min/max and fp8 kernels).
+    if (pending_.set) failPending();
+  }
+
+  // Fills the block's record from a failure a handler deferred (deferFail), for op opIndex_.
+  MSCCLPP_HOST_DEVICE_NOINLINE void failPending() {
+    pending_.set = false;
+    fail(pending_.status, tb_.ops[opIndex_], pending_.kind, pending_.what, pending_.expected, pending_.observed,
+         pending_.detail);
   }
 
   // A wait that fails inside a packet loop only notes what it waited for and leaves the loop; the

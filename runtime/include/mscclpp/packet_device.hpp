@@ -48,7 +48,9 @@ struct alignas(16) LL16Packet {
 #endif
   }
 
-  // True and *payload set when both halves carry flag; *observed (optional) gets a flag seen.
+  // True when both halves carry flag; *payload gets the data read either way (meaningful only when
+  // true), *observed (optional) a flag seen. Assigning the payload on every path keeps it one
+  // register through a spin: a value defined only on success made ptxas spill it in the loop.
   MSCCLPP_HOST_DEVICE_INLINE bool readOnce(uint32_t flag, uint64_t* payload, uint32_t* observed = nullptr) const {
     uint32_t d0, f0, d1, f1;
 #if defined(MSCCLPP_DEVICE_COMPILE)
@@ -63,9 +65,8 @@ struct alignas(16) LL16Packet {
     d1 = static_cast<uint32_t>(h1), f1 = static_cast<uint32_t>(h1 >> 32);
 #endif
     if (observed != nullptr) *observed = (f0 != flag) ? f0 : f1;
-    if (f0 != flag || f1 != flag) return false;
     *payload = static_cast<uint64_t>(d0) | (static_cast<uint64_t>(d1) << 32);
-    return true;
+    return f0 == flag && f1 == flag;
   }
 };
 static_assert(sizeof(LL16Packet) == 16, "LL16Packet is 16 bytes");
@@ -84,6 +85,7 @@ struct alignas(8) LL8Packet {
 #endif
   }
 
+  // As LL16Packet::readOnce: *payload is assigned whatever the flag says.
   MSCCLPP_HOST_DEVICE_INLINE bool readOnce(uint32_t flag, uint32_t* payload, uint32_t* observed = nullptr) const {
 #if defined(MSCCLPP_DEVICE_COMPILE)
     uint64_t w = atomicLoad(&word, memoryOrderRelaxed);  // dependency-ordered (see above)
@@ -92,9 +94,8 @@ struct alignas(8) LL8Packet {
 #endif
     uint32_t f = static_cast<uint32_t>(w >> 32);
     if (observed != nullptr) *observed = f;
-    if (f != flag) return false;
     *payload = static_cast<uint32_t>(w);
-    return true;
+    return f == flag;
   }
 };
 static_assert(sizeof(LL8Packet) == 8, "LL8Packet is 8 bytes");
