@@ -1,20 +1,28 @@
 #!/usr/bin/env python3
 """What the executor kernel compiles to, checked without a GPU (suite gpu-double).
 
-Compiles the kernel translation unit for sm_90 to PTX with nvcc, once per datatype it checks, then
-assembles it with ptxas -v, and checks:
-  * the op handlers that move data use 16-byte global accesses (ld.global.v4 / st.global.v4);
-  * reductions of half and bfloat16 use packed math (f16x2 / bf16x2 instructions);
-  * switch-channel ops use the switch (multimem.ld_reduce and multimem.st) for the types it reduces;
-  * no spills (ptxas "spill stores/loads") in the kernel entry and the data-movement handlers.
-It prints ptxas's per-function stack and spill table, so the test log reports it.
+Compiles the kernel translation unit to PTX with nvcc and assembles it with ptxas -v, and checks:
+  * (f32, f16, bf16 at sm_90) the op handlers that move data use 16-byte global accesses
+    (ld.global.v4 / st.global.v4); reductions of half and bfloat16 use packed math (f16x2 / bf16x2);
+    switch-channel ops use the switch (multimem.ld_reduce and multimem.st) for the types it reduces;
+  * (every datatype the build compiles, at every arch it targets) no function of the kernel spills
+    registers (ptxas "spill stores/loads" 0: the kernel entries, the op loop and every handler,
+    packet waits included), and no function but the kernel entry has a stack frame (a local array
+    indexed at run time, or a local whose address escapes, lives in local memory like a spill).
+    The entry's frame is the interpreter object (its state, which the out-of-line handlers reach
+    through `this`); its size is printed.
+It prints one line per datatype and arch (functions, spills, frames, registers), and ptxas's row of
+every function that fails, so the test log reports it.
 
-usage: check_device_code.py NVCC PTXAS KERNEL_TEMPLATE OUTDIR -- INCLUDE_ARGS...
+usage: check_device_code.py NVCC PTXAS KERNEL_TEMPLATE OUTDIR ARCHS TYPES -- INCLUDE_ARGS...
+  ARCHS: comma list of SM versions (the gpu_archs option, e.g. 80,90)
+  TYPES: comma list of SHORT=CTYPE (the datatypes the build compiles, e.g. f32=float,f16=__half)
 """
 import os
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 
 def run(cmd):
@@ -43,34 +51,88 @@ def ptx_functions(ptx):
 
 
 def ptxas_table(log):
-    """[(demangled name, stack, spill stores, spill loads)] from ptxas -v output."""
-    rows, name = [], None
+    """([(demangled name, is entry, stack, spill stores, spill loads)], [registers of each entry])
+    from ptxas -v output."""
+    rows, registers, entries, name = [], [], set(), None
     for line in log.splitlines():
+        m = re.search(r"Compiling entry function '(\S+)'", line)
+        if m:
+            entries.add(m.group(1))
+            continue
         m = re.search(r"Function properties for (\S+)", line)
         if m:
             name = m.group(1)
             continue
         m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
         if m and name:
-            rows.append((name, int(m.group(1)), int(m.group(2)), int(m.group(3))))
+            rows.append((name, name in entries, int(m.group(1)), int(m.group(2)), int(m.group(3))))
             name = None
+            continue
+        m = re.search(r"Used (\d+) registers", line)
+        if m:
+            registers.append(int(m.group(1)))
     names = demangle([r[0] for r in rows])
-    return [(n,) + r[1:] for n, r in zip(names, rows)]
+    return [(n,) + r[1:] for n, r in zip(names, rows)], registers
+
+
+def kernel_source(template, outdir, short, ctype, arch):
+    src = os.path.join(outdir, "kernel_inst_%s_sm%s.cu" % (short, arch))
+    with open(template) as f:
+        text = f.read()
+    with open(src, "w") as f:
+        f.write(text.replace("@TYPE@", ctype).replace("@SHORT@", short))
+    return src
+
+
+def compile_ptx(nvcc, template, outdir, includes, short, ctype, arch):
+    out = os.path.join(outdir, "kernel_%s_sm%s.ptx" % (short, arch))
+    src = kernel_source(template, outdir, short, ctype, arch)
+    run([nvcc, "-std=c++17", "--expt-relaxed-constexpr", "-O2", "-arch=sm_%s" % arch, "-ptx", "-o", out, src] +
+        includes)
+    return out
+
+
+def check_registers(ptxas, ptx_file, short, arch):
+    """(summary line, failures) of ptxas -v for one datatype at one arch."""
+    log = run([ptxas, "-arch=sm_%s" % arch, "-v", ptx_file, "-o", ptx_file[:-4] + ".cubin"])
+    table, registers = ptxas_table(log)
+    failures = []
+    for name, entry, stack, st, ld in table:
+        if st or ld:
+            failures.append("%s sm_%s: %s spills %d bytes (stores) / %d (loads)" % (short, arch, name[:110], st, ld))
+        if stack and not entry:
+            failures.append("%s sm_%s: %s has a %d-byte stack frame (local memory)" % (short, arch, name[:110], stack))
+    if not table:
+        failures.append("%s sm_%s: ptxas -v reported no function" % (short, arch))
+    spilling = [r for r in table if r[3] or r[4]]
+    entry_stack = sorted({r[2] for r in table if r[1]})
+    line = ("%-7s sm_%s: %3d functions, %d spill (max %d B stored, %d B loaded), largest non-entry frame %d B, "
+            "entry frame %s B, registers %s" %
+            (short, arch, len(table), len(spilling), max([r[3] for r in table], default=0),
+             max([r[4] for r in table], default=0), max([r[2] for r in table if not r[1]], default=0),
+             "/".join(map(str, entry_stack)), "/".join(map(str, sorted(set(registers))))))
+    return line, failures
 
 
 def main():
-    nvcc, ptxas, template, outdir = sys.argv[1:5]
+    nvcc, ptxas, template, outdir, archs, types = sys.argv[1:7]
     includes = sys.argv[sys.argv.index("--") + 1:]
+    archs = [a.strip() for a in archs.split(",") if a.strip()]
+    types = [tuple(t.split("=", 1)) for t in types.split(",") if t.strip()]
     os.makedirs(outdir, exist_ok=True)
-    text = open(template).read()
     failures = []
+    jobs = max(1, os.cpu_count() or 1)
+
+    # Instruction checks: the PTX of three datatypes at sm_90 (multimem needs it).
+    inst_types = [("f32", "float"), ("f16", "__half"), ("bf16", "__nv_bfloat16")]
+    with ThreadPoolExecutor(jobs) as pool:
+        ptx_files = dict(zip([t[0] for t in inst_types],
+                             pool.map(lambda t: compile_ptx(nvcc, template, outdir, includes, t[0], t[1], "90"),
+                                      inst_types)))
     ptx = {}
-    for ctype, short in [("float", "f32"), ("__half", "f16"), ("__nv_bfloat16", "bf16")]:
-        src = os.path.join(outdir, "kernel_inst_%s.cu" % short)
-        open(src, "w").write(text.replace("@TYPE@", ctype).replace("@SHORT@", short))
-        out = os.path.join(outdir, "kernel_%s.ptx" % short)
-        run([nvcc, "-std=c++17", "--expt-relaxed-constexpr", "-O2", "-arch=sm_90", "-ptx", "-o", out, src] + includes)
-        ptx[short] = open(out).read()
+    for short, path in ptx_files.items():
+        with open(path) as f:
+            ptx[short] = f.read()
 
     def handlers(short, pattern):
         funcs = ptx_functions(ptx[short])
@@ -97,19 +159,24 @@ def main():
     need("bf16", r"OpSum>::reduce\(", "bf16x2", "packed bfloat16 sums")
     need("f16", r"OpSum>::reducePackets<mscclpp::LL16Packet>", "f16x2", "packed half sums of packet payloads")
 
-    log = run([ptxas, "-arch=sm_90", "-v", os.path.join(outdir, "kernel_f32.ptx"), "-o",
-               os.path.join(outdir, "kernel_f32.cubin")])
-    table = ptxas_table(log)
-    print("ptxas -v, sm_90, executor kernel (float): stack bytes, spill stores, spill loads per function")
-    for name, stack, st, ld in table:
-        print("  %4d %4d %4d  %s" % (stack, st, ld, name[:140]))
-    # The op loop and the handlers that move data must not spill (the packet-wait handlers are
-    # reported above; see docs/cuda-backend.md).
-    strict = re.compile(r"executorKernel<|::(reduce|copyOp|get|put|groupReduce|groupStore|signal|wait|flush|"
-                        r"copyPackets<[^>]*>|putPacketsOp<[^>]*>|startPipeline|nextIteration)\(|stageBlock\(")
-    for name, stack, st, ld in table:
-        if strict.search(name) and (st or ld):
-            failures.append("ptxas: %s spills %d bytes (stores) / %d (loads)" % (name[:110], st, ld))
+    # Spills and local memory: every compiled datatype at every target arch, in parallel (each pair
+    # is one nvcc and one ptxas run; the sm_90 PTX above is reused).
+    def registers_of(pair):
+        (short, ctype), arch = pair
+        path = ptx_files.get(short) if arch == "90" else None
+        if path is None:
+            path = compile_ptx(nvcc, template, outdir, includes, short, ctype, arch)
+        return check_registers(ptxas, path, short, arch)
+
+    pairs = [(t, a) for t in types for a in archs]
+    with ThreadPoolExecutor(jobs) as pool:
+        results = list(pool.map(registers_of, pairs))
+    print("ptxas -v of the executor kernel, per datatype and arch (every function: spills, stack frames):")
+    for line, fails in results:
+        print("  " + line)
+        failures += fails
+    if not pairs:
+        failures.append("no datatype or arch to check (TYPES %r, ARCHS %r)" % (sys.argv[6], sys.argv[5]))
     if failures:
         print("FAILED:\n  " + "\n  ".join(failures))
         return 1
