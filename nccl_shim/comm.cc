@@ -49,8 +49,8 @@ void Comm::ensureReady(const char* opName, bool allowRevoked) const {
     ErrorCode code;
     std::string why;
     if (!allowRevoked && link_ && link_->failed(&code, &why)) {
-      throw NcclResultError(toNcclResult(code), strFormat("%s : communicator (rank %d of %d) failed: %s", opName,
-                                                          rank_, nRanks_, why.c_str()));
+      throw NcclResultError(toNcclResult(code), strFormat("%s : communicator (rank %d of %d) failed: %s", opName, rank_,
+                                                          nRanks_, why.c_str()));
     }
     return;
   }

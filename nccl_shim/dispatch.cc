@@ -271,7 +271,8 @@ void runNcclSegment(std::vector<GroupItem>& items, size_t begin, size_t end) {
     c.comm->stats().record(c.kind, planMessageBytes(c, c.comm->nRanks()), false);
     if (logEnabled(LogLevel::Info, LogShim)) {
       ScopedLogRank logRank(c.comm->rank());
-      MSCCLPP_INFO(LogShim, "NCCL ran because %s", items[i].why.empty() ? fallbackReason(c).c_str() : items[i].why.c_str());
+      MSCCLPP_INFO(LogShim, "NCCL ran because %s",
+                   items[i].why.empty() ? fallbackReason(c).c_str() : items[i].why.c_str());
     }
   }
 }

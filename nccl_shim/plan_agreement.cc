@@ -14,7 +14,7 @@ namespace mscclpp::shim {
 namespace {
 
 constexpr uint32_t kMagic = 0x41475245;  // "AGRE"
-constexpr size_t kSlotBytes = 1024;       // one rank's part of the all-gather
+constexpr size_t kSlotBytes = 1024;      // one rank's part of the all-gather
 constexpr size_t kMaxName = 200;
 constexpr size_t kMaxWhy = 700;
 constexpr size_t kMaxDecisions = 4096;  // shapes cached per communicator (dropped alike on every rank)
@@ -30,8 +30,8 @@ struct Sent {
 
 std::string describeShape(const CallShape& s) {
   const CollKind kind = static_cast<CollKind>(s.kind);
-  std::string out = strFormat("%s of %llu x %s", collPlanName(kind), static_cast<unsigned long long>(s.count),
-                              dtypeName(s.dtype));
+  std::string out =
+      strFormat("%s of %llu x %s", collPlanName(kind), static_cast<unsigned long long>(s.count), dtypeName(s.dtype));
   if (s.op >= 0) out += strFormat(", %s", redOpName(s.op));
   if (s.root >= 0) out += strFormat(", root %d", s.root);
   return out;
@@ -43,9 +43,7 @@ bool sameShape(const CallShape& a, const CallShape& b) {
 
 // A rank that chose a plan sends only what its selection skipped (a broken plan: its rank's JSON path), so every
 // rank's WARN names the plan a peer found broken whichever choice that peer made after it.
-std::string describeChoice(const Sent& s) {
-  return s.hasPlan ? "plan " + s.name + s.why : "no plan (" + s.why + ")";
-}
+std::string describeChoice(const Sent& s) { return s.hasPlan ? "plan " + s.name + s.why : "no plan (" + s.why + ")"; }
 
 std::string sentReason(const LocalChoice& mine) {
   if (!mine.plan) return mine.why.substr(0, kMaxWhy);
@@ -62,7 +60,8 @@ CallShape shapeOf(const CollCall& call, bool inPlace) {
   s.dtype = call.dtype;
   // A user-defined op's handle is local to the rank (NCCL lets each rank create its own, with its own scalar):
   // every one is the same PreMulSum to the plans, so the shape names them all alike.
-  s.op = !isReduction(call.kind) ? -1 : (call.op < static_cast<int>(ncclNumOps) ? call.op : static_cast<int>(ncclNumOps));
+  s.op =
+      !isReduction(call.kind) ? -1 : (call.op < static_cast<int>(ncclNumOps) ? call.op : static_cast<int>(ncclNumOps));
   // A two-rank exchange's "root" is the peer: mirrored between the ranks, so not part of the shape.
   s.root = hasRoot(call.kind) ? call.root : -1;
   s.inPlace = inPlace;
@@ -130,10 +129,11 @@ PlanChoice PlanAgreement::agree(const CallShape& shape, uint64_t generation, con
   }
   // Every rank sees every shape: all of them refuse a mismatch, naming the same two calls.
   for (int r = 0; r < nRanks_; ++r) {
-    MSCCLPP_ENFORCE(sameShape(sent[r].shape, shape), ErrorCode::InvalidUsage,
-                    "mismatched calls: rank %d called %s but rank %d called %s (every rank must make the same collective "
-                    "calls, with the same counts, datatype, reduce op and root, in the same order)",
-                    rank_, describeShape(shape).c_str(), r, describeShape(sent[r].shape).c_str());
+    MSCCLPP_ENFORCE(
+        sameShape(sent[r].shape, shape), ErrorCode::InvalidUsage,
+        "mismatched calls: rank %d called %s but rank %d called %s (every rank must make the same collective "
+        "calls, with the same counts, datatype, reduce op and root, in the same order)",
+        rank_, describeShape(shape).c_str(), r, describeShape(sent[r].shape).c_str());
   }
   bool same = true;
   for (int r = 0; r < nRanks_; ++r) {

@@ -139,15 +139,19 @@ bool RealNccl::openCandidate(const std::string& path, int flags, std::string* wh
   if (probe == nullptr) {
     *why = strFormat("%s does not export ncclGetVersion: not an NCCL library", path.c_str());
   } else if (dladdr(probe, &info) != 0 && info.dli_fbase == self().base) {
-    *why = strFormat("%s is the MSCCL++ shim itself, not the real NCCL (point MSCCLPP_NCCL_LIB_PATH at NCCL's own "
-                     "libnccl.so.2)", path.c_str());
+    *why = strFormat(
+        "%s is the MSCCL++ shim itself, not the real NCCL (point MSCCLPP_NCCL_LIB_PATH at NCCL's own "
+        "libnccl.so.2)",
+        path.c_str());
     probe = nullptr;
   } else if (dlsym(h, "mscclppPlanApiVersion") != nullptr) {
     // Another copy of the shim (libmscclpp_nccl.so, or the replace-mode libnccl.so.2 of another
     // installation): dlsym through its handle searches what it links, and the real NCCL never
     // links libmscclpp. Using it would send the "real NCCL" calls back into MSCCL++.
-    *why = strFormat("%s is a copy of the MSCCL++ shim (it links libmscclpp), not the real NCCL (point "
-                     "MSCCLPP_NCCL_LIB_PATH at NCCL's own libnccl.so.2)", path.c_str());
+    *why = strFormat(
+        "%s is a copy of the MSCCL++ shim (it links libmscclpp), not the real NCCL (point "
+        "MSCCLPP_NCCL_LIB_PATH at NCCL's own libnccl.so.2)",
+        path.c_str());
     probe = nullptr;
   }
   if (probe == nullptr) {

@@ -8,11 +8,11 @@
 
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
+#include "executor/call_descriptor.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
 #include "mscclpp/datatype.hpp"
 #include "mscclpp/executor.hpp"
-#include "executor/call_descriptor.hpp"
 #include "plan/registry.hpp"
 #include "plan_agreement.hpp"
 #include "rank_link.hpp"
@@ -65,7 +65,9 @@ ReduceOp executorOp(const ExecReduceOp& op) {
 class RuntimeLink final : public RankLink {
  public:
   explicit RuntimeLink(std::shared_ptr<Communicator> comm)
-      : comm_(comm), control_(comm_->bootstrap()->withNamespace(kShimNamespace)), executor_(comm),
+      : comm_(comm),
+        control_(comm_->bootstrap()->withNamespace(kShimNamespace)),
+        executor_(comm),
         agreement_(control_, comm_->rank(), comm_->size()) {
     // An exchange of ours waiting for a live peer has no deadline: a failed communicator ends it.
     std::weak_ptr<Bootstrap> view = control_;

@@ -143,10 +143,11 @@ double ncclLatencyUs(Nccl& nccl, void* comm, char* send, char* recv, uint64_t by
 int main(int argc, char** argv) {
   std::string ncclPath, planPath = std::string(MSCCLPP_BENCH_PLAN_DIR) + "/allreduce_ll_n8_oop.json";
   int iters = 500;
-  mscclpp::tools::ArgParser args("bench_gpu_latency",
-                                 "usage: bench_gpu_latency [--nccl /path/libnccl.so.2] [--plan FILE] [--iters N]\n"
-                                 "  --nccl: the real NCCL to compare with (without it that column reads \"-\")\n"
-                                 "  --plan: default plans/allreduce_ll_n8_oop.json; --iters: 1 to 1000000 (default 500)\n");
+  mscclpp::tools::ArgParser args(
+      "bench_gpu_latency",
+      "usage: bench_gpu_latency [--nccl /path/libnccl.so.2] [--plan FILE] [--iters N]\n"
+      "  --nccl: the real NCCL to compare with (without it that column reads \"-\")\n"
+      "  --plan: default plans/allreduce_ll_n8_oop.json; --iters: 1 to 1000000 (default 500)\n");
   args.text("--nccl", &ncclPath).text("--plan", &planPath).integer("--iters", &iters, 1, 1000000);
   if (int stop = args.parse(argc, argv); stop != mscclpp::tools::ArgParser::kContinue) return stop;
   if (!deviceVisible()) {

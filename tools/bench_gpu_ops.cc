@@ -141,10 +141,11 @@ int main(int argc, char** argv) {
   uint64_t bytes = 256ull << 20;
   int iters = 20, reps = 5;
   std::string writePlans;
-  mscclpp::tools::ArgParser args("bench_gpu_ops",
-                                 "usage: bench_gpu_ops [--bytes N] [--iters N] [--write-plans DIR]\n"
-                                 "  --bytes: per call, at least 4K (default 256M); --iters: 1 to 100000 (default 20)\n"
-                                 "  --write-plans: write the benchmark's plans to DIR as JSON and exit (no device needed)\n");
+  mscclpp::tools::ArgParser args(
+      "bench_gpu_ops",
+      "usage: bench_gpu_ops [--bytes N] [--iters N] [--write-plans DIR]\n"
+      "  --bytes: per call, at least 4K (default 256M); --iters: 1 to 100000 (default 20)\n"
+      "  --write-plans: write the benchmark's plans to DIR as JSON and exit (no device needed)\n");
   args.size("--bytes", &bytes, 4096).integer("--iters", &iters, 1, 100000).text("--write-plans", &writePlans);
   if (int stop = args.parse(argc, argv); stop != mscclpp::tools::ArgParser::kContinue) return stop;
   if (args.given("--write-plans")) {

@@ -26,9 +26,7 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double msSince(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
+double msSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 // Writes JSON the way Python's json.dump(obj, indent=2) does.
 class Writer {
@@ -321,7 +319,8 @@ int main(int argc, char** argv) {
       "bench_plan",
       "usage: bench_plan [--ranks N] [--repeat R] [--write FILE] [--plans P] [--lookups L]\n"
       "  --ranks: 2 to 1024 (default 64); --repeat: 1 to 1000 (default 5); --write: keep the generated plan there\n"
-      "  --plans: plans registered for the selection timings, 1 to 1000000 (default 1000); --lookups: default 1000000\n");
+      "  --plans: plans registered for the selection timings, 1 to 1000000 (default 1000); --lookups: default "
+      "1000000\n");
   args.integer("--ranks", &ranks, 2, 1024)
       .integer("--repeat", &repeat, 1, 1000)
       .text("--write", &file)

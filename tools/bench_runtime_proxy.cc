@@ -61,8 +61,8 @@ Ring makePair(Transport transport) {
       RegisteredMemory theirs = c.recvMemory(1 - r, 0).get();
       ring.proxies[r] = std::make_unique<ProxyService>();
       SemaphoreId sem = ring.proxies[r]->buildAndAddSemaphore(c, f.get());
-      ring.channels[r] = ring.proxies[r]->portChannel(sem, ring.proxies[r]->addMemory(theirs),
-                                                      ring.proxies[r]->addMemory(mine));
+      ring.channels[r] =
+          ring.proxies[r]->portChannel(sem, ring.proxies[r]->addMemory(theirs), ring.proxies[r]->addMemory(mine));
       ring.proxies[r]->startProxy();
     });
   }

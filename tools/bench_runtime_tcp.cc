@@ -66,10 +66,11 @@ double socketSeconds(size_t size, int reps) {
 int main(int argc, char** argv) {
   std::vector<uint64_t> sizes = {64 << 10, 1 << 20, 16 << 20, 64 << 20};
   uint64_t perSize = 512ull << 20;
-  mscclpp::tools::ArgParser args("bench_runtime_tcp",
-                                 "usage: bench_runtime_tcp [--sizes 64K,1M,16M,64M] [--bytes-per-size 512M]\n"
-                                 "  --sizes: the write sizes to time; --bytes-per-size: bytes moved per trial of a size\n"
-                                 "  (sizes as every tool reads them: 65536, 64K, 1MiB, ...)\n");
+  mscclpp::tools::ArgParser args(
+      "bench_runtime_tcp",
+      "usage: bench_runtime_tcp [--sizes 64K,1M,16M,64M] [--bytes-per-size 512M]\n"
+      "  --sizes: the write sizes to time; --bytes-per-size: bytes moved per trial of a size\n"
+      "  (sizes as every tool reads them: 65536, 64K, 1MiB, ...)\n");
   args.sizeList("--sizes", &sizes, 1).size("--bytes-per-size", &perSize, 1);
   if (int stop = args.parse(argc, argv); stop != mscclpp::tools::ArgParser::kContinue) return stop;
   size_t maxSize = *std::max_element(sizes.begin(), sizes.end());

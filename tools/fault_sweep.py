@@ -23,6 +23,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+import script_options  # noqa: E402 - after the path it lives on
+
 PHASES = ["init", "first", "steady", "destroy"]
 # Upper bounds of the random delay into each phase, in microseconds (init takes tens of ms on one host).
 MAX_DELAY_US = {"init": 20000, "first": 600, "steady": 500, "destroy": 3000}
@@ -64,6 +67,7 @@ def one_run(args, rng, index):
 
 
 def main():
+    script_options.handle(sys.argv, __doc__)
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--launcher", required=True)
     p.add_argument("--worker", required=True)

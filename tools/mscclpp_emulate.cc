@@ -56,9 +56,12 @@ int main(int argc, char** argv) {
       .custom("--packet",
               [&](const std::string& v, std::string* error) {
                 *error = "expected ll16 or ll8";
-                if (v == "ll16" || v == "LL16") opt.packet = PacketType::LL16;
-                else if (v == "ll8" || v == "LL8") opt.packet = PacketType::LL8;
-                else return false;
+                if (v == "ll16" || v == "LL16")
+                  opt.packet = PacketType::LL16;
+                else if (v == "ll8" || v == "LL8")
+                  opt.packet = PacketType::LL8;
+                else
+                  return false;
                 return true;
               })
       .real("--scalar", &opt.scalar, -std::numeric_limits<double>::max(), std::numeric_limits<double>::max())
@@ -89,8 +92,9 @@ int main(int argc, char** argv) {
       std::printf("FAILED: %llu mismatching elements\n", static_cast<unsigned long long>(r.mismatches));
       return 1;
     }
-    std::printf(r.checked ? "PASSED: outputs match the %s reference\n" : "PASSED: completed (no reference for %s plans)\n",
-                plan::collectiveName(plan->header.collective));
+    std::printf(
+        r.checked ? "PASSED: outputs match the %s reference\n" : "PASSED: completed (no reference for %s plans)\n",
+        plan::collectiveName(plan->header.collective));
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "mscclpp-emulate: %s\n", e.what());

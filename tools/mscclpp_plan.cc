@@ -15,11 +15,11 @@
 
 #include "core/format.hpp"
 #include "mscclpp/errors.hpp"
+#include "plan/commands.hpp"
 #include "plan/op_rules.hpp"
 #include "plan/plan_loader.hpp"
 #include "plan/plan_names.hpp"
 #include "plan/plan_sizing.hpp"
-#include "plan/commands.hpp"
 #include "plan/registry.hpp"
 #include "support/args.hpp"
 
@@ -150,8 +150,7 @@ int info(int argc, char** argv, int first) {
   std::printf("in-place         %s\n", h.inPlace ? "yes" : "no");
   std::printf("ranks            %d (ranks per node: %s)\n", h.worldSize,
               h.nRanksPerNode ? std::to_string(h.nRanksPerNode).c_str() : "any");
-  if (isRootedCollective(h.collective))
-    std::printf("root             %d\n", h.root);
+  if (isRootedCollective(h.collective)) std::printf("root             %d\n", h.root);
   std::printf("threads/block    %d\n", h.numThreadsPerBlock);
   std::printf("alignment        %u bytes\n", h.bufferAlignment);
   std::printf("format version   %d%s\n", h.formatVersion,

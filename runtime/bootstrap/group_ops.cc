@@ -41,21 +41,23 @@ int viewRankOf(const std::vector<int>& worldRanks, int worldRank) {
 }  // namespace
 
 uint64_t GroupOps::addPeerFailureListener(Bootstrap::PeerFailureListener listener) {
-  return endpoint_->failures().add([ranks = worldRanks_, listener = std::move(listener)](int w, const std::string& why) {
-    const int r = viewRankOf(ranks, w);
-    if (r >= 0) listener(r, why);
-  });
+  return endpoint_->failures().add(
+      [ranks = worldRanks_, listener = std::move(listener)](int w, const std::string& why) {
+        const int r = viewRankOf(ranks, w);
+        if (r >= 0) listener(r, why);
+      });
 }
 
 void GroupOps::removePeerFailureListener(uint64_t id) { endpoint_->failures().remove(id); }
 
 void GroupOps::serve(Bootstrap::RequestHandler handler) {
   if (!handler) return endpoint_->setRequestHandler(ns_, nullptr);
-  endpoint_->setRequestHandler(ns_, [ranks = worldRanks_, handler = std::move(handler)](
-                                        int from, const std::vector<char>& request) -> std::vector<char> {
-    const int r = viewRankOf(ranks, from);
-    return r < 0 ? std::vector<char>() : handler(r, request);
-  });
+  endpoint_->setRequestHandler(ns_,
+                               [ranks = worldRanks_, handler = std::move(handler)](
+                                   int from, const std::vector<char>& request) -> std::vector<char> {
+                                 const int r = viewRankOf(ranks, from);
+                                 return r < 0 ? std::vector<char>() : handler(r, request);
+                               });
 }
 
 std::vector<char> GroupOps::ask(int peer, const std::vector<char>& request, double timeoutSeconds) {
@@ -68,8 +70,12 @@ std::vector<char> GroupOps::ask(int peer, const std::vector<char>& request, doub
 
 GroupOps::GroupOps(std::shared_ptr<MessageEndpoint> endpoint, uint64_t ns, std::vector<int> worldRanks, int myRank,
                    double timeoutSeconds, std::shared_ptr<const CancelToken> parentToken)
-    : endpoint_(std::move(endpoint)), ns_(ns), worldRanks_(std::move(worldRanks)), rank_(myRank),
-      timeout_(timeoutSeconds), token_(std::make_shared<CancelToken>(std::move(parentToken))) {}
+    : endpoint_(std::move(endpoint)),
+      ns_(ns),
+      worldRanks_(std::move(worldRanks)),
+      rank_(myRank),
+      timeout_(timeoutSeconds),
+      token_(std::make_shared<CancelToken>(std::move(parentToken))) {}
 
 void GroupOps::abort() {
   if (!token_->parent && ns_ == 0) {
@@ -137,8 +143,8 @@ void GroupOps::allGather(void* allData, size_t size) {
     sendKeyed(to, kKindAllGather, 0, buf.data(), static_cast<size_t>(count) * size, d, "allGather");
     std::vector<char> got = recvKeyed(from, kKindAllGather, 0, static_cast<size_t>(count) * size, d, "allGather");
     MSCCLPP_ENFORCE(got.size() == static_cast<size_t>(count) * size, ErrorCode::RemoteError,
-                    "%s: got %zu bytes, expected %zu", describe("allGather", "recv", from, INT32_MIN).c_str(), got.size(),
-                    static_cast<size_t>(count) * size);
+                    "%s: got %zu bytes, expected %zu", describe("allGather", "recv", from, INT32_MIN).c_str(),
+                    got.size(), static_cast<size_t>(count) * size);
     std::memcpy(buf.data() + static_cast<size_t>(dist) * size, got.data(), got.size());
   }
   for (int i = 0; i < n; ++i) {

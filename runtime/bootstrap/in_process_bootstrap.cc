@@ -29,7 +29,8 @@ namespace {
 
 class InProcessEndpoint : public detail::MessageEndpoint {
  public:
-  InProcessEndpoint(std::shared_ptr<InProcessBootstrap::Group> group, int rank) : group_(std::move(group)), rank_(rank) {}
+  InProcessEndpoint(std::shared_ptr<InProcessBootstrap::Group> group, int rank)
+      : group_(std::move(group)), rank_(rank) {}
   ~InProcessEndpoint() override { leave("destroyed its bootstrap"); }
 
   int rank() const override { return rank_; }
@@ -68,8 +69,8 @@ class InProcessEndpoint : public detail::MessageEndpoint {
     // For its peers an aborted rank has failed, as a crashed process would have.
     for (int r = 0; r < nRanks(); ++r) {
       if (r != rank_) {
-        group_->failures[r]->report(rank_, "rank " + std::to_string(rank_) +
-                                               " aborted its in-process bootstrap (it stands for a crash)");
+        group_->failures[r]->report(
+            rank_, "rank " + std::to_string(rank_) + " aborted its in-process bootstrap (it stands for a crash)");
       }
     }
   }
@@ -114,8 +115,8 @@ std::shared_ptr<InProcessBootstrap::Group> InProcessBootstrap::createGroup(int n
 InProcessBootstrap::InProcessBootstrap(std::shared_ptr<Group> group, int rank) : pimpl_(std::make_unique<Impl>()) {
   MSCCLPP_ENFORCE(group != nullptr, ErrorCode::InvalidArgument, "InProcessBootstrap: null group");
   int n = static_cast<int>(group->boxes.size());
-  MSCCLPP_ENFORCE(rank >= 0 && rank < n, ErrorCode::InvalidArgument, "InProcessBootstrap: rank %d not in [0, %d)",
-                  rank, n);
+  MSCCLPP_ENFORCE(rank >= 0 && rank < n, ErrorCode::InvalidArgument, "InProcessBootstrap: rank %d not in [0, %d)", rank,
+                  n);
   std::vector<int> world(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) world[r] = r;
   pimpl_->ops = std::make_unique<detail::GroupOps>(std::make_shared<InProcessEndpoint>(std::move(group), rank), 0,

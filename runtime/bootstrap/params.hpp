@@ -16,7 +16,9 @@ inline double rendezvousTimeoutSeconds() {
   return t > 0 ? t : initTimeoutSeconds();
 }
 // The variable rendezvousTimeoutSeconds() comes from, for messages.
-inline const char* rendezvousTimeoutName() { return timeoutSeconds() > 0 ? "MSCCLPP_TIMEOUT_S" : "MSCCLPP_INIT_TIMEOUT_S"; }
+inline const char* rendezvousTimeoutName() {
+  return timeoutSeconds() > 0 ? "MSCCLPP_TIMEOUT_S" : "MSCCLPP_INIT_TIMEOUT_S";
+}
 }  // namespace mscclpp::params
 
 #endif  // MSCCLPP_BOOTSTRAP_PARAMS_HPP_

@@ -127,9 +127,10 @@ void RootListener::State::checkClosed(int rank) {
   char byte;
   const ssize_t n = ::recv(a.socket.fd(), &byte, 1, MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-  fail(strFormat("rank %d (from %s) %s its connection to the %s before every rank arrived: it exited, crashed or "
-                 "was killed",
-                 rank, a.peer.c_str(), n > 0 ? "sent unexpected bytes on" : "closed", where.c_str()));
+  fail(
+      strFormat("rank %d (from %s) %s its connection to the %s before every rank arrived: it exited, crashed or "
+                "was killed",
+                rank, a.peer.c_str(), n > 0 ? "sent unexpected bytes on" : "closed", where.c_str()));
 }
 
 void RootListener::State::admit(net::Socket socket, const RendezvousHello& h, const std::string& peer) {

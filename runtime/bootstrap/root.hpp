@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "core/net/socket.hpp"
 #include "core/net/secret.hpp"
+#include "core/net/socket.hpp"
 
 namespace mscclpp::bootstrap {
 

@@ -8,7 +8,6 @@
 
 #include "bootstrap/group_ops.hpp"
 #include "bootstrap/params.hpp"
-#include "core/net/net_interface.hpp"
 #include "bootstrap/root.hpp"
 #include "bootstrap/tcp_endpoint.hpp"
 #include "bootstrap/unique_id.hpp"
@@ -16,6 +15,7 @@
 #include "core/enforce.hpp"
 #include "core/env_check.hpp"
 #include "core/logger.hpp"
+#include "core/net/net_interface.hpp"
 #include "core/params.hpp"
 #include "mscclpp/bootstrap.hpp"
 
@@ -121,8 +121,8 @@ std::vector<net::SocketAddress> TcpBootstrap::Impl::rendezvous(const bootstrap::
   s.recvAll(table.data(), table.size(), replyDeadline, waiting);
   std::vector<net::SocketAddress> peers;
   for (int r = 0; r < nRanks; ++r) {
-    peers.push_back(net::SocketAddress::decode(table.data() + r * net::SocketAddress::kEncodedBytes,
-                                               "rendezvous address table"));
+    peers.push_back(
+        net::SocketAddress::decode(table.data() + r * net::SocketAddress::kEncodedBytes, "rendezvous address table"));
   }
   return peers;
 }
@@ -226,9 +226,7 @@ void TcpBootstrap::serve(RequestHandler handler) { pimpl_->checked().serve(std::
 std::vector<char> TcpBootstrap::ask(int peer, const std::vector<char>& request, double timeoutSeconds) {
   return pimpl_->checked().ask(peer, request, timeoutSeconds);
 }
-double TcpBootstrap::timeoutSeconds() const {
-  return pimpl_->ops ? pimpl_->ops->timeoutSeconds() : pimpl_->timeout;
-}
+double TcpBootstrap::timeoutSeconds() const { return pimpl_->ops ? pimpl_->ops->timeoutSeconds() : pimpl_->timeout; }
 void TcpBootstrap::setTimeout(double seconds) {
   pimpl_->timeout = seconds;
   if (pimpl_->ops) pimpl_->ops->setTimeout(seconds);

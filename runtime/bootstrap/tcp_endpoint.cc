@@ -18,10 +18,13 @@ constexpr int kFramesPerWakeup = 64;  // fairness between busy peers
 constexpr double kCourierSendSeconds = 2.0;
 }  // namespace
 
-TcpEndpoint::TcpEndpoint(int rank, int nRanks, const net::Secret& secret, net::Socket listener,
-                         size_t maxMessageBytes)
-    : rank_(rank), nRanks_(nRanks), secret_(secret), maxMessageBytes_(maxMessageBytes),
-      listenAddress_(listener.localAddress()), who_(strFormat("bootstrap rank %d/%d", rank, nRanks)),
+TcpEndpoint::TcpEndpoint(int rank, int nRanks, const net::Secret& secret, net::Socket listener, size_t maxMessageBytes)
+    : rank_(rank),
+      nRanks_(nRanks),
+      secret_(secret),
+      maxMessageBytes_(maxMessageBytes),
+      listenAddress_(listener.localAddress()),
+      who_(strFormat("bootstrap rank %d/%d", rank, nRanks)),
       mailbox_(nRanks),
       failures_(nRanks),
       courier_(who_, currentLogRank(),
@@ -106,12 +109,12 @@ void TcpEndpoint::connectOutbound(int peer, Outbound& out, const Deadline& deadl
   s.sendAll(&hello, sizeof(hello), deadline, what + ": handshake");
   out.socket = std::move(s);
   out.fd.store(out.socket.fd());
-  progress_.wake();  // the progress thread watches the new socket from its next turn
+  progress_.wake();                            // the progress thread watches the new socket from its next turn
   if (aborted_.load()) out.socket.shutdown();  // abort() may have missed the fd
 }
 
-void TcpEndpoint::send(int peer, const detail::MessageKey& key, const void* data, size_t size,
-                       const Deadline& deadline, const std::string& what) {
+void TcpEndpoint::send(int peer, const detail::MessageKey& key, const void* data, size_t size, const Deadline& deadline,
+                       const std::string& what) {
   MSCCLPP_ENFORCE(!aborted_.load(), ErrorCode::Aborted, "%s: the bootstrap was aborted", what.c_str());
   MSCCLPP_ENFORCE(size <= maxMessageBytes_, ErrorCode::InvalidArgument,
                   "%s: %zu bytes is more than MSCCLPP_BOOTSTRAP_MAX_BYTES=%zu", what.c_str(), size, maxMessageBytes_);
@@ -146,9 +149,8 @@ void TcpEndpoint::send(int peer, const detail::MessageKey& key, const void* data
   }
 }
 
-std::vector<char> TcpEndpoint::recv(int peer, const detail::MessageKey& key, size_t maxBytes,
-                                    const Deadline& deadline, const std::string& what,
-                                    const detail::CancelToken* token) {
+std::vector<char> TcpEndpoint::recv(int peer, const detail::MessageKey& key, size_t maxBytes, const Deadline& deadline,
+                                    const std::string& what, const detail::CancelToken* token) {
   return mailbox_.take(peer, key, maxBytes, deadline, what, token);
 }
 
@@ -159,8 +161,8 @@ void TcpEndpoint::admit(net::Socket socket, const char* helloBytes, const std::s
     return acceptor_.warnDropped(peer, strFormat("claims rank %d of %d", hello.fromRank, hello.nRanks));
   }
   if (connectedFrom_[hello.fromRank]) {
-    MSCCLPP_WARN(LogBootstrap, "%s: dropped a second connection claiming rank %d from %s", who_.c_str(),
-                 hello.fromRank, peer.c_str());
+    MSCCLPP_WARN(LogBootstrap, "%s: dropped a second connection claiming rank %d from %s", who_.c_str(), hello.fromRank,
+                 peer.c_str());
     return;
   }
   connectedFrom_[hello.fromRank] = true;
@@ -195,8 +197,8 @@ bool TcpEndpoint::service(Inbound& in) {
         in.inPayload = true;
       }
       if (in.payloadGot < in.payload.size()) {
-        size_t n = in.socket.recvSome(in.payload.data() + in.payloadGot, in.payload.size() - in.payloadGot,
-                                      "frame payload");
+        size_t n =
+            in.socket.recvSome(in.payload.data() + in.payloadGot, in.payload.size() - in.payloadGot, "frame payload");
         if (n == 0) return true;
         watch_[in.fromRank].lastHeardMs = steadyMs();
         in.payloadGot += n;
@@ -225,8 +227,10 @@ bool TcpEndpoint::service(Inbound& in) {
 
 void TcpEndpoint::dispatch(int from, const FrameHeader& h, std::vector<char> payload) {
   switch (h.kind) {
-    case detail::kKindHeartbeat: return;  // its arrival was the point
-    case detail::kKindGoodbye: return peerLeft(from, true);
+    case detail::kKindHeartbeat:
+      return;  // its arrival was the point
+    case detail::kKindGoodbye:
+      return peerLeft(from, true);
     case detail::kKindFailureNotice: {
       const int failed = h.tag;
       if (failed == rank_) {
@@ -257,7 +261,8 @@ void TcpEndpoint::dispatch(int from, const FrameHeader& h, std::vector<char> pay
       courier_.post(from, detail::MessageKey{h.ns, detail::kKindReply, h.tag}, std::move(reply));
       return;
     }
-    default: mailbox_.deliver(from, detail::MessageKey{h.ns, h.kind, h.tag}, std::move(payload));
+    default:
+      mailbox_.deliver(from, detail::MessageKey{h.ns, h.kind, h.tag}, std::move(payload));
   }
 }
 

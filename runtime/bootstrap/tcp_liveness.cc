@@ -53,7 +53,7 @@ void TcpEndpoint::startLiveness(const Deadline& deadline) {
   // neighbour is already gone (refused) or its host does not answer within the deadline.
   const double connectSeconds = heartbeatTimeoutSeconds_ > 0 ? heartbeatTimeoutSeconds_ : 60.0;
   const Deadline bounded(deadline.remainingMs() < 0 ? connectSeconds
-                                                     : std::min(connectSeconds, deadline.remainingMs() / 1000.0));
+                                                    : std::min(connectSeconds, deadline.remainingMs() / 1000.0));
   for (int q : ringNeighbours(rank_, nRanks_)) {
     Outbound& out = *outbound_[q];
     std::lock_guard<std::mutex> lock(out.mutex);
@@ -156,7 +156,8 @@ void TcpEndpoint::peerLeft(int peer, bool drained) {
   if (!watch_[peer].left) MSCCLPP_TRACE(LogBootstrap, "%s: %s left", who_.c_str(), peerName(peer).c_str());
   watch_[peer].left = true;
   if (drained) {
-    mailbox_.markPeerGone(peer, strFormat("%s left: it destroyed its bootstrap (communicator)", peerName(peer).c_str()));
+    mailbox_.markPeerGone(peer,
+                          strFormat("%s left: it destroyed its bootstrap (communicator)", peerName(peer).c_str()));
   }
 }
 

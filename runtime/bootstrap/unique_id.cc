@@ -26,8 +26,9 @@ UniqueId encodeUniqueId(const UniqueIdFields& fields) {
 }
 
 UniqueIdFields decodeUniqueId(const UniqueId& id) {
-  MSCCLPP_ENFORCE(std::memcmp(id.data(), kMagic, 8) == 0, ErrorCode::InvalidArgument,
-                  "unique id: bad magic (not created by TcpBootstrap::createUniqueId / ncclGetUniqueId of this library)");
+  MSCCLPP_ENFORCE(
+      std::memcmp(id.data(), kMagic, 8) == 0, ErrorCode::InvalidArgument,
+      "unique id: bad magic (not created by TcpBootstrap::createUniqueId / ncclGetUniqueId of this library)");
   uint16_t version, flags;
   std::memcpy(&version, id.data() + 8, 2);
   std::memcpy(&flags, id.data() + 10, 2);

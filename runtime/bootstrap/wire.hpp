@@ -24,8 +24,8 @@ struct RendezvousHello {
 static_assert(sizeof(RendezvousHello) == 56 && std::is_trivially_copyable<RendezvousHello>::value, "wire layout");
 
 struct RendezvousReply {
-  char magic[8];  // "MSCLRDVR"
-  int32_t status;  // 0: the address table follows; 1: an error message follows
+  char magic[8];    // "MSCLRDVR"
+  int32_t status;   // 0: the address table follows; 1: an error message follows
   uint32_t length;  // bytes that follow
 };
 static_assert(sizeof(RendezvousReply) == 16, "wire layout");

@@ -115,10 +115,9 @@ int mscclppPlanVerify(const char* path, const char* json, size_t jsonLen, char* 
   return guarded(errBuf, errLen, [&] {
     MSCCLPP_ENFORCE(path != nullptr || json != nullptr, ErrorCode::InvalidArgument,
                     "mscclppPlanVerify: path and json are both NULL");
-    mscclpp::plan::PlanPtr plan = json != nullptr
-                                      ? mscclpp::plan::loadPlanJson(std::string_view(json, jsonLen),
-                                                                    path != nullptr ? path : "<memory>")
-                                      : mscclpp::plan::loadPlanFile(path);
+    mscclpp::plan::PlanPtr plan = json != nullptr ? mscclpp::plan::loadPlanJson(std::string_view(json, jsonLen),
+                                                                                path != nullptr ? path : "<memory>")
+                                                  : mscclpp::plan::loadPlanFile(path);
     const auto result = mscclpp::plan::verify::verifyPlan(*plan);
     writeText(reportBuf, reportLen, mscclpp::plan::verify::formatResult(*plan, result));
     return result.proven ? 1 : 0;

@@ -1,8 +1,8 @@
 #include "capi/root_address.hpp"
 
+#include "core/enforce.hpp"
 #include "core/net/net_interface.hpp"
 #include "core/net/socket.hpp"
-#include "core/enforce.hpp"
 #include "core/params.hpp"
 
 namespace mscclpp::capi {

@@ -23,8 +23,7 @@ MemoryChannel::DeviceHandle MemoryChannel::deviceHandle() const {
   return h;
 }
 
-BasePortChannel::BasePortChannel(SemaphoreId id, std::shared_ptr<Host2DeviceSemaphore> semaphore,
-                                 FifoDeviceHandle fifo)
+BasePortChannel::BasePortChannel(SemaphoreId id, std::shared_ptr<Host2DeviceSemaphore> semaphore, FifoDeviceHandle fifo)
     : id_(id), semaphore_(std::move(semaphore)), fifo_(fifo) {
   MSCCLPP_ENFORCE(semaphore_ != nullptr, ErrorCode::InvalidArgument, "PortChannel: null semaphore");
   MSCCLPP_ENFORCE(id <= kTriggerMaxChannelId, ErrorCode::InvalidArgument,

@@ -66,9 +66,8 @@ struct Driver {
 
   bool complete() const {
     return deviceGet && deviceGetAttribute && multicastCreate && multicastAddDevice && multicastBindMem &&
-           multicastUnbind && multicastGetGranularity && memRetainAllocationHandle && memGetAddressRange &&
-           memExport && memImport && memAddressReserve && memAddressFree && memMap && memUnmap && memSetAccess &&
-           memRelease;
+           multicastUnbind && multicastGetGranularity && memRetainAllocationHandle && memGetAddressRange && memExport &&
+           memImport && memAddressReserve && memAddressFree && memMap && memUnmap && memSetAccess && memRelease;
   }
 };
 

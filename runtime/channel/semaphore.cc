@@ -2,10 +2,10 @@
 
 #include "channel/semaphore_setup.hpp"
 #include "comm/communicator_impl.hpp"
-#include "core/serial.hpp"
 #include "core/deadline.hpp"
 #include "core/enforce.hpp"
 #include "core/params.hpp"
+#include "core/serial.hpp"
 
 namespace mscclpp {
 
@@ -29,9 +29,12 @@ TransportFlags counterTransport(const Connection& c, SemaphoreKind kind, const s
 
 const char* semaphoreKindName(SemaphoreKind kind) {
   switch (kind) {
-    case SemaphoreKind::Host2Device: return "Host2DeviceSemaphore";
-    case SemaphoreKind::Host2Host: return "Host2HostSemaphore";
-    case SemaphoreKind::MemoryDevice2Device: return "MemoryDevice2DeviceSemaphore";
+    case SemaphoreKind::Host2Device:
+      return "Host2DeviceSemaphore";
+    case SemaphoreKind::Host2Host:
+      return "Host2HostSemaphore";
+    case SemaphoreKind::MemoryDevice2Device:
+      return "MemoryDevice2DeviceSemaphore";
   }
   return "semaphore";
 }
@@ -127,8 +130,8 @@ bool Host2HostSemaphore::poll() {
 
 void Host2HostSemaphore::wait(double timeoutSeconds) {
   Deadline deadline(timeoutSeconds < 0 ? params::timeoutSeconds() : timeoutSeconds);
-  waitUntil([this] { return poll(); }, deadline, counters_->who + ": wait for signal #" +
-                                                      std::to_string(*counters_->expected + 1));
+  waitUntil([this] { return poll(); }, deadline,
+            counters_->who + ": wait for signal #" + std::to_string(*counters_->expected + 1));
 }
 
 // ---- MemoryDevice2DeviceSemaphore -----------------------------------------------------------

@@ -17,8 +17,8 @@
 namespace mscclpp {
 
 struct SwitchChannel::State {
-  std::vector<RegisteredMemory> members;  // ours (local) and the imports: keeps the mappings alive
-  std::vector<void*> memberPtrs;          // host array (CPU backend)
+  std::vector<RegisteredMemory> members;   // ours (local) and the imports: keeps the mappings alive
+  std::vector<void*> memberPtrs;           // host array (CPU backend)
   std::shared_ptr<void> deviceMemberPtrs;  // device copy of memberPtrs (GPU)
   std::shared_ptr<detail::NvlsBinding> multicast;
   void* buffer = nullptr;
@@ -93,8 +93,8 @@ SwitchChannel::DeviceHandle SwitchChannel::deviceHandle() const {
   h.devicePtr = state_->buffer;
   h.mcPtr = state_->multicast ? state_->multicast->multicastPointer() : nullptr;
   h.bufferSize = state_->bytes;
-  h.memberPtrs = state_->deviceMemberPtrs ? static_cast<void* const*>(state_->deviceMemberPtrs.get())
-                                          : state_->memberPtrs.data();
+  h.memberPtrs =
+      state_->deviceMemberPtrs ? static_cast<void* const*>(state_->deviceMemberPtrs.get()) : state_->memberPtrs.data();
   h.nMembers = static_cast<uint32_t>(state_->memberPtrs.size());
   h.myIndex = state_->myIndex;
   return h;

@@ -6,11 +6,11 @@
 
 #include "comm/communicator_impl.hpp"
 #include "comm/host_identity.hpp"
+#include "comm/params.hpp"
 #include "core/enforce.hpp"
 #include "core/env_check.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
-#include "comm/params.hpp"
 #include "mscclpp/device.hpp"
 #include "transport/device_memory.hpp"
 
@@ -131,8 +131,8 @@ void Communicator::exchangeHostIds() {
     std::lock_guard<std::mutex> lock(m.errorMutex);  // peerFailed() reads them on the bootstrap's threads
     m.peerHostIds = m.hostIds;
   }
-  MSCCLPP_INFO(LogInit, "%s: host %s, local rank %d of %zu, device %d", m.who().c_str(), m.hostId.c_str(),
-               m.localRank, m.localRanks.size(), m.device);
+  MSCCLPP_INFO(LogInit, "%s: host %s, local rank %d of %zu, device %d", m.who().c_str(), m.hostId.c_str(), m.localRank,
+               m.localRanks.size(), m.device);
 }
 
 Communicator::~Communicator() { pimpl_->userBootstrap->removePeerFailureListener(pimpl_->peerFailureListener); }
@@ -147,8 +147,8 @@ void Communicator::Impl::peerFailed(int peer, const std::string& reason) {
     fail(ErrorCode::RemoteError, strFormat("%s: rank %d failed: %s", who().c_str(), peer, reason.c_str()));
     return;
   }
-  fail(ErrorCode::RemoteError, strFormat("%s: rank %d (host %s) failed: %s", who().c_str(), peer, host.c_str(),
-                                         reason.c_str()));
+  fail(ErrorCode::RemoteError,
+       strFormat("%s: rank %d (host %s) failed: %s", who().c_str(), peer, host.c_str(), reason.c_str()));
 }
 
 void Communicator::Impl::fail(ErrorCode code, const std::string& message) {

@@ -4,8 +4,8 @@
 #define MSCCLPP_COMM_COMMUNICATOR_IMPL_HPP_
 
 #include <array>
-#include <functional>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,8 +21,8 @@
 namespace mscclpp {
 
 struct Communicator::Impl {
-  std::shared_ptr<Bootstrap> userBootstrap;  // what the user gave (split() splits it)
-  std::shared_ptr<Bootstrap> bootstrap;      // our own namespace of it: never mixes with user tags
+  std::shared_ptr<Bootstrap> userBootstrap;       // what the user gave (split() splits it)
+  std::shared_ptr<Bootstrap> bootstrap;           // our own namespace of it: never mixes with user tags
   std::shared_ptr<Bootstrap> semaphoreBootstrap;  // semaphore exchanges (channel layer)
   int rank = 0;
   int size = 0;
@@ -58,8 +58,8 @@ struct Communicator::Impl {
   // runs after its handle is gone (a flag's memory may go with it).
   std::mutex callbackMutex;
   uint64_t nextFailureCallback = 1;
-  uint64_t peerFailureListener = 0;  // the bootstrap's listener id
-  std::vector<std::string> peerHostIds;  // hostIds for peerFailed() (guarded by errorMutex; empty until exchanged)
+  uint64_t peerFailureListener = 0;        // the bootstrap's listener id
+  std::vector<std::string> peerHostIds;    // hostIds for peerFailed() (guarded by errorMutex; empty until exchanged)
   std::atomic<uint64_t> executorCount{0};  // executors made on it (each names its call monitor's view)
 
   // A peer the bootstrap found dead or unreachable: the communicator fails with RemoteError.

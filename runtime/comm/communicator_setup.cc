@@ -97,8 +97,8 @@ RegisteredMemory Communicator::registerMemory(void* ptr, size_t size, TransportF
   r->ownerHostHash = m.hostHash;
   r->local = true;
   r->deviceMemory = transport::isDevicePointer(ptr);
-  const std::string what = strFormat("%s: registerMemory(%p, %zu, %s)", m.who().c_str(), ptr, size,
-                                     transports.toString().c_str());
+  const std::string what =
+      strFormat("%s: registerMemory(%p, %zu, %s)", m.who().c_str(), ptr, size, transports.toString().c_str());
   for (Transport t : transport::transportsInOrder()) {
     if (!transports.has(t)) continue;
     try {
@@ -136,9 +136,9 @@ std::shared_future<RegisteredMemory> Communicator::recvMemory(int remoteRank, in
   m.checkPeer(remoteRank, "recvMemory");
   auto receiver = m.receiver(remoteRank, tag);
   uint64_t ticket = receiver->post();
-  return std::async(std::launch::deferred, [receiver, ticket]() {
-           return RegisteredMemory::deserialize(receiver->take(ticket));
-         }).share();
+  return std::async(std::launch::deferred,
+                    [receiver, ticket]() { return RegisteredMemory::deserialize(receiver->take(ticket)); })
+      .share();
 }
 
 std::shared_future<std::shared_ptr<Connection>> Communicator::connect(int remoteRank, int tag, Transport transport) {

@@ -25,11 +25,13 @@ std::shared_ptr<void> allocateBlock(int device) {
   cudaError_t e = cudaSetDevice(device);
   if (e == cudaSuccess) e = cudaMalloc(&p, CounterPool::kBlockBytes);
   if (e == cudaSuccess) e = cudaMemset(p, 0, CounterPool::kBlockBytes);
-  MSCCLPP_ENFORCE(e == cudaSuccess, ErrorCode::CudaError, "semaphore counters: cudaMalloc of %zu bytes on device %d: %s",
-                  CounterPool::kBlockBytes, device, cudaGetErrorString(e));
+  MSCCLPP_ENFORCE(e == cudaSuccess, ErrorCode::CudaError,
+                  "semaphore counters: cudaMalloc of %zu bytes on device %d: %s", CounterPool::kBlockBytes, device,
+                  cudaGetErrorString(e));
   return std::shared_ptr<void>(p, [](void* q) { cudaFree(q); });
 #else
-  MSCCLPP_THROW(ErrorCode::NotSupported, "semaphore counters on CUDA device %d: this build has no CUDA support", device);
+  MSCCLPP_THROW(ErrorCode::NotSupported, "semaphore counters on CUDA device %d: this build has no CUDA support",
+                device);
 #endif
 }
 

@@ -6,10 +6,10 @@
 #include <fstream>
 #include <mutex>
 
+#include "comm/params.hpp"
 #include "core/enforce.hpp"
 #include "core/hash.hpp"
 #include "core/params.hpp"
-#include "comm/params.hpp"
 #include "core/random.hpp"
 
 namespace mscclpp::comm {

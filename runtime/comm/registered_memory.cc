@@ -49,7 +49,8 @@ RegisteredMemory RegisteredMemory::deserialize(const std::vector<char>& data) {
                   "RegisteredMemory::deserialize: bad magic (not a serialised RegisteredMemory)");
   uint16_t version = r.get<uint16_t>("version");
   MSCCLPP_ENFORCE(version == kMemoryVersion, ErrorCode::InvalidArgument,
-                  "RegisteredMemory::deserialize: version %u, expected %u", unsigned(version), unsigned(kMemoryVersion));
+                  "RegisteredMemory::deserialize: version %u, expected %u", unsigned(version),
+                  unsigned(kMemoryVersion));
   r.get<uint16_t>("reserved");
   auto m = std::make_shared<Impl>();
   uint32_t bits = r.get<uint32_t>("transports");

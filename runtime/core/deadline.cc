@@ -10,7 +10,8 @@
 namespace mscclpp {
 
 Deadline::Deadline(double seconds) : seconds_(seconds), infinite_(seconds <= 0) {
-  if (!infinite_) at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  if (!infinite_)
+    at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
 Deadline Deadline::fromTimeoutParam() { return Deadline(params::timeoutSeconds()); }
@@ -23,7 +24,8 @@ int Deadline::remainingMs() const {
 }
 
 void throwTimeout(const Deadline& deadline, const std::string& what) {
-  throw TimeoutError(strFormat("%s did not complete within %.3g s (MSCCLPP_TIMEOUT_S)", what.c_str(), deadline.seconds()));
+  throw TimeoutError(
+      strFormat("%s did not complete within %.3g s (MSCCLPP_TIMEOUT_S)", what.c_str(), deadline.seconds()));
 }
 
 int64_t steadyMs() {

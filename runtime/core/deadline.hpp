@@ -30,7 +30,8 @@ class Deadline {
   bool infinite_;
 };
 
-// Polls (with the host backoff of mscclpp/device.hpp: spin, yield, then sleeps growing to 1 ms) until done() is true; throws TimeoutError
+// Polls (with the host backoff of mscclpp/device.hpp: spin, yield, then sleeps growing to 1 ms) until done() is true;
+// throws TimeoutError
 // "<what> did not complete within <s> s" when the deadline passes first.
 template <class Done>
 void waitUntil(Done&& done, const Deadline& deadline, const std::string& what);

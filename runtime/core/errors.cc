@@ -7,16 +7,26 @@ namespace mscclpp {
 
 const char* errorCodeName(ErrorCode code) {
   switch (code) {
-    case ErrorCode::InvalidUsage: return "invalid usage";
-    case ErrorCode::InvalidArgument: return "invalid argument";
-    case ErrorCode::SystemError: return "system error";
-    case ErrorCode::InternalError: return "internal error";
-    case ErrorCode::RemoteError: return "remote error";
-    case ErrorCode::Timeout: return "timeout";
-    case ErrorCode::CudaError: return "CUDA error";
-    case ErrorCode::InvalidPlan: return "invalid plan";
-    case ErrorCode::NotSupported: return "not supported";
-    case ErrorCode::Aborted: return "aborted";
+    case ErrorCode::InvalidUsage:
+      return "invalid usage";
+    case ErrorCode::InvalidArgument:
+      return "invalid argument";
+    case ErrorCode::SystemError:
+      return "system error";
+    case ErrorCode::InternalError:
+      return "internal error";
+    case ErrorCode::RemoteError:
+      return "remote error";
+    case ErrorCode::Timeout:
+      return "timeout";
+    case ErrorCode::CudaError:
+      return "CUDA error";
+    case ErrorCode::InvalidPlan:
+      return "invalid plan";
+    case ErrorCode::NotSupported:
+      return "not supported";
+    case ErrorCode::Aborted:
+      return "aborted";
   }
   return "unknown error";
 }

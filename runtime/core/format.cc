@@ -35,7 +35,8 @@ std::string formatBytes(unsigned long long bytes) {
     ++unit;
   }
   if (unit == 0) return strFormat("%llu B", bytes);
-  if (value == static_cast<double>(static_cast<unsigned long long>(value))) return strFormat("%.0f %s", value, units[unit]);
+  if (value == static_cast<double>(static_cast<unsigned long long>(value)))
+    return strFormat("%.0f %s", value, units[unit]);
   return strFormat("%.1f %s", value, units[unit]);
 }
 

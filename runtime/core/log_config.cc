@@ -116,8 +116,8 @@ uint32_t parseSubsystemMask(const std::string& list) {
   uint32_t mask = 0;
   std::string unknown;
   MSCCLPP_ENFORCE(subsystemMask(list, &mask, &unknown), ErrorCode::InvalidArgument,
-                  "unknown subsystem '%s' in '%s' (accepted: a comma list of %s; a leading ^ inverts)",
-                  unknown.c_str(), list.c_str(), subsystemChoices().c_str());
+                  "unknown subsystem '%s' in '%s' (accepted: a comma list of %s; a leading ^ inverts)", unknown.c_str(),
+                  list.c_str(), subsystemChoices().c_str());
   return mask;
 }
 
@@ -137,7 +137,8 @@ LogConfig logConfigFromEnvironment() {
                   "default ALL)",
                   subsys.env, subsys.value.c_str(), unknown.c_str(), subsystemChoices().c_str());
   }
-  config.filePattern = choose("MSCCLPP_DEBUG_FILE", params::debugFile(), "NCCL_DEBUG_FILE", params::ncclDebugFile()).value;
+  config.filePattern =
+      choose("MSCCLPP_DEBUG_FILE", params::debugFile(), "NCCL_DEBUG_FILE", params::ncclDebugFile()).value;
   return config;
 }
 

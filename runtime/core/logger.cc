@@ -38,26 +38,41 @@ LogSink& sink() {
 
 const char* levelName(LogLevel level) {
   switch (level) {
-    case LogLevel::Version: return "VERSION";
-    case LogLevel::Warn: return "WARN";
-    case LogLevel::Info: return "INFO";
-    case LogLevel::Abort: return "ABORT";
-    case LogLevel::Trace: return "TRACE";
-    default: return "";
+    case LogLevel::Version:
+      return "VERSION";
+    case LogLevel::Warn:
+      return "WARN";
+    case LogLevel::Info:
+      return "INFO";
+    case LogLevel::Abort:
+      return "ABORT";
+    case LogLevel::Trace:
+      return "TRACE";
+    default:
+      return "";
   }
 }
 
 const char* subsysName(LogSubsys subsys) {
   switch (subsys) {
-    case LogInit: return "INIT";
-    case LogPlan: return "PLAN";
-    case LogExec: return "EXEC";
-    case LogBootstrap: return "BOOTSTRAP";
-    case LogTransport: return "TRANSPORT";
-    case LogProxy: return "PROXY";
-    case LogShim: return "SHIM";
-    case LogEnv: return "ENV";
-    default: return "ALL";
+    case LogInit:
+      return "INIT";
+    case LogPlan:
+      return "PLAN";
+    case LogExec:
+      return "EXEC";
+    case LogBootstrap:
+      return "BOOTSTRAP";
+    case LogTransport:
+      return "TRANSPORT";
+    case LogProxy:
+      return "PROXY";
+    case LogShim:
+      return "SHIM";
+    case LogEnv:
+      return "ENV";
+    default:
+      return "ALL";
   }
 }
 

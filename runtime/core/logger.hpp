@@ -66,15 +66,15 @@ class ScopedLogRank {
 }  // namespace mscclpp
 
 #define MSCCLPP_WARN(subsys, ...) ::mscclpp::logWarning((subsys), __VA_ARGS__)
-#define MSCCLPP_INFO(subsys, ...)                                                \
-  do {                                                                           \
-    if (::mscclpp::logEnabled(::mscclpp::LogLevel::Info, (subsys)))              \
-      ::mscclpp::logMessage(::mscclpp::LogLevel::Info, (subsys), __VA_ARGS__);   \
+#define MSCCLPP_INFO(subsys, ...)                                              \
+  do {                                                                         \
+    if (::mscclpp::logEnabled(::mscclpp::LogLevel::Info, (subsys)))            \
+      ::mscclpp::logMessage(::mscclpp::LogLevel::Info, (subsys), __VA_ARGS__); \
   } while (0)
-#define MSCCLPP_TRACE(subsys, ...)                                               \
-  do {                                                                           \
-    if (::mscclpp::logEnabled(::mscclpp::LogLevel::Trace, (subsys)))             \
-      ::mscclpp::logMessage(::mscclpp::LogLevel::Trace, (subsys), __VA_ARGS__);  \
+#define MSCCLPP_TRACE(subsys, ...)                                              \
+  do {                                                                          \
+    if (::mscclpp::logEnabled(::mscclpp::LogLevel::Trace, (subsys)))            \
+      ::mscclpp::logMessage(::mscclpp::LogLevel::Trace, (subsys), __VA_ARGS__); \
   } while (0)
 
 #endif  // MSCCLPP_CORE_LOGGER_HPP_

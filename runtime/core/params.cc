@@ -93,8 +93,9 @@ std::vector<ParamDescriptor> allParams() {
     out = r.params;
   }
   // Registration order depends on link order: sort by owner, keeping each layer's own order.
-  std::stable_sort(out.begin(), out.end(),
-                   [](const ParamDescriptor& a, const ParamDescriptor& b) { return std::strcmp(a.owner, b.owner) < 0; });
+  std::stable_sort(out.begin(), out.end(), [](const ParamDescriptor& a, const ParamDescriptor& b) {
+    return std::strcmp(a.owner, b.owner) < 0;
+  });
   return out;
 }
 

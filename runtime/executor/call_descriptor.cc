@@ -18,11 +18,10 @@ std::string CallDescriptor::describe() const {
   const char* coll = collective >= 0 ? plan::collectiveName(static_cast<plan::Collective>(collective)) : "?";
   const DataType t = static_cast<DataType>(dtype);
   const size_t elem = dtype >= 0 ? dataTypeSize(t) : 0;
-  std::string s = strFormat("%s of %s", coll,
-                            elem > 0 ? strFormat("%llu x %s", static_cast<unsigned long long>(sendBytes / elem),
-                                                 dataTypeName(t))
-                                           .c_str()
-                                     : "?");
+  std::string s = strFormat(
+      "%s of %s", coll,
+      elem > 0 ? strFormat("%llu x %s", static_cast<unsigned long long>(sendBytes / elem), dataTypeName(t)).c_str()
+               : "?");
   s += strFormat(" (%s sent, %s received)", formatBytes(sendBytes).c_str(), formatBytes(recvBytes).c_str());
   if (op >= 0) {
     const char* name = reduceOpName(static_cast<ReduceOp>(op));
@@ -58,8 +57,8 @@ CallDescriptor CallDescriptor::read(ByteReader& r) {
 }
 
 bool sameCall(const CallDescriptor& a, const CallDescriptor& b) {
-  if (a.collective != b.collective || a.sendBytes != b.sendBytes || a.recvBytes != b.recvBytes ||
-      a.dtype != b.dtype || a.op != b.op || a.root != b.root) {
+  if (a.collective != b.collective || a.sendBytes != b.sendBytes || a.recvBytes != b.recvBytes || a.dtype != b.dtype ||
+      a.op != b.op || a.root != b.root) {
     return false;
   }
   if (a.plan.empty() || b.plan.empty()) return true;
@@ -83,18 +82,19 @@ CallDescriptor describeCall(const plan::Plan& p, uint64_t fingerprint, uint64_t 
 uint64_t planFingerprint(const plan::Plan& p) {
   const plan::PlanHeader& h = p.header;
   uint64_t f = hashString(h.name);
-  for (uint64_t v : {static_cast<uint64_t>(h.collective), static_cast<uint64_t>(h.protocol),
-                     static_cast<uint64_t>(h.inPlace), static_cast<uint64_t>(h.worldSize),
-                     static_cast<uint64_t>(h.numThreadsPerBlock), static_cast<uint64_t>(h.useDoubleScratchBuffer),
-                     static_cast<uint64_t>(h.bufferAlignment), h.minMessageSize, h.maxMessageSize,
-                     static_cast<uint64_t>(h.root), static_cast<uint64_t>(h.reduceOps)}) {
+  for (uint64_t v :
+       {static_cast<uint64_t>(h.collective), static_cast<uint64_t>(h.protocol), static_cast<uint64_t>(h.inPlace),
+        static_cast<uint64_t>(h.worldSize), static_cast<uint64_t>(h.numThreadsPerBlock),
+        static_cast<uint64_t>(h.useDoubleScratchBuffer), static_cast<uint64_t>(h.bufferAlignment), h.minMessageSize,
+        h.maxMessageSize, static_cast<uint64_t>(h.root), static_cast<uint64_t>(h.reduceOps)}) {
     f = mix64(f, v);
   }
   for (const plan::RankPlan& r : p.ranks) {
     f = mix64(f, (static_cast<uint64_t>(r.inputChunks) << 32) | r.outputChunks);
     f = mix64(f, r.scratchChunks);
     for (const plan::ChannelDecl& c : r.memoryChannels) f = mix64(f, static_cast<uint64_t>(c.peer) * 2 + c.implicit);
-    for (const plan::ChannelDecl& c : r.portChannels) f = mix64(f, 0x1000 + static_cast<uint64_t>(c.peer) * 2 + c.implicit);
+    for (const plan::ChannelDecl& c : r.portChannels)
+      f = mix64(f, 0x1000 + static_cast<uint64_t>(c.peer) * 2 + c.implicit);
     f = mix64(f, (r.switchChannels.size() << 32) | r.remoteBuffers.size());
   }
   return f;

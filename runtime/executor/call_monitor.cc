@@ -17,19 +17,23 @@ namespace {
 
 constexpr uint8_t kQueryState = 1;
 constexpr uint8_t kFailNotice = 2;
-constexpr int64_t kFirstRoundMs = 2000;     // a call stuck this long is looked at
-constexpr int64_t kMaxRoundGapMs = 30000;   // then at doubling intervals, at most this far apart
-constexpr double kAskSeconds = 2.0;         // a live peer answers in microseconds (its helper thread)
+constexpr int64_t kFirstRoundMs = 2000;    // a call stuck this long is looked at
+constexpr int64_t kMaxRoundGapMs = 30000;  // then at doubling intervals, at most this far apart
+constexpr double kAskSeconds = 2.0;        // a live peer answers in microseconds (its helper thread)
 constexpr size_t kMaxText = 4096;
 constexpr size_t kMaxWaitsSent = 64;
 constexpr size_t kPeersInStatus = 4;
 
 const char* phaseName(CallMonitor::Phase p) {
   switch (p) {
-    case CallMonitor::Phase::Idle: return "idle";
-    case CallMonitor::Phase::Building: return "building its execution context";
-    case CallMonitor::Phase::Running: return "running";
-    case CallMonitor::Phase::Agreeing: return "agreeing on the plan of";
+    case CallMonitor::Phase::Idle:
+      return "idle";
+    case CallMonitor::Phase::Building:
+      return "building its execution context";
+    case CallMonitor::Phase::Running:
+      return "running";
+    case CallMonitor::Phase::Agreeing:
+      return "agreeing on the plan of";
   }
   return "?";
 }
@@ -185,8 +189,8 @@ std::vector<char> CallMonitor::Board::answer(int peer, const std::vector<char>& 
   if (kind == kFailNotice) {
     const int32_t code = r.get<int32_t>("code");
     std::string message = r.getString("message", 1 << 15);
-    comm->fail(static_cast<ErrorCode>(code), strFormat("communicator rank %d/%d: %s (found by rank %d)", rank,
-                                                       comm->size(), message.c_str(), peer));
+    comm->fail(static_cast<ErrorCode>(code),
+               strFormat("communicator rank %d/%d: %s (found by rank %d)", rank, comm->size(), message.c_str(), peer));
     return {};
   }
   ByteWriter w;
@@ -308,7 +312,7 @@ void CallMonitor::round(uint64_t seq) {
         bool held = true;
         for (const BlockWait& w : cur[*it].waits) {
           held = held && (w.target == BlockWait::kAnyPeer ? stuck.size() == static_cast<size_t>(size_)
-                                                           : stuck.count(w.target) != 0);
+                                                          : stuck.count(w.target) != 0);
         }
         if (held) {
           ++it;

@@ -7,8 +7,8 @@
 #include "core/params.hpp"
 #include "executor/params.hpp"
 #include "plan/op_rules.hpp"
-#include "plan/plan_sizing.hpp"
 #include "plan/params.hpp"
+#include "plan/plan_sizing.hpp"
 
 namespace mscclpp::exec {
 namespace {
@@ -45,16 +45,17 @@ CallShape shapeCall(const plan::Plan& plan, int rank, uint64_t inputBytes, uint6
   geometry.inputBytes = inputBytes;
   geometry.outputBytes = outputBytes;
   const bool noDataChunks = rp.inputChunks == 0 && rp.outputChunks == 0;
-  if (noDataChunks && (plan.header.collective == plan::Collective::Test || plan.header.collective == plan::Collective::Custom)) {
+  if (noDataChunks &&
+      (plan.header.collective == plan::Collective::Test || plan.header.collective == plan::Collective::Custom)) {
     // A unit plan that touches only scratch: the call's input size is its one chunk.
     s = plan::sizePlan(plan.header, 1, 0, rp.scratchChunks, inputBytes, outputBytes, dataTypeSize(dtype));
   } else {
     s = plan::sizeCall(plan.header, rp.inputChunks, rp.outputChunks, rp.scratchChunks,
                        static_cast<int>(plan.ranks.size()), inputBytes, outputBytes, dataTypeSize(dtype), &geometry);
   }
-  MSCCLPP_ENFORCE(s.ok, ErrorCode::NotSupported, "plan %s (%s) cannot serve rank %d with %llu input and %llu output bytes: %s",
-                  plan.header.name.c_str(), plan.header.source.c_str(), rank, ull(inputBytes), ull(outputBytes),
-                  s.reason.c_str());
+  MSCCLPP_ENFORCE(
+      s.ok, ErrorCode::NotSupported, "plan %s (%s) cannot serve rank %d with %llu input and %llu output bytes: %s",
+      plan.header.name.c_str(), plan.header.source.c_str(), rank, ull(inputBytes), ull(outputBytes), s.reason.c_str());
   CallShape shape;
   shape.inputBytes = geometry.inputBytes;
   shape.outputBytes = geometry.outputBytes;
@@ -68,7 +69,8 @@ CallShape shapeCall(const plan::Plan& plan, int rank, uint64_t inputBytes, uint6
     // from the largest scratch of any rank.
     uint32_t maxScratchChunks = 0;
     for (const auto& r : plan.ranks) maxScratchChunks = std::max(maxScratchChunks, r.scratchChunks);
-    const uint64_t factor = (plan.header.protocol == plan::Protocol::LL ? 2 : 1) * (plan.header.useDoubleScratchBuffer ? 2 : 1);
+    const uint64_t factor =
+        (plan.header.protocol == plan::Protocol::LL ? 2 : 1) * (plan.header.useDoubleScratchBuffer ? 2 : 1);
     const uint64_t limit = static_cast<uint64_t>(std::max<int64_t>(0, params::reuseScratchBytes()));
     if (s.chunkBytes * maxScratchChunks * factor > limit) {
       // The wrapped scratch chunk must hold whole pipeline units.
@@ -80,7 +82,8 @@ CallShape shapeCall(const plan::Plan& plan, int rank, uint64_t inputBytes, uint6
       uint64_t per = limit / (static_cast<uint64_t>(maxScratchChunks) * factor) / unit * unit;
       MSCCLPP_ENFORCE(per > 0, ErrorCode::NotSupported,
                       "plan %s: MSCCLPP_REUSE_SCRATCH_BYTES=%llu is too small for %u scratch chunks of whole %llu-byte "
-                      "pipeline units", plan.header.name.c_str(), ull(limit), maxScratchChunks, ull(unit));
+                      "pipeline units",
+                      plan.header.name.c_str(), ull(limit), maxScratchChunks, ull(unit));
       if (per < s.chunkBytes) {
         shape.scratchChunkBytes = per;
         shape.scratchBytes = per * rp.scratchChunks * factor;
@@ -104,7 +107,9 @@ InPlaceLayout inPlaceLayout(plan::Collective collective, int rank, uint64_t inpu
       l.dataBytes = std::max(inputBytes, (static_cast<uint64_t>(rank) + 1) * outputBytes);
       l.outputOffset = static_cast<uint64_t>(rank) * outputBytes;
       break;
-    default: l.dataBytes = std::max(inputBytes, outputBytes); break;
+    default:
+      l.dataBytes = std::max(inputBytes, outputBytes);
+      break;
   }
   return l;
 }
@@ -121,14 +126,12 @@ std::unique_ptr<ContextImage> ContextImage::build(plan::PlanPtr plan, int rank, 
   MSCCLPP_ENFORCE(rp.hasOps, ErrorCode::InvalidArgument, "plan %s was loaded without the threadblocks of rank %d",
                   img->plan_->header.name.c_str(), rank);
   const RankResources& res = img->res_;
-  MSCCLPP_ENFORCE(res.memoryInbound.size() == rp.memoryChannels.size() &&
-                      res.memoryOutbound.size() == rp.memoryChannels.size() &&
-                      res.portInbound.size() == rp.portChannels.size() &&
-                      res.portOutbound.size() == rp.portChannels.size() &&
-                      res.remoteBuffers.size() == rp.remoteBuffers.size() &&
-                      res.switchGroups.size() == rp.switchChannels.size(),
-                  ErrorCode::InternalError, "plan %s rank %d: the wiring provided resources that do not match the plan",
-                  img->plan_->header.name.c_str(), rank);
+  MSCCLPP_ENFORCE(
+      res.memoryInbound.size() == rp.memoryChannels.size() && res.memoryOutbound.size() == rp.memoryChannels.size() &&
+          res.portInbound.size() == rp.portChannels.size() && res.portOutbound.size() == rp.portChannels.size() &&
+          res.remoteBuffers.size() == rp.remoteBuffers.size() && res.switchGroups.size() == rp.switchChannels.size(),
+      ErrorCode::InternalError, "plan %s rank %d: the wiring provided resources that do not match the plan",
+      img->plan_->header.name.c_str(), rank);
   img->memoryTable_.push_back({res.input, res.inputBytes});
   img->memoryTable_.push_back({res.output, res.outputBytes});
   img->memoryTable_.push_back({res.scratch, res.scratchBytes});
@@ -211,8 +214,9 @@ void ContextImage::resolveThreadblocks() {
     for (size_t i = 0; i < tb.ops.size(); ++i) {
       const plan::Op& op = tb.ops[i];
       if (op.type != OpType::Pipeline) continue;
-      MSCCLPP_ENFORCE(op.unitSize > 0, ErrorCode::InvalidPlan, "plan %s rank %d threadblock %d op %zu: pipeline unit_size is 0",
-                      hdr.name.c_str(), rank_, tb.id, i);
+      MSCCLPP_ENFORCE(op.unitSize > 0, ErrorCode::InvalidPlan,
+                      "plan %s rank %d threadblock %d op %zu: pipeline unit_size is 0", hdr.name.c_str(), rank_, tb.id,
+                      i);
       for (uint32_t b = 1; b <= op.bodyCount && i + b < tb.ops.size(); ++b) unitOf[i + b] = op.unitSize;
     }
     for (size_t i = 0; i < tb.ops.size(); ++i) {
@@ -236,19 +240,20 @@ void ContextImage::resolveThreadblocks() {
         } else {
           continue;
         }
-        MSCCLPP_ENFORCE(v < limit, ErrorCode::InvalidPlan, "%s: %s id %u out of range (%zu declared)", where.c_str(), what,
-                        v, limit);
+        MSCCLPP_ENFORCE(v < limit, ErrorCode::InvalidPlan, "%s: %s id %u out of range (%zu declared)", where.c_str(),
+                        what, v, limit);
       }
       if (op.type == OpType::Barrier) {
-        MSCCLPP_ENFORCE(op.barrierId < rp.numBarriers && op.numThreadblocks >= 1 &&
-                            op.numThreadblocks <= rp.threadblocks.size(),
-                        ErrorCode::InvalidPlan, "%s: barrier %u of %u blocks (rank has %zu threadblocks, %u barriers)",
-                        where.c_str(), op.barrierId, op.numThreadblocks, rp.threadblocks.size(), rp.numBarriers);
+        MSCCLPP_ENFORCE(
+            op.barrierId < rp.numBarriers && op.numThreadblocks >= 1 && op.numThreadblocks <= rp.threadblocks.size(),
+            ErrorCode::InvalidPlan, "%s: barrier %u of %u blocks (rank has %zu threadblocks, %u barriers)",
+            where.c_str(), op.barrierId, op.numThreadblocks, rp.threadblocks.size(), rp.numBarriers);
       }
-      if (op.channelType == ChannelType::Port && (op.type == OpType::Put || op.type == OpType::PutWithSignal ||
-                                                  op.type == OpType::PutWithSignalAndFlush ||
-                                                  op.type == OpType::PutPackets || op.type == OpType::ReadPutPackets)) {
-        MSCCLPP_ENFORCE(op.nIds > 0, ErrorCode::InvalidPlan, "%s: a port-channel transfer needs channel_ids", where.c_str());
+      if (op.channelType == ChannelType::Port &&
+          (op.type == OpType::Put || op.type == OpType::PutWithSignal || op.type == OpType::PutWithSignalAndFlush ||
+           op.type == OpType::PutPackets || op.type == OpType::ReadPutPackets)) {
+        MSCCLPP_ENFORCE(op.nIds > 0, ErrorCode::InvalidPlan, "%s: a port-channel transfer needs channel_ids",
+                        where.c_str());
       }
       if (op.type == OpType::Pipeline) continue;
       const uint64_t unit = unitOf[i];
@@ -256,7 +261,8 @@ void ContextImage::resolveThreadblocks() {
         const uint32_t idx = (isSrc ? op.srcBegin : op.dstBegin) + pos;
         const plan::BufferRef& br = tb.refs[idx];
         const RefSlot slot = (isSrc ? rule.src : rule.dst).slot(pos);
-        const bool packet = isPacketSlot(slot) || (isSrc && rule.portSrcIsPackets && op.channelType == ChannelType::Port);
+        const bool packet =
+            isPacketSlot(slot) || (isSrc && rule.portSrcIsPackets && op.channelType == ChannelType::Port);
         ResolvedRef r{};
         r.kind = static_cast<uint8_t>(br.kind);
         r.memoryId = UINT32_MAX;
@@ -268,8 +274,10 @@ void ContextImage::resolveThreadblocks() {
           case RefKind::Local:
             r.base = type == BufferType::Input ? res_.input : (type == BufferType::Output ? res_.output : res_.scratch);
             r.memoryId = static_cast<uint32_t>(type);
-            limit = type == BufferType::Input ? res_.inputBytes : (type == BufferType::Output ? res_.outputBytes : localScratch);
-            bufName = type == BufferType::Input ? "the input" : (type == BufferType::Output ? "the output" : "the scratch");
+            limit = type == BufferType::Input ? res_.inputBytes
+                                              : (type == BufferType::Output ? res_.outputBytes : localScratch);
+            bufName =
+                type == BufferType::Input ? "the input" : (type == BufferType::Output ? "the output" : "the scratch");
             break;
           case RefKind::Remote: {
             const plan::RemoteBufferDecl& decl = rp.remoteBuffers[br.id];
@@ -280,12 +288,13 @@ void ContextImage::resolveThreadblocks() {
             if (type == BufferType::Scratch && dbl) limit /= 2;
             bufName = "the remote buffer";
             if (op.channelType == ChannelType::Port) {
-              MSCCLPP_ENFORCE(decl.viaPort, ErrorCode::InvalidPlan, "%s: remote buffer %u (rank %d) is not accessible through port channels",
-                              where.c_str(), br.id, decl.rank);
+              MSCCLPP_ENFORCE(decl.viaPort, ErrorCode::InvalidPlan,
+                              "%s: remote buffer %u (rank %d) is not accessible through port channels", where.c_str(),
+                              br.id, decl.rank);
             } else {
               MSCCLPP_ENFORCE(r.base != nullptr, ErrorCode::NotSupported,
-                              "%s: remote buffer %u (rank %d, %s) is not mapped for memory-channel access", where.c_str(),
-                              br.id, decl.rank, plan::bufferTypeName(decl.type));
+                              "%s: remote buffer %u (rank %d, %s) is not mapped for memory-channel access",
+                              where.c_str(), br.id, decl.rank, plan::bufferTypeName(decl.type));
             }
             break;
           }
@@ -303,9 +312,10 @@ void ContextImage::resolveThreadblocks() {
         r.offset = static_cast<uint64_t>(br.index) * (wrap ? shape_.scratchChunkBytes : shape_.chunkBytes);
         r.bytes = static_cast<uint64_t>(br.size) * shape_.chunkBytes;
         if (op.tbgSize > 1) {
-          MSCCLPP_ENFORCE(!wrap, ErrorCode::NotSupported,
-                          "%s: a thread-block-group slice of scratch cannot wrap (the call exceeds MSCCLPP_REUSE_SCRATCH_BYTES)",
-                          where.c_str());
+          MSCCLPP_ENFORCE(
+              !wrap, ErrorCode::NotSupported,
+              "%s: a thread-block-group slice of scratch cannot wrap (the call exceeds MSCCLPP_REUSE_SCRATCH_BYTES)",
+              where.c_str());
           uint64_t off = 0, len = 0;
           tbgSlice(r.bytes, align, op.tbgId, op.tbgSize, &off, &len);
           r.offset += off;
@@ -410,10 +420,11 @@ std::string ContextImage::resolvePut(const TriggerFields& f, char** src, char** 
   const MemoryEntry& d = table[f.dstMemoryId];
   if (f.srcOffset + f.size > s.bytes || f.dstOffset + f.size > d.bytes || f.srcOffset + f.size < f.srcOffset ||
       f.dstOffset + f.size < f.dstOffset) {
-    return strFormat("put on port channel %u of %llu bytes from memory %u offset %llu (%llu bytes) to memory %u "
-                     "offset %llu (%llu bytes) is out of bounds",
-                     f.channelId, ull(f.size), f.srcMemoryId, ull(f.srcOffset), ull(s.bytes), f.dstMemoryId,
-                     ull(f.dstOffset), ull(d.bytes));
+    return strFormat(
+        "put on port channel %u of %llu bytes from memory %u offset %llu (%llu bytes) to memory %u "
+        "offset %llu (%llu bytes) is out of bounds",
+        f.channelId, ull(f.size), f.srcMemoryId, ull(f.srcOffset), ull(s.bytes), f.dstMemoryId, ull(f.dstOffset),
+        ull(d.bytes));
   }
   *src = s.base + f.srcOffset;
   *dst = d.base + f.dstOffset;

@@ -51,8 +51,7 @@ class ContextImage {
   // fifo: the proxy ring port channels push to (required when the plan has port channels).
   // timeoutNs: the convenience timeout stored in handles (the interpreter passes its own deadline).
   static std::unique_ptr<ContextImage> build(plan::PlanPtr plan, int rank, const CallShape& shape,
-                                             RankResources resources, const FifoDeviceHandle* fifo,
-                                             uint64_t timeoutNs);
+                                             RankResources resources, const FifoDeviceHandle* fifo, uint64_t timeoutNs);
 
   const ExecContextDevice& device() const { return dev_; }
   const plan::Plan& plan() const { return *plan_; }

@@ -43,7 +43,8 @@ std::string packetWriters(const plan::Plan& plan, int rank, uint32_t index, uint
             for (int m : q.switchChannels[ref.id].ranks) hits |= m == rank;
           }
           if (hits && ref.index < index + size && index < ref.index + ref.size) {
-            writers.push_back(strFormat("rank %d threadblock %d op %zu (%s)", q.rank, tb.id, i, plan::opTypeName(op.type)));
+            writers.push_back(
+                strFormat("rank %d threadblock %d op %zu (%s)", q.rank, tb.id, i, plan::opTypeName(op.type)));
           }
         }
       }
@@ -87,7 +88,8 @@ std::string channelSignalers(const plan::Plan& plan, int rank, uint32_t c, bool 
 std::string waitText(const plan::Plan& plan, int rank, uint32_t block, const BlockRecord& r) {
   const plan::RankPlan& rp = plan.ranks[rank];
   switch (static_cast<WaitKind>(r.waitKind)) {
-    case WaitKind::None: return "was stopped between ops by the abort of another block or rank";
+    case WaitKind::None:
+      return "was stopped between ops by the abort of another block or rank";
     case WaitKind::MemoryChannel:
       return strFormat("waits on memory channel %u (peer %d): signal #%llu expected, counter at %llu%s", r.id,
                        peerOf(rp.memoryChannels, r.id), ull(r.expected), ull(r.observed),
@@ -122,9 +124,10 @@ std::string waitText(const plan::Plan& plan, int rank, uint32_t block, const Blo
       return strFormat("waits for the proxy to complete request %llu on port channel %u (peer %d); it completed %llu",
                        ull(r.expected), r.id, peerOf(rp.portChannels, r.id), ull(r.observed));
     case WaitKind::Request:
-      return strFormat("could not request %llu bytes on port channel %u (peer %d): offsets/size beyond what a FIFO "
-                       "trigger encodes",
-                       ull(r.detail), r.id, peerOf(rp.portChannels, r.id));
+      return strFormat(
+          "could not request %llu bytes on port channel %u (peer %d): offsets/size beyond what a FIFO "
+          "trigger encodes",
+          ull(r.detail), r.id, peerOf(rp.portChannels, r.id));
   }
   return "stopped";
 }
@@ -167,8 +170,8 @@ bool livePacketWait(const ExecContextDevice& dev, const ThreadblockDevice& tbd, 
     const uint64_t start = half + 2 * ref.offset;
     const uint64_t halves = std::min<uint64_t>(2 * ref.bytes / 8, kMaxHalvesScanned);
     for (uint64_t i = 0; i < halves; ++i) {
-      const uint64_t word = atomicLoad<uint64_t>(reinterpret_cast<const uint64_t*>(ref.base + start + 8 * i),
-                                                 memoryOrderRelaxed);
+      const uint64_t word =
+          atomicLoad<uint64_t>(reinterpret_cast<const uint64_t*>(ref.base + start + 8 * i), memoryOrderRelaxed);
       const uint32_t seen = static_cast<uint32_t>(word >> 32);
       if (seen == flag) continue;
       r->waitKind = static_cast<uint32_t>(WaitKind::Packet);
@@ -195,8 +198,8 @@ bool liveWait(const ExecContextDevice& dev, const ThreadblockDevice& tbd, const 
         const uint32_t c = tb.ids[op.idsBegin + k];
         const bool port = op.channelType == plan::ChannelType::Port;
         if (port ? c >= dev.nPortChannels : c >= dev.nMemoryChannels) continue;
-        const uint64_t* inbound = port ? dev.portChannels[c].semaphore_.inboundCounter
-                                       : dev.memoryChannels[c].semaphore_.inboundCounter;
+        const uint64_t* inbound =
+            port ? dev.portChannels[c].semaphore_.inboundCounter : dev.memoryChannels[c].semaphore_.inboundCounter;
         const uint64_t* expected = port ? dev.portChannels[c].semaphore_.expectedInboundCounter
                                         : dev.memoryChannels[c].semaphore_.expectedInboundCounter;
         const uint64_t want = load64(expected), have = load64(inbound);
@@ -219,7 +222,8 @@ bool liveWait(const ExecContextDevice& dev, const ThreadblockDevice& tbd, const 
       r->id = tb.ids[op.idsBegin];
       r->observed = atomicLoad<uint32_t>(&dev.semaphores[r->id], memoryOrderRelaxed);
       return r->observed == 0;
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -239,21 +243,31 @@ std::vector<BlockWait> describeLiveBlocks(const plan::Plan& plan, int rank, cons
     BlockRecord r{};
     r.opIndex = atomicLoad<uint32_t>(&live.opIndex, memoryOrderRelaxed);
     r.pipelineIteration = atomicLoad<uint32_t>(&live.pipelineIteration, memoryOrderRelaxed);
-    moved = mix64(mix64(moved, (static_cast<uint64_t>(state) << 40) ^ (static_cast<uint64_t>(r.opIndex) << 8) ^ finished),
-                  r.pipelineIteration);
+    moved =
+        mix64(mix64(moved, (static_cast<uint64_t>(state) << 40) ^ (static_cast<uint64_t>(r.opIndex) << 8) ^ finished),
+              r.pipelineIteration);
     if (finished || r.opIndex >= tb.ops.size()) continue;
     const plan::Op& op = tb.ops[r.opIndex];
-    std::string head = strFormat("rank %d threadblock %d op %u (%s)", rank, tb.id, r.opIndex, plan::opTypeName(op.type));
+    std::string head =
+        strFormat("rank %d threadblock %d op %u (%s)", rank, tb.id, r.opIndex, plan::opTypeName(op.type));
     if (r.pipelineIteration != UINT32_MAX) head += strFormat(" pipeline iteration %u", r.pipelineIteration);
     BlockWait w;
     if (!blockStopped(live) && liveWait(dev, dev.blocks[b], tb, op, launchFlag, &r)) {
       moved = mix64(mix64(moved, r.observed), r.detail);
       w.text = head + " " + waitText(plan, rank, b, r);
       switch (static_cast<WaitKind>(r.waitKind)) {
-        case WaitKind::MemoryChannel: w.target = peerOf(rp.memoryChannels, r.id); break;
-        case WaitKind::PortChannel: w.target = peerOf(rp.portChannels, r.id); break;
-        case WaitKind::Packet: w.target = BlockWait::kAnyPeer; break;
-        default: w.target = rank; break;  // barrier, semaphore: released by this rank's own blocks
+        case WaitKind::MemoryChannel:
+          w.target = peerOf(rp.memoryChannels, r.id);
+          break;
+        case WaitKind::PortChannel:
+          w.target = peerOf(rp.portChannels, r.id);
+          break;
+        case WaitKind::Packet:
+          w.target = BlockWait::kAnyPeer;
+          break;
+        default:
+          w.target = rank;
+          break;  // barrier, semaphore: released by this rank's own blocks
       }
     } else {
       w.text = head + (blockStopped(live) ? " stopped" : " is running");

@@ -32,7 +32,8 @@ struct BlockWait {
   static constexpr int32_t kAnyPeer = -1;  // LL packets: any other rank may be the writer
   static constexpr int32_t kBusy = -2;     // running (copying, reducing, flushing: the proxy works)
   int32_t target = kBusy;                  // the rank whose signal releases it (itself: barrier, semaphore)
-  std::string text;  // "rank 0 threadblock 1 op 3 (wait) waits on memory channel 2 (peer 3): signal #5 expected, counter at 4"
+  std::string
+      text;  // "rank 0 threadblock 1 op 3 (wait) waits on memory channel 2 (peer 3): signal #5 expected, counter at 4"
 };
 
 // While a CPU-backend launch runs (long-wait reports, the call monitor): every block of `rank` that

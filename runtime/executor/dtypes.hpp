@@ -49,9 +49,11 @@ struct OpMin {};
 
 template <DataType D>
 struct DtypeOf;
-#define MSCCLPP_X(E, T, S) \
-  template <>              \
-  struct DtypeOf<DataType::E> { using type = T; };
+#define MSCCLPP_X(E, T, S)      \
+  template <>                   \
+  struct DtypeOf<DataType::E> { \
+    using type = T;             \
+  };
 MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)
 #undef MSCCLPP_X
 
@@ -65,16 +67,26 @@ template <class F>
 bool dispatchDtypeOp(DataType dtype, ReduceOp op, F&& f) {
   auto withOp = [&](auto typeTag) {
     switch (op) {
-      case ReduceOp::Sum: f(typeTag, OpSum{}); return true;
-      case ReduceOp::Prod: f(typeTag, OpProd{}); return true;
-      case ReduceOp::Max: f(typeTag, OpMax{}); return true;
-      case ReduceOp::Min: f(typeTag, OpMin{}); return true;
-      default: return false;
+      case ReduceOp::Sum:
+        f(typeTag, OpSum{});
+        return true;
+      case ReduceOp::Prod:
+        f(typeTag, OpProd{});
+        return true;
+      case ReduceOp::Max:
+        f(typeTag, OpMax{});
+        return true;
+      case ReduceOp::Min:
+        f(typeTag, OpMin{});
+        return true;
+      default:
+        return false;
     }
   };
   switch (dtype) {
 #define MSCCLPP_X(E, T, S) \
-  case DataType::E: return withOp(TypeTag<T>{});
+  case DataType::E:        \
+    return withOp(TypeTag<T>{});
     MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)
 #undef MSCCLPP_X
   }

@@ -83,8 +83,8 @@ struct BlockRecord {
 
 // Mutable state owned by the context, persistent across launches (graph replays included).
 struct ExecState {
-  uint32_t flag;        // LL flag of the next launch: starts at 1, never 0, advanced by the launch's last block
-  uint32_t doneBlocks;  // blocks of the current launch that finished
+  uint32_t flag;              // LL flag of the next launch: starts at 1, never 0, advanced by the launch's last block
+  uint32_t doneBlocks;        // blocks of the current launch that finished
   uint32_t firstFailedBlock;  // UINT32_MAX until a block times out or fails
   uint32_t reserved;
 };
@@ -125,7 +125,7 @@ static_assert(std::is_trivially_copyable<ExecContextDevice>::value, "copied as b
 
 // Per-launch arguments (by value).
 struct LaunchArgs {
-  uint64_t timeoutNs;  // each block's deadline is its start time + timeoutNs
+  uint64_t timeoutNs;   // each block's deadline is its start time + timeoutNs
   uint32_t packetType;  // mscclpp::PacketType
   uint32_t reserved;
 };

@@ -22,9 +22,12 @@ namespace mscclpp {
 
 const char* backendName(Backend b) {
   switch (b) {
-    case Backend::Auto: return "auto";
-    case Backend::Cuda: return "cuda";
-    case Backend::Cpu: return "cpu";
+    case Backend::Auto:
+      return "auto";
+    case Backend::Cuda:
+      return "cuda";
+    case Backend::Cpu:
+      return "cpu";
   }
   return "?";
 }
@@ -35,7 +38,8 @@ Backend resolveBackend() {
   if (choice == "cpu") return Backend::Cpu;
   if (exec::cudaDeviceVisible()) return Backend::Cuda;
   static std::atomic<bool> told{false};
-  if (!told.exchange(true)) MSCCLPP_INFO(LogExec, "MSCCLPP_BACKEND=auto: no CUDA device is visible, using the CPU backend");
+  if (!told.exchange(true))
+    MSCCLPP_INFO(LogExec, "MSCCLPP_BACKEND=auto: no CUDA device is visible, using the CPU backend");
   return Backend::Cpu;
 }
 
@@ -63,8 +67,8 @@ struct Executor::Impl {
   std::shared_ptr<exec::ContextWiring> wiring;
   std::mutex mutex;  // serialises calls (held for a whole CPU launch)
   exec::LaunchAbort abort;
-  std::shared_ptr<Communicator> comm;  // null for wirings without one (the emulator's threads)
-  std::unique_ptr<exec::CallMonitor> monitor;  // CPU backend on a communicator: stuck calls, mismatches
+  std::shared_ptr<Communicator> comm;              // null for wirings without one (the emulator's threads)
+  std::unique_ptr<exec::CallMonitor> monitor;      // CPU backend on a communicator: stuck calls, mismatches
   std::unique_ptr<exec::ExecutionBackend> runner;  // made at the first call (after the monitor: goes first)
 
   exec::ExecutionBackend& backendForCall() {
@@ -171,8 +175,8 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
   const plan::PlanHeader& h = plan->header;
   MSCCLPP_ENFORCE(dataTypeSize(dtype) > 0, ErrorCode::InvalidArgument, "Executor::execute: datatype %d is not valid",
                   static_cast<int>(dtype));
-  MSCCLPP_ENFORCE(reduceOpName(op) != nullptr, ErrorCode::InvalidArgument, "Executor::execute: reduce op %d is not valid",
-                  static_cast<int>(op));
+  MSCCLPP_ENFORCE(reduceOpName(op) != nullptr, ErrorCode::InvalidArgument,
+                  "Executor::execute: reduce op %d is not valid", static_cast<int>(op));
   MSCCLPP_ENFORCE(packetType == PacketType::LL16 || packetType == PacketType::LL8, ErrorCode::InvalidArgument,
                   "Executor::execute: packet type %d is not valid", static_cast<int>(packetType));
   MSCCLPP_ENFORCE(static_cast<int>(plan->ranks.size()) == impl_->wiring->worldSize(), ErrorCode::InvalidArgument,

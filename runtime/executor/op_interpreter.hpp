@@ -37,12 +37,12 @@ template <class T, class Op>
 struct MultimemOf {
   static constexpr bool kOk = false;
 };
-#define MSCCLPP_MULTIMEM(T, OP, E, O)                        \
-  template <>                                               \
-  struct MultimemOf<T, OP> {                                \
-    static constexpr bool kOk = true;                       \
-    static constexpr MultimemElem kElem = MultimemElem::E;  \
-    static constexpr MultimemOp kOp = MultimemOp::O;        \
+#define MSCCLPP_MULTIMEM(T, OP, E, O)                      \
+  template <>                                              \
+  struct MultimemOf<T, OP> {                               \
+    static constexpr bool kOk = true;                      \
+    static constexpr MultimemElem kElem = MultimemElem::E; \
+    static constexpr MultimemOp kOp = MultimemOp::O;       \
   };
 MSCCLPP_MULTIMEM(float, OpSum, F32, Sum)
 MSCCLPP_MULTIMEM(__half, OpSum, F16, Sum)
@@ -182,7 +182,7 @@ class BlockInterpreter {
         r->expected = expected;
         r->observed = observed;
         r->detail = detail;
-        uint32_t finalState = st == SpinStatus::Timeout ? kBlockTimedOut
+        uint32_t finalState = st == SpinStatus::Timeout   ? kBlockTimedOut
                               : st == SpinStatus::Aborted ? kBlockAborted
                                                           : kBlockInvalid;
         // Release: the fields above are complete when the state says so (the host reads them
@@ -259,22 +259,44 @@ class BlockInterpreter {
     opIndex_ = index;
     using plan::OpType;
     switch (op.type) {
-      case OpType::Nop: syncBlockThreads(); break;
-      case OpType::Barrier: barrier(op); break;
-      case OpType::Signal: signal(op, false); break;
-      case OpType::RelaxedSignal: signal(op, true); break;
-      case OpType::Wait: wait(op, false); break;
-      case OpType::RelaxedWait: wait(op, true); break;
-      case OpType::Flush: flush(op); break;
+      case OpType::Nop:
+        syncBlockThreads();
+        break;
+      case OpType::Barrier:
+        barrier(op);
+        break;
+      case OpType::Signal:
+        signal(op, false);
+        break;
+      case OpType::RelaxedSignal:
+        signal(op, true);
+        break;
+      case OpType::Wait:
+        wait(op, false);
+        break;
+      case OpType::RelaxedWait:
+        wait(op, true);
+        break;
+      case OpType::Flush:
+        flush(op);
+        break;
       case OpType::Put:
       case OpType::PutWithSignal:
-      case OpType::PutWithSignalAndFlush: put(op); break;
-      case OpType::Get: get(op); break;
-      case OpType::Copy: copyOp(op); break;
+      case OpType::PutWithSignalAndFlush:
+        put(op);
+        break;
+      case OpType::Get:
+        get(op);
+        break;
+      case OpType::Copy:
+        copyOp(op);
+        break;
       case OpType::Reduce:
       case OpType::ReduceSend:
       case OpType::ReadReduce:
-      case OpType::ReadReduceSend: reduce(op); break;
+      case OpType::ReadReduceSend:
+        reduce(op);
+        break;
       case OpType::PutPackets:
       case OpType::ReadPutPackets:
       case OpType::CopyPackets:
@@ -284,15 +306,26 @@ class BlockInterpreter {
       case OpType::ReduceCopyPackets:
       case OpType::ReduceCopySendPackets:
       case OpType::GroupStorePackets:
-        if (ll8_) packetOp<LL8Packet>(op);
-        else packetOp<LL16Packet>(op);
+        if (ll8_)
+          packetOp<LL8Packet>(op);
+        else
+          packetOp<LL16Packet>(op);
         break;
       case OpType::GroupLoadReduce:
-      case OpType::GroupLoadReduceStore: groupReduce(op); break;
-      case OpType::GroupStore: groupStore(op); break;
-      case OpType::SemAcquire: semAcquire(op); break;
-      case OpType::SemRelease: semRelease(op); break;
-      case OpType::Pipeline: break;  // nested pipelines are refused at load time
+      case OpType::GroupLoadReduceStore:
+        groupReduce(op);
+        break;
+      case OpType::GroupStore:
+        groupStore(op);
+        break;
+      case OpType::SemAcquire:
+        semAcquire(op);
+        break;
+      case OpType::SemRelease:
+        semRelease(op);
+        break;
+      case OpType::Pipeline:
+        break;  // nested pipelines are refused at load time
     }
     // The op is looked up again rather than kept: a reference live across the handler call is a
     // register the call must preserve (ptxas spilled it in the int8/uint8 min/max and fp8 kernels).
@@ -331,8 +364,10 @@ class BlockInterpreter {
     for (uint32_t k = tid_; k < op.nIds; k += nthreads_) {
       uint32_t c = id(op, k);
       if (op.channelType == plan::ChannelType::Memory) {
-        if (relaxed) ctx_.memoryChannels[c].relaxedSignal();
-        else ctx_.memoryChannels[c].signal();
+        if (relaxed)
+          ctx_.memoryChannels[c].relaxedSignal();
+        else
+          ctx_.memoryChannels[c].signal();
       } else {
         SpinStatus st = ctx_.portChannels[c].signal(deadline_, ctx_.abortFlag);
         if (st != SpinStatus::Ok) fail(st, op, WaitKind::FifoPush, c, 0, 0, 0);
@@ -524,12 +559,24 @@ class BlockInterpreter {
   MSCCLPP_HOST_DEVICE_INLINE void packetOp(const plan::Op& op) {
     using plan::OpType;
     switch (op.type) {
-      case OpType::CopyPackets: copyPackets<Pkt>(op); return;
-      case OpType::UnpackPackets: unpackPackets<Pkt>(op); return;
-      case OpType::PutPackets: putPacketsOp<Pkt>(op); return;
-      case OpType::ReadPutPackets: readPutPackets<Pkt>(op); return;
-      case OpType::GroupStorePackets: groupStorePackets<Pkt>(op); return;
-      default: reducePackets<Pkt>(op); return;
+      case OpType::CopyPackets:
+        copyPackets<Pkt>(op);
+        return;
+      case OpType::UnpackPackets:
+        unpackPackets<Pkt>(op);
+        return;
+      case OpType::PutPackets:
+        putPacketsOp<Pkt>(op);
+        return;
+      case OpType::ReadPutPackets:
+        readPutPackets<Pkt>(op);
+        return;
+      case OpType::GroupStorePackets:
+        groupStorePackets<Pkt>(op);
+        return;
+      default:
+        reducePackets<Pkt>(op);
+        return;
     }
   }
 
@@ -643,7 +690,8 @@ class BlockInterpreter {
     // and bfloat16 math on the GPU): no byte loops, nothing in local memory. Partial or unaligned
     // groups go byte by byte.
     const bool aligned = ((reinterpret_cast<uintptr_t>(addr(s0, s0s.off, false)) |
-                           reinterpret_cast<uintptr_t>(addr(dst(op, 0), span(dst(op, 0)).off, false))) % kP) == 0;
+                           reinterpret_cast<uintptr_t>(addr(dst(op, 0), span(dst(op, 0)).off, false))) %
+                          kP) == 0;
     MSCCLPP_NO_UNROLL
     for (uint64_t g = tid_; g < nGroups; g += nthreads_) {
       uint64_t gOff = g * kG;
@@ -723,8 +771,10 @@ class BlockInterpreter {
         for (uint64_t i = tid_; i < bytes / 16; i += nthreads_) {
           Vec16 v = SwitchChannelDeviceHandle::multimemLoadReduce16<MultimemOf<T, Op>::kElem, MultimemOf<T, Op>::kOp>(
               inMc + i * 16);
-          if (toGroup) SwitchChannelDeviceHandle::multimemStore16(outMc + dOff + i * 16, v);
-          else reinterpret_cast<Vec16*>(local)[i] = v;
+          if (toGroup)
+            SwitchChannelDeviceHandle::multimemStore16(outMc + dOff + i * 16, v);
+          else
+            reinterpret_cast<Vec16*>(local)[i] = v;
         }
         return;
       }
@@ -732,8 +782,10 @@ class BlockInterpreter {
 #endif
     for (uint64_t e = tid_; e < count; e += nthreads_) {
       T v = in.template reduceMembers<T>(sOff + e * sizeof(T), [](T a, T b) { return R::apply(a, b); });
-      if (toGroup) switchOf(d).template storeMembers<T>(dOff + e * sizeof(T), v);
-      else local[e] = v;
+      if (toGroup)
+        switchOf(d).template storeMembers<T>(dOff + e * sizeof(T), v);
+      else
+        local[e] = v;
     }
   }
 
@@ -741,8 +793,8 @@ class BlockInterpreter {
     const ResolvedRef& s = src(op, 0);
     const ResolvedRef& d = dst(op, 0);
     Span ss = span(s), ds = span(d);
-    switchOf(d).broadcastBytes(bufferOffset(d, ds.off, false), addr(s, ss.off, false), minU(ss.bytes, ds.bytes),
-                               tid_, nthreads_);
+    switchOf(d).broadcastBytes(bufferOffset(d, ds.off, false), addr(s, ss.off, false), minU(ss.bytes, ds.bytes), tid_,
+                               nthreads_);
   }
 
   // gstorepkt: local packets (wait for their flags) stored to every member's packet buffer.

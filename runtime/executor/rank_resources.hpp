@@ -39,8 +39,8 @@ struct RemoteBufferResource {
 struct SwitchGroupResource {
   std::vector<char*> members;  // each member's bound buffer base, in group order
   uint32_t myIndex = 0;
-  uint64_t bytes = 0;          // bytes bound (the smallest member buffer)
-  void* multicast = nullptr;   // NVLS multicast address (GPU only)
+  uint64_t bytes = 0;         // bytes bound (the smallest member buffer)
+  void* multicast = nullptr;  // NVLS multicast address (GPU only)
 };
 
 // State memory of a context that outsiders may read (the emulator's wait-for picture across
@@ -66,10 +66,10 @@ struct RankResources {
   // peer's inbound counter of the paired channel (our proxy increments it on a signal).
   std::vector<uint64_t*> portInbound;
   std::vector<uint64_t*> portOutbound;
-  std::vector<SwitchGroupResource> switchGroups;  // per rank-level switch channel
-  uint32_t* abortFlag = nullptr;                  // shared abort flag; null: the context owns one
-  SharedStateMemory sharedState;                  // optional
-  std::shared_ptr<void> keepAlive;                // released when the context is destroyed
+  std::vector<SwitchGroupResource> switchGroups;        // per rank-level switch channel
+  uint32_t* abortFlag = nullptr;                        // shared abort flag; null: the context owns one
+  SharedStateMemory sharedState;                        // optional
+  std::shared_ptr<void> keepAlive;                      // released when the context is destroyed
   std::shared_ptr<struct RemotePortPeers> remotePorts;  // port channels to other hosts (remote_port_peers.hpp) or null
 };
 

@@ -107,8 +107,10 @@ MSCCLPP_HOST_DEVICE_INLINE T preMultiply(T x, T scalar) {
 template <class T>
 MSCCLPP_HOST_DEVICE_INLINE T divideBy(T x, uint32_t n) {
   if constexpr (std::is_integral<T>::value) {
-    if constexpr (std::is_signed<T>::value) return static_cast<T>(static_cast<int64_t>(x) / static_cast<int64_t>(n));
-    else return static_cast<T>(static_cast<uint64_t>(x) / n);
+    if constexpr (std::is_signed<T>::value)
+      return static_cast<T>(static_cast<int64_t>(x) / static_cast<int64_t>(n));
+    else
+      return static_cast<T>(static_cast<uint64_t>(x) / n);
   } else {
     using A = Arith<T>;
     using C = typename A::Compute;

@@ -23,9 +23,7 @@ void divideHost(DataType dtype, void* data, uint64_t bytes, uint32_t n) {
   MSCCLPP_ENFORCE(ok, ErrorCode::InvalidArgument, "avg: unknown datatype %d", static_cast<int>(dtype));
 }
 
-ReduceOp nativeOpOf(ReduceOp op) {
-  return (op == ReduceOp::Avg || op == ReduceOp::PreMulSum) ? ReduceOp::Sum : op;
-}
+ReduceOp nativeOpOf(ReduceOp op) { return (op == ReduceOp::Avg || op == ReduceOp::PreMulSum) ? ReduceOp::Sum : op; }
 
 void checkPlanServesOp(const plan::PlanHeader& header, ReduceOp callOp) {
   const uint32_t sumBit = 1u << static_cast<unsigned>(plan::PlanReduceOp::Sum);
@@ -38,10 +36,17 @@ void checkPlanServesOp(const plan::PlanHeader& header, ReduceOp callOp) {
   ReduceOp served = ReduceOp::Sum;
   const char* name = "sum";
   switch (planOp) {
-    case plan::PlanReduceOp::Prod: served = ReduceOp::Prod, name = "prod"; break;
-    case plan::PlanReduceOp::Min: served = ReduceOp::Min, name = "min"; break;
-    case plan::PlanReduceOp::Max: served = ReduceOp::Max, name = "max"; break;
-    default: break;
+    case plan::PlanReduceOp::Prod:
+      served = ReduceOp::Prod, name = "prod";
+      break;
+    case plan::PlanReduceOp::Min:
+      served = ReduceOp::Min, name = "min";
+      break;
+    case plan::PlanReduceOp::Max:
+      served = ReduceOp::Max, name = "max";
+      break;
+    default:
+      break;
   }
   MSCCLPP_ENFORCE(callOp == served, ErrorCode::NotSupported, "plan %s reduces with %s; the call asks for %s",
                   header.name.c_str(), name, reduceOpName(callOp));
@@ -50,9 +55,12 @@ void checkPlanServesOp(const plan::PlanHeader& header, ReduceOp callOp) {
 uint64_t reducedOutputBytes(plan::Collective collective, int rank, int root, uint64_t outputBytes) {
   switch (collective) {
     case plan::Collective::AllReduce:
-    case plan::Collective::ReduceScatter: return outputBytes;
-    case plan::Collective::Reduce: return rank == root ? outputBytes : 0;
-    default: return 0;
+    case plan::Collective::ReduceScatter:
+      return outputBytes;
+    case plan::Collective::Reduce:
+      return rank == root ? outputBytes : 0;
+    default:
+      return 0;
   }
 }
 

@@ -12,8 +12,7 @@ SelectRequest selectRequestFromC(const mscclppPlanRequest* request, const char* 
   MSCCLPP_ENFORCE(request->collective != nullptr, ErrorCode::InvalidArgument, "%s: request->collective is NULL",
                   apiName);
   SelectRequest r;
-  MSCCLPP_ENFORCE(collectiveFromName(std::string_view(request->collective), &r.collective),
-                  ErrorCode::InvalidArgument,
+  MSCCLPP_ENFORCE(collectiveFromName(std::string_view(request->collective), &r.collective), ErrorCode::InvalidArgument,
                   "%s: collective '%s' is not one of %s", apiName, request->collective, collectiveNameList());
   r.worldSize = request->worldSize;
   r.nRanksPerNode = request->nRanksPerNode;

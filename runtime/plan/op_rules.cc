@@ -12,16 +12,10 @@ constexpr uint8_t kSwitch = 1u << static_cast<unsigned>(ChannelType::Switch);
 
 using S = RefSlot;
 constexpr RefRule kNoRefs{{S::Local, S::Local}, 0, S::Local, 0, 0};
-constexpr RefRule one(S slot) {
-  return RefRule{{slot, slot}, 0, slot, 1, 1};
-}
-constexpr RefRule atLeast(uint16_t n, S slot) {
-  return RefRule{{slot, slot}, 0, slot, n, kUnboundedRefs};
-}
+constexpr RefRule one(S slot) { return RefRule{{slot, slot}, 0, slot, 1, 1}; }
+constexpr RefRule atLeast(uint16_t n, S slot) { return RefRule{{slot, slot}, 0, slot, n, kUnboundedRefs}; }
 // The first position is slot `first`, every other one `rest`, at least n in all.
-constexpr RefRule headThen(S first, S rest, uint16_t n) {
-  return RefRule{{first, rest}, 1, rest, n, kUnboundedRefs};
-}
+constexpr RefRule headThen(S first, S rest, uint16_t n) { return RefRule{{first, rest}, 1, rest, n, kUnboundedRefs}; }
 
 constexpr RefRule kReduceSrcPackets = headThen(S::Local, S::LocalPackets, 2);
 
@@ -139,9 +133,7 @@ static_assert(sizeof(kRows) / sizeof(kRows[0]) == kTableOps, "one rule per op of
 
 }  // namespace
 
-const OpRule& opRule(OpType type) {
-  return kRows[static_cast<size_t>(type)].rule;
-}
+const OpRule& opRule(OpType type) { return kRows[static_cast<size_t>(type)].rule; }
 
 const char* refSlotDescription(RefSlot slot) {
   switch (slot) {

@@ -62,8 +62,8 @@ enum class RefKind : uint8_t {
 };
 
 // A chunk-granular slice of a buffer: bytes [index*chunk, (index+size)*chunk) where chunk is the
-// plan's chunk size for the call (see plan_sizing.hpp: fixed per call from the message size). For packet data in scratch the executor
-// doubles offsets and sizes (a packet carries half its bytes as payload).
+// plan's chunk size for the call (see plan_sizing.hpp: fixed per call from the message size). For packet data in
+// scratch the executor doubles offsets and sizes (a packet carries half its bytes as payload).
 struct BufferRef {
   RefKind kind;
   BufferType type;  // Local: which buffer; Remote: the remote buffer's type; Multicast: the bound buffer's type
@@ -168,7 +168,7 @@ struct PlanHeader {
   bool reuseResources = false;
   int formatVersion = 0;  // 0: the key was absent (MSCCL++-compiled plans)
   std::vector<std::string> tags;
-  int root = 0;  // broadcast/reduce/gather/scatter root (our optional "root" key)
+  int root = 0;           // broadcast/reduce/gather/scatter root (our optional "root" key)
   int nRanksPerNode = 0;  // our optional "nranks_per_node" key: the ranks per node the plan serves; 0 = any
   // Bit i set when the plan contains reduce_op i (PlanReduceOp). A plan whose only reduce op is
   // Sum (the DSL's default) serves every call op: the executor substitutes the call's op.

@@ -49,9 +49,7 @@ PlanPtr loadPlanJson(std::string_view text, const std::string& sourceName, const
 // syntax is still checked). Cheap enough to scan plan directories with.
 PlanSummary loadPlanSummaryFile(const std::string& path);
 PlanSummary loadPlanSummaryJson(std::string_view text, const std::string& sourceName);
-inline PlanHeader loadPlanHeader(const std::string& path) {
-  return loadPlanSummaryFile(path).header;
-}
+inline PlanHeader loadPlanHeader(const std::string& path) { return loadPlanSummaryFile(path).header; }
 
 }  // namespace mscclpp::plan
 

@@ -25,15 +25,11 @@ constexpr const char* kCollectiveNames[] = {"allreduce", "allgather", "reducesca
 constexpr size_t kNumCollectives = sizeof(kCollectiveNames) / sizeof(kCollectiveNames[0]);
 static_assert(kNumCollectives == static_cast<size_t>(Collective::Test) + 1, "one name per Collective");
 
-bool equals(std::string_view a, const char* b) {
-  return a.size() == std::strlen(b) && a.compare(b) == 0;
-}
+bool equals(std::string_view a, const char* b) { return a.size() == std::strlen(b) && a.compare(b) == 0; }
 
 }  // namespace
 
-size_t numOpTypes() {
-  return kNumOps;
-}
+size_t numOpTypes() { return kNumOps; }
 
 const char* opTypeName(OpType type) {
   const size_t i = static_cast<size_t>(type);
@@ -50,9 +46,7 @@ bool opTypeFromName(std::string_view name, OpType* type) {
   return false;
 }
 
-bool opTypeFromName(const std::string& name, OpType* type) {
-  return opTypeFromName(std::string_view(name), type);
-}
+bool opTypeFromName(const std::string& name, OpType* type) { return opTypeFromName(std::string_view(name), type); }
 
 bool isPacketOp(OpType type) {
   const size_t i = static_cast<size_t>(type);
@@ -85,8 +79,7 @@ const char* collectiveNameList() {
 }
 
 bool isRootedCollective(Collective c) {
-  return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Gather ||
-         c == Collective::Scatter;
+  return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Gather || c == Collective::Scatter;
 }
 
 bool collectiveFromName(const std::string& name, Collective* c) {
@@ -177,8 +170,6 @@ bool planReduceOpFromName(std::string_view name, PlanReduceOp* op) {
   return false;
 }
 
-const char* protocolName(Protocol p) {
-  return p == Protocol::LL ? "LL" : "Simple";
-}
+const char* protocolName(Protocol p) { return p == Protocol::LL ? "LL" : "Simple"; }
 
 }  // namespace mscclpp::plan

@@ -7,9 +7,7 @@
 namespace mscclpp::plan {
 namespace {
 
-bool mulOverflows(uint64_t a, uint64_t b, uint64_t* out) {
-  return __builtin_mul_overflow(a, b, out);
-}
+bool mulOverflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_overflow(a, b, out); }
 
 std::string bytesText(uint64_t bytes) {
   const std::string f = formatBytes(bytes);
@@ -88,11 +86,18 @@ void bufferParts(Collective collective, int nRanks, uint32_t* inputParts, uint32
   *inputParts = *outputParts = 1;
   switch (collective) {
     case Collective::AllGather:
-    case Collective::Gather: *outputParts = n; break;
+    case Collective::Gather:
+      *outputParts = n;
+      break;
     case Collective::ReduceScatter:
-    case Collective::Scatter: *inputParts = n; break;
-    case Collective::AllToAll: *inputParts = *outputParts = n; break;
-    default: break;
+    case Collective::Scatter:
+      *inputParts = n;
+      break;
+    case Collective::AllToAll:
+      *inputParts = *outputParts = n;
+      break;
+    default:
+      break;
   }
 }
 
@@ -109,8 +114,7 @@ bool lcmInto(uint64_t* acc, uint64_t v) {
 }  // namespace
 
 SizingResult sizeCall(const PlanHeader& header, uint32_t inputChunks, uint32_t outputChunks, uint32_t scratchChunks,
-                      int nRanks, uint64_t inputBytes, uint64_t outputBytes, size_t elementBytes,
-                      CallGeometry* g) {
+                      int nRanks, uint64_t inputBytes, uint64_t outputBytes, size_t elementBytes, CallGeometry* g) {
   *g = CallGeometry{};
   g->inputBytes = inputBytes;
   g->outputBytes = outputBytes;
@@ -148,8 +152,8 @@ SizingResult sizeCall(const PlanHeader& header, uint32_t inputChunks, uint32_t o
   }
   SizingResult r = sizePlan(header, inputChunks, outputChunks, scratchChunks, in, out, elementBytes);
   if (!r.ok) {
-    r.reason = strFormat("%s; padded to %s per part: %s", exact.reason.c_str(), bytesText(padded).c_str(),
-                         r.reason.c_str());
+    r.reason =
+        strFormat("%s; padded to %s per part: %s", exact.reason.c_str(), bytesText(padded).c_str(), r.reason.c_str());
     return r;
   }
   g->padded = true;

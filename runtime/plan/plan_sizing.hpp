@@ -50,8 +50,8 @@ void bufferParts(Collective collective, int nRanks, uint32_t* inputParts, uint32
 struct CallGeometry {
   bool padded = false;
   uint32_t inputParts = 1, outputParts = 1;
-  uint64_t partBytes = 0;        // the call's bytes per part (padded only)
-  uint64_t paddedPartBytes = 0;  // the plan's bytes per part (padded only)
+  uint64_t partBytes = 0;                    // the call's bytes per part (padded only)
+  uint64_t paddedPartBytes = 0;              // the plan's bytes per part (padded only)
   uint64_t inputBytes = 0, outputBytes = 0;  // the plan's buffers (the call's when exact)
 };
 

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <iterator>
-#include <cstring>
 
 #include "core/deadline.hpp"
 #include "core/enforce.hpp"
@@ -166,7 +166,7 @@ struct Registry::Impl {
   std::unordered_map<uint64_t, std::vector<std::shared_ptr<Entry>>> index;  // collective + world size
   std::unordered_map<uint64_t, std::vector<CachedSelection>> cache;
   size_t cached = 0;
-  uint64_t generation = 0;  // bumped by every change that can alter a selection
+  uint64_t generation = 0;                  // bumped by every change that can alter a selection
   std::atomic<uint64_t> userGeneration{0};  // only the callers' changes (generation())
   uint64_t nextOrder = 0;
   mscclppPlanSelectorFn selector = nullptr;
@@ -282,9 +282,7 @@ Registry& Registry::instance() {
   return *registry;
 }
 
-Registry::Registry(FromEnvironment) : impl_(std::make_unique<Impl>()) {
-  impl_->fromEnvironment = true;
-}
+Registry::Registry(FromEnvironment) : impl_(std::make_unique<Impl>()) { impl_->fromEnvironment = true; }
 
 Registry::Registry(std::vector<std::string> directories) : impl_(std::make_unique<Impl>()) {
   impl_->directories = std::move(directories);
@@ -519,9 +517,9 @@ SelectionPtr Registry::select(const SelectRequest& request) {
           strFormat("plan %s for %s: %s; chunk %s", detail::describePlan(*e).c_str(),
                     detail::describeRequest(request).c_str(), why.c_str(), formatBytes(v.chunkBytes).c_str());
       if (v.geometry.padded) {
-        selection->reason += strFormat("; the call's %s parts do not fit the plan's chunks: they run padded to %s",
-                                       formatBytes(v.geometry.partBytes).c_str(),
-                                       formatBytes(v.geometry.paddedPartBytes).c_str());
+        selection->reason +=
+            strFormat("; the call's %s parts do not fit the plan's chunks: they run padded to %s",
+                      formatBytes(v.geometry.partBytes).c_str(), formatBytes(v.geometry.paddedPartBytes).c_str());
       }
       if (v.copyInput) {
         selection->reason +=

@@ -30,7 +30,8 @@ std::string describeTrigger(const TriggerFields& f) {
 }  // namespace
 
 struct ProxyService::Impl {
-  explicit Impl(int fifoSize, int device) : fifo(fifoSize, device), memories(kMaxMemories), semaphores(kMaxSemaphores) {}
+  explicit Impl(int fifoSize, int device)
+      : fifo(fifoSize, device), memories(kMaxMemories), semaphores(kMaxSemaphores) {}
 
   Fifo fifo;
   std::mutex addMutex;  // writers of the tables

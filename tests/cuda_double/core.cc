@@ -175,7 +175,8 @@ cudaError_t cudaPeekAtLastError(void) { return lastError(false); }
 const char* cudaGetErrorName(cudaError_t e) {
   switch (e) {
 #define CD_NAME(x) \
-  case x: return #x;
+  case x:          \
+    return #x;
     CD_NAME(cudaSuccess)
     CD_NAME(cudaErrorInvalidValue)
     CD_NAME(cudaErrorMemoryAllocation)
@@ -201,36 +202,57 @@ const char* cudaGetErrorName(cudaError_t e) {
     CD_NAME(cudaErrorStreamCaptureImplicit)
     CD_NAME(cudaErrorNoDevice)
 #undef CD_NAME
-    default: return "cudaErrorUnknown";
+    default:
+      return "cudaErrorUnknown";
   }
 }
 
 const char* cudaGetErrorString(cudaError_t e) {
   switch (e) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
-    case cudaErrorInvalidDevice: return "invalid device ordinal";
-    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
-    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
-    case cudaErrorInvalidDeviceFunction: return "invalid device function";
-    case cudaErrorNotReady: return "device not ready";
-    case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
-    case cudaErrorLaunchFailure: return "unspecified launch failure";
-    case cudaErrorLaunchOutOfResources: return "too many resources requested for launch";
-    case cudaErrorPeerAccessAlreadyEnabled: return "peer access is already enabled";
-    case cudaErrorNotSupported: return "operation not supported";
-    case cudaErrorNotPermitted: return "operation not permitted";
-    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
-    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
+    case cudaErrorInvalidDevice:
+      return "invalid device ordinal";
+    case cudaErrorInvalidDevicePointer:
+      return "invalid device pointer";
+    case cudaErrorInvalidResourceHandle:
+      return "invalid resource handle";
+    case cudaErrorInvalidDeviceFunction:
+      return "invalid device function";
+    case cudaErrorNotReady:
+      return "device not ready";
+    case cudaErrorIllegalAddress:
+      return "an illegal memory access was encountered";
+    case cudaErrorLaunchFailure:
+      return "unspecified launch failure";
+    case cudaErrorLaunchOutOfResources:
+      return "too many resources requested for launch";
+    case cudaErrorPeerAccessAlreadyEnabled:
+      return "peer access is already enabled";
+    case cudaErrorNotSupported:
+      return "operation not supported";
+    case cudaErrorNotPermitted:
+      return "operation not permitted";
+    case cudaErrorStreamCaptureUnsupported:
+      return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated:
+      return "operation failed due to a previous error during capture";
     case cudaErrorStreamCaptureWrongThread:
       return "attempt to terminate a thread-local capture sequence from another thread";
-    case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
+    case cudaErrorIllegalState:
+      return "the operation cannot be performed in the present state";
     case cudaErrorStreamCaptureImplicit:
       return "operation would make the legacy stream depend on a capturing blocking stream";
-    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
-    default: return "unrecognized error code";
+    case cudaErrorNoDevice:
+      return "no CUDA-capable device is detected";
+    default:
+      return "unrecognized error code";
   }
 }
 

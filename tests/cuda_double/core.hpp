@@ -19,10 +19,10 @@ namespace cudadouble {
 
 // Read once from the environment (docs/cuda-double.md lists the variables).
 struct Config {
-  int devices = 8;       // CUDA_DOUBLE_DEVICES
-  int sms = 132;         // CUDA_DOUBLE_SMS: streaming multiprocessors per device (H100 SXM)
-  int queues = 8;        // CUDA_DEVICE_MAX_CONNECTIONS: hardware queues per device (CUDA's default 8)
-  bool streamMemOps = true;  // CUDA_DOUBLE_STREAM_MEM_OPS: CAN_USE_64_BIT_STREAM_MEM_OPS
+  int devices = 8;                        // CUDA_DOUBLE_DEVICES
+  int sms = 132;                          // CUDA_DOUBLE_SMS: streaming multiprocessors per device (H100 SXM)
+  int queues = 8;                         // CUDA_DEVICE_MAX_CONNECTIONS: hardware queues per device (CUDA's default 8)
+  bool streamMemOps = true;               // CUDA_DOUBLE_STREAM_MEM_OPS: CAN_USE_64_BIT_STREAM_MEM_OPS
   std::atomic<int> adversarialSyncMs{0};  // CUDA_DOUBLE_ADVERSARIAL_SYNC_MS
 };
 Config& config();
@@ -32,7 +32,7 @@ constexpr int kMaxThreadsPerBlock = 1024;
 constexpr int kMaxThreadsPerSm = 2048;
 constexpr int kMaxBlocksPerSm = 32;
 constexpr int kRegistersPerSm = 65536;
-constexpr size_t kSharedPerSm = 233472;          // 228 KiB
+constexpr size_t kSharedPerSm = 233472;           // 228 KiB
 constexpr size_t kSharedReservedPerBlock = 1024;  // the runtime's per-block reservation (sm_80+)
 constexpr size_t kSharedPerBlockOptin = 232448;   // 227 KiB
 constexpr size_t kSharedPerBlockDefault = 49152;  // 48 KiB without the opt-in attribute
@@ -52,10 +52,9 @@ cudaError_t stickyOf(int device);
 
 // The entry check of every API call on `device` (-1: the current device).
 cudaError_t enter(int device = -1);
-#define CD_ENTER()                                                       \
-  do {                                                                   \
-    if (cudaError_t cdEnter_ = ::cudadouble::enter(); cdEnter_ != cudaSuccess) \
-      return cdEnter_;                                                   \
+#define CD_ENTER()                                                                              \
+  do {                                                                                          \
+    if (cudaError_t cdEnter_ = ::cudadouble::enter(); cdEnter_ != cudaSuccess) return cdEnter_; \
   } while (0)
 
 // Marks the calling thread as the one that runs user-object destructors.

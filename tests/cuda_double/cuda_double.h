@@ -24,11 +24,11 @@ using HostBlockFn = void (*)(void* const* args, dim3 grid, dim3 block, unsigned 
 
 struct HostKernel {
   HostBlockFn body = nullptr;
-  const void* user = nullptr;           // passed to body (e.g. which dtype and op)
-  std::vector<size_t> argSizes;         // bytes of each parameter
-  int maxThreadsPerBlock = 1024;        // __launch_bounds__
-  int numRegs = 32;                     // registers per thread (occupancy)
-  size_t staticSharedBytes = 0;         // the kernel's own __shared__ variables
+  const void* user = nullptr;     // passed to body (e.g. which dtype and op)
+  std::vector<size_t> argSizes;   // bytes of each parameter
+  int maxThreadsPerBlock = 1024;  // __launch_bounds__
+  int numRegs = 32;               // registers per thread (occupancy)
+  size_t staticSharedBytes = 0;   // the kernel's own __shared__ variables
 };
 
 // Registers the host body of the device kernel whose demangled name, without return type and
@@ -39,13 +39,13 @@ void registerHostKernel(const std::string& name, const HostKernel& kernel);
 
 // What tests can observe.
 struct Stats {
-  uint64_t misuses = 0;            // API uses CUDA leaves undefined (destroyed handles, ...), each reported on stderr
+  uint64_t misuses = 0;  // API uses CUDA leaves undefined (destroyed handles, ...), each reported on stderr
   std::string lastMisuse;
-  uint64_t faults = 0;             // kernel or copy accesses to unmapped (freed) device memory
+  uint64_t faults = 0;  // kernel or copy accesses to unmapped (freed) device memory
   std::string lastFault;
-  uint64_t liveAllocations = 0;    // device and host allocations not yet freed (IPC imports not counted)
+  uint64_t liveAllocations = 0;  // device and host allocations not yet freed (IPC imports not counted)
   uint64_t liveBytes = 0;
-  uint64_t deviceSyncs = 0;        // device-wide synchronisations (explicit and implicit)
+  uint64_t deviceSyncs = 0;  // device-wide synchronisations (explicit and implicit)
   uint64_t kernelsLaunched = 0;
   uint64_t streamsCreated = 0;
 };

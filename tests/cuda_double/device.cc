@@ -21,25 +21,44 @@ namespace {
 
 int attributeOf(int attr, int device) {
   switch (attr) {
-    case cudaDevAttrMaxThreadsPerBlock: return kMaxThreadsPerBlock;
-    case cudaDevAttrMaxSharedMemoryPerBlock: return static_cast<int>(kSharedPerBlockDefault);
-    case cudaDevAttrMaxSharedMemoryPerBlockOptin: return static_cast<int>(kSharedPerBlockOptin);
-    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: return static_cast<int>(kSharedPerSm);
-    case cudaDevAttrMaxThreadsPerMultiProcessor: return kMaxThreadsPerSm;
-    case cudaDevAttrMaxBlocksPerMultiprocessor: return kMaxBlocksPerSm;
-    case cudaDevAttrMaxRegistersPerMultiprocessor: return kRegistersPerSm;
-    case cudaDevAttrMultiProcessorCount: return config().sms;
-    case cudaDevAttrComputeCapabilityMajor: return 9;
-    case cudaDevAttrComputeCapabilityMinor: return 0;
-    case cudaDevAttrWarpSize: return 32;
-    case cudaDevAttrUnifiedAddressing: return 1;
-    case cudaDevAttrCanMapHostMemory: return 1;
-    case cudaDevAttrConcurrentKernels: return 1;
-    case cudaDevAttrMemoryPoolsSupported: return 1;
-    case cudaDevAttrPciBusId: return device;
-    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS: return config().streamMemOps ? 1 : 0;
-    case CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED: return 0;
-    default: return 0;
+    case cudaDevAttrMaxThreadsPerBlock:
+      return kMaxThreadsPerBlock;
+    case cudaDevAttrMaxSharedMemoryPerBlock:
+      return static_cast<int>(kSharedPerBlockDefault);
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin:
+      return static_cast<int>(kSharedPerBlockOptin);
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor:
+      return static_cast<int>(kSharedPerSm);
+    case cudaDevAttrMaxThreadsPerMultiProcessor:
+      return kMaxThreadsPerSm;
+    case cudaDevAttrMaxBlocksPerMultiprocessor:
+      return kMaxBlocksPerSm;
+    case cudaDevAttrMaxRegistersPerMultiprocessor:
+      return kRegistersPerSm;
+    case cudaDevAttrMultiProcessorCount:
+      return config().sms;
+    case cudaDevAttrComputeCapabilityMajor:
+      return 9;
+    case cudaDevAttrComputeCapabilityMinor:
+      return 0;
+    case cudaDevAttrWarpSize:
+      return 32;
+    case cudaDevAttrUnifiedAddressing:
+      return 1;
+    case cudaDevAttrCanMapHostMemory:
+      return 1;
+    case cudaDevAttrConcurrentKernels:
+      return 1;
+    case cudaDevAttrMemoryPoolsSupported:
+      return 1;
+    case cudaDevAttrPciBusId:
+      return device;
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
+      return config().streamMemOps ? 1 : 0;
+    case CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED:
+      return 0;
+    default:
+      return 0;
   }
 }
 
@@ -53,9 +72,7 @@ Peers& peers() {
 }
 
 // ---- driver functions ---------------------------------------------------------------------------
-CUresult driverEnter() {
-  return stickyOf(currentDevice()) != cudaSuccess ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
-}
+CUresult driverEnter() { return stickyOf(currentDevice()) != cudaSuccess ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS; }
 
 CUresult memGetAddressRange(CUdeviceptr* base, size_t* size, CUdeviceptr ptr) {
   if (CUresult r = driverEnter(); r != CUDA_SUCCESS) return r;
@@ -72,14 +89,23 @@ CUresult pointerGetAttribute(void* data, CUpointer_attribute attribute, CUdevice
   if (data == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!lookup(reinterpret_cast<const void*>(ptr), &a)) return CUDA_ERROR_INVALID_VALUE;
   switch (attribute) {
-    case CU_POINTER_ATTRIBUTE_BUFFER_ID: *static_cast<unsigned long long*>(data) = a.bufferId; return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *static_cast<CUdeviceptr*>(data) = a.base; return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *static_cast<size_t*>(data) = a.size; return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *static_cast<int*>(data) = a.device; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+      *static_cast<unsigned long long*>(data) = a.bufferId;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+      *static_cast<CUdeviceptr*>(data) = a.base;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+      *static_cast<size_t*>(data) = a.size;
+      return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      *static_cast<int*>(data) = a.device;
+      return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
       *static_cast<unsigned*>(data) = a.kind == MemKind::Host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
       return CUDA_SUCCESS;
-    default: return CUDA_ERROR_NOT_SUPPORTED;
+    default:
+      return CUDA_ERROR_NOT_SUPPORTED;
   }
 }
 
@@ -90,14 +116,17 @@ CUresult streamWriteValue64(CUstream stream, CUdeviceptr addr, cuuint64_t value,
   if (resolveStream(stream, &s) != cudaSuccess) return CUDA_ERROR_INVALID_HANDLE;
   const int device = s->device;
   auto* target = reinterpret_cast<uint64_t*>(addr);
-  cudaError_t e = enqueue(s, [device, target, value] {
-    if (!deviceAccessible(target, sizeof(uint64_t))) {
-      fault(device, "cuStreamWriteValue64 to memory that is not live device memory");
-      return;
-    }
-    // With the default flags the write is a release: earlier work of the stream is visible first.
-    guarded(device, "cuStreamWriteValue64", [&] { __atomic_store_n(target, value, __ATOMIC_RELEASE); });
-  }, false);
+  cudaError_t e = enqueue(
+      s,
+      [device, target, value] {
+        if (!deviceAccessible(target, sizeof(uint64_t))) {
+          fault(device, "cuStreamWriteValue64 to memory that is not live device memory");
+          return;
+        }
+        // With the default flags the write is a release: earlier work of the stream is visible first.
+        guarded(device, "cuStreamWriteValue64", [&] { __atomic_store_n(target, value, __ATOMIC_RELEASE); });
+      },
+      false);
   return e == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 

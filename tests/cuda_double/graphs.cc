@@ -124,8 +124,8 @@ cudaError_t checkUnsafeDuringCapture(const char* what) {
   std::lock_guard<std::mutex> lock(g.m);
   const std::thread::id me = std::this_thread::get_id();
   for (auto& [stream, c] : g.captures) {
-    const bool forbids = c->mode == cudaStreamCaptureModeGlobal ||
-                         (c->mode == cudaStreamCaptureModeThreadLocal && c->thread == me);
+    const bool forbids =
+        c->mode == cudaStreamCaptureModeGlobal || (c->mode == cudaStreamCaptureModeThreadLocal && c->thread == me);
     if (forbids) {
       c->invalidated = true;
       (void)what;
@@ -227,8 +227,7 @@ cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t*
   if (numNodes == nullptr || !liveGraph(g, graph)) return fail(cudaErrorInvalidValue);
   const size_t n = graph->nodes.size();
   if (nodes != nullptr) {
-    for (size_t i = 0; i < n && i < *numNodes; ++i)
-      nodes[i] = reinterpret_cast<cudaGraphNode_t>(&graph->nodes[i]);
+    for (size_t i = 0; i < n && i < *numNodes; ++i) nodes[i] = reinterpret_cast<cudaGraphNode_t>(&graph->nodes[i]);
     *numNodes = std::min(n, *numNodes);
   } else {
     *numNodes = n;
@@ -272,8 +271,10 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
     std::lock_guard<std::mutex> lock(g.m);
     std::vector<OpPtr>& l = exec->launches;
     for (size_t i = 0; i < l.size();) {
-      if (l[i]->done()) l.erase(l.begin() + static_cast<long>(i));
-      else ++i;
+      if (l[i]->done())
+        l.erase(l.begin() + static_cast<long>(i));
+      else
+        ++i;
     }
     l.push_back(last);
   }

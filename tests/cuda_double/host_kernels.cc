@@ -71,8 +71,8 @@ void registerExecutor(DataType dtype, ReduceOp op, const char* opName) {
   k.maxThreadsPerBlock = 1024;  // __launch_bounds__(1024)
   k.numRegs = 64;               // the most __launch_bounds__(1024) allows
   k.staticSharedBytes = sizeof(ThreadblockDevice);
-  cudadouble::registerHostKernel(
-      "mscclpp::exec::executorKernel<" + nameOf<T>() + ", mscclpp::exec::" + opName + ">", k);
+  cudadouble::registerHostKernel("mscclpp::exec::executorKernel<" + nameOf<T>() + ", mscclpp::exec::" + opName + ">",
+                                 k);
 }
 
 template <class T>

@@ -88,8 +88,10 @@ std::string keyOf(const std::string& mangled) {
   std::string name = t.substr(start, end - start);
   std::string out;
   for (char c : name) {
-    if (c == '\x01') out += anon;
-    else out += c;
+    if (c == '\x01')
+      out += anon;
+    else
+      out += c;
   }
   return out;
 }
@@ -248,8 +250,7 @@ void runGrid(int device, std::string name, HostKernel kernel, dim3 grid, dim3 bl
       const std::string what = "kernel " + name + " block " + std::to_string(b);
       if (stickyOf(device) == cudaSuccess) {
         try {
-          guarded(device, what.c_str(),
-                  [&] { kernel.body(args.data(), grid, block, b, dynamicShared, kernel.user); });
+          guarded(device, what.c_str(), [&] { kernel.body(args.data(), grid, block, b, dynamicShared, kernel.user); });
         } catch (const std::exception& e) {
           std::fprintf(stderr, "cuda-double: %s failed: %s (cudaErrorLaunchFailure, sticky)\n", what.c_str(), e.what());
           setSticky(device, cudaErrorLaunchFailure, what + ": " + e.what());
@@ -306,7 +307,8 @@ cudaError_t launch(KernelRecord* k, dim3 grid, dim3 block, void** args, size_t d
   counters().kernelsLaunched.fetch_add(1);
   const std::thread::id launcher = std::this_thread::get_id();
   const std::string name = k->key;
-  return enqueue(s, [=] { runGrid(device, name, kernel, grid, block, dynamicShared, bytes, offsets, launcher); }, true);
+  return enqueue(
+      s, [=] { runGrid(device, name, kernel, grid, block, dynamicShared, bytes, offsets, launcher); }, true);
 }
 
 thread_local std::vector<std::tuple<dim3, dim3, size_t, cudaStream_t>> tCallConfigurations;
@@ -346,9 +348,9 @@ void __cudaRegisterFatBinaryEnd(void** /*fatCubinHandle*/) {}
 // Kept: host stubs may still be called while libraries unload at exit.
 void __cudaUnregisterFatBinary(void** /*fatCubinHandle*/) {}
 
-void __cudaRegisterFunction(void** /*fatCubinHandle*/, const char* hostFun, char* deviceFun,
-                            const char* /*deviceName*/, int /*thread_limit*/, uint3* /*tid*/, uint3* /*bid*/,
-                            dim3* /*bDim*/, dim3* /*gDim*/, int* /*wSize*/) {
+void __cudaRegisterFunction(void** /*fatCubinHandle*/, const char* hostFun, char* deviceFun, const char* /*deviceName*/,
+                            int /*thread_limit*/, uint3* /*tid*/, uint3* /*bid*/, dim3* /*bDim*/, dim3* /*gDim*/,
+                            int* /*wSize*/) {
   auto* k = new KernelRecord();
   k->hostFun = hostFun;
   k->mangled = deviceFun;

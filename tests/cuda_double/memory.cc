@@ -8,9 +8,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <fcntl.h>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,7 +35,7 @@ struct Slice {
 
 struct Memory {
   std::mutex m;
-  std::vector<Slice> slices;  // devices..., host, imports
+  std::vector<Slice> slices;             // devices..., host, imports
   std::map<uintptr_t, Allocation> live;  // by base
   uint64_t nextBufferId = 1;
   uint64_t liveBytes = 0;
@@ -81,8 +81,8 @@ size_t importSlice() { return static_cast<size_t>(config().devices) + 1; }
 
 void poison(uintptr_t base, size_t capacity) {
   // Unmapped for good measure: any later access faults (and is reported) instead of reading stale data.
-  mmap(reinterpret_cast<void*>(base), capacity, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
-       -1, 0);
+  mmap(reinterpret_cast<void*>(base), capacity, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1,
+       0);
 }
 
 // Reserves an address for `capacity` bytes in slice `si`: the most recently freed fitting block,
@@ -279,7 +279,8 @@ bool guarded(int device, const char* what, void (*f)(void*), void* arg) {
     tGuard = outer;
     fault(device, std::string(what) + " touched " + describeAddress(tFaultAddress) + ", which is not mapped (" +
                       (inArena(reinterpret_cast<void*>(tFaultAddress)) ? "freed or never allocated device memory"
-                                                                       : "a wild address") + ")");
+                                                                       : "a wild address") +
+                      ")");
     return false;
   }
   tGuard = &jb;
@@ -358,12 +359,15 @@ cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t stream) {
     }
   }
   // Freed when the stream reaches it; work ordered after it must not touch the memory.
-  return enqueue(s, [devPtr] {
-    Memory& mem = memory();
-    std::lock_guard<std::mutex> lock(mem.m);
-    auto it = mem.live.find(reinterpret_cast<uintptr_t>(devPtr));
-    if (it != mem.live.end()) release(mem, it);
-  }, false);
+  return enqueue(
+      s,
+      [devPtr] {
+        Memory& mem = memory();
+        std::lock_guard<std::mutex> lock(mem.m);
+        auto it = mem.live.find(reinterpret_cast<uintptr_t>(devPtr));
+        if (it != mem.live.end()) release(mem, it);
+      },
+      false);
 }
 
 cudaError_t cudaHostAlloc(void** pHost, size_t size, unsigned int flags) {
@@ -428,20 +432,26 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpy
   if (!s->capture && !inArena(src) && inArena(dst)) {
     // Driver API, "API synchronization behavior": from pageable host memory the bytes are staged at
     // once, so the caller may reuse its buffer when the call returns.
-    auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src),
-                                                      static_cast<const char*>(src) + count);
-    return enqueue(s, [device, dst, staged] {
-      if (!checkDeviceRange(device, dst, staged->size(), "cudaMemcpyAsync")) return;
-      guarded(device, "cudaMemcpyAsync", [&] { std::memcpy(dst, staged->data(), staged->size()); });
-    }, false);
+    auto staged =
+        std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + count);
+    return enqueue(
+        s,
+        [device, dst, staged] {
+          if (!checkDeviceRange(device, dst, staged->size(), "cudaMemcpyAsync")) return;
+          guarded(device, "cudaMemcpyAsync", [&] { std::memcpy(dst, staged->data(), staged->size()); });
+        },
+        false);
   }
   OpPtr op;
-  cudaError_t e = enqueue(s, [device, dst, src, count] {
-    if (!checkDeviceRange(device, dst, count, "cudaMemcpyAsync") ||
-        !checkDeviceRange(device, src, count, "cudaMemcpyAsync"))
-      return;
-    guarded(device, "cudaMemcpyAsync", [&] { std::memmove(dst, src, count); });
-  }, false, &op);
+  cudaError_t e = enqueue(
+      s,
+      [device, dst, src, count] {
+        if (!checkDeviceRange(device, dst, count, "cudaMemcpyAsync") ||
+            !checkDeviceRange(device, src, count, "cudaMemcpyAsync"))
+          return;
+        guarded(device, "cudaMemcpyAsync", [&] { std::memmove(dst, src, count); });
+      },
+      false, &op);
   // To pageable host memory the call returns only once the copy completed.
   if (e == cudaSuccess && op && !inArena(dst) && inArena(src)) op->wait();
   return e;
@@ -460,15 +470,18 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t 
   if (!inArena(dst) || !inArena(src)) return fail(cudaErrorNotSupported);  // host rows: not modelled
   const int device = s->device;
   const size_t dspan = dpitch * (height - 1) + width, sspan = spitch * (height - 1) + width;
-  return enqueue(s, [=] {
-    if (!checkDeviceRange(device, dst, dspan, "cudaMemcpy2DAsync") ||
-        !checkDeviceRange(device, src, sspan, "cudaMemcpy2DAsync"))
-      return;
-    guarded(device, "cudaMemcpy2DAsync", [&] {
-      for (size_t row = 0; row < height; ++row)
-        std::memmove(static_cast<char*>(dst) + row * dpitch, static_cast<const char*>(src) + row * spitch, width);
-    });
-  }, false);
+  return enqueue(
+      s,
+      [=] {
+        if (!checkDeviceRange(device, dst, dspan, "cudaMemcpy2DAsync") ||
+            !checkDeviceRange(device, src, sspan, "cudaMemcpy2DAsync"))
+          return;
+        guarded(device, "cudaMemcpy2DAsync", [&] {
+          for (size_t row = 0; row < height; ++row)
+            std::memmove(static_cast<char*>(dst) + row * dpitch, static_cast<const char*>(src) + row * spitch, width);
+        });
+      },
+      false);
 }
 
 cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
@@ -488,10 +501,13 @@ cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t 
   if (cudaError_t e = resolveStream(stream, &s); e != cudaSuccess) return e;
   if (count == 0) return cudaSuccess;
   const int device = s->device;
-  return enqueue(s, [device, devPtr, value, count] {
-    if (!checkDeviceRange(device, devPtr, count, "cudaMemsetAsync")) return;
-    guarded(device, "cudaMemsetAsync", [&] { std::memset(devPtr, value, count); });
-  }, false);
+  return enqueue(
+      s,
+      [device, devPtr, value, count] {
+        if (!checkDeviceRange(device, devPtr, count, "cudaMemsetAsync")) return;
+        guarded(device, "cudaMemsetAsync", [&] { std::memset(devPtr, value, count); });
+      },
+      false);
 }
 
 // ---- attributes ---------------------------------------------------------------------------------
@@ -568,8 +584,7 @@ cudaError_t cudaIpcOpenMemHandle(void** devPtr, cudaIpcMemHandle_t handle, unsig
   const std::string expect = "cuda-double-" + std::to_string(h.bufferId);
   const std::string got = n > 0 ? std::string(target, static_cast<size_t>(n)) : std::string();
   const size_t at = got.find(expect);
-  if (at == std::string::npos ||
-      (at + expect.size() < got.size() && got[at + expect.size()] != ' ')) {
+  if (at == std::string::npos || (at + expect.size() < got.size() && got[at + expect.size()] != ' ')) {
     misuse("cudaIpcOpenMemHandle: process %d's allocation #%llu no longer exists (freed)", h.pid,
            static_cast<unsigned long long>(h.bufferId));
     return fail(cudaErrorInvalidResourceHandle);
@@ -578,9 +593,9 @@ cudaError_t cudaIpcOpenMemHandle(void** devPtr, cudaIpcMemHandle_t handle, unsig
   if (fd < 0) return fail(cudaErrorMapBufferObjectFailed);
   size_t got2 = 0;
   uintptr_t a = takeAddress(mem.slices[importSlice()], h.capacity, &got2);
-  void* p = a == 0 ? MAP_FAILED
-                   : mmap(reinterpret_cast<void*>(a), h.capacity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-                          fd, 0);
+  void* p = a == 0
+                ? MAP_FAILED
+                : mmap(reinterpret_cast<void*>(a), h.capacity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
   if (p == MAP_FAILED) {
     close(fd);
     return fail(cudaErrorMapBufferObjectFailed);

@@ -52,7 +52,8 @@ bool guarded(int device, const char* what, void (*f)(void*), void* arg);
 template <class F>
 bool guarded(int device, const char* what, F&& f) {
   using Fn = std::remove_reference_t<F>;
-  return guarded(device, what, [](void* p) { (*static_cast<Fn*>(p))(); }, static_cast<void*>(&f));
+  return guarded(
+      device, what, [](void* p) { (*static_cast<Fn*>(p))(); }, static_cast<void*>(&f));
 }
 
 }  // namespace cudadouble

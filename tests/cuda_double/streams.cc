@@ -20,7 +20,7 @@ struct Queue {
   std::mutex m;
   std::condition_variable cv;
   std::list<OpPtr> pending;  // a list: one allocation per operation, always
-  OpPtr newest;  // the last operation pushed (possibly still running)
+  OpPtr newest;              // the last operation pushed (possibly still running)
   std::thread worker;
 };
 
@@ -106,7 +106,10 @@ bool pending(const OpPtr& op) { return op != nullptr && !op->done(); }
 }  // namespace
 
 Op::Op(int device, std::function<void()> work, std::vector<std::shared_ptr<Op>> after, bool kernel)
-    : device_(device), work_(std::move(work)), after_(std::move(after)), kernel_(kernel),
+    : device_(device),
+      work_(std::move(work)),
+      after_(std::move(after)),
+      kernel_(kernel),
       launcher_(std::this_thread::get_id()) {}
 
 void Op::execute() {
@@ -390,7 +393,8 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userD
   CUstream_st* s = nullptr;
   if (fn == nullptr) return fail(cudaErrorInvalidValue);
   if (cudaError_t e = resolveStream(stream, &s); e != cudaSuccess) return e;
-  return enqueue(s, [fn, userData] { fn(userData); }, false);
+  return enqueue(
+      s, [fn, userData] { fn(userData); }, false);
 }
 
 }  // extern "C"

@@ -72,8 +72,8 @@ struct CUstream_st {
   int queue = 0;
   uint64_t id = 0;
   bool destroyed = false;
-  cudadouble::OpPtr last;                          // the stream's newest operation (device mutex)
-  std::shared_ptr<cudadouble::Capture> capture;    // non-null while the stream is being captured
+  cudadouble::OpPtr last;                        // the stream's newest operation (device mutex)
+  std::shared_ptr<cudadouble::Capture> capture;  // non-null while the stream is being captured
 };
 
 namespace cudadouble {

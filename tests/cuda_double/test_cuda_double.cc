@@ -8,12 +8,12 @@
 // Test kernels are host functions registered the way nvcc's generated code registers device
 // kernels. This binary is also the child process of the IPC test (its own main()).
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -205,9 +205,9 @@ TEST_CASE("the legacy default stream synchronises with blocking streams only (St
   CK(cudaStreamCreate(&blocking));
   CK(cudaStreamCreateWithFlags(&nonBlocking, cudaStreamNonBlocking));
   std::atomic<int> gate{0}, started{0}, open{1}, s2{0}, s3{0};
-  CK(launchGate(0, &gate, &started));           // legacy stream: held at the gate
-  CK(launchGate(blocking, &open, &s2));         // waits for the legacy stream's work
-  CK(launchGate(nonBlocking, &open, &s3));      // does not
+  CK(launchGate(0, &gate, &started));       // legacy stream: held at the gate
+  CK(launchGate(blocking, &open, &s2));     // waits for the legacy stream's work
+  CK(launchGate(nonBlocking, &open, &s3));  // does not
   REQUIRE(waitFor([&] { return started.load() == 1 && s3.load() == 1; }, 2000));
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
   REQUIRE(s2.load() == 0);
@@ -402,8 +402,9 @@ TEST_CASE("capture and replay; user objects are destroyed after the graphs and t
   REQUIRE(status == cudaStreamCaptureStatusActive);
   static std::atomic<int> destroyed{0};
   cudaUserObject_t obj;
-  CK(cudaUserObjectCreate(&obj, &destroyed, [](void* p) { static_cast<std::atomic<int>*>(p)->fetch_add(1); }, 1,
-                          cudaUserObjectNoDestructorSync));
+  CK(cudaUserObjectCreate(
+      &obj, &destroyed, [](void* p) { static_cast<std::atomic<int>*>(p)->fetch_add(1); }, 1,
+      cudaUserObjectNoDestructorSync));
   CK(cudaGraphRetainUserObject(g, obj, 1, cudaGraphUserObjectMove));
   cudaGraph_t graph = nullptr;
   CK(cudaStreamEndCapture(s, &graph));
@@ -480,8 +481,7 @@ TEST_CASE("adversarial scheduling: a synchronisation waits for a kernel another 
   CK(cudaStreamDestroy(s));
 }
 
-TEST_CASE("IPC: another process maps an allocation through its handle; a stale handle is refused",
-          "[double][ipc]") {
+TEST_CASE("IPC: another process maps an allocation through its handle; a stale handle is refused", "[double][ipc]") {
   CK(cudaSetDevice(0));
   char* d = nullptr;
   const size_t bytes = 1 << 20;
@@ -517,8 +517,8 @@ TEST_CASE("IPC: another process maps an allocation through its handle; a stale h
   CK(cudaFree(d));
   char* again = nullptr;
   CK(cudaMalloc(reinterpret_cast<void**>(&again), bytes));
-  REQUIRE(again == d);       // the same address...
-  REQUIRE(child(h) == 2);    // ...but the old handle names a freed allocation
+  REQUIRE(again == d);     // the same address...
+  REQUIRE(child(h) == 2);  // ...but the old handle names a freed allocation
   CK(cudaFree(again));
 }
 

@@ -126,9 +126,12 @@ int main(int argc, char** argv) {
     job.ex = std::make_unique<Executor>(job.comm);
     if (job.ex->backend() != Backend::Cuda) fail("the Executor is not on the CUDA backend");
     GPUTEST_CUDA(cudaStreamCreateWithFlags(&job.stream, cudaStreamNonBlocking));
-    if (scenario == "realloc") realloc(job);
-    else if (scenario == "mps") mps(job);
-    else fail("unknown scenario " + scenario);
+    if (scenario == "realloc")
+      realloc(job);
+    else if (scenario == "mps")
+      mps(job);
+    else
+      fail("unknown scenario " + scenario);
     job.bootstrap->barrier();
   } catch (const std::exception& e) {
     fail(e.what());

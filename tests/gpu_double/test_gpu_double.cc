@@ -6,15 +6,14 @@
 // Some findings make the double's device context unusable when they strike (a fault is a sticky
 // error): meson runs those test cases in processes of their own (tags in meson.build).
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
 #include <cuda_runtime.h>
+#include <catch2/catch.hpp>
 
 #include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "support/allocation_counter.hpp"
 #include "cuda_double.h"
 #include "executor/cuda/gpu_launch.hpp"
 #include "executor/dtypes.hpp"
@@ -25,6 +24,7 @@
 #include "mscclpp/errors.hpp"
 #include "mscclpp/proxy.hpp"
 #include "plan/plan_loader.hpp"
+#include "support/allocation_counter.hpp"
 
 using namespace mscclpp;
 using namespace mscclpp::gputest;
@@ -43,8 +43,10 @@ class ScopedEnv {
     setenv(name, value.c_str(), 1);
   }
   ~ScopedEnv() {
-    if (had_) setenv(name_, old_.c_str(), 1);
-    else unsetenv(name_);
+    if (had_)
+      setenv(name_, old_.c_str(), 1);
+    else
+      unsetenv(name_);
   }
 
  private:
@@ -57,8 +59,8 @@ class ScopedEnv {
 // reference).
 class Collective {
  public:
-  Collective(plan::PlanPtr plan, uint64_t messageBytes) : ref_(std::move(plan), messageBytes, DataType::Float32,
-                                                                ReduceOp::Sum, 3) {}
+  Collective(plan::PlanPtr plan, uint64_t messageBytes)
+      : ref_(std::move(plan), messageBytes, DataType::Float32, ReduceOp::Sum, 3) {}
   const plan::PlanPtr& plan() const { return ref_.plan(); }
 
   // Fills rank r's send buffer and poisons its receive buffer (stream-ordered on s).
@@ -92,23 +94,26 @@ Collective collective(const std::string& name, uint64_t factor = 4) {
 // Runs each collective once on every rank (prepare, barrier, call, synchronise, barrier, check).
 void runEach(GpuRanks& w, const std::vector<const Collective*>& calls) {
   ThreadBarrier barrier(w.size());
-  std::string err = onRanks(w.size(), [&](int r) {
-    try {
-      for (const Collective* c : calls) {
-        c->prepare(w, r);
-        barrier.arriveAndWait(60);
-        c->call(w, r);
-        GPUTEST_CUDA(cudaStreamSynchronize(w.stream(r)));
-        std::string async;
-        if (w.executor(r).pollAsyncError(&async)) throw std::runtime_error("asynchronous failure: " + async);
-        barrier.arriveAndWait(60);
-        c->check(w, r);
-      }
-    } catch (...) {
-      barrier.abort();
-      throw;
-    }
-  }, w.devices());
+  std::string err = onRanks(
+      w.size(),
+      [&](int r) {
+        try {
+          for (const Collective* c : calls) {
+            c->prepare(w, r);
+            barrier.arriveAndWait(60);
+            c->call(w, r);
+            GPUTEST_CUDA(cudaStreamSynchronize(w.stream(r)));
+            std::string async;
+            if (w.executor(r).pollAsyncError(&async)) throw std::runtime_error("asynchronous failure: " + async);
+            barrier.arriveAndWait(60);
+            c->check(w, r);
+          }
+        } catch (...) {
+          barrier.abort();
+          throw;
+        }
+      },
+      w.devices());
   REQUIRE(err == "");
 }
 
@@ -124,7 +129,8 @@ plan::PlanPtr bigOpListPlan() {
     "num_threads_per_block": 256, "buffer_alignment": 16,
     "gpus": [{"id": 0, "input_chunks": 1, "output_chunks": 1, "scratch_chunks": 0,
       "channels": [], "remote_buffers": [], "semaphores": [],
-      "threadblocks": [{"id": 0, "channels": [], "ops": [)" + ops + "]}]}]}";
+      "threadblocks": [{"id": 0, "channels": [], "ops": [)" +
+                           ops + "]}]}]}";
   return plan::loadPlanJson(text, "big_op_list.json");
 }
 
@@ -133,12 +139,15 @@ void runOneRankCopy(GpuRanks& w, const plan::PlanPtr& p, cudaStream_t stream) {
   const uint64_t bytes = 4096;
   std::vector<char> in(bytes), out(bytes);
   for (uint64_t i = 0; i < bytes; ++i) in[i] = static_cast<char>(i * 7 + 1);
-  std::string err = onRanks(1, [&](int r) {
-    GPUTEST_CUDA(cudaMemcpy(w.send(r), in.data(), bytes, cudaMemcpyHostToDevice));
-    w.executor(r).execute(r, w.send(r), w.recv(r), bytes, bytes, DataType::Float32, p, stream);
-    GPUTEST_CUDA(cudaStreamSynchronize(stream));
-    GPUTEST_CUDA(cudaMemcpy(out.data(), w.recv(r), bytes, cudaMemcpyDeviceToHost));
-  }, w.devices());
+  std::string err = onRanks(
+      1,
+      [&](int r) {
+        GPUTEST_CUDA(cudaMemcpy(w.send(r), in.data(), bytes, cudaMemcpyHostToDevice));
+        w.executor(r).execute(r, w.send(r), w.recv(r), bytes, bytes, DataType::Float32, p, stream);
+        GPUTEST_CUDA(cudaStreamSynchronize(stream));
+        GPUTEST_CUDA(cudaMemcpy(out.data(), w.recv(r), bytes, cudaMemcpyDeviceToHost));
+      },
+      w.devices());
   REQUIRE(err == "");
   REQUIRE(out == in);
 }
@@ -260,7 +269,7 @@ TEST_CASE("finding 6: consecutive launch flags alternate scratch halves across t
   for (uint32_t f : {1u, 2u, UINT32_MAX - 2, UINT32_MAX - 1, UINT32_MAX}) {
     const uint32_t next = exec::nextFlag(f);
     INFO("flag " << f << " -> " << next);
-    REQUIRE(next != 0);          // packets start zeroed: flag 0 must never be valid
+    REQUIRE(next != 0);              // packets start zeroed: flag 0 must never be valid
     REQUIRE((next & 1) != (f & 1));  // the other scratch half
   }
 }
@@ -307,8 +316,10 @@ TEST_CASE("finding 7: too few hardware queues for the ranks and their proxies is
       oop.call(w, r);
       GPUTEST_CUDA(cudaStreamSynchronize(w.stream(r)));
       std::string async;
-      if (w.executor(r).pollAsyncError(&async)) errors[r] = "asynchronous failure: " + async;
-      else errors[r] = "ran";
+      if (w.executor(r).pollAsyncError(&async))
+        errors[r] = "asynchronous failure: " + async;
+      else
+        errors[r] = "ran";
     } catch (const Error& e) {
       errors[r] = std::string(e.code() == ErrorCode::NotSupported ? "NotSupported: " : "other: ") + e.what();
     }

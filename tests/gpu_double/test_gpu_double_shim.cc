@@ -6,9 +6,9 @@
 //
 // Environment (meson.build): MSCCLPP_PLAN_DIR = plans/, no fallback NCCL, a short MSCCLPP_TIMEOUT_S.
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <catch2/catch.hpp>
 
 #include <cmath>
 #include <vector>

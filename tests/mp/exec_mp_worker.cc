@@ -35,8 +35,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mscclpp/bootstrap.hpp"
@@ -207,8 +207,10 @@ int scenarioKill(const std::string& path, int victim, int iterations) {
       if (it < iterations - 1)
         fail("kill: collective " + std::to_string(it) + " failed before the victim died: " + e.what());
       if (took > limit) fail("kill: the call failed only after " + std::to_string(took) + " s");
-      std::printf("exec_mp_worker rank %d: collective %d (rank %d dead) failed after %.2f s (MSCCLPP_TIMEOUT_S=%g): "
-                  "%s\n", gRank, it, victim, took, timeout, std::string(e.what()).substr(0, 400).c_str());
+      std::printf(
+          "exec_mp_worker rank %d: collective %d (rank %d dead) failed after %.2f s (MSCCLPP_TIMEOUT_S=%g): "
+          "%s\n",
+          gRank, it, victim, took, timeout, std::string(e.what()).substr(0, 400).c_str());
       std::fflush(stdout);
       std::_Exit(0);  // the job is broken: skip tearing down connections to a dead peer
     }
@@ -255,7 +257,8 @@ double secondsSinceDeath() {
   const std::string m = e.what();
   // The communicator names a rank with its host id, the bootstrap (during init) with its host's address.
   const std::string victimName = "rank " + std::to_string(victim);
-  const bool named = m.find(victimName + " (host ") != std::string::npos || m.find(victimName + " at ") != std::string::npos;
+  const bool named =
+      m.find(victimName + " (host ") != std::string::npos || m.find(victimName + " at ") != std::string::npos;
   if (e.code() != ErrorCode::RemoteError || !named)
     fail(std::string("fault: ") + where + " failed with " + errorCodeName(e.code()) + ", not RemoteError naming " +
          victimName + " and its host: " + m.substr(0, 600));
@@ -351,7 +354,8 @@ int scenarioUnreachable(const std::string& path) {
   const int half = gSize / 2;
   const bool onHostA = gRank < half;
   const char* cutFile = std::getenv("MSCCLPP_TEST_CUT_FILE");
-  if (cutFile == nullptr) fail("unreachable: MSCCLPP_TEST_CUT_FILE is not set (run under runtime_netns_run.sh --cut-link-after)");
+  if (cutFile == nullptr)
+    fail("unreachable: MSCCLPP_TEST_CUT_FILE is not set (run under runtime_netns_run.sh --cut-link-after)");
   auto start = std::chrono::steady_clock::now();
   for (int it = 0; secondsSince(start) < 60; ++it) {
     try {

@@ -18,12 +18,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <set>
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -32,8 +32,10 @@
 namespace {
 
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr, "runtime_launch: %s\nusage: runtime_launch --nranks N [--first-rank R] [--local-ranks K] "
-               "[--comm-id HOST:PORT] [--timeout S] [--allow-fail R] [--env K=V] -- command [args...]\n", why);
+  std::fprintf(stderr,
+               "runtime_launch: %s\nusage: runtime_launch --nranks N [--first-rank R] [--local-ranks K] "
+               "[--comm-id HOST:PORT] [--timeout S] [--allow-fail R] [--env K=V] -- command [args...]\n",
+               why);
   std::exit(2);
 }
 

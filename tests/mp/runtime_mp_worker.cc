@@ -24,8 +24,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/net/socket.hpp"
 #include "core/format.hpp"
+#include "core/net/socket.hpp"
 #include "core/params.hpp"
 #include "mscclpp/channel.hpp"
 #include "mscclpp/communicator.hpp"
@@ -197,8 +197,8 @@ void roundPortChannels(Mesh& m, ProxyService& proxy, std::vector<PortChannel>& c
       // once; otherwise they end at MSCCLPP_TIMEOUT_S.
       PortChannelDeviceHandle ch = channels[p].deviceHandle();
       uint64_t deadline = deadlineAfter(ch.fifo_.timeoutNs);
-      SpinStatus st = ch.putWithSignalAndFlush(ch.dst_, gRank * kBlockWords * 8, ch.src_, 0, kBlockWords * 8,
-                                               deadline, gFailureFlag);
+      SpinStatus st = ch.putWithSignalAndFlush(ch.dst_, gRank * kBlockWords * 8, ch.src_, 0, kBlockWords * 8, deadline,
+                                               gFailureFlag);
       const char* step = "putWithSignalAndFlush";
       if (st == SpinStatus::Ok) {
         st = ch.wait(deadline, gFailureFlag);
@@ -213,7 +213,8 @@ void roundPortChannels(Mesh& m, ProxyService& proxy, std::vector<PortChannel>& c
     });
   }
   for (auto& t : threads) t.join();
-  if (failures > 0) throw Error(ErrorCode::RemoteError, firstError + (proxy.failed() ? "; " + proxy.errorMessage() : ""));
+  if (failures > 0)
+    throw Error(ErrorCode::RemoteError, firstError + (proxy.failed() ? "; " + proxy.errorMessage() : ""));
   checkBlocks(m, 2, "port channels");
 }
 
@@ -254,8 +255,8 @@ void roundMemoryChannels(Mesh& m) {
     channels[p]->deviceHandle().wait();
     const uint64_t* block = m.recvBuf.get() + p * kBlockWords;
     for (size_t i = 0; i < kBlockWords; i += 997) {
-      check(block[i] == ((uint64_t(3) << 48) | (uint64_t(p) << 32) | i), "memory channel block from " +
-                                                                             std::to_string(p));
+      check(block[i] == ((uint64_t(3) << 48) | (uint64_t(p) << 32) | i),
+            "memory channel block from " + std::to_string(p));
     }
   }
   std::printf("rank %d: memory channels to %d same-host peers OK\n", gRank, local);
@@ -314,8 +315,8 @@ int scenarioKill(int victim) {
     ErrorCode code;
     std::string async;
     bool hasAsync = m.comm->asyncError(&code, &async);
-    std::printf("rank %d: error %.2f s after the last good round (%s): %s%s%s\n", gRank, waited, errorCodeName(e.code()),
-                e.what(), hasAsync ? " | async: " : "", hasAsync ? async.c_str() : "");
+    std::printf("rank %d: error %.2f s after the last good round (%s): %s%s%s\n", gRank, waited,
+                errorCodeName(e.code()), e.what(), hasAsync ? " | async: " : "", hasAsync ? async.c_str() : "");
     check(waited <= timeout + 5, "the error came after the deadline");
   }
   // Release everything; nothing here may wait for the dead rank.
@@ -378,7 +379,8 @@ int scenarioGarbage() {
 int scenarioAbort(int victim) {
   auto b = joinJob();
   Communicator comm(b, kHostDevice);
-  auto conn = gRank != victim ? comm.connect(victim, 0, Transport::Tcp) : std::shared_future<std::shared_ptr<Connection>>();
+  auto conn =
+      gRank != victim ? comm.connect(victim, 0, Transport::Tcp) : std::shared_future<std::shared_ptr<Connection>>();
   if (gRank == victim) {
     for (int p = 0; p < gSize; ++p)
       if (p != gRank) comm.connect(p, 0, Transport::Tcp).get();

@@ -258,9 +258,9 @@ void scenarioAbort(int rank, int nRanks) {
   // The last rank vanishes, and the others abort, as soon as their own initialization returned: a rank still
   // finishing its own then fails, naming the one that left without a goodbye (a dead peer fails the whole
   // communicator, its initialization included). Either way abort must be prompt.
-  EXPECT(r == ncclSuccess || (r == ncclRemoteError &&
-                              std::string(ncclGetLastError(nullptr)).find("closed its bootstrap connection without "
-                                                                          "leaving") != std::string::npos),
+  EXPECT(r == ncclSuccess || (r == ncclRemoteError && std::string(ncclGetLastError(nullptr))
+                                                              .find("closed its bootstrap connection without "
+                                                                    "leaving") != std::string::npos),
          "ncclCommInitRank returned %d: %s", static_cast<int>(r), ncclGetLastError(nullptr));
   if (rank == nRanks - 1) {
     // Vanish without a goodbye: no destroy, sockets closed by the kernel.
@@ -615,7 +615,6 @@ void scenarioPlans(int rank, int nRanks) {
   NCCL_OK(ncclCommDestroy(comm));
 }
 
-
 // ---- agree ----
 
 std::string readFile(const std::string& path) {
@@ -690,9 +689,9 @@ void scenarioAgree(int rank, int nRanks) {
   }
   const std::string warn = "the ranks chose differently for allreduce of 1024 x f32, sum";
   EXPECT(countOf(log, warn) == 1, "expected one WARN '%s' on rank %d; the log:\n%s", warn.c_str(), rank, log.c_str());
-  for (const std::string& want :
-       {std::string("rank 0: plan allreduce_ll_n2_oop"), std::string("rank 1: no plan ("),
-        std::string("skipped plan 'allreduce_ll_n2_oop'"), std::string("gpus[0].threadblocks[0].ops[0].src_buff[0].index=40")}) {
+  for (const std::string& want : {std::string("rank 0: plan allreduce_ll_n2_oop"), std::string("rank 1: no plan ("),
+                                  std::string("skipped plan 'allreduce_ll_n2_oop'"),
+                                  std::string("gpus[0].threadblocks[0].ops[0].src_buff[0].index=40")}) {
     EXPECT(log.find(want) != std::string::npos, "rank %d's WARN does not say '%s'; the log:\n%s", rank, want.c_str(),
            log.c_str());
   }
@@ -760,7 +759,8 @@ void scenarioKill(int rank, int nRanks) {
     }
     const std::string err = ncclGetLastError(comm);
     EXPECT(it >= killAt - 1, "collective %d failed before rank %d died: %s", it, victim, err.c_str());
-    EXPECT(r == ncclRemoteError, "the collective returned %d, not ncclRemoteError: %s", static_cast<int>(r), err.c_str());
+    EXPECT(r == ncclRemoteError, "the collective returned %d, not ncclRemoteError: %s", static_cast<int>(r),
+           err.c_str());
     EXPECT(err.find(fmt("rank %d (host ", victim)) != std::string::npos,
            "the error does not name rank %d and its host: %s", victim, err.c_str());
     EXPECT(took < 10, "the collective failed only after %.1f s", took);
@@ -777,8 +777,9 @@ void scenarioKill(int rank, int nRanks) {
     NCCL_OK(ncclCommAbort(comm));
     const double abortTook = secondsSince(t1);
     EXPECT(abortTook < 2, "ncclCommAbort took %.2f s", abortTook);
-    std::fprintf(stdout, "rank %d: collective %d failed after %.3f s (%.3f CPU s); next call %.3f s; abort %.3f s: %s\n",
-                 rank, it, took, cpu, nextTook, abortTook, err.substr(0, 300).c_str());
+    std::fprintf(stdout,
+                 "rank %d: collective %d failed after %.3f s (%.3f CPU s); next call %.3f s; abort %.3f s: %s\n", rank,
+                 it, took, cpu, nextTook, abortTook, err.substr(0, 300).c_str());
     finish();
   }
   fail("no collective failed although rank %d died", victim);

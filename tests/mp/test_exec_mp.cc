@@ -79,16 +79,19 @@ TEST_CASE("CPU backend across processes: default plans with malloc'd buffers", "
         auto comm = std::make_shared<Communicator>(b, kHostDevice);
         Executor ex(comm);
         const size_t count = 32768;  // 128 KiB per rank
-        for (const char* name : {"allreduce_ll_n4_ip.json", "allreduce_allpairs_n4_oop.json", "allreduce_rsag_n4_ip.json",
-                                 "reducescatter_put_n4_oop.json", "allgather_ll_n4_oop.json"}) {
+        for (const char* name :
+             {"allreduce_ll_n4_ip.json", "allreduce_allpairs_n4_oop.json", "allreduce_rsag_n4_ip.json",
+              "reducescatter_put_n4_oop.json", "allgather_ll_n4_oop.json"}) {
           auto plan = plan::loadPlanFile(dir + "/" + name, plan::LoadOptions{rank});
           const auto c = plan->header.collective;
           const size_t inCount = c == plan::Collective::ReduceScatter ? count * n : count;
-          const size_t outCount = c == plan::Collective::AllGather ? count * n : (c == plan::Collective::ReduceScatter ? count : count);
+          const size_t outCount =
+              c == plan::Collective::AllGather ? count * n : (c == plan::Collective::ReduceScatter ? count : count);
           float* send = static_cast<float*>(std::malloc(inCount * 4));
           float* recv = static_cast<float*>(std::malloc(outCount * 4));
           for (size_t i = 0; i < inCount; ++i) send[i] = value(rank, i);
-          for (int it = 0; it < 3; ++it) ex.execute(rank, send, recv, inCount * 4, outCount * 4, DataType::Float32, plan);
+          for (int it = 0; it < 3; ++it)
+            ex.execute(rank, send, recv, inCount * 4, outCount * 4, DataType::Float32, plan);
           for (size_t i = 0; i < outCount; ++i) {
             float expect = 0;
             if (c == plan::Collective::AllGather) {
@@ -132,8 +135,9 @@ TEST_CASE("CPU backend across processes: a deadlocked plan times out with the wa
           // Rank 1 waits on a channel nobody signals; rank 0 completes.
           const std::string m = e.what();
           return rank == 1 &&
-                 m.find("rank 1 threadblock 0 op 0 (wait) waits on memory channel 0 (peer 0): signal #1 expected, "
-                        "counter at 0") != std::string::npos;
+                 m.find(
+                     "rank 1 threadblock 0 op 0 (wait) waits on memory channel 0 (peer 0): signal #1 expected, "
+                     "counter at 0") != std::string::npos;
         }
         return rank == 0;
       },

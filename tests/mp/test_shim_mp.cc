@@ -106,8 +106,8 @@ TEST_CASE("processes: a rank killed mid-loop fails the others' calls with ncclRe
           "[mp][kill]") {
   MarkDir marks;
   const int n = 4;
-  auto results = runWorker("kill", n, {std::string("MSCCLPP_PLAN_DIR=") + SHIM_PLAN_DIRS, "MSCCLPP_TIMEOUT_S=0",
-                                       marks.env()});
+  auto results =
+      runWorker("kill", n, {std::string("MSCCLPP_PLAN_DIR=") + SHIM_PLAN_DIRS, "MSCCLPP_TIMEOUT_S=0", marks.env()});
   printLines(results, "failed after");
   REQUIRE(static_cast<int>(results.size()) == n);
   for (const auto& r : results) {
@@ -124,14 +124,16 @@ TEST_CASE("processes: a rank killed mid-loop fails the others' calls with ncclRe
 TEST_CASE("processes: a rank seconds late is waited for, with little CPU and a WARN naming the wait (issue 13)",
           "[mp][slow]") {
   MarkDir marks;
-  auto results = runWorker("slow", 2, {std::string("MSCCLPP_PLAN_DIR=") + SHIM_PLAN_DIRS, "MSCCLPP_TIMEOUT_S=0",
-                                       "MSCCLPP_WAIT_WARN_S=1", marks.env()});
+  auto results = runWorker(
+      "slow", 2,
+      {std::string("MSCCLPP_PLAN_DIR=") + SHIM_PLAN_DIRS, "MSCCLPP_TIMEOUT_S=0", "MSCCLPP_WAIT_WARN_S=1", marks.env()});
   printLines(results, "waited");
   requireAllOk(results, 2);
 }
 
-TEST_CASE("processes: one rank changing its plan registry alone fails both ranks' calls with ncclInvalidUsage (issue 13)",
-          "[mp][agree]") {
+TEST_CASE(
+    "processes: one rank changing its plan registry alone fails both ranks' calls with ncclInvalidUsage (issue 13)",
+    "[mp][agree]") {
   auto results = runWorker("reregister", 2, {std::string("MSCCLPP_PLAN_DIR=") + SHIM_PLAN_DIRS, "MSCCLPP_TIMEOUT_S=0"});
   printLines(results, "failed after");
   requireAllOk(results, 2);

@@ -15,12 +15,12 @@ extern "C" {
 #endif
 
 typedef int (*ncclDoubleRecordCountFn)(void);
-typedef const char* (*ncclDoubleRecordFn)(int i);        /* the i-th call as text ("" out of range) */
-typedef void* (*ncclDoubleRecordCommFn)(int i);          /* its communicator argument (NULL when none) */
-typedef int (*ncclDoubleRecordDepthFn)(int i);           /* 0: called from outside the double */
-typedef void (*ncclDoubleResetFn)(void);                 /* forget every record */
-typedef void (*ncclDoubleSetRecordingFn)(int on);        /* 0: count calls only (benchmarks) */
-typedef long long (*ncclDoubleCallCountFn)(void);        /* every call, recorded or not */
+typedef const char* (*ncclDoubleRecordFn)(int i); /* the i-th call as text ("" out of range) */
+typedef void* (*ncclDoubleRecordCommFn)(int i);   /* its communicator argument (NULL when none) */
+typedef int (*ncclDoubleRecordDepthFn)(int i);    /* 0: called from outside the double */
+typedef void (*ncclDoubleResetFn)(void);          /* forget every record */
+typedef void (*ncclDoubleSetRecordingFn)(int on); /* 0: count calls only (benchmarks) */
+typedef long long (*ncclDoubleCallCountFn)(void); /* every call, recorded or not */
 /* Make ncclCommInitRank* fail with result on rank (-1: every rank) until reset. */
 typedef void (*ncclDoubleFailInitFn)(int rank, int result);
 /* 1 when the last ncclBcast's internal ncclBroadcast was bound inside the double, 0 when the dynamic linker

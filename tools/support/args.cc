@@ -84,8 +84,9 @@ bool parseInteger(const std::string& text, int64_t min, int64_t max, int64_t* ou
 }
 
 bool parseSize(const std::string& text, uint64_t* out, std::string* error) {
-  static const char* kSyntax = "a byte count is a whole number with an optional unit K, M, G or T (binary: 4K = 4096), "
-                               "alone or followed by B or iB: 1024, 4K, 1MiB, 2G";
+  static const char* kSyntax =
+      "a byte count is a whole number with an optional unit K, M, G or T (binary: 4K = 4096), "
+      "alone or followed by B or iB: 1024, 4K, 1MiB, 2G";
   if (text.empty()) {
     *error = std::string("empty; ") + kSyntax;
     return false;
@@ -109,9 +110,11 @@ bool parseSize(const std::string& text, uint64_t* out, std::string* error) {
   int shift = 0;
   if (!unit.empty() && unit != "B") {
     const char u = unit[0];
-    shift = (u == 'K' || u == 'k') ? 10 : (u == 'M' || u == 'm') ? 20 : (u == 'G' || u == 'g') ? 30
-            : (u == 'T' || u == 't')                                                             ? 40
-                                                                                                 : -1;
+    shift = (u == 'K' || u == 'k')   ? 10
+            : (u == 'M' || u == 'm') ? 20
+            : (u == 'G' || u == 'g') ? 30
+            : (u == 'T' || u == 't') ? 40
+                                     : -1;
     const std::string rest = unit.substr(1);
     if (shift < 0 || !(rest.empty() || rest == "B" || rest == "iB")) {
       *error = "unknown unit " + quoted(unit) + "; " + kSyntax;
@@ -259,8 +262,7 @@ ArgParser& ArgParser::required(const std::string& name) {
   return *this;
 }
 
-ArgParser& ArgParser::positional(std::vector<std::string>* target, size_t min, size_t max,
-                                 const std::string& meaning) {
+ArgParser& ArgParser::positional(std::vector<std::string>* target, size_t min, size_t max, const std::string& meaning) {
   positional_ = target;
   minPositional_ = min;
   maxPositional_ = max;
@@ -363,9 +365,10 @@ int ArgParser::parse(int argc, char** argv, int first) {
     if (o.required && !o.seen) return usageError(o.name + " is required");
   }
   if (positional_ != nullptr && positional_->size() < minPositional_) {
-    const std::string count = minPositional_ == maxPositional_ ? (minPositional_ == 1 ? "one" : std::to_string(minPositional_))
-                              : minPositional_ == 1               ? "at least one"
-                                                                  : "at least " + std::to_string(minPositional_);
+    const std::string count = minPositional_ == maxPositional_
+                                  ? (minPositional_ == 1 ? "one" : std::to_string(minPositional_))
+                              : minPositional_ == 1 ? "at least one"
+                                                    : "at least " + std::to_string(minPositional_);
     return usageError("needs " + count + " " + positionalMeaning_);
   }
   return kContinue;

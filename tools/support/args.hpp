@@ -43,7 +43,7 @@ class ArgParser {
     static_assert(std::is_integral<T>::value && sizeof(T) <= sizeof(int64_t), "an integer type of at most 64 bits");
     const int64_t lo = static_cast<int64_t>(min);
     const int64_t hi = std::is_unsigned<T>::value && sizeof(T) == sizeof(int64_t) ? std::numeric_limits<int64_t>::max()
-                                                                                   : static_cast<int64_t>(max);
+                                                                                  : static_cast<int64_t>(max);
     return custom(name, [target, lo, hi](const std::string& v, std::string* error) {
       int64_t parsed = 0;
       if (!parseInteger(v, lo, hi, &parsed, error)) return false;

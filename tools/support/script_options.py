@@ -14,11 +14,18 @@ def project_version():
     return found.group(1) if found else "unknown"
 
 
+def _print_and_exit(text):
+    # A reader that closed the pipe early (`--help | head`) is not an error: no traceback.
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(0)
+
+
 def handle(argv, doc):
     """Exits after printing the help or the version when argv[1] asks for one."""
     if len(argv) > 1 and argv[1] in ("-h", "--help"):
-        print((doc or "").strip())
-        sys.exit(0)
+        _print_and_exit((doc or "").strip())
     if len(argv) > 1 and argv[1] == "--version":
-        print(f"{os.path.basename(argv[0])} (MSCCL++) {project_version()}")
-        sys.exit(0)
+        _print_and_exit(f"{os.path.basename(argv[0])} (MSCCL++) {project_version()}")

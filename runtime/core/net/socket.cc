@@ -238,8 +238,8 @@ Socket Socket::connectTo(const SocketAddress& addr, const Deadline& deadline, co
       ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
     }
     if (err == 0) return s;
-    bool transient = err == ECONNREFUSED || err == ETIMEDOUT || err == EAGAIN || err == ENETUNREACH ||
-                     err == EHOSTUNREACH;
+    bool transient =
+        err == ECONNREFUSED || err == ETIMEDOUT || err == EAGAIN || err == ENETUNREACH || err == EHOSTUNREACH;
     if (!retryRefused || !transient) {
       MSCCLPP_THROW(ErrorCode::RemoteError, "cannot connect to %s at %s: %s", peer.c_str(), addr.toString().c_str(),
                     std::strerror(err));

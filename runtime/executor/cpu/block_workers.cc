@@ -8,7 +8,8 @@
 
 namespace mscclpp::exec {
 
-BlockWorkers::BlockWorkers(uint32_t nWorkers, int logRank, std::string name) : name_(std::move(name)), logRank_(logRank) {
+BlockWorkers::BlockWorkers(uint32_t nWorkers, int logRank, std::string name)
+    : name_(std::move(name)), logRank_(logRank) {
   threads_.reserve(nWorkers);
   for (uint32_t i = 0; i < nWorkers; ++i) threads_.emplace_back([this, i] { workerLoop(i); });
 }

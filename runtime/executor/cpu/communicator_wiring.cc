@@ -16,8 +16,8 @@
 
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
-#include "executor/context_image.hpp"
 #include "core/serial.hpp"
+#include "executor/context_image.hpp"
 #include "executor/cpu/context_wiring.hpp"
 #include "executor/cpu/remote_port_peers.hpp"
 #include "mscclpp/bootstrap.hpp"
@@ -28,7 +28,7 @@ namespace mscclpp::exec {
 namespace {
 
 constexpr uint64_t kMagic = 0x4d53434c45584543ull;  // "MSCLEXEC"
-constexpr uint64_t kVersion = 2;  // 2: the building call's descriptor follows the rank
+constexpr uint64_t kVersion = 2;                    // 2: the building call's descriptor follows the rank
 constexpr size_t kMaxMessage = 1 << 20;
 
 // One rank's region as its peers see it.
@@ -61,7 +61,8 @@ class Reader {
   Reader(const std::vector<char>& data, int peer) : data_(data), peer_(peer) {}
   uint64_t u64(const char* what) {
     MSCCLPP_ENFORCE(pos_ + 8 <= data_.size(), ErrorCode::RemoteError,
-                    "executor wiring: the message from rank %d ends before its %s (%zu bytes)", peer_, what, data_.size());
+                    "executor wiring: the message from rank %d ends before its %s (%zu bytes)", peer_, what,
+                    data_.size());
     uint64_t v;
     std::memcpy(&v, data_.data() + pos_, 8);
     pos_ += 8;
@@ -85,9 +86,15 @@ class Reader {
 // base == nullptr (a peer on another host): the size only, no address.
 char* bufferBase(char* base, const Directory& d, plan::BufferType t, uint64_t* bytes) {
   switch (t) {
-    case plan::BufferType::Input: *bytes = d.inputBytes; return base ? base + d.inputOff : nullptr;
-    case plan::BufferType::Output: *bytes = d.outputBytes; return base ? base + d.outputOff : nullptr;
-    case plan::BufferType::Scratch: *bytes = d.scratchBytes; return base ? base + d.scratchOff : nullptr;
+    case plan::BufferType::Input:
+      *bytes = d.inputBytes;
+      return base ? base + d.inputOff : nullptr;
+    case plan::BufferType::Output:
+      *bytes = d.outputBytes;
+      return base ? base + d.outputOff : nullptr;
+    case plan::BufferType::Scratch:
+      *bytes = d.scratchBytes;
+      return base ? base + d.scratchOff : nullptr;
   }
   return nullptr;
 }
@@ -121,9 +128,12 @@ void refuseLoadStoreAcrossHosts(const plan::Plan& p, const Communicator& comm) {
 
 uint64_t bufferOffset(const Directory& d, plan::BufferType t) {
   switch (t) {
-    case plan::BufferType::Input: return d.inputOff;
-    case plan::BufferType::Output: return d.outputOff;
-    case plan::BufferType::Scratch: return d.scratchOff;
+    case plan::BufferType::Input:
+      return d.inputOff;
+    case plan::BufferType::Output:
+      return d.outputOff;
+    case plan::BufferType::Scratch:
+      return d.scratchOff;
   }
   return 0;
 }
@@ -199,7 +209,8 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
   put64(&msg, wire.size());
   msg.insert(msg.end(), wire.begin(), wire.end());
   msg.resize((msg.size() + 7) / 8 * 8, 0);
-  for (uint64_t v : {mine.inputOff, mine.inputBytes, mine.outputOff, mine.outputBytes, mine.scratchOff, mine.scratchBytes})
+  for (uint64_t v :
+       {mine.inputOff, mine.inputBytes, mine.outputOff, mine.outputBytes, mine.scratchOff, mine.scratchBytes})
     put64(&msg, v);
   put64(&msg, mine.counters.size());
   for (const auto& [key, off] : mine.counters) {
@@ -224,9 +235,10 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
     if (q == rank) continue;
     std::vector<char> data = bs->recv(q, tag, kMaxMessage);
     Reader r(data, q);
-    MSCCLPP_ENFORCE(r.u64("magic") == kMagic && r.u64("version") == kVersion && r.u64("rank") == static_cast<uint64_t>(q),
-                    ErrorCode::RemoteError, "executor wiring: rank %d sent a message that is not a version-%llu directory",
-                    q, static_cast<unsigned long long>(kVersion));
+    MSCCLPP_ENFORCE(
+        r.u64("magic") == kMagic && r.u64("version") == kVersion && r.u64("rank") == static_cast<uint64_t>(q),
+        ErrorCode::RemoteError, "executor wiring: rank %d sent a message that is not a version-%llu directory", q,
+        static_cast<unsigned long long>(kVersion));
     {
       std::vector<char> bytes = r.bytes(r.u64("call size"), "call");
       ByteReader cr(bytes, "executor wiring: the peer's call");

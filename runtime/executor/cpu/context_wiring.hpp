@@ -20,7 +20,7 @@
 namespace mscclpp {
 class Bootstrap;
 class Communicator;
-}
+}  // namespace mscclpp
 
 namespace mscclpp::exec {
 

@@ -55,7 +55,8 @@ CpuContext& CpuBackend::context(const ExecCall& c, const CallDescriptor& descrip
 }
 
 void CpuBackend::execute(const ExecCall& c) {
-  const CallDescriptor descriptor = describeCall(*c.plan, fingerprintOf(c.plan), c.sendBytes, c.recvBytes, c.dtype, c.op);
+  const CallDescriptor descriptor =
+      describeCall(*c.plan, fingerprintOf(c.plan), c.sendBytes, c.recvBytes, c.dtype, c.op);
   struct EndCall {
     CallMonitor* monitor;
     ~EndCall() {

@@ -6,10 +6,10 @@
 #include "core/hash.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
-#include "executor/params.hpp"
 #include "executor/cpu/host_block_runner.hpp"
-#include "executor/diagnostics.hpp"
 #include "executor/cpu/remote_port_peers.hpp"
+#include "executor/diagnostics.hpp"
+#include "executor/params.hpp"
 
 namespace mscclpp::exec {
 namespace {
@@ -34,8 +34,8 @@ CpuContext::CpuContext(plan::PlanPtr plan, int rank, const CallShape& shape, Ran
     proxy_ = std::make_unique<ProxyService>(static_cast<int>(slots), kHostDevice);
     fifo = proxy_->fifoDeviceHandle();
   }
-  image_ = ContextImage::build(std::move(plan), rank, shape, std::move(resources), proxy_ ? &fifo : nullptr,
-                               handleTimeout);
+  image_ =
+      ContextImage::build(std::move(plan), rank, shape, std::move(resources), proxy_ ? &fifo : nullptr, handleTimeout);
   if (proxy_) {
     // The handler reads this context's tables; a failure raises the abort flag so blocks stop.
     proxy_->setRequestHandler([this](const TriggerFields& f) { return handleRequest(f); });
@@ -83,21 +83,22 @@ std::string CpuContext::handleRemoteRequest(const TriggerFields& f) {
     if (f.type & TriggerPut) {
       if (f.srcMemoryId >= kFirstRemoteMemoryId || f.dstMemoryId < kFirstRemoteMemoryId ||
           f.dstMemoryId >= peers.memories.size() || peers.memories[f.dstMemoryId].owner != ch.peer) {
-        return strFormat("plan %s rank %d: put on port channel %u (to rank %d on another host) names memory ids %u -> "
-                         "%u; the source must be this rank's input/output/scratch (0-2) and the destination a remote "
-                         "buffer of rank %d",
-                         peers.planName.c_str(), peers.rank, f.channelId, ch.peer, f.srcMemoryId, f.dstMemoryId,
-                         ch.peer);
+        return strFormat(
+            "plan %s rank %d: put on port channel %u (to rank %d on another host) names memory ids %u -> "
+            "%u; the source must be this rank's input/output/scratch (0-2) and the destination a remote "
+            "buffer of rank %d",
+            peers.planName.c_str(), peers.rank, f.channelId, ch.peer, f.srcMemoryId, f.dstMemoryId, ch.peer);
       }
       const RemotePortPeers::Memory& s = peers.memories[f.srcMemoryId];
       const RemotePortPeers::Memory& d = peers.memories[f.dstMemoryId];
       const uint64_t sBytes = table[f.srcMemoryId].bytes, dBytes = table[f.dstMemoryId].bytes;
       if (f.srcOffset + f.size > sBytes || f.dstOffset + f.size > dBytes || f.srcOffset + f.size < f.srcOffset ||
           f.dstOffset + f.size < f.dstOffset) {
-        return strFormat("plan %s rank %d: put on port channel %u of %llu bytes from memory %u offset %llu (%llu "
-                         "bytes) to rank %d's memory %u offset %llu (%llu bytes) is out of bounds",
-                         peers.planName.c_str(), peers.rank, f.channelId, ull(f.size), f.srcMemoryId,
-                         ull(f.srcOffset), ull(sBytes), ch.peer, f.dstMemoryId, ull(f.dstOffset), ull(dBytes));
+        return strFormat(
+            "plan %s rank %d: put on port channel %u of %llu bytes from memory %u offset %llu (%llu "
+            "bytes) to rank %d's memory %u offset %llu (%llu bytes) is out of bounds",
+            peers.planName.c_str(), peers.rank, f.channelId, ull(f.size), f.srcMemoryId, ull(f.srcOffset), ull(sBytes),
+            ch.peer, f.dstMemoryId, ull(f.dstOffset), ull(dBytes));
       }
       if (f.size > 0) ch.connection->write(d.region, d.offset + f.dstOffset, s.region, s.offset + f.srcOffset, f.size);
     }
@@ -140,9 +141,11 @@ void CpuContext::warnLongWait(double waited) const {
   std::vector<BlockWait> lines = describeLiveBlocks(plan, image_->rank(), image_->device(), lastFlag_.load(), nullptr);
   std::string what;
   for (size_t i = 0; i < lines.size() && i < kBlocksPerWarning; ++i) what += (i ? "; " : "") + lines[i].text;
-  if (lines.size() > kBlocksPerWarning) what += strFormat("; and %zu more threadblocks", lines.size() - kBlocksPerWarning);
+  if (lines.size() > kBlocksPerWarning)
+    what += strFormat("; and %zu more threadblocks", lines.size() - kBlocksPerWarning);
   const std::string peers = peerStatus_ ? peerStatus_() : std::string();
-  MSCCLPP_WARN(LogExec, "plan %s rank %d: launch with flag %u has waited %.3g s (MSCCLPP_WAIT_WARN_S=%.3g; no deadline "
+  MSCCLPP_WARN(LogExec,
+               "plan %s rank %d: launch with flag %u has waited %.3g s (MSCCLPP_WAIT_WARN_S=%.3g; no deadline "
                "unless MSCCLPP_TIMEOUT_S sets one): %s%s%s",
                plan.header.name.c_str(), image_->rank(), lastFlag_.load(), waited, params::waitWarnSeconds(),
                what.empty() ? "its threadblocks are finishing" : what.c_str(), peers.empty() ? "" : "; ",
@@ -204,8 +207,8 @@ void CpuContext::launch(DataType dtype, ReduceOp op, PacketType packet, double t
   if (timedOut) msg += strFormat(" (MSCCLPP_TIMEOUT_S=%.3g)", timeoutSeconds);
   if (!proxyError.empty()) msg += "; " + proxyError;
   if (!drainError.empty() && proxyError.empty()) msg += "; " + drainError;
-  for (const std::string& line :
-       describeUnfinishedBlocks(plan, rank, dev.blockRecords, dev.nBlocks, lastFlag_.load(), dev.state->firstFailedBlock)) {
+  for (const std::string& line : describeUnfinishedBlocks(plan, rank, dev.blockRecords, dev.nBlocks, lastFlag_.load(),
+                                                          dev.state->firstFailedBlock)) {
     msg += "\n  " + line;
   }
   if (timedOut) throw TimeoutError(msg);

@@ -2,8 +2,8 @@
 // resources), a persistent pool of block threads, and, when the plan has port channels, the
 // runtime's ProxyService (runtime/proxy) with a request handler that performs the emulated
 // transfer against this context's memory table (same host) or on a TCP connection (a peer on
-// another host, RankResources::remotePorts). Built once, launched many times; the LL flag, semaphore counters and scratch persist
-// between launches exactly as on the GPU.
+// another host, RankResources::remotePorts). Built once, launched many times; the LL flag, semaphore counters and
+// scratch persist between launches exactly as on the GPU.
 //
 // Thread-safety: one launch at a time (the owner serialises calls); different contexts (ranks)
 // run concurrently. After a failed launch the context refuses further launches.

@@ -28,9 +28,9 @@ struct RemotePortPeers {
   struct Channel {
     int peer = -1;
     std::shared_ptr<Connection> connection;
-    RegisteredMemory peerRegion;        // the peer's whole region (input, output, scratch, counters)
-    uint64_t peerCounterOffset = 0;     // the counter of the paired channel inside peerRegion
-    uint64_t outbound = 0;              // signals sent so far (counters only grow; updateAndSync's source)
+    RegisteredMemory peerRegion;     // the peer's whole region (input, output, scratch, counters)
+    uint64_t peerCounterOffset = 0;  // the counter of the paired channel inside peerRegion
+    uint64_t outbound = 0;           // signals sent so far (counters only grow; updateAndSync's source)
   };
   // One per proxy memory id (0 input, 1 output, 2 scratch, 3 + k remote buffer k): where the buffer
   // starts inside its owner's registered region. region invalid: not reachable over a connection.

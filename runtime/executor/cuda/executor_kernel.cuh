@@ -45,8 +45,8 @@ static __device__ __noinline__ void stageBlock(const ExecContextDevice* ctx, uin
 }
 
 template <class T, class Op>
-__global__ void __launch_bounds__(1024) executorKernel(const ExecContextDevice* ctx, LaunchArgs args,
-                                                       uint32_t sharedBytes) {
+__global__ void __launch_bounds__(1024)
+    executorKernel(const ExecContextDevice* ctx, LaunchArgs args, uint32_t sharedBytes) {
   extern __shared__ __align__(16) char smem[];
   __shared__ ThreadblockDevice tb;
   stageBlock(ctx, sharedBytes, smem, &tb);

@@ -5,14 +5,14 @@
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
-#include "executor/params.hpp"
 #include "executor/context_cache.hpp"
 #include "executor/context_image.hpp"
-#include "executor/cuda/context_releaser.hpp"
 #include "executor/cuda/call_binding.hpp"
+#include "executor/cuda/context_releaser.hpp"
 #include "executor/cuda/cuda_check.hpp"
 #include "executor/cuda/gpu_context.hpp"
 #include "executor/cuda/gpu_world.hpp"
+#include "executor/params.hpp"
 #include "executor/scale_steps.hpp"
 #include "transport/cuda_ipc/memory.hpp"
 
@@ -123,8 +123,12 @@ class GpuBackendImpl final : public GpuBackend {
   }
 
   static GpuContextKey keyOf(const GpuCall& c, const CallRequest& req) {
-    return GpuContextKey{c.plan.get(), c.rank, bindingKeyOf(req), transport::cuda_ipc::allocationId(c.send),
-                         transport::cuda_ipc::allocationId(c.recv), dataTypeSize(c.dtype)};
+    return GpuContextKey{c.plan.get(),
+                         c.rank,
+                         bindingKeyOf(req),
+                         transport::cuda_ipc::allocationId(c.send),
+                         transport::cuda_ipc::allocationId(c.recv),
+                         dataTypeSize(c.dtype)};
   }
 
   GpuContext& build(const GpuContextKey& key, const CallRequest& req, const GpuCall& c) {

@@ -8,16 +8,16 @@
 #include <tuple>
 
 #include "channel/nvls_binding.hpp"
-#include "core/serial.hpp"
 #include "core/deadline.hpp"
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
+#include "core/serial.hpp"
 #include "executor/cuda/context_releaser.hpp"
-#include "executor/params.hpp"
 #include "executor/cuda/cuda_check.hpp"
 #include "executor/cuda/device_image.hpp"
 #include "executor/diagnostics.hpp"
+#include "executor/params.hpp"
 #include "executor/scale_steps.hpp"
 
 namespace mscclpp::exec {
@@ -146,8 +146,8 @@ GpuContext::GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& pla
   // Hardware queues: checked for every (process, GPU) group of the plan's ranks from the exchanged
   // identities, so a rank whose own group is fine refuses with the others.
   for (const std::vector<int>& group : topo.processGpuGroups()) {
-    const std::string problem = queueProblem(h, group, concurrentStreams(*plan_, group),
-                                             topo.of(group.front()).hardwareQueues);
+    const std::string problem =
+        queueProblem(h, group, concurrentStreams(*plan_, group), topo.of(group.front()).hardwareQueues);
     MSCCLPP_ENFORCE(problem.empty(), ErrorCode::NotSupported, "%s: %s", name_.c_str(), problem.c_str());
   }
   precheck(dtype, nativeOp);
@@ -284,13 +284,12 @@ GpuContext::KernelChoice GpuContext::decideKernel(DataType dtype, ReduceOp op) {
   KernelChoice k;
   k.sharedBytes = smem.dynamicBytes;
   GpuKernelQuery q = k.sharedBytes ? queryExecutorKernel(dtype, op, threads_, k.sharedBytes) : q0;
-  ResidencyVerdict v =
-      checkResidency(plan_->header, coResident_, groupBlocks_, threads_, k.sharedBytes, q.blocksPerSm, dev,
-                     residentElsewhere_);
+  ResidencyVerdict v = checkResidency(plan_->header, coResident_, groupBlocks_, threads_, k.sharedBytes, q.blocksPerSm,
+                                      dev, residentElsewhere_);
   if (!v.ok && k.sharedBytes > 0) {
     // Op lists in shared memory cost residency: read them from global memory instead.
-    ResidencyVerdict v0 = checkResidency(plan_->header, coResident_, groupBlocks_, threads_, 0, q0.blocksPerSm, dev,
-                                         residentElsewhere_);
+    ResidencyVerdict v0 =
+        checkResidency(plan_->header, coResident_, groupBlocks_, threads_, 0, q0.blocksPerSm, dev, residentElsewhere_);
     if (v0.ok) {
       MSCCLPP_INFO(LogExec,
                    "%s: op lists read from global memory (%u shared bytes per block would not let %llu blocks "

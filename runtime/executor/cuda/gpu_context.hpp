@@ -141,9 +141,9 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   std::vector<std::shared_ptr<Peer>> peers_;
   RankResources resources_;
 
-  std::unique_ptr<PinnedAllocation> abort_;  // host-mapped: the kernel's waits poll it
+  std::unique_ptr<PinnedAllocation> abort_;    // host-mapped: the kernel's waits poll it
   std::shared_ptr<void> failureRegistration_;  // the communicator raises abort_ when it fails
-  cudaStream_t proxyStream_ = nullptr;  // the rank's (GpuWorld::proxyStream)
+  cudaStream_t proxyStream_ = nullptr;         // the rank's (GpuWorld::proxyStream)
   std::unique_ptr<ProxyService> proxy_;
   std::vector<uint64_t> signalsSent_;  // per port channel: the value our proxy last wrote to the peer
   bool proxyDeviceSet_ = false;        // the proxy thread selected our device
@@ -151,8 +151,8 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
 
   std::unique_ptr<ContextImage> image_;
   std::unique_ptr<DeviceAllocation> imageMemory_;
-  std::vector<char> hostImage_;       // the uploaded bytes, kept while the upload may read them
-  std::vector<int> quiesceDevices_;   // the devices of this process's ranks: idle before we free
+  std::vector<char> hostImage_;      // the uploaded bytes, kept while the upload may read them
+  std::vector<int> quiesceDevices_;  // the devices of this process's ranks: idle before we free
   // NVLS: per switch channel of the plan, the multicast address of its binding (null: the members'
   // buffers are used); the bindings stay alive with the context.
   std::vector<void*> multicast_;

@@ -8,16 +8,16 @@
 
 #include "core/enforce.hpp"
 #include "executor/dtypes.hpp"
-#include "executor_gpu_types.h"  // generated (runtime/executor/meson.build): MSCCLPP_FOR_EACH_GPU_TYPE
 #include "executor/reduce_ops.hpp"
+#include "executor_gpu_types.h"  // generated (runtime/executor/meson.build): MSCCLPP_FOR_EACH_GPU_TYPE
 
 namespace mscclpp::exec {
 
 // The translation units of the compiled types (meson option gpu_types). The references below must
 // be strong: a weak reference does not make the linker take an object out of a static library, and
 // the runtime layers are static libraries.
-#define MSCCLPP_GPU_TYPE(S)                                                    \
-  void launchExecutorKernel_##S(ReduceOp op, const GpuLaunch& l);              \
+#define MSCCLPP_GPU_TYPE(S)                                       \
+  void launchExecutorKernel_##S(ReduceOp op, const GpuLaunch& l); \
   GpuKernelQuery queryExecutorKernel_##S(ReduceOp op, int threads, uint32_t sharedBytes);
 MSCCLPP_FOR_EACH_GPU_TYPE
 #undef MSCCLPP_GPU_TYPE
@@ -44,7 +44,8 @@ Entry entryOf(DataType dtype) {
     return Entry{&launchExecutorKernel_##S, &queryExecutorKernel_##S};
     MSCCLPP_FOR_EACH_GPU_TYPE
 #undef MSCCLPP_GPU_TYPE
-    default: break;
+    default:
+      break;
   }
   return Entry{nullptr, nullptr};
 }
@@ -92,7 +93,9 @@ bool cudaDeviceVisible() {
 
 bool gpuHasDtype(DataType dtype) { return entryOf(dtype).launch != nullptr; }
 
-void launchExecutorKernel(DataType dtype, ReduceOp op, const GpuLaunch& launch) { requireEntry(dtype).launch(op, launch); }
+void launchExecutorKernel(DataType dtype, ReduceOp op, const GpuLaunch& launch) {
+  requireEntry(dtype).launch(op, launch);
+}
 
 GpuKernelQuery queryExecutorKernel(DataType dtype, ReduceOp op, int threadsPerBlock, uint32_t sharedBytes) {
   return requireEntry(dtype).query(op, threadsPerBlock, sharedBytes);

@@ -10,8 +10,8 @@
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
-#include "executor/params.hpp"
 #include "executor/cuda/cuda_check.hpp"
+#include "executor/params.hpp"
 
 namespace mscclpp::exec {
 

@@ -13,11 +13,11 @@
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
-#include "executor/params.hpp"
 #include "executor/cpu/cpu_context.hpp"
 #include "executor/diagnostics.hpp"
 #include "executor/emulation/local_world.hpp"
 #include "executor/emulation/reference.hpp"
+#include "executor/params.hpp"
 #include "executor/scale_steps.hpp"
 #include "plan/plan_sizing.hpp"
 
@@ -45,9 +45,11 @@ struct RankJob {
 void worldBarrier(const LocalWorld& w, double timeout, const char* phase) {
   // Longer than a launch's deadline: a rank stuck in a launch times out there first (with the
   // better diagnosis) and its abort releases the others from this barrier.
-  SpinStatus st = w.barrier()->sync(static_cast<uint32_t>(w.nRanks()), deadlineAfter(timeout <= 0 ? kNoDeadline : static_cast<uint64_t>((2 * timeout + 10) * 1e9)),
-                                    w.abortFlag());
-  if (st == SpinStatus::Aborted) throw Error(ErrorCode::Aborted, strFormat("stopped at the %s barrier: another rank failed", phase));
+  SpinStatus st = w.barrier()->sync(
+      static_cast<uint32_t>(w.nRanks()),
+      deadlineAfter(timeout <= 0 ? kNoDeadline : static_cast<uint64_t>((2 * timeout + 10) * 1e9)), w.abortFlag());
+  if (st == SpinStatus::Aborted)
+    throw Error(ErrorCode::Aborted, strFormat("stopped at the %s barrier: another rank failed", phase));
   if (st != SpinStatus::Ok) throw TimeoutError(strFormat("the emulator's %s barrier timed out", phase));
 }
 
@@ -93,7 +95,8 @@ void rankMain(const RankJob& job, int rank) {
       CheckResult cr = checkOutput(req, rank, w.output(rank));
       if (cr.mismatches > 0) {
         if (rep->mismatches == 0) {
-          std::string head = strFormat("iteration %d: %llu mismatching elements on rank %d\n", it, ull(cr.mismatches), rank);
+          std::string head =
+              strFormat("iteration %d: %llu mismatching elements on rank %d\n", it, ull(cr.mismatches), rank);
           copyText(rep->mismatchText, sizeof(rep->mismatchText), head + cr.text);
         }
         rep->mismatches += cr.mismatches;
@@ -200,7 +203,8 @@ EmulationResult emulatePlan(const plan::PlanPtr& plan, const EmulationOptions& o
 
   // The reference reduction, once for all ranks (children of --processes inherit it).
   std::vector<char> reduced;
-  if (coll == plan::Collective::AllReduce || coll == plan::Collective::ReduceScatter || coll == plan::Collective::Reduce) {
+  if (coll == plan::Collective::AllReduce || coll == plan::Collective::ReduceScatter ||
+      coll == plan::Collective::Reduce) {
     CheckRequest req;
     req.collective = coll;
     req.nRanks = opt.nRanks;
@@ -239,7 +243,7 @@ EmulationResult emulatePlan(const plan::PlanPtr& plan, const EmulationOptions& o
       int s = statuses[r];
       if (s == -1 || !WIFEXITED(s) || (WEXITSTATUS(s) != 0 && world.report(r)->status != 2)) {
         lost.push_back(strFormat("rank %d process ended abnormally (%s)", r,
-                                 s == -1 ? "killed at the deadline"
+                                 s == -1          ? "killed at the deadline"
                                  : WIFSIGNALED(s) ? strsignal(WTERMSIG(s))
                                                   : strFormat("exit status %d", WEXITSTATUS(s)).c_str()));
       }

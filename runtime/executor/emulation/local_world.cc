@@ -55,7 +55,8 @@ LocalWorld::LocalWorld(plan::PlanPtr plan, uint64_t inputBytes, uint64_t outputB
     for (int port = 0; port < 2; ++port) {
       const auto& chans = port ? p.ranks[r].portChannels : p.ranks[r].memoryChannels;
       for (const plan::ChannelDecl& c : chans) {
-        for (CounterKey key : {CounterKey{c.peer, r, c.pairIndex, port != 0}, CounterKey{r, c.peer, c.pairIndex, port != 0}}) {
+        for (CounterKey key :
+             {CounterKey{c.peer, r, c.pairIndex, port != 0}, CounterKey{r, c.peer, c.pairIndex, port != 0}}) {
           if (counters_.count(key) == 0) counters_[key] = reserve(sizeof(uint64_t), kLine);
         }
       }
@@ -87,18 +88,24 @@ uint64_t LocalWorld::counter(const CounterKey& key) const {
 char* LocalWorld::bufferOf(int rank, plan::BufferType type) const {
   const RankLayout& L = ranks_[rank];
   switch (type) {
-    case plan::BufferType::Input: return at(L.input);
-    case plan::BufferType::Output: return at(L.output);
-    case plan::BufferType::Scratch: return at(L.scratch);
+    case plan::BufferType::Input:
+      return at(L.input);
+    case plan::BufferType::Output:
+      return at(L.output);
+    case plan::BufferType::Scratch:
+      return at(L.scratch);
   }
   return nullptr;
 }
 
 uint64_t LocalWorld::bufferBytes(int rank, plan::BufferType type) const {
   switch (type) {
-    case plan::BufferType::Input: return inputBytes_;
-    case plan::BufferType::Output: return outputBytes_;
-    case plan::BufferType::Scratch: return ranks_[rank].shape.scratchBytes;
+    case plan::BufferType::Input:
+      return inputBytes_;
+    case plan::BufferType::Output:
+      return outputBytes_;
+    case plan::BufferType::Scratch:
+      return ranks_[rank].shape.scratchBytes;
   }
   return 0;
 }

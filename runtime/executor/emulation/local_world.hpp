@@ -32,9 +32,9 @@ struct RankReport {
   uint32_t errorCode;   // mscclpp::ErrorCode of the failure
   uint32_t launchFlag;  // flag of the last launch
   uint32_t failedIteration;
-  uint64_t mismatches;  // total mismatching elements over all iterations
-  double launchSeconds;  // sum of launch times
-  char error[8192];      // the failure message (NUL-terminated, truncated)
+  uint64_t mismatches;      // total mismatching elements over all iterations
+  double launchSeconds;     // sum of launch times
+  char error[8192];         // the failure message (NUL-terminated, truncated)
   char mismatchText[4096];  // the first mismatch lines
 };
 

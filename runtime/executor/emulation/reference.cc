@@ -120,7 +120,8 @@ CheckResult check(const CheckRequest& req, int rank, const char* output) {
         for (uint64_t i = 0; i < outCount && i < inCount; ++i) compare(i, reduceAt<T, Op>(req, i));
       break;
     case plan::Collective::ReduceScatter:
-      for (uint64_t i = 0; i < outCount; ++i) compare(i, reduceAt<T, Op>(req, static_cast<uint64_t>(rank) * outCount + i));
+      for (uint64_t i = 0; i < outCount; ++i)
+        compare(i, reduceAt<T, Op>(req, static_cast<uint64_t>(rank) * outCount + i));
       break;
     case plan::Collective::AllGather:
       for (uint64_t i = 0; i < outCount; ++i) compare(i, inputAt(static_cast<int>(i / inCount), i % inCount));
@@ -157,7 +158,9 @@ CheckResult check(const CheckRequest& req, int rank, const char* output) {
       }
       break;
     }
-    default: res.checked = false; break;
+    default:
+      res.checked = false;
+      break;
   }
   return res;
 }
@@ -178,8 +181,10 @@ void encodeScalar(DataType dtype, double value, void* out) {
   bool ok = dispatchDtypeOp(dtype, ReduceOp::Sum, [&](auto typeTag, auto) {
     using T = typename decltype(typeTag)::type;
     T v;
-    if constexpr (std::is_integral<T>::value) v = static_cast<T>(value);
-    else v = fromDouble<T>(value);
+    if constexpr (std::is_integral<T>::value)
+      v = static_cast<T>(value);
+    else
+      v = fromDouble<T>(value);
     std::memcpy(out, &v, sizeof(T));
   });
   MSCCLPP_ENFORCE(ok, ErrorCode::InvalidArgument, "unknown datatype %d", static_cast<int>(dtype));

@@ -109,7 +109,8 @@ MSCCLPP_HOST_DEVICE_INLINE uint64_t clockNs() {
   return t;
 #else
   return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 #endif
 }
 
@@ -140,10 +141,14 @@ enum class SpinStatus : uint32_t {
 
 MSCCLPP_HOST_DEVICE_INLINE const char* spinStatusName(SpinStatus s) {
   switch (s) {
-    case SpinStatus::Ok: return "ok";
-    case SpinStatus::Timeout: return "timeout";
-    case SpinStatus::Aborted: return "aborted";
-    default: return "invalid request";
+    case SpinStatus::Ok:
+      return "ok";
+    case SpinStatus::Timeout:
+      return "timeout";
+    case SpinStatus::Aborted:
+      return "aborted";
+    default:
+      return "invalid request";
   }
 }
 

@@ -111,7 +111,7 @@ struct FifoDeviceHandle {
   uint64_t* tail;          // first index not yet completed; written by the consumer only
   uint32_t size;           // slots in the ring (> 0)
   uint32_t reserved;
-  uint64_t timeoutNs;  // of the convenience push()/sync(); 0 = MSCCLPP_DEFAULT_TIMEOUT_NS
+  uint64_t timeoutNs;     // of the convenience push()/sync(); 0 = MSCCLPP_DEFAULT_TIMEOUT_NS
   uint64_t* tailReplica;  // optional (null: none): the producers' copy of the tail (see the header)
 
   // Claims a slot and publishes trigger t there; *index receives its position for sync(). Waits
@@ -175,7 +175,10 @@ struct FifoConsumer {
 
   FifoConsumer() = default;
   FifoConsumer(ProxyTrigger* ring, uint64_t* tailCounter, uint32_t slots)
-      : triggers(ring), tail(tailCounter), size(slots), position(atomicLoad<uint64_t>(tailCounter, memoryOrderRelaxed)) {}
+      : triggers(ring),
+        tail(tailCounter),
+        size(slots),
+        position(atomicLoad<uint64_t>(tailCounter, memoryOrderRelaxed)) {}
 
   // Copies the next request into *out when one is published; false when the ring is empty.
   bool poll(ProxyTrigger* out) const {

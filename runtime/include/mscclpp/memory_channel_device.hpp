@@ -42,9 +42,8 @@ struct MemoryChannelDeviceHandle {
 
   // Local src_ + srcOffset -> remote dst_ + dstOffset.
   MSCCLPP_HOST_DEVICE_INLINE void put(uint64_t dstOffset, uint64_t srcOffset, uint64_t bytes, uint32_t threadId,
-                                     uint32_t numThreads) const {
-    copy(static_cast<char*>(dst_) + dstOffset, static_cast<const char*>(src_) + srcOffset, bytes, threadId,
-         numThreads);
+                                      uint32_t numThreads) const {
+    copy(static_cast<char*>(dst_) + dstOffset, static_cast<const char*>(src_) + srcOffset, bytes, threadId, numThreads);
   }
   MSCCLPP_HOST_DEVICE_INLINE void put(uint64_t offset, uint64_t bytes, uint32_t threadId, uint32_t numThreads) const {
     put(offset, offset, bytes, threadId, numThreads);
@@ -52,7 +51,7 @@ struct MemoryChannelDeviceHandle {
 
   // Remote dst_ + remoteOffset -> local src_ + localOffset.
   MSCCLPP_HOST_DEVICE_INLINE void get(uint64_t remoteOffset, uint64_t localOffset, uint64_t bytes, uint32_t threadId,
-                                     uint32_t numThreads) const {
+                                      uint32_t numThreads) const {
     copy(static_cast<char*>(src_) + localOffset, static_cast<const char*>(dst_) + remoteOffset, bytes, threadId,
          numThreads);
   }

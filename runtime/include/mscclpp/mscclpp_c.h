@@ -61,8 +61,8 @@ MSCCLPP_API int mscclppUniqueIdCreate(uint8_t* id, size_t idLen, char* errBuf, s
 /* Joins the job described by a unique id as `rank` of `nRanks` and builds the communicator
  * (collective). timeoutSec <= 0: MSCCLPP_TIMEOUT_S. device: MSCCLPP_C_DEVICE_AUTO, _HOST or an
  * ordinal. */
-MSCCLPP_API int mscclppCommInitUniqueId(const uint8_t* id, size_t idLen, int rank, int nRanks, int device, double timeoutSec,
-                                        mscclppComm_t* comm, char* errBuf, size_t errLen);
+MSCCLPP_API int mscclppCommInitUniqueId(const uint8_t* id, size_t idLen, int rank, int nRanks, int device,
+                                        double timeoutSec, mscclppComm_t* comm, char* errBuf, size_t errLen);
 
 /* The same from a fixed root address, where rank 0 runs the root (MSCCL++'s interfaceIpPortTrio):
  * "interface:ip:port" ("interface:[v6]:port"), or "ip:port" ("[v6]:port"). With an interface, it
@@ -93,8 +93,8 @@ MSCCLPP_API int mscclppExecutorDestroy(mscclppExecutor_t executor);
  * handle that loads the plan for a rank the first time that rank executes it. Returns 1 and sets
  * *plan when a plan was chosen (its name in nameBuf), 0 with *plan = NULL when none (the reason
  * says why), or a negative status for a bad request (message in reasonBuf). */
-MSCCLPP_API int mscclppPlanSelectHandle(const mscclppPlanRequest* request, mscclppPlan_t* plan, char* nameBuf, size_t nameLen,
-                                        char* reasonBuf, size_t reasonLen);
+MSCCLPP_API int mscclppPlanSelectHandle(const mscclppPlanRequest* request, mscclppPlan_t* plan, char* nameBuf,
+                                        size_t nameLen, char* reasonBuf, size_t reasonLen);
 
 MSCCLPP_API int mscclppPlanHandleDestroy(mscclppPlan_t plan);
 
@@ -104,9 +104,9 @@ MSCCLPP_API int mscclppPlanHandleDestroy(mscclppPlan_t plan);
  * which has completed the collective when this returns. The call's message size (allgather: the
  * receive size; otherwise the send size) must be within the plan's size range, and the plan must
  * accept the sizes and dtype (the error says why not). */
-MSCCLPP_API int mscclppExecute(mscclppExecutor_t executor, int rank, const void* sendBuff, void* recvBuff, size_t sendBytes,
-                               size_t recvBytes, int dtype, mscclppPlan_t plan, void* stream, int redOp, char* errBuf,
-                               size_t errLen);
+MSCCLPP_API int mscclppExecute(mscclppExecutor_t executor, int rank, const void* sendBuff, void* recvBuff,
+                               size_t sendBytes, size_t recvBytes, int dtype, mscclppPlan_t plan, void* stream,
+                               int redOp, char* errBuf, size_t errLen);
 
 #ifdef __cplusplus
 }

@@ -84,11 +84,12 @@ typedef int (*mscclppPlanSelectorFn)(const mscclppPlanInfo* candidates, int nCan
 /* Registers the plan in the file at path (tags may be NULL when nTags is 0). mscclppInvalidPlan
  * when it does not load or validate, mscclppSystemError when the file cannot be read,
  * mscclppAlreadyExists when a plan of its name is registered. */
-MSCCLPP_API int mscclppPlanRegisterFile(const char* path, const char* const* tags, int nTags, char* errBuf, size_t errLen);
+MSCCLPP_API int mscclppPlanRegisterFile(const char* path, const char* const* tags, int nTags, char* errBuf,
+                                        size_t errLen);
 
 /* Registers a plan given as JSON text of len bytes; sourceName is used in error messages. */
-MSCCLPP_API int mscclppPlanRegisterJson(const char* json, size_t len, const char* sourceName, const char* const* tags, int nTags,
-                                        char* errBuf, size_t errLen);
+MSCCLPP_API int mscclppPlanRegisterJson(const char* json, size_t len, const char* sourceName, const char* const* tags,
+                                        int nTags, char* errBuf, size_t errLen);
 
 /* Removes the named plan (mscclppNotFound when none has that name). Contexts already built from it
  * stay valid until their communicator ends. */
@@ -119,7 +120,7 @@ MSCCLPP_API int mscclppPlanSelect(const mscclppPlanRequest* request, char* nameB
  * reportBuf receives the report mscclpp-plan verify prints: the verdict and one paragraph per finding.
  * Added with the verifier during version 3: callers of older libraries look the symbol up first. */
 MSCCLPP_API int mscclppPlanVerify(const char* path, const char* json, size_t jsonLen, char* reportBuf, size_t reportLen,
-                      char* errBuf, size_t errLen);
+                                  char* errBuf, size_t errLen);
 
 /* The C API version, MSCCLPP_PLAN_API_VERSION, so Python can check it is talking to a matching library. */
 MSCCLPP_API int mscclppPlanApiVersion(void);

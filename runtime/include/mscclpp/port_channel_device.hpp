@@ -71,8 +71,8 @@ struct PortChannelDeviceHandle {
                          abortFlag, &idx);
     return st != SpinStatus::Ok ? st : fifo_.sync(idx, deadlineNs, abortFlag);
   }
-  MSCCLPP_HOST_DEVICE_INLINE SpinStatus flush(uint64_t deadlineNs, const uint32_t* abortFlag,
-                                              uint64_t* index = nullptr, uint64_t* observedTail = nullptr) {
+  MSCCLPP_HOST_DEVICE_INLINE SpinStatus flush(uint64_t deadlineNs, const uint32_t* abortFlag, uint64_t* index = nullptr,
+                                              uint64_t* observedTail = nullptr) {
     uint64_t idx = 0;
     SpinStatus st = push(TriggerFlush, 0, 0, 0, 0, 0, deadlineNs, abortFlag, &idx);
     if (index != nullptr) *index = idx;
@@ -106,7 +106,9 @@ struct PortChannelDeviceHandle {
   MSCCLPP_HOST_DEVICE_INLINE void putWithSignalAndFlush(uint64_t offset, uint64_t size) {
     putWithSignalAndFlush(offset, offset, size);
   }
-  MSCCLPP_HOST_DEVICE_INLINE void flush() { check(flush(deadlineAfter(fifo_.timeoutNs), nullptr), "PortChannel::flush"); }
+  MSCCLPP_HOST_DEVICE_INLINE void flush() {
+    check(flush(deadlineAfter(fifo_.timeoutNs), nullptr), "PortChannel::flush");
+  }
   MSCCLPP_HOST_DEVICE_INLINE void wait() { semaphore_.wait(); }
   MSCCLPP_HOST_DEVICE_INLINE bool poll() { return semaphore_.poll(); }
 

@@ -39,9 +39,7 @@ struct MemoryDevice2DeviceSemaphoreDeviceHandle {
 
   // Relaxed: execution ordering only (the peer learns we reached this point, not that our data
   // is visible). For plans that synchronise data some other way (packets, a later signal).
-  MSCCLPP_HOST_DEVICE_INLINE void relaxedSignal() {
-    atomicFetchAdd<uint64_t>(outboundCounter, 1, memoryOrderRelaxed);
-  }
+  MSCCLPP_HOST_DEVICE_INLINE void relaxedSignal() { atomicFetchAdd<uint64_t>(outboundCounter, 1, memoryOrderRelaxed); }
 
   // Claims the next expected value. Atomic so that waits on one semaphore from several threads
   // (or blocks) each claim a distinct signal.
@@ -56,9 +54,9 @@ struct MemoryDevice2DeviceSemaphoreDeviceHandle {
     uint64_t expected = claimNextExpected();
     if (expectedOut != nullptr) *expectedOut = expected;
     uint64_t seen = 0;
-    SpinStatus st = spinUntil(
-        [&] { return (seen = atomicLoad<uint64_t>(inboundCounter, memoryOrderAcquire)) >= expected; }, deadlineNs,
-        abortFlag);
+    SpinStatus st =
+        spinUntil([&] { return (seen = atomicLoad<uint64_t>(inboundCounter, memoryOrderAcquire)) >= expected; },
+                  deadlineNs, abortFlag);
     if (observed != nullptr) *observed = seen;
     return st;
   }
@@ -69,9 +67,9 @@ struct MemoryDevice2DeviceSemaphoreDeviceHandle {
     uint64_t expected = claimNextExpected();
     if (expectedOut != nullptr) *expectedOut = expected;
     uint64_t seen = 0;
-    SpinStatus st = spinUntil(
-        [&] { return (seen = atomicLoad<uint64_t>(inboundCounter, memoryOrderRelaxed)) >= expected; }, deadlineNs,
-        abortFlag);
+    SpinStatus st =
+        spinUntil([&] { return (seen = atomicLoad<uint64_t>(inboundCounter, memoryOrderRelaxed)) >= expected; },
+                  deadlineNs, abortFlag);
     if (observed != nullptr) *observed = seen;
     return st;
   }
@@ -115,9 +113,9 @@ struct Host2DeviceSemaphoreDeviceHandle {
     uint64_t expected = atomicFetchAdd<uint64_t, scopeDevice>(expectedInboundCounter, 1, memoryOrderRelaxed) + 1;
     if (expectedOut != nullptr) *expectedOut = expected;
     uint64_t seen = 0;
-    SpinStatus st = spinUntil(
-        [&] { return (seen = atomicLoad<uint64_t>(inboundCounter, memoryOrderAcquire)) >= expected; }, deadlineNs,
-        abortFlag);
+    SpinStatus st =
+        spinUntil([&] { return (seen = atomicLoad<uint64_t>(inboundCounter, memoryOrderAcquire)) >= expected; },
+                  deadlineNs, abortFlag);
     if (observed != nullptr) *observed = seen;
     return st;
   }

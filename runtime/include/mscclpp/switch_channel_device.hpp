@@ -32,12 +32,12 @@ MSCCLPP_HOST_DEVICE_INLINE bool multimemSupports(MultimemElem elem, MultimemOp o
 }
 
 struct SwitchChannelDeviceHandle {
-  void* devicePtr;           // our member buffer (the bound buffer's base)
-  void* mcPtr;               // the multicast address of the binding; null without NVLS (CPU backend)
-  uint64_t bufferSize;       // bytes bound
-  void* const* memberPtrs;   // every member's buffer base in group order (null: multicast only)
-  uint32_t nMembers;         // group size
-  uint32_t myIndex;          // our position in the group
+  void* devicePtr;          // our member buffer (the bound buffer's base)
+  void* mcPtr;              // the multicast address of the binding; null without NVLS (CPU backend)
+  uint64_t bufferSize;      // bytes bound
+  void* const* memberPtrs;  // every member's buffer base in group order (null: multicast only)
+  uint32_t nMembers;        // group size
+  uint32_t myIndex;         // our position in the group
 
   // ---- emulated elementwise path (host and device) ----
   // Reduces the T at byte offset across all members with fn(T, T) (member 0 first).
@@ -83,41 +83,53 @@ struct SwitchChannelDeviceHandle {
   template <MultimemElem E, MultimemOp O>
   MSCCLPP_DEVICE_INLINE static Vec16 multimemLoadReduce16(const void* mc) {
     uint32_t r0, r1, r2, r3;
-#define MSCCLPP_MM_LDRED(op, ty)                                                                          \
-  asm volatile("multimem.ld_reduce.relaxed.sys.global." op "." ty " {%0,%1,%2,%3}, [%4];"                 \
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)                                                   \
-               : "l"(mc)                                                                                  \
+#define MSCCLPP_MM_LDRED(op, ty)                                                          \
+  asm volatile("multimem.ld_reduce.relaxed.sys.global." op "." ty " {%0,%1,%2,%3}, [%4];" \
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)                                   \
+               : "l"(mc)                                                                  \
                : "memory")
 #define MSCCLPP_MM_LDRED1(op, ty, reg, addr) \
   asm volatile("multimem.ld_reduce.relaxed.sys.global." op "." ty " %0, [%1];" : "=r"(reg) : "l"(addr) : "memory")
     if constexpr (E == MultimemElem::F32) {
       MSCCLPP_MM_LDRED("add", "v4.f32");
     } else if constexpr (E == MultimemElem::F16) {
-      if constexpr (O == MultimemOp::Sum) MSCCLPP_MM_LDRED("add", "v4.f16x2");
-      else if constexpr (O == MultimemOp::Min) MSCCLPP_MM_LDRED("min", "v4.f16x2");
-      else MSCCLPP_MM_LDRED("max", "v4.f16x2");
+      if constexpr (O == MultimemOp::Sum)
+        MSCCLPP_MM_LDRED("add", "v4.f16x2");
+      else if constexpr (O == MultimemOp::Min)
+        MSCCLPP_MM_LDRED("min", "v4.f16x2");
+      else
+        MSCCLPP_MM_LDRED("max", "v4.f16x2");
     } else if constexpr (E == MultimemElem::BF16) {
-      if constexpr (O == MultimemOp::Sum) MSCCLPP_MM_LDRED("add", "v4.bf16x2");
-      else if constexpr (O == MultimemOp::Min) MSCCLPP_MM_LDRED("min", "v4.bf16x2");
-      else MSCCLPP_MM_LDRED("max", "v4.bf16x2");
+      if constexpr (O == MultimemOp::Sum)
+        MSCCLPP_MM_LDRED("add", "v4.bf16x2");
+      else if constexpr (O == MultimemOp::Min)
+        MSCCLPP_MM_LDRED("min", "v4.bf16x2");
+      else
+        MSCCLPP_MM_LDRED("max", "v4.bf16x2");
     } else {
       // Integer reductions have no vector form: four 32-bit accesses.
       const char* p = static_cast<const char*>(mc);
-#define MSCCLPP_MM_LDRED4(op, ty)       \
-  {                                     \
-    MSCCLPP_MM_LDRED1(op, ty, r0, p);     \
-    MSCCLPP_MM_LDRED1(op, ty, r1, p + 4); \
-    MSCCLPP_MM_LDRED1(op, ty, r2, p + 8); \
+#define MSCCLPP_MM_LDRED4(op, ty)          \
+  {                                        \
+    MSCCLPP_MM_LDRED1(op, ty, r0, p);      \
+    MSCCLPP_MM_LDRED1(op, ty, r1, p + 4);  \
+    MSCCLPP_MM_LDRED1(op, ty, r2, p + 8);  \
     MSCCLPP_MM_LDRED1(op, ty, r3, p + 12); \
   }
       if constexpr (E == MultimemElem::S32) {
-        if constexpr (O == MultimemOp::Sum) MSCCLPP_MM_LDRED4("add", "s32")
-        else if constexpr (O == MultimemOp::Min) MSCCLPP_MM_LDRED4("min", "s32")
-        else MSCCLPP_MM_LDRED4("max", "s32")
+        if constexpr (O == MultimemOp::Sum)
+          MSCCLPP_MM_LDRED4("add", "s32")
+        else if constexpr (O == MultimemOp::Min)
+          MSCCLPP_MM_LDRED4("min", "s32")
+        else
+          MSCCLPP_MM_LDRED4("max", "s32")
       } else {
-        if constexpr (O == MultimemOp::Sum) MSCCLPP_MM_LDRED4("add", "u32")
-        else if constexpr (O == MultimemOp::Min) MSCCLPP_MM_LDRED4("min", "u32")
-        else MSCCLPP_MM_LDRED4("max", "u32")
+        if constexpr (O == MultimemOp::Sum)
+          MSCCLPP_MM_LDRED4("add", "u32")
+        else if constexpr (O == MultimemOp::Min)
+          MSCCLPP_MM_LDRED4("min", "u32")
+        else
+          MSCCLPP_MM_LDRED4("max", "u32")
       }
 #undef MSCCLPP_MM_LDRED4
     }

@@ -14,8 +14,8 @@
 
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
-#include "transport/params.hpp"
 #include "core/random.hpp"
+#include "transport/params.hpp"
 
 namespace mscclpp::transport::host_shm {
 
@@ -163,8 +163,8 @@ std::shared_ptr<void> allocate(size_t bytes) {
     int err = 0;
     auto p = allocateMemfd(size, &err);
     if (p) return p;
-    MSCCLPP_ENFORCE(mode != "memfd", ErrorCode::SystemError, "allocSharedHost: memfd_create failed: %s (MSCCLPP_HOST_SHM=memfd)",
-                    std::strerror(err));
+    MSCCLPP_ENFORCE(mode != "memfd", ErrorCode::SystemError,
+                    "allocSharedHost: memfd_create failed: %s (MSCCLPP_HOST_SHM=memfd)", std::strerror(err));
     MSCCLPP_INFO(LogTransport, "allocSharedHost: memfd_create failed (%s); using POSIX shared memory",
                  std::strerror(err));
   }

@@ -3,11 +3,11 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/serial.hpp"
 #include "core/deadline.hpp"
 #include "core/enforce.hpp"
 #include "core/params.hpp"
 #include "core/random.hpp"
+#include "core/serial.hpp"
 #include "transport/registration.hpp"
 
 namespace mscclpp::transport::ib_verbs {
@@ -111,7 +111,9 @@ QpInfo decodeQpInfo(const std::vector<char>& bytes, const std::string& what) {
 class IbConnection : public Connection {
  public:
   IbConnection(std::shared_ptr<QueuePair> qp, int localRank, int remoteRank, Transport transport)
-      : Connection(localRank, remoteRank), qp_(std::move(qp)), transport_(transport),
+      : Connection(localRank, remoteRank),
+        qp_(std::move(qp)),
+        transport_(transport),
         timeoutSeconds_(params::timeoutSeconds()) {}
 
   void write(RegisteredMemory dst, uint64_t dstOffset, RegisteredMemory src, uint64_t srcOffset,
@@ -128,8 +130,7 @@ class IbConnection : public Connection {
     sge.lkey = recordOf(src).lkey;
     MSCCLPP_ENFORCE(size <= UINT32_MAX, ErrorCode::InvalidArgument, "%s: write of %llu bytes exceeds one RDMA write",
                     describe().c_str(), (unsigned long long)size);
-    post(IBV_WR_RDMA_WRITE, &sge, 0, recordOf(dst).address + dstOffset, recordOf(dst).rkey,
-         "write");
+    post(IBV_WR_RDMA_WRITE, &sge, 0, recordOf(dst).address + dstOffset, recordOf(dst).rkey, "write");
   }
 
   void updateAndSync(RegisteredMemory dst, uint64_t dstOffset, uint64_t* src, uint64_t newValue) override {
@@ -237,9 +238,9 @@ std::shared_ptr<Connection> makeConnection(std::shared_ptr<QueuePair> qp, const 
   rts.rnr_retry = 7;
   rts.sq_psn = qp->psn;
   rts.max_rd_atomic = 1;
-  rc = lib.modifyQp(qp->qp, &rts,
-                    IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                        IBV_QP_MAX_QP_RD_ATOMIC);
+  rc = lib.modifyQp(
+      qp->qp, &rts,
+      IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
   if (rc != 0) throw SystemError(who + ": ibv_modify_qp(RTS)", rc);
   return std::make_shared<IbConnection>(std::move(qp), localRank, remoteRank, transport);
 }

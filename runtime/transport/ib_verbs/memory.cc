@@ -29,8 +29,10 @@ std::shared_ptr<Device> openDevice(int index, const std::string& libraryName) {
     int e = errno;
     if (list) lib->freeDeviceList(list);
     std::string how = list ? std::string("returned 0 devices") : std::string("failed: ") + std::strerror(e);
-    MSCCLPP_THROW(ErrorCode::NotSupported, "InfiniBand: no device found (%s loaded; ibv_get_device_list %s): IB%d is "
-                  "unavailable", libraryName.c_str(), how.c_str(), index);
+    MSCCLPP_THROW(ErrorCode::NotSupported,
+                  "InfiniBand: no device found (%s loaded; ibv_get_device_list %s): IB%d is "
+                  "unavailable",
+                  libraryName.c_str(), how.c_str(), index);
   }
   std::string names;
   for (int i = 0; i < n; ++i) names += (i ? ", " : "") + std::string(lib->getDeviceName(list[i]));

@@ -9,8 +9,8 @@
 #include <memory>
 #include <string>
 
-#include "transport/transport.hpp"
 #include "transport/ib_verbs/verbs_library.hpp"
+#include "transport/transport.hpp"
 
 namespace mscclpp::transport::ib_verbs {
 

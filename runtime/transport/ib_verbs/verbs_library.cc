@@ -27,8 +27,10 @@ std::shared_ptr<VerbsLibrary> loadVerbsLibrary(const std::string& name) {
   lib->handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib->handle == nullptr) {
     const char* why = dlerror();
-    MSCCLPP_THROW(ErrorCode::NotSupported, "InfiniBand: cannot load %s: %s (install rdma-core or set "
-                  "MSCCLPP_IBVERBS_LIBRARY)", name.c_str(), why ? why : "unknown dlopen error");
+    MSCCLPP_THROW(ErrorCode::NotSupported,
+                  "InfiniBand: cannot load %s: %s (install rdma-core or set "
+                  "MSCCLPP_IBVERBS_LIBRARY)",
+                  name.c_str(), why ? why : "unknown dlopen error");
   }
   resolve(*lib, lib->getDeviceList, "ibv_get_device_list");
   resolve(*lib, lib->freeDeviceList, "ibv_free_device_list");

@@ -2,12 +2,12 @@
 
 #include <cstring>
 
-#include "core/serial.hpp"
 #include "core/enforce.hpp"
 #include "core/hash.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
 #include "core/random.hpp"
+#include "core/serial.hpp"
 #include "transport/device_memory.hpp"
 #include "transport/registration.hpp"
 
@@ -62,8 +62,8 @@ TcpConnection::TcpConnection(std::shared_ptr<Engine> engine, int localRank, int 
   // other or with another connection between the same ranks.
   uint64_t outId = mix64(local.nonce, remote.nonce);
   uint64_t inId = mix64(remote.nonce, local.nonce);
-  net::Socket out = net::Socket::connectTo(remote.address, deadline,
-                                           strFormat("rank %d's TCP transport", remoteRank), false);
+  net::Socket out =
+      net::Socket::connectTo(remote.address, deadline, strFormat("rank %d's TCP transport", remoteRank), false);
   Hello hello{};
   hello.header = net::makeHelloHeader(kHelloMagic, remote.secret);
   hello.connId = outId;
@@ -71,10 +71,9 @@ TcpConnection::TcpConnection(std::shared_ptr<Engine> engine, int localRank, int 
   out.sendAll(&hello, sizeof(hello), deadline, who + ": hello");
   char ack[8];
   out.recvAll(ack, sizeof(ack), deadline, who + ": waiting for the hello reply");
-  MSCCLPP_ENFORCE(std::memcmp(ack, kHelloAckMagic, 8) == 0, ErrorCode::RemoteError, "%s: bad hello reply",
-                  who.c_str());
-  net::Socket in = engine_->claim(inId, deadline, who + ": waiting for rank " + std::to_string(remoteRank) +
-                                                      " to open its side of the connection");
+  MSCCLPP_ENFORCE(std::memcmp(ack, kHelloAckMagic, 8) == 0, ErrorCode::RemoteError, "%s: bad hello reply", who.c_str());
+  net::Socket in = engine_->claim(
+      inId, deadline, who + ": waiting for rank " + std::to_string(remoteRank) + " to open its side of the connection");
   link_ = std::make_shared<Link>(who, remoteRank, remote.engineId, std::move(out), std::move(in));
   engine_->attach(link_);
   MSCCLPP_INFO(LogTransport, "%s: connected", who.c_str());

@@ -20,7 +20,10 @@ constexpr uint64_t kReadBudget = 64ull << 20;  // per link per wakeup, for fairn
 // ---- Link ---------------------------------------------------------------------------------------
 
 Link::Link(std::string who, int remoteRank, uint64_t remoteEngineId, net::Socket outSocket, net::Socket inSocket)
-    : out(std::move(outSocket)), in(std::move(inSocket)), who_(std::move(who)), remoteRank_(remoteRank),
+    : out(std::move(outSocket)),
+      in(std::move(inSocket)),
+      who_(std::move(who)),
+      remoteRank_(remoteRank),
       remoteEngineId_(remoteEngineId) {}
 
 void Link::throwIfFailed(const std::string& what) const {
@@ -102,8 +105,12 @@ void Link::fail(ErrorCode code, const std::string& message) {
 // ---- Engine -------------------------------------------------------------------------------------
 
 Engine::Engine(int rank, const net::NetInterface& iface)
-    : rank_(rank), who_(strFormat("rank %d TCP transport", rank)), secret_(net::randomSecret()),
-      id_(randomU64("the TCP engine id")), keys_(std::make_shared<KeyRegistry>()), loop_(who_, rank) {
+    : rank_(rank),
+      who_(strFormat("rank %d TCP transport", rank)),
+      secret_(net::randomSecret()),
+      id_(randomU64("the TCP engine id")),
+      keys_(std::make_shared<KeyRegistry>()),
+      loop_(who_, rank) {
   net::SocketAddress bindAddr = iface.address;
   bindAddr.setPort(0);
   net::Socket listener = net::Socket::listenOn(bindAddr);
@@ -205,10 +212,10 @@ void Engine::beginWrite(Link& link) {
   rx.remaining = h.c;
   Region region;
   if (!keys_->find(h.a, &region)) {
-    rx.rejection = strFormat("%s: write #%llu of %llu bytes names unknown memory key %llu (deregistered, or from "
-                             "another communicator)",
-                             who_.c_str(), (unsigned long long)rx.frameIndex, (unsigned long long)h.c,
-                             (unsigned long long)h.a);
+    rx.rejection = strFormat(
+        "%s: write #%llu of %llu bytes names unknown memory key %llu (deregistered, or from "
+        "another communicator)",
+        who_.c_str(), (unsigned long long)rx.frameIndex, (unsigned long long)h.c, (unsigned long long)h.a);
   } else if (h.b > region.size || h.c > region.size - h.b) {
     rx.rejection = strFormat("%s: write #%llu of %llu bytes at offset %llu is outside the %llu-byte memory (key %llu)",
                              who_.c_str(), (unsigned long long)rx.frameIndex, (unsigned long long)h.c,
@@ -236,9 +243,10 @@ void Engine::applyControl(Link& link) {
   Region region;
   std::string problem;
   if (rx.firstRejectedWrite != 0) {
-    problem = strFormat("%s: update #%llu refused: write #%llu before it on this connection was rejected, so the "
-                        "signal would announce data that never arrived",
-                        who_.c_str(), (unsigned long long)rx.frameIndex, (unsigned long long)rx.firstRejectedWrite);
+    problem = strFormat(
+        "%s: update #%llu refused: write #%llu before it on this connection was rejected, so the "
+        "signal would announce data that never arrived",
+        who_.c_str(), (unsigned long long)rx.frameIndex, (unsigned long long)rx.firstRejectedWrite);
   } else if (!keys_->find(h.a, &region)) {
     problem = strFormat("%s: update #%llu names unknown memory key %llu", who_.c_str(),
                         (unsigned long long)rx.frameIndex, (unsigned long long)h.a);
@@ -267,8 +275,8 @@ bool Engine::serviceData(Link& link) {
   try {
     while (budget > 0) {
       if (!rx.inPayload) {
-        size_t n = link.in.recvSome(reinterpret_cast<char*>(&rx.header) + rx.headerGot, sizeof(rx.header) - rx.headerGot,
-                                    what);
+        size_t n = link.in.recvSome(reinterpret_cast<char*>(&rx.header) + rx.headerGot,
+                                    sizeof(rx.header) - rx.headerGot, what);
         if (n == 0) return true;
         rx.headerGot += n;
         if (rx.headerGot < sizeof(rx.header)) continue;
@@ -322,9 +330,10 @@ bool Engine::serviceData(Link& link) {
   } catch (const Error& e) {
     if (!link.released.load() && !aborted_.load()) {
       std::string why = e.code() == ErrorCode::RemoteError
-                            ? strFormat("rank %d closed its TCP connection%s (it exited, crashed or destroyed the "
-                                        "connection)",
-                                        link.remoteRank(), rx.inPayload ? " in the middle of a write" : "")
+                            ? strFormat(
+                                  "rank %d closed its TCP connection%s (it exited, crashed or destroyed the "
+                                  "connection)",
+                                  link.remoteRank(), rx.inPayload ? " in the middle of a write" : "")
                             : std::string(e.what());
       MSCCLPP_INFO(LogTransport, "%s: %s", link.who().c_str(), why.c_str());
       link.fail(e.code() == ErrorCode::RemoteError ? ErrorCode::RemoteError : e.code(), why);
@@ -347,8 +356,8 @@ bool Engine::serviceAcks(Link& link) {
         link.fail(ErrorCode::RemoteError, rx.text);
         continue;
       }
-      size_t n = link.out.recvSome(reinterpret_cast<char*>(&rx.header) + rx.headerGot, sizeof(rx.header) - rx.headerGot,
-                                   what);
+      size_t n =
+          link.out.recvSome(reinterpret_cast<char*>(&rx.header) + rx.headerGot, sizeof(rx.header) - rx.headerGot, what);
       if (n == 0) return true;
       rx.headerGot += n;
       if (rx.headerGot < sizeof(rx.header)) continue;
@@ -361,8 +370,8 @@ bool Engine::serviceAcks(Link& link) {
         rx.textGot = 0;
         rx.inText = true;
       } else {
-        std::string why = strFormat("rank %d sent a malformed TCP reply (magic 0x%08x, type %u)", link.remoteRank(),
-                                    h.magic, h.type);
+        std::string why =
+            strFormat("rank %d sent a malformed TCP reply (magic 0x%08x, type %u)", link.remoteRank(), h.magic, h.type);
         MSCCLPP_WARN(LogTransport, "%s: %s", link.who().c_str(), why.c_str());
         link.fail(ErrorCode::RemoteError, why);
         return false;
@@ -372,9 +381,10 @@ bool Engine::serviceAcks(Link& link) {
   } catch (const Error& e) {
     if (!link.released.load() && !aborted_.load()) {
       std::string why = e.code() == ErrorCode::RemoteError
-                            ? strFormat("rank %d closed its TCP connection (it exited, crashed or destroyed the "
-                                        "connection)",
-                                        link.remoteRank())
+                            ? strFormat(
+                                  "rank %d closed its TCP connection (it exited, crashed or destroyed the "
+                                  "connection)",
+                                  link.remoteRank())
                             : std::string(e.what());
       link.fail(e.code(), why);
     }

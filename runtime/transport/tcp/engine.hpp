@@ -96,11 +96,11 @@ class Link {
     WireFrame header{};
     size_t headerGot = 0;
     bool inPayload = false;
-    char* target = nullptr;     // host destination of the payload (nullptr: discard or staging)
+    char* target = nullptr;  // host destination of the payload (nullptr: discard or staging)
     char* deviceTarget = nullptr;
     uint64_t remaining = 0;
-    uint64_t frameIndex = 0;   // frames received so far (for error messages)
-    std::string rejection;     // why the current WRITE is being discarded
+    uint64_t frameIndex = 0;  // frames received so far (for error messages)
+    std::string rejection;    // why the current WRITE is being discarded
     // The first WRITE this link rejected (0: none). Later UPDATEs are refused: a signal must never
     // announce data that did not arrive (the sender may have sent it before our ERROR reached it).
     uint64_t firstRejectedWrite = 0;
@@ -182,7 +182,7 @@ class Engine {
   std::vector<std::shared_ptr<Link>> links_;
   std::map<uint64_t, net::Socket> parked_;
   std::vector<std::shared_ptr<Link>> turnLinks_;  // receiver thread: this turn's links
-  std::vector<char> staging_;  // receiver thread: device-memory writes and discarded payloads
+  std::vector<char> staging_;                     // receiver thread: device-memory writes and discarded payloads
   std::unique_ptr<net::HelloAcceptor> acceptor_;
   net::EventLoop loop_;  // last: its thread stops before the members above go
 };

@@ -76,7 +76,12 @@ std::string onRanks(int n, const std::function<void(int)>& body, const std::vect
 }
 
 GpuRanks::GpuRanks(int n, uint64_t capacity, std::vector<int> devices)
-    : n_(n), capacity_(capacity), devices_(std::move(devices)), comms_(n), streams_(n, nullptr), send_(n, nullptr),
+    : n_(n),
+      capacity_(capacity),
+      devices_(std::move(devices)),
+      comms_(n),
+      streams_(n, nullptr),
+      send_(n, nullptr),
       recv_(n, nullptr) {
   if (devices_.empty()) devices_.assign(n, 0);
   if (static_cast<int>(devices_.size()) != n) throw std::runtime_error("GpuRanks: one device per rank");
@@ -194,75 +199,78 @@ RunResult runPlan(GpuRanks& ranks, const plan::PlanPtr& plan, const RunOptions& 
   std::mutex m;
   bool anyRefused = false, anyOther = false;
   std::string errors;
-  std::string err = onRanks(n, [&](int r) {
-    cudaStream_t s = ranks.stream(r);
-    char* recv = ranks.recv(r);
-    char* send = opt.inPlaceCall ? recv : ranks.send(r);
-    Executor& ex = ranks.executor(r);
-    std::vector<char> host(out + 16);
-    cudaGraphExec_t graphExec = nullptr;
-    auto call = [&] { ex.execute(r, send, recv, in, out, opt.dtype, plan, s, opt.packet, opt.op, scalar); };
-    try {
-      for (int it = 0; it < opt.iterations; ++it) {
-        GPUTEST_CUDA(cudaMemcpyAsync(send, ref.input(r), in, cudaMemcpyHostToDevice, s));
-        if (!opt.inPlaceCall) GPUTEST_CUDA(cudaMemsetAsync(recv, exec::kPoisonByte, out, s));
-        GPUTEST_CUDA(cudaStreamSynchronize(s));
-        barrier.arriveAndWait();  // every rank's buffers are ready before any reads them
-        if (opt.graph) {
-          if (graphExec == nullptr) {
-            call();  // warm-up outside capture: builds the context (collective)
+  std::string err = onRanks(
+      n,
+      [&](int r) {
+        cudaStream_t s = ranks.stream(r);
+        char* recv = ranks.recv(r);
+        char* send = opt.inPlaceCall ? recv : ranks.send(r);
+        Executor& ex = ranks.executor(r);
+        std::vector<char> host(out + 16);
+        cudaGraphExec_t graphExec = nullptr;
+        auto call = [&] { ex.execute(r, send, recv, in, out, opt.dtype, plan, s, opt.packet, opt.op, scalar); };
+        try {
+          for (int it = 0; it < opt.iterations; ++it) {
+            GPUTEST_CUDA(cudaMemcpyAsync(send, ref.input(r), in, cudaMemcpyHostToDevice, s));
+            if (!opt.inPlaceCall) GPUTEST_CUDA(cudaMemsetAsync(recv, exec::kPoisonByte, out, s));
             GPUTEST_CUDA(cudaStreamSynchronize(s));
-            barrier.arriveAndWait();
-            GPUTEST_CUDA(cudaMemsetAsync(recv, exec::kPoisonByte, out, s));
-            cudaGraph_t graph = nullptr;
-            GPUTEST_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-            try {
+            barrier.arriveAndWait();  // every rank's buffers are ready before any reads them
+            if (opt.graph) {
+              if (graphExec == nullptr) {
+                call();  // warm-up outside capture: builds the context (collective)
+                GPUTEST_CUDA(cudaStreamSynchronize(s));
+                barrier.arriveAndWait();
+                GPUTEST_CUDA(cudaMemsetAsync(recv, exec::kPoisonByte, out, s));
+                cudaGraph_t graph = nullptr;
+                GPUTEST_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+                try {
+                  for (int k = 0; k < opt.backToBack; ++k) call();
+                } catch (...) {
+                  cudaStreamEndCapture(s, &graph);
+                  if (graph) cudaGraphDestroy(graph);
+                  throw;
+                }
+                GPUTEST_CUDA(cudaStreamEndCapture(s, &graph));
+                GPUTEST_CUDA(cudaGraphInstantiate(&graphExec, graph, 0));
+                GPUTEST_CUDA(cudaGraphDestroy(graph));
+              }
+              for (int k = 0; k < opt.graphReplays; ++k) GPUTEST_CUDA(cudaGraphLaunch(graphExec, s));
+            } else {
               for (int k = 0; k < opt.backToBack; ++k) call();
-            } catch (...) {
-              cudaStreamEndCapture(s, &graph);
-              if (graph) cudaGraphDestroy(graph);
-              throw;
             }
-            GPUTEST_CUDA(cudaStreamEndCapture(s, &graph));
-            GPUTEST_CUDA(cudaGraphInstantiate(&graphExec, graph, 0));
-            GPUTEST_CUDA(cudaGraphDestroy(graph));
+            GPUTEST_CUDA(cudaStreamSynchronize(s));
+            std::string async;
+            if (ex.pollAsyncError(&async)) throw std::runtime_error("asynchronous failure: " + async);
+            barrier.arriveAndWait();  // every rank finished reading and writing
+            GPUTEST_CUDA(cudaMemcpy(host.data(), recv, out, cudaMemcpyDeviceToHost));
+            exec::CheckResult cr = ref.check(r, host.data());
+            std::lock_guard<std::mutex> lock(m);
+            res.checked = cr.checked;
+            if (cr.mismatches) {
+              res.mismatches += cr.mismatches;
+              res.report += "iteration " + std::to_string(it) + ": " + cr.text;
+            }
           }
-          for (int k = 0; k < opt.graphReplays; ++k) GPUTEST_CUDA(cudaGraphLaunch(graphExec, s));
-        } else {
-          for (int k = 0; k < opt.backToBack; ++k) call();
+        } catch (const Error& e) {
+          barrier.abort();
+          if (graphExec) cudaGraphExecDestroy(graphExec);
+          std::lock_guard<std::mutex> lock(m);
+          if (e.code() == ErrorCode::NotSupported)
+            anyRefused = true;
+          else
+            anyOther = true;
+          res.errorCode = e.code();
+          throw;
+        } catch (...) {
+          barrier.abort();
+          if (graphExec) cudaGraphExecDestroy(graphExec);
+          std::lock_guard<std::mutex> lock(m);
+          anyOther = true;
+          throw;
         }
-        GPUTEST_CUDA(cudaStreamSynchronize(s));
-        std::string async;
-        if (ex.pollAsyncError(&async)) throw std::runtime_error("asynchronous failure: " + async);
-        barrier.arriveAndWait();  // every rank finished reading and writing
-        GPUTEST_CUDA(cudaMemcpy(host.data(), recv, out, cudaMemcpyDeviceToHost));
-        exec::CheckResult cr = ref.check(r, host.data());
-        std::lock_guard<std::mutex> lock(m);
-        res.checked = cr.checked;
-        if (cr.mismatches) {
-          res.mismatches += cr.mismatches;
-          res.report += "iteration " + std::to_string(it) + ": " + cr.text;
-        }
-      }
-    } catch (const Error& e) {
-      barrier.abort();
-      if (graphExec) cudaGraphExecDestroy(graphExec);
-      std::lock_guard<std::mutex> lock(m);
-      if (e.code() == ErrorCode::NotSupported)
-        anyRefused = true;
-      else
-        anyOther = true;
-      res.errorCode = e.code();
-      throw;
-    } catch (...) {
-      barrier.abort();
-      if (graphExec) cudaGraphExecDestroy(graphExec);
-      std::lock_guard<std::mutex> lock(m);
-      anyOther = true;
-      throw;
-    }
-    if (graphExec) cudaGraphExecDestroy(graphExec);
-  }, ranks.devices());
+        if (graphExec) cudaGraphExecDestroy(graphExec);
+      },
+      ranks.devices());
   res.error = err;
   res.refused = anyRefused && !anyOther;
   return res;

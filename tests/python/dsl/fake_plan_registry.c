@@ -37,7 +37,10 @@ static void stringValue(const char* json, const char* key, char* out, size_t len
   if (!at) return;
   at += strlen(pattern);
   size_t i = 0;
-  while (at[i] && at[i] != '"' && i + 1 < len) { out[i] = at[i]; i++; }
+  while (at[i] && at[i] != '"' && i + 1 < len) {
+    out[i] = at[i];
+    i++;
+  }
   out[i] = 0;
 }
 
@@ -49,13 +52,22 @@ static uint64_t numberValue(const char* json, const char* key, uint64_t fallback
 }
 
 static int add(const char* json, const char* source, const char* const* tags, int nTags, char* err, size_t errLen) {
-  if (count == MAX_PLANS) { setError(err, errLen, "full"); return mscclppPlanInternalError; }
+  if (count == MAX_PLANS) {
+    setError(err, errLen, "full");
+    return mscclppPlanInternalError;
+  }
   FakePlan* p = &plans[count];
   memset(p, 0, sizeof *p);
   stringValue(json, "name", p->name, sizeof p->name);
-  if (!p->name[0]) { setError(err, errLen, "no \"name\" in plan"); return mscclppPlanInvalid; }
+  if (!p->name[0]) {
+    setError(err, errLen, "no \"name\" in plan");
+    return mscclppPlanInvalid;
+  }
   for (int i = 0; i < count; i++)
-    if (!strcmp(plans[i].name, p->name)) { setError(err, errLen, "duplicate plan name"); return mscclppPlanDuplicate; }
+    if (!strcmp(plans[i].name, p->name)) {
+      setError(err, errLen, "duplicate plan name");
+      return mscclppPlanDuplicate;
+    }
   stringValue(json, "collective", p->collective, sizeof p->collective);
   stringValue(json, "protocol", p->protocol, sizeof p->protocol);
   p->inPlace = strstr(json, "\"inplace\":true") != NULL;
@@ -88,7 +100,10 @@ static int add(const char* json, const char* source, const char* const* tags, in
 
 int mscclppPlanRegisterFile(const char* path, const char* const* tags, int nTags, char* errBuf, size_t errLen) {
   FILE* f = fopen(path, "rb");
-  if (!f) { setError(errBuf, errLen, "cannot open the plan file"); return mscclppPlanInvalid; }
+  if (!f) {
+    setError(errBuf, errLen, "cannot open the plan file");
+    return mscclppPlanInvalid;
+  }
   fseek(f, 0, SEEK_END);
   long size = ftell(f);
   fseek(f, 0, SEEK_SET);

@@ -22,7 +22,7 @@ SHELL_SCRIPTS = {
     ".ci/setup": "ci-setup",
 }
 PYTHON_SCRIPTS = ["tools/bench_compiler.py", "tools/bench_verify.py", "tools/check_comment_refs.py",
-                  "tools/ci_suite_targets.py", "tools/gpu_shim_torch_check.py", "tools/test_summary.py",
+                  "tools/ci_suite_targets.py", "tools/fault_sweep.py", "tools/gpu_shim_torch_check.py", "tools/test_summary.py",
                   "tools/verify_vs_emulate.py"]
 
 

@@ -28,10 +28,10 @@ inline std::recursive_mutex& catchMutex() {
 
 }  // namespace mscclpp::test
 
-#define MSCCLPP_LOCKED_(stmt)                                                              \
-  do {                                                                                     \
+#define MSCCLPP_LOCKED_(stmt)                                                               \
+  do {                                                                                      \
     std::lock_guard<std::recursive_mutex> mscclppCatchLock_(::mscclpp::test::catchMutex()); \
-    stmt;                                                                                  \
+    stmt;                                                                                   \
   } while (0)
 #undef REQUIRE
 #undef REQUIRE_FALSE
@@ -43,27 +43,27 @@ inline std::recursive_mutex& catchMutex() {
 #undef FAIL
 #undef WARN
 #define REQUIRE(...) MSCCLPP_LOCKED_(INTERNAL_CATCH_TEST("REQUIRE", Catch::ResultDisposition::Normal, __VA_ARGS__))
-#define REQUIRE_FALSE(...)                                                                                     \
-  MSCCLPP_LOCKED_(INTERNAL_CATCH_TEST("REQUIRE_FALSE",                                                         \
-                                      Catch::ResultDisposition::Normal | Catch::ResultDisposition::FalseTest, \
-                                      __VA_ARGS__))
+#define REQUIRE_FALSE(...)             \
+  MSCCLPP_LOCKED_(INTERNAL_CATCH_TEST( \
+      "REQUIRE_FALSE", Catch::ResultDisposition::Normal | Catch::ResultDisposition::FalseTest, __VA_ARGS__))
 #define CHECK(...) \
   MSCCLPP_LOCKED_(INTERNAL_CATCH_TEST("CHECK", Catch::ResultDisposition::ContinueOnFailure, __VA_ARGS__))
-#define CHECK_FALSE(...)                                                                                          \
-  MSCCLPP_LOCKED_(INTERNAL_CATCH_TEST(                                                                            \
+#define CHECK_FALSE(...)               \
+  MSCCLPP_LOCKED_(INTERNAL_CATCH_TEST( \
       "CHECK_FALSE", Catch::ResultDisposition::ContinueOnFailure | Catch::ResultDisposition::FalseTest, __VA_ARGS__))
-#define CHECK_THROWS_WITH(expr, matcher)                                                                          \
+#define CHECK_THROWS_WITH(expr, matcher)                                                                              \
   MSCCLPP_LOCKED_(INTERNAL_CATCH_THROWS_STR_MATCHES("CHECK_THROWS_WITH", Catch::ResultDisposition::ContinueOnFailure, \
                                                     matcher, expr))
 #define CHECK_THAT(arg, matcher) \
   MSCCLPP_LOCKED_(INTERNAL_CHECK_THAT("CHECK_THAT", matcher, Catch::ResultDisposition::ContinueOnFailure, arg))
 #define REQUIRE_THAT(arg, matcher) \
   MSCCLPP_LOCKED_(INTERNAL_CHECK_THAT("REQUIRE_THAT", matcher, Catch::ResultDisposition::Normal, arg))
-#define FAIL(...) \
-  MSCCLPP_LOCKED_(INTERNAL_CATCH_MSG("FAIL", Catch::ResultWas::ExplicitFailure, Catch::ResultDisposition::Normal, __VA_ARGS__))
-#define WARN(msg)                                                                                              \
-  MSCCLPP_LOCKED_(INTERNAL_CATCH_MSG("WARN", Catch::ResultWas::Warning, Catch::ResultDisposition::ContinueOnFailure, \
-                                     msg))
+#define FAIL(...)  \
+  MSCCLPP_LOCKED_( \
+      INTERNAL_CATCH_MSG("FAIL", Catch::ResultWas::ExplicitFailure, Catch::ResultDisposition::Normal, __VA_ARGS__))
+#define WARN(msg)  \
+  MSCCLPP_LOCKED_( \
+      INTERNAL_CATCH_MSG("WARN", Catch::ResultWas::Warning, Catch::ResultDisposition::ContinueOnFailure, msg))
 
 namespace mscclpp::test {
 

@@ -5,10 +5,10 @@
 #include <cstring>
 #include <numeric>
 
+#include "../../support/scoped_env.hpp"
 #include "core/net/socket.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/errors.hpp"
-#include "../../support/scoped_env.hpp"
 #include "rank_threads.hpp"
 
 using namespace mscclpp;
@@ -118,8 +118,9 @@ TEST_CASE("receives are bounded in size and checked exactly", "[bootstrap]") {
                             "bootstrap rank 1/2: recv from rank 0 (tag 5): the message has 100 bytes, more than the 64 "
                             "expected");
           char small[20];
-          CHECK_THROWS_WITH(bs[1]->recv(small, 20, 0, 6),
-                            "bootstrap rank 1/2: recv from rank 0 (tag 6): the message has 10 bytes, expected exactly 20");
+          CHECK_THROWS_WITH(
+              bs[1]->recv(small, 20, 0, 6),
+              "bootstrap rank 1/2: recv from rank 0 (tag 6): the message has 10 bytes, expected exactly 20");
           CHECK_THROWS_WITH(bs[1]->recv(5, 1, 8), "bootstrap rank 1/2: recv: no rank 5");
         }
       });

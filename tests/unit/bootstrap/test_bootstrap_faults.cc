@@ -5,13 +5,13 @@
 #include <cstring>
 #include <future>
 
-#include "core/net/socket.hpp"
+#include "../../support/scoped_env.hpp"
 #include "bootstrap/unique_id.hpp"
 #include "bootstrap/wire.hpp"
 #include "core/logger.hpp"
+#include "core/net/socket.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/errors.hpp"
-#include "../../support/scoped_env.hpp"
 #include "rank_threads.hpp"
 
 using namespace mscclpp;
@@ -122,7 +122,8 @@ TEST_CASE("a rank that never arrives fails init within the deadline, naming it",
   CHECK(elapsed < 4.0);
   for (int r = 0; r < 3; ++r) {
     INFO(errors[r]);
-    CHECK_THAT(errors[r], Catch::Contains("rendezvous failed: ranks 2, 4 (2 of 5) did not arrive at the bootstrap root"));
+    CHECK_THAT(errors[r],
+               Catch::Contains("rendezvous failed: ranks 2, 4 (2 of 5) did not arrive at the bootstrap root"));
     CHECK_THAT(errors[r], Catch::Contains("within 1 s (MSCCLPP_TIMEOUT_S)"));
   }
 }
@@ -213,8 +214,7 @@ TEST_CASE("misuse is reported precisely", "[bootstrap]") {
   TcpBootstrap b(1, 4);
   CHECK_THROWS_WITH(b.barrier(), "TcpBootstrap rank 1/4: initialize() was not called");
   CHECK_THROWS_WITH(TcpBootstrap(4, 4), "TcpBootstrap: rank 4 is not in [0, nRanks=4)");
-  CHECK_THROWS_WITH(InProcessBootstrap::createGroup(0),
-                    "InProcessBootstrap::createGroup: nRanks=0 must be > 0");
+  CHECK_THROWS_WITH(InProcessBootstrap::createGroup(0), "InProcessBootstrap::createGroup: nRanks=0 must be > 0");
 }
 
 TEST_CASE("abort interrupts an initialize that waits for missing ranks", "[bootstrap][faults]") {

@@ -42,7 +42,8 @@ class Heard {
   }
   // Waits (bounded) until `rank` was reported; its reason, or "" after the wait.
   std::string waitFor(int rank, double seconds) {
-    const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    const auto until =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
     while (Clock::now() < until) {
       {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -228,7 +229,8 @@ TEST_CASE("a rank that dies during the rendezvous fails the others at once", "[b
   for (int r = 0; r < 2; ++r) {
     INFO(errors[r]);
     CHECK(codes[r] == ErrorCode::RemoteError);
-    CHECK_THAT(errors[r], Catch::Contains("rank 2 (from ") && Catch::Contains("closed its connection to the bootstrap root"));
+    CHECK_THAT(errors[r],
+               Catch::Contains("rank 2 (from ") && Catch::Contains("closed its connection to the bootstrap root"));
   }
 }
 

@@ -2,9 +2,9 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
+#include "bootstrap/unique_id.hpp"
 #include "core/net/net_interface.hpp"
 #include "core/net/socket.hpp"
-#include "bootstrap/unique_id.hpp"
 #include "mscclpp/errors.hpp"
 
 using namespace mscclpp;
@@ -100,8 +100,9 @@ TEST_CASE("the default interface is the first non-loopback, else loopback", "[ne
   CHECK(net::chooseInterface("", {lo}).name == "lo");
   CHECK(net::chooseInterface("veth", {lo, eth, veth}).name == "veth1");
   CHECK(net::chooseInterface("^eth", {lo, eth, veth}).name == "lo");
-  CHECK(errorOf([&] { net::chooseInterface("ib", {lo, eth}); }) ==
-        "MSCCLPP_SOCKET_IFNAME='ib' selects no interface that is up (seen: lo=127.0.0.1:1, eth0=192.0.2.2:1)");
+  CHECK(errorOf([&] {
+          net::chooseInterface("ib", {lo, eth});
+        }) == "MSCCLPP_SOCKET_IFNAME='ib' selects no interface that is up (seen: lo=127.0.0.1:1, eth0=192.0.2.2:1)");
   // The real machine has at least loopback.
   CHECK_FALSE(net::listInterfaces().empty());
 }

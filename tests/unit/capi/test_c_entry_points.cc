@@ -81,8 +81,9 @@ std::map<std::string, Case> badCalls() {
   request = badRequest();
   std::map<std::string, Case> cases;
   // plan_api.h
-  cases["mscclppPlanRegisterFile"] = {[](char* e, size_t n) { return mscclppPlanRegisterFile(nullptr, nullptr, 0, e, n); },
-                                      mscclppInvalidArgument, "mscclppPlanRegisterFile: path is NULL", true};
+  cases["mscclppPlanRegisterFile"] = {
+      [](char* e, size_t n) { return mscclppPlanRegisterFile(nullptr, nullptr, 0, e, n); }, mscclppInvalidArgument,
+      "mscclppPlanRegisterFile: path is NULL", true};
   cases["mscclppPlanRegisterJson"] = {
       [](char* e, size_t n) { return mscclppPlanRegisterJson("{", 1, "bad.json", nullptr, 0, e, n); },
       mscclppInvalidPlan, "bad.json: invalid JSON", true};
@@ -90,12 +91,12 @@ std::map<std::string, Case> badCalls() {
                                     mscclppNotFound, "no plan named 'no-such-plan' is registered", true};
   cases["mscclppPlanGetInfo"] = {[](char*, size_t) { return mscclppPlanGetInfo(-1, nullptr); }, mscclppInvalidArgument,
                                  "mscclppPlanGetInfo: info is NULL", false};
-  cases["mscclppPlanSelect"] = {
-      [](char* e, size_t n) {
-        char name[32];
-        return mscclppPlanSelect(&request, name, sizeof(name), e, n);
-      },
-      mscclppInvalidArgument, "mscclppPlanSelect: collective 'allreduse' is not one of", true};
+  cases["mscclppPlanSelect"] = {[](char* e, size_t n) {
+                                  char name[32];
+                                  return mscclppPlanSelect(&request, name, sizeof(name), e, n);
+                                },
+                                mscclppInvalidArgument, "mscclppPlanSelect: collective 'allreduse' is not one of",
+                                true};
   cases["mscclppPlanVerify"] = {[](char* e, size_t n) {
                                   char report[64];
                                   return mscclppPlanVerify("bad.json", "{", 1, report, sizeof(report), e, n);
@@ -140,8 +141,8 @@ std::map<std::string, Case> badCalls() {
                                         char name[32];
                                         return mscclppPlanSelectHandle(&request, nullptr, name, sizeof(name), e, n);
                                       },
-                                      mscclppInvalidArgument, "mscclppPlanSelectHandle: the output pointer plan is NULL",
-                                      true};
+                                      mscclppInvalidArgument,
+                                      "mscclppPlanSelectHandle: the output pointer plan is NULL", true};
   cases["mscclppExecute"] = {[](char* e, size_t n) {
                                return mscclppExecute(nullptr, 0, nullptr, nullptr, 0, 0, 7, nullptr, nullptr, 0, e, n);
                              },
@@ -151,9 +152,9 @@ std::map<std::string, Case> badCalls() {
 
 // Entry points with no bad input: each gets its own check below.
 const std::set<std::string> kCannotFail = {
-    "mscclppStatusName",      "mscclppGetLastError", "mscclppPlanApiVersion",   "mscclppCApiVersion",
-    "mscclppPlanSetSelector", "mscclppPlanCount",    "mscclppCommDestroy",      "mscclppExecutorDestroy",
-    "mscclppPlanHandleDestroy",
+    "mscclppStatusName",  "mscclppGetLastError",    "mscclppPlanApiVersion",
+    "mscclppCApiVersion", "mscclppPlanSetSelector", "mscclppPlanCount",
+    "mscclppCommDestroy", "mscclppExecutorDestroy", "mscclppPlanHandleDestroy",
 };
 
 }  // namespace

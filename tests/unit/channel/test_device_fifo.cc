@@ -1,6 +1,6 @@
 // The proxy FIFO protocol (fifo_device.hpp) and the port channel handle on host threads.
-#include <catch2/catch.hpp>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -110,7 +110,8 @@ TEST_CASE("FIFO: producers and a consumer thread exchange every request in order
     producers.emplace_back([&, p] {
       for (int i = 0; i < kPerProducer; ++i) {
         ProxyTrigger t{0, 0};
-        encodeFailures += !ProxyTrigger::encode(TriggerPut, 0, 0, 0, 0, static_cast<uint64_t>(i), static_cast<uint32_t>(p), &t);
+        encodeFailures +=
+            !ProxyTrigger::encode(TriggerPut, 0, 0, 0, 0, static_cast<uint64_t>(i), static_cast<uint32_t>(p), &t);
         uint64_t idx = h.push(t);
         if (i % 500 == 0) h.sync(idx);  // waits until the consumer completed it
       }
@@ -164,7 +165,8 @@ TEST_CASE("port channel: put, signal, flush and wait through a host proxy", "[de
       }
       TriggerFields f = t.decode();
       requests.push_back(f);
-      if ((f.type & TriggerPut) && f.size <= 4096) std::memcpy(mem[f.dstMemoryId].data() + f.dstOffset, mem[f.srcMemoryId].data() + f.srcOffset, f.size);
+      if ((f.type & TriggerPut) && f.size <= 4096)
+        std::memcpy(mem[f.dstMemoryId].data() + f.dstOffset, mem[f.srcMemoryId].data() + f.srcOffset, f.size);
       if (f.type & TriggerSignal) atomicFetchAdd<uint64_t>(&inbound, 1, memoryOrderRelease);
       c.pop();
     }
@@ -178,7 +180,8 @@ TEST_CASE("port channel: put, signal, flush and wait through a host proxy", "[de
   ch.wait();
   REQUIRE(std::memcmp(mem[0].data(), mem[1].data(), 4096) == 0);
   // A 9 GiB request splits into 16-byte-aligned pieces below 4 GiB; only the last signals.
-  REQUIRE(ch.push(TriggerPut | TriggerSignal, 1, 0, 0, 0, 9ull << 30, deadlineAfter(kSecond), nullptr) == SpinStatus::Ok);
+  REQUIRE(ch.push(TriggerPut | TriggerSignal, 1, 0, 0, 0, 9ull << 30, deadlineAfter(kSecond), nullptr) ==
+          SpinStatus::Ok);
   ch.flush();
   stop = true;
   proxy.join();

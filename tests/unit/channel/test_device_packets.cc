@@ -88,8 +88,9 @@ TEST_CASE("packets cross threads: a reader waits for a writer", "[device][packet
   auto src = pattern(4000, 1);
   std::vector<unsigned char> dst(4000);
   SpinStatus st = SpinStatus::Invalid;
-  std::thread reader(
-      [&] { st = getPackets<LL8Packet>(dst.data(), pkts.data(), 4000, 0, 1, 42, deadlineAfter(10000000000ull), nullptr); });
+  std::thread reader([&] {
+    st = getPackets<LL8Packet>(dst.data(), pkts.data(), 4000, 0, 1, 42, deadlineAfter(10000000000ull), nullptr);
+  });
   putPackets<LL8Packet>(pkts.data(), src.data(), 4000, 0, 1, 42);
   reader.join();
   REQUIRE(st == SpinStatus::Ok);

@@ -1,7 +1,7 @@
 // The public device headers on host threads: semaphores, memory channels, the grid barrier,
 // switch-channel emulation and the bounded spin.
-#include <catch2/catch.hpp>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <thread>
 #include <vector>
 

@@ -27,8 +27,7 @@ const transport::host_shm::HostShmRecord& shmRecord(const RegisteredMemory& m) {
 
 std::vector<std::shared_ptr<Communicator>> makeComms(const std::vector<std::shared_ptr<Bootstrap>>& bs) {
   std::vector<std::shared_ptr<Communicator>> comms(bs.size());
-  runRanks(static_cast<int>(bs.size()),
-           [&](int r) { comms[r] = std::make_shared<Communicator>(bs[r], kHostDevice); });
+  runRanks(static_cast<int>(bs.size()), [&](int r) { comms[r] = std::make_shared<Communicator>(bs[r], kHostDevice); });
   return comms;
 }
 
@@ -63,8 +62,7 @@ TEST_CASE("MSCCLPP_HOSTID overrides the host identity", "[comm]") {
   CHECK(comms[1]->hostIdOf(0) == "rack7-node3");
   test::ScopedEnv tooLong("MSCCLPP_HOSTID", std::string(300, 'x').c_str());
   auto bs = test::makeInProcessBootstraps(1);
-  CHECK_THROWS_WITH(Communicator(bs[0], kHostDevice),
-                    Catch::Contains("has 300 bytes, more than 240 (MSCCLPP_HOSTID)"));
+  CHECK_THROWS_WITH(Communicator(bs[0], kHostDevice), Catch::Contains("has 300 bytes, more than 240 (MSCCLPP_HOSTID)"));
 }
 
 TEST_CASE("a device that does not exist is refused", "[comm]") {
@@ -293,9 +291,9 @@ TEST_CASE("a failed peer fails the communicator: its error names the rank and it
       }
       CHECK(early == 1u);
       std::shared_ptr<void> lateWatch = comms[0]->raiseOnFailure(&late);
-      CHECK(late == 1u);  // registered after the failure: raised at once
-      CHECK(halves[0]->failed());  // {0, 2}
-      CHECK_FALSE(halves[1]->failed());  // {1, 3}
+      CHECK(late == 1u);                                             // registered after the failure: raised at once
+      CHECK(halves[0]->failed());                                    // {0, 2}
+      CHECK_FALSE(halves[1]->failed());                              // {1, 3}
       comms[0]->fail(ErrorCode::InternalError, "a second failure");  // the first one is kept
       std::string why;
       comms[0]->failed(nullptr, &why);

@@ -19,8 +19,7 @@ TEST_CASE("ENFORCE_EQ names both values and the context", "[core]") {
 }
 
 TEST_CASE("ENFORCE_LE and ENFORCE_LT", "[core]") {
-  CHECK_THROWS_WITH(([] { MSCCLPP_ENFORCE_LE(5, 4, ErrorCode::InvalidPlan, ""); })(),
-                    "expected 5 <= 4 (5=5 vs 4=4)");
+  CHECK_THROWS_WITH(([] { MSCCLPP_ENFORCE_LE(5, 4, ErrorCode::InvalidPlan, ""); })(), "expected 5 <= 4 (5=5 vs 4=4)");
   CHECK_NOTHROW(([] { MSCCLPP_ENFORCE_LT(1, 2, ErrorCode::InvalidPlan, ""); })());
 }
 

@@ -40,8 +40,7 @@ TEST_CASE("typed parsing and precise errors", "[params]") {
   }
   {
     EnvGuard g("MSCCLPP_TIMEOUT_S", "abc");
-    CHECK_THROWS_WITH(params::timeoutSeconds(),
-                      "MSCCLPP_TIMEOUT_S='abc' is not valid: expected a number (default 0)");
+    CHECK_THROWS_WITH(params::timeoutSeconds(), "MSCCLPP_TIMEOUT_S='abc' is not valid: expected a number (default 0)");
   }
   {
     EnvGuard g("MSCCLPP_TEST_CHOICE", "CPU");
@@ -105,8 +104,9 @@ TEST_CASE("every registered parameter is declared once, documented, and its defa
 
 TEST_CASE("mscclpp-info --params lists every layer's parameters, the shim's too", "[params]") {
   const std::string out = test::runCommand(MSCCLPP_INFO_TOOL " --params");
-  for (const char* name : {"MSCCLPP_DEBUG", "NCCL_DEBUG", "MSCCLPP_PLAN_DIR", "MSCCLPP_COMM_ID", "MSCCLPP_HOST_SHM",
-                           "MSCCLPP_HOSTID", "MSCCLPP_EXEC_CONTEXT_CACHE", "MSCCLPP_LIBRARY", "MSCCLPP_NCCL_LIB_PATH"}) {
+  for (const char* name :
+       {"MSCCLPP_DEBUG", "NCCL_DEBUG", "MSCCLPP_PLAN_DIR", "MSCCLPP_COMM_ID", "MSCCLPP_HOST_SHM", "MSCCLPP_HOSTID",
+        "MSCCLPP_EXEC_CONTEXT_CACHE", "MSCCLPP_LIBRARY", "MSCCLPP_NCCL_LIB_PATH"}) {
     INFO(name);
     CHECK(out.find(std::string(name) + " ") != std::string::npos);
   }

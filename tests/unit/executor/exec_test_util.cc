@@ -36,9 +36,8 @@ json gpu(int id, int inputChunks, int outputChunks, int scratchChunks, json thre
 }
 
 json planJson(const char* name, const char* collective, const char* protocol, bool inplace, json gpus, json extra) {
-  json p = {{"name", name},         {"collective", collective}, {"protocol", protocol},
-            {"inplace", inplace},   {"gpus", gpus},             {"num_threads_per_block", 256},
-            {"buffer_alignment", 16}};
+  json p = {{"name", name}, {"collective", collective},     {"protocol", protocol},  {"inplace", inplace},
+            {"gpus", gpus}, {"num_threads_per_block", 256}, {"buffer_alignment", 16}};
   for (auto& [k, v] : extra.items()) p[k] = v;
   return p;
 }
@@ -50,9 +49,9 @@ std::string execDataDir() { return MSCCLPP_TEST_EXEC_DATA; }
 std::string defaultPlanDir() { return MSCCLPP_TEST_DEFAULT_PLANS; }
 
 const std::vector<DataType>& allDataTypes() {
-  static const std::vector<DataType> types = {DataType::Int8,    DataType::Uint8,    DataType::Int32,
-                                              DataType::Uint32,  DataType::Int64,    DataType::Uint64,
-                                              DataType::Float16, DataType::Float32,  DataType::Float64,
+  static const std::vector<DataType> types = {DataType::Int8,     DataType::Uint8,      DataType::Int32,
+                                              DataType::Uint32,   DataType::Int64,      DataType::Uint64,
+                                              DataType::Float16,  DataType::Float32,    DataType::Float64,
                                               DataType::BFloat16, DataType::Float8E4M3, DataType::Float8E5M2};
   return types;
 }
@@ -65,8 +64,7 @@ ThreadRun::ThreadRun(plan::PlanPtr plan, uint64_t inputBytes, uint64_t outputByt
     : plan_(std::move(plan)) {
   world_ = std::make_unique<exec::LocalWorld>(plan_, inputBytes, outputBytes, dtype);
   for (int r = 0; r < world_->nRanks(); ++r) {
-    contexts_.push_back(
-        std::make_unique<exec::CpuContext>(plan_, r, world_->shape(r), world_->resources(r)));
+    contexts_.push_back(std::make_unique<exec::CpuContext>(plan_, r, world_->shape(r), world_->resources(r)));
   }
 }
 

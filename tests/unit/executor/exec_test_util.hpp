@@ -29,8 +29,8 @@ json op(const char* name, json src = json::array(), json dst = json::array(), js
 // A threadblock: channels is a list of {"channel_type": t, "channel_ids": [...]}, remote buffer
 // refs a list of {"access_channel_type": t, "remote_buffer_ids": [...]}.
 json threadblock(int id, json ops, json channels = json::array(), json remoteBufferRefs = json::array());
-json gpu(int id, int inputChunks, int outputChunks, int scratchChunks, json threadblocks,
-         json channels = json::array(), json remoteBuffers = json::array(), json semaphores = json::array());
+json gpu(int id, int inputChunks, int outputChunks, int scratchChunks, json threadblocks, json channels = json::array(),
+         json remoteBuffers = json::array(), json semaphores = json::array());
 json planJson(const char* name, const char* collective, const char* protocol, bool inplace, json gpus,
               json extra = json::object());
 

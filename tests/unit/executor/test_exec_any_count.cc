@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "exec_test_util.hpp"
-#include "executor/emulation/local_world_wiring.hpp"
 #include "executor/emulation/local_world.hpp"
+#include "executor/emulation/local_world_wiring.hpp"
 #include "executor/emulation/reference.hpp"
 #include "mscclpp/executor.hpp"
 #include "plan/plan_loader.hpp"

@@ -3,8 +3,8 @@
 // several sizes (odd chunk sizes included) over several back-to-back iterations; `test` plans must
 // complete. The few corpus plans that cannot complete as written are listed with the proof the
 // emulator gives.
-#include <catch2/catch.hpp>
 #include <dirent.h>
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <map>
@@ -117,9 +117,10 @@ TEST_CASE("reference corpus: every plan emulates correctly (threads)", "[exec][c
 }
 
 TEST_CASE("reference corpus: ranks as processes", "[exec][corpus][processes]") {
-  for (const char* f : {"committed/allreduce_packet.json", "committed/executor-tests-transfer_pack_tbg.json",
-                        "generated/sn_allreduce_8.json", "generated/sn_alltoall_pipeline_8.json",
-                        "generated/sn_allgather_nvls_zero_copy_pkt_8.json", "generated/ut_put_with_signal_and_flush_test.json"}) {
+  for (const char* f :
+       {"committed/allreduce_packet.json", "committed/executor-tests-transfer_pack_tbg.json",
+        "generated/sn_allreduce_8.json", "generated/sn_alltoall_pipeline_8.json",
+        "generated/sn_allgather_nvls_zero_copy_pkt_8.json", "generated/ut_put_with_signal_and_flush_test.json"}) {
     emulateFile(referencePlanDir() + "/mscclpp/" + f, {3, 67}, 2, true);
   }
 }

@@ -15,12 +15,11 @@
 #include <thread>
 #include <vector>
 
-#include "exec_test_util.hpp"
 #include "../../support/scoped_env.hpp"
+#include "exec_test_util.hpp"
 #include "executor/context_cache.hpp"
 #include "executor/context_image.hpp"
 #include "executor/cpu/context_wiring.hpp"
-#include "executor/emulation/local_world_wiring.hpp"
 #include "executor/cuda/call_binding.hpp"
 #include "executor/cuda/device_image.hpp"
 #include "executor/cuda/gpu_backend.hpp"
@@ -29,6 +28,7 @@
 #include "executor/cuda/launch_config.hpp"
 #include "executor/dtypes.hpp"
 #include "executor/emulation/local_world.hpp"
+#include "executor/emulation/local_world_wiring.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
 #include "mscclpp/errors.hpp"
@@ -694,8 +694,8 @@ TEST_CASE("CUDA topology: resident ranks under MPS, process and GPU groups", "[e
       identity(3, 1, 100, 7, 1),  // this process, another GPU
   };
   GpuTopology t(0, ids);
-  CHECK(t.residentRanks(false) == std::vector<int>{0, 1});     // time-sliced: only this process's
-  CHECK(t.residentRanks(true) == std::vector<int>{0, 1, 2});   // MPS: the other process's kernels share the SMs
+  CHECK(t.residentRanks(false) == std::vector<int>{0, 1});    // time-sliced: only this process's
+  CHECK(t.residentRanks(true) == std::vector<int>{0, 1, 2});  // MPS: the other process's kernels share the SMs
   CHECK(t.processGpuGroups() == std::vector<std::vector<int>>{{0, 1}, {2}, {3}});
 }
 
@@ -793,8 +793,7 @@ TEST_CASE("CUDA backend without a device: clear errors, CPU communicators stay o
   // A CUDA build has the types of gpu_types: the dispatch must reach each of their kernels (a
   // missing one means the linker left its translation unit out of the static library).
   const std::string compiled = std::string(",") + MSCCLPP_TEST_GPU_TYPES + ",";
-#define MSCCLPP_X(E, T, S) \
-  CHECK(gpuHasDtype(DataType::E) == (compiled.find("," #S ",") != std::string::npos));
+#define MSCCLPP_X(E, T, S) CHECK(gpuHasDtype(DataType::E) == (compiled.find("," #S ",") != std::string::npos));
   MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)
 #undef MSCCLPP_X
   Error e = errorOf([&] { GpuBackend::create(nullptr); });

@@ -68,8 +68,8 @@ TEST_CASE("Executor: allreduce out of place on an in-place plan, malloc'd buffer
       std::vector<float> in = values(r, count);
       float* send = static_cast<float*>(std::malloc(count * 4));
       std::copy(in.begin(), in.end(), send);
-      ex[r]->execute(r, send, out[r].data(), count * 4, count * 4, DataType::Float32, plan, nullptr, PacketType::LL16, op,
-                     &scalar);
+      ex[r]->execute(r, send, out[r].data(), count * 4, count * 4, DataType::Float32, plan, nullptr, PacketType::LL16,
+                     op, &scalar);
       for (size_t i = 0; i < count; ++i) {
         if (send[i] != in[i]) throw std::runtime_error("the send buffer of an out-of-place call changed");
       }
@@ -82,7 +82,10 @@ TEST_CASE("Executor: allreduce out of place on an in-place plan, malloc'd buffer
       for (size_t i = 0; i < count; ++i) {
         float sum = 0, mx = 0;
         for (int k = 0; k < n; ++k) sum += in[k][i], mx = std::max(mx, in[k][i]);
-        float expect = op == ReduceOp::Sum ? sum : op == ReduceOp::Max ? mx : op == ReduceOp::Avg ? sum * (1.f / n) : sum * scalar;
+        float expect = op == ReduceOp::Sum   ? sum
+                       : op == ReduceOp::Max ? mx
+                       : op == ReduceOp::Avg ? sum * (1.f / n)
+                                             : sum * scalar;
         REQUIRE(out[r][i] == expect);
       }
     }
@@ -232,8 +235,9 @@ TEST_CASE("Executor: refused calls name the reason", "[exec][executor]") {
   REQUIRE_THROWS_WITH(cpu.execute(0, a.data(), a.data(), 400, 400, DataType::Float32, plan, nullptr, PacketType::LL16,
                                   ReduceOp::PreMulSum, nullptr),
                       Catch::Contains("premulsum needs a scalar"));
-  REQUIRE_THROWS_WITH(cpu.execute(0, a.data(), a.data(), 400, 400, DataType::Float32, preset("allreduce_ll_n2_ip.json")),
-                      Catch::Contains("written for 2 ranks; the executor's world has 4"));
+  REQUIRE_THROWS_WITH(
+      cpu.execute(0, a.data(), a.data(), 400, 400, DataType::Float32, preset("allreduce_ll_n2_ip.json")),
+      Catch::Contains("written for 2 ranks; the executor's world has 4"));
   REQUIRE_THROWS_WITH(cpu.execute(0, nullptr, a.data(), 400, 400, DataType::Float32, plan),
                       Catch::Contains("a null send buffer of 400 bytes"));
   Executor cuda(wiring, Backend::Cuda);
@@ -367,9 +371,7 @@ struct TwoRanks {
               run(r);
             }) == "");
   }
-  void run(int r) {
-    executors[r]->execute(r, bufs[r].data(), bufs[r].data(), 4096, 4096, DataType::Float32, plan);
-  }
+  void run(int r) { executors[r]->execute(r, bufs[r].data(), bufs[r].data(), 4096, 4096, DataType::Float32, plan); }
 };
 
 }  // namespace
@@ -436,7 +438,7 @@ namespace {
 
 // Runs body on both ranks of job and returns each rank's error ("" when it returned normally) and the time taken.
 std::vector<std::pair<ErrorCode, std::string>> bothRanks(TwoRanks& job, const std::function<void(int)>& body,
-                                                        double* seconds) {
+                                                         double* seconds) {
   std::vector<std::pair<ErrorCode, std::string>> out(2, {ErrorCode::InternalError, ""});
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
@@ -482,7 +484,7 @@ TEST_CASE("Executor: MSCCLPP_TIMEOUT_S sets a deadline on live peers: Timeout na
 TEST_CASE("Executor: the communicator's timeout (its bootstrap's) sets a deadline on live peers",
           "[exec][executor][slow]") {
   test::ScopedEnv unset("MSCCLPP_TIMEOUT_S", nullptr);  // the default (the suite sets one)
-  TwoRanks job(1.0);  // the bootstrap's timeout is the communicator's
+  TwoRanks job(1.0);                                    // the bootstrap's timeout is the communicator's
   CHECK(job.comms[0]->timeoutSeconds() == 1.0);
   auto start = std::chrono::steady_clock::now();
   ErrorCode code = ErrorCode::InternalError;
@@ -514,14 +516,18 @@ TEST_CASE("Executor: mismatched calls fail on every rank, naming both calls", "[
   TwoRanks job;
   double seconds = 0;
   SECTION("different counts, new contexts: found when the contexts are built") {
-    auto errors = bothRanks(job, [&](int r) {
-      std::vector<float> b(r == 0 ? 256 : 512, 1.0f);
-      job.executors[r]->execute(r, b.data(), b.data(), b.size() * 4, b.size() * 4, DataType::Float32, job.plan);
-    }, &seconds);
+    auto errors = bothRanks(
+        job,
+        [&](int r) {
+          std::vector<float> b(r == 0 ? 256 : 512, 1.0f);
+          job.executors[r]->execute(r, b.data(), b.data(), b.size() * 4, b.size() * 4, DataType::Float32, job.plan);
+        },
+        &seconds);
     for (int r = 0; r < 2; ++r) {
       INFO(errors[r].second);
       CHECK(errors[r].first == ErrorCode::InvalidUsage);
-      CHECK_THAT(errors[r].second, Catch::Contains("mismatched calls") && Catch::Contains("allreduce of 256 x float32") &&
+      CHECK_THAT(errors[r].second, Catch::Contains("mismatched calls") &&
+                                       Catch::Contains("allreduce of 256 x float32") &&
                                        Catch::Contains("allreduce of 512 x float32"));
     }
     CHECK(seconds < 2);
@@ -531,10 +537,15 @@ TEST_CASE("Executor: mismatched calls fail on every rank, naming both calls", "[
     REQUIRE(onRanks(2, [&](int r) {  // both sizes have contexts on both ranks
               job.executors[r]->execute(r, small[r].data(), small[r].data(), 1024, 1024, DataType::Float32, job.plan);
             }) == "");
-    auto errors = bothRanks(job, [&](int r) {
-      if (r == 0) job.executors[0]->execute(0, small[0].data(), small[0].data(), 1024, 1024, DataType::Float32, job.plan);
-      else job.run(1);  // 4096 bytes
-    }, &seconds);
+    auto errors = bothRanks(
+        job,
+        [&](int r) {
+          if (r == 0)
+            job.executors[0]->execute(0, small[0].data(), small[0].data(), 1024, 1024, DataType::Float32, job.plan);
+          else
+            job.run(1);  // 4096 bytes
+        },
+        &seconds);
     for (int r = 0; r < 2; ++r) {
       INFO(errors[r].second);
       CHECK(errors[r].first == ErrorCode::InvalidUsage);
@@ -544,10 +555,13 @@ TEST_CASE("Executor: mismatched calls fail on every rank, naming both calls", "[
     CHECK(seconds < 6);
   }
   SECTION("different datatypes of the same size") {
-    auto errors = bothRanks(job, [&](int r) {
-      job.executors[r]->execute(r, job.bufs[r].data(), job.bufs[r].data(), 4096, 4096,
-                                r == 0 ? DataType::Float32 : DataType::Int32, job.plan);
-    }, &seconds);
+    auto errors = bothRanks(
+        job,
+        [&](int r) {
+          job.executors[r]->execute(r, job.bufs[r].data(), job.bufs[r].data(), 4096, 4096,
+                                    r == 0 ? DataType::Float32 : DataType::Int32, job.plan);
+        },
+        &seconds);
     for (int r = 0; r < 2; ++r) {
       INFO(errors[r].second);
       CHECK(errors[r].first == ErrorCode::InvalidUsage);
@@ -562,15 +576,19 @@ TEST_CASE("Executor: a plan that deadlocks with every rank alive fails with Inte
   TwoRanks job;
   plan::PlanPtr cycle = plan::loadPlanFile(std::string(MSCCLPP_TEST_EXEC_DATA) + "/deadlock_cycle_2.json");
   double seconds = 0;
-  auto errors = bothRanks(job, [&](int r) {
-    job.executors[r]->execute(r, job.bufs[r].data(), job.bufs[r].data(), 4096, 4096, DataType::Float32, cycle);
-  }, &seconds);
+  auto errors = bothRanks(
+      job,
+      [&](int r) {
+        job.executors[r]->execute(r, job.bufs[r].data(), job.bufs[r].data(), 4096, 4096, DataType::Float32, cycle);
+      },
+      &seconds);
   for (int r = 0; r < 2; ++r) {
     INFO(errors[r].second);
     CHECK(errors[r].first == ErrorCode::InternalError);
-    CHECK_THAT(errors[r].second, Catch::Contains("deadlock with every rank alive: ranks 0, 1 wait only on each other") &&
-                                     Catch::Contains("wait-for cycle rank 0 -> rank 1 -> rank 0") &&
-                                     Catch::Contains("rank 0 threadblock 0 op 0 (wait) waits on memory channel 0 (peer 1)"));
+    CHECK_THAT(errors[r].second,
+               Catch::Contains("deadlock with every rank alive: ranks 0, 1 wait only on each other") &&
+                   Catch::Contains("wait-for cycle rank 0 -> rank 1 -> rank 0") &&
+                   Catch::Contains("rank 0 threadblock 0 op 0 (wait) waits on memory channel 0 (peer 1)"));
   }
   CHECK(seconds < 8);
 }

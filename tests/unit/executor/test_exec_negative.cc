@@ -3,9 +3,9 @@
 // corrupted packet flag, and calls a plan cannot serve.
 #include <catch2/catch.hpp>
 
+#include "core/format.hpp"
 #include "exec_test_util.hpp"
 #include "executor/emulation/emulator.hpp"
-#include "core/format.hpp"
 #include "mscclpp/packet_device.hpp"
 
 using namespace mscclpp;
@@ -57,8 +57,9 @@ TEST_CASE("a wait cycle shows every rank in the wait-for picture", "[exec][negat
   REQUIRE(r.failed);
   REQUIRE(r.errorCode == ErrorCode::Timeout);
   for (int rank = 0; rank < 2; ++rank) {
-    REQUIRE_THAT(r.report, Catch::Contains(strFormat("rank %d threadblock 0 op 0 (wait) waits on memory channel 0 (peer %d)",
-                                                     rank, 1 - rank)));
+    REQUIRE_THAT(r.report,
+                 Catch::Contains(strFormat("rank %d threadblock 0 op 0 (wait) waits on memory channel 0 (peer %d)",
+                                           rank, 1 - rank)));
   }
   REQUIRE_THAT(r.report, Catch::Contains("(first to time out)"));
 }

@@ -32,8 +32,9 @@ float f(uint64_t i, int rank) { return static_cast<float>(1 + (i % 13) + 100 * r
 
 TEST_CASE("copy and nop: local copy between chunks", "[exec][ops]") {
   json p = planJson("copy", "custom", "Simple", false,
-                    {gpu(0, 2, 2, 0, {threadblock(0, {op("copy", {lref("i", 0)}, {lref("o", 1)}), op("nop"),
-                                                       op("copy", {lref("i", 1)}, {lref("o", 0)})})})});
+                    {gpu(0, 2, 2, 0,
+                         {threadblock(0, {op("copy", {lref("i", 0)}, {lref("o", 1)}), op("nop"),
+                                          op("copy", {lref("i", 1)}, {lref("o", 0)})})})});
   ThreadRun run(loadPlan(p), 2 * 1040, 2 * 1040);
   run.fillInput<float>(0, [](uint64_t i) { return f(i, 0); });
   run.poisonOutputs();
@@ -75,7 +76,8 @@ TEST_CASE("put, signal and wait over a memory channel", "[exec][ops]") {
            {threadblock(0, {op("put", {lref("i", 0)}, {rref(0, 0)}, mem()), op("nop"), op(sig, {}, {}, mem())}, kTbMem0,
                         rbRefs())},
            kMem01, {remoteBuf(1, "o")}),
-       gpu(1, 1, 1, 0, {threadblock(0, {op(wt, {}, {}, mem()), op("nop"), op("copy", {lref("o", 0)}, {lref("i", 0)})}, kTbMem0)},
+       gpu(1, 1, 1, 0,
+           {threadblock(0, {op(wt, {}, {}, mem()), op("nop"), op("copy", {lref("o", 0)}, {lref("i", 0)})}, kTbMem0)},
            kMem10)});
   ThreadRun run(loadPlan(p), 4096, 4096);
   run.fillInput<float>(0, [](uint64_t i) { return f(i, 0); });
@@ -110,15 +112,20 @@ TEST_CASE("res, rre and rres reduce and store across ranks", "[exec][ops]") {
   json p = planJson(
       "res", "custom", "Simple", false,
       {gpu(0, 2, 2, 0,
-           {threadblock(0, {op("res", {lref("i", 0), lref("i", 1)}, {lref("o", 0), rref(0, 0)}, {{"channel_type", "memory"}, {"reduce_op", "sum"}}),
-                            op("nop"), op("signal", {}, {}, mem()), op("wait", {}, {}, mem())},
+           {threadblock(0,
+                        {op("res", {lref("i", 0), lref("i", 1)}, {lref("o", 0), rref(0, 0)},
+                            {{"channel_type", "memory"}, {"reduce_op", "sum"}}),
+                         op("nop"), op("signal", {}, {}, mem()), op("wait", {}, {}, mem())},
                         kTbMem0, rbRefs())},
            kMem01, {remoteBuf(1, "o")}),
        gpu(1, 2, 2, 0,
-           {threadblock(0, {op("wait", {}, {}, mem()),
-                            op("rre", {lref("i", 0), rref(0, 0)}, {lref("o", 1)}, {{"channel_type", "memory"}, {"reduce_op", "sum"}}),
-                            op("rres", {lref("i", 1), rref(0, 0)}, {lref("i", 1), rref(1, 1)}, {{"channel_type", "memory"}, {"reduce_op", "sum"}}),
-                            op("nop"), op("signal", {}, {}, mem())},
+           {threadblock(0,
+                        {op("wait", {}, {}, mem()),
+                         op("rre", {lref("i", 0), rref(0, 0)}, {lref("o", 1)},
+                            {{"channel_type", "memory"}, {"reduce_op", "sum"}}),
+                         op("rres", {lref("i", 1), rref(0, 0)}, {lref("i", 1), rref(1, 1)},
+                            {{"channel_type", "memory"}, {"reduce_op", "sum"}}),
+                         op("nop"), op("signal", {}, {}, mem())},
                         kTbMem0, json::array({{{"access_channel_type", "memory"}, {"remote_buffer_ids", {0, 1}}}}))},
            kMem10, {remoteBuf(0, "o"), remoteBuf(0, "o")})});
   ThreadRun run(loadPlan(p), 2 * 1024, 2 * 1024);
@@ -145,20 +152,23 @@ TEST_CASE("packets: ppkt, cpkt, rppkt, upkt, repkt, respkt, recpkt, recspkt", "[
   json p = planJson(
       "packets", "custom", "LL", false,
       {gpu(0, 3, 3, 3,
-           {threadblock(0, {op("ppkt", {lref("i", 0)}, {rref(0, 0)}, {{"channel_type", "memory"}}),
-                            op("cpkt", {lref("i", 1)}, {lref("s", 1)}),
-                            op("rppkt", {lref("s", 1)}, {rref(0, 1)}, {{"channel_type", "memory"}}),
-                            op("upkt", {lref("s", 2)}, {lref("o", 0)})},
+           {threadblock(0,
+                        {op("ppkt", {lref("i", 0)}, {rref(0, 0)}, {{"channel_type", "memory"}}),
+                         op("cpkt", {lref("i", 1)}, {lref("s", 1)}),
+                         op("rppkt", {lref("s", 1)}, {rref(0, 1)}, {{"channel_type", "memory"}}),
+                         op("upkt", {lref("s", 2)}, {lref("o", 0)})},
                         kTbMem0, rbRefs())},
            kMem01, {remoteBuf(1, "s")}),
        gpu(1, 3, 3, 4,
-           {threadblock(0, {op("upkt", {lref("s", 0)}, {lref("o", 0)}),
-                            op("repkt", {lref("i", 0), lref("s", 0), lref("s", 1)}, {lref("o", 1)}, {{"reduce_op", "sum"}}),
-                            op("recspkt", {lref("i", 1), lref("s", 1)}, {lref("i", 1), lref("s", 2), rref(0, 2)},
-                               {{"channel_type", "memory"}, {"reduce_op", "sum"}}),
-                            op("recpkt", {lref("i", 2), lref("s", 2)}, {lref("o", 2), lref("s", 3)}, {{"reduce_op", "sum"}}),
-                            op("upkt", {lref("s", 3)}, {lref("i", 0)})},
-                        kTbMem0, rbRefs())},
+           {threadblock(
+               0,
+               {op("upkt", {lref("s", 0)}, {lref("o", 0)}),
+                op("repkt", {lref("i", 0), lref("s", 0), lref("s", 1)}, {lref("o", 1)}, {{"reduce_op", "sum"}}),
+                op("recspkt", {lref("i", 1), lref("s", 1)}, {lref("i", 1), lref("s", 2), rref(0, 2)},
+                   {{"channel_type", "memory"}, {"reduce_op", "sum"}}),
+                op("recpkt", {lref("i", 2), lref("s", 2)}, {lref("o", 2), lref("s", 3)}, {{"reduce_op", "sum"}}),
+                op("upkt", {lref("s", 3)}, {lref("i", 0)})},
+               kTbMem0, rbRefs())},
            kMem10, {remoteBuf(0, "s")})});
   ThreadRun run(loadPlan(p), 3 * 528, 3 * 528);  // 132 floats per chunk: LL16 payloads split evenly
   const uint64_t n = 132;
@@ -181,18 +191,19 @@ TEST_CASE("packets: ppkt, cpkt, rppkt, upkt, repkt, respkt, recpkt, recspkt", "[
 }
 
 TEST_CASE("respkt sends the reduction as packets to a peer", "[exec][ops][packets]") {
-  json p = planJson(
-      "respkt", "custom", "LL", false,
-      {gpu(0, 1, 1, 2,
-           {threadblock(0, {op("ppkt", {lref("i", 0)}, {rref(0, 0)}, {{"channel_type", "memory"}}),
-                            op("upkt", {lref("s", 1)}, {lref("o", 0)})},
-                        kTbMem0, rbRefs())},
-           kMem01, {remoteBuf(1, "s")}),
-       gpu(1, 1, 1, 2,
-           {threadblock(0, {op("respkt", {lref("i", 0), lref("s", 0)}, {lref("o", 0), rref(0, 1)},
-                               {{"channel_type", "memory"}, {"reduce_op", "sum"}})},
-                        kTbMem0, rbRefs())},
-           kMem10, {remoteBuf(0, "s")})});
+  json p = planJson("respkt", "custom", "LL", false,
+                    {gpu(0, 1, 1, 2,
+                         {threadblock(0,
+                                      {op("ppkt", {lref("i", 0)}, {rref(0, 0)}, {{"channel_type", "memory"}}),
+                                       op("upkt", {lref("s", 1)}, {lref("o", 0)})},
+                                      kTbMem0, rbRefs())},
+                         kMem01, {remoteBuf(1, "s")}),
+                     gpu(1, 1, 1, 2,
+                         {threadblock(0,
+                                      {op("respkt", {lref("i", 0), lref("s", 0)}, {lref("o", 0), rref(0, 1)},
+                                          {{"channel_type", "memory"}, {"reduce_op", "sum"}})},
+                                      kTbMem0, rbRefs())},
+                         kMem10, {remoteBuf(0, "s")})});
   ThreadRun run(loadPlan(p), 1024, 1024, DataType::Float64);
   for (int r = 0; r < 2; ++r) {
     double* in = run.input<double>(r);
@@ -212,17 +223,17 @@ TEST_CASE("port channels: put, signal, wait, flush, pws, pwsf and ppkt through t
   json p = planJson(
       "port", "custom", "LL", false,
       {gpu(0, 4, 4, 2,
-           {threadblock(0, {op("put", {lref("i", 0)}, {rref(0, 0)}, port()), op("signal", {}, {}, port()),
-                            op("flush", {}, {}, port()), op("pws", {lref("i", 1)}, {rref(0, 1)}, port()),
-                            op("pwsf", {lref("i", 2)}, {rref(0, 2)}, port()),
-                            op("cpkt", {lref("i", 3)}, {lref("s", 0)}),
-                            op("ppkt", {lref("s", 0)}, {rref(1, 1)}, port())},
-                        kTbPort0,
-                        json::array({{{"access_channel_type", "port"}, {"remote_buffer_ids", {0, 1}}}}))},
+           {threadblock(0,
+                        {op("put", {lref("i", 0)}, {rref(0, 0)}, port()), op("signal", {}, {}, port()),
+                         op("flush", {}, {}, port()), op("pws", {lref("i", 1)}, {rref(0, 1)}, port()),
+                         op("pwsf", {lref("i", 2)}, {rref(0, 2)}, port()), op("cpkt", {lref("i", 3)}, {lref("s", 0)}),
+                         op("ppkt", {lref("s", 0)}, {rref(1, 1)}, port())},
+                        kTbPort0, json::array({{{"access_channel_type", "port"}, {"remote_buffer_ids", {0, 1}}}}))},
            kPort01, {remoteBuf(1, "o", "port"), remoteBuf(1, "s", "port")}),
        gpu(1, 4, 4, 2,
-           {threadblock(0, {op("wait", {}, {}, port()), op("wait", {}, {}, port()), op("wait", {}, {}, port()),
-                            op("upkt", {lref("s", 1)}, {lref("o", 3)})},
+           {threadblock(0,
+                        {op("wait", {}, {}, port()), op("wait", {}, {}, port()), op("wait", {}, {}, port()),
+                         op("upkt", {lref("s", 1)}, {lref("o", 3)})},
                         kTbPort0)},
            kPort10)});
   ThreadRun run(loadPlan(p), 4 * 256, 4 * 256);
@@ -238,8 +249,10 @@ TEST_CASE("barrier and semaphores order threadblocks of one rank", "[exec][ops]"
   json p = planJson(
       "sync", "custom", "Simple", false,
       {gpu(0, 2, 2, 2,
-           {threadblock(0, {op("copy", {lref("i", 0)}, {lref("s", 0)}), op("barrier", {}, {}, {{"barrier_id", 0}, {"num_threadblocks", 2}}),
-                            op("sem_acquire", {}, {}, {{"semaphore_ids", {0}}}), op("copy", {lref("s", 1)}, {lref("o", 1)})}),
+           {threadblock(
+                0, {op("copy", {lref("i", 0)}, {lref("s", 0)}),
+                    op("barrier", {}, {}, {{"barrier_id", 0}, {"num_threadblocks", 2}}),
+                    op("sem_acquire", {}, {}, {{"semaphore_ids", {0}}}), op("copy", {lref("s", 1)}, {lref("o", 1)})}),
             threadblock(1, {op("barrier", {}, {}, {{"barrier_id", 0}, {"num_threadblocks", 2}}),
                             op("copy", {lref("s", 0)}, {lref("o", 0)}), op("copy", {lref("i", 1)}, {lref("s", 1)}),
                             op("sem_release", {}, {}, {{"semaphore_ids", {0}}})})},
@@ -283,7 +296,8 @@ TEST_CASE("switch channel ops: glre, glres, gstore, gstorepkt", "[exec][ops][swi
     for (uint64_t i = 0; i < 16; ++i) {
       const uint64_t e = r * 16 + i;
       REQUIRE(run.output<float>(r)[e] == f(e, 0) + f(e, 1) + f(e, 2));
-      for (int c = 3; c < 6; ++c) REQUIRE(run.output<float>(r)[c * 16 + i] == f(c * 16 + i, 0) + f(c * 16 + i, 1) + f(c * 16 + i, 2));
+      for (int c = 3; c < 6; ++c)
+        REQUIRE(run.output<float>(r)[c * 16 + i] == f(c * 16 + i, 0) + f(c * 16 + i, 1) + f(c * 16 + i, 2));
       REQUIRE(run.output<float>(r)[6 * 16 + i] == f(6 * 16 + i, 0));
       REQUIRE(run.output<float>(r)[7 * 16 + i] == f(7 * 16 + i, 0));
     }
@@ -292,12 +306,15 @@ TEST_CASE("switch channel ops: glre, glres, gstore, gstorepkt", "[exec][ops][swi
 
 TEST_CASE("pipeline: unit smaller than the chunk with a partial last iteration", "[exec][ops][pipeline]") {
   // A chunk of 1040 bytes in units of 96: 10 full units and a 80-byte tail.
-  json p = planJson("pipe", "custom", "Simple", false,
-                    {gpu(0, 2, 2, 0,
-                         {threadblock(0, {op("pipeline", {}, {},
-                                             {{"iter_context", {{"unit_size", 96}, {"num_chunks", 1}}},
-                                              {"ops", {op("copy", {lref("i", 0)}, {lref("o", 1)}),
-                                                       op("re", {lref("i", 0), lref("i", 1)}, {lref("o", 0)}, {{"reduce_op", "max"}})}}})})})});
+  json p = planJson(
+      "pipe", "custom", "Simple", false,
+      {gpu(0, 2, 2, 0,
+           {threadblock(0,
+                        {op("pipeline", {}, {},
+                            {{"iter_context", {{"unit_size", 96}, {"num_chunks", 1}}},
+                             {"ops",
+                              {op("copy", {lref("i", 0)}, {lref("o", 1)}),
+                               op("re", {lref("i", 0), lref("i", 1)}, {lref("o", 0)}, {{"reduce_op", "max"}})}}})})})});
   ThreadRun run(loadPlan(p), 2 * 1040, 2 * 1040);
   run.fillInput<float>(0, [](uint64_t i) { return f(i * 7, 0); });
   run.poisonOutputs();
@@ -313,9 +330,10 @@ TEST_CASE("thread-block groups slice references in alignment units, remainders f
   const int g = GENERATE(2, 3, 5);
   json tbs = json::array();
   for (int j = 0; j < g; ++j) {
-    tbs.push_back(threadblock(j, {op("copy", {lref("i", 0)}, {lref("o", 0)}, {{"tbg_info", {{"tb_id", j}, {"tbg_size", g}}}}),
-                                  op("re", {lref("i", 0), lref("i", 1)}, {lref("o", 1)},
-                                     {{"reduce_op", "sum"}, {"tbg_info", {{"tb_id", j}, {"tbg_size", g}}}})}));
+    tbs.push_back(
+        threadblock(j, {op("copy", {lref("i", 0)}, {lref("o", 0)}, {{"tbg_info", {{"tb_id", j}, {"tbg_size", g}}}}),
+                        op("re", {lref("i", 0), lref("i", 1)}, {lref("o", 1)},
+                           {{"reduce_op", "sum"}, {"tbg_info", {{"tb_id", j}, {"tbg_size", g}}}})}));
   }
   json p = planJson("tbg", "custom", "Simple", false, {gpu(0, 2, 2, 0, tbs)});
   ThreadRun run(loadPlan(p), 2 * 1040, 2 * 1040);
@@ -371,14 +389,16 @@ json allPairsAllreduce(int n, bool ll) {
         if (p != r) src.push_back(lref("s", p));
       ops.push_back(op("re", src, {lref("i", r)}, {{"reduce_op", "sum"}}));
       for (int p = 0; p < n; ++p)
-        if (p != r) ops.push_back(op("put", {lref("i", r)}, {rref(n - 1 + peerIndex(p), r)}, {{"channel_type", "memory"}}));
+        if (p != r)
+          ops.push_back(op("put", {lref("i", r)}, {rref(n - 1 + peerIndex(p), r)}, {{"channel_type", "memory"}}));
       ops.push_back(op("nop"));
       ops.push_back(op("signal", {}, {}, memAll));
       ops.push_back(op("wait", {}, {}, memAll));
     }
     json tb = threadblock(0, ops, json::array({memAll}),
                           json::array({{{"access_channel_type", "memory"}, {"remote_buffer_ids", rbIds}}}));
-    gpus.push_back(gpu(r, n, n, ll ? 2 * n : n, {tb}, json::array({{{"channel_type", "memory"}, {"connected_to", peers}}}), rbs));
+    gpus.push_back(
+        gpu(r, n, n, ll ? 2 * n : n, {tb}, json::array({{{"channel_type", "memory"}, {"connected_to", peers}}}), rbs));
   }
   return planJson(ll ? "allpairs_ll" : "allpairs", "allreduce", ll ? "LL" : "Simple", true, gpus,
                   {{"use_double_scratch_buffer", ll}});
@@ -404,10 +424,17 @@ TEST_CASE("2 to 16 ranks: all-pairs allreduce with one signal/wait op over 15 ch
 
 TEST_CASE("datatype names: ours, the short forms and NCCL's spellings", "[exec][ops]") {
   const std::pair<const char*, DataType> accepted[] = {
-      {"float32", DataType::Float32},      {"F32", DataType::Float32},          {"ncclFloat32", DataType::Float32},
-      {"ncclFloat", DataType::Float32},    {"ncclBfloat16", DataType::BFloat16}, {"ncclHalf", DataType::Float16},
-      {"ncclChar", DataType::Int8},        {"ncclInt", DataType::Int32},        {"NCCLUINT64", DataType::Uint64},
-      {"ncclDouble", DataType::Float64},   {"ncclFloat8e4m3", DataType::Float8E4M3},
+      {"float32", DataType::Float32},
+      {"F32", DataType::Float32},
+      {"ncclFloat32", DataType::Float32},
+      {"ncclFloat", DataType::Float32},
+      {"ncclBfloat16", DataType::BFloat16},
+      {"ncclHalf", DataType::Float16},
+      {"ncclChar", DataType::Int8},
+      {"ncclInt", DataType::Int32},
+      {"NCCLUINT64", DataType::Uint64},
+      {"ncclDouble", DataType::Float64},
+      {"ncclFloat8e4m3", DataType::Float8E4M3},
       {"ncclFloat8e5m2", DataType::Float8E5M2},
   };
   for (const auto& a : accepted) {

@@ -12,7 +12,8 @@ using namespace mscclpp::test;
 
 namespace {
 
-const ReduceOp kOps[] = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg, ReduceOp::PreMulSum};
+const ReduceOp kOps[] = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max,
+                         ReduceOp::Min, ReduceOp::Avg,  ReduceOp::PreMulSum};
 
 void emulateAll(const std::string& file, uint64_t size, PacketType packet) {
   plan::PlanPtr plan = plan::loadPlanFile(referencePlanDir() + "/" + file);
@@ -51,8 +52,10 @@ TEST_CASE("every dtype x op: switch-channel reductions (glres)", "[exec][reduce]
 }
 
 TEST_CASE("a plan reducing with an explicit op refuses other call ops", "[exec][reduce]") {
-  json p = planJson("maxonly", "allreduce", "Simple", true,
-                    {gpu(0, 1, 1, 0, {threadblock(0, {op("re", {lref("i", 0), lref("i", 0)}, {lref("i", 0)}, {{"reduce_op", "max"}})})})});
+  json p = planJson(
+      "maxonly", "allreduce", "Simple", true,
+      {gpu(0, 1, 1, 0,
+           {threadblock(0, {op("re", {lref("i", 0), lref("i", 0)}, {lref("i", 0)}, {{"reduce_op", "max"}})})})});
   plan::PlanPtr plan = loadPlan(p);
   REQUIRE(plan->header.reduceOps == (1u << static_cast<unsigned>(plan::PlanReduceOp::Max)));
   exec::EmulationOptions opt;

@@ -15,12 +15,8 @@
 namespace plantest {
 namespace {
 
-json local(const char* type, int index, int size = 1) {
-  return {{"type", type}, {"index", index}, {"size", size}};
-}
-json remote(int id, int index, int size = 1) {
-  return {{"buffer_id", id}, {"index", index}, {"size", size}};
-}
+json local(const char* type, int index, int size = 1) { return {{"type", type}, {"index", index}, {"size", size}}; }
+json remote(int id, int index, int size = 1) { return {{"buffer_id", id}, {"index", index}, {"size", size}}; }
 json multicast(int id, int index, int size = 1) {
   return {{"switch_channel_id", id}, {"index", index}, {"size", size}};
 }
@@ -226,12 +222,8 @@ json minimalPlan(const std::string& name, const std::string& collective, int nRa
   return {{"name", name}, {"collective", collective}, {"protocol", "Simple"}, {"inplace", inPlace}, {"gpus", gpus}};
 }
 
-std::string referencePlansDir() {
-  return MSCCLPP_TEST_REFERENCE_PLANS;
-}
-std::string planDataDir() {
-  return MSCCLPP_TEST_PLAN_DATA;
-}
+std::string referencePlansDir() { return MSCCLPP_TEST_REFERENCE_PLANS; }
+std::string planDataDir() { return MSCCLPP_TEST_PLAN_DATA; }
 
 std::vector<std::string> referencePlanFiles() {
   std::vector<std::string> files;

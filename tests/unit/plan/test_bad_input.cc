@@ -1,16 +1,16 @@
 // Bad input never crashes or hangs the loader: truncated and corrupted text, huge files, paths that are
 // not plan files, unreadable files, bad MSCCLPP_PLAN_MAX_BYTES values.
-#include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <chrono>
 #include <cstdlib>
 #include <random>
 
-#include "mscclpp/errors.hpp"
 #include "../../support/scoped_env.hpp"
+#include "mscclpp/errors.hpp"
 #include "plan/plan_file.hpp"
 #include "plan/plan_loader.hpp"
 #include "plan_test_util.hpp"

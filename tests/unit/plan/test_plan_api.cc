@@ -6,8 +6,8 @@
 #include <cstring>
 #include <string>
 
-#include "mscclpp/plan_api.h"
 #include "core/params.hpp"
+#include "mscclpp/plan_api.h"
 #include "plan/registry.hpp"
 #include "plan_test_util.hpp"
 

@@ -1,11 +1,11 @@
 // The mscclpp-plan command-line tool, run as a subprocess: exit codes, stdout and stderr.
-#include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <chrono>
 #include <string>
@@ -76,9 +76,7 @@ Run runCli(const std::vector<std::string>& args) {
   return run;
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 const std::string kRef = plantest::referencePlansDir() + "/mscclpp/";
 

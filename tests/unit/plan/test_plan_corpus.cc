@@ -10,9 +10,7 @@
 using namespace mscclpp::plan;
 
 namespace {
-std::string corpus(const std::string& rel) {
-  return plantest::referencePlansDir() + "/mscclpp/" + rel;
-}
+std::string corpus(const std::string& rel) { return plantest::referencePlansDir() + "/mscclpp/" + rel; }
 }  // namespace
 
 TEST_CASE("every reference plan validates in full, per rank, and as a summary", "[plan][corpus]") {

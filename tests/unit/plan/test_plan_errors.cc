@@ -16,21 +16,13 @@ struct Case {
   const char* expected;
 };
 
-json& g(json& j, int r) {
-  return j["gpus"][r];
-}
-json& tb(json& j, int r, int t) {
-  return j["gpus"][r]["threadblocks"][t];
-}
-json& op(json& j, int r, int t, int i) {
-  return j["gpus"][r]["threadblocks"][t]["ops"][i];
-}
+json& g(json& j, int r) { return j["gpus"][r]; }
+json& tb(json& j, int r, int t) { return j["gpus"][r]["threadblocks"][t]; }
+json& op(json& j, int r, int t, int i) { return j["gpus"][r]["threadblocks"][t]["ops"][i]; }
 json ref(const char* type, int64_t index, int64_t size = 1) {
   return {{"type", type}, {"index", index}, {"size", size}};
 }
-json rref(int id, int index, int size = 1) {
-  return {{"buffer_id", id}, {"index", index}, {"size", size}};
-}
+json rref(int id, int index, int size = 1) { return {{"buffer_id", id}, {"index", index}, {"size", size}}; }
 
 const std::function<json()> S = plantest::simplePlan;
 const std::function<json()> P = plantest::packetPlan;

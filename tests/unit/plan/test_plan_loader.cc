@@ -11,9 +11,7 @@ using plantest::json;
 
 namespace {
 
-const Op& op(const RankPlan& r, size_t tb, size_t i) {
-  return r.threadblocks.at(tb).ops.at(i);
-}
+const Op& op(const RankPlan& r, size_t tb, size_t i) { return r.threadblocks.at(tb).ops.at(i); }
 const BufferRef& src(const RankPlan& r, size_t tb, size_t i, size_t k) {
   const auto& t = r.threadblocks.at(tb);
   return t.refs.at(t.ops.at(i).srcBegin + k);

@@ -1,7 +1,7 @@
 // The registry: directory scans, registration, the selection rules and tie-break, the user selector,
 // lazy per-rank loading, and allocation-free cached lookups.
-#include <catch2/catch.hpp>
 #include <sys/stat.h>
+#include <catch2/catch.hpp>
 
 #include <atomic>
 #include <cstdlib>
@@ -54,8 +54,13 @@ json plan(const std::string& name, const std::string& collective, int nRanks, bo
           uint64_t max = UINT64_MAX, const std::string& reduceOp = "sum") {
   const bool gather = collective == "allgather" || collective == "gather";
   const bool scatter = collective == "scatter";
-  json j = plantest::minimalPlan(name, collective, nRanks, gather ? 1 : scatter ? static_cast<uint32_t>(nRanks) : 2,
-                                 gather ? static_cast<uint32_t>(nRanks) : scatter ? 1 : 2,
+  json j = plantest::minimalPlan(name, collective, nRanks,
+                                 gather    ? 1
+                                 : scatter ? static_cast<uint32_t>(nRanks)
+                                           : 2,
+                                 gather    ? static_cast<uint32_t>(nRanks)
+                                 : scatter ? 1
+                                           : 2,
                                  inPlace, collective == "allreduce" || collective == "reduce" ? reduceOp : "");
   j["min_message_size"] = min;
   j["max_message_size"] = max;
@@ -79,9 +84,7 @@ SelectRequest request(Collective c, int n, uint64_t bytes, bool inPlace = true) 
   return r;
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
 
@@ -194,7 +197,8 @@ TEST_CASE("the same plan file in two directories is no warning; a different one 
   LogCapture log;
   Registry reg({installed.path(), other.path()});
   CHECK(reg.count() == 1);
-  CHECK(log.count("WARN PLAN skipping plan file " + other.file("alpha.json") + ": plan name 'alpha' is already "
+  CHECK(log.count("WARN PLAN skipping plan file " + other.file("alpha.json") +
+                  ": plan name 'alpha' is already "
                   "registered from") == 1);
 }
 
@@ -306,8 +310,8 @@ TEST_CASE("selection: root, tags, reduce ops and datatypes", "[plan][registry]")
   CHECK(reg.select(e)->name == "narrow");
   e.messageBytes = 8;  // chunks of 4 B would split a double: the padded geometry serves it
   CHECK(reg.select(e)->name == "narrow");
-  CHECK(contains(reg.select(e)->reason,
-                 "; the call's 8 B parts do not fit the plan's chunks: they run padded to 16 B"));
+  CHECK(
+      contains(reg.select(e)->reason, "; the call's 8 B parts do not fit the plan's chunks: they run padded to 16 B"));
   e.messageBytes = 12;  // 1.5 doubles: no count of elements
   CHECK(contains(reg.select(e)->reason, "12 B input is not divisible into"));
 }
@@ -434,7 +438,7 @@ TEST_CASE("plans load lazily for the asking rank; a plan broken for any rank is 
           "[plan][registry]") {
   Registry reg(std::vector<std::string>{});
   add(reg, plan("good", "allreduce", 2, true));
-  json bad = plan("bad", "allreduce", 2, true, 0, 64 * KiB);  // narrower: preferred
+  json bad = plan("bad", "allreduce", 2, true, 0, 64 * KiB);                 // narrower: preferred
   bad["gpus"][0]["threadblocks"][0]["ops"][0]["src_buff"][0]["index"] = 40;  // broken for rank 0 only
   add(reg, bad);  // its summary is fine: ops are not read at registration
   CHECK(reg.select(request(Collective::AllReduce, 2, KiB))->name == "bad");

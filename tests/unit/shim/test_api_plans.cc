@@ -6,7 +6,9 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -148,8 +150,8 @@ TEST_CASE("gather and scatter run on plans for 2 and 4 ranks, every root, in and
         for (int r = 0; r < n; ++r) {
           threads.emplace_back([&, r] {
             int32_t* recv = r == root && inPlace ? source.data() + root * count : out[r].data();
-            results[r] = ncclScatter(r == root ? source.data() : nullptr, recv, count, ncclInt32, root, comms[r],
-                                     nullptr);
+            results[r] =
+                ncclScatter(r == root ? source.data() : nullptr, recv, count, ncclInt32, root, comms[r], nullptr);
           });
         }
         for (auto& t : threads) t.join();
@@ -299,9 +301,8 @@ TEST_CASE("revoke stops a plan waiting for a peer that never calls", "[plans]") 
   // whether it comes before the launch (refused at once) or during it (stopped within a backoff).
   ncclResult_t alone = ncclSuccess;
   auto start = std::chrono::steady_clock::now();
-  std::thread rank0([&] {
-    alone = ncclAllReduce(bufs[0].data(), bufs[0].data(), count, ncclFloat32, ncclSum, comms[0], nullptr);
-  });
+  std::thread rank0(
+      [&] { alone = ncclAllReduce(bufs[0].data(), bufs[0].data(), count, ncclFloat32, ncclSum, comms[0], nullptr); });
   // Not synchronisation (either order must return promptly): a moment for the call to reach its launch, so
   // the revoke usually meets a plan in flight. test_exec_executor's [abort] case covers that path deterministically.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));

@@ -236,10 +236,11 @@ TEST_CASE("'--' ends the options; lists; repeated options", "[args]") {
   ArgParser q("tool", kUsage);
   q.sizeList("--sizes", &sizes, 1).integerList("--ranks", &ranks, 1, 64);
   CHECK(run(q, {"--sizes", "64K,,1M"}).err.rfind("tool: --sizes '64K,,1M': item '': empty; ", 0) == 0);
-  CHECK(run(q, {"--sizes", "64K,0"}).err.rfind("tool: --sizes '64K,0': item '0': below the smallest allowed size, 1 bytes", 0) == 0);
+  CHECK(run(q, {"--sizes", "64K,0"})
+            .err.rfind("tool: --sizes '64K,0': item '0': below the smallest allowed size, 1 bytes", 0) == 0);
   CHECK(run(q, {"--ranks", "2,4,"}).err.rfind("tool: --ranks '2,4,': item '': empty, expected an integer", 0) == 0);
-  CHECK(run(q, {"--ranks", "2,99"}).err.rfind("tool: --ranks '2,99': item '99': above the largest allowed value, 64", 0) ==
-        0);
+  CHECK(run(q, {"--ranks", "2,99"})
+            .err.rfind("tool: --ranks '2,99': item '99': above the largest allowed value, 64", 0) == 0);
 }
 
 TEST_CASE("commands: the first argument that is not an option, then the command's own parser", "[args]") {

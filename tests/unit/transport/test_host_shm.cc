@@ -7,10 +7,10 @@
 
 #include "../../support/scoped_env.hpp"
 #include "../bootstrap/rank_threads.hpp"
-#include "transport/registration.hpp"
 #include "core/deadline.hpp"
 #include "mscclpp/communicator.hpp"
 #include "transport/host_shm/memory.hpp"
+#include "transport/registration.hpp"
 
 using namespace mscclpp;
 using mscclpp::test::runRanks;

@@ -41,8 +41,9 @@ TEST_CASE("no HCA: opening a device fails naming what is missing", "[ib]") {
     WARN("an InfiniBand device exists on this machine: the no-device path was not exercised");
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::NotSupported);
-    CHECK_THAT(e.what(), Catch::StartsWith("InfiniBand: no device found (libibverbs.so.1 loaded; ibv_get_device_list ") &&
-                             Catch::EndsWith("IB0 is unavailable"));
+    CHECK_THAT(e.what(),
+               Catch::StartsWith("InfiniBand: no device found (libibverbs.so.1 loaded; ibv_get_device_list ") &&
+                   Catch::EndsWith("IB0 is unavailable"));
   }
   CHECK_THROWS_WITH(ib_verbs::openDevice(9, "libibverbs.so.1"), "InfiniBand: device index 9 is not in 0..7");
 }

@@ -5,11 +5,11 @@
 #include <cstring>
 
 #include "../bootstrap/rank_threads.hpp"
-#include "core/net/socket.hpp"
 #include "comm/communicator_impl.hpp"
-#include "transport/registration.hpp"
 #include "core/logger.hpp"
+#include "core/net/socket.hpp"
 #include "mscclpp/communicator.hpp"
+#include "transport/registration.hpp"
 #include "transport/tcp/driver.hpp"
 #include "transport/tcp/memory.hpp"
 
@@ -76,7 +76,8 @@ TEST_CASE("TCP writes and counter updates arrive in order, both directions at on
     CHECK(conn.describe() == "rank " + std::to_string(r) + " -> rank " + std::to_string(peer) + " over TCP");
     // In pieces, as a proxy would: the flag update must land after all of them.
     const uint64_t piece = 1 << 20;
-    for (uint64_t off = 0; off < half * 8; off += piece) conn.write(p->remote[r], half * 8 + off, p->local[r], off, piece);
+    for (uint64_t off = 0; off < half * 8; off += piece)
+      conn.write(p->remote[r], half * 8 + off, p->local[r], off, piece);
     uint64_t outbound = 0;
     conn.updateAndSync(p->remote[r], (words - 1) * 8, &outbound, 7);
     conn.flush();
@@ -112,8 +113,8 @@ TEST_CASE("TCP rejects bad requests locally or at the peer, with the place", "[t
     // A registration whose key the peer does not know (a stale or forged one): the peer rejects it,
     // the stream stays in sync, and the error surfaces at flush with the peer's reason.
     auto forged = std::make_shared<RegisteredMemory::Impl>(*p->remote[0].impl());
-    auto forgedKey = std::make_shared<transport::tcp::TcpRecord>(
-        *forged->record<transport::tcp::TcpRecord>(Transport::Tcp));
+    auto forgedKey =
+        std::make_shared<transport::tcp::TcpRecord>(*forged->record<transport::tcp::TcpRecord>(Transport::Tcp));
     forgedKey->key += 1000;
     forged->records[static_cast<size_t>(Transport::Tcp)] = forgedKey;
     conn.write(RegisteredMemory(forged), 0, p->local[0], 0, 64);
@@ -142,7 +143,7 @@ TEST_CASE("a TCP peer that leaves fails flush at once, not at the deadline", "[t
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::RemoteError);
     CHECK_THAT(e.what(), Catch::StartsWith("rank 0 -> rank 1 over TCP: ") && Catch::Contains("rank 1 closed its TCP "
-                                                                                              "connection"));
+                                                                                             "connection"));
   }
   CHECK(secondsSince(start) < 5.0);
 }
@@ -172,8 +173,8 @@ TEST_CASE("abort makes TCP calls fail promptly", "[tcp][faults]") {
   CHECK_THROWS_WITH(p->conns[0]->write(p->remote[0], 0, p->local[0], 0, 8), Catch::Contains("aborted"));
   CHECK(secondsSince(start) < 2.0);
   // The peer sees rank 0 leave.
-  CHECK_THROWS_WITH(p->conns[1]->flush(), Catch::Contains("rank 0 closed its TCP connection") ||
-                                              Catch::Contains("connection lost"));
+  CHECK_THROWS_WITH(p->conns[1]->flush(),
+                    Catch::Contains("rank 0 closed its TCP connection") || Catch::Contains("connection lost"));
 }
 
 TEST_CASE("both sides must ask for the same transport", "[tcp][connection]") {
