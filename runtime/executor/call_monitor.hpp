@@ -19,16 +19,17 @@
 //     on every other rank of it), nothing moving between two rounds (op indexes, counters, proxy
 //     positions): a deadlock with every rank alive. The communicator fails with InternalError, the
 //     wait-for picture of each rank and the cycle; every rank is told.
-//   * a rank still agreeing on the plan of a call (the NCCL shim) that a peer already runs, in two
-//     rounds: their plan registries changed at different points (InvalidUsage, saying so).
 //     (A call the CUDA backend enqueued reports no waits yet: the device does not publish them, so
 //     no deadlock is concluded while such a call is in progress.)
+//   * a rank still agreeing on the plan of a call (the NCCL shim) that a peer already runs, in two
+//     rounds: their plan registries changed at different points (InvalidUsage, saying so).
 //   * otherwise (a peer idle, late, or working) nothing fails: the long-wait WARN says what the
 //     peers do (peerStatus()).
 // Rounds run 2 s into a call, then at doubling intervals up to 30 s: a peer that is minutes late
 // costs a few small messages.
 //
-// Thread-safety: begin/running/end from the executor's thread; everything else from any thread.
+// Thread-safety: agree/begin/running/end/enqueued from the executor's thread; everything else from any
+// thread.
 #ifndef MSCCLPP_EXECUTOR_CALL_MONITOR_HPP_
 #define MSCCLPP_EXECUTOR_CALL_MONITOR_HPP_
 
