@@ -169,21 +169,28 @@ void CallMonitor::end() {
   board_->sinceMs = steadyMs();
   board_->live = nullptr;  // the call's context may go after this
   board_->recent[board_->seq % kRecentCalls].inFlight = false;
+  board_->recent[board_->seq % kRecentCalls].live = nullptr;
 }
 
-void CallMonitor::enqueued() {
+void CallMonitor::enqueued(std::shared_ptr<const std::function<LiveCall()>> live) {
   std::lock_guard<std::mutex> lock(board_->mutex);
   board_->phase = Phase::Idle;
   board_->sinceMs = steadyMs();
   board_->live = nullptr;
-  board_->recent[board_->seq % kRecentCalls].inFlight = board_->completed != nullptr;
+  Recent& r = board_->recent[board_->seq % kRecentCalls];
+  r.inFlight = board_->completed != nullptr;
+  r.live = r.inFlight ? std::move(live) : nullptr;
 }
 
 void CallMonitor::setCompletion(std::function<bool(uint64_t seq)> completed) {
   std::lock_guard<std::mutex> lock(board_->mutex);
   board_->completed = std::move(completed);
-  if (!board_->completed)
-    for (Recent& r : board_->recent) r.inFlight = false;
+  if (!board_->completed) {
+    for (Recent& r : board_->recent) {
+      r.inFlight = false;
+      r.live = nullptr;
+    }
+  }
 }
 
 std::string CallMonitor::peerStatus() const {
@@ -197,6 +204,7 @@ void CallMonitor::Board::remember() {
   r.call = call;
   r.sinceMs = sinceMs;
   r.inFlight = false;
+  r.live = nullptr;
 }
 
 CallMonitor::Current CallMonitor::Board::current() {
@@ -212,6 +220,7 @@ CallMonitor::Current CallMonitor::Board::current() {
     if (!r.inFlight) continue;
     if (!completed || completed(r.seq)) {
       r.inFlight = false;
+      r.live = nullptr;
       continue;
     }
     if (c.seq == 0 || r.seq < c.seq) {
@@ -219,6 +228,7 @@ CallMonitor::Current CallMonitor::Board::current() {
       c.phase = Phase::Enqueued;
       c.sinceMs = r.sinceMs;
       c.call = &r.call;
+      c.live = r.live.get();
     }
   }
   return c;
@@ -240,6 +250,10 @@ CallMonitor::State CallMonitor::Board::state() {
     LiveCall now = live();
     s.waits = std::move(now.waits);
     s.progress = now.progress;
+  } else if (now.phase == Phase::Enqueued && now.live && *now.live) {
+    LiveCall running = (*now.live)();
+    s.waits = std::move(running.waits);
+    s.progress = running.progress;
   } else if (phase == Phase::Building || phase == Phase::Agreeing) {
     // The context's exchange, or the agreement, talks to every rank: any of them may be the one it waits for.
     BlockWait w;

@@ -19,8 +19,9 @@
 //     on every other rank of it), nothing moving between two rounds (op indexes, counters, proxy
 //     positions): a deadlock with every rank alive. The communicator fails with InternalError, the
 //     wait-for picture of each rank and the cycle; every rank is told.
-//     (A call the CUDA backend enqueued reports no waits yet: the device does not publish them, so
-//     no deadlock is concluded while such a call is in progress.)
+//     An enqueued CUDA call reports the waits its blocks publish in host-mapped memory once they
+//     have waited 1 ms (describeWaitSlots: channel and semaphore waits; a block at a barrier or a
+//     packet counts as running); the same analysis applies.
 //   * a rank still agreeing on the plan of a call (the NCCL shim) that a peer already runs, in two
 //     rounds: their plan registries changed at different points (InvalidUsage, saying so).
 //   * otherwise (a peer idle, late, or working) nothing fails: the long-wait WARN says what the
@@ -85,8 +86,11 @@ class CallMonitor {
   // The call ended (synchronous backends; an asynchronous one for a call that enqueued nothing).
   void end();
   // An asynchronous backend enqueued the call: it stays in progress until the completion source says
-  // its number completed.
-  void enqueued();
+  // its number completed. `live` (optional) reads its state meanwhile, from other threads, until the
+  // call completes or its recent slot is reused; it must stay safe to call after the backend let the
+  // call's context go.
+  // Shared, so that keeping it per call copies a pointer (no allocation per call).
+  void enqueued(std::shared_ptr<const std::function<LiveCall()>> live = nullptr);
   // The completion source of an asynchronous backend: whether call `seq` (one of the last
   // kRecentCalls) finished on the device. Called from other threads; null removes it (before the
   // memory it reads goes), and calls in progress then count as complete.
@@ -102,6 +106,7 @@ class CallMonitor {
     CallDescriptor call;
     int64_t sinceMs = 0;    // the call's start
     bool inFlight = false;  // enqueued, complete only when the completion source says so
+    std::shared_ptr<const std::function<LiveCall()>> live;  // while in flight: its live state (asynchronous backends)
   };
   // The call the watchdog looks at: the host's, else the oldest enqueued one not complete.
   struct Current {
@@ -109,6 +114,7 @@ class CallMonitor {
     Phase phase = Phase::Idle;
     int64_t sinceMs = 0;
     const CallDescriptor* call = nullptr;
+    const std::function<LiveCall()>* live = nullptr;  // an enqueued call's live state
   };
   // What the bootstrap's helper thread reads to answer peers; shared with the handler, which may
   // run a moment after the monitor is gone.

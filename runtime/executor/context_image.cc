@@ -393,6 +393,7 @@ void ContextImage::fillState() {
   dev_.state = state;
   dev_.blockRecords = records;
   dev_.abortFlag = abortFlag;
+  dev_.liveWaits = res_.liveWaits;
   resetState();
 }
 

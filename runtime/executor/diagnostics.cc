@@ -1,6 +1,7 @@
 #include "executor/diagnostics.hpp"
 
 #include <algorithm>
+#include <atomic>
 
 #include "core/format.hpp"
 #include "core/hash.hpp"
@@ -227,7 +228,93 @@ bool liveWait(const ExecContextDevice& dev, const ThreadblockDevice& tbd, const 
   }
 }
 
+// Whose signal releases a block waiting as `r` says.
+int32_t waitTarget(const plan::RankPlan& rp, int rank, const BlockRecord& r) {
+  switch (static_cast<WaitKind>(r.waitKind)) {
+    case WaitKind::MemoryChannel:
+      return peerOf(rp.memoryChannels, r.id);
+    case WaitKind::PortChannel:
+      return peerOf(rp.portChannels, r.id);
+    case WaitKind::Packet:
+      return BlockWait::kAnyPeer;
+    default:
+      return rank;  // barrier, semaphore: released by this rank's own blocks
+  }
+}
+
+// One consistent read of a live-wait slot (its sequence count even and unchanged around the
+// loads); false while a device thread rewrites it.
+bool readSlot(const LiveWaitSlot& live, LiveWaitSlot* out) {
+  const uint32_t before = atomicLoad<uint32_t>(&live.sequence, memoryOrderAcquire);
+  out->waiting = atomicLoad<uint32_t>(&live.waiting, memoryOrderRelaxed);
+  out->launchFlag = atomicLoad<uint32_t>(&live.launchFlag, memoryOrderRelaxed);
+  out->finishedFlag = atomicLoad<uint32_t>(&live.finishedFlag, memoryOrderRelaxed);
+  out->opIndex = atomicLoad<uint32_t>(&live.opIndex, memoryOrderRelaxed);
+  out->pipelineIteration = atomicLoad<uint32_t>(&live.pipelineIteration, memoryOrderRelaxed);
+  out->waitKind = atomicLoad<uint32_t>(&live.waitKind, memoryOrderRelaxed);
+  out->id = atomicLoad<uint32_t>(&live.id, memoryOrderRelaxed);
+  out->expected = atomicLoad<uint64_t>(&live.expected, memoryOrderRelaxed);
+  out->observed = atomicLoad<uint64_t>(&live.observed, memoryOrderRelaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  out->sequence = before;
+  return (before & 1u) == 0 && atomicLoad<uint32_t>(&live.sequence, memoryOrderRelaxed) == before;
+}
+
 }  // namespace
+
+std::vector<BlockWait> describeWaitSlots(const plan::Plan& plan, int rank, const LiveWaitSlot* slots, uint32_t nBlocks,
+                                         uint64_t* progress) {
+  const plan::RankPlan& rp = plan.ranks[rank];
+  nBlocks = std::min<uint32_t>(nBlocks, static_cast<uint32_t>(rp.threadblocks.size()));
+  std::vector<LiveWaitSlot> seen(nBlocks);
+  std::vector<bool> consistent(nBlocks);
+  uint64_t moved = nBlocks;
+  bool anyWait = false;
+  uint32_t flag = 0;  // the running launch's: every waiting block's (launches of a context run in stream order)
+  for (uint32_t b = 0; b < nBlocks; ++b) {
+    consistent[b] = readSlot(slots[b], &seen[b]);
+    const LiveWaitSlot& s = seen[b];
+    moved = mix64(mix64(mix64(moved, (uint64_t{s.sequence} << 32) ^ s.finishedFlag), s.observed),
+                  (uint64_t{s.opIndex} << 32) ^ s.pipelineIteration);
+    if (consistent[b] && s.waiting != 0 && !anyWait) {
+      anyWait = true;
+      flag = s.launchFlag;
+    }
+  }
+  std::vector<BlockWait> out;
+  if (!anyWait) {
+    BlockWait w;
+    w.text = strFormat("rank %d: its kernel runs (no threadblock has waited %.3g ms at one op)", rank,
+                       kReportWaitAfterNs / 1e6);
+    out.push_back(std::move(w));
+  }
+  for (uint32_t b = 0; b < nBlocks && anyWait; ++b) {
+    const LiveWaitSlot& s = seen[b];
+    const plan::ThreadblockPlan& tb = rp.threadblocks[b];
+    if (consistent[b] && s.waiting == 0 && s.finishedFlag == flag) continue;  // finished this launch
+    BlockWait w;
+    if (!consistent[b] || s.waiting == 0 || s.launchFlag != flag || s.opIndex >= tb.ops.size()) {
+      w.text = strFormat("rank %d threadblock %d is running", rank, tb.id);
+      out.push_back(std::move(w));
+      continue;
+    }
+    BlockRecord r{};
+    r.opIndex = s.opIndex;
+    r.pipelineIteration = s.pipelineIteration;
+    r.waitKind = s.waitKind;
+    r.id = s.id;
+    r.expected = s.expected;
+    r.observed = s.observed;
+    w.text = strFormat("rank %d threadblock %d op %u (%s)", rank, tb.id, r.opIndex,
+                       plan::opTypeName(tb.ops[r.opIndex].type));
+    if (r.pipelineIteration != UINT32_MAX) w.text += strFormat(" pipeline iteration %u", r.pipelineIteration);
+    w.text += " " + waitText(plan, rank, b, r);
+    w.target = waitTarget(rp, rank, r);
+    out.push_back(std::move(w));
+  }
+  if (progress) *progress = moved;
+  return out;
+}
 
 std::vector<BlockWait> describeLiveBlocks(const plan::Plan& plan, int rank, const ExecContextDevice& dev,
                                           uint32_t launchFlag, uint64_t* progress) {
@@ -256,20 +343,7 @@ std::vector<BlockWait> describeLiveBlocks(const plan::Plan& plan, int rank, cons
     if (state < kBlockTimedOut && liveWait(dev, dev.blocks[b], tb, op, launchFlag, &r)) {
       moved = mix64(mix64(moved, r.observed), r.detail);
       w.text = head + " " + waitText(plan, rank, b, r);
-      switch (static_cast<WaitKind>(r.waitKind)) {
-        case WaitKind::MemoryChannel:
-          w.target = peerOf(rp.memoryChannels, r.id);
-          break;
-        case WaitKind::PortChannel:
-          w.target = peerOf(rp.portChannels, r.id);
-          break;
-        case WaitKind::Packet:
-          w.target = BlockWait::kAnyPeer;
-          break;
-        default:
-          w.target = rank;
-          break;  // barrier, semaphore: released by this rank's own blocks
-      }
+      w.target = waitTarget(rp, rank, r);
     } else {
       w.text = head + (blockStopped(live) ? " stopped" : " is running");
     }

@@ -43,6 +43,15 @@ struct BlockWait {
 std::vector<BlockWait> describeLiveBlocks(const plan::Plan& plan, int rank, const ExecContextDevice& dev,
                                           uint32_t launchFlag, uint64_t* progress);
 
+// While a GPU launch runs (the call monitor): the blocks of `rank` that have not finished the
+// running launch, from their host-mapped live-wait slots (exec_layout.hpp LiveWaitSlot): what each
+// waits for, as the device wrote it when the wait had lasted kReportWaitAfterNs, or that it is
+// running (no long wait now, or the slot is being rewritten). One "kernel runs" line while no
+// block waits long. *progress changes whenever a slot does (a wait published or cleared, a block
+// finished).
+std::vector<BlockWait> describeWaitSlots(const plan::Plan& plan, int rank, const LiveWaitSlot* slots, uint32_t nBlocks,
+                                         uint64_t* progress);
+
 }  // namespace mscclpp::exec
 
 #endif  // MSCCLPP_EXECUTOR_DIAGNOSTICS_HPP_

@@ -81,6 +81,28 @@ struct BlockRecord {
   uint64_t detail;
 };
 
+// GPU contexts: what one block waits for, in host-mapped memory the host reads while the kernel runs
+// (the call monitor's live state, docs/failure-handling.md). Written only by a wait that spun past
+// kReportWaitAfterNs (and once per launch by finishBlock), with relaxed system-scope stores under a
+// sequence count: odd while a thread rewrites the slot, so a reader that sees the same even count
+// before and after its loads read one consistent wait.
+struct LiveWaitSlot {
+  uint32_t sequence;
+  uint32_t waiting;  // 0: no long wait; else the waiting thread's index + 1
+  uint32_t launchFlag;
+  uint32_t finishedFlag;  // the LL flag of the last launch this block finished
+  uint32_t opIndex;
+  uint32_t pipelineIteration;  // UINT32_MAX outside pipelines
+  uint32_t waitKind;           // WaitKind
+  uint32_t id;
+  uint64_t expected;
+  uint64_t observed;
+};
+
+// A device wait publishes itself in its block's LiveWaitSlot once it has waited this long (1 ms:
+// thousands of polls; the fast path never gets there).
+constexpr uint64_t kReportWaitAfterNs = 1000000;
+
 // Mutable state owned by the context, persistent across launches (graph replays included).
 struct ExecState {
   uint32_t flag;              // LL flag of the next launch: starts at 1, never 0, advanced by the launch's last block
@@ -120,6 +142,7 @@ struct ExecContextDevice {
   ExecState* state;
   BlockRecord* blockRecords;  // [nBlocks]
   uint32_t* abortFlag;        // nonzero: stop waiting (may be shared by all ranks of an emulation)
+  LiveWaitSlot* liveWaits;    // [nBlocks], host-mapped (GPU contexts); null: the host reads the records live
 };
 static_assert(std::is_trivially_copyable<ExecContextDevice>::value, "copied as bytes");
 

@@ -144,7 +144,8 @@ class BlockInterpreter {
 
   // CPU backend: the op a block is at, readable while it runs (relaxed: a diagnostic, no data), so
   // that a long wait can be described before it ends (diagnostics.hpp, describeLiveBlocks). Not on
-  // the GPU, where the records are device memory the host reads only after a launch.
+  // the GPU, where the records are device memory the host reads only after a launch (its long waits
+  // publish themselves instead: reportedWait).
   MSCCLPP_HOST_DEVICE_INLINE void publishProgress(uint32_t index, uint32_t iteration) {
 #if !defined(MSCCLPP_DEVICE_COMPILE)
     BlockRecord* r = &ctx_.blockRecords[block_];
@@ -154,6 +155,62 @@ class BlockInterpreter {
     (void)index;
     (void)iteration;
 #endif
+  }
+
+  // GPU contexts have live-wait slots (exec_layout.hpp LiveWaitSlot; CPU contexts: none): a wait
+  // that has not ended after kReportWaitAfterNs publishes what it waits for in its block's
+  // host-mapped slot, for the call monitor, then goes on waiting (`spin(deadline)` spins for the
+  // same claimed signal) and clears the slot when it ends. A wait that ends sooner costs one clock
+  // read. CPU contexts wait in one go: the host reads their records and counters live
+  // (describeLiveBlocks).
+  template <class Spin>
+  MSCCLPP_HOST_DEVICE_INLINE SpinStatus reportedWait(WaitKind kind, uint32_t what, uint64_t expected,
+                                                     const uint64_t* observed, Spin&& spin) {
+    if (ctx_.liveWaits != nullptr) {
+      const uint64_t early = clockNs() + kReportWaitAfterNs;
+      if (early < deadline_) {
+        SpinStatus st = spin(early);
+        if (st != SpinStatus::Timeout) return st;
+        publishWait(kind, what, expected, *observed);
+        st = spin(deadline_);
+        clearWait();
+        return st;
+      }
+    }
+    return spin(deadline_);
+  }
+
+  // Relaxed system-scope stores into host-mapped memory, the fields between two system-scope fences
+  // (the sequence count is odd while they change): the host sees them while the kernel runs
+  // (docs/cuda-backend.md, "Design points and the CUDA rules they follow"). Cold: only a wait that
+  // already waited long.
+  MSCCLPP_HOST_DEVICE_NOINLINE void publishWait(WaitKind kind, uint32_t what, uint64_t expected, uint64_t observed) {
+    LiveWaitSlot* s = &ctx_.liveWaits[block_];
+    const uint32_t seq = atomicLoad<uint32_t>(&s->sequence, memoryOrderRelaxed) | 1u;
+    atomicStore<uint32_t>(&s->sequence, seq, memoryOrderRelaxed);
+    cuda::atomic_thread_fence(memoryOrderSeqCst, scopeSystem);
+    atomicStore<uint32_t>(&s->launchFlag, flag_, memoryOrderRelaxed);
+    atomicStore<uint32_t>(&s->opIndex, opIndex_, memoryOrderRelaxed);
+    atomicStore<uint32_t>(&s->pipelineIteration, unit_ == kNoUnit ? UINT32_MAX : iteration_, memoryOrderRelaxed);
+    atomicStore<uint32_t>(&s->waitKind, static_cast<uint32_t>(kind), memoryOrderRelaxed);
+    atomicStore<uint32_t>(&s->id, what, memoryOrderRelaxed);
+    atomicStore<uint64_t>(&s->expected, expected, memoryOrderRelaxed);
+    atomicStore<uint64_t>(&s->observed, observed, memoryOrderRelaxed);
+    atomicStore<uint32_t>(&s->waiting, tid_ + 1, memoryOrderRelaxed);
+    cuda::atomic_thread_fence(memoryOrderSeqCst, scopeSystem);
+    atomicStore<uint32_t>(&s->sequence, seq + 1, memoryOrderRelaxed);
+  }
+  // Only the thread whose wait the slot shows clears it (another thread of the block may have
+  // published since).
+  MSCCLPP_HOST_DEVICE_NOINLINE void clearWait() {
+    LiveWaitSlot* s = &ctx_.liveWaits[block_];
+    if (atomicLoad<uint32_t>(&s->waiting, memoryOrderRelaxed) != tid_ + 1) return;
+    const uint32_t seq = atomicLoad<uint32_t>(&s->sequence, memoryOrderRelaxed) | 1u;
+    atomicStore<uint32_t>(&s->sequence, seq, memoryOrderRelaxed);
+    cuda::atomic_thread_fence(memoryOrderSeqCst, scopeSystem);
+    atomicStore<uint32_t>(&s->waiting, 0u, memoryOrderRelaxed);
+    cuda::atomic_thread_fence(memoryOrderSeqCst, scopeSystem);
+    atomicStore<uint32_t>(&s->sequence, seq + 1, memoryOrderRelaxed);
   }
 
   // Records that the block stopped before op `index` because the context was aborted.
@@ -209,6 +266,9 @@ class BlockInterpreter {
       atomicStore<uint32_t, scopeDevice>(&r->launchFlag, flag_, memoryOrderRelaxed);
       atomicStore<uint32_t, scopeSystem>(&r->state, static_cast<uint32_t>(kBlockFinished), memoryOrderRelease);
     }
+    // The live-wait slot says the block finished this launch (one store per block and launch).
+    if (ctx_.liveWaits != nullptr)
+      atomicStore<uint32_t>(&ctx_.liveWaits[block_].finishedFlag, flag_, memoryOrderRelaxed);
 #if defined(MSCCLPP_DEVICE_COMPILE)
     // The block's writes (all threads, ordered by the barrier above) before our completion count.
     __threadfence();
@@ -384,11 +444,18 @@ class BlockInterpreter {
       if (op.channelType == plan::ChannelType::Memory) {
         kind = WaitKind::MemoryChannel;
         auto& sem = ctx_.memoryChannels[c].semaphore_;
-        st = relaxed ? sem.relaxedWait(deadline_, ctx_.abortFlag, &expected, &observed)
-                     : sem.wait(deadline_, ctx_.abortFlag, &expected, &observed);
+        expected = sem.claimNextExpected();
+        st = reportedWait(kind, c, expected, &observed, [&](uint64_t deadline) {
+          return relaxed ? sem.relaxedWaitClaimed(expected, deadline, ctx_.abortFlag, &observed)
+                         : sem.waitClaimed(expected, deadline, ctx_.abortFlag, &observed);
+        });
       } else {
         kind = WaitKind::PortChannel;
-        st = ctx_.portChannels[c].semaphore_.wait(deadline_, ctx_.abortFlag, &expected, &observed);
+        auto& sem = ctx_.portChannels[c].semaphore_;
+        expected = sem.claimNextExpected();
+        st = reportedWait(kind, c, expected, &observed, [&](uint64_t deadline) {
+          return sem.waitClaimed(expected, deadline, ctx_.abortFlag, &observed);
+        });
       }
       if (st != SpinStatus::Ok) {
         fail(st, op, kind, c, expected, observed, 0);
@@ -414,18 +481,20 @@ class BlockInterpreter {
     for (uint32_t k = tid_; k < op.nIds; k += nthreads_) {
       uint32_t s = id(op, k);
       uint32_t* sem = &ctx_.semaphores[s];
-      uint32_t seen = 0;
-      SpinStatus st = spinUntil(
-          [&] {
-            uint32_t v = atomicLoad<uint32_t, scopeDevice>(sem, memoryOrderRelaxed);
-            while (v > 0) {
-              // Acquire on success: pairs with the sem_release that made the count positive.
-              if (atomicCompareExchange<uint32_t, scopeDevice>(sem, &v, v - 1, memoryOrderAcquire)) return true;
-            }
-            seen = v;
-            return false;
-          },
-          deadline_, ctx_.abortFlag);
+      uint64_t seen = 0;
+      SpinStatus st = reportedWait(WaitKind::Semaphore, s, 1, &seen, [&](uint64_t deadline) {
+        return spinUntil(
+            [&] {
+              uint32_t v = atomicLoad<uint32_t, scopeDevice>(sem, memoryOrderRelaxed);
+              while (v > 0) {
+                // Acquire on success: pairs with the sem_release that made the count positive.
+                if (atomicCompareExchange<uint32_t, scopeDevice>(sem, &v, v - 1, memoryOrderAcquire)) return true;
+              }
+              seen = v;
+              return false;
+            },
+            deadline, ctx_.abortFlag);
+      });
       if (st != SpinStatus::Ok) {
         fail(st, op, WaitKind::Semaphore, s, 1, seen, 0);
         return;

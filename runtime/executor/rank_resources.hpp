@@ -68,6 +68,7 @@ struct RankResources {
   std::vector<uint64_t*> portOutbound;
   std::vector<SwitchGroupResource> switchGroups;        // per rank-level switch channel
   uint32_t* abortFlag = nullptr;                        // shared abort flag; null: the context owns one
+  LiveWaitSlot* liveWaits = nullptr;                    // GPU: host-mapped, one per threadblock; else null
   SharedStateMemory sharedState;                        // optional
   std::shared_ptr<void> keepAlive;                      // released when the context is destroyed
   std::shared_ptr<struct RemotePortPeers> remotePorts;  // port channels to other hosts (remote_port_peers.hpp) or null

@@ -3,7 +3,8 @@
 // on the CUDA backend. Calls are asynchronous there: a rank whose call hits a cached execution
 // context enqueues a kernel and returns, and that kernel waits for a peer that runs another call.
 // Without the monitor such a mismatch ends only at the kernel's deadline (MSCCLPP_TIMEOUT_S, 30 s
-// here) as a timeout; with it every rank gets InvalidUsage naming both calls within seconds.
+// here) as a timeout; with it every rank gets InvalidUsage naming both calls within seconds. A plan
+// that deadlocks with every rank alive gets InternalError with the wait-for cycle the same way.
 #define CATCH_CONFIG_RUNNER
 #include <cuda_runtime.h>
 #include <catch2/catch.hpp>
@@ -110,6 +111,51 @@ TEST_CASE("call monitor: mismatched calls fail on every rank with both calls, no
   }
   // The monitor looks 2 s into a stuck call; the exchange finds it at once.
   CHECK(seconds < (number.empty() ? 1.5 : 10));
+}
+
+// docs/failure-handling.md, "Slow peers": both ranks' only block waits for the other's signal before
+// sending its own. Every rank is alive and no wait has a deadline soon (60 s here): the device
+// waits publish what they wait for in host-mapped memory, and the monitor finds the cycle from
+// those within seconds. Without the published waits an enqueued call reports nothing to wait on,
+// and the calls end only at the kernel's deadline, as a timeout.
+TEST_CASE("call monitor: a plan that deadlocks with every rank alive fails every rank with the wait-for cycle",
+          "[monitor][deadlock]") {
+  test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "60");
+  plan::PlanPtr cycle = plan::loadPlanFile(std::string(MSCCLPP_TEST_EXEC_DATA) + "/deadlock_cycle_2.json");
+  constexpr uint64_t kBytes = 4096;
+  GpuRanks ranks{2, kBytes};
+  std::vector<Outcome> out(2);
+  const auto start = std::chrono::steady_clock::now();
+  const std::string err = onRanks(2, [&](int r) {
+    try {
+      // The first call returns once enqueued; its kernel stops when the communicator fails, and the
+      // next call reports the communicator's error.
+      for (int call = 0; call < 2; ++call) {
+        ranks.executor(r).execute(r, ranks.send(r), ranks.recv(r), kBytes, kBytes, DataType::Float32, cycle,
+                                  ranks.stream(r));
+        GPUTEST_CUDA(cudaStreamSynchronize(ranks.stream(r)));
+      }
+    } catch (const Error& e) {
+      out[r].failed = true;
+      out[r].code = e.code();
+      out[r].message = e.what();
+    }
+  });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE(err == "");
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r << ": " << out[r].message);
+    CHECK(out[r].failed);
+    CHECK(out[r].code == ErrorCode::InternalError);
+    CHECK_THAT(out[r].message, Catch::Contains("deadlock with every rank alive: ranks 0, 1 wait only on each other") &&
+                                   Catch::Contains("wait-for cycle rank 0 -> rank 1 -> rank 0") &&
+                                   Catch::Contains("rank 0 threadblock 0 op 0 (wait) waits on memory channel 0 (peer "
+                                                   "1): signal #1 expected, counter at 0") &&
+                                   Catch::Contains("rank 1 threadblock 0 op 0 (wait) waits on memory channel 0 (peer "
+                                                   "0): signal #1 expected, counter at 0"));
+  }
+  // Two looks of the monitor (2 s into the call, then 2 s later), not the 60 s deadline.
+  CHECK(seconds < 10);
 }
 
 int main(int argc, char** argv) {

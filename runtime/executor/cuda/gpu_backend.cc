@@ -70,8 +70,9 @@ class GpuBackendImpl final : public GpuBackend {
       seq = monitor_->begin(descriptor_);
     }
     bool tracked = false;
+    const std::shared_ptr<const std::function<LiveCall()>>* live = nullptr;
     try {
-      tracked = enqueue(c, seq);
+      tracked = enqueue(c, seq, &live);
     } catch (const Error& e) {
       if (monitor_) monitor_->end();
       // A failed communicator (a dead peer, a mismatch the monitor found) says why the call stopped.
@@ -83,7 +84,7 @@ class GpuBackendImpl final : public GpuBackend {
     }
     if (!monitor_) return;
     if (tracked) {
-      monitor_->enqueued();
+      monitor_->enqueued(*live);  // a shared pointer copied: the monitor reads the blocks' waits while it runs
     } else {
       monitor_->end();
     }
@@ -109,7 +110,8 @@ class GpuBackendImpl final : public GpuBackend {
 
  private:
   // Enqueues the call (building its context first if needed); true when its completion mark followed.
-  bool enqueue(const GpuCall& c, uint64_t seq) {
+  // *live: the context's live-state source.
+  bool enqueue(const GpuCall& c, uint64_t seq, const std::shared_ptr<const std::function<LiveCall()>>** live) {
     const plan::PlanHeader& h = c.plan->header;
     cudaStream_t stream = static_cast<cudaStream_t>(c.stream);
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
@@ -148,6 +150,7 @@ class GpuBackendImpl final : public GpuBackend {
     args.scalar = c.scalar;
     args.capturing = capture == cudaStreamCaptureStatusActive;
     ctx->launch(args);
+    *live = &ctx->liveSource();
     // Captured calls run at replays, which the monitor does not track (call_completion.hpp).
     return completion_ != nullptr && !args.capturing && completion_->mark(c.stream, seq);
   }

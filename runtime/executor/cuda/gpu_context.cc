@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <tuple>
 
 #include "channel/nvls_binding.hpp"
@@ -21,6 +22,16 @@
 #include "executor/scale_steps.hpp"
 
 namespace mscclpp::exec {
+
+// The call monitor's handle on the live-wait slots: the context detaches it before freeing them.
+struct GpuContext::LiveWaitReader {
+  std::mutex mutex;
+  plan::PlanPtr plan;
+  int rank = 0;
+  uint32_t nBlocks = 0;
+  const LiveWaitSlot* slots = nullptr;  // guarded by mutex; null once the context went
+};
+
 namespace {
 
 constexpr uint64_t kDirectoryMagic = 0x4d53434c47444952ull;  // "MSCLGDIR"
@@ -157,6 +168,21 @@ GpuContext::GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& pla
   // A dead or unreachable peer fails the communicator, which raises the flag from the host: every
   // device wait of a launch in flight (spinUntil polls the flag) stops instead of waiting forever.
   failureRegistration_ = world_->comm().raiseOnFailure(static_cast<uint32_t*>(abort_->host()));
+  const uint32_t nBlocks = static_cast<uint32_t>(rp.threadblocks.size());
+  liveWaits_ = std::make_unique<PinnedAllocation>(sizeof(LiveWaitSlot) * std::max<uint32_t>(1, nBlocks),
+                                                  name_ + ": live-wait slots");
+  liveWaitReader_ = std::make_shared<LiveWaitReader>();
+  liveWaitReader_->plan = plan_;
+  liveWaitReader_->rank = rank_;
+  liveWaitReader_->nBlocks = nBlocks;
+  liveWaitReader_->slots = static_cast<const LiveWaitSlot*>(liveWaits_->host());
+  liveSource_ = std::make_shared<const std::function<LiveCall()>>([reader = liveWaitReader_]() {
+    LiveCall call;
+    std::lock_guard<std::mutex> lock(reader->mutex);
+    if (reader->slots != nullptr)
+      call.waits = describeWaitSlots(*reader->plan, reader->rank, reader->slots, reader->nBlocks, &call.progress);
+    return call;
+  });
   // The image's size depends only on the plan (its counts), so its memory is ready before the
   // exchange too.
   const ImageCounts counts = imageCountsOf(rp);
@@ -213,6 +239,10 @@ GpuContext::GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& pla
 }
 
 GpuContext::~GpuContext() {
+  if (liveWaitReader_) {
+    std::lock_guard<std::mutex> lock(liveWaitReader_->mutex);
+    liveWaitReader_->slots = nullptr;  // before liveWaits_ goes
+  }
   // On the releaser's thread (never a rank's). Our last launches may still run and use our proxy, and
   // peers of this process on other GPUs may still read our memory: wait for those devices (bounded:
   // every device wait has the deadline), then stop the proxy; the members free the memory after.
@@ -614,6 +644,7 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
     res.switchGroups.push_back(std::move(g));
   }
   res.abortFlag = static_cast<uint32_t*>(abort_->device());
+  res.liveWaits = static_cast<LiveWaitSlot*>(liveWaits_->device());
 }
 
 void GpuContext::writeSignal(uint32_t channel, uint64_t value, std::string* error) {

@@ -10,6 +10,9 @@
 //    (device_image): ops, references, channel handles, and the state launches carry over (LL flag,
 //    semaphore expected counters, sem_* counters, barriers, block records);
 //  * the abort flag in mapped host memory (the proxy raises it; the host polls it without a sync);
+//  * one live-wait slot per threadblock in mapped host memory, where a device wait that has lasted
+//    1 ms says what it waits for (exec_layout.hpp LiveWaitSlot): the call monitor's view of a
+//    launch in flight (liveSource);
 //  * for port channels, a ProxyService on a device FIFO whose handler copies with
 //    cudaMemcpyAsync on the rank's proxy stream and raises peers' counters in stream order;
 //  * for switch channels, an NVLS multicast binding of the members' buffers when every member can
@@ -42,11 +45,13 @@
 #define MSCCLPP_EXECUTOR_CUDA_GPU_CONTEXT_HPP_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "executor/call_descriptor.hpp"
+#include "executor/call_monitor.hpp"
 #include "executor/context_image.hpp"
 #include "executor/cuda/call_binding.hpp"
 #include "executor/cuda/gpu_launch.hpp"
@@ -94,6 +99,9 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
 
   // Whether an earlier launch raised the abort flag (a host read of mapped memory, no sync).
   bool failureRaised() const;
+  // What the call monitor reads while a launch is in flight: its blocks' waits from the live-wait
+  // slots (describeWaitSlots). Safe from any thread, also after the context is gone (then: nothing).
+  const std::shared_ptr<const std::function<LiveCall()>>& liveSource() const { return liveSource_; }
   // Synchronises with the failed launch and throws its diagnosis (TimeoutError, Error(Aborted /
   // NotSupported / CudaError)). Marks the context unusable.
   [[noreturn]] void throwFailure();
@@ -111,6 +119,7 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
     uint32_t sharedBytes = 0;
   };
   struct Peer;
+  struct LiveWaitReader;
 
   void precheck(DataType dtype, ReduceOp op);
   const KernelChoice& kernelFor(DataType dtype, ReduceOp op);
@@ -144,9 +153,12 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   std::vector<std::shared_ptr<Peer>> peers_;
   RankResources resources_;
 
-  std::unique_ptr<PinnedAllocation> abort_;    // host-mapped: the kernel's waits poll it
-  std::shared_ptr<void> failureRegistration_;  // the communicator raises abort_ when it fails
-  cudaStream_t proxyStream_ = nullptr;         // the rank's (GpuWorld::proxyStream)
+  std::unique_ptr<PinnedAllocation> abort_;                      // host-mapped: the kernel's waits poll it
+  std::shared_ptr<void> failureRegistration_;                    // the communicator raises abort_ when it fails
+  std::unique_ptr<PinnedAllocation> liveWaits_;                  // host-mapped LiveWaitSlot per threadblock
+  std::shared_ptr<LiveWaitReader> liveWaitReader_;               // reads liveWaits_ until the context goes
+  std::shared_ptr<const std::function<LiveCall()>> liveSource_;  // calls liveWaitReader_
+  cudaStream_t proxyStream_ = nullptr;                           // the rank's (GpuWorld::proxyStream)
   std::unique_ptr<ProxyService> proxy_;
   std::vector<uint64_t> signalsSent_;  // per port channel: the value our proxy last wrote to the peer
   bool proxyDeviceSet_ = false;        // the proxy thread selected our device

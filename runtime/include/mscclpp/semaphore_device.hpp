@@ -53,6 +53,12 @@ struct MemoryDevice2DeviceSemaphoreDeviceHandle {
                                              uint64_t* expectedOut = nullptr, uint64_t* observed = nullptr) {
     uint64_t expected = claimNextExpected();
     if (expectedOut != nullptr) *expectedOut = expected;
+    return waitClaimed(expected, deadlineNs, abortFlag, observed);
+  }
+  // The spin of wait() for a value already claimed: a waiter that stops at an early deadline (to
+  // report a long wait) goes on waiting for the same signal.
+  MSCCLPP_HOST_DEVICE_INLINE SpinStatus waitClaimed(uint64_t expected, uint64_t deadlineNs, const uint32_t* abortFlag,
+                                                    uint64_t* observed = nullptr) {
     uint64_t seen = 0;
     SpinStatus st =
         spinUntil([&] { return (seen = atomicLoad<uint64_t>(inboundCounter, memoryOrderAcquire)) >= expected; },
@@ -66,6 +72,10 @@ struct MemoryDevice2DeviceSemaphoreDeviceHandle {
                                                     uint64_t* expectedOut = nullptr, uint64_t* observed = nullptr) {
     uint64_t expected = claimNextExpected();
     if (expectedOut != nullptr) *expectedOut = expected;
+    return relaxedWaitClaimed(expected, deadlineNs, abortFlag, observed);
+  }
+  MSCCLPP_HOST_DEVICE_INLINE SpinStatus relaxedWaitClaimed(uint64_t expected, uint64_t deadlineNs,
+                                                           const uint32_t* abortFlag, uint64_t* observed = nullptr) {
     uint64_t seen = 0;
     SpinStatus st =
         spinUntil([&] { return (seen = atomicLoad<uint64_t>(inboundCounter, memoryOrderRelaxed)) >= expected; },
@@ -110,8 +120,16 @@ struct Host2DeviceSemaphoreDeviceHandle {
   // Acquire: pairs with the proxy's release increment, which follows the completed data transfer.
   MSCCLPP_HOST_DEVICE_INLINE SpinStatus wait(uint64_t deadlineNs, const uint32_t* abortFlag,
                                              uint64_t* expectedOut = nullptr, uint64_t* observed = nullptr) {
-    uint64_t expected = atomicFetchAdd<uint64_t, scopeDevice>(expectedInboundCounter, 1, memoryOrderRelaxed) + 1;
+    uint64_t expected = claimNextExpected();
     if (expectedOut != nullptr) *expectedOut = expected;
+    return waitClaimed(expected, deadlineNs, abortFlag, observed);
+  }
+  MSCCLPP_HOST_DEVICE_INLINE uint64_t claimNextExpected() {
+    return atomicFetchAdd<uint64_t, scopeDevice>(expectedInboundCounter, 1, memoryOrderRelaxed) + 1;
+  }
+  // The spin of wait() for a value already claimed (see the memory-channel handle's waitClaimed).
+  MSCCLPP_HOST_DEVICE_INLINE SpinStatus waitClaimed(uint64_t expected, uint64_t deadlineNs, const uint32_t* abortFlag,
+                                                    uint64_t* observed = nullptr) {
     uint64_t seen = 0;
     SpinStatus st =
         spinUntil([&] { return (seen = atomicLoad<uint64_t>(inboundCounter, memoryOrderAcquire)) >= expected; },
