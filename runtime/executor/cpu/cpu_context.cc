@@ -170,16 +170,21 @@ LiveCall CpuContext::liveCall() const {
   return call;
 }
 
+Refusal CpuContext::launchRefusal(DataType dtype) const {
+  const size_t elem = dataTypeSize(dtype);
+  if (elem > 0 && (image_->reduceGranularity() % elem) == 0) return std::nullopt;
+  return strFormat("plan %s rank %d: its reductions touch offsets/sizes in steps of %llu bytes, not whole %s elements",
+                   image_->plan().header.name.c_str(), image_->rank(), ull(image_->reduceGranularity()),
+                   dataTypeName(dtype));
+}
+
 void CpuContext::launch(DataType dtype, ReduceOp op, PacketType packet, double timeoutSeconds) {
   const plan::Plan& plan = image_->plan();
   const int rank = image_->rank();
   MSCCLPP_ENFORCE(!failed_, ErrorCode::InvalidUsage,
                   "plan %s rank %d: this execution context failed in an earlier launch and cannot run again",
                   plan.header.name.c_str(), rank);
-  const size_t elem = dataTypeSize(dtype);
-  MSCCLPP_ENFORCE(elem > 0 && (image_->reduceGranularity() % elem) == 0, ErrorCode::NotSupported,
-                  "plan %s rank %d: its reductions touch offsets/sizes in steps of %llu bytes, not whole %s elements",
-                  plan.header.name.c_str(), rank, ull(image_->reduceGranularity()), dataTypeName(dtype));
+  if (Refusal r = launchRefusal(dtype)) throw Error(ErrorCode::NotSupported, *r);
   HostBlockFn fn = hostBlockFunction(dtype, op);
   const ExecContextDevice& dev = image_->device();
   LaunchArgs args{secondsToNs(timeoutSeconds), static_cast<uint32_t>(packet), 0};

@@ -35,7 +35,10 @@ class CpuContext {
   // all finished. Every wait is bounded by timeoutSeconds. On failure throws TimeoutError (a wait
   // of this rank timed out), Error(Aborted) (stopped because another rank failed) or
   // Error(NotSupported/InvalidArgument) with the blocks' wait-for description.
+  // Error(NotSupported) with launchRefusal(dtype) when there is one.
   void launch(DataType dtype, ReduceOp op, PacketType packet, double timeoutSeconds);
+  // Why this context cannot reduce `dtype` (its reductions touch offsets or sizes that split elements), or nullopt.
+  Refusal launchRefusal(DataType dtype) const;
 
   // What the long-wait warning adds about the peers (the call monitor's view: who is idle, who is
   // in which call); called on the launching thread while blocks wait. Empty: nothing.

@@ -14,6 +14,7 @@
 #include "executor/cuda/gpu_world.hpp"
 #include "executor/params.hpp"
 #include "executor/scale_steps.hpp"
+#include "mscclpp/communicator.hpp"
 #include "transport/cuda_ipc/memory.hpp"
 
 namespace mscclpp::exec {
@@ -49,7 +50,7 @@ class GpuBackendImpl final : public GpuBackend {
 
   size_t contextCount() const override { return cache_.size(); }
 
-  void execute(const GpuCall& c) override {
+  Refusal execute(const GpuCall& c) override {
     DeviceGuard guard(world_->device());
     const plan::PlanHeader& h = c.plan->header;
     cudaStream_t stream = static_cast<cudaStream_t>(c.stream);
@@ -61,13 +62,15 @@ class GpuBackendImpl final : public GpuBackend {
     RetiringContextRef* entry = cache_.find(key);
     GpuContext* ctx = entry != nullptr ? &**entry : nullptr;
     if (ctx == nullptr) {
-      MSCCLPP_ENFORCE(capture == cudaStreamCaptureStatusNone, ErrorCode::NotSupported,
-                      "plan %s (%s) rank %d: the call is being captured into a CUDA graph, but its execution context "
-                      "(for these buffers: send %p, recv %p) does not exist yet, and building one exchanges messages "
-                      "with the other ranks and allocates memory, which capture forbids: run the same call once "
-                      "before capturing (a warm-up iteration), then capture",
-                      h.name.c_str(), h.source.c_str(), c.rank, c.send, c.recv);
-      ctx = &build(key, req, c);
+      if (capture != cudaStreamCaptureStatusNone) {
+        return strFormat(
+            "plan %s (%s) rank %d: the call is being captured into a CUDA graph, but its execution context (for these "
+            "buffers: send %p, recv %p) does not exist yet, and building one exchanges messages with the other ranks "
+            "and allocates memory, which capture forbids: run the same call once before capturing (a warm-up "
+            "iteration), then capture",
+            h.name.c_str(), h.source.c_str(), c.rank, c.send, c.recv);
+      }
+      if (Refusal r = build(key, req, c, &ctx)) return r;
     }
     const void* legacy = reinterpret_cast<const void*>(cudaStreamLegacy);
     // The legacy stream serialises the kernels of ranks sharing this process and GPU. Strings are
@@ -88,7 +91,7 @@ class GpuBackendImpl final : public GpuBackend {
     args.stream = c.stream;
     args.scalar = c.scalar;
     args.capturing = capture == cudaStreamCaptureStatusActive;
-    ctx->launch(args);
+    return ctx->launch(args);
   }
 
   bool hasContext(const GpuCall& c) override { return cache_.find(keyOf(c, requestOf(c))) != nullptr; }
@@ -131,9 +134,14 @@ class GpuBackendImpl final : public GpuBackend {
                          dataTypeSize(c.dtype)};
   }
 
-  GpuContext& build(const GpuContextKey& key, const CallRequest& req, const GpuCall& c) {
-    const CallShape shape = shapeCall(*c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype);
-    auto ctx = std::make_shared<GpuContext>(world_, c.plan, c.rank, shape, req, c.dtype, nativeOpOf(c.op), c.stream);
+  // Builds the call's context (collective) into *built, or returns why the plan cannot serve the call here
+  // (before anything is exchanged).
+  Refusal build(const GpuContextKey& key, const CallRequest& req, const GpuCall& c, GpuContext** built) {
+    CallShape shape;
+    if (Refusal r = tryShapeCall(*c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype, &shape)) return r;
+    std::shared_ptr<GpuContext> ctx;
+    if (Refusal r = GpuContext::create(world_, c.plan, c.rank, shape, req, c.dtype, nativeOpOf(c.op), c.stream, &ctx))
+      return r;
     // Evicted contexts are retired, not destroyed here: freeing synchronises the device, and this
     // rank's peers may already run kernels that wait for the launch this thread is about to make.
     std::vector<std::unique_ptr<RetiringContextRef>> evicted;
@@ -143,7 +151,8 @@ class GpuBackendImpl final : public GpuBackend {
       MSCCLPP_INFO(LogExec, "rank %d: %zu GPU execution context(s) dropped (MSCCLPP_EXEC_CONTEXT_CACHE=%zu)", c.rank,
                    evicted.size(), cache_.capacity());
     }
-    return *added;
+    *built = &*added;
+    return std::nullopt;
   }
 
   std::shared_ptr<GpuWorld> world_;
@@ -152,13 +161,26 @@ class GpuBackendImpl final : public GpuBackend {
 
 }  // namespace
 
-std::unique_ptr<GpuBackend> GpuBackend::create(std::shared_ptr<Communicator> comm) {
+Refusal GpuBackend::unavailable(const Communicator& comm) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) (void)cudaGetLastError();
-  MSCCLPP_ENFORCE(e == cudaSuccess && n > 0, ErrorCode::NotSupported,
-                  "the CUDA backend needs a CUDA device, and none is visible (%s): run with MSCCLPP_BACKEND=cpu",
-                  e == cudaSuccess ? "0 devices" : cudaGetErrorString(e));
+  if (e != cudaSuccess || n <= 0) {
+    return strFormat("the CUDA backend needs a CUDA device, and none is visible (%s): run with MSCCLPP_BACKEND=cpu",
+                     e == cudaSuccess ? "0 devices" : cudaGetErrorString(e));
+  }
+  if (comm.device() < 0) {
+    return strFormat(
+        "GPU executor: rank %d's communicator has no CUDA device (it was built for the CPU backend: "
+        "MSCCLPP_BACKEND=cpu, or no device was visible)",
+        comm.rank());
+  }
+  return std::nullopt;
+}
+
+std::unique_ptr<GpuBackend> GpuBackend::create(std::shared_ptr<Communicator> comm) {
+  MSCCLPP_ENFORCE(comm != nullptr, ErrorCode::InvalidArgument, "GPU executor: the communicator is null");
+  if (Refusal r = unavailable(*comm)) throw Error(ErrorCode::NotSupported, *r);
   return std::make_unique<GpuBackendImpl>(std::move(comm));
 }
 
