@@ -5,9 +5,12 @@
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
+#include "executor/call_descriptor.hpp"
+#include "executor/call_monitor.hpp"
 #include "executor/context_cache.hpp"
 #include "executor/context_image.hpp"
 #include "executor/cuda/call_binding.hpp"
+#include "executor/cuda/call_completion.hpp"
 #include "executor/cuda/context_releaser.hpp"
 #include "executor/cuda/cuda_check.hpp"
 #include "executor/cuda/gpu_context.hpp"
@@ -37,11 +40,20 @@ struct GpuContextKey {
 
 class GpuBackendImpl final : public GpuBackend {
  public:
-  explicit GpuBackendImpl(std::shared_ptr<Communicator> comm)
+  GpuBackendImpl(std::shared_ptr<Communicator> comm, CallMonitor* monitor)
       : world_(std::make_shared<GpuWorld>(std::move(comm))),
-        cache_(static_cast<size_t>(std::max<int64_t>(1, params::contextCacheSize()))) {}
+        monitor_(monitor),
+        cache_(static_cast<size_t>(std::max<int64_t>(1, params::contextCacheSize()))) {
+    if (monitor_ == nullptr) return;
+    DeviceGuard guard(world_->device());
+    // Before any context of this rank exists (mapped host memory synchronises the device).
+    completion_ = std::make_unique<CallCompletion>(world_->device(), CallMonitor::kRecentCalls,
+                                                   strFormat("rank %d: call completion marks", world_->rank()));
+    monitor_->setCompletion([c = completion_.get()](uint64_t seq) { return c->completed(seq); });
+  }
 
   ~GpuBackendImpl() override {
+    if (monitor_) monitor_->setCompletion(nullptr);  // before completion_ goes
     // Every context goes to the releaser, which destroys it once its devices are idle; wait for that
     // here, so the executor's memory is gone when it is (contexts a graph still holds stay alive).
     cache_.clear();
@@ -52,6 +64,55 @@ class GpuBackendImpl final : public GpuBackend {
 
   Refusal execute(const GpuCall& c) override {
     DeviceGuard guard(world_->device());
+    uint64_t seq = 0;
+    if (monitor_) {
+      describeCall(&descriptor_, *c.plan, fingerprints_.of(c.plan), c.sendBytes, c.recvBytes, c.dtype, c.op);
+      seq = monitor_->begin(descriptor_);
+    }
+    bool tracked = false;
+    Refusal refusal;
+    try {
+      refusal = enqueue(c, seq, &tracked);
+    } catch (const Error& e) {
+      if (monitor_) monitor_->end();
+      // A failed communicator (a dead peer, a mismatch the monitor found) says why the call stopped.
+      world_->comm().throwIfFailedAfter(e);
+      throw;
+    } catch (...) {
+      if (monitor_) monitor_->end();
+      throw;
+    }
+    if (!monitor_) return refusal;
+    if (tracked) {
+      monitor_->enqueued();
+    } else {
+      monitor_->end();  // refused, or not tracked
+    }
+    return refusal;
+  }
+
+  bool hasContext(const GpuCall& c) override { return cache_.find(keyOf(c, requestOf(c))) != nullptr; }
+
+  bool pollError(std::string* message) override {
+    RetiringContextRef* failed = nullptr;
+    cache_.forEach([&](const GpuContextKey&, RetiringContextRef& c) {
+      if (failed == nullptr && c->failureRaised()) failed = &c;
+    });
+    if (failed == nullptr) return false;
+    std::unique_ptr<RetiringContextRef> ctx = cache_.erase(failed);
+    try {
+      DeviceGuard guard(world_->device());
+      (*ctx)->throwFailure();
+    } catch (const std::exception& e) {
+      if (message) *message = e.what();
+    }
+    return true;
+  }
+
+ private:
+  // Enqueues the call (building its context first if needed; *tracked: its completion mark followed), or returns
+  // why it is refused (nothing of the call exchanged or enqueued).
+  Refusal enqueue(const GpuCall& c, uint64_t seq, bool* tracked) {
     const plan::PlanHeader& h = c.plan->header;
     cudaStream_t stream = static_cast<cudaStream_t>(c.stream);
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
@@ -91,28 +152,12 @@ class GpuBackendImpl final : public GpuBackend {
     args.stream = c.stream;
     args.scalar = c.scalar;
     args.capturing = capture == cudaStreamCaptureStatusActive;
-    return ctx->launch(args);
+    if (Refusal r = ctx->launch(args)) return r;
+    // Captured calls run at replays, which the monitor does not track (call_completion.hpp).
+    *tracked = completion_ != nullptr && !args.capturing && completion_->mark(c.stream, seq);
+    return std::nullopt;
   }
 
-  bool hasContext(const GpuCall& c) override { return cache_.find(keyOf(c, requestOf(c))) != nullptr; }
-
-  bool pollError(std::string* message) override {
-    RetiringContextRef* failed = nullptr;
-    cache_.forEach([&](const GpuContextKey&, RetiringContextRef& c) {
-      if (failed == nullptr && c->failureRaised()) failed = &c;
-    });
-    if (failed == nullptr) return false;
-    std::unique_ptr<RetiringContextRef> ctx = cache_.erase(failed);
-    try {
-      DeviceGuard guard(world_->device());
-      (*ctx)->throwFailure();
-    } catch (const std::exception& e) {
-      if (message) *message = e.what();
-    }
-    return true;
-  }
-
- private:
   static CallRequest requestOf(const GpuCall& c) {
     CallRequest req;
     req.plan = c.plan.get();
@@ -139,8 +184,11 @@ class GpuBackendImpl final : public GpuBackend {
   Refusal build(const GpuContextKey& key, const CallRequest& req, const GpuCall& c, GpuContext** built) {
     CallShape shape;
     if (Refusal r = tryShapeCall(*c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype, &shape)) return r;
+    const CallDescriptor call =
+        describeCall(*c.plan, fingerprints_.of(c.plan), c.sendBytes, c.recvBytes, c.dtype, c.op);
     std::shared_ptr<GpuContext> ctx;
-    if (Refusal r = GpuContext::create(world_, c.plan, c.rank, shape, req, c.dtype, nativeOpOf(c.op), c.stream, &ctx))
+    if (Refusal r =
+            GpuContext::create(world_, c.plan, c.rank, shape, req, call, c.dtype, nativeOpOf(c.op), c.stream, &ctx))
       return r;
     // Evicted contexts are retired, not destroyed here: freeing synchronises the device, and this
     // rank's peers may already run kernels that wait for the launch this thread is about to make.
@@ -156,6 +204,10 @@ class GpuBackendImpl final : public GpuBackend {
   }
 
   std::shared_ptr<GpuWorld> world_;
+  CallMonitor* monitor_;
+  std::unique_ptr<CallCompletion> completion_;  // with a monitor: where calls say they completed
+  CallDescriptor descriptor_;                   // the call's, reused (no allocation per call)
+  PlanFingerprints fingerprints_;
   ContextCache<GpuContextKey, RetiringContextRef> cache_;
 };
 
@@ -178,10 +230,10 @@ Refusal GpuBackend::unavailable(const Communicator& comm) {
   return std::nullopt;
 }
 
-std::unique_ptr<GpuBackend> GpuBackend::create(std::shared_ptr<Communicator> comm) {
+std::unique_ptr<GpuBackend> GpuBackend::create(std::shared_ptr<Communicator> comm, CallMonitor* monitor) {
   MSCCLPP_ENFORCE(comm != nullptr, ErrorCode::InvalidArgument, "GPU executor: the communicator is null");
   if (Refusal r = unavailable(*comm)) throw Error(ErrorCode::NotSupported, *r);
-  return std::make_unique<GpuBackendImpl>(std::move(comm));
+  return std::make_unique<GpuBackendImpl>(std::move(comm), monitor);
 }
 
 }  // namespace mscclpp::exec

@@ -9,7 +9,7 @@ Refusal GpuBackend::unavailable(const Communicator&) {
       "the CUDA backend is not in this build of MSCCL++ (meson -Dgpu=disabled): run with MSCCLPP_BACKEND=cpu");
 }
 
-std::unique_ptr<GpuBackend> GpuBackend::create(std::shared_ptr<Communicator> comm) {
+std::unique_ptr<GpuBackend> GpuBackend::create(std::shared_ptr<Communicator> comm, CallMonitor*) {
   throw Error(ErrorCode::NotSupported, *unavailable(*comm));
 }
 

@@ -46,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/call_descriptor.hpp"
 #include "executor/context_image.hpp"
 #include "executor/cuda/call_binding.hpp"
 #include "executor/cuda/gpu_launch.hpp"
@@ -80,9 +81,11 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   // The call's buffers are bound by bindCall (zero-copy where possible); when peers in other
   // processes need a user buffer CUDA IPC cannot export, the call is bound again with staging.
   // The device image is uploaded on `stream` (the building call's), ahead of its first launch.
+  // The directory exchange carries `call`: ranks building for different calls all refuse at once with
+  // InvalidUsage naming both.
   static Refusal create(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& plan, int rank, const CallShape& shape,
-                        const CallRequest& request, DataType dtype, ReduceOp nativeOp, void* stream,
-                        std::shared_ptr<GpuContext>* built);
+                        const CallRequest& request, const CallDescriptor& call, DataType dtype, ReduceOp nativeOp,
+                        void* stream, std::shared_ptr<GpuContext>* built);
   ~GpuContext();
   GpuContext(const GpuContext&) = delete;
   GpuContext& operator=(const GpuContext&) = delete;
@@ -115,14 +118,14 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& plan, int rank);
   // The construction before the build point: the refusals, then what needs nothing exchanged.
   Refusal admit(DataType dtype, ReduceOp nativeOp);
-  void build(const CallShape& shape, const CallRequest& request, void* stream);
+  void build(const CallShape& shape, const CallRequest& request, const CallDescriptor& call, void* stream);
   Refusal precheck(DataType dtype, ReduceOp op);
   Refusal kernelFor(DataType dtype, ReduceOp op, const KernelChoice** choice);
   Refusal decideKernel(DataType dtype, ReduceOp op, KernelChoice* choice);
   void bindBuffers(const CallRequest& request, bool crossProcessPeers);
   void retainInCapturedGraph(void* stream);
   void bindSwitchChannels(const CallShape& shape, int tag);
-  void exchange(const CallShape& shape, int tag);
+  void exchange(const CallShape& shape, int tag, const CallDescriptor& call);
   void writeSignal(uint32_t channel, uint64_t value, std::string* error);
   std::string handleRequest(const TriggerFields& f);
   char* placePtr(const BufferPlace& p) const;
