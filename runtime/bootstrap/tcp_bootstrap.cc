@@ -84,9 +84,29 @@ std::vector<net::SocketAddress> TcpBootstrap::Impl::rendezvous(const bootstrap::
   // One deadline for the whole rendezvous: a rank fails at the timeout at the latest. The root gives
   // its verdict (the missing ranks) a little earlier, so a rank normally hears why.
   Deadline deadline(timeout, timeoutName);
-  net::Socket s = net::Socket::connectTo(
-      f.root, deadline, rootInRank0 ? "the bootstrap root (hosted by rank 0, MSCCLPP_COMM_ID)" : "the bootstrap root",
-      true, &aborted);
+  // The root closes every connection with a reason when the rendezvous fails; a connection that is
+  // reset or closes without one means the root's process is gone.
+  auto throwRootGone = [&](const Error& e) {
+    if (e.code() != ErrorCode::RemoteError || aborted.load()) throw;
+    if (rootInRank0) {
+      MSCCLPP_THROW(ErrorCode::RemoteError,
+                    "%s: the rendezvous failed: rank 0 at %s (hosting the bootstrap root, MSCCLPP_COMM_ID) closed the "
+                    "connection without a reply: it exited, crashed or was killed (%s)",
+                    who.c_str(), f.root.toString().c_str(), e.what());
+    }
+    MSCCLPP_THROW(ErrorCode::RemoteError,
+                  "%s: the rendezvous failed: %s closed the connection without a reply: the process that created the "
+                  "unique id (it hosts the root) exited, crashed or was killed (%s)",
+                  who.c_str(), rootText.c_str(), e.what());
+  };
+  net::Socket s;
+  try {
+    s = net::Socket::connectTo(
+        f.root, deadline, rootInRank0 ? "the bootstrap root (hosted by rank 0, MSCCLPP_COMM_ID)" : "the bootstrap root",
+        true, &aborted);
+  } catch (const Error& e) {
+    throwRootGone(e);
+  }
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (aborted.load()) MSCCLPP_THROW(ErrorCode::Aborted, "%s: the rendezvous was aborted", who.c_str());
@@ -110,19 +130,7 @@ std::vector<net::SocketAddress> TcpBootstrap::Impl::rendezvous(const bootstrap::
     s.sendAll(&hello, sizeof(hello), deadline, who + ": rendezvous hello to " + rootText);
     s.recvAll(&reply, sizeof(reply), deadline, waiting);
   } catch (const Error& e) {
-    if (e.code() != ErrorCode::RemoteError || aborted.load()) throw;
-    // The root closes every connection with a reason when the rendezvous fails; a connection that
-    // closes without one means the root's process is gone.
-    if (rootInRank0) {
-      MSCCLPP_THROW(ErrorCode::RemoteError,
-                    "%s: the rendezvous failed: rank 0 at %s (hosting the bootstrap root, MSCCLPP_COMM_ID) closed the "
-                    "connection without a reply: it exited, crashed or was killed (%s)",
-                    who.c_str(), f.root.toString().c_str(), e.what());
-    }
-    MSCCLPP_THROW(ErrorCode::RemoteError,
-                  "%s: the rendezvous failed: %s closed the connection without a reply: the process that created the "
-                  "unique id (it hosts the root) exited, crashed or was killed (%s)",
-                  who.c_str(), rootText.c_str(), e.what());
+    throwRootGone(e);
   }
   MSCCLPP_ENFORCE(std::memcmp(reply.magic, kRendezvousReplyMagic, 8) == 0, ErrorCode::RemoteError,
                   "%s: the reply has a bad magic (is %s a bootstrap root of this library?)", waiting.c_str(),

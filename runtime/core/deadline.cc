@@ -28,6 +28,12 @@ void throwTimeout(const Deadline& deadline, const std::string& what) {
       strFormat("%s did not complete within %.3g s (%s)", what.c_str(), deadline.seconds(), deadline.source()));
 }
 
+std::string describeTimeout(const char* setting, double seconds) {
+  const std::string name = setting != nullptr && *setting ? setting : "MSCCLPP_TIMEOUT_S";
+  if (name.rfind("MSCCLPP_", 0) == 0) return strFormat("%s=%.3g", name.c_str(), seconds);
+  return strFormat("%s: %.3g s", name.c_str(), seconds);
+}
+
 int64_t steadyMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Deadline::Clock::now().time_since_epoch()).count();
 }

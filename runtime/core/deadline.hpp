@@ -41,6 +41,8 @@ template <class Done>
 void waitUntil(Done&& done, const Deadline& deadline, const std::string& what);
 
 void throwTimeout(const Deadline& deadline, const std::string& what);
+// "MSCCLPP_TIMEOUT_S=3" for the variable, "the communicator's timeout: 3 s" for any other setting.
+std::string describeTimeout(const char* setting, double seconds);
 // Milliseconds of the steady clock (timestamps for heartbeats and long-wait reports).
 int64_t steadyMs();
 void backoffPause(unsigned iteration);
