@@ -65,18 +65,33 @@ bool sameCall(const CallDescriptor& a, const CallDescriptor& b) {
   return a.plan == b.plan && a.planFingerprint == b.planFingerprint;
 }
 
+void describeCall(CallDescriptor* d, const plan::Plan& p, uint64_t fingerprint, uint64_t sendBytes, uint64_t recvBytes,
+                  DataType dtype, ReduceOp op) {
+  d->collective = static_cast<int32_t>(p.header.collective);
+  d->plan = p.header.name;
+  d->planFingerprint = fingerprint;
+  d->sendBytes = sendBytes;
+  d->recvBytes = recvBytes;
+  d->dtype = static_cast<int32_t>(dtype);
+  d->op = reduces(p.header.collective) ? static_cast<int32_t>(op) : -1;
+  d->root = plan::isRootedCollective(p.header.collective) ? p.header.root : -1;
+}
+
 CallDescriptor describeCall(const plan::Plan& p, uint64_t fingerprint, uint64_t sendBytes, uint64_t recvBytes,
                             DataType dtype, ReduceOp op) {
   CallDescriptor d;
-  d.collective = static_cast<int32_t>(p.header.collective);
-  d.plan = p.header.name;
-  d.planFingerprint = fingerprint;
-  d.sendBytes = sendBytes;
-  d.recvBytes = recvBytes;
-  d.dtype = static_cast<int32_t>(dtype);
-  d.op = reduces(p.header.collective) ? static_cast<int32_t>(op) : -1;
-  d.root = plan::isRootedCollective(p.header.collective) ? p.header.root : -1;
+  describeCall(&d, p, fingerprint, sendBytes, recvBytes, dtype, op);
   return d;
+}
+
+uint64_t PlanFingerprints::of(const plan::PlanPtr& plan) {
+  constexpr size_t kMaxFingerprints = 256;
+  auto it = fingerprints_.find(plan.get());
+  if (it != fingerprints_.end()) return it->second.second;
+  if (fingerprints_.size() >= kMaxFingerprints) fingerprints_.clear();
+  const uint64_t f = planFingerprint(*plan);
+  fingerprints_.emplace(plan.get(), std::make_pair(plan, f));
+  return f;
 }
 
 uint64_t planFingerprint(const plan::Plan& p) {

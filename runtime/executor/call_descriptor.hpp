@@ -7,7 +7,9 @@
 #define MSCCLPP_EXECUTOR_CALL_DESCRIPTOR_HPP_
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 
 #include "core/serial.hpp"
 #include "mscclpp/datatype.hpp"
@@ -37,10 +39,23 @@ bool sameCall(const CallDescriptor& a, const CallDescriptor& b);
 // The descriptor of an executor call.
 CallDescriptor describeCall(const plan::Plan& plan, uint64_t fingerprint, uint64_t sendBytes, uint64_t recvBytes,
                             DataType dtype, ReduceOp op);
+// The same, written into *into (no allocation once its plan name's capacity suffices: the hot path).
+void describeCall(CallDescriptor* into, const plan::Plan& plan, uint64_t fingerprint, uint64_t sendBytes,
+                  uint64_t recvBytes, DataType dtype, ReduceOp op);
 
 // The same value on every rank that loaded the same file, whichever rank's part it keeps: the header
 // and every rank's declarations (not the ops, which a rank keeps only for itself).
 uint64_t planFingerprint(const plan::Plan& plan);
+
+// A backend's plans' fingerprints, each computed once (a plan object is immutable; an entry keeps it
+// alive). One thread at a time.
+class PlanFingerprints {
+ public:
+  uint64_t of(const plan::PlanPtr& plan);
+
+ private:
+  std::map<const plan::Plan*, std::pair<plan::PlanPtr, uint64_t>> fingerprints_;
+};
 
 }  // namespace mscclpp::exec
 

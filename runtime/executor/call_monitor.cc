@@ -34,6 +34,8 @@ const char* phaseName(CallMonitor::Phase p) {
       return "running";
     case CallMonitor::Phase::Agreeing:
       return "agreeing on the plan of";
+    case CallMonitor::Phase::Enqueued:
+      return "running on its device";
   }
   return "?";
 }
@@ -48,6 +50,7 @@ struct CallMonitor::State {
   CallDescriptor call;
   uint64_t progress = 0;
   std::vector<BlockWait> waits;
+  std::vector<std::pair<uint64_t, CallDescriptor>> recent;  // the last calls' numbers and descriptors
 
   bool inCall() const { return known && phase != Phase::Idle; }
 
@@ -63,13 +66,19 @@ struct CallMonitor::State {
       w.put<int32_t>(waits[i].target);
       w.putString(waits[i].text.substr(0, kMaxText));
     }
+    w.put<uint32_t>(static_cast<uint32_t>(recent.size()));
+    for (const auto& [number, descriptor] : recent) {
+      w.put<uint64_t>(number);
+      descriptor.write(w);
+    }
   }
   static State read(ByteReader& r) {
     State s;
     s.known = true;
     s.seq = r.get<uint64_t>("seq");
     const uint32_t phase = r.get<uint32_t>("phase");
-    MSCCLPP_ENFORCE(phase <= 3, ErrorCode::RemoteError, "%s: phase %u", r.what(), phase);
+    MSCCLPP_ENFORCE(phase <= static_cast<uint32_t>(Phase::Enqueued), ErrorCode::RemoteError, "%s: phase %u", r.what(),
+                    phase);
     s.phase = static_cast<Phase>(phase);
     s.seconds = r.get<double>("seconds");
     s.call = CallDescriptor::read(r);
@@ -81,6 +90,12 @@ struct CallMonitor::State {
       w.target = r.get<int32_t>("target");
       w.text = r.getString("text", kMaxText);
       s.waits.push_back(std::move(w));
+    }
+    const uint32_t nRecent = r.get<uint32_t>("recent calls");
+    MSCCLPP_ENFORCE(nRecent <= kRecentCalls, ErrorCode::RemoteError, "%s: %u recent calls", r.what(), nRecent);
+    for (uint32_t i = 0; i < nRecent; ++i) {
+      const uint64_t number = r.get<uint64_t>("call number");
+      s.recent.emplace_back(number, CallDescriptor::read(r));
     }
     r.expectEnd();
     return s;
@@ -117,6 +132,7 @@ void CallMonitor::agree(const CallDescriptor& call) {
   board_->sinceMs = steadyMs();
   board_->call = call;
   board_->live = nullptr;
+  board_->remember();
 }
 
 void CallMonitor::endAgreement() {
@@ -126,7 +142,7 @@ void CallMonitor::endAgreement() {
   board_->sinceMs = steadyMs();
 }
 
-void CallMonitor::begin(const CallDescriptor& call) {
+uint64_t CallMonitor::begin(const CallDescriptor& call) {
   std::lock_guard<std::mutex> lock(board_->mutex);
   if (board_->phase == Phase::Agreeing) {
     board_->phase = Phase::Building;  // the agreed call goes on: same number, same start
@@ -135,8 +151,10 @@ void CallMonitor::begin(const CallDescriptor& call) {
     board_->phase = Phase::Building;
     board_->sinceMs = steadyMs();
   }
-  board_->call = call;
+  board_->call = call;  // copy-assignments: no allocation once the strings' capacity suffices
   board_->live = nullptr;
+  board_->remember();
+  return board_->seq;
 }
 
 void CallMonitor::running(std::function<LiveCall()> live) {
@@ -150,6 +168,22 @@ void CallMonitor::end() {
   board_->phase = Phase::Idle;
   board_->sinceMs = steadyMs();
   board_->live = nullptr;  // the call's context may go after this
+  board_->recent[board_->seq % kRecentCalls].inFlight = false;
+}
+
+void CallMonitor::enqueued() {
+  std::lock_guard<std::mutex> lock(board_->mutex);
+  board_->phase = Phase::Idle;
+  board_->sinceMs = steadyMs();
+  board_->live = nullptr;
+  board_->recent[board_->seq % kRecentCalls].inFlight = board_->completed != nullptr;
+}
+
+void CallMonitor::setCompletion(std::function<bool(uint64_t seq)> completed) {
+  std::lock_guard<std::mutex> lock(board_->mutex);
+  board_->completed = std::move(completed);
+  if (!board_->completed)
+    for (Recent& r : board_->recent) r.inFlight = false;
 }
 
 std::string CallMonitor::peerStatus() const {
@@ -157,14 +191,51 @@ std::string CallMonitor::peerStatus() const {
   return peerStatus_;
 }
 
+void CallMonitor::Board::remember() {
+  Recent& r = recent[seq % kRecentCalls];
+  r.seq = seq;
+  r.call = call;
+  r.sinceMs = sinceMs;
+  r.inFlight = false;
+}
+
+CallMonitor::Current CallMonitor::Board::current() {
+  Current c;
+  if (phase != Phase::Idle) {
+    c.seq = seq;
+    c.phase = phase;
+    c.sinceMs = sinceMs;
+    c.call = &call;
+    return c;
+  }
+  for (Recent& r : recent) {
+    if (!r.inFlight) continue;
+    if (!completed || completed(r.seq)) {
+      r.inFlight = false;
+      continue;
+    }
+    if (c.seq == 0 || r.seq < c.seq) {
+      c.seq = r.seq;
+      c.phase = Phase::Enqueued;
+      c.sinceMs = r.sinceMs;
+      c.call = &r.call;
+    }
+  }
+  return c;
+}
+
 CallMonitor::State CallMonitor::Board::state() {
   std::lock_guard<std::mutex> lock(mutex);
   State s;
   s.known = true;
-  s.seq = seq;
-  s.phase = phase;
-  s.seconds = (steadyMs() - sinceMs) / 1000.0;
-  s.call = call;
+  const Current now = current();
+  s.seq = now.phase == Phase::Idle ? seq : now.seq;  // idle: the number of the last call
+  s.phase = now.phase;
+  s.seconds = (steadyMs() - (now.phase == Phase::Idle ? sinceMs : now.sinceMs)) / 1000.0;
+  s.call = now.call ? *now.call : call;
+  for (const Recent& r : recent)
+    if (r.seq != 0) s.recent.emplace_back(r.seq, r.call);
+  std::sort(s.recent.begin(), s.recent.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   if (phase == Phase::Running && live) {
     LiveCall now = live();
     s.waits = std::move(now.waits);
@@ -211,9 +282,10 @@ void CallMonitor::watch() {
     int64_t callMs;
     {
       std::lock_guard<std::mutex> board(board_->mutex);
-      seq = board_->seq;
-      phase = board_->phase;
-      callMs = steadyMs() - board_->sinceMs;
+      const Current now = board_->current();
+      seq = now.seq;
+      phase = now.phase;
+      callMs = steadyMs() - now.sinceMs;
     }
     if (phase == Phase::Idle || comm_->failed()) {
       previous_.clear();
@@ -255,18 +327,22 @@ void CallMonitor::round(uint64_t seq) {
   const State& mine = cur[rank_];
   if (mine.seq != seq || !mine.inCall()) return;  // the call ended meanwhile
 
-  // Same call number, different calls.
+  // Same call number, different calls: the current calls, or recent ones (an asynchronous backend's
+  // host threads may have moved on while their devices wait on each other). The first such call.
   for (int p = 0; p < size_; ++p) {
     const State& s = cur[p];
-    if (p == rank_ || !s.inCall() || s.seq != mine.seq) continue;
-    if (!sameCall(mine.call, s.call)) {
+    if (p == rank_ || !s.known) continue;
+    for (const auto& [number, theirs] : s.recent) {
+      auto it =
+          std::find_if(mine.recent.begin(), mine.recent.end(), [n = number](const auto& e) { return e.first == n; });
+      if (it == mine.recent.end() || sameCall(it->second, theirs)) continue;
       return failEverywhere(
           static_cast<int>(ErrorCode::InvalidUsage),
           strFormat("mismatched calls: call #%llu on this communicator is %s on rank %d but %s on rank %d (every rank "
                     "must make the same collective calls, with the same counts, datatype, reduce op and root, in the "
                     "same order)",
-                    static_cast<unsigned long long>(mine.seq), mine.call.describe().c_str(), rank_,
-                    s.call.describe().c_str(), p));
+                    static_cast<unsigned long long>(number), it->second.describe().c_str(), rank_,
+                    theirs.describe().c_str(), p));
     }
   }
 

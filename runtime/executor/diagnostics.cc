@@ -252,7 +252,8 @@ std::vector<BlockWait> describeLiveBlocks(const plan::Plan& plan, int rank, cons
         strFormat("rank %d threadblock %d op %u (%s)", rank, tb.id, r.opIndex, plan::opTypeName(op.type));
     if (r.pipelineIteration != UINT32_MAX) head += strFormat(" pipeline iteration %u", r.pipelineIteration);
     BlockWait w;
-    if (!blockStopped(live) && liveWait(dev, dev.blocks[b], tb, op, launchFlag, &r)) {
+    // The state loaded above (blockStopped would read it again, racing with the block's stores).
+    if (state < kBlockTimedOut && liveWait(dev, dev.blocks[b], tb, op, launchFlag, &r)) {
       moved = mix64(mix64(moved, r.observed), r.detail);
       w.text = head + " " + waitText(plan, rank, b, r);
       switch (static_cast<WaitKind>(r.waitKind)) {

@@ -68,7 +68,7 @@ struct Executor::Impl {
   std::mutex mutex;  // serialises calls (held for a whole CPU launch)
   exec::LaunchAbort abort;
   std::shared_ptr<Communicator> comm;              // null for wirings without one (the emulator's threads)
-  std::unique_ptr<exec::CallMonitor> monitor;      // CPU backend on a communicator: stuck calls, mismatches
+  std::unique_ptr<exec::CallMonitor> monitor;      // on a communicator: stuck calls, mismatches
   std::unique_ptr<exec::ExecutionBackend> runner;  // made at the first call (after the monitor: goes first)
 
   exec::ExecutionBackend& backendForCall() {
@@ -78,7 +78,7 @@ struct Executor::Impl {
       MSCCLPP_ENFORCE(comm != nullptr, ErrorCode::NotSupported,
                       "the CUDA backend needs an Executor built on a Communicator (this one's wiring keeps every "
                       "rank's buffers in host memory): construct Executor(communicator), or use MSCCLPP_BACKEND=cpu");
-      runner = exec::GpuBackend::create(std::move(comm));
+      runner = exec::GpuBackend::create(std::move(comm), monitor.get());
     } else {
       runner = std::make_unique<exec::CpuBackend>(wiring, abort, monitor.get());
     }
@@ -102,7 +102,7 @@ Executor::Executor(std::shared_ptr<Communicator> comm) : impl_(std::make_unique<
   if (impl_->backend == Backend::Cuda && comm != nullptr && comm->device() < 0 && params::backend() != "cuda")
     impl_->backend = Backend::Cpu;
   impl_->comm = comm;
-  if (comm != nullptr && impl_->backend == Backend::Cpu) {
+  if (comm != nullptr) {
     // Executors are made in the same order on every rank of a communicator: the index names the
     // monitor's bootstrap view alike everywhere.
     impl_->monitor = std::make_unique<exec::CallMonitor>(comm, comm->impl().executorCount.fetch_add(1));

@@ -14,27 +14,12 @@
 
 namespace mscclpp::exec {
 
-namespace {
-
-constexpr size_t kMaxFingerprints = 256;
-
-}  // namespace
-
 CpuBackend::CpuBackend(std::shared_ptr<ContextWiring> wiring, LaunchAbort& abort, CallMonitor* monitor)
     : wiring_(std::move(wiring)),
       comm_(wiring_->communicator()),
       abort_(abort),
       monitor_(monitor),
       cache_(static_cast<size_t>(std::max<int64_t>(1, params::contextCacheSize()))) {}
-
-uint64_t CpuBackend::fingerprintOf(const plan::PlanPtr& plan) {
-  auto it = fingerprints_.find(plan.get());
-  if (it != fingerprints_.end()) return it->second.second;
-  if (fingerprints_.size() >= kMaxFingerprints) fingerprints_.clear();
-  const uint64_t f = planFingerprint(*plan);
-  fingerprints_.emplace(plan.get(), std::make_pair(plan, f));
-  return f;
-}
 
 CpuContext& CpuBackend::context(const ExecCall& c, const CallDescriptor& descriptor) {
   Key key = keyOf(c);
@@ -57,7 +42,7 @@ CpuContext& CpuBackend::context(const ExecCall& c, const CallDescriptor& descrip
 
 void CpuBackend::execute(const ExecCall& c) {
   const CallDescriptor descriptor =
-      describeCall(*c.plan, fingerprintOf(c.plan), c.sendBytes, c.recvBytes, c.dtype, c.op);
+      describeCall(*c.plan, fingerprints_.of(c.plan), c.sendBytes, c.recvBytes, c.dtype, c.op);
   struct EndCall {
     CallMonitor* monitor;
     ~EndCall() {

@@ -59,15 +59,13 @@ class CpuBackend final : public ExecutionBackend {
   static Key keyOf(const ExecCall& c) { return Key{c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype, c.op}; }
   CpuContext& context(const ExecCall& call, const CallDescriptor& descriptor);
   void run(const ExecCall& call, CpuContext& ctx);
-  uint64_t fingerprintOf(const plan::PlanPtr& plan);
 
   std::shared_ptr<ContextWiring> wiring_;
   std::shared_ptr<Communicator> comm_;  // null for wirings without one (the emulator's threads)
   LaunchAbort& abort_;
   CallMonitor* monitor_;
   ContextCache<Key, CpuContext> cache_;
-  // Plans whose fingerprint was computed (a plan object is immutable; the entry keeps it alive).
-  std::map<const plan::Plan*, std::pair<plan::PlanPtr, uint64_t>> fingerprints_;
+  PlanFingerprints fingerprints_;
 };
 
 }  // namespace mscclpp::exec

@@ -5,15 +5,19 @@
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
+#include "executor/call_descriptor.hpp"
+#include "executor/call_monitor.hpp"
 #include "executor/context_cache.hpp"
 #include "executor/context_image.hpp"
 #include "executor/cuda/call_binding.hpp"
+#include "executor/cuda/call_completion.hpp"
 #include "executor/cuda/context_releaser.hpp"
 #include "executor/cuda/cuda_check.hpp"
 #include "executor/cuda/gpu_context.hpp"
 #include "executor/cuda/gpu_world.hpp"
 #include "executor/params.hpp"
 #include "executor/scale_steps.hpp"
+#include "mscclpp/communicator.hpp"
 #include "transport/cuda_ipc/memory.hpp"
 
 namespace mscclpp::exec {
@@ -36,11 +40,20 @@ struct GpuContextKey {
 
 class GpuBackendImpl final : public GpuBackend {
  public:
-  explicit GpuBackendImpl(std::shared_ptr<Communicator> comm)
+  GpuBackendImpl(std::shared_ptr<Communicator> comm, CallMonitor* monitor)
       : world_(std::make_shared<GpuWorld>(std::move(comm))),
-        cache_(static_cast<size_t>(std::max<int64_t>(1, params::contextCacheSize()))) {}
+        monitor_(monitor),
+        cache_(static_cast<size_t>(std::max<int64_t>(1, params::contextCacheSize()))) {
+    if (monitor_ == nullptr) return;
+    DeviceGuard guard(world_->device());
+    // Before any context of this rank exists (mapped host memory synchronises the device).
+    completion_ = std::make_unique<CallCompletion>(world_->device(), CallMonitor::kRecentCalls,
+                                                   strFormat("rank %d: call completion marks", world_->rank()));
+    monitor_->setCompletion([c = completion_.get()](uint64_t seq) { return c->completed(seq); });
+  }
 
   ~GpuBackendImpl() override {
+    if (monitor_) monitor_->setCompletion(nullptr);  // before completion_ goes
     // Every context goes to the releaser, which destroys it once its devices are idle; wait for that
     // here, so the executor's memory is gone when it is (contexts a graph still holds stay alive).
     cache_.clear();
@@ -51,6 +64,52 @@ class GpuBackendImpl final : public GpuBackend {
 
   void execute(const GpuCall& c) override {
     DeviceGuard guard(world_->device());
+    uint64_t seq = 0;
+    if (monitor_) {
+      describeCall(&descriptor_, *c.plan, fingerprints_.of(c.plan), c.sendBytes, c.recvBytes, c.dtype, c.op);
+      seq = monitor_->begin(descriptor_);
+    }
+    bool tracked = false;
+    try {
+      tracked = enqueue(c, seq);
+    } catch (const Error& e) {
+      if (monitor_) monitor_->end();
+      // A failed communicator (a dead peer, a mismatch the monitor found) says why the call stopped.
+      world_->comm().throwIfFailedAfter(e);
+      throw;
+    } catch (...) {
+      if (monitor_) monitor_->end();
+      throw;
+    }
+    if (!monitor_) return;
+    if (tracked) {
+      monitor_->enqueued();
+    } else {
+      monitor_->end();
+    }
+  }
+
+  bool hasContext(const GpuCall& c) override { return cache_.find(keyOf(c, requestOf(c))) != nullptr; }
+
+  bool pollError(std::string* message) override {
+    RetiringContextRef* failed = nullptr;
+    cache_.forEach([&](const GpuContextKey&, RetiringContextRef& c) {
+      if (failed == nullptr && c->failureRaised()) failed = &c;
+    });
+    if (failed == nullptr) return false;
+    std::unique_ptr<RetiringContextRef> ctx = cache_.erase(failed);
+    try {
+      DeviceGuard guard(world_->device());
+      (*ctx)->throwFailure();
+    } catch (const std::exception& e) {
+      if (message) *message = e.what();
+    }
+    return true;
+  }
+
+ private:
+  // Enqueues the call (building its context first if needed); true when its completion mark followed.
+  bool enqueue(const GpuCall& c, uint64_t seq) {
     const plan::PlanHeader& h = c.plan->header;
     cudaStream_t stream = static_cast<cudaStream_t>(c.stream);
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
@@ -89,27 +148,10 @@ class GpuBackendImpl final : public GpuBackend {
     args.scalar = c.scalar;
     args.capturing = capture == cudaStreamCaptureStatusActive;
     ctx->launch(args);
+    // Captured calls run at replays, which the monitor does not track (call_completion.hpp).
+    return completion_ != nullptr && !args.capturing && completion_->mark(c.stream, seq);
   }
 
-  bool hasContext(const GpuCall& c) override { return cache_.find(keyOf(c, requestOf(c))) != nullptr; }
-
-  bool pollError(std::string* message) override {
-    RetiringContextRef* failed = nullptr;
-    cache_.forEach([&](const GpuContextKey&, RetiringContextRef& c) {
-      if (failed == nullptr && c->failureRaised()) failed = &c;
-    });
-    if (failed == nullptr) return false;
-    std::unique_ptr<RetiringContextRef> ctx = cache_.erase(failed);
-    try {
-      DeviceGuard guard(world_->device());
-      (*ctx)->throwFailure();
-    } catch (const std::exception& e) {
-      if (message) *message = e.what();
-    }
-    return true;
-  }
-
- private:
   static CallRequest requestOf(const GpuCall& c) {
     CallRequest req;
     req.plan = c.plan.get();
@@ -133,7 +175,10 @@ class GpuBackendImpl final : public GpuBackend {
 
   GpuContext& build(const GpuContextKey& key, const CallRequest& req, const GpuCall& c) {
     const CallShape shape = shapeCall(*c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype);
-    auto ctx = std::make_shared<GpuContext>(world_, c.plan, c.rank, shape, req, c.dtype, nativeOpOf(c.op), c.stream);
+    const CallDescriptor call =
+        describeCall(*c.plan, fingerprints_.of(c.plan), c.sendBytes, c.recvBytes, c.dtype, c.op);
+    auto ctx =
+        std::make_shared<GpuContext>(world_, c.plan, c.rank, shape, req, call, c.dtype, nativeOpOf(c.op), c.stream);
     // Evicted contexts are retired, not destroyed here: freeing synchronises the device, and this
     // rank's peers may already run kernels that wait for the launch this thread is about to make.
     std::vector<std::unique_ptr<RetiringContextRef>> evicted;
@@ -147,19 +192,23 @@ class GpuBackendImpl final : public GpuBackend {
   }
 
   std::shared_ptr<GpuWorld> world_;
+  CallMonitor* monitor_;
+  std::unique_ptr<CallCompletion> completion_;  // with a monitor: where calls say they completed
+  CallDescriptor descriptor_;                   // the call's, reused (no allocation per call)
+  PlanFingerprints fingerprints_;
   ContextCache<GpuContextKey, RetiringContextRef> cache_;
 };
 
 }  // namespace
 
-std::unique_ptr<GpuBackend> GpuBackend::create(std::shared_ptr<Communicator> comm) {
+std::unique_ptr<GpuBackend> GpuBackend::create(std::shared_ptr<Communicator> comm, CallMonitor* monitor) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) (void)cudaGetLastError();
   MSCCLPP_ENFORCE(e == cudaSuccess && n > 0, ErrorCode::NotSupported,
                   "the CUDA backend needs a CUDA device, and none is visible (%s): run with MSCCLPP_BACKEND=cpu",
                   e == cudaSuccess ? "0 devices" : cudaGetErrorString(e));
-  return std::make_unique<GpuBackendImpl>(std::move(comm));
+  return std::make_unique<GpuBackendImpl>(std::move(comm), monitor);
 }
 
 }  // namespace mscclpp::exec

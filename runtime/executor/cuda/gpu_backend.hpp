@@ -9,6 +9,12 @@
 // that cannot happen during capture: such a call is refused with Error(NotSupported) telling the
 // user to run it once before capturing.
 //
+// With a call monitor (an Executor on a Communicator), every call gets its number and descriptor at
+// enqueue (CallMonitor::begin: a few stores) and, when it enqueued work, a completion mark on its
+// stream after that work (call_completion.hpp); the monitor then counts the call in progress until
+// the stream passes the mark, and compares it with the peers' calls of the same number when it is
+// stuck (mismatched calls fail the communicator, which raises the abort flags the kernels poll).
+//
 // Thread-safety: one thread at a time (the Executor serialises execute()).
 #ifndef MSCCLPP_EXECUTOR_CUDA_GPU_BACKEND_HPP_
 #define MSCCLPP_EXECUTOR_CUDA_GPU_BACKEND_HPP_
@@ -25,12 +31,15 @@ class Communicator;
 
 namespace mscclpp::exec {
 
+class CallMonitor;
+
 using GpuCall = ExecCall;
 
 class GpuBackend : public ExecutionBackend {
  public:
   // Throws Error(NotSupported) in builds without CUDA and when the communicator has no device.
-  static std::unique_ptr<GpuBackend> create(std::shared_ptr<Communicator> comm);
+  // `monitor` (null: none) belongs to the executor and outlives the backend.
+  static std::unique_ptr<GpuBackend> create(std::shared_ptr<Communicator> comm, CallMonitor* monitor = nullptr);
   // pollError synchronises with the failed launch's stream when it finds one.
 };
 

@@ -4,7 +4,7 @@
 
 namespace mscclpp::exec {
 
-std::unique_ptr<GpuBackend> GpuBackend::create(std::shared_ptr<Communicator>) {
+std::unique_ptr<GpuBackend> GpuBackend::create(std::shared_ptr<Communicator>, CallMonitor*) {
   MSCCLPP_THROW(
       ErrorCode::NotSupported,
       "the CUDA backend is not in this build of MSCCL++ (meson -Dgpu=disabled): run with MSCCLPP_BACKEND=cpu");

@@ -24,7 +24,7 @@ namespace mscclpp::exec {
 namespace {
 
 constexpr uint64_t kDirectoryMagic = 0x4d53434c47444952ull;  // "MSCLGDIR"
-constexpr uint64_t kDirectoryVersion = 1;
+constexpr uint64_t kDirectoryVersion = 2;                    // 2: the call's descriptor
 constexpr size_t kMaxDirectoryBytes = 1 << 20;
 constexpr uint64_t kNone = UINT64_MAX;
 constexpr uint64_t kReachRaw = 1, kReachIpc = 2;
@@ -52,31 +52,6 @@ struct BufferRef {
   uint64_t reach = kNone, offset = 0, bytes = 0;
 };
 
-using WriteValue64Fn = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
-
-// cuStreamWriteValue64 through the runtime's entry-point query (nothing links libcuda directly),
-// when the device supports 64-bit stream memory operations; null otherwise.
-void* resolveWriteValue64(int device) {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult status{};
-#if CUDART_VERSION >= 12050
-  cudaError_t e = cudaGetDriverEntryPointByVersion("cuStreamWriteValue64", &fn, 12000, cudaEnableDefault, &status);
-#else
-  cudaError_t e = cudaGetDriverEntryPoint("cuStreamWriteValue64", &fn, cudaEnableDefault, &status);
-#endif
-  if (e != cudaSuccess || status != cudaDriverEntryPointSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  int supported = 0;
-  if (cudaDeviceGetAttribute(&supported, static_cast<cudaDeviceAttr>(CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS),
-                             device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  return supported ? fn : nullptr;
-}
-
 }  // namespace
 
 // A peer's buffers and counters as reachable from this process.
@@ -93,7 +68,8 @@ struct GpuContext::Peer {
 };
 
 GpuContext::GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& plan, int rank, const CallShape& shape,
-                       const CallRequest& request, DataType dtype, ReduceOp nativeOp, void* stream)
+                       const CallRequest& request, const CallDescriptor& call, DataType dtype, ReduceOp nativeOp,
+                       void* stream)
     : world_(std::move(world)), plan_(plan), rank_(rank) {
   const plan::PlanHeader& h = plan_->header;
   const plan::RankPlan& rp = plan_->ranks.at(static_cast<size_t>(rank_));
@@ -194,7 +170,7 @@ GpuContext::GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& pla
     proxyStream_ = world_->proxyStream();
     proxy_ = std::make_unique<ProxyService>(static_cast<int>(slots), world_->device());
     fifo = proxy_->fifoDeviceHandle();
-    writeValue64_ = resolveWriteValue64(world_->device());
+    writeValue64_ = resolveStreamWriteValue64(world_->device());
   }
 
   // The build's tag (every rank builds contexts in the same order): NVLS bindings, then the
@@ -202,7 +178,7 @@ GpuContext::GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& pla
   const int tag = world_->nextTag();
   bindSwitchChannels(shape, tag);
 
-  exchange(shape, tag);
+  exchange(shape, tag, call);
 
   // ---- After the build point: host work, and the upload ordered before our first launch. ----
   image_ = ContextImage::build(plan_, rank_, shape, resources_, proxy_ ? &fifo : nullptr, timeoutNs_);
@@ -391,7 +367,7 @@ void GpuContext::bindSwitchChannels(const CallShape& shape, int tag) {
   }
 }
 
-void GpuContext::exchange(const CallShape& shape, int tag) {
+void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor& call) {
   const plan::PlanHeader& h = plan_->header;
   const plan::RankPlan& rp = plan_->ranks.at(static_cast<size_t>(rank_));
   const GpuTopology& topo = world_->topology();
@@ -437,6 +413,7 @@ void GpuContext::exchange(const CallShape& shape, int tag) {
     for (uint64_t v : {kDirectoryMagic, kDirectoryVersion, static_cast<uint64_t>(rank_), static_cast<uint64_t>(tag),
                        nameHash(h.name), shape.inputBytes, shape.outputBytes, shape.scratchBytes})
       w.put<uint64_t>(v);
+    call.write(w);
     w.put<uint64_t>(reaches.size());
     for (size_t i = 0; i < reaches.size(); ++i) {
       w.put<uint64_t>(reaches[i].bytes);
@@ -492,10 +469,16 @@ void GpuContext::exchange(const CallShape& shape, int tag) {
     const uint64_t peerTag = r.get<uint64_t>("tag"), planHash = r.get<uint64_t>("plan");
     const uint64_t in = r.get<uint64_t>("input bytes"), out = r.get<uint64_t>("output bytes");
     const uint64_t scr = r.get<uint64_t>("scratch bytes");
+    const CallDescriptor theirs = CallDescriptor::read(r);
     MSCCLPP_ENFORCE(peerTag == static_cast<uint64_t>(tag) && planHash == nameHash(h.name), ErrorCode::InvalidUsage,
                     "%s: rank %d built context #%llu for another plan while this rank builds #%d for plan %s: every "
                     "rank must make the same calls in the same order",
                     name_.c_str(), q, ull(peerTag), tag, h.name.c_str());
+    // Every rank gets every peer's descriptor: all of them refuse, each naming both calls.
+    MSCCLPP_ENFORCE(sameCall(call, theirs), ErrorCode::InvalidUsage,
+                    "mismatched calls: rank %d called %s but rank %d called %s (every rank must make the same "
+                    "collective calls, with the same counts, datatype, reduce op and root, in the same order)",
+                    rank_, call.describe().c_str(), q, theirs.describe().c_str());
     auto peer = std::make_shared<Peer>();
     peer->rank = q;
     const uint64_t nReach = r.get<uint64_t>("reach count");

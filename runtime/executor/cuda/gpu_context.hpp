@@ -46,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/call_descriptor.hpp"
 #include "executor/context_image.hpp"
 #include "executor/cuda/call_binding.hpp"
 #include "executor/cuda/gpu_launch.hpp"
@@ -79,8 +80,10 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   // The call's buffers are bound by bindCall (zero-copy where possible); when peers in other
   // processes need a user buffer CUDA IPC cannot export, the call is bound again with staging.
   // The device image is uploaded on `stream` (the building call's), ahead of its first launch.
+  // The directory exchange carries `call`: ranks building for different calls all refuse at once with
+  // InvalidUsage naming both.
   GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& plan, int rank, const CallShape& shape,
-             const CallRequest& request, DataType dtype, ReduceOp nativeOp, void* stream);
+             const CallRequest& request, const CallDescriptor& call, DataType dtype, ReduceOp nativeOp, void* stream);
   ~GpuContext();
   GpuContext(const GpuContext&) = delete;
   GpuContext& operator=(const GpuContext&) = delete;
@@ -115,7 +118,7 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   void bindBuffers(const CallRequest& request, bool crossProcessPeers);
   void retainInCapturedGraph(void* stream);
   void bindSwitchChannels(const CallShape& shape, int tag);
-  void exchange(const CallShape& shape, int tag);
+  void exchange(const CallShape& shape, int tag, const CallDescriptor& call);
   void writeSignal(uint32_t channel, uint64_t value, std::string* error);
   std::string handleRequest(const TriggerFields& f);
   char* placePtr(const BufferPlace& p) const;

@@ -7,6 +7,27 @@
 
 namespace mscclpp::exec {
 
+void* resolveStreamWriteValue64(int device) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult status{};
+#if CUDART_VERSION >= 12050
+  cudaError_t e = cudaGetDriverEntryPointByVersion("cuStreamWriteValue64", &fn, 12000, cudaEnableDefault, &status);
+#else
+  cudaError_t e = cudaGetDriverEntryPoint("cuStreamWriteValue64", &fn, cudaEnableDefault, &status);
+#endif
+  if (e != cudaSuccess || status != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  int supported = 0;
+  if (cudaDeviceGetAttribute(&supported, static_cast<cudaDeviceAttr>(CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS),
+                             device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return supported ? fn : nullptr;
+}
+
 DeviceAllocation::DeviceAllocation(size_t bytes, const std::string& what) : bytes_(bytes) {
   void* p = nullptr;
   MSCCLPP_CUDA_CHECK(cudaMalloc(&p, bytes == 0 ? 1 : bytes), "%s: allocating %zu bytes of device memory", what.c_str(),

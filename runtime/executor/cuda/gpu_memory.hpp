@@ -8,12 +8,19 @@
 #ifndef MSCCLPP_EXECUTOR_CUDA_GPU_MEMORY_HPP_
 #define MSCCLPP_EXECUTOR_CUDA_GPU_MEMORY_HPP_
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <string>
 
 namespace mscclpp::exec {
+
+using WriteValue64Fn = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
+
+// cuStreamWriteValue64 through the runtime's entry-point query (nothing links libcuda directly),
+// when `device` supports 64-bit stream memory operations; null otherwise.
+void* resolveStreamWriteValue64(int device);
 
 class DeviceAllocation {
  public:

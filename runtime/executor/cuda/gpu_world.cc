@@ -38,6 +38,12 @@ GpuWorld::GpuWorld(std::shared_ptr<Communicator> comm) : comm_(std::move(comm)) 
                   comm_->rank());
   limits_ = queryDeviceLimits(device_);
   exchange_ = comm_->bootstrap()->withNamespace("mscclpp.executor.gpu");
+  // A directory exchange waiting for a live peer has no deadline: a failed communicator (a dead peer,
+  // a mismatch found by the call monitor) ends it.
+  std::weak_ptr<Bootstrap> view = exchange_;
+  failureHook_ = comm_->onFailure([view]() {
+    if (auto b = view.lock()) b->abort();
+  });
   const std::string mps = params::gpuMps();
   mps_ = mps == "on" || (mps == "auto" && mpsDaemonVisible(params::mpsPipeDirectory()));
   // CUDA's own variable, read by the CUDA runtime when it initialises (not one of ours: read here

@@ -54,6 +54,7 @@ class GpuWorld {
  private:
   std::shared_ptr<Communicator> comm_;
   std::shared_ptr<Bootstrap> exchange_;
+  std::shared_ptr<void> failureHook_;  // aborts exchange_ when the communicator fails
   int device_ = -1;
   GpuDeviceLimits limits_;
   GpuTopology topology_;

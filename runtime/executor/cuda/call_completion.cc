@@ -1,0 +1,36 @@
+#include "executor/cuda/call_completion.hpp"
+
+#include "core/logger.hpp"
+
+namespace mscclpp::exec {
+
+CallCompletion::CallCompletion(int device, uint64_t slots, const std::string& what)
+    : slots_(slots), words_(slots * sizeof(uint64_t), what), writeValue64_(resolveStreamWriteValue64(device)) {}
+
+bool CallCompletion::mark(void* stream, uint64_t seq) {
+  uint64_t* word = static_cast<uint64_t*>(words_.device()) + seq % slots_;
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  if (writeValue64_ != nullptr) {
+    // The default flags order the store after every earlier operation of the stream (the kernel).
+    const CUresult r = reinterpret_cast<WriteValue64Fn>(writeValue64_)(reinterpret_cast<CUstream>(s),
+                                                                       reinterpret_cast<CUdeviceptr>(word), seq, 0);
+    if (r == CUDA_SUCCESS) return true;
+    MSCCLPP_INFO(LogExec, "call #%llu: cuStreamWriteValue64 of its completion mark failed (CUresult %d): not tracked",
+                 static_cast<unsigned long long>(seq), static_cast<int>(r));
+    return false;
+  }
+  const uint64_t value = seq;  // pageable: read before cudaMemcpyAsync returns
+  const cudaError_t e = cudaMemcpyAsync(word, &value, sizeof(value), cudaMemcpyHostToDevice, s);
+  if (e == cudaSuccess) return true;
+  (void)cudaGetLastError();
+  MSCCLPP_INFO(LogExec, "call #%llu: the copy of its completion mark failed (%s): not tracked",
+               static_cast<unsigned long long>(seq), cudaGetErrorString(e));
+  return false;
+}
+
+bool CallCompletion::completed(uint64_t seq) const {
+  const uint64_t* word = static_cast<const uint64_t*>(words_.host()) + seq % slots_;
+  return __atomic_load_n(word, __ATOMIC_ACQUIRE) >= seq;
+}
+
+}  // namespace mscclpp::exec
