@@ -23,7 +23,8 @@ CpuBackend::CpuBackend(std::shared_ptr<ContextWiring> wiring, LaunchAbort& abort
 
 CpuContext& CpuBackend::build(const ExecCall& c, const CallShape& shape, const CallDescriptor& descriptor) {
   RankResources res = wiring_->connect(c.plan, c.rank, shape, descriptor);  // collective
-  auto ctx = std::make_unique<CpuContext>(c.plan, c.rank, shape, std::move(res));
+  auto ctx = std::make_unique<CpuContext>(c.plan, c.rank, shape, std::move(res),
+                                          comm_ ? comm_->timeoutSeconds() : params::timeoutSeconds());
   if (monitor_) ctx->setPeerStatus([m = monitor_]() { return m->peerStatus(); });
   // A failed communicator (a dead or unreachable peer) stops the context's waits at once.
   if (comm_) ctx->holdFailureRegistration(comm_->raiseOnFailure(ctx->image().device().abortFlag));
@@ -94,7 +95,11 @@ void CpuBackend::run(const ExecCall& c, CpuContext& ctx) {
   {
     LaunchAbort::Running running(abort_, ctx.image().device().abortFlag,
                                  strFormat("plan %s rank %d", h.name.c_str(), c.rank));
-    ctx.launch(c.dtype, nativeOpOf(c.op), c.packet, comm_ ? comm_->timeoutSeconds() : params::timeoutSeconds());
+    if (comm_) {
+      ctx.launch(c.dtype, nativeOpOf(c.op), c.packet, comm_->timeoutSeconds(), comm_->timeoutSetting());
+    } else {
+      ctx.launch(c.dtype, nativeOpOf(c.op), c.packet, params::timeoutSeconds());
+    }
   }
   if (c.op == ReduceOp::Avg) {
     const uint64_t bytes = reducedOutputBytes(h.collective, c.rank, h.root, geometry.outputBytes);

@@ -736,7 +736,7 @@ void GpuContext::throwFailure() {
   }
   std::string msg =
       strFormat("%s: a launch%s failed", name_.c_str(), flag ? strFormat(" with flag %u", flag).c_str() : "");
-  if (timedOut) msg += strFormat(" (MSCCLPP_TIMEOUT_S=%.3g)", timeoutSeconds_);
+  if (timedOut) msg += " (" + describeTimeout(world_->comm().timeoutSetting(), timeoutSeconds_) + ")";
   const std::string proxyError = proxy_ ? proxy_->errorMessage() : std::string();
   if (!proxyError.empty()) msg += "; " + proxyError;
   if (!cudaProblem.empty()) msg += "; CUDA: " + cudaProblem;
