@@ -5,6 +5,8 @@
 // their own (withNamespace), so they never mix with the executor's or the communicator's messages.
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
@@ -206,19 +208,23 @@ class RuntimeLink final : public RankLink {
   static const void* sendBufferOf(const CollCall& call) {
     return call.kind == CollKind::Broadcast && call.sendbuff == nullptr ? call.recvbuff : call.sendbuff;
   }
-  // The executor's API says "this plan cannot serve the call" with Error(NotSupported), raised before any rank
-  // exchanged anything (mscclpp/executor.hpp); this is the one place that turns it into the returned refusal, so
-  // the shim decides on values from here up.
+  // Executor::tryExecute returns the executor's refusal as a value (it comes before any rank exchanged anything,
+  // from facts every rank shares: mscclpp/executor.hpp), so the shim decides on values from here up; exceptions are
+  // failures of the call and propagate. The agreed call ends here when no plan runs it (the real NCCL does).
   PlanRun execute(const void* send, const CollCall& call, int n, const plan::PlanPtr& plan, ReduceOp op,
                   const void* scalar) {
-    try {
-      executor_.execute(comm_->rank(), send, call.recvbuff, sendBytes(call, n), recvBytes(call, n),
-                        static_cast<DataType>(call.dtype), plan, call.stream, PacketType::LL16, op, scalar);
-    } catch (const Error& e) {
-      executor_.endAgreement();  // refused before it began: the agreed call ends here
-      if (e.code() != ErrorCode::NotSupported) throw;
-      return PlanRun::refused(e.what());
-    }
+    struct EndAgreementUnlessRan {
+      Executor& executor;
+      bool ran = false;
+      ~EndAgreementUnlessRan() {
+        if (!ran) executor.endAgreement();
+      }
+    } agreement{executor_};
+    std::optional<std::string> refusal =
+        executor_.tryExecute(comm_->rank(), send, call.recvbuff, sendBytes(call, n), recvBytes(call, n),
+                             static_cast<DataType>(call.dtype), plan, call.stream, PacketType::LL16, op, scalar);
+    if (refusal) return PlanRun::refused(std::move(*refusal));
+    agreement.ran = true;
     return PlanRun::ran();
   }
 

@@ -69,7 +69,7 @@ plan::PlanPtr repeated(const char* name, const std::vector<json>& body, int n, i
 // Average seconds per launch of a one-rank plan (after a warm-up launch).
 double launchSeconds(const plan::PlanPtr& plan, int launches) {
   exec::LocalWorld world(plan, 16, 16, DataType::Float32);
-  exec::CpuContext ctx(plan, 0, world.shape(0), world.resources(0));
+  exec::CpuContext ctx(plan, 0, world.shape(0), world.resources(0), 60);
   ctx.launch(DataType::Float32, ReduceOp::Sum, PacketType::LL16, 60);
   double t0 = now();
   for (int i = 0; i < launches; ++i) ctx.launch(DataType::Float32, ReduceOp::Sum, PacketType::LL16, 60);

@@ -3,8 +3,10 @@
 
 Each run starts N ranks of `exec_mp_worker fault` (CPU backend, one host: ranks as processes) with
 runtime_launch. A random victim kills itself (SIGKILL) a random number of microseconds into a random
-phase: init (after the rendezvous: communicator, executor, first context), the first collective, the
-steady state, or destroy. Every other rank checks every result; a failed call must be RemoteError
+phase: the rendezvous (before, during or after its hello to the root), init (after the rendezvous:
+communicator, executor, first context), the first collective, the steady state, or destroy. A victim
+killed before its hello reached the root is a rank that never arrives: the others fail at
+MSCCLPP_INIT_TIMEOUT_S (--init-timeout, 3 s here) with Timeout naming it. Every other rank checks every result; a failed call must be RemoteError
 naming the victim and its host, the next call must fail at once, teardown must end.
 
 Prints one line per run and a summary: runs, hangs (a rank still running at the per-run deadline),
@@ -26,20 +28,22 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
 import script_options  # noqa: E402 - after the path it lives on
 
-PHASES = ["init", "first", "steady", "destroy"]
-# Upper bounds of the random delay into each phase, in microseconds (init takes tens of ms on one host).
-MAX_DELAY_US = {"init": 20000, "first": 600, "steady": 500, "destroy": 3000}
+PHASES = ["rendezvous", "init", "first", "steady", "destroy"]
+# Upper bounds of the random delay into each phase, in microseconds (init takes tens of ms on one host, the
+# rendezvous a few ms).
+MAX_DELAY_US = {"rendezvous": 8000, "init": 20000, "first": 600, "steady": 500, "destroy": 3000}
 
 
 def one_run(args, rng, index):
     victim = rng.randrange(args.ranks)
-    phase = rng.choice(PHASES)
+    phase = rng.choice(args.phases)
     delay = rng.randrange(MAX_DELAY_US[phase] + 1)
     plan = rng.choice(args.plan)
     with tempfile.TemporaryDirectory(prefix="mscclpp-fault-") as tmp:
         death_file = os.path.join(tmp, "death")
         cmd = [args.launcher, "--nranks", str(args.ranks), "--allow-fail", str(victim), "--timeout",
                str(args.run_timeout), "--env", "MSCCLPP_FAULT_FILE=" + death_file, "--env", "MSCCLPP_BACKEND=cpu",
+               "--env", f"MSCCLPP_INIT_TIMEOUT_S={args.init_timeout:g}",
                "--", args.worker, "fault", plan, str(victim), phase, str(delay), "--iterations",
                str(args.iterations)]
         start = time.monotonic()
@@ -77,7 +81,13 @@ def main():
     p.add_argument("--iterations", type=int, default=16)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--run-timeout", type=int, default=30, help="seconds before a run's ranks count as hung")
+    p.add_argument("--phases", default=",".join(PHASES), help="comma-separated phases to pick from")
+    p.add_argument("--init-timeout", type=float, default=3.0,
+                   help="MSCCLPP_INIT_TIMEOUT_S of the ranks: how long they wait for a victim that never arrived")
     args = p.parse_args()
+    args.phases = args.phases.split(",")
+    if any(ph not in PHASES for ph in args.phases):
+        p.error(f"--phases: each must be one of {', '.join(PHASES)}")
     if args.ranks < 2 or args.runs < 1:
         p.error("--ranks must be at least 2 and --runs at least 1")
     seed = args.seed if args.seed is not None else random.randrange(1 << 31)
@@ -85,7 +95,7 @@ def main():
     rng = random.Random(seed)
     counts = {"ok": 0, "HANG": 0, "WRONG": 0, "FAIL": 0}
     slowest, slowest_at = 0.0, None
-    per_phase = {ph: 0 for ph in PHASES}
+    per_phase = {ph: 0 for ph in args.phases}
     start = time.monotonic()
     for i in range(args.runs):
         verdict, worst, where = one_run(args, rng, i)

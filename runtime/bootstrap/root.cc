@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 #include "bootstrap/wire.hpp"
@@ -20,6 +21,9 @@ constexpr size_t kMaxPending = 256;  // unauthenticated connections kept at once
 constexpr double kMaxHandshakeSeconds = 10.0;
 // After a failed rendezvous the root answers late ranks with the failure for this long.
 constexpr double kLingerSeconds = 30.0;
+// A rank waits for the rendezvous for the whole timeout (from its start); the root gives its verdict
+// (the missing ranks) this much earlier, so that the ranks hear it before their own deadline passes.
+double verdictSeconds(double timeout) { return timeout > 0 ? timeout - std::min(2.0, timeout / 10) : timeout; }
 
 struct Arrival {
   net::Socket socket;
@@ -39,9 +43,11 @@ struct RootListener::State {
   Deadline deadline;
   std::vector<Arrival> arrived;  // by rank, socket.valid() when present
   int nRanks = 0, count = 0;
-  // Set when a rank that arrived died before the table went out: every rank that arrived, or
-  // arrives within kLingerSeconds, is told at once instead of waiting for the deadline.
+  // Set when the rendezvous failed before the table went out (a rank that arrived or was mid-hello
+  // died, a rank of this job sent a bogus hello, the root itself failed or was stopped): every rank
+  // that arrived, or arrives within kLingerSeconds, is told at once instead of waiting for the deadline.
   std::string failure;
+  bool complete = false;  // the table went out
   Deadline lingerUntil{0};
   net::HelloAcceptor acceptor;
   net::EventLoop loop;
@@ -51,7 +57,12 @@ struct RootListener::State {
   void admit(net::Socket socket, const RendezvousHello& h, const std::string& peer);
   // An arrived rank's connection became readable: it says nothing more, so this is its close.
   void checkClosed(int rank);
+  // An authenticated connection closed in the middle of its hello.
+  void abandoned(const std::string& peer, const char* partial, size_t got);
   void fail(const std::string& message);
+  // The loop ends (any reason): a rendezvous neither complete nor failed fails now, and every
+  // connection closes, so that no rank waits on a root that is gone.
+  void finish(const std::string& why);
 };
 
 std::string formatMissingRanks(const std::vector<bool>& present) {
@@ -98,19 +109,21 @@ RootListener::State::State(net::Socket listener, const net::Secret& secret, doub
       timeoutSeconds(timeout),
       deadlineName(std::move(name)),
       deadline(timeout),
-      acceptor(std::move(listener),
-               net::HelloAcceptor::Options{where, LogBootstrap, kRendezvousHelloMagic, secret, sizeof(RendezvousHello),
-                                           "not a rank of this job",
-                                           timeout > 0 ? std::min(timeout, kMaxHandshakeSeconds) : kMaxHandshakeSeconds,
-                                           kMaxPending},
-               [this](net::Socket socket, const char* hello, const std::string& peer) {
-                 RendezvousHello h;
-                 std::memcpy(&h, hello, sizeof(h));
-                 admit(std::move(socket), h, peer);
-               }),
+      acceptor(
+          std::move(listener),
+          net::HelloAcceptor::Options{
+              where, LogBootstrap, kRendezvousHelloMagic, secret, sizeof(RendezvousHello), "not a rank of this job",
+              timeout > 0 ? std::min(timeout, kMaxHandshakeSeconds) : kMaxHandshakeSeconds, kMaxPending,
+              [this](const std::string& peer, const char* partial, size_t got) { abandoned(peer, partial, got); }},
+          [this](net::Socket socket, const char* hello, const std::string& peer) {
+            RendezvousHello h;
+            std::memcpy(&h, hello, sizeof(h));
+            admit(std::move(socket), h, peer);
+          }),
       loop(where, -1) {}
 
 void RootListener::State::fail(const std::string& message) {
+  if (!failure.empty() || complete) return;
   failure = message;
   lingerUntil = Deadline(kLingerSeconds);
   MSCCLPP_WARN(LogBootstrap, "%s", message.c_str());
@@ -128,34 +141,61 @@ void RootListener::State::checkClosed(int rank) {
   const ssize_t n = ::recv(a.socket.fd(), &byte, 1, MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
   fail(
-      strFormat("rank %d (from %s) %s its connection to the %s before every rank arrived: it exited, crashed or "
+      strFormat("rank %d at %s %s its connection to the %s before every rank arrived: it exited, crashed or "
                 "was killed",
                 rank, a.peer.c_str(), n > 0 ? "sent unexpected bytes on" : "closed", where.c_str()));
+}
+
+void RootListener::State::abandoned(const std::string& peer, const char* partial, size_t got) {
+  std::string rank = "a rank";
+  if (got >= offsetof(RendezvousHello, nRanks)) {
+    int32_t r;
+    std::memcpy(&r, partial + offsetof(RendezvousHello, rank), sizeof(r));
+    rank = strFormat("rank %d", r);
+  }
+  fail(
+      strFormat("%s at %s closed its connection to the %s in the middle of its hello (%zu of %zu bytes), before "
+                "every rank arrived: it exited, crashed or was killed",
+                rank.c_str(), peer.c_str(), where.c_str(), got, sizeof(RendezvousHello)));
+}
+
+void RootListener::State::finish(const std::string& why) {
+  if (!complete) {
+    fail(strFormat("the %s %s before every rank arrived", where.c_str(), why.c_str()));
+  }
+  for (auto& a : arrived) a.socket.close();
+  acceptor.close();
 }
 
 void RootListener::State::admit(net::Socket socket, const RendezvousHello& h, const std::string& peer) {
   Arrival a{std::move(socket), net::SocketAddress(), peer};
   if (!failure.empty()) return sendError(a, failure);
+  // The hello carries this job's secret, so a bogus one is a rank of this job that cannot join:
+  // the whole rendezvous fails (the others would otherwise wait for it until the deadline).
+  auto reject = [&](const std::string& why) {
+    fail(where + ": " + why);
+    sendError(a, failure);
+  };
   try {
     a.address = net::SocketAddress::decode(h.listenAddress, "rendezvous hello listen address");
   } catch (const Error& e) {
-    return sendError(a, where + ": " + e.what());
+    return reject(strFormat("rank %d at %s: %s", h.rank, peer.c_str(), e.what()));
   }
   if (h.nRanks <= 0 || (nRanks != 0 && h.nRanks != nRanks)) {
-    return sendError(a, strFormat("%s: rank %d says nRanks=%d but %s", where.c_str(), h.rank, h.nRanks,
-                                  nRanks ? strFormat("the job has %d ranks", nRanks).c_str() : "that is not > 0"));
+    return reject(strFormat("rank %d at %s says nRanks=%d but %s", h.rank, peer.c_str(), h.nRanks,
+                            nRanks ? strFormat("the job has %d ranks", nRanks).c_str() : "that is not > 0"));
   }
   if (h.rank < 0 || h.rank >= h.nRanks) {
-    return sendError(a, strFormat("%s: rank %d is not in [0, %d)", where.c_str(), h.rank, h.nRanks));
+    return reject(strFormat("rank %d at %s is not in [0, %d)", h.rank, peer.c_str(), h.nRanks));
   }
   if (nRanks == 0) {
     nRanks = h.nRanks;
     arrived.resize(static_cast<size_t>(nRanks));
-    deadline = Deadline(timeoutSeconds);  // the job started: every rank now gets the full timeout
+    deadline = Deadline(verdictSeconds(timeoutSeconds));  // the job started: every rank now gets the full timeout
   }
   if (arrived[h.rank].socket.valid()) {
-    return sendError(a, strFormat("%s: rank %d arrived twice (from %s and %s)", where.c_str(), h.rank,
-                                  arrived[h.rank].peer.c_str(), a.peer.c_str()));
+    return reject(
+        strFormat("rank %d arrived twice (from %s and %s)", h.rank, arrived[h.rank].peer.c_str(), a.peer.c_str()));
   }
   MSCCLPP_TRACE(LogBootstrap, "%s: rank %d/%d arrived from %s", where.c_str(), h.rank, nRanks, a.peer.c_str());
   arrived[h.rank] = std::move(a);
@@ -163,20 +203,15 @@ void RootListener::State::admit(net::Socket socket, const RendezvousHello& h, co
 }
 
 bool RootListener::State::prepare(net::Watches& watches) {
-  if (!failure.empty()) {
-    if (lingerUntil.expired()) return false;
-    acceptor.watch(watches);
-    watches.limitWait(lingerUntil.remainingMs());
-    return true;
-  }
-  if (nRanks > 0 && count == nRanks) {
+  if (failure.empty() && nRanks > 0 && count == nRanks) {
     std::vector<uint8_t> table(static_cast<size_t>(nRanks) * net::SocketAddress::kEncodedBytes);
     for (int r = 0; r < nRanks; ++r) arrived[r].address.encode(table.data() + r * net::SocketAddress::kEncodedBytes);
     for (auto& a : arrived) sendReply(a, 0, table);
+    complete = true;
     MSCCLPP_INFO(LogBootstrap, "%s: all %d ranks arrived", where.c_str(), nRanks);
     return false;
   }
-  if (deadline.expired()) {
+  if (failure.empty() && deadline.expired()) {
     if (nRanks == 0) {
       MSCCLPP_WARN(LogBootstrap, "%s: no rank arrived within %.3g s (%s); closing", where.c_str(), timeoutSeconds,
                    deadlineName.c_str());
@@ -184,13 +219,15 @@ bool RootListener::State::prepare(net::Watches& watches) {
     }
     std::vector<bool> present(static_cast<size_t>(nRanks));
     for (int r = 0; r < nRanks; ++r) present[r] = arrived[r].socket.valid();
-    std::string msg = strFormat("ranks %s (%d of %d) did not arrive at the %s within %.3g s (%s)",
-                                formatMissingRanks(present).c_str(), nRanks - count, nRanks, where.c_str(),
-                                timeoutSeconds, deadlineName.c_str());
-    MSCCLPP_WARN(LogBootstrap, "%s", msg.c_str());
-    for (auto& a : arrived)
-      if (a.socket.valid()) sendError(a, msg);
-    return false;
+    fail(strFormat("ranks %s (%d of %d) did not arrive at the %s within %.3g s (%s)",
+                   formatMissingRanks(present).c_str(), nRanks - count, nRanks, where.c_str(), timeoutSeconds,
+                   deadlineName.c_str()));
+  }
+  if (!failure.empty()) {
+    if (lingerUntil.expired()) return false;
+    acceptor.watch(watches);
+    watches.limitWait(lingerUntil.remainingMs());
+    return true;
   }
   acceptor.watch(watches);
   for (int r = 0; r < nRanks; ++r) {
@@ -208,10 +245,8 @@ std::unique_ptr<RootListener> RootListener::start(net::Socket listener, const ne
   // The hooks hold their own reference so that a detached root outlives its handle.
   net::EventLoop::Hooks hooks;
   hooks.prepare = [state](net::Watches& watches) { return state->prepare(watches); };
-  hooks.onFailure = [state](const std::exception& e) {
-    MSCCLPP_WARN(LogBootstrap, "%s failed: %s", state->where.c_str(), e.what());
-  };
-  hooks.onExit = [state]() { state->acceptor.close(); };
+  hooks.onFailure = [state](const std::exception& e) { state->finish(std::string("failed: ") + e.what()); };
+  hooks.onExit = [state]() { state->finish("was stopped"); };
   state->loop.start(std::move(hooks));
   return root;
 }

@@ -5,8 +5,15 @@
 // disturb the rendezvous.
 //
 // The deadline (MSCCLPP_INIT_TIMEOUT_S, or MSCCLPP_TIMEOUT_S when set) runs from the start and
-// restarts when the first rank arrives. A rank that arrived and then closed its connection (it
-// died) fails the rendezvous at once: every rank that arrived, or arrives in the next 30 s, is told.
+// restarts, a little shorter, when the first rank arrives (a rank waits the whole timeout from its own
+// start, so it hears the verdict before its own deadline passes).
+// A rendezvous that cannot complete fails at once for everyone, never leaving a rank to wait for
+// the deadline: a rank that arrived and then closed its connection, a connection that presented
+// this job's secret and closed mid-hello (both: the rank died), a bogus hello with this job's
+// secret (wrong nRanks, rank out of range or twice), and the root's own end before the table went
+// out (its loop failed, or it was stopped). Every rank that arrived, or arrives in the next 30 s, is
+// told why; connections mid-hello are closed. The process hosting the root (rank 0 with
+// MSCCLPP_COMM_ID) is a rank like the others and is told the same way.
 // Ownership: the root runs on its own EventLoop thread, which shares its state; RootListener::start
 // returns a handle that can stop and join it, or detach() it (createUniqueId does: the thread ends
 // by itself).

@@ -43,7 +43,8 @@ struct TcpBootstrap::Impl {
                     rank, nRanks);
     return *ops;
   }
-  std::vector<net::SocketAddress> rendezvous(const bootstrap::UniqueIdFields& f, double timeout);
+  std::vector<net::SocketAddress> rendezvous(const bootstrap::UniqueIdFields& f, double timeout,
+                                             const char* timeoutName);
 };
 
 UniqueId TcpBootstrap::createUniqueId() {
@@ -73,15 +74,39 @@ TcpBootstrap::TcpBootstrap(int rank, int nRanks) : pimpl_(std::make_unique<Impl>
 
 TcpBootstrap::~TcpBootstrap() = default;
 
-std::vector<net::SocketAddress> TcpBootstrap::Impl::rendezvous(const bootstrap::UniqueIdFields& f, double timeout) {
+std::vector<net::SocketAddress> TcpBootstrap::Impl::rendezvous(const bootstrap::UniqueIdFields& f, double timeout,
+                                                               const char* timeoutName) {
   using namespace bootstrap;
   const std::string who = strFormat("bootstrap rank %d/%d", rank, nRanks);
   const std::string rootText = "the bootstrap root at " + f.root.toString();
-  // The root's deadline restarts when the first rank arrives, so a rank allows a little more than
-  // the timeout to hear the root's verdict (the missing ranks) rather than timing out blindly.
-  Deadline connectDeadline(timeout);
-  Deadline replyDeadline(timeout > 0 ? timeout * 1.1 + 2.0 : timeout);
-  net::Socket s = net::Socket::connectTo(f.root, connectDeadline, "the bootstrap root", true, &aborted);
+  // With a fixed address (MSCCLPP_COMM_ID) rank 0 hosts the root: when it is gone, rank 0 is.
+  const bool rootInRank0 = (f.flags & kFlagFixedAddress) != 0;
+  // One deadline for the whole rendezvous: a rank fails at the timeout at the latest. The root gives
+  // its verdict (the missing ranks) a little earlier, so a rank normally hears why.
+  Deadline deadline(timeout, timeoutName);
+  // The root closes every connection with a reason when the rendezvous fails; a connection that is
+  // reset or closes without one means the root's process is gone.
+  auto throwRootGone = [&](const Error& e) {
+    if (e.code() != ErrorCode::RemoteError || aborted.load()) throw;
+    if (rootInRank0) {
+      MSCCLPP_THROW(ErrorCode::RemoteError,
+                    "%s: the rendezvous failed: rank 0 at %s (hosting the bootstrap root, MSCCLPP_COMM_ID) closed the "
+                    "connection without a reply: it exited, crashed or was killed (%s)",
+                    who.c_str(), f.root.toString().c_str(), e.what());
+    }
+    MSCCLPP_THROW(ErrorCode::RemoteError,
+                  "%s: the rendezvous failed: %s closed the connection without a reply: the process that created the "
+                  "unique id (it hosts the root) exited, crashed or was killed (%s)",
+                  who.c_str(), rootText.c_str(), e.what());
+  };
+  net::Socket s;
+  try {
+    s = net::Socket::connectTo(
+        f.root, deadline, rootInRank0 ? "the bootstrap root (hosted by rank 0, MSCCLPP_COMM_ID)" : "the bootstrap root",
+        true, &aborted);
+  } catch (const Error& e) {
+    throwRootGone(e);
+  }
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (aborted.load()) MSCCLPP_THROW(ErrorCode::Aborted, "%s: the rendezvous was aborted", who.c_str());
@@ -99,10 +124,14 @@ std::vector<net::SocketAddress> TcpBootstrap::Impl::rendezvous(const bootstrap::
   hello.rank = rank;
   hello.nRanks = nRanks;
   endpoint->listenAddress().encode(hello.listenAddress);
-  s.sendAll(&hello, sizeof(hello), connectDeadline, who + ": rendezvous hello to " + rootText);
   RendezvousReply reply{};
   const std::string waiting = who + ": waiting for the other ranks at " + rootText;
-  s.recvAll(&reply, sizeof(reply), replyDeadline, waiting);
+  try {
+    s.sendAll(&hello, sizeof(hello), deadline, who + ": rendezvous hello to " + rootText);
+    s.recvAll(&reply, sizeof(reply), deadline, waiting);
+  } catch (const Error& e) {
+    throwRootGone(e);
+  }
   MSCCLPP_ENFORCE(std::memcmp(reply.magic, kRendezvousReplyMagic, 8) == 0, ErrorCode::RemoteError,
                   "%s: the reply has a bad magic (is %s a bootstrap root of this library?)", waiting.c_str(),
                   f.root.toString().c_str());
@@ -110,7 +139,7 @@ std::vector<net::SocketAddress> TcpBootstrap::Impl::rendezvous(const bootstrap::
     MSCCLPP_ENFORCE(reply.length <= kMaxRendezvousErrorBytes, ErrorCode::RemoteError,
                     "%s: error reply of %u bytes is too long", waiting.c_str(), reply.length);
     std::string text(reply.length, '\0');
-    s.recvAll(text.data(), text.size(), replyDeadline, waiting);
+    s.recvAll(text.data(), text.size(), deadline, waiting);
     ErrorCode code = text.find("did not arrive") != std::string::npos ? ErrorCode::Timeout : ErrorCode::RemoteError;
     throw Error(code, who + ": rendezvous failed: " + text);
   }
@@ -118,7 +147,7 @@ std::vector<net::SocketAddress> TcpBootstrap::Impl::rendezvous(const bootstrap::
   MSCCLPP_ENFORCE(reply.length == expect, ErrorCode::RemoteError, "%s: address table of %u bytes, expected %zu",
                   waiting.c_str(), reply.length, expect);
   std::vector<uint8_t> table(expect);
-  s.recvAll(table.data(), table.size(), replyDeadline, waiting);
+  s.recvAll(table.data(), table.size(), deadline, waiting);
   std::vector<net::SocketAddress> peers;
   for (int r = 0; r < nRanks; ++r) {
     peers.push_back(
@@ -142,9 +171,9 @@ void TcpBootstrap::initialize(const UniqueId& uniqueId, double timeoutSec) {
   int64_t maxBytes = params::bootstrapMaxMessageBytes();
   MSCCLPP_ENFORCE(maxBytes > 0, ErrorCode::InvalidArgument, "MSCCLPP_BOOTSTRAP_MAX_BYTES=%lld must be > 0",
                   (long long)maxBytes);
+  const char* rendezvousTimeoutName = timeoutSec > 0 ? "the initialize() timeout" : params::rendezvousTimeoutName();
   if ((f.flags & bootstrap::kFlagFixedAddress) && m.rank == 0) {
-    m.root = RootListener::start(net::Socket::listenOn(f.root), f.secret, rendezvousTimeout,
-                                 timeoutSec > 0 ? "the initialize() timeout" : params::rendezvousTimeoutName());
+    m.root = RootListener::start(net::Socket::listenOn(f.root), f.secret, rendezvousTimeout, rendezvousTimeoutName);
   }
   // Listen where the root is reachable from: loopback roots keep the job on loopback.
   net::NetInterface iface = f.root.isLoopback() && params::socketIfname().empty()
@@ -159,15 +188,18 @@ void TcpBootstrap::initialize(const UniqueId& uniqueId, double timeoutSec) {
     m.endpoint = endpoint;
   }
   try {
-    m.endpoint->setPeerAddresses(m.rendezvous(f, rendezvousTimeout));
-    m.endpoint->startLiveness(Deadline(rendezvousTimeout));
+    m.endpoint->setPeerAddresses(m.rendezvous(f, rendezvousTimeout, rendezvousTimeoutName));
+    m.endpoint->startLiveness(Deadline(rendezvousTimeout, rendezvousTimeoutName));
   } catch (const Error& e) {
     std::shared_ptr<TcpEndpoint> gone;
     {
       std::lock_guard<std::mutex> lock(m.mutex);
       gone = std::move(m.endpoint);
     }
-    if (m.root) m.root->stop();
+    // A root that failed keeps telling late ranks why for a while (it ends by itself); one that an
+    // abort interrupted stops now.
+    if (m.root && m.aborted.load()) m.root->stop();
+    if (m.root) m.root->detach();
     m.root.reset();
     if (m.aborted.load() && e.code() != ErrorCode::Aborted) {
       MSCCLPP_THROW(ErrorCode::Aborted, "bootstrap rank %d/%d: initialize was aborted (%s)", m.rank, m.nRanks,

@@ -170,6 +170,7 @@ void TcpEndpoint::admit(net::Socket socket, const char* helloBytes, const std::s
   auto in = std::make_unique<Inbound>();
   in->socket = std::move(socket);
   in->fromRank = hello.fromRank;
+  in->from = peer;
   inbound_.push_back(std::move(in));
 }
 
@@ -218,7 +219,7 @@ bool TcpEndpoint::service(Inbound& in) {
       peerFailed(in.fromRank,
                  strFormat("%s closed its bootstrap connection%s without leaving: it exited, crashed, was killed or "
                            "aborted",
-                           peerName(in.fromRank).c_str(), in.inPayload ? " in the middle of a message" : ""),
+                           inboundPeerName(in).c_str(), in.inPayload ? " in the middle of a message" : ""),
                  true);
     }
     return false;

@@ -77,6 +77,7 @@ class TcpEndpoint : public detail::MessageEndpoint {
   struct Inbound {
     net::Socket socket;
     int fromRank = -1;
+    std::string from;  // the connection's source address, "10.0.0.2:51234"
     FrameHeader header{};
     size_t headerGot = 0;
     bool inPayload = false;
@@ -116,6 +117,9 @@ class TcpEndpoint : public detail::MessageEndpoint {
   void peerFailed(int peer, const std::string& reason, bool tellOthers, bool drained = true);
   // "rank 3 at 10.0.0.2:41234"
   std::string peerName(int peer) const;
+  // The same for the sender of an inbound connection; before the rendezvous table arrived (a ring
+  // neighbour may connect first) it names the connection's source address instead.
+  std::string inboundPeerName(const Inbound& in) const;
   // Best effort, bounded: a goodbye frame on every outbound socket (the destructor).
   void sayGoodbyeOnOutbound();
 

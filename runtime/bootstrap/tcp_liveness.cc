@@ -44,6 +44,11 @@ std::string TcpEndpoint::peerName(int peer) const {
   return strFormat("rank %d at %s", peer, peers_[peer].toString().c_str());
 }
 
+std::string TcpEndpoint::inboundPeerName(const Inbound& in) const {
+  if (peersKnown_.load(std::memory_order_acquire)) return peerName(in.fromRank);
+  return strFormat("rank %d at %s (its connection's source)", in.fromRank, in.from.c_str());
+}
+
 void TcpEndpoint::startLiveness(const Deadline& deadline) {
   MSCCLPP_ENFORCE(peersKnown_.load(std::memory_order_acquire), ErrorCode::InternalError,
                   "%s: liveness needs the peer addresses", who_.c_str());

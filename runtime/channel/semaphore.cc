@@ -53,8 +53,10 @@ std::shared_ptr<SemaphoreCounters> setupSemaphore(Communicator& comm, const std:
   s->inbound = pool->allocate();
   s->expected = pool->allocate();
   s->localInbound = comm.registerMemory(s->inbound.get(), sizeof(uint64_t), transports);
-  double timeout = params::timeoutSeconds();
-  s->timeoutNs = timeout > 0 ? static_cast<uint64_t>(timeout * 1e9) : kNoDeadline;
+  // One communicator setting bounds every wait on its channels (MSCCLPP_TIMEOUT_S when it has none).
+  s->timeoutSeconds = comm.timeoutSeconds();
+  if (*comm.timeoutSetting()) s->timeoutSetting = comm.timeoutSetting();
+  s->timeoutNs = s->timeoutSeconds > 0 ? static_cast<uint64_t>(s->timeoutSeconds * 1e9) : kNoDeadline;
 
   ByteWriter w;
   w.put(kSemaphoreMagic);
@@ -129,7 +131,8 @@ bool Host2HostSemaphore::poll() {
 }
 
 void Host2HostSemaphore::wait(double timeoutSeconds) {
-  Deadline deadline(timeoutSeconds < 0 ? params::timeoutSeconds() : timeoutSeconds);
+  Deadline deadline = timeoutSeconds < 0 ? Deadline(counters_->timeoutSeconds, counters_->timeoutSetting)
+                                         : Deadline(timeoutSeconds, "the timeout argument of wait()");
   waitUntil([this] { return poll(); }, deadline,
             counters_->who + ": wait for signal #" + std::to_string(*counters_->expected + 1));
 }

@@ -22,8 +22,10 @@ struct SemaphoreCounters {
   uint64_t outbound = 0;               // host side: signals we sent (port and host semaphores)
   RegisteredMemory localInbound;
   RegisteredMemory remoteInbound;  // the peer's inbound counter, imported
-  uint64_t timeoutNs = 0;
-  std::string who;  // "Host2DeviceSemaphore rank 0 -> rank 1 over TCP"
+  uint64_t timeoutNs = 0;          // the communicator's timeout: its own or MSCCLPP_TIMEOUT_S, the earlier
+  double timeoutSeconds = 0;
+  const char* timeoutSetting = "MSCCLPP_TIMEOUT_S";  // where it came from, for messages
+  std::string who;                                   // "Host2DeviceSemaphore rank 0 -> rank 1 over TCP"
 };
 
 // Allocates, registers and exchanges. Both ranks call it for the same connection, with the same kind.

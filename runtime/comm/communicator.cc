@@ -235,6 +235,11 @@ double Communicator::timeoutSeconds() const {
   if (env <= 0) return std::max(mine, 0.0);
   return mine > 0 ? std::min(env, mine) : env;
 }
+const char* Communicator::timeoutSetting() const {
+  const double env = params::timeoutSeconds(), mine = pimpl_->timeoutSeconds;
+  if (env <= 0 && mine <= 0) return "";
+  return env > 0 && (mine <= 0 || env <= mine) ? "MSCCLPP_TIMEOUT_S" : "the communicator's timeout";
+}
 int Communicator::localRank() const { return pimpl_->localRank; }
 int Communicator::nRanksPerNode() const { return static_cast<int>(pimpl_->localRanks.size()); }
 const std::string& Communicator::hostId() const { return pimpl_->hostId; }

@@ -9,7 +9,7 @@
 
 namespace mscclpp {
 
-Deadline::Deadline(double seconds) : seconds_(seconds), infinite_(seconds <= 0) {
+Deadline::Deadline(double seconds, const char* source) : seconds_(seconds), source_(source), infinite_(seconds <= 0) {
   if (!infinite_)
     at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
@@ -25,7 +25,13 @@ int Deadline::remainingMs() const {
 
 void throwTimeout(const Deadline& deadline, const std::string& what) {
   throw TimeoutError(
-      strFormat("%s did not complete within %.3g s (MSCCLPP_TIMEOUT_S)", what.c_str(), deadline.seconds()));
+      strFormat("%s did not complete within %.3g s (%s)", what.c_str(), deadline.seconds(), deadline.source()));
+}
+
+std::string describeTimeout(const char* setting, double seconds) {
+  const std::string name = setting != nullptr && *setting ? setting : "MSCCLPP_TIMEOUT_S";
+  if (name.rfind("MSCCLPP_", 0) == 0) return strFormat("%s=%.3g", name.c_str(), seconds);
+  return strFormat("%s: %.3g s", name.c_str(), seconds);
 }
 
 int64_t steadyMs() {

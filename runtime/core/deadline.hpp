@@ -15,7 +15,9 @@ class Deadline {
   using Clock = std::chrono::steady_clock;
 
   // A deadline seconds from now; seconds <= 0 means "never" (only for tests that need it).
-  explicit Deadline(double seconds);
+  // source: the setting the seconds came from, named in timeout errors ("MSCCLPP_INIT_TIMEOUT_S",
+  // "the communicator's timeout"); a string with static storage.
+  explicit Deadline(double seconds, const char* source = "MSCCLPP_TIMEOUT_S");
   // A deadline MSCCLPP_TIMEOUT_S from now.
   static Deadline fromTimeoutParam();
 
@@ -23,20 +25,24 @@ class Deadline {
   // Milliseconds left, clamped to [0, INT_MAX]; -1 for an infinite deadline (poll()-style).
   int remainingMs() const;
   double seconds() const { return seconds_; }
+  const char* source() const { return source_; }
 
  private:
   Clock::time_point at_;
   double seconds_;
+  const char* source_;
   bool infinite_;
 };
 
 // Polls (with the host backoff of mscclpp/device.hpp: spin, yield, then sleeps growing to 1 ms) until done() is true;
 // throws TimeoutError
-// "<what> did not complete within <s> s" when the deadline passes first.
+// "<what> did not complete within <s> s (<source>)" when the deadline passes first.
 template <class Done>
 void waitUntil(Done&& done, const Deadline& deadline, const std::string& what);
 
 void throwTimeout(const Deadline& deadline, const std::string& what);
+// "MSCCLPP_TIMEOUT_S=3" for the variable, "the communicator's timeout: 3 s" for any other setting.
+std::string describeTimeout(const char* setting, double seconds);
 // Milliseconds of the steady clock (timestamps for heartbeats and long-wait reports).
 int64_t steadyMs();
 void backoffPause(unsigned iteration);

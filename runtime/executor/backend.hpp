@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "executor/refusal.hpp"
 #include "mscclpp/datatype.hpp"
 #include "plan/plan.hpp"
 
@@ -34,7 +35,8 @@ struct ExecCall {
 class ExecutionBackend {
  public:
   virtual ~ExecutionBackend() = default;
-  virtual void execute(const ExecCall& call) = 0;
+  // Runs the call, or returns why it refuses it (before anything of the call is exchanged or enqueued).
+  virtual Refusal execute(const ExecCall& call) = 0;
   // Whether the call's context exists (else execute() builds it, collectively, with the plan's other
   // ranks). No CUDA call, no communication.
   virtual bool hasContext(const ExecCall& call) = 0;

@@ -36,7 +36,8 @@ void tbgSlice(uint64_t bytes, uint32_t align, uint32_t j, uint32_t g, uint64_t* 
 
 }  // namespace
 
-CallShape shapeCall(const plan::Plan& plan, int rank, uint64_t inputBytes, uint64_t outputBytes, DataType dtype) {
+Refusal tryShapeCall(const plan::Plan& plan, int rank, uint64_t inputBytes, uint64_t outputBytes, DataType dtype,
+                     CallShape* out) {
   MSCCLPP_ENFORCE(rank >= 0 && rank < static_cast<int>(plan.ranks.size()), ErrorCode::InvalidArgument,
                   "plan %s has %zu ranks; rank %d is out of range", plan.header.name.c_str(), plan.ranks.size(), rank);
   const plan::RankPlan& rp = plan.ranks[rank];
@@ -53,10 +54,13 @@ CallShape shapeCall(const plan::Plan& plan, int rank, uint64_t inputBytes, uint6
     s = plan::sizeCall(plan.header, rp.inputChunks, rp.outputChunks, rp.scratchChunks,
                        static_cast<int>(plan.ranks.size()), inputBytes, outputBytes, dataTypeSize(dtype), &geometry);
   }
-  MSCCLPP_ENFORCE(
-      s.ok, ErrorCode::NotSupported, "plan %s (%s) cannot serve rank %d with %llu input and %llu output bytes: %s",
-      plan.header.name.c_str(), plan.header.source.c_str(), rank, ull(inputBytes), ull(outputBytes), s.reason.c_str());
-  CallShape shape;
+  if (!s.ok) {
+    return strFormat("plan %s (%s) cannot serve rank %d with %llu input and %llu output bytes: %s",
+                     plan.header.name.c_str(), plan.header.source.c_str(), rank, ull(inputBytes), ull(outputBytes),
+                     s.reason.c_str());
+  }
+  CallShape& shape = *out;
+  shape = CallShape();
   shape.inputBytes = geometry.inputBytes;
   shape.outputBytes = geometry.outputBytes;
   shape.geometry = geometry;
@@ -80,10 +84,12 @@ CallShape shapeCall(const plan::Plan& plan, int rank, uint64_t inputBytes, uint6
           for (const auto& op : tb.ops)
             if (op.type == OpType::Pipeline && op.unitSize > 0) unit = std::lcm(unit, op.unitSize);
       uint64_t per = limit / (static_cast<uint64_t>(maxScratchChunks) * factor) / unit * unit;
-      MSCCLPP_ENFORCE(per > 0, ErrorCode::NotSupported,
-                      "plan %s: MSCCLPP_REUSE_SCRATCH_BYTES=%llu is too small for %u scratch chunks of whole %llu-byte "
-                      "pipeline units",
-                      plan.header.name.c_str(), ull(limit), maxScratchChunks, ull(unit));
+      if (per == 0) {
+        return strFormat(
+            "plan %s: MSCCLPP_REUSE_SCRATCH_BYTES=%llu is too small for %u scratch chunks of whole %llu-byte pipeline "
+            "units",
+            plan.header.name.c_str(), ull(limit), maxScratchChunks, ull(unit));
+      }
       if (per < s.chunkBytes) {
         shape.scratchChunkBytes = per;
         shape.scratchBytes = per * rp.scratchChunks * factor;
@@ -91,6 +97,13 @@ CallShape shapeCall(const plan::Plan& plan, int rank, uint64_t inputBytes, uint6
       }
     }
   }
+  return std::nullopt;
+}
+
+CallShape shapeCall(const plan::Plan& plan, int rank, uint64_t inputBytes, uint64_t outputBytes, DataType dtype) {
+  CallShape shape;
+  if (Refusal r = tryShapeCall(plan, rank, inputBytes, outputBytes, dtype, &shape))
+    throw Error(ErrorCode::NotSupported, *r);
   return shape;
 }
 

@@ -15,6 +15,7 @@
 
 #include "executor/exec_layout.hpp"
 #include "executor/rank_resources.hpp"
+#include "executor/refusal.hpp"
 #include "mscclpp/datatype.hpp"
 #include "mscclpp/fifo_device.hpp"
 #include "plan/plan.hpp"
@@ -27,8 +28,11 @@ constexpr uint32_t kOutputMemoryId = 1;
 constexpr uint32_t kScratchMemoryId = 2;
 constexpr uint32_t kFirstRemoteMemoryId = 3;
 
-// Decides the shape of a call (plan sizing + the reuse_resources scratch limit). Throws
-// Error(NotSupported) naming the plan and the reason when the plan cannot serve these sizes.
+// Decides the shape of a call (plan sizing + the reuse_resources scratch limit) into *shape, or returns why the
+// plan cannot serve these sizes (naming the plan; facts every rank shares). shapeCall throws that refusal as
+// Error(NotSupported). Both throw Error(InvalidArgument) for a rank outside the plan.
+Refusal tryShapeCall(const plan::Plan& plan, int rank, uint64_t inputBytes, uint64_t outputBytes, DataType dtype,
+                     CallShape* shape);
 CallShape shapeCall(const plan::Plan& plan, int rank, uint64_t inputBytes, uint64_t outputBytes, DataType dtype);
 
 // Where the input of an in-place plan lives inside its data buffer, and the data buffer size:

@@ -71,18 +71,23 @@ struct Executor::Impl {
   std::unique_ptr<exec::CallMonitor> monitor;      // on a communicator: stuck calls, mismatches
   std::unique_ptr<exec::ExecutionBackend> runner;  // made at the first call (after the monitor: goes first)
 
-  exec::ExecutionBackend& backendForCall() {
-    if (runner) return *runner;
+  // Makes the backend at the first call; a refusal when it cannot be made (no CUDA device, no communicator for
+  // the CUDA backend: the same on every rank configured alike).
+  exec::Refusal makeBackend() {
+    if (runner) return std::nullopt;
     if (backend == Backend::Cuda) {
       std::shared_ptr<Communicator> comm = wiring->communicator();
-      MSCCLPP_ENFORCE(comm != nullptr, ErrorCode::NotSupported,
-                      "the CUDA backend needs an Executor built on a Communicator (this one's wiring keeps every "
-                      "rank's buffers in host memory): construct Executor(communicator), or use MSCCLPP_BACKEND=cpu");
+      if (comm == nullptr) {
+        return std::string(
+            "the CUDA backend needs an Executor built on a Communicator (this one's wiring keeps every rank's buffers "
+            "in host memory): construct Executor(communicator), or use MSCCLPP_BACKEND=cpu");
+      }
+      if (exec::Refusal r = exec::GpuBackend::unavailable(*comm)) return r;
       runner = exec::GpuBackend::create(std::move(comm), monitor.get());
     } else {
       runner = std::make_unique<exec::CpuBackend>(wiring, abort, monitor.get());
     }
-    return *runner;
+    return std::nullopt;
   }
 
   // A failed communicator fails every call with its own error (the dead peer, the mismatch): `detail` says what
@@ -171,6 +176,15 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
 void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes,
                        DataType dtype, const std::shared_ptr<const plan::Plan>& plan, void* stream,
                        PacketType packetType, ReduceOp op, const void* scalar) {
+  if (exec::Refusal r =
+          tryExecute(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan, stream, packetType, op, scalar))
+    throw Error(ErrorCode::NotSupported, *r);
+}
+
+std::optional<std::string> Executor::tryExecute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes,
+                                                size_t recvBytes, DataType dtype,
+                                                const std::shared_ptr<const plan::Plan>& plan, void* stream,
+                                                PacketType packetType, ReduceOp op, const void* scalar) {
   MSCCLPP_ENFORCE(plan != nullptr, ErrorCode::InvalidArgument, "Executor::execute: the plan is null");
   const plan::PlanHeader& h = plan->header;
   MSCCLPP_ENFORCE(dataTypeSize(dtype) > 0, ErrorCode::InvalidArgument, "Executor::execute: datatype %d is not valid",
@@ -190,7 +204,7 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
   MSCCLPP_ENFORCE(!exec::writesOutput(h.collective, rank, h.root) || recvBytes == 0 || recvBuff != nullptr,
                   ErrorCode::InvalidArgument, "Executor::execute: a null receive buffer of %zu bytes on rank %d",
                   recvBytes, rank);
-  exec::checkPlanServesOp(h, op);
+  if (exec::Refusal r = exec::planOpRefusal(h, op)) return r;
   MSCCLPP_ENFORCE(op != ReduceOp::PreMulSum || scalar != nullptr, ErrorCode::InvalidArgument,
                   "Executor::execute: premulsum needs a scalar (got a null pointer)");
   MSCCLPP_ENFORCE(!aborted(), ErrorCode::Aborted, "plan %s rank %d: the executor was aborted", h.name.c_str(), rank);
@@ -200,7 +214,8 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
   call.packet = packetType;
   call.scalar = scalar;
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  impl_->backendForCall().execute(call);
+  if (exec::Refusal r = impl_->makeBackend()) return r;
+  return impl_->runner->execute(call);
 }
 
 }  // namespace mscclpp

@@ -1,6 +1,7 @@
 #include "executor/scale_steps.hpp"
 
 #include "core/enforce.hpp"
+#include "core/format.hpp"
 #include "executor/reduce_ops.hpp"
 
 namespace mscclpp::exec {
@@ -25,13 +26,14 @@ void divideHost(DataType dtype, void* data, uint64_t bytes, uint32_t n) {
 
 ReduceOp nativeOpOf(ReduceOp op) { return (op == ReduceOp::Avg || op == ReduceOp::PreMulSum) ? ReduceOp::Sum : op; }
 
-void checkPlanServesOp(const plan::PlanHeader& header, ReduceOp callOp) {
+Refusal planOpRefusal(const plan::PlanHeader& header, ReduceOp callOp) {
   const uint32_t sumBit = 1u << static_cast<unsigned>(plan::PlanReduceOp::Sum);
   const uint32_t ops = header.reduceOps & ~(1u << static_cast<unsigned>(plan::PlanReduceOp::None));
-  if ((ops & ~sumBit) == 0) return;
-  MSCCLPP_ENFORCE(__builtin_popcount(ops) == 1, ErrorCode::NotSupported,
-                  "plan %s mixes several reduce ops (mask 0x%x); it cannot serve a %s call", header.name.c_str(), ops,
-                  reduceOpName(callOp));
+  if ((ops & ~sumBit) == 0) return std::nullopt;
+  if (__builtin_popcount(ops) != 1) {
+    return strFormat("plan %s mixes several reduce ops (mask 0x%x); it cannot serve a %s call", header.name.c_str(),
+                     ops, reduceOpName(callOp));
+  }
   const plan::PlanReduceOp planOp = static_cast<plan::PlanReduceOp>(__builtin_ctz(ops));
   ReduceOp served = ReduceOp::Sum;
   const char* name = "sum";
@@ -48,8 +50,12 @@ void checkPlanServesOp(const plan::PlanHeader& header, ReduceOp callOp) {
     default:
       break;
   }
-  MSCCLPP_ENFORCE(callOp == served, ErrorCode::NotSupported, "plan %s reduces with %s; the call asks for %s",
-                  header.name.c_str(), name, reduceOpName(callOp));
+  if (callOp == served) return std::nullopt;
+  return strFormat("plan %s reduces with %s; the call asks for %s", header.name.c_str(), name, reduceOpName(callOp));
+}
+
+void checkPlanServesOp(const plan::PlanHeader& header, ReduceOp callOp) {
+  if (Refusal r = planOpRefusal(header, callOp)) throw Error(ErrorCode::NotSupported, *r);
 }
 
 uint64_t reducedOutputBytes(plan::Collective collective, int rank, int root, uint64_t outputBytes) {

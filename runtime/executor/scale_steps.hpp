@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "executor/refusal.hpp"
 #include "mscclpp/datatype.hpp"
 #include "plan/plan.hpp"
 
@@ -26,7 +27,9 @@ ReduceOp nativeOpOf(ReduceOp op);
 // Whether a plan may run a call with reduce op `callOp`. A plan whose reduce ops are all "sum" (the
 // DSL default) serves every op: the interpreter substitutes the call's op (avg and premulsum run as
 // sum with the steps above). A plan written with one other op (max, say) serves only that op; a
-// plan mixing several ops is refused. Throws Error(NotSupported) naming plan and ops otherwise.
+// plan mixing several ops is refused. The refusal names plan and ops; checkPlanServesOp throws it as
+// Error(NotSupported).
+Refusal planOpRefusal(const plan::PlanHeader& header, ReduceOp callOp);
 void checkPlanServesOp(const plan::PlanHeader& header, ReduceOp callOp);
 
 // The output bytes of `rank` that hold a reduction result (avg divides exactly those): allreduce

@@ -18,10 +18,14 @@
 //       call must fail within 10 s of the cut with RemoteError naming a rank of the other host.
 //   exec_mp_worker fault PLAN.json VICTIM PHASE DELAY_US [--iterations K]
 //       one run of the fault sweep (tools/fault_sweep.py): rank VICTIM kills itself (SIGKILL) DELAY_US
-//       microseconds after PHASE begins: init (after the rendezvous: communicator, executor, first context),
-//       first (the first collective), steady (collective K/2), destroy (the teardown after K collectives).
+//       microseconds after PHASE begins: rendezvous (the bootstrap's initialize: before, during or after its
+//       hello to the root), init (after the rendezvous: communicator, executor, first context), first (the first
+//       collective), steady (collective K/2), destroy (the teardown after K collectives).
 //       Every other rank checks each result, and a failed call must be RemoteError naming the victim, the next
-//       call must fail at once, and teardown must end. Prints "FAULT rank R: ..." lines the sweep parses.
+//       call must fail at once, and teardown must end. In the rendezvous phase a victim that died before it
+//       arrived is a rank that never arrives: Timeout naming it as missing (at MSCCLPP_INIT_TIMEOUT_S) is right
+//       too, and so is Timeout connecting to the root when the victim is rank 0, which hosts it.
+//       Prints "FAULT rank R: ..." lines the sweep parses.
 //   exec_mp_worker refuse PLAN.json
 //       a plan with memory channels between hosts: every rank's call must fail with NotSupported
 //       ("... rank R is on another host ...; across hosts plans must use port channels").
@@ -92,6 +96,9 @@ double secondsSince(std::chrono::steady_clock::time_point t) {
 }
 
 struct Job {
+  // Held until the process ends: a survivor that failed in init must not look like a leaving or dead rank to the
+  // others while they still find out about the victim.
+  std::shared_ptr<TcpBootstrap> bootstrap;
   std::shared_ptr<Communicator> comm;
   std::unique_ptr<Executor> executor;
 };
@@ -259,7 +266,14 @@ double secondsSinceDeath() {
   const std::string victimName = "rank " + std::to_string(victim);
   const bool named =
       m.find(victimName + " (host ") != std::string::npos || m.find(victimName + " at ") != std::string::npos;
-  if (e.code() != ErrorCode::RemoteError || !named)
+  // A victim killed before its hello reached the root never arrives: the root names it as missing; when it is
+  // rank 0, which hosts the root, the others cannot connect.
+  const bool neverArrived = e.code() == ErrorCode::Timeout && std::string(where) == "the rendezvous" &&
+                            (m.find("ranks " + std::to_string(victim) + " (1 of ") != std::string::npos ||
+                             (victim == 0 && m.find("cannot connect to the bootstrap root") != std::string::npos &&
+                              m.find("hosted by rank 0") != std::string::npos));
+  if (neverArrived) {
+  } else if (e.code() != ErrorCode::RemoteError || !named)
     fail(std::string("fault: ") + where + " failed with " + errorCodeName(e.code()) + ", not RemoteError naming " +
          victimName + " and its host: " + m.substr(0, 600));
   if (detect < 0) fail(std::string("fault: ") + where + " failed before the victim died: " + m.substr(0, 600));
@@ -298,8 +312,8 @@ double secondsSinceDeath() {
 
 int scenarioFault(const std::string& path, int victim, const std::string& phase, long delayUs, int iterations) {
   if (victim < 0 || victim >= gSize) fail("fault: victim " + std::to_string(victim) + " is not a rank");
-  if (phase != "init" && phase != "first" && phase != "steady" && phase != "destroy")
-    fail("fault: phase '" + phase + "' is not init, first, steady or destroy");
+  if (phase != "rendezvous" && phase != "init" && phase != "first" && phase != "steady" && phase != "destroy")
+    fail("fault: phase '" + phase + "' is not rendezvous, init, first, steady or destroy");
   const bool victimHere = gRank == victim;
   const int killAt = phase == "first" ? 0 : phase == "steady" ? iterations / 2 : -1;
   Job job;
@@ -309,8 +323,13 @@ int scenarioFault(const std::string& path, int victim, const std::string& phase,
   for (size_t i = 0; i < count; ++i)
     for (int r = 0; r < gSize; ++r) expect[i] += inputValue(r, i);
   try {
-    auto bootstrap = std::make_shared<TcpBootstrap>(gRank, gSize);
-    bootstrap->initialize(TcpBootstrap::createUniqueId(), 0);
+    auto bootstrap = job.bootstrap = std::make_shared<TcpBootstrap>(gRank, gSize);
+    if (victimHere && phase == "rendezvous") killSelfAfter(delayUs);
+    try {
+      bootstrap->initialize(TcpBootstrap::createUniqueId(), 0);
+    } catch (const Error& e) {
+      survivorFailed(e, job, p, victim, "the rendezvous");
+    }
     if (victimHere && phase == "init") killSelfAfter(delayUs);
     job.comm = std::make_shared<Communicator>(bootstrap, kHostDevice);
     job.executor = std::make_unique<Executor>(job.comm);

@@ -79,16 +79,23 @@ void HelloAcceptor::service(Pending& p) {
   try {
     p.got += p.socket.recvSome(p.hello.data() + p.got, p.hello.size() - p.got, "hello");
   } catch (const Error&) {
+    if (options_.onAbandoned && p.got >= sizeof(HelloHeader)) {
+      p.socket.close();  // authenticated below, as it arrived: one of ours died mid-hello
+      return options_.onAbandoned(p.peer, p.hello.data(), p.got);
+    }
     return drop(p, "closed before completing the handshake");
   }
   if (p.got >= sizeof(HelloHeader::magic) && std::memcmp(p.hello.data(), options_.magic, 8) != 0) {
     return drop(p, "bad magic (garbage or a foreign protocol)");
   }
-  if (p.got < p.hello.size()) return;
+  // The secret is checked as soon as it is complete, so that a partial hello known to be ours can
+  // be told from a stranger's if its connection closes.
+  if (p.got < sizeof(HelloHeader)) return;
   const auto* header = reinterpret_cast<const HelloHeader*>(p.hello.data());
   if (!secretEquals(header->secret, options_.secret)) {
     return drop(p, std::string("wrong secret (") + options_.stranger + ")");
   }
+  if (p.got < p.hello.size()) return;
   Socket socket = std::move(p.socket);  // p is erased at the next watch()
   onHello_(std::move(socket), p.hello.data(), p.peer);
 }

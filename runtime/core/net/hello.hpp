@@ -44,6 +44,10 @@ class HelloAcceptor {
     const char* stranger = "";     // why a wrong secret is dropped: "not a rank of this job"
     double handshakeSeconds = 10;  // a connection must complete its hello within this
     size_t maxPending = 256;       // connections mid-handshake; the oldest is dropped beyond it
+    // Optional: a connection that presented the right magic and secret (it is one of ours) closed
+    // before its hello was complete: its process died mid-handshake. Gets the peer's address text
+    // and the bytes it sent (`got` of helloBytes). Called instead of the drop's WARN.
+    std::function<void(const std::string& peer, const char* partial, size_t got)> onAbandoned;
   };
   // Gets a connection whose whole hello arrived with the right magic and secret (hello points to
   // its helloBytes bytes, valid during the call) and the peer's address text.

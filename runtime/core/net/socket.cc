@@ -226,8 +226,8 @@ Socket Socket::connectTo(const SocketAddress& addr, const Deadline& deadline, co
         MSCCLPP_ENFORCE(cancel == nullptr || !cancel->load(), ErrorCode::Aborted, "connecting to %s at %s: aborted",
                         peer.c_str(), addr.toString().c_str());
         if (deadline.expired()) {
-          MSCCLPP_THROW(ErrorCode::Timeout, "cannot connect to %s at %s within %.3g s (MSCCLPP_TIMEOUT_S)",
-                        peer.c_str(), addr.toString().c_str(), deadline.seconds());
+          MSCCLPP_THROW(ErrorCode::Timeout, "cannot connect to %s at %s within %.3g s (%s)", peer.c_str(),
+                        addr.toString().c_str(), deadline.seconds(), deadline.source());
         }
         pollfd p{fd, POLLOUT, 0};
         int ready = ::poll(&p, 1, pollSlice(deadline));
@@ -245,8 +245,8 @@ Socket Socket::connectTo(const SocketAddress& addr, const Deadline& deadline, co
                     std::strerror(err));
     }
     if (deadline.expired()) {
-      MSCCLPP_THROW(ErrorCode::Timeout, "cannot connect to %s at %s within %.3g s (MSCCLPP_TIMEOUT_S): %s",
-                    peer.c_str(), addr.toString().c_str(), deadline.seconds(), std::strerror(err));
+      MSCCLPP_THROW(ErrorCode::Timeout, "cannot connect to %s at %s within %.3g s (%s): %s", peer.c_str(),
+                    addr.toString().c_str(), deadline.seconds(), deadline.source(), std::strerror(err));
     }
     // Back off a little between attempts: the other side is starting up.
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100u, 1u + attempt * 5)));

@@ -99,31 +99,34 @@ char* bufferBase(char* base, const Directory& d, plan::BufferType t, uint64_t* b
   return nullptr;
 }
 
-// Refuses load/store access across hosts, checking every rank's declarations (the loader keeps
-// them for all ranks) so that all ranks refuse the same plan before any exchange.
-void refuseLoadStoreAcrossHosts(const plan::Plan& p, const Communicator& comm) {
+// Load/store access across hosts, checking every rank's declarations (the loader keeps them for all
+// ranks) so that all ranks refuse the same plan before any exchange.
+Refusal loadStoreAcrossHosts(const plan::Plan& p, const Communicator& comm) {
   auto other = [&](int a, int b) { return comm.hostIdOf(a) != comm.hostIdOf(b); };
-  auto refuse = [&](const std::string& what, int a, int b) {
-    MSCCLPP_THROW(ErrorCode::NotSupported,
-                  "plan %s (%s) on the CPU backend: %s of rank %d to rank %d: rank %d is on another host (%s; rank %d "
-                  "is on %s); across hosts plans must use port channels",
-                  p.header.name.c_str(), p.header.source.c_str(), what.c_str(), a, b, b, comm.hostIdOf(b).c_str(), a,
-                  comm.hostIdOf(a).c_str());
+  auto refusal = [&](const std::string& what, int a, int b) -> Refusal {
+    return strFormat(
+        "plan %s (%s) on the CPU backend: %s of rank %d to rank %d: rank %d is on another host (%s; rank %d is on "
+        "%s); across hosts plans must use port channels",
+        p.header.name.c_str(), p.header.source.c_str(), what.c_str(), a, b, b, comm.hostIdOf(b).c_str(), a,
+        comm.hostIdOf(a).c_str());
   };
   for (const plan::RankPlan& rp : p.ranks) {
     const int a = rp.rank;
     for (size_t c = 0; c < rp.memoryChannels.size(); ++c)
-      if (other(a, rp.memoryChannels[c].peer)) refuse(strFormat("memory channel %zu", c), a, rp.memoryChannels[c].peer);
+      if (other(a, rp.memoryChannels[c].peer))
+        return refusal(strFormat("memory channel %zu", c), a, rp.memoryChannels[c].peer);
     for (size_t c = 0; c < rp.switchChannels.size(); ++c)
       for (int m : rp.switchChannels[c].ranks)
-        if (other(a, m)) refuse(strFormat("switch channel %zu (a member)", c), a, m);
+        if (other(a, m)) return refusal(strFormat("switch channel %zu (a member)", c), a, m);
     for (size_t k = 0; k < rp.remoteBuffers.size(); ++k) {
       const plan::RemoteBufferDecl& d = rp.remoteBuffers[k];
       if (d.viaMemory && other(a, d.rank))
-        refuse(strFormat("remote buffer %zu (%s, accessed by memory channels)", k, plan::bufferTypeName(d.type)), a,
-               d.rank);
+        return refusal(
+            strFormat("remote buffer %zu (%s, accessed by memory channels)", k, plan::bufferTypeName(d.type)), a,
+            d.rank);
     }
   }
+  return std::nullopt;
 }
 
 uint64_t bufferOffset(const Directory& d, plan::BufferType t) {
@@ -153,6 +156,8 @@ CommunicatorWiring::CommunicatorWiring(std::shared_ptr<Communicator> comm) : com
 
 int CommunicatorWiring::worldSize() const { return comm_->size(); }
 
+Refusal CommunicatorWiring::refusal(const plan::Plan& plan) const { return loadStoreAcrossHosts(plan, *comm_); }
+
 RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, const CallShape& shape,
                                           const CallDescriptor& call) {
   const plan::Plan& p = *plan;
@@ -161,7 +166,7 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
                   "plan %s is written for %d ranks; the communicator has %d and this is its rank %d (asked rank %d)",
                   p.header.name.c_str(), n, comm_->size(), comm_->rank(), rank);
   const plan::RankPlan& rp = p.ranks[rank];
-  refuseLoadStoreAcrossHosts(p, *comm_);
+  if (Refusal r = refusal(p)) throw Error(ErrorCode::NotSupported, *r);
   std::set<int> crossHostPeers;  // reached only through port channels, over TCP
   for (const plan::ChannelDecl& c : rp.portChannels)
     if (!comm_->isSameHost(c.peer)) crossHostPeers.insert(c.peer);

@@ -15,6 +15,7 @@
 
 #include "executor/call_descriptor.hpp"
 #include "executor/rank_resources.hpp"
+#include "executor/refusal.hpp"
 #include "plan/plan.hpp"
 
 namespace mscclpp {
@@ -33,6 +34,9 @@ class ContextWiring {
   // builds it for the same call (Error(InvalidUsage) naming both ranks' calls otherwise).
   virtual RankResources connect(const plan::PlanPtr& plan, int rank, const CallShape& shape,
                                 const CallDescriptor& call) = 0;
+  // Why this wiring cannot connect the plan's ranks (asked before connect(), which throws it as
+  // Error(NotSupported)); from the plan and facts every rank shares, so all ranks refuse alike.
+  virtual Refusal refusal(const plan::Plan&) const { return std::nullopt; }
   // The communicator behind this wiring (the CUDA backend exchanges device memory through it);
   // null for wirings without one.
   virtual std::shared_ptr<Communicator> communicator() const { return nullptr; }
@@ -44,6 +48,9 @@ class CommunicatorWiring : public ContextWiring {
   int worldSize() const override;
   RankResources connect(const plan::PlanPtr& plan, int rank, const CallShape& shape,
                         const CallDescriptor& call) override;
+  // Load/store access (memory channels, switch channels, memory-channel remote buffers) between ranks on
+  // different hosts, checked for every rank's declarations.
+  Refusal refusal(const plan::Plan& plan) const override;
   std::shared_ptr<Communicator> communicator() const override { return comm_; }
 
  private:

@@ -21,25 +21,31 @@ CpuBackend::CpuBackend(std::shared_ptr<ContextWiring> wiring, LaunchAbort& abort
       monitor_(monitor),
       cache_(static_cast<size_t>(std::max<int64_t>(1, params::contextCacheSize()))) {}
 
-CpuContext& CpuBackend::context(const ExecCall& c, const CallDescriptor& descriptor) {
-  Key key = keyOf(c);
-  if (CpuContext* hit = cache_.find(key)) return *hit;
-  CallShape shape = shapeCall(*c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype);
+CpuContext& CpuBackend::build(const ExecCall& c, const CallShape& shape, const CallDescriptor& descriptor) {
   RankResources res = wiring_->connect(c.plan, c.rank, shape, descriptor);  // collective
-  auto ctx = std::make_unique<CpuContext>(c.plan, c.rank, shape, std::move(res));
+  auto ctx = std::make_unique<CpuContext>(c.plan, c.rank, shape, std::move(res),
+                                          comm_ ? comm_->timeoutSeconds() : params::timeoutSeconds());
   if (monitor_) ctx->setPeerStatus([m = monitor_]() { return m->peerStatus(); });
   // A failed communicator (a dead or unreachable peer) stops the context's waits at once.
   if (comm_) ctx->holdFailureRegistration(comm_->raiseOnFailure(ctx->image().device().abortFlag));
   cache_.setCapacity(static_cast<size_t>(std::max<int64_t>(1, params::contextCacheSize())));
   std::vector<std::unique_ptr<CpuContext>> evicted;  // destroyed when this call leaves
-  CpuContext& inserted = cache_.insert(std::move(key), std::move(ctx), &evicted);
+  CpuContext& inserted = cache_.insert(keyOf(c), std::move(ctx), &evicted);
   MSCCLPP_INFO(LogExec, "plan %s rank %d: execution context built for %llu input and %llu output bytes",
                c.plan->header.name.c_str(), c.rank, static_cast<unsigned long long>(c.sendBytes),
                static_cast<unsigned long long>(c.recvBytes));
   return inserted;
 }
 
-void CpuBackend::execute(const ExecCall& c) {
+Refusal CpuBackend::execute(const ExecCall& c) {
+  // The refusals before the call begins: a context not built yet is first shaped and its wiring asked (plan and
+  // sizes, facts every rank shares), so no rank starts the collective build for a call the plan cannot serve.
+  CpuContext* ctx = cache_.find(keyOf(c));
+  CallShape shape;
+  if (ctx == nullptr) {
+    if (Refusal r = tryShapeCall(*c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype, &shape)) return r;
+    if (Refusal r = wiring_->refusal(*c.plan)) return r;
+  }
   const CallDescriptor descriptor =
       describeCall(*c.plan, fingerprints_.of(c.plan), c.sendBytes, c.recvBytes, c.dtype, c.op);
   struct EndCall {
@@ -50,14 +56,18 @@ void CpuBackend::execute(const ExecCall& c) {
   } endCall{monitor_};
   if (monitor_) monitor_->begin(descriptor);
   try {
-    CpuContext& ctx = context(c, descriptor);
-    if (monitor_) monitor_->running([&ctx]() { return ctx.liveCall(); });
-    run(c, ctx);
+    if (ctx == nullptr) ctx = &build(c, shape, descriptor);
+    // The context's reduce granularity is known once it is built (every rank builds the same one for the plan and
+    // dtype, so all refuse alike); nothing of the launch has started.
+    if (Refusal r = ctx->launchRefusal(c.dtype)) return r;
+    if (monitor_) monitor_->running([ctx]() { return ctx->liveCall(); });
+    run(c, *ctx);
   } catch (const Error& e) {
     // Communicator::throwIfFailedAfter gives a dead peer the moment the bootstrap needs to name it.
     if (comm_) comm_->throwIfFailedAfter(e);
     throw;
   }
+  return std::nullopt;
 }
 
 void CpuBackend::run(const ExecCall& c, CpuContext& ctx) {
@@ -85,7 +95,11 @@ void CpuBackend::run(const ExecCall& c, CpuContext& ctx) {
   {
     LaunchAbort::Running running(abort_, ctx.image().device().abortFlag,
                                  strFormat("plan %s rank %d", h.name.c_str(), c.rank));
-    ctx.launch(c.dtype, nativeOpOf(c.op), c.packet, comm_ ? comm_->timeoutSeconds() : params::timeoutSeconds());
+    if (comm_) {
+      ctx.launch(c.dtype, nativeOpOf(c.op), c.packet, comm_->timeoutSeconds(), comm_->timeoutSetting());
+    } else {
+      ctx.launch(c.dtype, nativeOpOf(c.op), c.packet, params::timeoutSeconds());
+    }
   }
   if (c.op == ReduceOp::Avg) {
     const uint64_t bytes = reducedOutputBytes(h.collective, c.rank, h.root, geometry.outputBytes);

@@ -34,7 +34,7 @@ class CpuBackend final : public ExecutionBackend {
   // and outlive this backend.
   CpuBackend(std::shared_ptr<ContextWiring> wiring, LaunchAbort& abort, CallMonitor* monitor);
 
-  void execute(const ExecCall& call) override;
+  Refusal execute(const ExecCall& call) override;
   bool hasContext(const ExecCall& call) override { return cache_.find(keyOf(call)) != nullptr; }
   size_t contextCount() const override { return cache_.size(); }
   bool pollError(std::string*) override { return false; }  // execute() reports every failure
@@ -57,7 +57,8 @@ class CpuBackend final : public ExecutionBackend {
     }
   };
   static Key keyOf(const ExecCall& c) { return Key{c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype, c.op}; }
-  CpuContext& context(const ExecCall& call, const CallDescriptor& descriptor);
+  // Builds the call's context (collective: every rank of the plan) and caches it.
+  CpuContext& build(const ExecCall& call, const CallShape& shape, const CallDescriptor& descriptor);
   void run(const ExecCall& call, CpuContext& ctx);
 
   std::shared_ptr<ContextWiring> wiring_;

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/deadline.hpp"
 #include "core/enforce.hpp"
 #include "core/hash.hpp"
 #include "core/logger.hpp"
@@ -18,14 +19,18 @@ unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); 
 
 uint64_t secondsToNs(double s) { return s <= 0 ? kNoDeadline : static_cast<uint64_t>(s * 1e9); }
 
+// Connection::flush's "no deadline of mine": it then applies MSCCLPP_TIMEOUT_S, none by default.
+constexpr int64_t kNoFlushDeadlineUsec = -1;
+
 // A long-wait warning names at most this many threadblocks (one line per interval).
 constexpr size_t kBlocksPerWarning = 4;
 
 }  // namespace
 
-CpuContext::CpuContext(plan::PlanPtr plan, int rank, const CallShape& shape, RankResources resources) {
+CpuContext::CpuContext(plan::PlanPtr plan, int rank, const CallShape& shape, RankResources resources,
+                       double timeoutSeconds) {
   const std::string name = strFormat("plan %s rank %d", plan->header.name.c_str(), rank);
-  const uint64_t handleTimeout = secondsToNs(params::timeoutSeconds());
+  const uint64_t handleTimeout = secondsToNs(timeoutSeconds);
   FifoDeviceHandle fifo{};
   if (!plan->ranks.at(rank).portChannels.empty()) {
     int64_t slots = params::proxyFifoSize();
@@ -108,8 +113,10 @@ std::string CpuContext::handleRemoteRequest(const TriggerFields& f) {
     }
     if (f.type & TriggerFlush) {
       op = "flush";
-      const double s = params::timeoutSeconds();
-      ch.connection->flush(s <= 0 ? -1 : static_cast<int64_t>(s * 1e6));
+      // The launch's timeout (the communicator's): MSCCLPP_TIMEOUT_S alone would not bound a communicator
+      // given its own.
+      const double s = launchTimeoutSeconds_.load(std::memory_order_relaxed);
+      ch.connection->flush(s <= 0 ? kNoFlushDeadlineUsec : static_cast<int64_t>(s * 1e6));
     }
   } catch (const std::exception& e) {
     return strFormat("plan %s rank %d: %s on port channel %u to rank %d (on another host) failed: %s",
@@ -170,19 +177,26 @@ LiveCall CpuContext::liveCall() const {
   return call;
 }
 
-void CpuContext::launch(DataType dtype, ReduceOp op, PacketType packet, double timeoutSeconds) {
+Refusal CpuContext::launchRefusal(DataType dtype) const {
+  const size_t elem = dataTypeSize(dtype);
+  if (elem > 0 && (image_->reduceGranularity() % elem) == 0) return std::nullopt;
+  return strFormat("plan %s rank %d: its reductions touch offsets/sizes in steps of %llu bytes, not whole %s elements",
+                   image_->plan().header.name.c_str(), image_->rank(), ull(image_->reduceGranularity()),
+                   dataTypeName(dtype));
+}
+
+void CpuContext::launch(DataType dtype, ReduceOp op, PacketType packet, double timeoutSeconds,
+                        const char* timeoutSetting) {
   const plan::Plan& plan = image_->plan();
   const int rank = image_->rank();
   MSCCLPP_ENFORCE(!failed_, ErrorCode::InvalidUsage,
                   "plan %s rank %d: this execution context failed in an earlier launch and cannot run again",
                   plan.header.name.c_str(), rank);
-  const size_t elem = dataTypeSize(dtype);
-  MSCCLPP_ENFORCE(elem > 0 && (image_->reduceGranularity() % elem) == 0, ErrorCode::NotSupported,
-                  "plan %s rank %d: its reductions touch offsets/sizes in steps of %llu bytes, not whole %s elements",
-                  plan.header.name.c_str(), rank, ull(image_->reduceGranularity()), dataTypeName(dtype));
+  if (Refusal r = launchRefusal(dtype)) throw Error(ErrorCode::NotSupported, *r);
   HostBlockFn fn = hostBlockFunction(dtype, op);
   const ExecContextDevice& dev = image_->device();
   LaunchArgs args{secondsToNs(timeoutSeconds), static_cast<uint32_t>(packet), 0};
+  launchTimeoutSeconds_.store(timeoutSeconds, std::memory_order_relaxed);  // before any block can push
   lastFlag_ = dev.state->flag;  // no launch in flight: a plain read is ordered by the last run()
   // The workers' own limit is a safety net behind the interpreter's deadlines (none by default:
   // live peers are waited for, a dead one raises the abort flag through the communicator).
@@ -204,7 +218,7 @@ void CpuContext::launch(DataType dtype, ReduceOp op, PacketType packet, double t
   failed_ = true;
   std::string msg = strFormat("plan %s (%s) rank %d: launch with flag %u failed", plan.header.name.c_str(),
                               plan.header.source.c_str(), rank, lastFlag_.load());
-  if (timedOut) msg += strFormat(" (MSCCLPP_TIMEOUT_S=%.3g)", timeoutSeconds);
+  if (timedOut) msg += " (" + describeTimeout(timeoutSetting, timeoutSeconds) + ")";
   if (!proxyError.empty()) msg += "; " + proxyError;
   if (!drainError.empty() && proxyError.empty()) msg += "; " + drainError;
   for (const std::string& line : describeUnfinishedBlocks(plan, rank, dev.blockRecords, dev.nBlocks, lastFlag_.load(),

@@ -26,16 +26,22 @@ namespace mscclpp::exec {
 
 class CpuContext {
  public:
-  CpuContext(plan::PlanPtr plan, int rank, const CallShape& shape, RankResources resources);
+  // timeoutSeconds: the timeout stored in the channel handles (the communicator's; <= 0: none).
+  CpuContext(plan::PlanPtr plan, int rank, const CallShape& shape, RankResources resources, double timeoutSeconds);
   ~CpuContext();
   CpuContext(const CpuContext&) = delete;
   CpuContext& operator=(const CpuContext&) = delete;
 
   // Runs every threadblock once with reduce op `op` (native: sum, prod, max, min) and returns when
-  // all finished. Every wait is bounded by timeoutSeconds. On failure throws TimeoutError (a wait
-  // of this rank timed out), Error(Aborted) (stopped because another rank failed) or
+  // all finished. Every wait is bounded by timeoutSeconds, the proxy's flushes included; timeoutSetting names
+  // where it came from in messages ("MSCCLPP_TIMEOUT_S", "the communicator's timeout"). On failure throws TimeoutError
+  // (a wait of this rank timed out), Error(Aborted) (stopped because another rank failed) or
   // Error(NotSupported/InvalidArgument) with the blocks' wait-for description.
-  void launch(DataType dtype, ReduceOp op, PacketType packet, double timeoutSeconds);
+  // Error(NotSupported) with launchRefusal(dtype) when there is one.
+  void launch(DataType dtype, ReduceOp op, PacketType packet, double timeoutSeconds,
+              const char* timeoutSetting = "MSCCLPP_TIMEOUT_S");
+  // Why this context cannot reduce `dtype` (its reductions touch offsets or sizes that split elements), or nullopt.
+  Refusal launchRefusal(DataType dtype) const;
 
   // What the long-wait warning adds about the peers (the call monitor's view: who is idle, who is
   // in which call); called on the launching thread while blocks wait. Empty: nothing.
@@ -66,7 +72,8 @@ class CpuContext {
   std::unique_ptr<ContextImage> image_;
   std::unique_ptr<BlockWorkers> workers_;
   bool failed_ = false;
-  std::atomic<uint32_t> lastFlag_{0};  // read by liveCall() from the monitor's thread
+  std::atomic<uint32_t> lastFlag_{0};            // read by liveCall() from the monitor's thread
+  std::atomic<double> launchTimeoutSeconds_{0};  // the launch's timeout, for the proxy thread's flushes
   std::function<std::string()> peerStatus_;
   std::shared_ptr<void> failureRegistration_;  // last: released before the flag's memory
 };

@@ -62,7 +62,7 @@ class GpuBackendImpl final : public GpuBackend {
 
   size_t contextCount() const override { return cache_.size(); }
 
-  void execute(const GpuCall& c) override {
+  Refusal execute(const GpuCall& c) override {
     DeviceGuard guard(world_->device());
     uint64_t seq = 0;
     if (monitor_) {
@@ -70,9 +70,10 @@ class GpuBackendImpl final : public GpuBackend {
       seq = monitor_->begin(descriptor_);
     }
     bool tracked = false;
+    Refusal refusal;
     const std::shared_ptr<const std::function<LiveCall()>>* live = nullptr;
     try {
-      tracked = enqueue(c, seq, &live);
+      refusal = enqueue(c, seq, &tracked, &live);
     } catch (const Error& e) {
       if (monitor_) monitor_->end();
       // A failed communicator (a dead peer, a mismatch the monitor found) says why the call stopped.
@@ -82,12 +83,13 @@ class GpuBackendImpl final : public GpuBackend {
       if (monitor_) monitor_->end();
       throw;
     }
-    if (!monitor_) return;
+    if (!monitor_) return refusal;
     if (tracked) {
       monitor_->enqueued(*live);  // a shared pointer copied: the monitor reads the blocks' waits while it runs
     } else {
-      monitor_->end();
+      monitor_->end();  // refused, or not tracked
     }
+    return refusal;
   }
 
   bool hasContext(const GpuCall& c) override { return cache_.find(keyOf(c, requestOf(c))) != nullptr; }
@@ -109,9 +111,10 @@ class GpuBackendImpl final : public GpuBackend {
   }
 
  private:
-  // Enqueues the call (building its context first if needed); true when its completion mark followed.
-  // *live: the context's live-state source.
-  bool enqueue(const GpuCall& c, uint64_t seq, const std::shared_ptr<const std::function<LiveCall()>>** live) {
+  // Enqueues the call (building its context first if needed; *tracked: its completion mark followed, *live: the
+  // context's live-state source), or returns why it is refused (nothing of the call exchanged or enqueued).
+  Refusal enqueue(const GpuCall& c, uint64_t seq, bool* tracked,
+                  const std::shared_ptr<const std::function<LiveCall()>>** live) {
     const plan::PlanHeader& h = c.plan->header;
     cudaStream_t stream = static_cast<cudaStream_t>(c.stream);
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
@@ -122,13 +125,15 @@ class GpuBackendImpl final : public GpuBackend {
     RetiringContextRef* entry = cache_.find(key);
     GpuContext* ctx = entry != nullptr ? &**entry : nullptr;
     if (ctx == nullptr) {
-      MSCCLPP_ENFORCE(capture == cudaStreamCaptureStatusNone, ErrorCode::NotSupported,
-                      "plan %s (%s) rank %d: the call is being captured into a CUDA graph, but its execution context "
-                      "(for these buffers: send %p, recv %p) does not exist yet, and building one exchanges messages "
-                      "with the other ranks and allocates memory, which capture forbids: run the same call once "
-                      "before capturing (a warm-up iteration), then capture",
-                      h.name.c_str(), h.source.c_str(), c.rank, c.send, c.recv);
-      ctx = &build(key, req, c);
+      if (capture != cudaStreamCaptureStatusNone) {
+        return strFormat(
+            "plan %s (%s) rank %d: the call is being captured into a CUDA graph, but its execution context (for these "
+            "buffers: send %p, recv %p) does not exist yet, and building one exchanges messages with the other ranks "
+            "and allocates memory, which capture forbids: run the same call once before capturing (a warm-up "
+            "iteration), then capture",
+            h.name.c_str(), h.source.c_str(), c.rank, c.send, c.recv);
+      }
+      if (Refusal r = build(key, req, c, &ctx)) return r;
     }
     const void* legacy = reinterpret_cast<const void*>(cudaStreamLegacy);
     // The legacy stream serialises the kernels of ranks sharing this process and GPU. Strings are
@@ -149,10 +154,11 @@ class GpuBackendImpl final : public GpuBackend {
     args.stream = c.stream;
     args.scalar = c.scalar;
     args.capturing = capture == cudaStreamCaptureStatusActive;
-    ctx->launch(args);
+    if (Refusal r = ctx->launch(args)) return r;
     *live = &ctx->liveSource();
     // Captured calls run at replays, which the monitor does not track (call_completion.hpp).
-    return completion_ != nullptr && !args.capturing && completion_->mark(c.stream, seq);
+    *tracked = completion_ != nullptr && !args.capturing && completion_->mark(c.stream, seq);
+    return std::nullopt;
   }
 
   static CallRequest requestOf(const GpuCall& c) {
@@ -176,12 +182,17 @@ class GpuBackendImpl final : public GpuBackend {
                          dataTypeSize(c.dtype)};
   }
 
-  GpuContext& build(const GpuContextKey& key, const CallRequest& req, const GpuCall& c) {
-    const CallShape shape = shapeCall(*c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype);
+  // Builds the call's context (collective) into *built, or returns why the plan cannot serve the call here
+  // (before anything is exchanged).
+  Refusal build(const GpuContextKey& key, const CallRequest& req, const GpuCall& c, GpuContext** built) {
+    CallShape shape;
+    if (Refusal r = tryShapeCall(*c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype, &shape)) return r;
     const CallDescriptor call =
         describeCall(*c.plan, fingerprints_.of(c.plan), c.sendBytes, c.recvBytes, c.dtype, c.op);
-    auto ctx =
-        std::make_shared<GpuContext>(world_, c.plan, c.rank, shape, req, call, c.dtype, nativeOpOf(c.op), c.stream);
+    std::shared_ptr<GpuContext> ctx;
+    if (Refusal r =
+            GpuContext::create(world_, c.plan, c.rank, shape, req, call, c.dtype, nativeOpOf(c.op), c.stream, &ctx))
+      return r;
     // Evicted contexts are retired, not destroyed here: freeing synchronises the device, and this
     // rank's peers may already run kernels that wait for the launch this thread is about to make.
     std::vector<std::unique_ptr<RetiringContextRef>> evicted;
@@ -191,7 +202,8 @@ class GpuBackendImpl final : public GpuBackend {
       MSCCLPP_INFO(LogExec, "rank %d: %zu GPU execution context(s) dropped (MSCCLPP_EXEC_CONTEXT_CACHE=%zu)", c.rank,
                    evicted.size(), cache_.capacity());
     }
-    return *added;
+    *built = &*added;
+    return std::nullopt;
   }
 
   std::shared_ptr<GpuWorld> world_;
@@ -204,13 +216,26 @@ class GpuBackendImpl final : public GpuBackend {
 
 }  // namespace
 
-std::unique_ptr<GpuBackend> GpuBackend::create(std::shared_ptr<Communicator> comm, CallMonitor* monitor) {
+Refusal GpuBackend::unavailable(const Communicator& comm) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) (void)cudaGetLastError();
-  MSCCLPP_ENFORCE(e == cudaSuccess && n > 0, ErrorCode::NotSupported,
-                  "the CUDA backend needs a CUDA device, and none is visible (%s): run with MSCCLPP_BACKEND=cpu",
-                  e == cudaSuccess ? "0 devices" : cudaGetErrorString(e));
+  if (e != cudaSuccess || n <= 0) {
+    return strFormat("the CUDA backend needs a CUDA device, and none is visible (%s): run with MSCCLPP_BACKEND=cpu",
+                     e == cudaSuccess ? "0 devices" : cudaGetErrorString(e));
+  }
+  if (comm.device() < 0) {
+    return strFormat(
+        "GPU executor: rank %d's communicator has no CUDA device (it was built for the CPU backend: "
+        "MSCCLPP_BACKEND=cpu, or no device was visible)",
+        comm.rank());
+  }
+  return std::nullopt;
+}
+
+std::unique_ptr<GpuBackend> GpuBackend::create(std::shared_ptr<Communicator> comm, CallMonitor* monitor) {
+  MSCCLPP_ENFORCE(comm != nullptr, ErrorCode::InvalidArgument, "GPU executor: the communicator is null");
+  if (Refusal r = unavailable(*comm)) throw Error(ErrorCode::NotSupported, *r);
   return std::make_unique<GpuBackendImpl>(std::move(comm), monitor);
 }
 

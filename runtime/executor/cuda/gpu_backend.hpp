@@ -6,8 +6,8 @@
 // A call whose context exists is enqueued on the caller's stream with no host synchronisation and
 // no allocation, also while the stream is captured into a CUDA graph. A call that needs a new
 // context builds it collectively (every rank of the plan makes the same calls in the same order);
-// that cannot happen during capture: such a call is refused with Error(NotSupported) telling the
-// user to run it once before capturing.
+// that cannot happen during capture: such a call is refused (backend.hpp: Refusal) telling the user to
+// run it once before capturing.
 //
 // With a call monitor (an Executor on a Communicator), every call gets its number and descriptor at
 // enqueue (CallMonitor::begin: a few stores) and, when it enqueued work, a completion mark on its
@@ -37,8 +37,11 @@ using GpuCall = ExecCall;
 
 class GpuBackend : public ExecutionBackend {
  public:
-  // Throws Error(NotSupported) in builds without CUDA and when the communicator has no device.
-  // `monitor` (null: none) belongs to the executor and outlives the backend.
+  // Why there is no GPU backend for `comm` (a build without CUDA, no visible device, a communicator built without
+  // one), or nullopt.
+  static Refusal unavailable(const Communicator& comm);
+  // Throws unavailable()'s refusal as Error(NotSupported). `monitor` (null: none) belongs to the executor and
+  // outlives the backend.
   static std::unique_ptr<GpuBackend> create(std::shared_ptr<Communicator> comm, CallMonitor* monitor = nullptr);
   // pollError synchronises with the failed launch's stream when it finds one.
 };

@@ -4,10 +4,13 @@
 
 namespace mscclpp::exec {
 
-std::unique_ptr<GpuBackend> GpuBackend::create(std::shared_ptr<Communicator>, CallMonitor*) {
-  MSCCLPP_THROW(
-      ErrorCode::NotSupported,
+Refusal GpuBackend::unavailable(const Communicator&) {
+  return std::string(
       "the CUDA backend is not in this build of MSCCL++ (meson -Dgpu=disabled): run with MSCCLPP_BACKEND=cpu");
+}
+
+std::unique_ptr<GpuBackend> GpuBackend::create(std::shared_ptr<Communicator> comm, CallMonitor*) {
+  throw Error(ErrorCode::NotSupported, *unavailable(*comm));
 }
 
 }  // namespace mscclpp::exec

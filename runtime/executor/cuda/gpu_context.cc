@@ -78,24 +78,39 @@ struct GpuContext::Peer {
   std::map<CounterKey, uint64_t*> counters;
 };
 
-GpuContext::GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& plan, int rank, const CallShape& shape,
-                       const CallRequest& request, const CallDescriptor& call, DataType dtype, ReduceOp nativeOp,
-                       void* stream)
+Refusal GpuContext::create(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& plan, int rank, const CallShape& shape,
+                           const CallRequest& request, const CallDescriptor& call, DataType dtype, ReduceOp nativeOp,
+                           void* stream, std::shared_ptr<GpuContext>* built) {
+  std::shared_ptr<GpuContext> ctx(new GpuContext(std::move(world), plan, rank));
+  DeviceGuard guard(ctx->world_->device());
+  if (Refusal r = ctx->admit(dtype, nativeOp)) return r;  // the context goes: nothing was allocated or exchanged
+  ctx->build(shape, request, call, stream);
+  *built = std::move(ctx);
+  return std::nullopt;
+}
+
+GpuContext::GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& plan, int rank)
     : world_(std::move(world)), plan_(plan), rank_(rank) {
   const plan::PlanHeader& h = plan_->header;
-  const plan::RankPlan& rp = plan_->ranks.at(static_cast<size_t>(rank_));
+  MSCCLPP_ENFORCE(rank_ >= 0 && rank_ < static_cast<int>(plan_->ranks.size()), ErrorCode::InvalidArgument,
+                  "plan %s has %zu ranks; rank %d is out of range", h.name.c_str(), plan_->ranks.size(), rank_);
   name_ = strFormat("plan %s (%s) rank %d", h.name.c_str(), h.source.c_str(), rank_);
   timeoutSeconds_ = world_->comm().timeoutSeconds();  // MSCCLPP_TIMEOUT_S or the communicator's own
   timeoutNs_ = timeoutSeconds_ > 0 ? static_cast<uint64_t>(timeoutSeconds_ * 1e9) : kNoDeadline;
-  DeviceGuard guard(world_->device());
+}
 
+Refusal GpuContext::admit(DataType dtype, ReduceOp nativeOp) {
+  const plan::PlanHeader& h = plan_->header;
+  const plan::RankPlan& rp = plan_->ranks[static_cast<size_t>(rank_)];
   // ---- Facts every rank shares: refuse before anything is exchanged. ----
   const GpuTopology& topo = world_->topology();
   const std::vector<int> far = topo.otherHosts();
-  MSCCLPP_ENFORCE(far.empty(), ErrorCode::NotSupported,
-                  "%s: ranks %s are on other hosts; the CUDA backend's executor connects the ranks of one host "
-                  "(CUDA IPC; port channels over InfiniBand are not implemented for it)",
-                  name_.c_str(), rankList(far).c_str());
+  if (!far.empty()) {
+    return strFormat(
+        "%s: ranks %s are on other hosts; the CUDA backend's executor connects the ranks of one host (CUDA IPC; port "
+        "channels over InfiniBand are not implemented for it)",
+        name_.c_str(), rankList(far).c_str());
+  }
   // Ranks that are threads of this process on other GPUs hand us raw pointers into their device
   // memory: our device must have peer access to theirs (CUDA IPC mappings enable it themselves).
   for (int q = 0; q < topo.size(); ++q) {
@@ -104,10 +119,12 @@ GpuContext::GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& pla
     int can = 0;
     MSCCLPP_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, world_->device(), peerDevice),
                        "%s: can GPU %d access GPU %d (rank %d)", name_.c_str(), world_->device(), peerDevice, q);
-    MSCCLPP_ENFORCE(can != 0, ErrorCode::NotSupported,
-                    "%s: rank %d runs in this process on GPU %d, which GPU %d cannot access directly (no peer "
-                    "access over NVLink or PCIe): the CUDA backend needs direct access between the GPUs of one process",
-                    name_.c_str(), q, peerDevice, world_->device());
+    if (can == 0) {
+      return strFormat(
+          "%s: rank %d runs in this process on GPU %d, which GPU %d cannot access directly (no peer access over NVLink "
+          "or PCIe): the CUDA backend needs direct access between the GPUs of one process",
+          name_.c_str(), q, peerDevice, world_->device());
+    }
     cudaError_t e = cudaDeviceEnablePeerAccess(peerDevice, 0);
     if (e == cudaErrorPeerAccessAlreadyEnabled) {
       (void)cudaGetLastError();
@@ -135,9 +152,14 @@ GpuContext::GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& pla
   for (const std::vector<int>& group : topo.processGpuGroups()) {
     const std::string problem =
         queueProblem(h, group, concurrentStreams(*plan_, group), topo.of(group.front()).hardwareQueues);
-    MSCCLPP_ENFORCE(problem.empty(), ErrorCode::NotSupported, "%s: %s", name_.c_str(), problem.c_str());
+    if (!problem.empty()) return strFormat("%s: %s", name_.c_str(), problem.c_str());
   }
-  precheck(dtype, nativeOp);
+  return precheck(dtype, nativeOp);
+}
+
+void GpuContext::build(const CallShape& shape, const CallRequest& request, const CallDescriptor& call, void* stream) {
+  const plan::RankPlan& rp = plan_->ranks[static_cast<size_t>(rank_)];
+  const GpuTopology& topo = world_->topology();
 
   // The devices whose work may still touch our memory when we are destroyed: ours and those of the
   // ranks that are threads of this process (raw pointers; other processes hold IPC mappings).
@@ -270,24 +292,28 @@ char* GpuContext::placePtr(const BufferPlace& p) const {
   return p.user;
 }
 
-void GpuContext::precheck(DataType dtype, ReduceOp op) {
+Refusal GpuContext::precheck(DataType dtype, ReduceOp op) {
+  if (Refusal r = gpuDtypeRefusal(dtype)) return r;
   const GpuDeviceLimits& dev = world_->limits();
-  // Queried with a block size CUDA accepts, so an oversized plan gets checkThreadsPerBlock's message.
+  // Queried with a block size CUDA accepts, so an oversized plan gets threadsPerBlockRefusal's message.
   GpuKernelQuery q0 = queryExecutorKernel(dtype, op, std::clamp(threads_, 1, kExecutorKernelMaxThreads), 0);
-  checkThreadsPerBlock(plan_->header, rank_, threads_, dev,
-                       GpuKernelLimits{q0.maxThreadsPerBlock, q0.staticSharedBytes});
-  KernelChoice k = decideKernel(dtype, op);
+  if (Refusal r = threadsPerBlockRefusal(plan_->header, rank_, threads_, dev,
+                                         GpuKernelLimits{q0.maxThreadsPerBlock, q0.staticSharedBytes}))
+    return r;
+  KernelChoice& k = kernels_[static_cast<int>(dtype)][static_cast<int>(op)];
+  if (Refusal r = decideKernel(dtype, op, &k)) return r;
   sharedBytes_ = k.sharedBytes;
-  kernels_[static_cast<int>(dtype)][static_cast<int>(op)] = k;
+  return std::nullopt;
 }
 
-GpuContext::KernelChoice GpuContext::decideKernel(DataType dtype, ReduceOp op) {
+Refusal GpuContext::decideKernel(DataType dtype, ReduceOp op, KernelChoice* choice) {
   const GpuDeviceLimits& dev = world_->limits();
   GpuKernelQuery q0 = queryExecutorKernel(dtype, op, threads_, 0);
   const uint64_t available =
       dev.sharedPerBlockOptin > q0.staticSharedBytes ? dev.sharedPerBlockOptin - q0.staticSharedBytes : 0;
   SharedMemoryChoice smem = chooseSharedMemory(blockListBytes_, available);
-  KernelChoice k;
+  KernelChoice& k = *choice;
+  k = KernelChoice();
   k.sharedBytes = smem.dynamicBytes;
   GpuKernelQuery q = k.sharedBytes ? queryExecutorKernel(dtype, op, threads_, k.sharedBytes) : q0;
   ResidencyVerdict v = checkResidency(plan_->header, coResident_, groupBlocks_, threads_, k.sharedBytes, q.blocksPerSm,
@@ -305,19 +331,21 @@ GpuContext::KernelChoice GpuContext::decideKernel(DataType dtype, ReduceOp op) {
       v = v0;
     }
   }
-  MSCCLPP_ENFORCE(v.ok, ErrorCode::NotSupported, "%s", v.reason.c_str());
+  if (!v.ok) return v.reason;
   if (smem.blocksInGlobal > 0 && k.sharedBytes > 0) {
     MSCCLPP_INFO(LogExec, "%s: %u blocks read their op lists from global memory (largest %llu bytes > %llu available)",
                  name_.c_str(), smem.blocksInGlobal, ull(smem.largestBlockBytes), ull(available));
   }
   k.ready = true;
-  return k;
+  return std::nullopt;
 }
 
-const GpuContext::KernelChoice& GpuContext::kernelFor(DataType dtype, ReduceOp op) {
+Refusal GpuContext::kernelFor(DataType dtype, ReduceOp op, const KernelChoice** choice) {
   KernelChoice& k = kernels_[static_cast<int>(dtype)][static_cast<int>(op)];
-  if (!k.ready) k = decideKernel(dtype, op);
-  return k;
+  *choice = &k;
+  if (k.ready) return std::nullopt;
+  if (Refusal r = gpuDtypeRefusal(dtype)) return r;
+  return decideKernel(dtype, op, &k);
 }
 
 void GpuContext::bindBuffers(const CallRequest& request, bool crossProcessPeers) {
@@ -739,7 +767,7 @@ void GpuContext::throwFailure() {
   }
   std::string msg =
       strFormat("%s: a launch%s failed", name_.c_str(), flag ? strFormat(" with flag %u", flag).c_str() : "");
-  if (timedOut) msg += strFormat(" (MSCCLPP_TIMEOUT_S=%.3g)", timeoutSeconds_);
+  if (timedOut) msg += " (" + describeTimeout(world_->comm().timeoutSetting(), timeoutSeconds_) + ")";
   const std::string proxyError = proxy_ ? proxy_->errorMessage() : std::string();
   if (!proxyError.empty()) msg += "; " + proxyError;
   if (!cudaProblem.empty()) msg += "; CUDA: " + cudaProblem;
@@ -757,16 +785,19 @@ void GpuContext::throwFailure() {
   throw Error(ErrorCode::Aborted, msg);
 }
 
-void GpuContext::launch(const GpuCallArgs& a) {
+Refusal GpuContext::launch(const GpuCallArgs& a) {
   MSCCLPP_ENFORCE(!failed_, ErrorCode::InvalidUsage, "%s: this execution context failed in an earlier launch",
                   name_.c_str());
   if (failureRaised()) throwFailure();
   const ReduceOp native = nativeOpOf(a.op);
   const size_t elem = dataTypeSize(a.dtype);
-  MSCCLPP_ENFORCE(elem > 0 && (image_->reduceGranularity() % elem) == 0, ErrorCode::NotSupported,
-                  "%s: its reductions touch offsets/sizes in steps of %llu bytes, not whole %s elements", name_.c_str(),
-                  ull(image_->reduceGranularity()), dataTypeName(a.dtype));
-  const KernelChoice& k = kernelFor(a.dtype, native);
+  if (elem == 0 || (image_->reduceGranularity() % elem) != 0) {
+    return strFormat("%s: its reductions touch offsets/sizes in steps of %llu bytes, not whole %s elements",
+                     name_.c_str(), ull(image_->reduceGranularity()), dataTypeName(a.dtype));
+  }
+  const KernelChoice* chosen = nullptr;
+  if (Refusal r = kernelFor(a.dtype, native, &chosen)) return r;
+  const KernelChoice& k = *chosen;
   cudaStream_t s = static_cast<cudaStream_t>(a.stream);
   char* input = placePtr(binding_.input);
   char* output = placePtr(binding_.output);
@@ -811,6 +842,7 @@ void GpuContext::launch(const GpuCallArgs& a) {
   if (a.capturing) retainInCapturedGraph(a.stream);
   lastStream_ = a.stream;
   launched_ = true;
+  return std::nullopt;
 }
 
 void GpuContext::retainInCapturedGraph(void* stream) {

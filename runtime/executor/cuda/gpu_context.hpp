@@ -80,22 +80,25 @@ struct GpuCallArgs {
 class GpuContext : public std::enable_shared_from_this<GpuContext> {
  public:
   // Collective: every rank of the plan builds its context for the same call in the same order.
-  // Throws Error(NotSupported) before exchanging anything when the plan cannot run here (threads,
-  // residency, other hosts), other errors after.
+  // Returns the refusal, decided before exchanging anything, when the plan cannot run here (other hosts, peer
+  // access, hardware queues, the dtype's GPU code, threads, residency: facts every rank evaluates alike), *built
+  // left empty; throws other errors.
   // The call's buffers are bound by bindCall (zero-copy where possible); when peers in other
   // processes need a user buffer CUDA IPC cannot export, the call is bound again with staging.
   // The device image is uploaded on `stream` (the building call's), ahead of its first launch.
   // The directory exchange carries `call`: ranks building for different calls all refuse at once with
   // InvalidUsage naming both.
-  GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& plan, int rank, const CallShape& shape,
-             const CallRequest& request, const CallDescriptor& call, DataType dtype, ReduceOp nativeOp, void* stream);
+  static Refusal create(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& plan, int rank, const CallShape& shape,
+                        const CallRequest& request, const CallDescriptor& call, DataType dtype, ReduceOp nativeOp,
+                        void* stream, std::shared_ptr<GpuContext>* built);
   ~GpuContext();
   GpuContext(const GpuContext&) = delete;
   GpuContext& operator=(const GpuContext&) = delete;
 
-  // Enqueues the call on args.stream. Throws before enqueueing anything when the context failed
-  // earlier (the diagnosis), or when the call cannot run (dtype not built, residency).
-  void launch(const GpuCallArgs& args);
+  // Enqueues the call on args.stream, or returns why it cannot run (the dtype's GPU code not built, residency,
+  // reductions splitting its elements) before enqueueing anything. Throws when the context failed earlier (the
+  // diagnosis).
+  Refusal launch(const GpuCallArgs& args);
 
   // Whether an earlier launch raised the abort flag (a host read of mapped memory, no sync).
   bool failureRaised() const;
@@ -121,9 +124,13 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   struct Peer;
   struct LiveWaitReader;
 
-  void precheck(DataType dtype, ReduceOp op);
-  const KernelChoice& kernelFor(DataType dtype, ReduceOp op);
-  KernelChoice decideKernel(DataType dtype, ReduceOp op);
+  GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& plan, int rank);
+  // The construction before the build point: the refusals, then what needs nothing exchanged.
+  Refusal admit(DataType dtype, ReduceOp nativeOp);
+  void build(const CallShape& shape, const CallRequest& request, const CallDescriptor& call, void* stream);
+  Refusal precheck(DataType dtype, ReduceOp op);
+  Refusal kernelFor(DataType dtype, ReduceOp op, const KernelChoice** choice);
+  Refusal decideKernel(DataType dtype, ReduceOp op, KernelChoice* choice);
   void bindBuffers(const CallRequest& request, bool crossProcessPeers);
   void retainInCapturedGraph(void* stream);
   void bindSwitchChannels(const CallShape& shape, int tag);

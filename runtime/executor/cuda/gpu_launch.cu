@@ -51,11 +51,8 @@ Entry entryOf(DataType dtype) {
 }
 
 Entry requireEntry(DataType dtype) {
-  Entry e = entryOf(dtype);
-  MSCCLPP_ENFORCE(e.launch != nullptr, ErrorCode::NotSupported,
-                  "this build has no GPU code for %s (meson option gpu_types)",
-                  dataTypeName(dtype) ? dataTypeName(dtype) : "?");
-  return e;
+  if (Refusal r = gpuDtypeRefusal(dtype)) throw Error(ErrorCode::NotSupported, *r);
+  return entryOf(dtype);
 }
 
 void checkLaunch(const char* what, uint64_t bytes) {
@@ -92,6 +89,12 @@ bool cudaDeviceVisible() {
 }
 
 bool gpuHasDtype(DataType dtype) { return entryOf(dtype).launch != nullptr; }
+
+Refusal gpuDtypeRefusal(DataType dtype) {
+  if (gpuHasDtype(dtype)) return std::nullopt;
+  return strFormat("this build has no GPU code for %s (meson option gpu_types)",
+                   dataTypeName(dtype) ? dataTypeName(dtype) : "?");
+}
 
 void launchExecutorKernel(DataType dtype, ReduceOp op, const GpuLaunch& launch) {
   requireEntry(dtype).launch(op, launch);

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "executor/exec_layout.hpp"
+#include "executor/refusal.hpp"
 #include "mscclpp/datatype.hpp"
 
 namespace mscclpp::exec {
@@ -29,6 +30,9 @@ bool cudaDeviceVisible();
 // Whether this build has GPU code for dtype (false in CPU-only builds and for types left out by
 // -Dgpu_types).
 bool gpuHasDtype(DataType dtype);
+// Why the GPU backend cannot run dtype (no GPU code for it in this build), or nullopt: the kernel entry points below
+// throw it as Error(NotSupported).
+Refusal gpuDtypeRefusal(DataType dtype);
 
 // Launches the kernel (op must be native). Throws Error(NotSupported) when the build has no GPU
 // code for dtype, Error(CudaError) when the launch fails. Raises the instantiation's dynamic shared

@@ -8,6 +8,8 @@ bool cudaDeviceVisible() { return false; }
 
 bool gpuHasDtype(DataType) { return false; }
 
+Refusal gpuDtypeRefusal(DataType) { return std::string("this build has no GPU backend (meson -Dgpu=disabled)"); }
+
 void launchExecutorKernel(DataType, ReduceOp, const GpuLaunch&) {
   MSCCLPP_THROW(ErrorCode::NotSupported, "this build has no GPU backend (meson -Dgpu=disabled)");
 }

@@ -32,9 +32,8 @@ GpuDeviceLimits queryDeviceLimits(int device) {
 GpuWorld::GpuWorld(std::shared_ptr<Communicator> comm) : comm_(std::move(comm)) {
   MSCCLPP_ENFORCE(comm_ != nullptr, ErrorCode::InvalidArgument, "GPU executor: the communicator is null");
   device_ = comm_->device();
-  MSCCLPP_ENFORCE(device_ >= 0, ErrorCode::NotSupported,
-                  "GPU executor: rank %d's communicator has no CUDA device (it was built for the CPU backend: "
-                  "MSCCLPP_BACKEND=cpu, or no device was visible)",
+  MSCCLPP_ENFORCE(device_ >= 0, ErrorCode::InternalError,
+                  "GPU executor: rank %d's communicator has no CUDA device (GpuBackend::create refuses it)",
                   comm_->rank());
   limits_ = queryDeviceLimits(device_);
   exchange_ = comm_->bootstrap()->withNamespace("mscclpp.executor.gpu");

@@ -29,10 +29,12 @@ SharedMemoryChoice chooseSharedMemory(const std::vector<uint64_t>& blockBytes, u
   return c;
 }
 
-void checkThreadsPerBlock(const plan::PlanHeader& header, int rank, int threads, const GpuDeviceLimits& device,
-                          const GpuKernelLimits& kernel) {
-  MSCCLPP_ENFORCE(threads > 0, ErrorCode::NotSupported, "plan %s (%s) rank %d: num_threads_per_block is %d",
-                  header.name.c_str(), header.source.c_str(), rank, threads);
+Refusal threadsPerBlockRefusal(const plan::PlanHeader& header, int rank, int threads, const GpuDeviceLimits& device,
+                               const GpuKernelLimits& kernel) {
+  if (threads <= 0) {
+    return strFormat("plan %s (%s) rank %d: num_threads_per_block is %d", header.name.c_str(), header.source.c_str(),
+                     rank, threads);
+  }
   int limit = kExecutorKernelMaxThreads;
   const char* why = "the executor kernel's __launch_bounds__";
   if (device.maxThreadsPerBlock > 0 && device.maxThreadsPerBlock < limit) {
@@ -43,10 +45,16 @@ void checkThreadsPerBlock(const plan::PlanHeader& header, int rank, int threads,
     limit = kernel.maxThreadsPerBlock;
     why = "the compiled kernel's register use (cudaFuncGetAttributes maxThreadsPerBlock)";
   }
-  MSCCLPP_ENFORCE(threads <= limit, ErrorCode::NotSupported,
-                  "plan %s (%s) rank %d: num_threads_per_block %d exceeds %d, the limit of %s on GPU %d (%s)",
-                  header.name.c_str(), header.source.c_str(), rank, threads, limit, why, device.device,
-                  device.name.c_str());
+  if (threads <= limit) return std::nullopt;
+  return strFormat("plan %s (%s) rank %d: num_threads_per_block %d exceeds %d, the limit of %s on GPU %d (%s)",
+                   header.name.c_str(), header.source.c_str(), rank, threads, limit, why, device.device,
+                   device.name.c_str());
+}
+
+void checkThreadsPerBlock(const plan::PlanHeader& header, int rank, int threads, const GpuDeviceLimits& device,
+                          const GpuKernelLimits& kernel) {
+  if (Refusal r = threadsPerBlockRefusal(header, rank, threads, device, kernel))
+    throw Error(ErrorCode::NotSupported, *r);
 }
 
 uint64_t groupBlocks(const plan::Plan& plan, const std::vector<int>& ranks) {

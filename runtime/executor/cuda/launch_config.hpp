@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "executor/exec_layout.hpp"
+#include "executor/refusal.hpp"
 #include "plan/plan.hpp"
 
 namespace mscclpp::exec {
@@ -65,8 +66,10 @@ struct SharedMemoryChoice {
 // read it from global memory.
 SharedMemoryChoice chooseSharedMemory(const std::vector<uint64_t>& blockBytes, uint64_t availableBytes);
 
-// Throws Error(NotSupported) naming plan, rank and the numbers when the plan's threads per block are
-// not positive or exceed what the device or the compiled kernel allows.
+// Why the plan's threads per block cannot run (not positive, or more than the device or the compiled kernel
+// allows), naming plan, rank and the numbers; checkThreadsPerBlock throws it as Error(NotSupported).
+Refusal threadsPerBlockRefusal(const plan::PlanHeader& header, int rank, int threads, const GpuDeviceLimits& device,
+                               const GpuKernelLimits& kernel);
 void checkThreadsPerBlock(const plan::PlanHeader& header, int rank, int threads, const GpuDeviceLimits& device,
                           const GpuKernelLimits& kernel);
 

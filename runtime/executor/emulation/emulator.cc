@@ -60,7 +60,7 @@ void rankMain(const RankJob& job, int rank) {
   RankReport* rep = w.report(rank);
   ScopedLogRank logRank(rank);
   try {
-    CpuContext ctx(w.plan(), rank, w.shape(rank), w.resources(rank));
+    CpuContext ctx(w.plan(), rank, w.shape(rank), w.resources(rank), job.timeout);
     CheckRequest req;
     req.collective = plan.header.collective;
     req.root = plan.header.root;
@@ -86,7 +86,8 @@ void rankMain(const RankJob& job, int rank) {
       worldBarrier(w, job.timeout, "inputs ready");
       rep->launchFlag = w.state(rank)->flag;
       auto t0 = std::chrono::steady_clock::now();
-      ctx.launch(opt.dtype, nativeOpOf(opt.op), opt.packet, job.timeout);
+      ctx.launch(opt.dtype, nativeOpOf(opt.op), opt.packet, job.timeout,
+                 opt.timeoutSeconds > 0 ? "the emulator's timeout" : "MSCCLPP_TIMEOUT_S");
       rep->launchSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (opt.op == ReduceOp::Avg && avgBytes > 0) {
         divideHost(opt.dtype, w.output(rank), avgBytes, static_cast<uint32_t>(w.nRanks()));

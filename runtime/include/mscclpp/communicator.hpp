@@ -56,6 +56,9 @@ class MSCCLPP_API Communicator {
   // made (TcpBootstrap::initialize(id, timeoutSec), Bootstrap::setTimeout, Python CommGroup(timeout=...)). The
   // executor's collectives on this communicator wait that long at most (docs/failure-handling.md).
   double timeoutSeconds() const;
+  // The setting timeoutSeconds() comes from, for messages: "MSCCLPP_TIMEOUT_S", "the communicator's timeout", or
+  // "" when there is no deadline (a string with static storage).
+  const char* timeoutSetting() const;
   // Position among the ranks of this host (in rank order) and how many share the host.
   int localRank() const;
   int nRanksPerNode() const;

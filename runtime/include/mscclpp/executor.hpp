@@ -36,12 +36,14 @@
 // Thread-safety: one Executor per rank; its execute() calls are serialised internally. Errors are
 // mscclpp::Error: Timeout (a wait passed MSCCLPP_TIMEOUT_S; the message names rank, threadblock,
 // op and what it waited for), Aborted (another rank failed), NotSupported (this plan cannot serve
-// the call), InvalidArgument (bad arguments).
+// the call: refused before this rank exchanged anything, from facts every rank shares; tryExecute
+// returns the same reason as a value), InvalidArgument (bad arguments).
 #ifndef MSCCLPP_EXECUTOR_HPP_
 #define MSCCLPP_EXECUTOR_HPP_
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "mscclpp/datatype.hpp"
@@ -102,6 +104,17 @@ class MSCCLPP_API Executor {
                                 DataType dtype, const std::shared_ptr<const plan::Plan>& plan, void* stream = nullptr,
                                 PacketType packetType = PacketType::LL16, ReduceOp op = ReduceOp::Sum,
                                 const void* scalar = nullptr);
+  // execute() for callers that decide on a refusal (the NCCL shim falls back to the real NCCL): the reason the
+  // plan cannot serve the call (the message execute() throws as Error(NotSupported)) is returned, nullopt when the
+  // call ran. A refusal comes before this rank exchanged or enqueued anything for the call, from facts every rank
+  // shares (plan, sizes, datatype, op, hosts, the backend's availability), so every rank refuses alike; every
+  // other failure is thrown as execute() throws it. One pass: execute() is this call plus the throw. Not exported.
+  MSCCLPP_INTERNAL std::optional<std::string> tryExecute(int rank, const void* sendBuff, void* recvBuff,
+                                                         size_t sendBytes, size_t recvBytes, DataType dtype,
+                                                         const std::shared_ptr<const plan::Plan>& plan,
+                                                         void* stream = nullptr,
+                                                         PacketType packetType = PacketType::LL16,
+                                                         ReduceOp op = ReduceOp::Sum, const void* scalar = nullptr);
 
   // For callers that agree with their peers on the plan of a call before executing it (the NCCL shim does, at
   // the first call of each shape): the call monitor counts the agreement as the start of that call, so a peer that

@@ -60,7 +60,8 @@ class MSCCLPP_API Host2HostSemaphore {
   void signal();
   // Consumes one signal if one arrived (acquire).
   bool poll();
-  // Waits for the next signal; Timeout after timeoutSeconds (< 0: MSCCLPP_TIMEOUT_S).
+  // Waits for the next signal; Timeout after timeoutSeconds (< 0: the communicator's timeout, see
+  // Communicator::timeoutSeconds; device handles of every semaphore carry the same).
   void wait(double timeoutSeconds = -1);
 
  private:

@@ -50,7 +50,8 @@ class CudaIpcConnection : public Connection {
   }
 
   void flush(int64_t timeoutUsec) override {
-    Deadline deadline = timeoutUsec < 0 ? Deadline(timeoutSeconds_) : Deadline(timeoutUsec * 1e-6);
+    Deadline deadline =
+        timeoutUsec < 0 ? Deadline(timeoutSeconds_) : Deadline(timeoutUsec * 1e-6, "the flush's timeout");
     cudaError_t last = cudaSuccess;
     waitUntil(
         [&] {

@@ -147,7 +147,8 @@ class IbConnection : public Connection {
   }
 
   void flush(int64_t timeoutUsec) override {
-    Deadline deadline = timeoutUsec < 0 ? Deadline(timeoutSeconds_) : Deadline(timeoutUsec * 1e-6);
+    Deadline deadline =
+        timeoutUsec < 0 ? Deadline(timeoutSeconds_) : Deadline(timeoutUsec * 1e-6, "the flush's timeout");
     drain(0, deadline, "flush");
   }
 

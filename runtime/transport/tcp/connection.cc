@@ -136,7 +136,8 @@ void TcpConnection::updateAndSync(RegisteredMemory dst, uint64_t dstOffset, uint
 }
 
 void TcpConnection::flush(int64_t timeoutUsec) {
-  Deadline deadline = timeoutUsec < 0 ? opDeadline() : Deadline(static_cast<double>(timeoutUsec) * 1e-6);
+  Deadline deadline =
+      timeoutUsec < 0 ? opDeadline() : Deadline(static_cast<double>(timeoutUsec) * 1e-6, "the flush's timeout");
   const std::string what = describe() + ": flush";
   uint64_t seq;
   {

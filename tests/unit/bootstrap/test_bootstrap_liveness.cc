@@ -230,7 +230,7 @@ TEST_CASE("a rank that dies during the rendezvous fails the others at once", "[b
     INFO(errors[r]);
     CHECK(codes[r] == ErrorCode::RemoteError);
     CHECK_THAT(errors[r],
-               Catch::Contains("rank 2 (from ") && Catch::Contains("closed its connection to the bootstrap root"));
+               Catch::Contains("rank 2 at ") && Catch::Contains("closed its connection to the bootstrap root"));
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <set>
 
+#include "../../support/scoped_env.hpp"
 #include "../bootstrap/rank_threads.hpp"
 #include "comm/communicator_impl.hpp"
 #include "comm/counter_pool.hpp"
@@ -16,8 +17,9 @@ using mscclpp::test::runRanks;
 
 namespace {
 
-std::vector<std::shared_ptr<Communicator>> makeComms(int n, bool tcp) {
-  auto bs = tcp ? test::makeTcpBootstraps(n) : test::makeInProcessBootstraps(n);
+// timeout: the TCP bootstraps' (and so the communicators') own timeout; 0: none.
+std::vector<std::shared_ptr<Communicator>> makeComms(int n, bool tcp, double timeout = 0) {
+  auto bs = tcp ? test::makeTcpBootstraps(n, timeout) : test::makeInProcessBootstraps(n);
   std::vector<std::shared_ptr<Communicator>> comms(n);
   runRanks(n, [&](int r) { comms[r] = std::make_shared<Communicator>(bs[r], kHostDevice); });
   return comms;
@@ -109,7 +111,7 @@ TEST_CASE("host-to-host semaphores signal across TCP", "[channel]") {
       sem.wait(10);
     }
     CHECK_THROWS_WITH(sem.wait(0.05), Catch::EndsWith("wait for signal #11 did not complete within 0.05 s "
-                                                      "(MSCCLPP_TIMEOUT_S)"));
+                                                      "(the timeout argument of wait())"));
   });
 }
 
@@ -175,4 +177,34 @@ TEST_CASE("switch channels bind every member's buffer (CPU emulation)", "[channe
                     "SwitchChannel rank 0/3 (tag 0): this rank is not in the group");
   CHECK_THROWS_WITH(SwitchChannel::create(*comms[0], {0, 0}, bufs[0].get(), 64, 0),
                     "SwitchChannel rank 0/3 (tag 0): rank 0 is listed twice");
+}
+
+TEST_CASE("the communicator's timeout bounds its channels' waits, and errors name the setting", "[channel]") {
+  test::ScopedEnv unset("MSCCLPP_TIMEOUT_S", nullptr);  // the suite sets one; the communicator's must apply alone
+  auto comms = makeComms(2, true, 0.3);
+  runRanks(2, [&](int r) {
+    Communicator& c = *comms[r];
+    auto conn = c.connect(1 - r, 3, Transport::Tcp).get();
+    Host2HostSemaphore host(c, conn);
+    MemoryDevice2DeviceSemaphore device(c, c.connect(1 - r, 4, Transport::HostShm).get());
+    CHECK(device.deviceHandle().timeoutNs == 300000000ull);  // the handle's wait() deadline
+    c.bootstrap()->barrier();
+    // Nobody signals: the default wait ends at the communicator's timeout, naming it.
+    std::string error = test::errorOf([&] { host.wait(); });
+    CHECK_THAT(error, Catch::EndsWith("did not complete within 0.3 s (the communicator's timeout)"));
+    c.bootstrap()->barrier();
+  });
+  {
+    test::ScopedEnv shorter("MSCCLPP_TIMEOUT_S", "0.2");  // the earlier of the two applies, named as such
+    CHECK(std::string(comms[0]->timeoutSetting()) == "MSCCLPP_TIMEOUT_S");
+    runRanks(2, [&](int r) {
+      Communicator& c = *comms[r];
+      Host2HostSemaphore host(c, c.connect(1 - r, 5, Transport::Tcp).get());
+      c.bootstrap()->barrier();
+      std::string error = test::errorOf([&] { host.wait(); });
+      CHECK_THAT(error, Catch::EndsWith("did not complete within 0.2 s (MSCCLPP_TIMEOUT_S)"));
+      c.bootstrap()->barrier();
+    });
+  }
+  CHECK(std::string(comms[0]->timeoutSetting()) == "the communicator's timeout");
 }

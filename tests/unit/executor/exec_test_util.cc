@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "core/params.hpp"
 #include "mscclpp/errors.hpp"
 #include "plan/plan_loader.hpp"
 
@@ -64,7 +65,8 @@ ThreadRun::ThreadRun(plan::PlanPtr plan, uint64_t inputBytes, uint64_t outputByt
     : plan_(std::move(plan)) {
   world_ = std::make_unique<exec::LocalWorld>(plan_, inputBytes, outputBytes, dtype);
   for (int r = 0; r < world_->nRanks(); ++r) {
-    contexts_.push_back(std::make_unique<exec::CpuContext>(plan_, r, world_->shape(r), world_->resources(r)));
+    contexts_.push_back(
+        std::make_unique<exec::CpuContext>(plan_, r, world_->shape(r), world_->resources(r), params::timeoutSeconds()));
   }
 }
 

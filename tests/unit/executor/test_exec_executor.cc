@@ -498,6 +498,7 @@ TEST_CASE("Executor: the communicator's timeout (its bootstrap's) sets a deadlin
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO(error);
   CHECK(code == ErrorCode::Timeout);
+  CHECK_THAT(error, Catch::Contains("(the communicator's timeout: 1 s)"));  // not MSCCLPP_TIMEOUT_S, unset here
   CHECK(seconds >= 0.9);
   CHECK(seconds < 10);
   {
