@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nccl_double.h"
@@ -43,21 +44,39 @@ double nsPerCall(long iterations, F&& call) {
   std::exit(1);
 }
 
-// The double's communicator behind ours: the comm argument of the double's last recorded call.
-ncclComm_t realTwin(void* dbl, ncclComm_t ours, float* x) {
+// The double's communicator behind ours: the comm argument of the double's call made through `ours`.
+// The first call of a shape is collective (the ranks agree on its plan, docs/failure-handling.md), so every
+// other rank of the communicator (`peers`, driven by threads here) makes it too; later calls of the same shape
+// decide from the agreed choice alone, which is what the rounds time.
+ncclComm_t realTwin(void* dbl, ncclComm_t ours, const std::vector<ncclComm_t>& peers, float* x) {
   auto reset = reinterpret_cast<ncclDoubleResetFn>(dlsym(dbl, "ncclDoubleReset"));
   auto count = reinterpret_cast<ncclDoubleRecordCountFn>(dlsym(dbl, "ncclDoubleRecordCount"));
   auto comm = reinterpret_cast<ncclDoubleRecordCommFn>(dlsym(dbl, "ncclDoubleRecordComm"));
-  reset();
+  std::vector<float> peerBuf(2 * peers.size(), 1.0f);
+  std::vector<ncclResult_t> peerResults(peers.size(), ncclSuccess);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < peers.size(); ++i) {
+    threads.emplace_back([&, i] {
+      peerResults[i] = ncclAllReduce(&peerBuf[2 * i], &peerBuf[2 * i + 1], 1, ncclFloat32, ncclSum, peers[i], nullptr);
+    });
+  }
   ncclResult_t r = ncclAllReduce(x, x + 1, 1, ncclFloat32, ncclSum, ours, nullptr);
+  for (auto& t : threads) t.join();
   if (r != ncclSuccess) die("ncclAllReduce through the shim", r);
+  for (ncclResult_t pr : peerResults) {
+    if (pr != ncclSuccess) die("ncclAllReduce through the shim (peer rank)", pr);
+  }
+  reset();  // the agreed shape's next call is ours alone
+  if ((r = ncclAllReduce(x, x + 1, 1, ncclFloat32, ncclSum, ours, nullptr)) != ncclSuccess) {
+    die("ncclAllReduce through the shim", r);
+  }
   return reinterpret_cast<ncclComm_t>(comm(count() - 1));
 }
 
-void measure(const char* label, void* dbl, ncclComm_t ours, long iterations) {
+void measure(const char* label, void* dbl, ncclComm_t ours, const std::vector<ncclComm_t>& peers, long iterations) {
   std::vector<float> buf(2, 1.0f);
   float* x = buf.data();
-  ncclComm_t real = realTwin(dbl, ours, x);
+  ncclComm_t real = realTwin(dbl, ours, peers, x);
   auto direct = reinterpret_cast<AllReduceFn>(dlsym(dbl, "ncclAllReduce"));
   auto setRecording = reinterpret_cast<ncclDoubleSetRecordingFn>(dlsym(dbl, "ncclDoubleSetRecording"));
   setRecording(0);
@@ -111,8 +130,8 @@ int main(int argc, char** argv) {
   if ((r = ncclGroupEnd()) != ncclSuccess) die("ncclCommInitRank(2 ranks)", r);
 
   std::printf("ncclAllReduce(1 float) to the NCCL fallback, %ld calls per round, best of 7 rounds\n", iterations);
-  measure("1-rank communicator (no plan lookup):", dbl, solo, iterations);
-  measure("2-rank communicator (registry finds no plan):", dbl, pair[0], iterations);
+  measure("1-rank communicator (no plan lookup):", dbl, solo, {}, iterations);
+  measure("2-rank communicator (registry finds no plan):", dbl, pair[0], {pair[1]}, iterations);
 
   ncclCommDestroy(solo);
   ncclCommDestroy(pair[0]);
