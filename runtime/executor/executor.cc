@@ -82,7 +82,7 @@ struct Executor::Impl {
             "the CUDA backend needs an Executor built on a Communicator (this one's wiring keeps every rank's buffers "
             "in host memory): construct Executor(communicator), or use MSCCLPP_BACKEND=cpu");
       }
-      if (exec::Refusal r = exec::GpuBackend::unavailable(*comm)) return r;
+      if (exec::Refusal r = exec::GpuBackend::unavailable(comm.get())) return r;
       runner = exec::GpuBackend::create(std::move(comm), monitor.get());
     } else {
       runner = std::make_unique<exec::CpuBackend>(wiring, abort, monitor.get());

@@ -216,7 +216,7 @@ class GpuBackendImpl final : public GpuBackend {
 
 }  // namespace
 
-Refusal GpuBackend::unavailable(const Communicator& comm) {
+Refusal GpuBackend::unavailable(const Communicator* comm) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) (void)cudaGetLastError();
@@ -224,18 +224,19 @@ Refusal GpuBackend::unavailable(const Communicator& comm) {
     return strFormat("the CUDA backend needs a CUDA device, and none is visible (%s): run with MSCCLPP_BACKEND=cpu",
                      e == cudaSuccess ? "0 devices" : cudaGetErrorString(e));
   }
-  if (comm.device() < 0) {
+  if (comm != nullptr && comm->device() < 0) {
     return strFormat(
         "GPU executor: rank %d's communicator has no CUDA device (it was built for the CPU backend: "
         "MSCCLPP_BACKEND=cpu, or no device was visible)",
-        comm.rank());
+        comm->rank());
   }
   return std::nullopt;
 }
 
 std::unique_ptr<GpuBackend> GpuBackend::create(std::shared_ptr<Communicator> comm, CallMonitor* monitor) {
+  // No device (or no CUDA in the build) is said first, whatever the arguments: it is what the caller must change.
+  if (Refusal r = unavailable(comm.get())) throw Error(ErrorCode::NotSupported, *r);
   MSCCLPP_ENFORCE(comm != nullptr, ErrorCode::InvalidArgument, "GPU executor: the communicator is null");
-  if (Refusal r = unavailable(*comm)) throw Error(ErrorCode::NotSupported, *r);
   return std::make_unique<GpuBackendImpl>(std::move(comm), monitor);
 }
 

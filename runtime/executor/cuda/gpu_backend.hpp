@@ -38,8 +38,8 @@ using GpuCall = ExecCall;
 class GpuBackend : public ExecutionBackend {
  public:
   // Why there is no GPU backend for `comm` (a build without CUDA, no visible device, a communicator built without
-  // one), or nullopt.
-  static Refusal unavailable(const Communicator& comm);
+  // one), or nullopt. A null `comm` checks the build and the devices only.
+  static Refusal unavailable(const Communicator* comm);
   // Throws unavailable()'s refusal as Error(NotSupported). `monitor` (null: none) belongs to the executor and
   // outlives the backend.
   static std::unique_ptr<GpuBackend> create(std::shared_ptr<Communicator> comm, CallMonitor* monitor = nullptr);

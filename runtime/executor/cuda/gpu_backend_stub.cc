@@ -4,13 +4,13 @@
 
 namespace mscclpp::exec {
 
-Refusal GpuBackend::unavailable(const Communicator&) {
+Refusal GpuBackend::unavailable(const Communicator*) {
   return std::string(
       "the CUDA backend is not in this build of MSCCL++ (meson -Dgpu=disabled): run with MSCCLPP_BACKEND=cpu");
 }
 
 std::unique_ptr<GpuBackend> GpuBackend::create(std::shared_ptr<Communicator> comm, CallMonitor*) {
-  throw Error(ErrorCode::NotSupported, *unavailable(*comm));
+  throw Error(ErrorCode::NotSupported, *unavailable(comm.get()));
 }
 
 }  // namespace mscclpp::exec
