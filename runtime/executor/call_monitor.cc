@@ -7,6 +7,7 @@
 #include "core/deadline.hpp"
 #include "core/format.hpp"
 #include "core/logger.hpp"
+#include "core/params.hpp"
 #include "core/serial.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
@@ -23,6 +24,7 @@ constexpr double kAskSeconds = 2.0;        // a live peer answers in microsecond
 constexpr size_t kMaxText = 4096;
 constexpr size_t kMaxWaitsSent = 64;
 constexpr size_t kPeersInStatus = 4;
+constexpr size_t kBlocksPerWarning = 4;  // as the CPU backend's WARN
 
 const char* phaseName(CallMonitor::Phase p) {
   switch (p) {
@@ -288,6 +290,7 @@ void CallMonitor::watch() {
   std::unique_lock<std::mutex> lock(watchMutex_);
   uint64_t watched = 0;  // the call whose rounds are scheduled
   int64_t nextRoundMs = kFirstRoundMs;
+  int64_t nextWarnMs = 0;  // of an enqueued call: its next long-wait WARN (0: none)
   while (!stopping_) {
     wake_.wait_for(lock, std::chrono::milliseconds(250));
     if (stopping_) break;
@@ -308,18 +311,53 @@ void CallMonitor::watch() {
     if (seq != watched) {
       watched = seq;
       nextRoundMs = kFirstRoundMs;
+      peerStatus_.clear();  // an earlier call's
+      const double warnSeconds = params::waitWarnSeconds();
+      nextWarnMs = warnSeconds > 0 ? std::max<int64_t>(1, static_cast<int64_t>(warnSeconds * 1000)) : 0;
       previous_.clear();
     }
-    if (callMs < nextRoundMs) continue;
-    nextRoundMs = std::min(2 * nextRoundMs, nextRoundMs + kMaxRoundGapMs);
+    const bool roundDue = callMs >= nextRoundMs;
+    const bool warnDue = phase == Phase::Enqueued && nextWarnMs > 0 && callMs >= nextWarnMs;
+    if (!roundDue && !warnDue) continue;
+    if (roundDue) nextRoundMs = std::min(2 * nextRoundMs, nextRoundMs + kMaxRoundGapMs);
     lock.unlock();
     try {
-      round(seq);
+      if (roundDue) round(seq);  // first: the WARN says what the peers were doing at this round
     } catch (const std::exception& e) {
       MSCCLPP_WARN(LogExec, "call monitor of rank %d: %s", rank_, e.what());
     }
+    // The host of an asynchronous backend does not wait for its call: this thread says what the
+    // device waits for, once per interval (the CPU backend's waiting host thread prints its own).
+    if (warnDue && !comm_->failed()) warnLongWait(seq, callMs);
     lock.lock();
+    if (warnDue) {
+      const int64_t every = std::max<int64_t>(1, static_cast<int64_t>(params::waitWarnSeconds() * 1000));
+      while (nextWarnMs <= callMs) nextWarnMs += every;
+    }
   }
+}
+
+void CallMonitor::warnLongWait(uint64_t seq, int64_t callMs) {
+  std::string plan;
+  LiveCall live;
+  {
+    std::lock_guard<std::mutex> lock(board_->mutex);  // keeps the call's live source valid while read
+    const Current now = board_->current();
+    if (now.seq != seq || now.phase != Phase::Enqueued) return;  // it completed meanwhile
+    plan = now.call ? now.call->plan : std::string();
+    if (now.live && *now.live) live = (*now.live)();
+  }
+  std::string what;
+  for (size_t i = 0; i < live.waits.size() && i < kBlocksPerWarning; ++i) what += (i ? "; " : "") + live.waits[i].text;
+  if (live.waits.size() > kBlocksPerWarning)
+    what += strFormat("; and %zu more threadblocks", live.waits.size() - kBlocksPerWarning);
+  const std::string peers = peerStatus();
+  MSCCLPP_WARN(LogExec,
+               "plan %s rank %d: call #%llu has waited %.3g s on its device (MSCCLPP_WAIT_WARN_S=%.3g; no deadline "
+               "unless MSCCLPP_TIMEOUT_S sets one): %s%s%s",
+               plan.c_str(), rank_, static_cast<unsigned long long>(seq), callMs / 1000.0, params::waitWarnSeconds(),
+               what.empty() ? "its threadblocks are finishing" : what.c_str(), peers.empty() ? "" : "; ",
+               peers.c_str());
 }
 
 void CallMonitor::round(uint64_t seq) {

@@ -25,7 +25,9 @@
 //   * a rank still agreeing on the plan of a call (the NCCL shim) that a peer already runs, in two
 //     rounds: their plan registries changed at different points (InvalidUsage, saying so).
 //   * otherwise (a peer idle, late, or working) nothing fails: the long-wait WARN says what the
-//     peers do (peerStatus()).
+//     peers do (peerStatus()). The CPU backend's waiting host thread prints that WARN; for an
+//     enqueued call (whose host does not wait) the watchdog prints it, once per MSCCLPP_WAIT_WARN_S,
+//     from the waits its blocks publish.
 // Rounds run 2 s into a call, then at doubling intervals up to 30 s: a peer that is minutes late
 // costs a few small messages.
 //
@@ -138,6 +140,9 @@ class CallMonitor {
 
   void watch();
   void round(uint64_t seq);
+  // The long-wait WARN of enqueued call `seq` (MSCCLPP_WAIT_WARN_S): its blocks' published waits
+  // and the peers' status, in the CPU backend's words.
+  void warnLongWait(uint64_t seq, int64_t callMs);
   // Fails the communicator and tells every peer.
   void failEverywhere(int code, const std::string& message);
 

@@ -11,9 +11,11 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../support/scoped_env.hpp"
+#include "core/logger.hpp"
 #include "cuda_double.h"
 #include "gpu_harness.hpp"
 #include "mscclpp/errors.hpp"
@@ -156,6 +158,50 @@ TEST_CASE("call monitor: a plan that deadlocks with every rank alive fails every
   }
   // Two looks of the monitor (2 s into the call, then 2 s later), not the 60 s deadline.
   CHECK(seconds < 10);
+}
+
+// docs/failure-handling.md, "Slow peers": rank 1 calls 3 s after rank 0, whose kernel waits for it.
+// Nothing fails (no deadline on live peers); rank 0's host does not wait (its call was enqueued), so
+// its call monitor prints the long-wait WARN once per MSCCLPP_WAIT_WARN_S, from the waits its
+// blocks publish, with what the peers do (its look 2 s into the call found rank 1 idle).
+TEST_CASE("call monitor: a late peer is waited for on the device, with a WARN per interval naming what is waited on",
+          "[monitor][slow]") {
+  test::ScopedEnv warn("MSCCLPP_WAIT_WARN_S", "1");
+  test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "60");
+  Job job;
+  const ReferenceCall ref(job.plan, job.smallBytes);
+  job.warmUp({ref.inBytes()});
+  ThreadBarrier barrier(2);
+  std::string warning;
+  std::vector<std::string> wrong(2);
+  const std::string err = onRanks(2, [&](int r) {
+    cudaStream_t s = job.ranks.stream(r);
+    GPUTEST_CUDA(cudaMemcpyAsync(job.ranks.send(r), ref.input(r), ref.inBytes(), cudaMemcpyHostToDevice, s));
+    GPUTEST_CUDA(cudaStreamSynchronize(s));
+    barrier.arriveAndWait(60);
+    if (r == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+      warning = lastWarning();
+    }
+    job.ranks.executor(r).execute(r, job.ranks.send(r), job.ranks.recv(r), ref.inBytes(), ref.outBytes(),
+                                  DataType::Float32, job.plan, s);
+    GPUTEST_CUDA(cudaStreamSynchronize(s));
+    barrier.arriveAndWait(60);
+    std::vector<char> host(ref.outBytes());
+    GPUTEST_CUDA(cudaMemcpy(host.data(), job.ranks.recv(r), ref.outBytes(), cudaMemcpyDeviceToHost));
+    const exec::CheckResult check = ref.check(r, host.data());
+    wrong[r] = check.checked ? check.text : "not checked";
+  });
+  REQUIRE(err == "");
+  INFO(warning);
+  CHECK_THAT(warning, Catch::Contains("plan allreduce_allpairs_n2_oop rank 0: call #2 has waited") &&
+                          Catch::Contains("on its device (MSCCLPP_WAIT_WARN_S=1;") &&
+                          Catch::Matches(".*rank 0 threadblock \\d+ op \\d+ \\(\\w+\\) waits on memory channel \\d+ "
+                                         "\\(peer 1\\): signal #\\d+ expected, counter at \\d+.*") &&
+                          Catch::Contains("rank 1 is not in a call"));
+  // The values are right: the late call completed normally.
+  CHECK(wrong[0] == "");
+  CHECK(wrong[1] == "");
 }
 
 int main(int argc, char** argv) {
