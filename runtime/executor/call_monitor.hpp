@@ -20,8 +20,8 @@
 //     positions): a deadlock with every rank alive. The communicator fails with InternalError, the
 //     wait-for picture of each rank and the cycle; every rank is told.
 //     An enqueued CUDA call reports the waits its blocks publish in host-mapped memory once they
-//     have waited 1 ms (describeWaitSlots: channel and semaphore waits; a block at a barrier or a
-//     packet counts as running); the same analysis applies.
+//     have waited 1 ms (describeWaitSlots: channel, semaphore and barrier waits; a block at a
+//     packet, a FIFO push or a flush counts as running); the same analysis applies.
 //   * a rank still agreeing on the plan of a call (the NCCL shim) that a peer already runs, in two
 //     rounds: their plan registries changed at different points (InvalidUsage, saying so).
 //   * otherwise (a peer idle, late, or working) nothing fails: the long-wait WARN says what the

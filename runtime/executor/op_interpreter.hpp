@@ -409,7 +409,12 @@ class BlockInterpreter {
 
   // ---- synchronisation ops ----------------------------------------------------------------------
   MSCCLPP_HOST_DEVICE_NOINLINE void barrier(const plan::Op& op) {
-    SpinStatus st = ctx_.barriers[op.barrierId].sync(op.numThreadblocks, deadline_, ctx_.abortFlag);
+    // A long wait at a barrier is published too: its blocks wait on this rank's other blocks, which
+    // the monitor's wait-for analysis follows (a block at a barrier no longer counts as running).
+    const uint64_t none = 0;
+    SpinStatus st = ctx_.barriers[op.barrierId].syncWith(op.numThreadblocks, ctx_.abortFlag, [&](auto&& spin) {
+      return reportedWait(WaitKind::Barrier, op.barrierId, op.numThreadblocks, &none, spin);
+    });
     if (st != SpinStatus::Ok) fail(st, op, WaitKind::Barrier, op.barrierId, op.numThreadblocks, 0, 0);
   }
 
@@ -615,7 +620,7 @@ class BlockInterpreter {
 
   // ---- packets ------------------------------------------------------------------------------------
   template <class Pkt>
-  MSCCLPP_HOST_DEVICE_INLINE bool readPkt(const plan::Op& op, const Pkt* p, uint32_t refPos, uint64_t packetByteOff,
+  MSCCLPP_HOST_DEVICE_INLINE bool readPkt(const Pkt* p, uint32_t refPos, uint64_t packetByteOff,
                                           typename Pkt::Payload* v) {
     uint32_t observed = 0;
     SpinStatus st = readPacket(p, flag_, v, deadline_, ctx_.abortFlag, &observed);
@@ -712,7 +717,7 @@ class BlockInterpreter {
         MSCCLPP_NO_UNROLL
         for (uint64_t q = 0; q < packetCount<Pkt>(bytes); ++q) {
           typename Pkt::Payload v;
-          if (!readPkt(op, &in[q], op.nSrc == 1 ? 0 : i, bufferOffset(s, ss.off, true) + q * sizeof(Pkt), &v)) return;
+          if (!readPkt(&in[q], op.nSrc == 1 ? 0 : i, bufferOffset(s, ss.off, true) + q * sizeof(Pkt), &v)) return;
         }
         uint32_t c = id(op, i);
         SpinStatus st = ctx_.portChannels[c].put(d.memoryId, bufferOffset(d, ds.off, true), s.memoryId,
@@ -736,7 +741,7 @@ class BlockInterpreter {
         Span ss = span(s);
         typename Pkt::Payload v;
         const Pkt* in = reinterpret_cast<const Pkt*>(addr(s, ss.off, true)) + q;
-        if (!readPkt(op, in, sp, bufferOffset(s, ss.off, true) + q * sizeof(Pkt), &v)) return;
+        if (!readPkt(in, sp, bufferOffset(s, ss.off, true) + q * sizeof(Pkt), &v)) return;
         reinterpret_cast<Pkt*>(addr(d, span(d).off, true))[q].write(v, flag_);
       }
     }
@@ -771,7 +776,7 @@ class BlockInterpreter {
           const ResolvedRef& sk = src(op, k);
           Span sks = span(sk);
           P v;
-          if (!readPkt(op, reinterpret_cast<const Pkt*>(addr(sk, sks.off, true)) + g, k,
+          if (!readPkt(reinterpret_cast<const Pkt*>(addr(sk, sks.off, true)) + g, k,
                        bufferOffset(sk, sks.off, true) + g * sizeof(Pkt), &v))
             return;
           acc = reduceWord<T, Op>(acc, v);
@@ -794,7 +799,7 @@ class BlockInterpreter {
         const Pkt* pk = reinterpret_cast<const Pkt*>(addr(sk, sks.off, true)) + g * kPerGroup;
         for (uint64_t q = 0; q < nPk; ++q) {
           P v;
-          if (!readPkt(op, &pk[q], k, bufferOffset(sk, sks.off, true) + (g * kPerGroup + q) * sizeof(Pkt), &v)) return;
+          if (!readPkt(&pk[q], k, bufferOffset(sk, sks.off, true) + (g * kPerGroup + q) * sizeof(Pkt), &v)) return;
           detail::storePayload<P>(reinterpret_cast<char*>(inBuf) + q * kP, v, minU(kP, gBytes - q * kP));
         }
         for (uint64_t e = 0; e < gBytes / sizeof(T); ++e) acc[e] = R::apply(acc[e], in[e]);
@@ -879,7 +884,7 @@ class BlockInterpreter {
     MSCCLPP_NO_UNROLL
     for (uint64_t q = tid_; q < n; q += nthreads_) {
       typename Pkt::Payload v;
-      if (!readPkt(op, &in[q], 0, bufferOffset(s, ss.off, true) + q * sizeof(Pkt), &v)) return;
+      if (!readPkt(&in[q], 0, bufferOffset(s, ss.off, true) + q * sizeof(Pkt), &v)) return;
       for (uint32_t m = 0; m < sw.nMembers; ++m)
         reinterpret_cast<Pkt*>(static_cast<char*>(sw.memberPtrs[m]) + dOff)[q].write(v, flag_);
     }

@@ -115,15 +115,13 @@ TEST_CASE("call monitor: mismatched calls fail on every rank with both calls, no
   CHECK(seconds < (number.empty() ? 1.5 : 10));
 }
 
-// docs/failure-handling.md, "Slow peers": both ranks' only block waits for the other's signal before
-// sending its own. Every rank is alive and no wait has a deadline soon (60 s here): the device
-// waits publish what they wait for in host-mapped memory, and the monitor finds the cycle from
-// those within seconds. Without the published waits an enqueued call reports nothing to wait on,
-// and the calls end only at the kernel's deadline, as a timeout.
-TEST_CASE("call monitor: a plan that deadlocks with every rank alive fails every rank with the wait-for cycle",
-          "[monitor][deadlock]") {
+namespace {
+
+// Both ranks run `planFile` twice with no deadline soon (60 s); returns each rank's outcome and the
+// seconds until both ended.
+std::vector<Outcome> deadlockedCalls(const std::string& planFile, double* seconds) {
   test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "60");
-  plan::PlanPtr cycle = plan::loadPlanFile(std::string(MSCCLPP_TEST_EXEC_DATA) + "/deadlock_cycle_2.json");
+  plan::PlanPtr cycle = plan::loadPlanFile(std::string(MSCCLPP_TEST_EXEC_DATA) + "/" + planFile);
   constexpr uint64_t kBytes = 4096;
   GpuRanks ranks{2, kBytes};
   std::vector<Outcome> out(2);
@@ -143,18 +141,50 @@ TEST_CASE("call monitor: a plan that deadlocks with every rank alive fails every
       out[r].message = e.what();
     }
   });
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   REQUIRE(err == "");
+  return out;
+}
+
+}  // namespace
+
+// docs/failure-handling.md, "Slow peers": both ranks' only block waits for the other's signal before
+// sending its own. Every rank is alive and no wait has a deadline soon: the device waits publish
+// what they wait for in host-mapped memory, and the monitor finds the cycle from those within
+// seconds. Without the published waits an enqueued call reports nothing to wait on, and the calls
+// end only at the kernel's deadline, as a timeout.
+TEST_CASE("call monitor: a plan that deadlocks with every rank alive fails every rank with the wait-for cycle",
+          "[monitor][deadlock]") {
+  double seconds = 0;
+  std::vector<Outcome> out;
+  std::vector<std::string> waits[2];
+  SECTION("channel waits") {
+    out = deadlockedCalls("deadlock_cycle_2.json", &seconds);
+    for (int r = 0; r < 2; ++r) {
+      waits[r] = {"rank " + std::to_string(r) + " threadblock 0 op 0 (wait) waits on memory channel 0 (peer " +
+                  std::to_string(1 - r) + "): signal #1 expected, counter at 0"};
+    }
+  }
+  // Threadblock 1 of each rank waits at a barrier for threadblock 0, which waits for the peer: a
+  // block at a barrier publishes its wait (on its own rank's blocks); were it taken as running, no
+  // deadlock would be concluded before the deadline.
+  SECTION("a threadblock waits at a barrier for one in the cycle") {
+    out = deadlockedCalls("deadlock_barrier_2.json", &seconds);
+    for (int r = 0; r < 2; ++r) {
+      waits[r] = {"rank " + std::to_string(r) + " threadblock 0 op 0 (wait) waits on memory channel 0 (peer " +
+                      std::to_string(1 - r) + "): signal #1 expected, counter at 0",
+                  "rank " + std::to_string(r) + " threadblock 1 op 0 (barrier) waits at barrier 0 for 2 threadblocks"};
+    }
+  }
   for (int r = 0; r < 2; ++r) {
     INFO("rank " << r << ": " << out[r].message);
     CHECK(out[r].failed);
     CHECK(out[r].code == ErrorCode::InternalError);
     CHECK_THAT(out[r].message, Catch::Contains("deadlock with every rank alive: ranks 0, 1 wait only on each other") &&
-                                   Catch::Contains("wait-for cycle rank 0 -> rank 1 -> rank 0") &&
-                                   Catch::Contains("rank 0 threadblock 0 op 0 (wait) waits on memory channel 0 (peer "
-                                                   "1): signal #1 expected, counter at 0") &&
-                                   Catch::Contains("rank 1 threadblock 0 op 0 (wait) waits on memory channel 0 (peer "
-                                                   "0): signal #1 expected, counter at 0"));
+                                   Catch::Contains("wait-for cycle rank 0 -> rank 1 -> rank 0"));
+    for (int peer = 0; peer < 2; ++peer) {
+      for (const std::string& w : waits[peer]) CHECK_THAT(out[r].message, Catch::Contains(w));
+    }
   }
   // Two looks of the monitor (2 s into the call, then 2 s later), not the 60 s deadline.
   CHECK(seconds < 10);

@@ -23,6 +23,15 @@ struct DeviceSyncer {
   // All threads of each participating block call it. Returns Ok, Timeout or Aborted for every
   // thread of the block alike. After Timeout/Aborted the syncer must be re-zeroed before reuse.
   MSCCLPP_HOST_DEVICE_INLINE SpinStatus sync(uint32_t nBlocks, uint64_t deadlineNs, const uint32_t* abortFlag) {
+    return syncWith(nBlocks, abortFlag, [deadlineNs](auto&& spin) { return spin(deadlineNs); });
+  }
+
+  // As sync(), with the wait for the round's end handed to `waitFor(spin)`: `spin(deadlineNs)` waits
+  // until the round ends (Ok), the deadline passes (Timeout) or the abort flag is raised; waitFor
+  // may call it again after a Timeout (the executor publishes a wait that lasted, then goes on:
+  // op_interpreter.hpp reportedWait). One thread per block waits.
+  template <class WaitFor>
+  MSCCLPP_HOST_DEVICE_INLINE SpinStatus syncWith(uint32_t nBlocks, const uint32_t* abortFlag, WaitFor&& waitFor) {
     syncBlockThreads();
     SpinStatus st = SpinStatus::Ok;
 #if defined(MSCCLPP_DEVICE_COMPILE)
@@ -42,8 +51,10 @@ struct DeviceSyncer {
         atomicStore<uint32_t, scopeDevice>(&generation, gen + 1, memoryOrderRelease);
       } else {
         // Acquire: pairs with the last arriver's release.
-        st = spinUntil([&] { return atomicLoad<uint32_t, scopeDevice>(&generation, memoryOrderAcquire) != gen; },
-                       deadlineNs, abortFlag);
+        st = waitFor([&](uint64_t deadlineNs) {
+          return spinUntil([&] { return atomicLoad<uint32_t, scopeDevice>(&generation, memoryOrderAcquire) != gen; },
+                           deadlineNs, abortFlag);
+        });
       }
 #if defined(MSCCLPP_DEVICE_COMPILE)
     }
