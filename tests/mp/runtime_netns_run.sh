@@ -52,6 +52,28 @@ PORT=$(( 20000 + ID % 20000 ))
 
 N=$(( 2 * K ))
 if [ "$LOOPBACK" = 1 ]; then
+  # Both "hosts" share this machine's lo with every other process: a port derived from our pid
+  # alone was once taken ("bind to 127.0.0.1:33240: Address already in use": it lay in the kernel's
+  # ephemeral range, where outgoing connections get their ports). Take one below that range that
+  # nothing holds now.
+  PORT=$(python3 - "$ID" <<'PICK'
+import socket, sys
+seed = int(sys.argv[1])
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+span = max(low - 20000, 1000)
+for k in range(500):
+    port = 20000 + (seed + 7919 * k) % span
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+    print(port)
+    break
+else:
+    sys.exit("runtime_netns_run.sh: no free port on 127.0.0.1 below the ephemeral range")
+PICK
+  ) || exit 2
   COMMON=(--nranks "$N" --local-ranks "$K" --comm-id "127.0.0.1:$PORT" --timeout "$TIMEOUT" "${ENVS[@]}" "${ALLOW_FAIL[@]}")
   env MSCCLPP_HOSTID=loopback-host-a MSCCLPP_SOCKET_IFNAME=lo "$LAUNCHER" "${COMMON[@]}" --first-rank 0 -- "$@" &
   PID_A=$!
