@@ -32,6 +32,30 @@ struct Outcome {
   std::string message;
 };
 
+// Each of two ranks makes call(r) and waits for its stream, twice: the communicator's failure, if
+// any, is the error of one of those (the call itself when it builds a context, else the next, once
+// the enqueued kernel stopped). Returns each rank's outcome and the seconds until both ended.
+template <class Call>
+std::vector<Outcome> twoCallsPerRank(GpuRanks& ranks, Call&& call, double* seconds) {
+  std::vector<Outcome> out(2);
+  const auto start = std::chrono::steady_clock::now();
+  const std::string err = onRanks(2, [&](int r) {
+    try {
+      for (int n = 0; n < 2; ++n) {
+        call(r);
+        GPUTEST_CUDA(cudaStreamSynchronize(ranks.stream(r)));
+      }
+    } catch (const Error& e) {
+      out[r].failed = true;
+      out[r].code = e.code();
+      out[r].message = e.what();
+    }
+  });
+  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE(err == "");
+  return out;
+}
+
 // Two ranks, a two-rank allreduce, two call sizes (float32 elements).
 struct Job {
   plan::PlanPtr plan = plan::loadPlanFile(std::string(MSCCLPP_TEST_DEFAULT_PLANS) + "/allreduce_allpairs_n2_oop.json");
@@ -53,26 +77,10 @@ struct Job {
     });
     REQUIRE(err == "");
   }
-  // Rank r calls bytes[r], waits for its stream, then calls again: the communicator's failure, if
-  // any, is the error of one of those (the call itself when it builds a context, else the next).
+  // Rank r calls bytes[r] twice (twoCallsPerRank).
   std::vector<Outcome> mismatch(const std::vector<uint64_t>& bytes, double* seconds) {
-    std::vector<Outcome> out(2);
-    const auto start = std::chrono::steady_clock::now();
-    const std::string err = onRanks(2, [&](int r) {
-      try {
-        call(r, bytes[r]);
-        GPUTEST_CUDA(cudaStreamSynchronize(ranks.stream(r)));
-        call(r, bytes[r]);
-        GPUTEST_CUDA(cudaStreamSynchronize(ranks.stream(r)));
-      } catch (const Error& e) {
-        out[r].failed = true;
-        out[r].code = e.code();
-        out[r].message = e.what();
-      }
-    });
-    *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    REQUIRE(err == "");
-    return out;
+    return twoCallsPerRank(
+        ranks, [&](int r) { call(r, bytes[r]); }, seconds);
   }
 };
 
@@ -124,26 +132,13 @@ std::vector<Outcome> deadlockedCalls(const std::string& planFile, double* second
   plan::PlanPtr cycle = plan::loadPlanFile(std::string(MSCCLPP_TEST_EXEC_DATA) + "/" + planFile);
   constexpr uint64_t kBytes = 4096;
   GpuRanks ranks{2, kBytes};
-  std::vector<Outcome> out(2);
-  const auto start = std::chrono::steady_clock::now();
-  const std::string err = onRanks(2, [&](int r) {
-    try {
-      // The first call returns once enqueued; its kernel stops when the communicator fails, and the
-      // next call reports the communicator's error.
-      for (int call = 0; call < 2; ++call) {
+  return twoCallsPerRank(
+      ranks,
+      [&](int r) {
         ranks.executor(r).execute(r, ranks.send(r), ranks.recv(r), kBytes, kBytes, DataType::Float32, cycle,
                                   ranks.stream(r));
-        GPUTEST_CUDA(cudaStreamSynchronize(ranks.stream(r)));
-      }
-    } catch (const Error& e) {
-      out[r].failed = true;
-      out[r].code = e.code();
-      out[r].message = e.what();
-    }
-  });
-  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  REQUIRE(err == "");
-  return out;
+      },
+      seconds);
 }
 
 }  // namespace

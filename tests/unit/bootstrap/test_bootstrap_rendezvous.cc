@@ -24,11 +24,22 @@ namespace {
 
 double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// A loopback host:port nobody listens on now (the rank 0 root binds it again).
-std::string freeLoopbackAddress() {
+// A socket listening on a loopback port the kernel chose.
+net::Socket listenOnLoopback() {
   net::SocketAddress addr = net::SocketAddress::parse("127.0.0.1:1");
   addr.setPort(0);
-  return net::Socket::listenOn(addr).localAddress().toString();
+  return net::Socket::listenOn(addr);
+}
+
+// A loopback host:port nobody listens on now (the rank 0 root binds it again).
+std::string freeLoopbackAddress() { return listenOnLoopback().localAddress().toString(); }
+
+// The unique id's fields for a root listening at `root`, with a fresh secret.
+bootstrap::UniqueIdFields fieldsFor(const net::Socket& root) {
+  bootstrap::UniqueIdFields f;
+  f.root = root.localAddress();
+  f.secret = net::randomSecret();
+  return f;
 }
 
 // A rank's hello as TcpBootstrap sends it.
@@ -134,12 +145,8 @@ TEST_CASE("a bogus hello with the job's secret fails the rendezvous on every ran
 }
 
 TEST_CASE("a root that stops before every rank arrived fails the ranks that did", "[bootstrap][rendezvous]") {
-  net::SocketAddress addr = net::SocketAddress::parse("127.0.0.1:1");
-  addr.setPort(0);
-  net::Socket listener = net::Socket::listenOn(addr);
-  bootstrap::UniqueIdFields f;
-  f.root = listener.localAddress();
-  f.secret = net::randomSecret();
+  net::Socket listener = listenOnLoopback();
+  const bootstrap::UniqueIdFields f = fieldsFor(listener);
   auto root = bootstrap::RootListener::start(std::move(listener), f.secret, 60, "MSCCLPP_TIMEOUT_S");
   auto out = initializeWhile({0, 1}, 3, bootstrap::encodeUniqueId(f), [&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // ranks 0 and 1 arrive; rank 2 never does
@@ -151,12 +158,8 @@ TEST_CASE("a root that stops before every rank arrived fails the ranks that did"
 TEST_CASE("a rank waits for the rendezvous no longer than its timeout, and says which setting it was",
           "[bootstrap][rendezvous]") {
   // A root that accepts and never answers (a hung process holding the port).
-  net::SocketAddress addr = net::SocketAddress::parse("127.0.0.1:1");
-  addr.setPort(0);
-  net::Socket silentRoot = net::Socket::listenOn(addr);
-  bootstrap::UniqueIdFields f;
-  f.root = silentRoot.localAddress();
-  f.secret = net::randomSecret();
+  net::Socket silentRoot = listenOnLoopback();
+  const bootstrap::UniqueIdFields f = fieldsFor(silentRoot);
   SECTION("the initialize() timeout") {
     TcpBootstrap b(1, 2);
     auto start = Clock::now();
