@@ -458,17 +458,25 @@ void CallMonitor::round(uint64_t seq) {
         for (const BlockWait& w : cur[r].waits) picture += " " + w.text + ";";
         picture.pop_back();
       }
-      // Follow the first wait on another rank of the set from the lowest rank until one repeats.
+      // Follow the first wait on another rank of the set from the lowest rank until one repeats. A
+      // rank whose only waits are LL packet waits (on any other rank) steps to the next rank of the
+      // set: every rank of the set is then stuck, so that is a true edge too.
       std::vector<int> path;
       int at = *stuck.begin();
       while (std::find(path.begin(), path.end(), at) == path.end()) {
         path.push_back(at);
         int next = at;
+        bool anyPeer = false;
         for (const BlockWait& w : cur[at].waits) {
+          anyPeer = anyPeer || w.target == BlockWait::kAnyPeer;
           if (w.target >= 0 && w.target != at && stuck.count(w.target)) {
             next = w.target;
             break;
           }
+        }
+        if (next == at && anyPeer && stuck.size() > 1) {
+          auto after = stuck.upper_bound(at);
+          next = after == stuck.end() ? *stuck.begin() : *after;
         }
         if (next == at) break;
         at = next;

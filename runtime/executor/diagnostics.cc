@@ -255,6 +255,7 @@ bool readSlot(const LiveWaitSlot& live, LiveWaitSlot* out) {
   out->id = atomicLoad<uint32_t>(&live.id, memoryOrderRelaxed);
   out->expected = atomicLoad<uint64_t>(&live.expected, memoryOrderRelaxed);
   out->observed = atomicLoad<uint64_t>(&live.observed, memoryOrderRelaxed);
+  out->detail = atomicLoad<uint64_t>(&live.detail, memoryOrderRelaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
   out->sequence = before;
   return (before & 1u) == 0 && atomicLoad<uint32_t>(&live.sequence, memoryOrderRelaxed) == before;
@@ -305,6 +306,7 @@ std::vector<BlockWait> describeWaitSlots(const plan::Plan& plan, int rank, const
     r.id = s.id;
     r.expected = s.expected;
     r.observed = s.observed;
+    r.detail = s.detail;
     w.text = strFormat("rank %d threadblock %d op %u (%s)", rank, tb.id, r.opIndex,
                        plan::opTypeName(tb.ops[r.opIndex].type));
     if (r.pipelineIteration != UINT32_MAX) w.text += strFormat(" pipeline iteration %u", r.pipelineIteration);

@@ -97,11 +97,15 @@ struct LiveWaitSlot {
   uint32_t id;
   uint64_t expected;
   uint64_t observed;
+  uint64_t detail;  // LL packet waits: the packet's byte offset in its buffer
 };
 
 // A device wait publishes itself in its block's LiveWaitSlot once it has waited this long (1 ms:
 // thousands of polls; the fast path never gets there).
 constexpr uint64_t kReportWaitAfterNs = 1000000;
+// ... and, while it goes on, fills the slot again this often if another thread's ended wait cleared
+// it (op_interpreter.hpp reportedWait; the call monitor looks every 2 s).
+constexpr uint64_t kRepublishWaitNs = 100000000;
 
 // Mutable state owned by the context, persistent across launches (graph replays included).
 struct ExecState {

@@ -69,6 +69,8 @@ class BlockInterpreter {
                                               const LaunchArgs& args)
       : ctx_(ctx), tb_(tb), block_(blockIndex), tid_(threadId), nthreads_(numThreads) {
     deadline_ = deadlineAfter(args.timeoutNs);
+    packetDeadline_ = ctx.liveWaits == nullptr ? deadline_ : minU(deadline_, clockNs() + kReportWaitAfterNs);
+    resume_ = threadId;
     ll8_ = args.packetType == static_cast<uint32_t>(PacketType::LL8);
     // Acquire: pairs with the previous launch's last block, which released the advanced flag.
     flag_ = atomicLoad<uint32_t, scopeDevice>(&ctx.state->flag, memoryOrderAcquire);
@@ -160,19 +162,27 @@ class BlockInterpreter {
   // GPU contexts have live-wait slots (exec_layout.hpp LiveWaitSlot; CPU contexts: none): a wait
   // that has not ended after kReportWaitAfterNs publishes what it waits for in its block's
   // host-mapped slot, for the call monitor, then goes on waiting (`spin(deadline)` spins for the
-  // same claimed signal) and clears the slot when it ends. A wait that ends sooner costs one clock
-  // read. CPU contexts wait in one go: the host reads their records and counters live
-  // (describeLiveBlocks).
+  // same claimed signal) and clears the slot when it ends. Several threads of a block may wait at
+  // once, one slot shows one of them, and the one shown may end first and clear it: every
+  // kRepublishWaitNs a wait that goes on fills the slot again if it is empty, so a block whose
+  // threads still wait does not stay shown as running. A wait that ends within kReportWaitAfterNs
+  // costs one clock read. CPU contexts wait in one go: the host reads their records and counters
+  // live (describeLiveBlocks).
   template <class Spin>
   MSCCLPP_HOST_DEVICE_INLINE SpinStatus reportedWait(WaitKind kind, uint32_t what, uint64_t expected,
-                                                     const uint64_t* observed, Spin&& spin) {
+                                                     const uint64_t* observed, Spin&& spin, uint64_t detail = 0) {
     if (ctx_.liveWaits != nullptr) {
       const uint64_t early = clockNs() + kReportWaitAfterNs;
       if (early < deadline_) {
         SpinStatus st = spin(early);
         if (st != SpinStatus::Timeout) return st;
-        publishWait(kind, what, expected, *observed);
-        st = spin(deadline_);
+        publishWait(kind, what, expected, *observed, detail);
+        for (;;) {
+          const uint64_t round = clockNs() + kRepublishWaitNs;
+          st = spin(round < deadline_ ? round : deadline_);
+          if (st != SpinStatus::Timeout || round >= deadline_) break;
+          republishWait(kind, what, expected, *observed, detail);
+        }
         clearWait();
         return st;
       }
@@ -181,14 +191,15 @@ class BlockInterpreter {
   }
 
   // Relaxed system-scope stores into host-mapped memory, the fields between two system-scope fences
-  // (the sequence count is odd while they change): the host sees them while the kernel runs
-  // (docs/cuda-backend.md, "Design points and the CUDA rules they follow"). Cold: only a wait that
-  // already waited long.
-  MSCCLPP_HOST_DEVICE_NOINLINE void publishWait(WaitKind kind, uint32_t what, uint64_t expected, uint64_t observed) {
+  // while the sequence count is odd: the host sees them while the kernel runs (docs/cuda-backend.md,
+  // "Design points and the CUDA rules they follow"). The odd count is also the writers' lock: the
+  // threads of a block that publish or clear at once take turns (a writer holds it for a few
+  // stores), so the host never reads a slot mixed from two waits. Cold: only a wait that already
+  // waited long.
+  MSCCLPP_HOST_DEVICE_NOINLINE void publishWait(WaitKind kind, uint32_t what, uint64_t expected, uint64_t observed,
+                                                uint64_t detail) {
     LiveWaitSlot* s = &ctx_.liveWaits[block_];
-    const uint32_t seq = atomicLoad<uint32_t>(&s->sequence, memoryOrderRelaxed) | 1u;
-    atomicStore<uint32_t>(&s->sequence, seq, memoryOrderRelaxed);
-    cuda::atomic_thread_fence(memoryOrderSeqCst, scopeSystem);
+    const uint32_t seq = lockSlot(s);
     atomicStore<uint32_t>(&s->launchFlag, flag_, memoryOrderRelaxed);
     atomicStore<uint32_t>(&s->opIndex, opIndex_, memoryOrderRelaxed);
     atomicStore<uint32_t>(&s->pipelineIteration, unit_ == kNoUnit ? UINT32_MAX : iteration_, memoryOrderRelaxed);
@@ -196,21 +207,41 @@ class BlockInterpreter {
     atomicStore<uint32_t>(&s->id, what, memoryOrderRelaxed);
     atomicStore<uint64_t>(&s->expected, expected, memoryOrderRelaxed);
     atomicStore<uint64_t>(&s->observed, observed, memoryOrderRelaxed);
+    atomicStore<uint64_t>(&s->detail, detail, memoryOrderRelaxed);
     atomicStore<uint32_t>(&s->waiting, tid_ + 1, memoryOrderRelaxed);
-    cuda::atomic_thread_fence(memoryOrderSeqCst, scopeSystem);
-    atomicStore<uint32_t>(&s->sequence, seq + 1, memoryOrderRelaxed);
+    unlockSlot(s, seq);
+  }
+  // publishWait when the slot shows no wait (the one it showed ended).
+  MSCCLPP_HOST_DEVICE_NOINLINE void republishWait(WaitKind kind, uint32_t what, uint64_t expected, uint64_t observed,
+                                                  uint64_t detail) {
+    if (atomicLoad<uint32_t>(&ctx_.liveWaits[block_].waiting, memoryOrderRelaxed) == 0)
+      publishWait(kind, what, expected, observed, detail);
   }
   // Only the thread whose wait the slot shows clears it (another thread of the block may have
   // published since).
   MSCCLPP_HOST_DEVICE_NOINLINE void clearWait() {
     LiveWaitSlot* s = &ctx_.liveWaits[block_];
     if (atomicLoad<uint32_t>(&s->waiting, memoryOrderRelaxed) != tid_ + 1) return;
-    const uint32_t seq = atomicLoad<uint32_t>(&s->sequence, memoryOrderRelaxed) | 1u;
-    atomicStore<uint32_t>(&s->sequence, seq, memoryOrderRelaxed);
+    const uint32_t seq = lockSlot(s);
+    if (atomicLoad<uint32_t>(&s->waiting, memoryOrderRelaxed) == tid_ + 1)
+      atomicStore<uint32_t>(&s->waiting, 0u, memoryOrderRelaxed);
+    unlockSlot(s, seq);
+  }
+  // Makes the sequence count odd (from the even `seq` returned) once no other thread holds it so.
+  // Only device threads write the slot: their compare-exchange needs to be atomic among themselves.
+  MSCCLPP_HOST_DEVICE_INLINE static uint32_t lockSlot(LiveWaitSlot* s) {
+    for (;;) {
+      uint32_t seq = atomicLoad<uint32_t>(&s->sequence, memoryOrderRelaxed);
+      if ((seq & 1u) == 0 &&
+          atomicCompareExchange<uint32_t, scopeDevice>(&s->sequence, &seq, seq + 1, memoryOrderRelaxed)) {
+        cuda::atomic_thread_fence(memoryOrderSeqCst, scopeSystem);
+        return seq;
+      }
+    }
+  }
+  MSCCLPP_HOST_DEVICE_INLINE static void unlockSlot(LiveWaitSlot* s, uint32_t seq) {
     cuda::atomic_thread_fence(memoryOrderSeqCst, scopeSystem);
-    atomicStore<uint32_t>(&s->waiting, 0u, memoryOrderRelaxed);
-    cuda::atomic_thread_fence(memoryOrderSeqCst, scopeSystem);
-    atomicStore<uint32_t>(&s->sequence, seq + 1, memoryOrderRelaxed);
+    atomicStore<uint32_t>(&s->sequence, seq + 2, memoryOrderRelaxed);
   }
 
   // Records that the block stopped before op `index` because the context was aborted.
@@ -300,8 +331,10 @@ class BlockInterpreter {
     pc_ = bodyBegin_;
   }
 
-  // After the last op of a pipeline body: the next unit, or past the pipeline.
+  // After the last op of a pipeline body: the next unit, or past the pipeline. Not in a pipeline
+  // (bodyEnd_ 0: pc_ is 0 again after settlePending stepped back from op 0): nothing.
   MSCCLPP_HOST_DEVICE_NOINLINE void nextIteration() {
+    if (bodyEnd_ == 0) return;
     if (++iterationIndex_ < iterations_) {
       pipeOff_ = iterationIndex_ * unit_;
       iteration_ = static_cast<uint32_t>(iterationIndex_);
@@ -389,11 +422,19 @@ class BlockInterpreter {
     }
     // The op is looked up again rather than kept: a reference live across the handler call is a
     // register the call must preserve (ptxas spilled it in the int8/uint8 min/max and fp8 kernels).
-    if (pending_.set) failPending();
+    if (pending_.set) settlePending();
   }
 
-  // Fills the block's record from a failure a handler deferred (deferFail), for op opIndex_.
-  MSCCLPP_HOST_DEVICE_NOINLINE void failPending() {
+  // A handler deferred a failure (deferFail), for op opIndex_. On the GPU a packet op's early leave
+  // (packet ops, below) is waited out here and the op runs again: pc_ steps back to it, and run()
+  // dispatches it anew from the thread's loop index (resume_). Whatever else stands fills the
+  // block's record. The op is not called from here: a second caller of the handlers made ptxas
+  // spill in the kernel's entry, as did any loop or call added to the dispatch.
+  MSCCLPP_HOST_DEVICE_NOINLINE void settlePending() {
+    if (awaitLatePacket()) {
+      --pc_;  // run() steps it forward again (unsigned: 0 - 1 + 1 is 0; see nextIteration)
+      return;
+    }
     pending_.set = false;
     fail(pending_.status, tb_.ops[opIndex_], pending_.kind, pending_.what, pending_.expected, pending_.observed,
          pending_.detail);
@@ -403,8 +444,8 @@ class BlockInterpreter {
   // dispatch fills the block's record once the handler returned. The loops then have no cold path
   // of their own to keep registers for.
   MSCCLPP_HOST_DEVICE_INLINE void deferFail(SpinStatus st, WaitKind kind, uint32_t what, uint64_t expected,
-                                            uint64_t observed, uint64_t detail) {
-    pending_ = PendingFailure{true, st, kind, what, expected, observed, detail};
+                                            uint64_t observed, uint64_t detail, uint64_t resumeAt = 0) {
+    pending_ = PendingFailure{true, st, kind, what, expected, observed, detail, resumeAt};
   }
 
   // ---- synchronisation ops ----------------------------------------------------------------------
@@ -619,14 +660,69 @@ class BlockInterpreter {
   }
 
   // ---- packets ------------------------------------------------------------------------------------
+  // One packet of src_buff[refPos] (at packetByteOff in its buffer), for loop index resumeAt.
   template <class Pkt>
-  MSCCLPP_HOST_DEVICE_INLINE bool readPkt(const Pkt* p, uint32_t refPos, uint64_t packetByteOff,
+  MSCCLPP_HOST_DEVICE_INLINE bool readPkt(const Pkt* p, uint32_t refPos, uint64_t packetByteOff, uint64_t resumeAt,
                                           typename Pkt::Payload* v) {
     uint32_t observed = 0;
-    SpinStatus st = readPacket(p, flag_, v, deadline_, ctx_.abortFlag, &observed);
+    SpinStatus st = readPacket(p, flag_, v, packetDeadline_, ctx_.abortFlag, &observed);
     if (st == SpinStatus::Ok) return true;
-    deferFail(st, WaitKind::Packet, refPos, flag_, observed, packetByteOff);
+    deferFail(st, WaitKind::Packet, refPos, flag_, observed, packetByteOff, resumeAt);
     return false;
+  }
+
+  // LL packet waits on the GPU spin until packetDeadline_ (kReportWaitAfterNs into the launch, or
+  // after this thread's last long wait), not deadline_: a packet that has not come by then makes
+  // the thread leave the op's loop (deferFail with its loop index). settlePending waits for that
+  // packet out of the loop, published once it waited long (reportedWait), and has the op run again
+  // from the index the thread left. Redoing an index is harmless: it reads the same packets again
+  // and writes the same values to the same places. Only rppkt's memory path writes part of an index
+  // (a destination's packet) before it read all of it, and writes it again: the same payload and
+  // flag, into a slot no synchronised plan reuses before this op is done. The loops carry no
+  // publishing code of their own: every way of putting it there made ptxas spill in them.
+  //
+  // awaitLatePacket: true when the packet a loop left for has come (the op resumes); false when the
+  // failure it deferred stands (a real timeout, an abort, not a packet wait), updated if this wait
+  // failed.
+  MSCCLPP_HOST_DEVICE_NOINLINE bool awaitLatePacket() {
+    if (ctx_.liveWaits == nullptr || pending_.kind != WaitKind::Packet || pending_.status != SpinStatus::Timeout ||
+        clockNs() >= deadline_)
+      return false;
+    const char* at = src(tb_.ops[opIndex_], pending_.what).base + pending_.detail;
+    uint64_t observed = pending_.observed;
+    const SpinStatus st = reportedWait(
+        WaitKind::Packet, pending_.what, flag_, &observed,
+        [&](uint64_t deadline) {
+          uint32_t seen = 0;
+          const SpinStatus s =
+              ll8_ ? awaitPacket<LL8Packet>(at, deadline, &seen) : awaitPacket<LL16Packet>(at, deadline, &seen);
+          observed = seen;
+          return s;
+        },
+        pending_.detail);
+    if (st != SpinStatus::Ok) {
+      pending_.status = st;
+      pending_.observed = observed;
+      return false;
+    }
+    pending_.set = false;
+    resume_ = pending_.resumeAt;
+    packetDeadline_ = minU(deadline_, clockNs() + kReportWaitAfterNs);
+    return true;
+  }
+
+  // This thread's first loop index in a packet op: its thread index, or the index settlePending
+  // resumes it at (once).
+  MSCCLPP_HOST_DEVICE_INLINE uint64_t firstIndex() {
+    const uint64_t first = resume_;
+    resume_ = tid_;
+    return first;
+  }
+
+  template <class Pkt>
+  MSCCLPP_HOST_DEVICE_INLINE SpinStatus awaitPacket(const char* at, uint64_t deadline, uint32_t* seen) {
+    typename Pkt::Payload v;
+    return readPacket(reinterpret_cast<const Pkt*>(at), flag_, &v, deadline, ctx_.abortFlag, seen);
   }
 
   template <class Pkt>
@@ -668,11 +764,11 @@ class BlockInterpreter {
     const ResolvedRef& d = dst(op, 0);
     Span ss = span(s), ds = span(d);
     PacketWaitInfo info;
-    SpinStatus st = getPackets<Pkt>(addr(d, ds.off, false), addr(s, ss.off, true), minU(ss.bytes, ds.bytes), tid_,
-                                    nthreads_, flag_, deadline_, ctx_.abortFlag, &info);
+    SpinStatus st = getPackets<Pkt>(addr(d, ds.off, false), addr(s, ss.off, true), minU(ss.bytes, ds.bytes),
+                                    firstIndex(), nthreads_, flag_, packetDeadline_, ctx_.abortFlag, &info);
     if (st != SpinStatus::Ok)
       deferFail(st, WaitKind::Packet, 0, flag_, info.observedFlag,
-                bufferOffset(s, ss.off, true) + info.packetIndex * sizeof(Pkt));
+                bufferOffset(s, ss.off, true) + info.packetIndex * sizeof(Pkt), info.packetIndex);
   }
 
   template <class Pkt>
@@ -708,7 +804,7 @@ class BlockInterpreter {
   MSCCLPP_HOST_DEVICE_NOINLINE void readPutPackets(const plan::Op& op) {
     if (op.channelType == plan::ChannelType::Port) {
       MSCCLPP_NO_UNROLL
-      for (uint32_t i = tid_; i < op.nDst; i += nthreads_) {
+      for (uint32_t i = static_cast<uint32_t>(firstIndex()); i < op.nDst; i += nthreads_) {
         const ResolvedRef& s = src(op, op.nSrc == 1 ? 0 : i);
         const ResolvedRef& d = dst(op, i);
         Span ss = span(s), ds = span(d);
@@ -717,7 +813,7 @@ class BlockInterpreter {
         MSCCLPP_NO_UNROLL
         for (uint64_t q = 0; q < packetCount<Pkt>(bytes); ++q) {
           typename Pkt::Payload v;
-          if (!readPkt(&in[q], op.nSrc == 1 ? 0 : i, bufferOffset(s, ss.off, true) + q * sizeof(Pkt), &v)) return;
+          if (!readPkt(&in[q], op.nSrc == 1 ? 0 : i, bufferOffset(s, ss.off, true) + q * sizeof(Pkt), i, &v)) return;
         }
         uint32_t c = id(op, i);
         SpinStatus st = ctx_.portChannels[c].put(d.memoryId, bufferOffset(d, ds.off, true), s.memoryId,
@@ -733,7 +829,7 @@ class BlockInterpreter {
     for (uint32_t i = 0; i < op.nDst; ++i) bytes = minU(bytes, span(dst(op, i)).bytes);
     uint64_t n = packetCount<Pkt>(bytes);
     MSCCLPP_NO_UNROLL
-    for (uint64_t q = tid_; q < n; q += nthreads_) {
+    for (uint64_t q = firstIndex(); q < n; q += nthreads_) {
       for (uint32_t i = 0; i < op.nDst; ++i) {
         uint32_t sp = op.nSrc == 1 ? 0 : i;
         const ResolvedRef& s = src(op, sp);
@@ -741,7 +837,7 @@ class BlockInterpreter {
         Span ss = span(s);
         typename Pkt::Payload v;
         const Pkt* in = reinterpret_cast<const Pkt*>(addr(s, ss.off, true)) + q;
-        if (!readPkt(in, sp, bufferOffset(s, ss.off, true) + q * sizeof(Pkt), &v)) return;
+        if (!readPkt(in, sp, bufferOffset(s, ss.off, true) + q * sizeof(Pkt), q, &v)) return;
         reinterpret_cast<Pkt*>(addr(d, span(d).off, true))[q].write(v, flag_);
       }
     }
@@ -767,7 +863,7 @@ class BlockInterpreter {
                            reinterpret_cast<uintptr_t>(addr(dst(op, 0), span(dst(op, 0)).off, false))) %
                           kP) == 0;
     MSCCLPP_NO_UNROLL
-    for (uint64_t g = tid_; g < nGroups; g += nthreads_) {
+    for (uint64_t g = firstIndex(); g < nGroups; g += nthreads_) {
       uint64_t gOff = g * kG;
       uint64_t gBytes = minU(kG, bytes - gOff);
       if (aligned && gBytes == kG && kPerGroup == 1 && sizeof(T) <= kP) {
@@ -777,7 +873,7 @@ class BlockInterpreter {
           Span sks = span(sk);
           P v;
           if (!readPkt(reinterpret_cast<const Pkt*>(addr(sk, sks.off, true)) + g, k,
-                       bufferOffset(sk, sks.off, true) + g * sizeof(Pkt), &v))
+                       bufferOffset(sk, sks.off, true) + g * sizeof(Pkt), g, &v))
             return;
           acc = reduceWord<T, Op>(acc, v);
         }
@@ -799,7 +895,7 @@ class BlockInterpreter {
         const Pkt* pk = reinterpret_cast<const Pkt*>(addr(sk, sks.off, true)) + g * kPerGroup;
         for (uint64_t q = 0; q < nPk; ++q) {
           P v;
-          if (!readPkt(&pk[q], k, bufferOffset(sk, sks.off, true) + (g * kPerGroup + q) * sizeof(Pkt), &v)) return;
+          if (!readPkt(&pk[q], k, bufferOffset(sk, sks.off, true) + (g * kPerGroup + q) * sizeof(Pkt), g, &v)) return;
           detail::storePayload<P>(reinterpret_cast<char*>(inBuf) + q * kP, v, minU(kP, gBytes - q * kP));
         }
         for (uint64_t e = 0; e < gBytes / sizeof(T); ++e) acc[e] = R::apply(acc[e], in[e]);
@@ -882,9 +978,9 @@ class BlockInterpreter {
     uint64_t dOff = bufferOffset(d, ds.off, true);
     uint64_t n = packetCount<Pkt>(minU(ss.bytes, ds.bytes));
     MSCCLPP_NO_UNROLL
-    for (uint64_t q = tid_; q < n; q += nthreads_) {
+    for (uint64_t q = firstIndex(); q < n; q += nthreads_) {
       typename Pkt::Payload v;
-      if (!readPkt(&in[q], 0, bufferOffset(s, ss.off, true) + q * sizeof(Pkt), &v)) return;
+      if (!readPkt(&in[q], 0, bufferOffset(s, ss.off, true) + q * sizeof(Pkt), q, &v)) return;
       for (uint32_t m = 0; m < sw.nMembers; ++m)
         reinterpret_cast<Pkt*>(static_cast<char*>(sw.memberPtrs[m]) + dOff)[q].write(v, flag_);
     }
@@ -897,6 +993,10 @@ class BlockInterpreter {
   uint32_t tid_;
   uint32_t nthreads_;
   uint64_t deadline_ = 0;
+  // LL packet waits spin until this (not deadline_) and then leave their op, which runs again from
+  // resume_ (settlePending). Both per thread.
+  uint64_t packetDeadline_ = 0;
+  uint64_t resume_ = 0;
   uint32_t flag_ = 0;
   uint64_t half_ = 0;
   bool ll8_ = false;
@@ -911,8 +1011,9 @@ class BlockInterpreter {
     WaitKind kind;
     uint32_t what;
     uint64_t expected, observed, detail;
+    uint64_t resumeAt;  // LL packet waits: this thread's loop index at the packet
   };
-  PendingFailure pending_{false, SpinStatus::Ok, WaitKind::None, 0, 0, 0, 0};
+  PendingFailure pending_{false, SpinStatus::Ok, WaitKind::None, 0, 0, 0, 0, 0};
   // The op loop: the op to run, and the running pipeline (bodyEnd_ 0: none).
   uint32_t pc_ = 0;
   uint32_t bodyBegin_ = 0, bodyEnd_ = 0;

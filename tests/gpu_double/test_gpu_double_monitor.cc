@@ -56,14 +56,21 @@ std::vector<Outcome> twoCallsPerRank(GpuRanks& ranks, Call&& call, double* secon
   return out;
 }
 
-// Two ranks, a two-rank allreduce, two call sizes (float32 elements).
+// Two ranks, a two-rank allreduce (a default plan, called in place when the plan is), two call
+// sizes (float32 elements).
 struct Job {
-  plan::PlanPtr plan = plan::loadPlanFile(std::string(MSCCLPP_TEST_DEFAULT_PLANS) + "/allreduce_allpairs_n2_oop.json");
-  uint64_t smallBytes = messageSizeFor(*plan, 1), largeBytes = 2 * smallBytes;
-  GpuRanks ranks{2, largeBytes};
+  explicit Job(const std::string& planFile = "allreduce_allpairs_n2_oop.json")
+      : plan(plan::loadPlanFile(std::string(MSCCLPP_TEST_DEFAULT_PLANS) + "/" + planFile)),
+        smallBytes(messageSizeFor(*plan, 1)),
+        largeBytes(2 * smallBytes),
+        ranks(2, largeBytes) {}
+  plan::PlanPtr plan;
+  uint64_t smallBytes, largeBytes;
+  GpuRanks ranks;
 
+  char* input(int r) { return plan->header.inPlace ? ranks.recv(r) : ranks.send(r); }
   void call(int r, uint64_t bytes) {
-    ranks.executor(r).execute(r, ranks.send(r), ranks.recv(r), bytes, bytes, DataType::Float32, plan, ranks.stream(r));
+    ranks.executor(r).execute(r, input(r), ranks.recv(r), bytes, bytes, DataType::Float32, plan, ranks.stream(r));
   }
   // Both ranks call each size of `sizes` in turn (contexts built collectively) and synchronise.
   void warmUp(const std::vector<uint64_t>& sizes) {
@@ -171,6 +178,17 @@ TEST_CASE("call monitor: a plan that deadlocks with every rank alive fails every
                   "rank " + std::to_string(r) + " threadblock 1 op 0 (barrier) waits at barrier 0 for 2 threadblocks"};
     }
   }
+  // The packet waits leave their loops and wait out of them, published (op_interpreter.hpp
+  // packetOpUntilDone); an LL packet may come from any other rank, so the cycle goes through all.
+  SECTION("LL packet waits") {
+    out = deadlockedCalls("deadlock_packets_2.json", &seconds);
+    for (int r = 0; r < 2; ++r) {
+      waits[r] = {"rank " + std::to_string(r) +
+                  " threadblock 0 op 0 (upkt) waits for LL packet flag 1 at byte 0 of its scratch (src_buff[0] = s "
+                  "chunk 0): flag 0 is there; written by rank " +
+                  std::to_string(1 - r) + " threadblock 0 op 1 (ppkt)"};
+    }
+  }
   for (int r = 0; r < 2; ++r) {
     INFO("rank " << r << ": " << out[r].message);
     CHECK(out[r].failed);
@@ -193,7 +211,21 @@ TEST_CASE("call monitor: a late peer is waited for on the device, with a WARN pe
           "[monitor][slow]") {
   test::ScopedEnv warn("MSCCLPP_WAIT_WARN_S", "1");
   test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "60");
-  Job job;
+  std::string planFile, waitPattern;
+  SECTION("channel waits") {
+    planFile = "allreduce_allpairs_n2_oop.json";
+    waitPattern = "waits on memory channel \\d+ \\(peer 1\\): signal #\\d+ expected, counter at \\d+";
+  }
+  // The packet ops leave their loops at a packet that has not come, wait for it out of the loop
+  // (published), and resume where they left: in place, a reduction redone from its start would add
+  // twice, and the check below would see it.
+  SECTION("LL packet waits, in place") {
+    planFile = "allreduce_ll_n2_ip.json";
+    waitPattern =
+        "waits for LL packet flag \\d+ at byte \\d+ of its scratch \\(src_buff\\[\\d+\\] = s chunk \\d+\\): "
+        "flag \\d+ is there";
+  }
+  Job job(planFile);
   const ReferenceCall ref(job.plan, job.smallBytes);
   job.warmUp({ref.inBytes()});
   ThreadBarrier barrier(2);
@@ -201,15 +233,15 @@ TEST_CASE("call monitor: a late peer is waited for on the device, with a WARN pe
   std::vector<std::string> wrong(2);
   const std::string err = onRanks(2, [&](int r) {
     cudaStream_t s = job.ranks.stream(r);
-    GPUTEST_CUDA(cudaMemcpyAsync(job.ranks.send(r), ref.input(r), ref.inBytes(), cudaMemcpyHostToDevice, s));
+    GPUTEST_CUDA(cudaMemcpyAsync(job.input(r), ref.input(r), ref.inBytes(), cudaMemcpyHostToDevice, s));
     GPUTEST_CUDA(cudaStreamSynchronize(s));
     barrier.arriveAndWait(60);
     if (r == 1) {
       std::this_thread::sleep_for(std::chrono::milliseconds(3000));
       warning = lastWarning();
     }
-    job.ranks.executor(r).execute(r, job.ranks.send(r), job.ranks.recv(r), ref.inBytes(), ref.outBytes(),
-                                  DataType::Float32, job.plan, s);
+    job.ranks.executor(r).execute(r, job.input(r), job.ranks.recv(r), ref.inBytes(), ref.outBytes(), DataType::Float32,
+                                  job.plan, s);
     GPUTEST_CUDA(cudaStreamSynchronize(s));
     barrier.arriveAndWait(60);
     std::vector<char> host(ref.outBytes());
@@ -219,14 +251,53 @@ TEST_CASE("call monitor: a late peer is waited for on the device, with a WARN pe
   });
   REQUIRE(err == "");
   INFO(warning);
-  CHECK_THAT(warning, Catch::Contains("plan allreduce_allpairs_n2_oop rank 0: call #2 has waited") &&
+  CHECK_THAT(warning, Catch::Contains("plan " + job.plan->header.name + " rank 0: call #2 has waited") &&
                           Catch::Contains("on its device (MSCCLPP_WAIT_WARN_S=1;") &&
-                          Catch::Matches(".*rank 0 threadblock \\d+ op \\d+ \\(\\w+\\) waits on memory channel \\d+ "
-                                         "\\(peer 1\\): signal #\\d+ expected, counter at \\d+.*") &&
+                          Catch::Matches(".*rank 0 threadblock \\d+ op \\d+ \\(\\w+\\) " + waitPattern + ".*") &&
                           Catch::Contains("rank 1 is not in a call"));
   // The values are right: the late call completed normally.
   CHECK(wrong[0] == "");
   CHECK(wrong[1] == "");
+}
+
+// op_interpreter.hpp, packet ops: a thread whose packet has not come leaves the op's loop, waits
+// for the packet out of the loop (published) and resumes the op where it left. Rank 0 reduces two
+// chunks of packets into its output in place (tests/data/exec/packet_resume_2.json), the first
+// chunk written by itself, the second by rank 1, which calls late: rank 0's op leaves in the
+// middle. Resumed from its start instead, it would add the first chunk twice.
+TEST_CASE("LL packets that come late: the packet op resumes where it left, adding nothing twice", "[packets][slow]") {
+  test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "60");
+  const plan::PlanPtr plan = plan::loadPlanFile(std::string(MSCCLPP_TEST_EXEC_DATA) + "/packet_resume_2.json");
+  constexpr uint64_t kBytes = 8192, kElems = kBytes / sizeof(float);
+  GpuRanks ranks{2, kBytes};
+  std::vector<std::vector<float>> input(2, std::vector<float>(kElems));
+  for (int r = 0; r < 2; ++r) {
+    for (uint64_t k = 0; k < kElems; ++k) input[r][k] = static_cast<float>(r * 100000 + k);
+  }
+  const std::vector<float> output(kElems, 0.5f);
+  std::vector<float> result(kElems);
+  ThreadBarrier barrier(2);
+  const std::string err = onRanks(2, [&](int r) {
+    cudaStream_t s = ranks.stream(r);
+    GPUTEST_CUDA(cudaMemcpyAsync(ranks.send(r), input[r].data(), kBytes, cudaMemcpyHostToDevice, s));
+    // The first call builds the context (both ranks together); the second, late on rank 1, is checked.
+    for (int call = 0; call < 2; ++call) {
+      GPUTEST_CUDA(cudaMemcpyAsync(ranks.recv(r), output.data(), kBytes, cudaMemcpyHostToDevice, s));
+      GPUTEST_CUDA(cudaStreamSynchronize(s));
+      barrier.arriveAndWait(60);
+      if (call == 1 && r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      ranks.executor(r).execute(r, ranks.send(r), ranks.recv(r), kBytes, kBytes, DataType::Float32, plan, s);
+      GPUTEST_CUDA(cudaStreamSynchronize(s));
+    }
+    if (r == 0) GPUTEST_CUDA(cudaMemcpy(result.data(), ranks.recv(0), kBytes, cudaMemcpyDeviceToHost));
+  });
+  REQUIRE(err == "");
+  uint64_t wrong = 0;
+  for (uint64_t k = 0; k < kElems; ++k) {
+    const float want = 0.5f + input[k < kElems / 2 ? 0 : 1][k];
+    if (result[k] != want && wrong++ < 4) FAIL_CHECK("element " << k << ": " << result[k] << ", expected " << want);
+  }
+  CHECK(wrong == 0);
 }
 
 int main(int argc, char** argv) {

@@ -171,11 +171,13 @@ MSCCLPP_HOST_DEVICE_INLINE void putPackets(void* dst, uint64_t dstOffset, const 
                      numThreads, flag);
 }
 
-// Waits for and unpacks dstBytes of payload from srcPackets into dst. Returns the first spin that
-// did not complete (Timeout/Aborted) with *info naming the packet; Ok when all arrived.
+// Waits for and unpacks dstBytes of payload from srcPackets into dst: this thread takes packets
+// firstIndex, firstIndex + numThreads, ... (firstIndex: its thread index, or a later packet of its
+// own to resume at). Returns the first spin that did not complete (Timeout/Aborted) with *info
+// naming the packet; Ok when all arrived.
 template <class Packet = LL16Packet>
 MSCCLPP_HOST_DEVICE_INLINE SpinStatus getPackets(void* dst, const void* srcPackets, uint64_t dstBytes,
-                                                 uint32_t threadId, uint32_t numThreads, uint32_t flag,
+                                                 uint64_t firstIndex, uint32_t numThreads, uint32_t flag,
                                                  uint64_t deadlineNs, const uint32_t* abortFlag,
                                                  PacketWaitInfo* info = nullptr) {
   using P = typename Packet::Payload;
@@ -185,7 +187,7 @@ MSCCLPP_HOST_DEVICE_INLINE SpinStatus getPackets(void* dst, const void* srcPacke
   const uint64_t nFull = dstBytes / Packet::kPayloadBytes;
   const bool aligned = reinterpret_cast<uintptr_t>(d) % sizeof(P) == 0;
   MSCCLPP_NO_UNROLL
-  for (uint64_t i = threadId; i < n; i += numThreads) {
+  for (uint64_t i = firstIndex; i < n; i += numThreads) {
     P v;
     uint32_t observed = 0;
     SpinStatus st = readPacket(&src[i], flag, &v, deadlineNs, abortFlag, &observed);

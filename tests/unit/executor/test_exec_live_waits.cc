@@ -1,0 +1,182 @@
+// The op interpreter's GPU-context waits with several threads in one block (op_interpreter.hpp
+// reportedWait, settlePending), on host threads. The CUDA device double runs one thread per block,
+// so what only a block of several threads does is checked here: two host threads run the same
+// block as its threads 0 and 1 of 2 (BlockInterpreter with threadId/numThreads, as the kernel does),
+// against a hand-built context that has live-wait slots, as GPU contexts do. The ops used need no
+// barrier among a block's threads (syncBlockThreads is a no-op on the host).
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "executor/exec_layout.hpp"
+#include "executor/op_interpreter.hpp"
+#include "mscclpp/packet_device.hpp"
+
+using namespace mscclpp;
+using namespace mscclpp::exec;
+
+namespace {
+
+// One block of one rank, its ops and references given, with what a GPU context has: a live-wait
+// slot, a block record, the state's flag.
+struct OneBlock {
+  std::vector<plan::Op> ops;
+  std::vector<ResolvedRef> refs;
+  std::vector<uint32_t> ids;
+  std::vector<uint32_t> semaphores;
+  ThreadblockDevice tb{};
+  ExecState state{1, 0, UINT32_MAX, 0};
+  BlockRecord record{};
+  LiveWaitSlot slot{};
+  uint32_t abortFlag = 0;
+  ExecContextDevice ctx{};
+
+  void wire() {
+    tb = ThreadblockDevice{ops.data(),
+                           refs.data(),
+                           ids.data(),
+                           static_cast<uint32_t>(ops.size()),
+                           static_cast<uint32_t>(refs.size()),
+                           static_cast<uint32_t>(ids.size()),
+                           0};
+    ctx.rank = 0;
+    ctx.nBlocks = 1;
+    ctx.blocks = &tb;
+    ctx.chunkBytes = 1;
+    ctx.scratchChunkBytes = 1;
+    ctx.semaphores = semaphores.data();
+    ctx.nSemaphores = static_cast<uint32_t>(semaphores.size());
+    ctx.state = &state;
+    ctx.blockRecords = &record;
+    ctx.abortFlag = &abortFlag;
+    ctx.liveWaits = &slot;
+  }
+
+  // Runs the block with `threads` host threads as its threads, until all of them finished.
+  std::thread start(uint32_t threads) {
+    return std::thread([this, threads] {
+      std::vector<std::thread> ts;
+      const LaunchArgs args{30000000000ull, static_cast<uint32_t>(PacketType::LL16), 0};
+      for (uint32_t t = 0; t < threads; ++t) {
+        ts.emplace_back([this, t, threads, args] {
+          BlockInterpreter<float, OpSum> block(ctx, tb, 0, t, threads, args);
+          block.run();
+        });
+      }
+      for (auto& t : ts) t.join();
+    });
+  }
+
+  // The slot as a reader sees it (relaxed loads: the slot's own protocol is tested with the monitor).
+  uint32_t waiting() const { return atomicLoad<uint32_t>(&slot.waiting, memoryOrderRelaxed); }
+  uint32_t waitId() const { return atomicLoad<uint32_t>(&slot.id, memoryOrderRelaxed); }
+};
+
+plan::Op makeOp(plan::OpType type) {
+  plan::Op op{};
+  op.type = type;
+  return op;
+}
+
+ResolvedRef localRef(char* base, uint64_t bytes, plan::BufferType type) {
+  ResolvedRef r{};
+  r.base = base;
+  r.bytes = bytes;
+  r.memoryId = UINT32_MAX;
+  r.kind = static_cast<uint8_t>(plan::RefKind::Local);
+  r.type = static_cast<uint8_t>(type);
+  r.scratch = type == plan::BufferType::Scratch ? 1 : 0;
+  return r;
+}
+
+// Polls cond every millisecond for up to `seconds`.
+template <class Cond>
+bool within(double seconds, Cond&& cond) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+}  // namespace
+
+// Threads 0 and 1 wait on semaphores 0 and 1 (sem_acquire with two ids). The slot shows one of the
+// waits; when that one ends it clears the slot, and the other wait, still going on, fills it again
+// (kRepublishWaitNs): the block does not show as running while a thread of it waits.
+TEST_CASE("live waits: a block whose shown wait ended shows its other thread's wait again", "[exec][livewaits]") {
+  OneBlock b;
+  plan::Op acquire = makeOp(plan::OpType::SemAcquire);
+  acquire.nIds = 2;
+  b.ops = {acquire};
+  b.ids = {0, 1};
+  b.semaphores = {0, 0};
+  b.wire();
+  std::thread block = b.start(2);
+  // Both waits publish after 1 ms; the second to publish is shown.
+  REQUIRE(within(5, [&] { return b.waiting() != 0; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const uint32_t shown = b.waiting() - 1, other = 1 - shown;
+  REQUIRE(shown < 2);
+  CHECK(b.waitId() == shown);
+  CHECK(atomicLoad<uint32_t>(&b.slot.waitKind, memoryOrderRelaxed) == static_cast<uint32_t>(WaitKind::Semaphore));
+  atomicStore<uint32_t>(&b.semaphores[shown], 1u, memoryOrderRelease);
+  // The shown wait ends and clears the slot; within a round (100 ms) the other fills it again.
+  CHECK(within(2, [&] { return b.waiting() == other + 1 && b.waitId() == other; }));
+  atomicStore<uint32_t>(&b.semaphores[other], 1u, memoryOrderRelease);
+  block.join();
+  CHECK(b.waiting() == 0);
+  CHECK(b.record.state == kBlockFinished);
+}
+
+// upkt... repkt in place with two threads: each thread takes every other group, and a packet not yet
+// come makes it leave the op at its own group; it waits for the packet out of the loop and resumes
+// at that group. Packets come in three parts, 50 ms apart, so each thread leaves and resumes more
+// than once. A thread resumed at its first group, or at the other thread's, would add some groups
+// twice.
+TEST_CASE("live waits: a packet op left by two threads at their own groups resumes each where it left",
+          "[exec][livewaits]") {
+  constexpr uint64_t kGroups = 96;  // float with LL16: one 8-byte packet payload per group (2 floats)
+  std::vector<float> out(2 * kGroups);
+  for (size_t e = 0; e < out.size(); ++e) out[e] = 0.5f + static_cast<float>(e);
+  std::vector<LL16Packet> packets(kGroups);
+  std::memset(packets.data(), 0, packets.size() * sizeof(LL16Packet));
+  OneBlock b;
+  plan::Op reduce = makeOp(plan::OpType::ReducePackets);
+  reduce.nSrc = 2;
+  reduce.srcBegin = 0;
+  reduce.nDst = 1;
+  reduce.dstBegin = 2;
+  b.ops = {reduce};
+  const uint64_t bytes = out.size() * sizeof(float);
+  b.refs = {localRef(reinterpret_cast<char*>(out.data()), bytes, plan::BufferType::Output),
+            localRef(reinterpret_cast<char*>(packets.data()), bytes, plan::BufferType::Scratch),
+            localRef(reinterpret_cast<char*>(out.data()), bytes, plan::BufferType::Output)};
+  b.wire();
+  auto send = [&](uint64_t from, uint64_t to) {
+    for (uint64_t g = from; g < to; ++g) {
+      const float pair[2] = {1000.0f + 2 * g, 1000.0f + 2 * g + 1};
+      uint64_t payload = 0;
+      std::memcpy(&payload, pair, sizeof(payload));
+      packets[g].write(payload, b.state.flag);
+    }
+  };
+  send(0, 10);  // thread 0 gets through group 10, thread 1 through 11, then both wait
+  std::thread block = b.start(2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  send(10, 41);  // thread 1 now waits at group 41, thread 0 at 42
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  send(41, kGroups);
+  block.join();
+  CHECK(b.record.state == kBlockFinished);
+  CHECK(b.waiting() == 0);
+  uint64_t wrong = 0;
+  for (size_t e = 0; e < out.size(); ++e) {
+    const float want = 0.5f + static_cast<float>(e) + 1000.0f + static_cast<float>(e);
+    if (out[e] != want && wrong++ < 4) FAIL_CHECK("element " << e << ": " << out[e] << ", expected " << want);
+  }
+  CHECK(wrong == 0);
+}
