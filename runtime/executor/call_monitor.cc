@@ -458,9 +458,9 @@ void CallMonitor::round(uint64_t seq) {
         for (const BlockWait& w : cur[r].waits) picture += " " + w.text + ";";
         picture.pop_back();
       }
-      // Follow the first wait on another rank of the set from the lowest rank until one repeats. A
-      // rank whose only waits are LL packet waits (on any other rank) steps to the next rank of the
-      // set: every rank of the set is then stuck, so that is a true edge too.
+      // Follow the first wait on another rank of the set from the lowest rank until one repeats. Of
+      // two ranks, one whose waits are on any peer (LL packets several ranks write) waits on the
+      // other; of more, such a wait names no edge (the path stops there).
       std::vector<int> path;
       int at = *stuck.begin();
       while (std::find(path.begin(), path.end(), at) == path.end()) {
@@ -474,10 +474,7 @@ void CallMonitor::round(uint64_t seq) {
             break;
           }
         }
-        if (next == at && anyPeer && stuck.size() > 1) {
-          auto after = stuck.upper_bound(at);
-          next = after == stuck.end() ? *stuck.begin() : *after;
-        }
+        if (next == at && anyPeer && stuck.size() == 2) next = at == *stuck.begin() ? *stuck.rbegin() : *stuck.begin();
         if (next == at) break;
         at = next;
       }

@@ -17,14 +17,21 @@ int peerOf(const std::vector<plan::ChannelDecl>& channels, uint32_t c) {
   return c < channels.size() ? channels[c].peer : -1;
 }
 
+struct PacketWriter {
+  int rank;
+  std::string op;  // "rank R threadblock T op N (name)"
+};
+
 // Which ops of the plan write LL packets into rank's scratch chunks [index, index + size): local
 // packet destinations on that rank, remote packet destinations of peers pointing at its scratch,
 // and multicast packet stores to a group it belongs to. Chunk granularity (thread-block-group slices
-// are not told apart). Only possible when every rank's threadblocks are loaded.
-std::string packetWriters(const plan::Plan& plan, int rank, uint32_t index, uint32_t size) {
-  std::vector<std::string> writers;
+// are not told apart). Only possible when every rank's threadblocks are loaded (*known false else).
+std::vector<PacketWriter> packetWriterOps(const plan::Plan& plan, int rank, uint32_t index, uint32_t size,
+                                          bool* known) {
+  std::vector<PacketWriter> writers;
+  *known = false;
   for (const plan::RankPlan& q : plan.ranks) {
-    if (!q.hasOps) return std::string();
+    if (!q.hasOps) return {};
     for (const plan::ThreadblockPlan& tb : q.threadblocks) {
       for (size_t i = 0; i < tb.ops.size(); ++i) {
         const plan::Op& op = tb.ops[i];
@@ -44,18 +51,36 @@ std::string packetWriters(const plan::Plan& plan, int rank, uint32_t index, uint
             for (int m : q.switchChannels[ref.id].ranks) hits |= m == rank;
           }
           if (hits && ref.index < index + size && index < ref.index + ref.size) {
-            writers.push_back(
-                strFormat("rank %d threadblock %d op %zu (%s)", q.rank, tb.id, i, plan::opTypeName(op.type)));
+            writers.push_back(PacketWriter{
+                q.rank, strFormat("rank %d threadblock %d op %zu (%s)", q.rank, tb.id, i, plan::opTypeName(op.type))});
           }
         }
       }
     }
   }
+  *known = true;
+  return writers;
+}
+
+std::string packetWriters(const plan::Plan& plan, int rank, uint32_t index, uint32_t size) {
+  bool known = false;
+  const std::vector<PacketWriter> writers = packetWriterOps(plan, rank, index, size, &known);
+  if (!known) return std::string();
   if (writers.empty()) return "; no op of any rank writes LL packets there, so the plan cannot complete as written";
   std::string s = "; written by ";
-  for (size_t i = 0; i < writers.size() && i < 4; ++i) s += (i ? ", " : "") + writers[i];
+  for (size_t i = 0; i < writers.size() && i < 4; ++i) s += (i ? ", " : "") + writers[i].op;
   if (writers.size() > 4) s += strFormat(" and %zu more", writers.size() - 4);
   return s;
+}
+
+// The local scratch reference a block's LL packet wait reads (null when the record does not name one).
+const plan::BufferRef* packetWaitRef(const plan::RankPlan& rp, uint32_t block, const BlockRecord& r) {
+  if (block >= rp.threadblocks.size() || r.opIndex >= rp.threadblocks[block].ops.size()) return nullptr;
+  const plan::ThreadblockPlan& tb = rp.threadblocks[block];
+  const plan::Op& op = tb.ops[r.opIndex];
+  if (r.id >= op.nSrc) return nullptr;
+  const plan::BufferRef& ref = tb.refs[op.srcBegin + r.id];
+  return ref.kind == plan::RefKind::Local && ref.type == plan::BufferType::Scratch ? &ref : nullptr;
 }
 
 // Which ops of the peer signal the channel paired with rank's channel c (the k-th channel of the
@@ -107,10 +132,10 @@ std::string waitText(const plan::Plan& plan, int rank, uint32_t block, const Blo
         if (r.id < op.nSrc) {
           const plan::BufferRef& ref = tb.refs[op.srcBegin + r.id];
           where = strFormat("src_buff[%u] = %s chunk %u", r.id, plan::bufferTypeName(ref.type), ref.index);
-          if (ref.kind == plan::RefKind::Local && ref.type == plan::BufferType::Scratch)
-            writers = packetWriters(plan, rank, ref.index, ref.size);
         }
       }
+      if (const plan::BufferRef* ref = packetWaitRef(rp, block, r))
+        writers = packetWriters(plan, rank, ref->index, ref->size);
       return strFormat("waits for LL packet flag %llu at byte %llu of its scratch (%s): flag %llu is there%s",
                        ull(r.expected), ull(r.detail), where.c_str(), ull(r.observed), writers.c_str());
     }
@@ -228,15 +253,25 @@ bool liveWait(const ExecContextDevice& dev, const ThreadblockDevice& tbd, const 
   }
 }
 
-// Whose signal releases a block waiting as `r` says.
-int32_t waitTarget(const plan::RankPlan& rp, int rank, const BlockRecord& r) {
+// Whose signal releases a block waiting as `r` says. An LL packet wait: the one rank whose ops write
+// those packets, when the plan has one (else any of several, or unknown: kAnyPeer).
+int32_t waitTarget(const plan::Plan& plan, int rank, uint32_t block, const BlockRecord& r) {
+  const plan::RankPlan& rp = plan.ranks[rank];
   switch (static_cast<WaitKind>(r.waitKind)) {
     case WaitKind::MemoryChannel:
       return peerOf(rp.memoryChannels, r.id);
     case WaitKind::PortChannel:
       return peerOf(rp.portChannels, r.id);
-    case WaitKind::Packet:
-      return BlockWait::kAnyPeer;
+    case WaitKind::Packet: {
+      const plan::BufferRef* ref = packetWaitRef(rp, block, r);
+      bool known = false;
+      const std::vector<PacketWriter> writers =
+          ref ? packetWriterOps(plan, rank, ref->index, ref->size, &known) : std::vector<PacketWriter>{};
+      for (const PacketWriter& w : writers) {
+        if (w.rank != writers.front().rank) return BlockWait::kAnyPeer;
+      }
+      return writers.empty() ? BlockWait::kAnyPeer : writers.front().rank;
+    }
     default:
       return rank;  // barrier, semaphore: released by this rank's own blocks
   }
@@ -311,7 +346,7 @@ std::vector<BlockWait> describeWaitSlots(const plan::Plan& plan, int rank, const
                        plan::opTypeName(tb.ops[r.opIndex].type));
     if (r.pipelineIteration != UINT32_MAX) w.text += strFormat(" pipeline iteration %u", r.pipelineIteration);
     w.text += " " + waitText(plan, rank, b, r);
-    w.target = waitTarget(rp, rank, r);
+    w.target = waitTarget(plan, rank, b, r);
     out.push_back(std::move(w));
   }
   if (progress) *progress = moved;
@@ -345,7 +380,7 @@ std::vector<BlockWait> describeLiveBlocks(const plan::Plan& plan, int rank, cons
     if (state < kBlockTimedOut && liveWait(dev, dev.blocks[b], tb, op, launchFlag, &r)) {
       moved = mix64(mix64(moved, r.observed), r.detail);
       w.text = head + " " + waitText(plan, rank, b, r);
-      w.target = waitTarget(rp, rank, r);
+      w.target = waitTarget(plan, rank, b, r);
     } else {
       w.text = head + (blockStopped(live) ? " stopped" : " is running");
     }

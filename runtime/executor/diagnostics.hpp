@@ -29,7 +29,7 @@ std::vector<std::string> describeUnfinishedBlocks(const plan::Plan& plan, int ra
 
 // One unfinished threadblock of a running launch, and whom it waits for.
 struct BlockWait {
-  static constexpr int32_t kAnyPeer = -1;  // LL packets: any other rank may be the writer
+  static constexpr int32_t kAnyPeer = -1;  // LL packets several ranks (or unknown ones) write
   static constexpr int32_t kBusy = -2;     // running (copying, reducing, flushing: the proxy works)
   int32_t target = kBusy;                  // the rank whose signal releases it (itself: barrier, semaphore)
   std::string

@@ -75,7 +75,7 @@ struct BlockRecord {
   uint32_t id;
   uint32_t pipelineIteration;  // UINT32_MAX outside pipelines
   uint32_t launchFlag;         // the LL flag of the launch this record describes
-  uint32_t reserved;
+  uint32_t slotLock;           // GPU contexts: 1 while a thread of the block writes its LiveWaitSlot
   uint64_t expected;
   uint64_t observed;
   uint64_t detail;

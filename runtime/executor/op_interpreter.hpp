@@ -192,14 +192,14 @@ class BlockInterpreter {
 
   // Relaxed system-scope stores into host-mapped memory, the fields between two system-scope fences
   // while the sequence count is odd: the host sees them while the kernel runs (docs/cuda-backend.md,
-  // "Design points and the CUDA rules they follow"). The odd count is also the writers' lock: the
-  // threads of a block that publish or clear at once take turns (a writer holds it for a few
-  // stores), so the host never reads a slot mixed from two waits. Cold: only a wait that already
-  // waited long.
+  // "Design points and the CUDA rules they follow"). The threads of a block that publish or clear
+  // at once take turns (lockSlot), so the host never reads a slot mixed from two waits. Cold: only a
+  // wait that already waited long.
   MSCCLPP_HOST_DEVICE_NOINLINE void publishWait(WaitKind kind, uint32_t what, uint64_t expected, uint64_t observed,
                                                 uint64_t detail) {
+    if (!lockSlot()) return;
     LiveWaitSlot* s = &ctx_.liveWaits[block_];
-    const uint32_t seq = lockSlot(s);
+    const uint32_t seq = beginSlotWrite(s);
     atomicStore<uint32_t>(&s->launchFlag, flag_, memoryOrderRelaxed);
     atomicStore<uint32_t>(&s->opIndex, opIndex_, memoryOrderRelaxed);
     atomicStore<uint32_t>(&s->pipelineIteration, unit_ == kNoUnit ? UINT32_MAX : iteration_, memoryOrderRelaxed);
@@ -209,7 +209,8 @@ class BlockInterpreter {
     atomicStore<uint64_t>(&s->observed, observed, memoryOrderRelaxed);
     atomicStore<uint64_t>(&s->detail, detail, memoryOrderRelaxed);
     atomicStore<uint32_t>(&s->waiting, tid_ + 1, memoryOrderRelaxed);
-    unlockSlot(s, seq);
+    endSlotWrite(s, seq);
+    unlockSlot();
   }
   // publishWait when the slot shows no wait (the one it showed ended).
   MSCCLPP_HOST_DEVICE_NOINLINE void republishWait(WaitKind kind, uint32_t what, uint64_t expected, uint64_t observed,
@@ -221,25 +222,38 @@ class BlockInterpreter {
   // published since).
   MSCCLPP_HOST_DEVICE_NOINLINE void clearWait() {
     LiveWaitSlot* s = &ctx_.liveWaits[block_];
-    if (atomicLoad<uint32_t>(&s->waiting, memoryOrderRelaxed) != tid_ + 1) return;
-    const uint32_t seq = lockSlot(s);
-    if (atomicLoad<uint32_t>(&s->waiting, memoryOrderRelaxed) == tid_ + 1)
+    if (atomicLoad<uint32_t>(&s->waiting, memoryOrderRelaxed) != tid_ + 1 || !lockSlot()) return;
+    if (atomicLoad<uint32_t>(&s->waiting, memoryOrderRelaxed) == tid_ + 1) {
+      const uint32_t seq = beginSlotWrite(s);
       atomicStore<uint32_t>(&s->waiting, 0u, memoryOrderRelaxed);
-    unlockSlot(s, seq);
+      endSlotWrite(s, seq);
+    }
+    unlockSlot();
   }
-  // Makes the sequence count odd (from the even `seq` returned) once no other thread holds it so.
-  // Only device threads write the slot: their compare-exchange needs to be atomic among themselves.
-  MSCCLPP_HOST_DEVICE_INLINE static uint32_t lockSlot(LiveWaitSlot* s) {
+  // The block's writers of its slot take turns through a word of its record, in device memory (a
+  // read-modify-write on host-mapped memory would depend on the PCIe link's atomics). A writer holds
+  // it for a few stores and nothing can stop it in between, so a plain loop suffices (spinUntil
+  // here made ptxas spill in the kernel's entry and in reducePackets); false (nothing written) on
+  // an abort.
+  MSCCLPP_HOST_DEVICE_INLINE bool lockSlot() {
+    uint32_t* lock = &ctx_.blockRecords[block_].slotLock;
     for (;;) {
-      uint32_t seq = atomicLoad<uint32_t>(&s->sequence, memoryOrderRelaxed);
-      if ((seq & 1u) == 0 &&
-          atomicCompareExchange<uint32_t, scopeDevice>(&s->sequence, &seq, seq + 1, memoryOrderRelaxed)) {
-        cuda::atomic_thread_fence(memoryOrderSeqCst, scopeSystem);
-        return seq;
-      }
+      uint32_t free = 0;
+      if (atomicCompareExchange<uint32_t, scopeDevice>(lock, &free, 1u, memoryOrderAcquire)) return true;
+      if (ctx_.abortFlag != nullptr && atomicLoad<uint32_t>(ctx_.abortFlag, memoryOrderRelaxed) != 0) return false;
     }
   }
-  MSCCLPP_HOST_DEVICE_INLINE static void unlockSlot(LiveWaitSlot* s, uint32_t seq) {
+  MSCCLPP_HOST_DEVICE_INLINE void unlockSlot() {
+    atomicStore<uint32_t, scopeDevice>(&ctx_.blockRecords[block_].slotLock, 0u, memoryOrderRelease);
+  }
+  // The sequence count odd (returns the even value before it), then the fields, then even again.
+  MSCCLPP_HOST_DEVICE_INLINE static uint32_t beginSlotWrite(LiveWaitSlot* s) {
+    const uint32_t seq = atomicLoad<uint32_t>(&s->sequence, memoryOrderRelaxed) & ~1u;
+    atomicStore<uint32_t>(&s->sequence, seq + 1, memoryOrderRelaxed);
+    cuda::atomic_thread_fence(memoryOrderSeqCst, scopeSystem);
+    return seq;
+  }
+  MSCCLPP_HOST_DEVICE_INLINE static void endSlotWrite(LiveWaitSlot* s, uint32_t seq) {
     cuda::atomic_thread_fence(memoryOrderSeqCst, scopeSystem);
     atomicStore<uint32_t>(&s->sequence, seq + 2, memoryOrderRelaxed);
   }
@@ -672,7 +686,7 @@ class BlockInterpreter {
   }
 
   // LL packet waits on the GPU spin until packetDeadline_ (kReportWaitAfterNs into the launch, or
-  // after this thread's last long wait), not deadline_: a packet that has not come by then makes
+  // after this thread's last long packet wait), not deadline_: a packet that has not come by then makes
   // the thread leave the op's loop (deferFail with its loop index). settlePending waits for that
   // packet out of the loop, published once it waited long (reportedWait), and has the op run again
   // from the index the thread left. Redoing an index is harmless: it reads the same packets again

@@ -179,7 +179,7 @@ TEST_CASE("call monitor: a plan that deadlocks with every rank alive fails every
     }
   }
   // The packet waits leave their loops and wait out of them, published (op_interpreter.hpp
-  // packetOpUntilDone); an LL packet may come from any other rank, so the cycle goes through all.
+  // settlePending); each rank's packets are written by the other's ppkt, the cycle's edges.
   SECTION("LL packet waits") {
     out = deadlockedCalls("deadlock_packets_2.json", &seconds);
     for (int r = 0; r < 2; ++r) {

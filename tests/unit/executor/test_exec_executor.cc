@@ -578,8 +578,7 @@ TEST_CASE("Executor: a plan that deadlocks with every rank alive fails with Inte
     for (int r = 0; r < 2; ++r)
       waits[r] = strFormat("rank %d threadblock 0 op 0 (wait) waits on memory channel 0 (peer %d)", r, 1 - r);
   }
-  // An LL packet wait may be released by any other rank: with every rank stuck, the cycle goes
-  // through all of them.
+  // An LL packet wait is released by the rank whose ops write those packets (here the peer's ppkt).
   SECTION("LL packet waits") {
     planFile = "deadlock_packets_2.json";
     for (int r = 0; r < 2; ++r)

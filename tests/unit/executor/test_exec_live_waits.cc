@@ -4,10 +4,12 @@
 // block as its threads 0 and 1 of 2 (BlockInterpreter with threadId/numThreads, as the kernel does),
 // against a hand-built context that has live-wait slots, as GPU contexts do. The ops used need no
 // barrier among a block's threads (syncBlockThreads is a no-op on the host).
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "executor/exec_layout.hpp"
@@ -69,9 +71,19 @@ struct OneBlock {
     });
   }
 
-  // The slot as a reader sees it (relaxed loads: the slot's own protocol is tested with the monitor).
-  uint32_t waiting() const { return atomicLoad<uint32_t>(&slot.waiting, memoryOrderRelaxed); }
-  uint32_t waitId() const { return atomicLoad<uint32_t>(&slot.id, memoryOrderRelaxed); }
+  // The waiting thread + 1 (0: none) and its wait's id, read consistently: the sequence count even
+  // and unchanged around the loads, as the monitor reads the slot (diagnostics.cc readSlot).
+  std::pair<uint32_t, uint32_t> shown() const {
+    for (;;) {
+      const uint32_t before = atomicLoad<uint32_t>(&slot.sequence, memoryOrderAcquire);
+      const uint32_t waiting = atomicLoad<uint32_t>(&slot.waiting, memoryOrderRelaxed);
+      const uint32_t id = atomicLoad<uint32_t>(&slot.id, memoryOrderRelaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if ((before & 1u) == 0 && atomicLoad<uint32_t>(&slot.sequence, memoryOrderRelaxed) == before)
+        return {waiting, id};
+    }
+  }
+  uint32_t waiting() const { return shown().first; }
 };
 
 plan::Op makeOp(plan::OpType type) {
@@ -119,13 +131,14 @@ TEST_CASE("live waits: a block whose shown wait ended shows its other thread's w
   // Both waits publish after 1 ms; the second to publish is shown.
   REQUIRE(within(5, [&] { return b.waiting() != 0; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  const uint32_t shown = b.waiting() - 1, other = 1 - shown;
+  const std::pair<uint32_t, uint32_t> first = b.shown();
+  const uint32_t shown = first.first - 1, other = 1 - shown;
   REQUIRE(shown < 2);
-  CHECK(b.waitId() == shown);
+  CHECK(first.second == shown);
   CHECK(atomicLoad<uint32_t>(&b.slot.waitKind, memoryOrderRelaxed) == static_cast<uint32_t>(WaitKind::Semaphore));
   atomicStore<uint32_t>(&b.semaphores[shown], 1u, memoryOrderRelease);
   // The shown wait ends and clears the slot; within a round (100 ms) the other fills it again.
-  CHECK(within(2, [&] { return b.waiting() == other + 1 && b.waitId() == other; }));
+  CHECK(within(2, [&] { return b.shown() == std::make_pair(other + 1, other); }));
   atomicStore<uint32_t>(&b.semaphores[other], 1u, memoryOrderRelease);
   block.join();
   CHECK(b.waiting() == 0);
@@ -156,12 +169,15 @@ TEST_CASE("live waits: a packet op left by two threads at their own groups resum
             localRef(reinterpret_cast<char*>(packets.data()), bytes, plan::BufferType::Scratch),
             localRef(reinterpret_cast<char*>(out.data()), bytes, plan::BufferType::Output)};
   b.wire();
+  // The launch's flag, read before the block runs: its thread 0 advances the state's flag when it
+  // finishes, which may be before the last packets are written (no block barrier on the host).
+  const uint32_t flag = b.state.flag;
   auto send = [&](uint64_t from, uint64_t to) {
     for (uint64_t g = from; g < to; ++g) {
       const float pair[2] = {1000.0f + 2 * g, 1000.0f + 2 * g + 1};
       uint64_t payload = 0;
       std::memcpy(&payload, pair, sizeof(payload));
-      packets[g].write(payload, b.state.flag);
+      packets[g].write(payload, flag);
     }
   };
   send(0, 10);  // thread 0 gets through group 10, thread 1 through 11, then both wait
