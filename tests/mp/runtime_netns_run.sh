@@ -114,8 +114,10 @@ if [ -n "$CUT_AFTER" ]; then
   COMMON+=(--env "MSCCLPP_TEST_CUT_FILE=$CUT_FILE")
   # Host B vanishes: its link goes down, nothing is closed (no FIN, no RST reach host A).
   ( while [ "$(ls "$CUT_FILE".ready.* 2>/dev/null | wc -l)" -lt "$N" ]; do sleep 0.1; done
-    sleep "$CUT_AFTER"; ip -n "$NS-b" link set "$VB" down; date +%s.%N > "$CUT_FILE.tmp" && mv "$CUT_FILE.tmp" "$CUT_FILE"
-    echo "runtime_netns_run.sh: host B's link is down" ) &
+    sleep "$CUT_AFTER"; asked=$(date +%s.%N); ip -n "$NS-b" link set "$VB" down
+    date +%s.%N > "$CUT_FILE.tmp" && mv "$CUT_FILE.tmp" "$CUT_FILE"
+    echo "runtime_netns_run.sh: host B's link is down ($(awk -v a="$asked" -v b="$(cat "$CUT_FILE")" \
+      'BEGIN { printf "%.2f", b - a }') s after it was asked)" ) &
 fi
 ip netns exec "$NS-a" env MSCCLPP_HOSTID=netns-host-a MSCCLPP_SOCKET_IFNAME="$VA" \
   "$LAUNCHER" "${COMMON[@]}" --first-rank 0 -- "$@" &
