@@ -15,13 +15,13 @@
 //   * a peer whose call k (the current one or a recent one) has another descriptor than this rank's
 //     call k: mismatched calls. The communicator fails with InvalidUsage naming both ranks' calls;
 //     every rank is told (and a failed communicator raises the abort flags device waits poll).
-//   * a set of ranks in calls whose every unfinished block waits on a rank of the set (LL packets:
-//     on every other rank of it), nothing moving between two rounds (op indexes, counters, proxy
-//     positions): a deadlock with every rank alive. The communicator fails with InternalError, the
-//     wait-for picture of each rank and the cycle; every rank is told.
+//   * a set of ranks in calls whose every unfinished block waits on a rank of the set (LL packets
+//     that several ranks write: on every other rank of it), nothing moving between two rounds (op
+//     indexes, counters, proxy positions): a deadlock with every rank alive. The communicator fails
+//     with InternalError, the wait-for picture of each rank and the cycle; every rank is told.
 //     An enqueued CUDA call reports the waits its blocks publish in host-mapped memory once they
-//     have waited 1 ms (describeWaitSlots: channel, semaphore and barrier waits; a block at a
-//     packet, a FIFO push or a flush counts as running); the same analysis applies.
+//     have waited 1 ms (describeWaitSlots: channel, semaphore, barrier and LL packet waits; a block
+//     at a FIFO push or a flush counts as running); the same analysis applies.
 //   * a rank still agreeing on the plan of a call (the NCCL shim) that a peer already runs, in two
 //     rounds: their plan registries changed at different points (InvalidUsage, saying so).
 //   * otherwise (a peer idle, late, or working) nothing fails: the long-wait WARN says what the
