@@ -17,7 +17,6 @@
 #include <cstring>
 
 #include "core/net/socket.hpp"
-#include "core/params.hpp"
 #endif
 
 namespace mscclpp::detail {
@@ -140,7 +139,8 @@ std::string incapability(int deviceOrdinal, void* buffer, size_t bytes, size_t m
 int receiveFd(int listenFd, const Deadline& deadline) {
   pollfd p{listenFd, POLLIN, 0};
   int rc = ::poll(&p, 1, deadline.remainingMs());
-  MSCCLPP_ENFORCE(rc > 0, ErrorCode::Timeout, "NVLS: the multicast handle did not arrive in time");
+  MSCCLPP_ENFORCE(rc > 0, ErrorCode::Timeout, "NVLS: the multicast handle did not arrive within %.3g s (%s)",
+                  deadline.seconds(), deadline.source());
   int conn = ::accept(listenFd, nullptr, nullptr);
   if (conn < 0) throw SystemError("NVLS: accept on the handle socket", errno);
   char dummy;
@@ -228,7 +228,8 @@ std::shared_ptr<NvlsBinding> NvlsBinding::tryCreate(Communicator& comm, const st
   prop.numDevices = static_cast<unsigned>(ranks.size());
   prop.size = bytes;
   prop.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  Deadline deadline(params::timeoutSeconds());
+  // The communicator's timeout, like every wait built on it (the exchanges above are its bootstrap's).
+  const Deadline deadline = timeoutOf(comm).start();
   if (myIndex == 0) {
     check(d.multicastCreate(&b->mc_, &prop), "cuMulticastCreate");
     b->mcValid_ = true;

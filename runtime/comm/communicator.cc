@@ -34,7 +34,7 @@ void Communicator::Impl::checkAlive(const char* op) const {
 std::shared_ptr<transport::Session> Communicator::Impl::session(Transport t) {
   std::lock_guard<std::mutex> lock(mutex);
   std::shared_ptr<transport::Session>& s = sessions[static_cast<size_t>(t)];
-  if (!s) s = transport::driverFor(t)->openSession(t, transport::RankInfo{rank, device, timeoutSeconds});
+  if (!s) s = transport::driverFor(t)->openSession(t, transport::RankInfo{rank, device});
   return s;
 }
 
@@ -238,7 +238,13 @@ double Communicator::timeoutSeconds() const {
 const char* Communicator::timeoutSetting() const {
   const double env = params::timeoutSeconds(), mine = pimpl_->timeoutSeconds;
   if (env <= 0 && mine <= 0) return "";
-  return env > 0 && (mine <= 0 || env <= mine) ? "MSCCLPP_TIMEOUT_S" : "the communicator's timeout";
+  return env > 0 && (mine <= 0 || env <= mine) ? timeoutSourceName(kTimeoutFromEnvironment)
+                                               : timeoutSourceName(kTimeoutFromCommunicator);
+}
+
+TimeoutSetting timeoutOf(const Communicator& comm) {
+  const char* setting = comm.timeoutSetting();
+  return TimeoutSetting{comm.timeoutSeconds(), *setting ? setting : timeoutSourceName(kTimeoutFromEnvironment)};
 }
 int Communicator::localRank() const { return pimpl_->localRank; }
 int Communicator::nRanksPerNode() const { return static_cast<int>(pimpl_->localRanks.size()); }

@@ -15,6 +15,7 @@
 
 #include "comm/counter_pool.hpp"
 #include "comm/ordered_receiver.hpp"
+#include "core/deadline.hpp"
 #include "mscclpp/communicator.hpp"
 #include "transport/transport.hpp"
 
@@ -76,6 +77,10 @@ struct Communicator::Impl {
   void checkAlive(const char* op) const;
   std::string who() const;  // "communicator rank 2/8"
 };
+
+// The communicator's timeout as the objects built on it keep it (its connections, the NVLS binding): the earlier of
+// MSCCLPP_TIMEOUT_S and its own (Communicator::timeoutSeconds(), read now), with the setting that gave it.
+TimeoutSetting timeoutOf(const Communicator& comm);
 
 }  // namespace mscclpp
 

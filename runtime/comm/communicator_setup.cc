@@ -159,7 +159,7 @@ std::shared_future<std::shared_ptr<Connection>> Communicator::connect(int remote
   local.device = m.device;
   std::shared_ptr<transport::PendingConnection> pending;
   try {
-    pending = m.session(transport)->connect(remoteRank);
+    pending = m.session(transport)->connect(remoteRank, timeoutOf(*this));
     local.payload = pending->localEndpoint();
   } catch (const Error& e) {
     throw Error(e.code(), what + ": " + e.what());

@@ -34,6 +34,16 @@ class Deadline {
   bool infinite_;
 };
 
+// A timeout not yet started: what an object keeps to bound each of its later waits (a connection's flush, the NVLS
+// handle exchange). Made from the communicator the object is built on (Communicator::timeoutSeconds() and
+// timeoutSetting(), comm/communicator_impl.hpp: timeoutOf).
+struct TimeoutSetting {
+  double seconds = 0;                        // <= 0: no deadline
+  const char* source = "MSCCLPP_TIMEOUT_S";  // named in timeout errors; a string with static storage
+
+  Deadline start() const { return Deadline(seconds, source); }
+};
+
 // Polls (with the host backoff of mscclpp/device.hpp: spin, yield, then sleeps growing to 1 ms) until done() is true;
 // throws TimeoutError
 // "<what> did not complete within <s> s (<source>)" when the deadline passes first.

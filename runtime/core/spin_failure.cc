@@ -6,9 +6,12 @@
 
 namespace mscclpp {
 
-void throwSpinFailure(SpinStatus status, const char* what) {
+void throwSpinFailure(SpinStatus status, const char* what) { throwSpinFailure(status, what, kTimeoutFromEnvironment); }
+
+void throwSpinFailure(SpinStatus status, const char* what, uint32_t timeoutSource) {
   if (status == SpinStatus::Timeout) {
-    throw TimeoutError(strFormat("%s did not complete within its timeout (MSCCLPP_TIMEOUT_S)", what));
+    throw TimeoutError(
+        strFormat("%s did not complete within its timeout (%s)", what, timeoutSourceName(timeoutSource)));
   }
   if (status == SpinStatus::Aborted) throw Error(ErrorCode::Aborted, strFormat("%s was aborted", what));
   throw Error(ErrorCode::InvalidArgument, strFormat("%s: the request cannot be encoded", what));

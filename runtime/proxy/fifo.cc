@@ -23,6 +23,7 @@ struct Fifo::Impl {
   uint64_t* head = nullptr;         // producers only
   uint64_t* tailReplica = nullptr;  // producers only (device memory on a GPU: no host read per push)
   uint64_t timeoutNs = 0;
+  uint32_t timeoutSource = kTimeoutFromEnvironment;
   FifoConsumer consumer;
   std::shared_ptr<void> ringMemory, tailMemory, headMemory, replicaMemory;
 };
@@ -72,14 +73,18 @@ std::shared_ptr<void> mappedZeroed(size_t bytes, void** devicePtr) {
 
 }  // namespace
 
-Fifo::Fifo(int size, int device) : pimpl_(std::make_unique<Impl>()) {
+Fifo::Fifo(int size, int device) : Fifo(size, device, params::timeoutSeconds(), "MSCCLPP_TIMEOUT_S") {}
+
+Fifo::Fifo(int size, int device, double timeoutSeconds, const char* timeoutSetting) : pimpl_(std::make_unique<Impl>()) {
   MSCCLPP_ENFORCE(size > 0 && size <= (1 << 20), ErrorCode::InvalidArgument, "Fifo: size %d is not in 1..%d", size,
                   1 << 20);
   Impl& m = *pimpl_;
   m.size = size;
   m.device = device;
-  double timeout = params::timeoutSeconds();
-  m.timeoutNs = timeout > 0 ? static_cast<uint64_t>(timeout * 1e9) : kNoDeadline;
+  m.timeoutNs = timeoutSeconds > 0 ? static_cast<uint64_t>(timeoutSeconds * 1e9) : kNoDeadline;
+  const bool fromCommunicator =
+      timeoutSetting != nullptr && std::strcmp(timeoutSetting, timeoutSourceName(kTimeoutFromCommunicator)) == 0;
+  m.timeoutSource = fromCommunicator ? kTimeoutFromCommunicator : kTimeoutFromEnvironment;
   const size_t ringBytes = static_cast<size_t>(size) * sizeof(ProxyTrigger);
   if (device < 0) {
     m.ringMemory = hostZeroed(ringBytes);
@@ -125,6 +130,7 @@ FifoDeviceHandle Fifo::deviceHandle() const {
   h.tail = pimpl_->deviceTail;
   h.size = static_cast<uint32_t>(pimpl_->size);
   h.timeoutNs = pimpl_->timeoutNs;
+  h.timeoutSource = pimpl_->timeoutSource;
   h.tailReplica = pimpl_->tailReplica;
   return h;
 }

@@ -6,6 +6,7 @@
 
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
+#include "core/params.hpp"
 #include "mscclpp/channel.hpp"
 #include "mscclpp/proxy.hpp"
 
@@ -30,8 +31,8 @@ std::string describeTrigger(const TriggerFields& f) {
 }  // namespace
 
 struct ProxyService::Impl {
-  explicit Impl(int fifoSize, int device)
-      : fifo(fifoSize, device), memories(kMaxMemories), semaphores(kMaxSemaphores) {}
+  Impl(int fifoSize, int device, double timeoutSeconds, const char* timeoutSetting)
+      : fifo(fifoSize, device, timeoutSeconds, timeoutSetting), memories(kMaxMemories), semaphores(kMaxSemaphores) {}
 
   Fifo fifo;
   std::mutex addMutex;  // writers of the tables
@@ -131,7 +132,14 @@ void ProxyService::Impl::loop() {
   }
 }
 
-ProxyService::ProxyService(int fifoSize, int device) : pimpl_(std::make_unique<Impl>(fifoSize, device)) {}
+ProxyService::ProxyService(int fifoSize, int device)
+    : ProxyService(fifoSize, device, params::timeoutSeconds(), "MSCCLPP_TIMEOUT_S") {}
+
+ProxyService::ProxyService(const Communicator& communicator, int fifoSize)
+    : ProxyService(fifoSize, communicator.device(), communicator.timeoutSeconds(), communicator.timeoutSetting()) {}
+
+ProxyService::ProxyService(int fifoSize, int device, double timeoutSeconds, const char* timeoutSetting)
+    : pimpl_(std::make_unique<Impl>(fifoSize, device, timeoutSeconds, timeoutSetting)) {}
 
 ProxyService::~ProxyService() { stopProxy(); }
 

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "core/deadline.hpp"
 #include "core/serial.hpp"
 #include "mscclpp/connection.hpp"
 #include "mscclpp/memory.hpp"
@@ -42,7 +43,6 @@ class ExportRecord {
 struct RankInfo {
   int rank = 0;
   int device = -1;  // CUDA device, or -1 (host)
-  double timeoutSeconds = 0;
 };
 
 // Local memory being registered.
@@ -91,8 +91,10 @@ class Session {
   virtual ~Session() = default;
   // Exports [ptr, +size) over this transport, or throws when it cannot carry that memory.
   virtual Exported exportMemory(const LocalMemory& memory) = 0;
-  // Phase 1 of a connection to remoteRank (both ranks call connect, in the same order).
-  virtual std::unique_ptr<PendingConnection> connect(int remoteRank) = 0;
+  // Phase 1 of a connection to remoteRank (both ranks call connect, in the same order). timeout: the
+  // communicator's (comm/communicator_impl.hpp: timeoutOf), which bounds the connection's own waits: its
+  // handshake, and later flush() without an argument, TCP sends and IB drains.
+  virtual std::unique_ptr<PendingConnection> connect(int remoteRank, const TimeoutSetting& timeout) = 0;
   // Makes blocked and later calls fail promptly (the communicator was aborted).
   virtual void abort() {}
 };

@@ -28,7 +28,7 @@ constexpr size_t kBlocksPerWarning = 4;
 }  // namespace
 
 CpuContext::CpuContext(plan::PlanPtr plan, int rank, const CallShape& shape, RankResources resources,
-                       double timeoutSeconds) {
+                       double timeoutSeconds, const char* timeoutSetting) {
   const std::string name = strFormat("plan %s rank %d", plan->header.name.c_str(), rank);
   const uint64_t handleTimeout = secondsToNs(timeoutSeconds);
   FifoDeviceHandle fifo{};
@@ -36,7 +36,7 @@ CpuContext::CpuContext(plan::PlanPtr plan, int rank, const CallShape& shape, Ran
     int64_t slots = params::proxyFifoSize();
     MSCCLPP_ENFORCE(slots > 0 && slots <= (1 << 20), ErrorCode::InvalidArgument,
                     "MSCCLPP_PROXY_FIFO_SIZE=%lld: expected 1 to 1048576 slots", static_cast<long long>(slots));
-    proxy_ = std::make_unique<ProxyService>(static_cast<int>(slots), kHostDevice);
+    proxy_ = std::make_unique<ProxyService>(static_cast<int>(slots), kHostDevice, timeoutSeconds, timeoutSetting);
     fifo = proxy_->fifoDeviceHandle();
   }
   image_ =

@@ -26,8 +26,10 @@ namespace mscclpp::exec {
 
 class CpuContext {
  public:
-  // timeoutSeconds: the timeout stored in the channel handles (the communicator's; <= 0: none).
-  CpuContext(plan::PlanPtr plan, int rank, const CallShape& shape, RankResources resources, double timeoutSeconds);
+  // timeoutSeconds: the timeout stored in the channel handles and the proxy FIFO (the communicator's; <= 0: none);
+  // timeoutSetting: where it came from (Communicator::timeoutSetting()), named by the FIFO's timeouts.
+  CpuContext(plan::PlanPtr plan, int rank, const CallShape& shape, RankResources resources, double timeoutSeconds,
+             const char* timeoutSetting = "MSCCLPP_TIMEOUT_S");
   ~CpuContext();
   CpuContext(const CpuContext&) = delete;
   CpuContext& operator=(const CpuContext&) = delete;

@@ -216,7 +216,9 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
     MSCCLPP_ENFORCE(slots > 0 && slots <= (1 << 20), ErrorCode::InvalidArgument,
                     "MSCCLPP_PROXY_FIFO_SIZE=%lld: expected 1 to 1048576 slots", static_cast<long long>(slots));
     proxyStream_ = world_->proxyStream();
-    proxy_ = std::make_unique<ProxyService>(static_cast<int>(slots), world_->device());
+    // The FIFO's own deadline (its handle's convenience waits) is the communicator's, like every wait of the call.
+    proxy_ = std::make_unique<ProxyService>(static_cast<int>(slots), world_->device(), timeoutSeconds_,
+                                            world_->comm().timeoutSetting());
     fifo = proxy_->fifoDeviceHandle();
     writeValue64_ = resolveStreamWriteValue64(world_->device());
   }

@@ -123,6 +123,14 @@ constexpr uint64_t kNoDeadline = UINT64_MAX;
 #define MSCCLPP_DEFAULT_TIMEOUT_NS 120000000000ull
 #endif
 
+// What set a handle's timeoutNs, named when its convenience methods time out (FifoDeviceHandle::timeoutSource).
+constexpr uint32_t kTimeoutFromEnvironment = 0;   // MSCCLPP_TIMEOUT_S (or the built-in default)
+constexpr uint32_t kTimeoutFromCommunicator = 1;  // the communicator's own timeout (Communicator::timeoutSeconds())
+
+MSCCLPP_HOST_DEVICE_INLINE const char* timeoutSourceName(uint32_t source) {
+  return source == kTimeoutFromCommunicator ? "the communicator's timeout" : "MSCCLPP_TIMEOUT_S";
+}
+
 // now + timeoutNs, saturating; timeoutNs == 0 picks MSCCLPP_DEFAULT_TIMEOUT_NS.
 MSCCLPP_HOST_DEVICE_INLINE uint64_t deadlineAfter(uint64_t timeoutNs) {
   if (timeoutNs == 0) timeoutNs = MSCCLPP_DEFAULT_TIMEOUT_NS;
@@ -211,14 +219,18 @@ MSCCLPP_HOST_DEVICE_INLINE SpinStatus spinUntil(Ready&& ready, uint64_t deadline
 // The failure path of the convenience methods (wait(), sync(), push() without a status out
 // parameter): on the GPU it prints what was stuck and traps (the launch fails with an error the
 // host sees); on the host it throws mscclpp::Error (Timeout or Aborted) from the calling thread.
+// timeoutSource (kTimeoutFrom*): the setting a timeout names.
 [[noreturn]] MSCCLPP_API void throwSpinFailure(SpinStatus status, const char* what);  // defined in libmscclpp
+[[noreturn]] MSCCLPP_API void throwSpinFailure(SpinStatus status, const char* what, uint32_t timeoutSource);
 
-MSCCLPP_HOST_DEVICE_INLINE void failSpin(SpinStatus status, const char* what) {
+MSCCLPP_HOST_DEVICE_INLINE void failSpin(SpinStatus status, const char* what,
+                                         uint32_t timeoutSource = kTimeoutFromEnvironment) {
 #if defined(MSCCLPP_DEVICE_COMPILE)
   printf("mscclpp: %s: %s (block %d thread %d)\n", what, spinStatusName(status), (int)blockIdx.x, (int)threadIdx.x);
+  (void)timeoutSource;  // a trap carries no text: the host names the launch's own timeout
   __trap();
 #else
-  throwSpinFailure(status, what);
+  throwSpinFailure(status, what, timeoutSource);
 #endif
 }
 

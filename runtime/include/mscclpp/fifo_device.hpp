@@ -110,9 +110,9 @@ struct FifoDeviceHandle {
   uint64_t* head;          // next index to claim; bumped by producers
   uint64_t* tail;          // first index not yet completed; written by the consumer only
   uint32_t size;           // slots in the ring (> 0)
-  uint32_t reserved;
-  uint64_t timeoutNs;     // of the convenience push()/sync(); 0 = MSCCLPP_DEFAULT_TIMEOUT_NS
-  uint64_t* tailReplica;  // optional (null: none): the producers' copy of the tail (see the header)
+  uint32_t timeoutSource;  // what set timeoutNs (kTimeoutFromEnvironment or kTimeoutFromCommunicator), for messages
+  uint64_t timeoutNs;      // of the convenience push()/sync(); 0 = MSCCLPP_DEFAULT_TIMEOUT_NS
+  uint64_t* tailReplica;   // optional (null: none): the producers' copy of the tail (see the header)
 
   // Claims a slot and publishes trigger t there; *index receives its position for sync(). Waits
   // (bounded) while the ring is full. On Timeout/Aborted nothing was published but the claimed
@@ -145,7 +145,7 @@ struct FifoDeviceHandle {
   MSCCLPP_HOST_DEVICE_INLINE uint64_t push(const ProxyTrigger& t) {
     uint64_t idx = 0;
     SpinStatus st = push(t, deadlineAfter(timeoutNs), nullptr, &idx);
-    if (st != SpinStatus::Ok) failSpin(st, "FIFO push (the proxy is not consuming)");
+    if (st != SpinStatus::Ok) failSpin(st, "FIFO push (the proxy is not consuming)", timeoutSource);
     return idx;
   }
 
@@ -161,7 +161,7 @@ struct FifoDeviceHandle {
 
   MSCCLPP_HOST_DEVICE_INLINE void sync(uint64_t index) {
     SpinStatus st = sync(index, deadlineAfter(timeoutNs), nullptr);
-    if (st != SpinStatus::Ok) failSpin(st, "FIFO sync (the proxy did not complete a request)");
+    if (st != SpinStatus::Ok) failSpin(st, "FIFO sync (the proxy did not complete a request)", timeoutSource);
   }
 };
 static_assert(std::is_trivially_copyable<FifoDeviceHandle>::value, "device handles are copied as bytes");

@@ -113,8 +113,9 @@ struct PortChannelDeviceHandle {
   MSCCLPP_HOST_DEVICE_INLINE bool poll() { return semaphore_.poll(); }
 
  private:
-  MSCCLPP_HOST_DEVICE_INLINE static void check(SpinStatus st, const char* what) {
-    if (st != SpinStatus::Ok) failSpin(st, what);
+  // The FIFO's deadline bounded the wait: a timeout names the setting that gave it.
+  MSCCLPP_HOST_DEVICE_INLINE void check(SpinStatus st, const char* what) const {
+    if (st != SpinStatus::Ok) failSpin(st, what, fifo_.timeoutSource);
   }
 };
 static_assert(std::is_trivially_copyable<PortChannelDeviceHandle>::value, "device handles are copied as bytes");

@@ -38,13 +38,17 @@ constexpr int kDefaultFifoSize = 512;
 
 class MSCCLPP_API Fifo {
  public:
+  // Its handle's timeout (push()/sync() and the port channels on it) is MSCCLPP_TIMEOUT_S, read now.
   explicit Fifo(int size = kDefaultFifoSize, int device = kHostDevice);
+  // The same with the timeout given: timeoutSeconds <= 0 for none, timeoutSetting the setting a timeout names as
+  // Communicator::timeoutSetting() gives it ("MSCCLPP_TIMEOUT_S", "the communicator's timeout" or "").
+  Fifo(int size, int device, double timeoutSeconds, const char* timeoutSetting);
   ~Fifo();
   Fifo(const Fifo&) = delete;
   Fifo& operator=(const Fifo&) = delete;
 
   int size() const;
-  // For producers (device code, CPU-backend block threads). Timeout from MSCCLPP_TIMEOUT_S.
+  // For producers (device code, CPU-backend block threads), with the FIFO's timeout.
   FifoDeviceHandle deviceHandle() const;
   // For the one consumer thread.
   FifoConsumer& consumer();
@@ -62,7 +66,13 @@ class BasePortChannel;
 
 class MSCCLPP_API ProxyService {
  public:
+  // A FIFO of MSCCLPP_TIMEOUT_S (Fifo(fifoSize, device)).
   explicit ProxyService(int fifoSize = kDefaultFifoSize, int device = kHostDevice);
+  // For the port channels of `communicator`: its device, and its timeout (timeoutSeconds(), read now) bounds the
+  // FIFO's waits, so they end with the rest of the communicator's waits and name the same setting.
+  explicit ProxyService(const Communicator& communicator, int fifoSize = kDefaultFifoSize);
+  // A FIFO with the timeout given (see Fifo).
+  ProxyService(int fifoSize, int device, double timeoutSeconds, const char* timeoutSetting);
   ~ProxyService();  // stops the proxy
   ProxyService(const ProxyService&) = delete;
   ProxyService& operator=(const ProxyService&) = delete;

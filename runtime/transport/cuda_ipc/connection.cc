@@ -2,7 +2,6 @@
 
 #include "core/deadline.hpp"
 #include "core/enforce.hpp"
-#include "core/params.hpp"
 #include "mscclpp_config.h"
 
 #if MSCCLPP_HAVE_CUDA
@@ -17,8 +16,8 @@ namespace {
 
 class CudaIpcConnection : public Connection {
  public:
-  CudaIpcConnection(int localRank, int remoteRank, int device)
-      : Connection(localRank, remoteRank), device_(device), timeoutSeconds_(params::timeoutSeconds()) {
+  CudaIpcConnection(int localRank, int remoteRank, int device, const TimeoutSetting& timeout)
+      : Connection(localRank, remoteRank), device_(device), timeout_(timeout) {
     check(cudaSetDevice(device_), "cudaSetDevice");
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   }
@@ -50,8 +49,7 @@ class CudaIpcConnection : public Connection {
   }
 
   void flush(int64_t timeoutUsec) override {
-    Deadline deadline =
-        timeoutUsec < 0 ? Deadline(timeoutSeconds_) : Deadline(timeoutUsec * 1e-6, "the flush's timeout");
+    Deadline deadline = timeoutUsec < 0 ? timeout_.start() : Deadline(timeoutUsec * 1e-6, "the flush's timeout");
     cudaError_t last = cudaSuccess;
     waitUntil(
         [&] {
@@ -71,21 +69,21 @@ class CudaIpcConnection : public Connection {
                     cudaGetErrorString(e));
   }
   int device_;
-  double timeoutSeconds_;
+  TimeoutSetting timeout_;
   cudaStream_t stream_ = nullptr;
 };
 
 }  // namespace
 
-std::shared_ptr<Connection> makeConnection(int localRank, int remoteRank, int device) {
+std::shared_ptr<Connection> makeConnection(int localRank, int remoteRank, int device, const TimeoutSetting& timeout) {
   MSCCLPP_ENFORCE(device >= 0, ErrorCode::InvalidArgument,
                   "rank %d -> rank %d over IPC: this communicator has no CUDA device", localRank, remoteRank);
-  return std::make_shared<CudaIpcConnection>(localRank, remoteRank, device);
+  return std::make_shared<CudaIpcConnection>(localRank, remoteRank, device, timeout);
 }
 
 #else
 
-std::shared_ptr<Connection> makeConnection(int localRank, int remoteRank, int) {
+std::shared_ptr<Connection> makeConnection(int localRank, int remoteRank, int, const TimeoutSetting&) {
   MSCCLPP_THROW(ErrorCode::NotSupported, "rank %d -> rank %d over IPC: this build of MSCCL++ has no CUDA support",
                 localRank, remoteRank);
 }

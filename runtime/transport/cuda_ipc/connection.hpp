@@ -6,12 +6,14 @@
 
 #include <memory>
 
+#include "core/deadline.hpp"
 #include "mscclpp/connection.hpp"
 
 namespace mscclpp::transport::cuda_ipc {
 
-// Throws NotSupported in builds without CUDA, CudaError when the stream cannot be created.
-std::shared_ptr<Connection> makeConnection(int localRank, int remoteRank, int device);
+// Throws NotSupported in builds without CUDA, CudaError when the stream cannot be created. timeout bounds
+// flush() without an argument.
+std::shared_ptr<Connection> makeConnection(int localRank, int remoteRank, int device, const TimeoutSetting& timeout);
 
 }  // namespace mscclpp::transport::cuda_ipc
 

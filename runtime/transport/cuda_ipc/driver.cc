@@ -13,14 +13,16 @@ namespace {
 
 class CudaIpcPending : public PendingConnection {
  public:
-  CudaIpcPending(int rank, int remoteRank, int device) : rank_(rank), remoteRank_(remoteRank), device_(device) {}
+  CudaIpcPending(int rank, int remoteRank, int device, const TimeoutSetting& timeout)
+      : rank_(rank), remoteRank_(remoteRank), device_(device), timeout_(timeout) {}
   std::shared_ptr<Connection> complete(const PeerEndpoint& peer) override {
     MSCCLPP_ENFORCE(peer.device >= 0, ErrorCode::InvalidArgument, "rank %d has no CUDA device", remoteRank_);
-    return makeConnection(rank_, remoteRank_, device_);
+    return makeConnection(rank_, remoteRank_, device_, timeout_);
   }
 
  private:
   int rank_, remoteRank_, device_;
+  TimeoutSetting timeout_;
 };
 
 class CudaIpcSession : public Session {
@@ -33,10 +35,10 @@ class CudaIpcSession : public Session {
     exportRange(memory.ptr, memory.size, record.get());
     return Exported{std::move(record), nullptr};
   }
-  std::unique_ptr<PendingConnection> connect(int remoteRank) override {
+  std::unique_ptr<PendingConnection> connect(int remoteRank, const TimeoutSetting& timeout) override {
     MSCCLPP_ENFORCE(compiledIn(), ErrorCode::NotSupported, "this build has no CUDA support");
     MSCCLPP_ENFORCE(self_.device >= 0, ErrorCode::InvalidArgument, "this communicator has no CUDA device");
-    return std::make_unique<CudaIpcPending>(self_.rank, remoteRank, self_.device);
+    return std::make_unique<CudaIpcPending>(self_.rank, remoteRank, self_.device, timeout);
   }
 
  private:

@@ -31,7 +31,8 @@ class HostShmSession : public Session {
                     ErrorCode::InvalidArgument, "SHM needs memory from allocSharedHost, and this range is not in one");
     return Exported{std::move(record), nullptr};
   }
-  std::unique_ptr<PendingConnection> connect(int remoteRank) override {
+  // Its operations complete when they return: the connection has no wait to bound.
+  std::unique_ptr<PendingConnection> connect(int remoteRank, const TimeoutSetting&) override {
     return std::make_unique<HostShmPending>(rank_, remoteRank);
   }
 

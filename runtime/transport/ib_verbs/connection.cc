@@ -5,7 +5,6 @@
 
 #include "core/deadline.hpp"
 #include "core/enforce.hpp"
-#include "core/params.hpp"
 #include "core/random.hpp"
 #include "core/serial.hpp"
 #include "transport/registration.hpp"
@@ -110,11 +109,9 @@ QpInfo decodeQpInfo(const std::vector<char>& bytes, const std::string& what) {
 
 class IbConnection : public Connection {
  public:
-  IbConnection(std::shared_ptr<QueuePair> qp, int localRank, int remoteRank, Transport transport)
-      : Connection(localRank, remoteRank),
-        qp_(std::move(qp)),
-        transport_(transport),
-        timeoutSeconds_(params::timeoutSeconds()) {}
+  IbConnection(std::shared_ptr<QueuePair> qp, int localRank, int remoteRank, Transport transport,
+               const TimeoutSetting& timeout)
+      : Connection(localRank, remoteRank), qp_(std::move(qp)), transport_(transport), timeout_(timeout) {}
 
   void write(RegisteredMemory dst, uint64_t dstOffset, RegisteredMemory src, uint64_t srcOffset,
              uint64_t size) override {
@@ -147,8 +144,7 @@ class IbConnection : public Connection {
   }
 
   void flush(int64_t timeoutUsec) override {
-    Deadline deadline =
-        timeoutUsec < 0 ? Deadline(timeoutSeconds_) : Deadline(timeoutUsec * 1e-6, "the flush's timeout");
+    Deadline deadline = timeoutUsec < 0 ? timeout_.start() : Deadline(timeoutUsec * 1e-6, "the flush's timeout");
     drain(0, deadline, "flush");
   }
 
@@ -166,7 +162,7 @@ class IbConnection : public Connection {
 
   void post(ibv_wr_opcode op, ibv_sge* sge, unsigned flags, uint64_t remoteAddr, uint32_t rkey, const char* what) {
     // Keep the send queue below its depth: wait for completions of earlier requests first.
-    if (outstanding_ >= qp_->maxSendWr) drain(qp_->maxSendWr / 2, Deadline(timeoutSeconds_), what);
+    if (outstanding_ >= qp_->maxSendWr) drain(qp_->maxSendWr / 2, timeout_.start(), what);
     ibv_send_wr wr{};
     ibv_send_wr* bad = nullptr;
     wr.wr_id = ++posted_;
@@ -201,7 +197,7 @@ class IbConnection : public Connection {
 
   std::shared_ptr<QueuePair> qp_;
   Transport transport_;
-  double timeoutSeconds_;
+  TimeoutSetting timeout_;
   int outstanding_ = 0;
   uint64_t posted_ = 0;
 };
@@ -209,7 +205,8 @@ class IbConnection : public Connection {
 }  // namespace
 
 std::shared_ptr<Connection> makeConnection(std::shared_ptr<QueuePair> qp, const std::vector<char>& remoteInfo,
-                                           int localRank, int remoteRank, Transport transport) {
+                                           int localRank, int remoteRank, Transport transport,
+                                           const TimeoutSetting& timeout) {
   const std::string who = strFormat("rank %d -> rank %d over %s", localRank, remoteRank, transportName(transport));
   QpInfo remote = decodeQpInfo(remoteInfo, who + ": queue pair info");
   const VerbsLibrary& lib = *qp->device->lib;
@@ -243,7 +240,7 @@ std::shared_ptr<Connection> makeConnection(std::shared_ptr<QueuePair> qp, const 
       qp->qp, &rts,
       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
   if (rc != 0) throw SystemError(who + ": ibv_modify_qp(RTS)", rc);
-  return std::make_shared<IbConnection>(std::move(qp), localRank, remoteRank, transport);
+  return std::make_shared<IbConnection>(std::move(qp), localRank, remoteRank, transport, timeout);
 }
 
 }  // namespace mscclpp::transport::ib_verbs

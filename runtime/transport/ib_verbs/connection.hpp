@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/deadline.hpp"
 #include "mscclpp/connection.hpp"
 #include "transport/ib_verbs/memory.hpp"
 
@@ -18,9 +19,11 @@ class QueuePair;
 std::shared_ptr<QueuePair> createQueuePair(std::shared_ptr<Device> device);
 std::vector<char> localQpInfo(const QueuePair& qp);
 
-// Phase 2: moves the QP to RTR/RTS with the peer's info. Errors name both ranks and the verbs call.
+// Phase 2: moves the QP to RTR/RTS with the peer's info. Errors name both ranks and the verbs call. timeout
+// bounds flush() without an argument and the drain of a full send queue.
 std::shared_ptr<Connection> makeConnection(std::shared_ptr<QueuePair> qp, const std::vector<char>& remoteInfo,
-                                           int localRank, int remoteRank, Transport transport);
+                                           int localRank, int remoteRank, Transport transport,
+                                           const TimeoutSetting& timeout);
 
 }  // namespace mscclpp::transport::ib_verbs
 

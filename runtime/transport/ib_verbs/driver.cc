@@ -13,17 +13,18 @@ namespace {
 
 class IbPending : public PendingConnection {
  public:
-  IbPending(std::shared_ptr<QueuePair> qp, int rank, int remoteRank, Transport transport)
-      : qp_(std::move(qp)), rank_(rank), remoteRank_(remoteRank), transport_(transport) {}
+  IbPending(std::shared_ptr<QueuePair> qp, int rank, int remoteRank, Transport transport, const TimeoutSetting& timeout)
+      : qp_(std::move(qp)), rank_(rank), remoteRank_(remoteRank), transport_(transport), timeout_(timeout) {}
   std::vector<char> localEndpoint() const override { return localQpInfo(*qp_); }
   std::shared_ptr<Connection> complete(const PeerEndpoint& peer) override {
-    return makeConnection(qp_, peer.payload, rank_, remoteRank_, transport_);
+    return makeConnection(qp_, peer.payload, rank_, remoteRank_, transport_, timeout_);
   }
 
  private:
   std::shared_ptr<QueuePair> qp_;
   int rank_, remoteRank_;
   Transport transport_;
+  TimeoutSetting timeout_;
 };
 
 class IbSession : public Session {
@@ -35,8 +36,8 @@ class IbSession : public Session {
     std::shared_ptr<void> region = registerRegion(device_, memory.ptr, memory.size, record.get());
     return Exported{std::move(record), std::move(region)};
   }
-  std::unique_ptr<PendingConnection> connect(int remoteRank) override {
-    return std::make_unique<IbPending>(createQueuePair(device_), rank_, remoteRank, transport_);
+  std::unique_ptr<PendingConnection> connect(int remoteRank, const TimeoutSetting& timeout) override {
+    return std::make_unique<IbPending>(createQueuePair(device_), rank_, remoteRank, transport_, timeout);
   }
 
  private:

@@ -5,7 +5,6 @@
 #include "core/enforce.hpp"
 #include "core/hash.hpp"
 #include "core/logger.hpp"
-#include "core/params.hpp"
 #include "core/random.hpp"
 #include "core/serial.hpp"
 #include "transport/device_memory.hpp"
@@ -55,9 +54,10 @@ EndpointInfo localEndpoint(const Engine& engine) {
 }
 
 TcpConnection::TcpConnection(std::shared_ptr<Engine> engine, int localRank, int remoteRank, const EndpointInfo& local,
-                             const EndpointInfo& remote, const Deadline& deadline)
-    : Connection(localRank, remoteRank), engine_(std::move(engine)), timeoutSeconds_(params::timeoutSeconds()) {
+                             const EndpointInfo& remote, const TimeoutSetting& timeout)
+    : Connection(localRank, remoteRank), engine_(std::move(engine)), timeout_(timeout) {
   const std::string who = describe();
+  const Deadline deadline = timeout_.start();
   // Each direction has its own id, so the two sockets of this pair cannot be confused with each
   // other or with another connection between the same ranks.
   uint64_t outId = mix64(local.nonce, remote.nonce);
@@ -83,7 +83,7 @@ TcpConnection::~TcpConnection() {
   if (link_) engine_->release(link_);
 }
 
-Deadline TcpConnection::opDeadline() const { return Deadline(timeoutSeconds_); }
+Deadline TcpConnection::opDeadline() const { return timeout_.start(); }
 
 uint64_t TcpConnection::remoteKey(const RegisteredMemory& dst, const char* op) const {
   const auto& m = *dst.impl();

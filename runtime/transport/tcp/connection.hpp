@@ -24,9 +24,10 @@ EndpointInfo localEndpoint(const Engine& engine);
 
 class TcpConnection : public Connection {
  public:
-  // Opens our outgoing socket to the peer's engine and claims the one it opened to ours.
+  // Opens our outgoing socket to the peer's engine and claims the one it opened to ours. timeout bounds that
+  // handshake and each later operation (a write's or update's send, a flush without its own timeout).
   TcpConnection(std::shared_ptr<Engine> engine, int localRank, int remoteRank, const EndpointInfo& local,
-                const EndpointInfo& remote, const Deadline& deadline);
+                const EndpointInfo& remote, const TimeoutSetting& timeout);
   ~TcpConnection() override;
 
   void write(RegisteredMemory dst, uint64_t dstOffset, RegisteredMemory src, uint64_t srcOffset,
@@ -42,7 +43,7 @@ class TcpConnection : public Connection {
 
   std::shared_ptr<Engine> engine_;
   std::shared_ptr<Link> link_;
-  double timeoutSeconds_;
+  TimeoutSetting timeout_;
   std::vector<char> staging_;  // device-memory sources
 };
 

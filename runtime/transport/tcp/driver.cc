@@ -12,19 +12,23 @@ namespace {
 
 class TcpPending : public PendingConnection {
  public:
-  TcpPending(std::shared_ptr<Engine> engine, const RankInfo& self, int remoteRank)
-      : engine_(std::move(engine)), self_(self), remoteRank_(remoteRank), local_(tcp::localEndpoint(*engine_)) {}
+  TcpPending(std::shared_ptr<Engine> engine, const RankInfo& self, int remoteRank, const TimeoutSetting& timeout)
+      : engine_(std::move(engine)),
+        self_(self),
+        remoteRank_(remoteRank),
+        timeout_(timeout),
+        local_(tcp::localEndpoint(*engine_)) {}
   std::vector<char> localEndpoint() const override { return encodeEndpoint(local_); }
   std::shared_ptr<Connection> complete(const PeerEndpoint& peer) override {
     EndpointInfo remote = decodeEndpoint(peer.payload, "TCP endpoint");
-    return std::make_shared<TcpConnection>(engine_, self_.rank, remoteRank_, local_, remote,
-                                           Deadline(self_.timeoutSeconds));
+    return std::make_shared<TcpConnection>(engine_, self_.rank, remoteRank_, local_, remote, timeout_);
   }
 
  private:
   std::shared_ptr<Engine> engine_;
   RankInfo self_;
   int remoteRank_;
+  TimeoutSetting timeout_;
   EndpointInfo local_;
 };
 
@@ -38,8 +42,8 @@ class TcpSession : public Session {
     std::shared_ptr<void> key = engine_->keys()->add(memory.ptr, memory.size, memory.deviceMemory, &record->key);
     return Exported{std::move(record), std::move(key)};
   }
-  std::unique_ptr<PendingConnection> connect(int remoteRank) override {
-    return std::make_unique<TcpPending>(engine_, self_, remoteRank);
+  std::unique_ptr<PendingConnection> connect(int remoteRank, const TimeoutSetting& timeout) override {
+    return std::make_unique<TcpPending>(engine_, self_, remoteRank, timeout);
   }
   void abort() override { engine_->abort(); }
   const std::shared_ptr<Engine>& engine() const { return engine_; }

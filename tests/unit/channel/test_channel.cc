@@ -208,3 +208,23 @@ TEST_CASE("the communicator's timeout bounds its channels' waits, and errors nam
   }
   CHECK(std::string(comms[0]->timeoutSetting()) == "the communicator's timeout");
 }
+
+TEST_CASE("timeoutOf: the timeout connections and the NVLS binding keep is the communicator's", "[channel]") {
+  test::ScopedEnv unset("MSCCLPP_TIMEOUT_S", nullptr);
+  auto comms = makeComms(1, true, 0.3);
+  TimeoutSetting t = timeoutOf(*comms[0]);
+  CHECK(t.seconds == 0.3);
+  CHECK(std::string(t.source) == "the communicator's timeout");
+  CHECK(test::errorOf([&] { waitUntil([] { return false; }, t.start(), "the handle"); }) ==
+        "the handle did not complete within 0.3 s (the communicator's timeout)");
+  {
+    test::ScopedEnv shorter("MSCCLPP_TIMEOUT_S", "0.2");  // the earlier one, read when the object is made
+    t = timeoutOf(*comms[0]);
+    CHECK(t.seconds == 0.2);
+    CHECK(std::string(t.source) == "MSCCLPP_TIMEOUT_S");
+  }
+  auto none = makeComms(1, false);  // an in-process bootstrap has no timeout of its own
+  t = timeoutOf(*none[0]);
+  CHECK(t.seconds == 0);
+  CHECK(std::string(t.source) == "MSCCLPP_TIMEOUT_S");  // a setting for messages, though nothing times out
+}

@@ -224,3 +224,34 @@ TEST_CASE("a custom request handler replaces the dispatch; failures raise the fa
         "refused 13 bytes");
   CHECK(failureFlag == 1);
 }
+
+TEST_CASE("a communicator's proxy FIFO waits as long as the communicator's timeout, and names it", "[proxy][fifo]") {
+  // The suite's MSCCLPP_TIMEOUT_S (60 s), if any, is later than the communicator's own 0.3 s.
+  auto bs = test::makeTcpBootstraps(1, 0.3);
+  Communicator comm(bs[0], kHostDevice);
+  ProxyService proxy(comm, 4);  // never started: no request completes
+  FifoDeviceHandle fifo = proxy.fifoDeviceHandle();
+  REQUIRE(fifo.timeoutNs == 300000000ull);
+  CHECK(fifo.timeoutSource == kTimeoutFromCommunicator);
+  uint64_t index = fifo.push(trigger(TriggerFlush, 0, 0, 0, 0, 0, 0));
+  auto start = Clock::now();
+  std::string error = test::errorOf([&] { fifo.sync(index); });
+  CHECK(error ==
+        "FIFO sync (the proxy did not complete a request) did not complete within its timeout (the communicator's "
+        "timeout)");
+  CHECK(secondsSince(start) < 2.0);
+  // A port channel on it waits as long for the FIFO, and says so too.
+  for (int i = 0; i < 3; ++i) fifo.push(trigger(TriggerFlush, 0, 0, 0, 0, 0, 0));  // the ring is full
+  PortChannelDeviceHandle channel{};
+  channel.fifo_ = fifo;
+  start = Clock::now();
+  error = test::errorOf([&] { channel.signal(); });
+  CHECK(error == "PortChannel::signal did not complete within its timeout (the communicator's timeout)");
+  CHECK(secondsSince(start) < 2.0);
+  // Without a communicator: MSCCLPP_TIMEOUT_S, named as such.
+  ProxyService plain(4);
+  CHECK(plain.fifoDeviceHandle().timeoutSource == kTimeoutFromEnvironment);
+  Fifo explicitTimeout(4, kHostDevice, 0.5, "MSCCLPP_TIMEOUT_S");
+  CHECK(explicitTimeout.deviceHandle().timeoutNs == 500000000ull);
+  CHECK(explicitTimeout.deviceHandle().timeoutSource == kTimeoutFromEnvironment);
+}

@@ -3,13 +3,17 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
+#include "../../support/scoped_env.hpp"
 #include "../bootstrap/rank_threads.hpp"
 #include "comm/communicator_impl.hpp"
+#include "core/hash.hpp"
 #include "core/logger.hpp"
 #include "core/net/socket.hpp"
 #include "mscclpp/communicator.hpp"
 #include "transport/registration.hpp"
+#include "transport/tcp/connection.hpp"
 #include "transport/tcp/driver.hpp"
 #include "transport/tcp/memory.hpp"
 
@@ -201,4 +205,76 @@ TEST_CASE("a TCP connection to oneself works (loopback through the engine)", "[t
   conn->write(mb, 0, ma, 0, 64);
   conn->flush();
   CHECK(b == a);
+}
+
+TEST_CASE("a TCP connection's handshake waits as long as its communicator's timeout, and names it", "[tcp][timeout]") {
+  test::ScopedEnv longer("MSCCLPP_TIMEOUT_S", "5");
+  auto bs = test::makeTcpBootstraps(2, 0.3);  // the communicators' own timeout: 0.3 s
+  std::vector<std::shared_ptr<Communicator>> comms(2);
+  runRanks(2, [&](int r) { comms[r] = std::make_shared<Communicator>(bs[r], kHostDevice); });
+  // Rank 1 sends its endpoint but never completes its side: rank 0's connection waits for rank 1's socket.
+  auto half = comms[1]->connect(0, 3, Transport::Tcp);
+  auto start = Clock::now();
+  std::string error = test::errorOf([&] { comms[0]->connect(1, 3, Transport::Tcp).get(); });
+  CHECK_THAT(error, Catch::StartsWith("communicator rank 0/2: connect to rank 1 over TCP (tag 3): ") &&
+                        Catch::EndsWith("within 0.3 s (the communicator's timeout)"));
+  CHECK(secondsSince(start) < 2.0);
+  // A shorter MSCCLPP_TIMEOUT_S is the earlier deadline, and is named.
+  test::ScopedEnv shorter("MSCCLPP_TIMEOUT_S", "0.2");
+  auto half2 = comms[1]->connect(0, 4, Transport::Tcp);
+  error = test::errorOf([&] { comms[0]->connect(1, 4, Transport::Tcp).get(); });
+  CHECK_THAT(error, Catch::EndsWith("within 0.2 s (MSCCLPP_TIMEOUT_S)"));
+}
+
+TEST_CASE("a TCP connection's flush waits as long as its communicator's timeout, and names it", "[tcp][timeout]") {
+  test::ScopedEnv longer("MSCCLPP_TIMEOUT_S", "5");
+  auto bs = test::makeTcpBootstraps(1, 0.3);
+  Communicator c(bs[0], kHostDevice);
+  auto pending = c.impl().session(Transport::Tcp)->connect(1, timeoutOf(c));  // what Communicator::connect passes
+  const transport::tcp::EndpointInfo mine = transport::tcp::decodeEndpoint(pending->localEndpoint(), "endpoint");
+  // The peer: a test thread that opens both sockets of the connection, then reads nothing and acknowledges nothing.
+  net::SocketAddress loopback = mine.address;
+  loopback.setPort(0);
+  net::Socket listener = net::Socket::listenOn(loopback);
+  transport::tcp::EndpointInfo silent;
+  silent.address = listener.localAddress();
+  silent.secret = net::randomSecret();
+  silent.engineId = 7;
+  silent.nonce = 11;
+  net::Socket fromRank0, toRank0;
+  std::string peerError;
+  std::thread peer([&] {
+    peerError = test::errorOf([&] {
+      const Deadline deadline(5, "the test's deadline");
+      while (!(fromRank0 = listener.accept()).valid()) {
+        if (deadline.expired()) throwTimeout(deadline, "accept");
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      transport::tcp::Hello hello{};
+      fromRank0.recvAll(&hello, sizeof(hello), deadline, "hello");
+      fromRank0.sendAll(transport::tcp::kHelloAckMagic, 8, deadline, "hello reply");
+      toRank0 = net::Socket::connectTo(mine.address, deadline, "rank 0's TCP transport", false);
+      transport::tcp::Hello back{};
+      back.header = net::makeHelloHeader(transport::tcp::kHelloMagic, mine.secret);
+      back.connId = mix64(silent.nonce, mine.nonce);  // the id rank 0 claims for its incoming socket
+      back.fromRank = 1;
+      toRank0.sendAll(&back, sizeof(back), deadline, "hello");
+      char ack[8];
+      toRank0.recvAll(ack, sizeof(ack), deadline, "hello reply");
+    });
+  });
+  std::shared_ptr<Connection> conn;
+  std::string connectError = test::errorOf([&] {
+    conn = pending->complete(transport::PeerEndpoint{1, -1, transport::tcp::encodeEndpoint(silent)});
+  });
+  peer.join();
+  REQUIRE(peerError == "(no error)");
+  REQUIRE(connectError == "(no error)");
+  auto start = Clock::now();
+  std::string error = test::errorOf([&] { conn->flush(); });
+  CHECK(error == "rank 0 -> rank 1 over TCP: flush did not complete within 0.3 s (the communicator's timeout)");
+  CHECK(secondsSince(start) < 2.0);
+  // Its own argument still wins.
+  error = test::errorOf([&] { conn->flush(100000); });
+  CHECK_THAT(error, Catch::EndsWith("within 0.1 s (the flush's timeout)"));
 }
