@@ -96,6 +96,7 @@ GpuContext::GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& pla
                   "plan %s has %zu ranks; rank %d is out of range", h.name.c_str(), plan_->ranks.size(), rank_);
   name_ = strFormat("plan %s (%s) rank %d", h.name.c_str(), h.source.c_str(), rank_);
   timeoutSeconds_ = world_->comm().timeoutSeconds();  // MSCCLPP_TIMEOUT_S or the communicator's own
+  if (*world_->comm().timeoutSetting()) timeoutSetting_ = world_->comm().timeoutSetting();
   timeoutNs_ = timeoutSeconds_ > 0 ? static_cast<uint64_t>(timeoutSeconds_ * 1e9) : kNoDeadline;
 }
 
@@ -217,8 +218,8 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
                     "MSCCLPP_PROXY_FIFO_SIZE=%lld: expected 1 to 1048576 slots", static_cast<long long>(slots));
     proxyStream_ = world_->proxyStream();
     // The FIFO's own deadline (its handle's convenience waits) is the communicator's, like every wait of the call.
-    proxy_ = std::make_unique<ProxyService>(static_cast<int>(slots), world_->device(), timeoutSeconds_,
-                                            world_->comm().timeoutSetting());
+    proxy_ =
+        std::make_unique<ProxyService>(static_cast<int>(slots), world_->device(), timeoutSeconds_, timeoutSetting_);
     fifo = proxy_->fifoDeviceHandle();
     writeValue64_ = resolveStreamWriteValue64(world_->device());
   }
@@ -723,7 +724,7 @@ std::string GpuContext::handleRequest(const TriggerFields& f) {
   }
   if (f.type & TriggerFlush) {
     // Every earlier copy and signal of this proxy completed (one stream serves all channels).
-    Deadline deadline(timeoutSeconds_);
+    Deadline deadline(timeoutSeconds_, timeoutSetting_);
     cudaError_t last = cudaSuccess;
     try {
       waitUntil(
@@ -769,7 +770,7 @@ void GpuContext::throwFailure() {
   }
   std::string msg =
       strFormat("%s: a launch%s failed", name_.c_str(), flag ? strFormat(" with flag %u", flag).c_str() : "");
-  if (timedOut) msg += " (" + describeTimeout(world_->comm().timeoutSetting(), timeoutSeconds_) + ")";
+  if (timedOut) msg += " (" + describeTimeout(timeoutSetting_, timeoutSeconds_) + ")";
   const std::string proxyError = proxy_ ? proxy_->errorMessage() : std::string();
   if (!proxyError.empty()) msg += "; " + proxyError;
   if (!cudaProblem.empty()) msg += "; CUDA: " + cudaProblem;

@@ -183,6 +183,7 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   uint64_t mutableOffset_ = 0, mutableBytes_ = 0, stateOffset_ = 0, recordsOffset_ = 0;
   uint64_t timeoutNs_ = 0;
   double timeoutSeconds_ = 0;
+  const char* timeoutSetting_ = "MSCCLPP_TIMEOUT_S";  // where timeoutSeconds_ came from, for messages
   void* lastStream_ = nullptr;
   bool launched_ = false;
   bool failed_ = false;
