@@ -38,6 +38,8 @@ const char* phaseName(CallMonitor::Phase p) {
       return "agreeing on the plan of";
     case CallMonitor::Phase::Enqueued:
       return "running on its device";
+    case CallMonitor::Phase::Replaying:
+      return "in a CUDA graph's replay of";
   }
   return "?";
 }
@@ -47,8 +49,9 @@ const char* phaseName(CallMonitor::Phase p) {
 struct CallMonitor::State {
   bool known = false;  // answered this round
   uint64_t seq = 0;
+  uint32_t launch = 0;  // Replaying: the waiting launch's LL flag
   Phase phase = Phase::Idle;
-  double seconds = 0;  // in this phase (Idle: since the last call ended)
+  double seconds = 0;  // in this phase (Idle: since the last call ended; Replaying: at least)
   CallDescriptor call;
   uint64_t progress = 0;
   std::vector<BlockWait> waits;
@@ -58,6 +61,7 @@ struct CallMonitor::State {
 
   void write(ByteWriter& w) const {
     w.put<uint64_t>(seq);
+    w.put<uint32_t>(launch);
     w.put<uint32_t>(static_cast<uint32_t>(phase));
     w.put<double>(seconds);
     call.write(w);
@@ -78,8 +82,9 @@ struct CallMonitor::State {
     State s;
     s.known = true;
     s.seq = r.get<uint64_t>("seq");
+    s.launch = r.get<uint32_t>("launch");
     const uint32_t phase = r.get<uint32_t>("phase");
-    MSCCLPP_ENFORCE(phase <= static_cast<uint32_t>(Phase::Enqueued), ErrorCode::RemoteError, "%s: phase %u", r.what(),
+    MSCCLPP_ENFORCE(phase <= static_cast<uint32_t>(Phase::Replaying), ErrorCode::RemoteError, "%s: phase %u", r.what(),
                     phase);
     s.phase = static_cast<Phase>(phase);
     s.seconds = r.get<double>("seconds");
@@ -195,6 +200,18 @@ void CallMonitor::setCompletion(std::function<bool(uint64_t seq)> completed) {
   }
 }
 
+void CallMonitor::captured(std::shared_ptr<const std::function<LiveCall()>> live) {
+  if (!live) return;
+  std::lock_guard<std::mutex> lock(board_->mutex);
+  std::vector<Captured>& all = board_->captured;
+  Captured entry;
+  entry.seq = board_->seq;
+  entry.call = board_->call;
+  entry.live = std::move(live);
+  all.push_back(std::move(entry));
+  if (all.size() > kMaxCaptured) all.erase(all.begin());
+}
+
 std::string CallMonitor::peerStatus() const {
   std::lock_guard<std::mutex> lock(watchMutex_);
   return peerStatus_;
@@ -207,6 +224,29 @@ void CallMonitor::Board::remember() {
   r.sinceMs = sinceMs;
   r.inFlight = false;
   r.live = nullptr;
+}
+
+CallMonitor::Captured* CallMonitor::Board::waitingReplay() {
+  Captured* longest = nullptr;
+  const int64_t now = steadyMs();
+  for (auto it = captured.begin(); it != captured.end();) {
+    const LiveCall state = (*it->live)();
+    if (state.gone) {
+      it = captured.erase(it);
+      continue;
+    }
+    // Its replays carry its captured tag; another launch of the context (an enqueued call, another
+    // capture's replay) is not this call.
+    const uint32_t flag = state.launch.call == launchCallTag(it->seq, true) ? state.launch.flag : 0;
+    if (flag != it->launch) {
+      it->launch = flag;
+      // A block publishes its wait once it has lasted kReportWaitAfterNs: the replay waited that long at least.
+      it->sinceMs = now - static_cast<int64_t>(kReportWaitAfterNs / 1000000);
+    }
+    if (it->launch != 0 && (longest == nullptr || it->sinceMs < longest->sinceMs)) longest = &*it;
+    ++it;
+  }
+  return longest;
 }
 
 CallMonitor::Current CallMonitor::Board::current() {
@@ -233,6 +273,21 @@ CallMonitor::Current CallMonitor::Board::current() {
       c.live = r.live.get();
     }
   }
+  Captured* replay = captured.empty() ? nullptr : waitingReplay();
+  if (replay == nullptr) return c;
+  // An enqueued call none of whose blocks waits may be queued behind the replay on its stream (or
+  // run unhindered on another): the replay is what is stuck. Its context may be the replay's: the
+  // waits it shows are its own only when they carry its tag.
+  if (c.seq != 0 && c.live != nullptr && *c.live) {
+    const WaitingLaunch l = (*c.live)().launch;
+    if (l.flag != 0 && l.call == launchCallTag(c.seq, false)) return c;
+  }
+  c.seq = replay->seq;
+  c.launch = replay->launch;
+  c.phase = Phase::Replaying;
+  c.sinceMs = replay->sinceMs;
+  c.call = &replay->call;
+  c.live = replay->live.get();
   return c;
 }
 
@@ -242,6 +297,7 @@ CallMonitor::State CallMonitor::Board::state() {
   s.known = true;
   const Current now = current();
   s.seq = now.phase == Phase::Idle ? seq : now.seq;  // idle: the number of the last call
+  s.launch = now.launch;
   s.phase = now.phase;
   s.seconds = (steadyMs() - (now.phase == Phase::Idle ? sinceMs : now.sinceMs)) / 1000.0;
   s.call = now.call ? *now.call : call;
@@ -252,7 +308,7 @@ CallMonitor::State CallMonitor::Board::state() {
     LiveCall now = live();
     s.waits = std::move(now.waits);
     s.progress = now.progress;
-  } else if (now.phase == Phase::Enqueued && now.live && *now.live) {
+  } else if ((now.phase == Phase::Enqueued || now.phase == Phase::Replaying) && now.live && *now.live) {
     LiveCall running = (*now.live)();
     s.waits = std::move(running.waits);
     s.progress = running.progress;
@@ -288,19 +344,22 @@ std::vector<char> CallMonitor::Board::answer(int peer, const std::vector<char>& 
 void CallMonitor::watch() {
   ScopedLogRank logRank(rank_);
   std::unique_lock<std::mutex> lock(watchMutex_);
-  uint64_t watched = 0;  // the call whose rounds are scheduled
+  uint64_t watched = 0;        // the call whose rounds are scheduled
+  uint32_t watchedLaunch = 0;  // and its launch, when a replay
   int64_t nextRoundMs = kFirstRoundMs;
   int64_t nextWarnMs = 0;  // of an enqueued call: its next long-wait WARN (0: none)
   while (!stopping_) {
     wake_.wait_for(lock, std::chrono::milliseconds(250));
     if (stopping_) break;
     uint64_t seq;
+    uint32_t launch;
     Phase phase;
     int64_t callMs;
     {
       std::lock_guard<std::mutex> board(board_->mutex);
       const Current now = board_->current();
       seq = now.seq;
+      launch = now.launch;
       phase = now.phase;
       callMs = steadyMs() - now.sinceMs;
     }
@@ -308,8 +367,9 @@ void CallMonitor::watch() {
       previous_.clear();
       continue;
     }
-    if (seq != watched) {
+    if (seq != watched || launch != watchedLaunch) {
       watched = seq;
+      watchedLaunch = launch;
       nextRoundMs = kFirstRoundMs;
       peerStatus_.clear();  // an earlier call's
       const double warnSeconds = params::waitWarnSeconds();
@@ -317,18 +377,19 @@ void CallMonitor::watch() {
       previous_.clear();
     }
     const bool roundDue = callMs >= nextRoundMs;
-    const bool warnDue = phase == Phase::Enqueued && nextWarnMs > 0 && callMs >= nextWarnMs;
+    const bool onDevice = phase == Phase::Enqueued || phase == Phase::Replaying;
+    const bool warnDue = onDevice && nextWarnMs > 0 && callMs >= nextWarnMs;
     if (!roundDue && !warnDue) continue;
     if (roundDue) nextRoundMs = std::min(2 * nextRoundMs, nextRoundMs + kMaxRoundGapMs);
     lock.unlock();
     try {
-      if (roundDue) round(seq);  // first: the WARN says what the peers were doing at this round
+      if (roundDue) round(seq, launch);  // first: the WARN says what the peers were doing at this round
     } catch (const std::exception& e) {
       MSCCLPP_WARN(LogExec, "call monitor of rank %d: %s", rank_, e.what());
     }
     // The host of an asynchronous backend does not wait for its call: this thread says what the
     // device waits for, once per interval (the CPU backend's waiting host thread prints its own).
-    if (warnDue && !comm_->failed()) warnLongWait(seq, callMs);
+    if (warnDue && !comm_->failed()) warnLongWait(seq, launch, callMs);
     lock.lock();
     if (warnDue) {
       const int64_t every = std::max<int64_t>(1, static_cast<int64_t>(params::waitWarnSeconds() * 1000));
@@ -337,13 +398,16 @@ void CallMonitor::watch() {
   }
 }
 
-void CallMonitor::warnLongWait(uint64_t seq, int64_t callMs) {
+void CallMonitor::warnLongWait(uint64_t seq, uint32_t launch, int64_t callMs) {
   std::string plan;
   LiveCall live;
+  bool replay = false;
   {
     std::lock_guard<std::mutex> lock(board_->mutex);  // keeps the call's live source valid while read
     const Current now = board_->current();
-    if (now.seq != seq || now.phase != Phase::Enqueued) return;  // it completed meanwhile
+    replay = now.phase == Phase::Replaying;
+    if (now.seq != seq || now.launch != launch || (now.phase != Phase::Enqueued && !replay))
+      return;  // it completed meanwhile
     plan = now.call ? now.call->plan : std::string();
     if (now.live && *now.live) live = (*now.live)();
   }
@@ -353,14 +417,15 @@ void CallMonitor::warnLongWait(uint64_t seq, int64_t callMs) {
     what += strFormat("; and %zu more threadblocks", live.waits.size() - kBlocksPerWarning);
   const std::string peers = peerStatus();
   MSCCLPP_WARN(LogExec,
-               "plan %s rank %d: call #%llu has waited %.3g s on its device (MSCCLPP_WAIT_WARN_S=%.3g; no deadline "
-               "unless MSCCLPP_TIMEOUT_S sets one): %s%s%s",
-               plan.c_str(), rank_, static_cast<unsigned long long>(seq), callMs / 1000.0, params::waitWarnSeconds(),
-               what.empty() ? "its threadblocks are finishing" : what.c_str(), peers.empty() ? "" : "; ",
-               peers.c_str());
+               "plan %s rank %d: call #%llu%s has waited %s%.3g s on its device (MSCCLPP_WAIT_WARN_S=%.3g; no "
+               "deadline unless MSCCLPP_TIMEOUT_S sets one): %s%s%s",
+               plan.c_str(), rank_, static_cast<unsigned long long>(seq),
+               replay ? " (captured into a CUDA graph, replayed)" : "", replay ? "at least " : "", callMs / 1000.0,
+               params::waitWarnSeconds(), what.empty() ? "its threadblocks are finishing" : what.c_str(),
+               peers.empty() ? "" : "; ", peers.c_str());
 }
 
-void CallMonitor::round(uint64_t seq) {
+void CallMonitor::round(uint64_t seq, uint32_t launch) {
   std::vector<State> cur(static_cast<size_t>(size_));
   ByteWriter query;
   query.put<uint8_t>(kQueryState);
@@ -377,7 +442,7 @@ void CallMonitor::round(uint64_t seq) {
   }
   cur[rank_] = board_->state();
   const State& mine = cur[rank_];
-  if (mine.seq != seq || !mine.inCall()) return;  // the call ended meanwhile
+  if (mine.seq != seq || mine.launch != launch || !mine.inCall()) return;  // the call ended meanwhile
 
   // Same call number, different calls: the current calls, or recent ones (an asynchronous backend's
   // host threads may have moved on while their devices wait on each other). The first such call.
@@ -429,8 +494,8 @@ void CallMonitor::round(uint64_t seq) {
     std::set<int> stuck;
     for (int r = 0; r < size_; ++r) {
       const State &a = cur[r], &b = previous_[r];
-      bool frozen = a.inCall() && b.inCall() && a.seq == b.seq && a.phase == b.phase && a.progress == b.progress &&
-                    !a.waits.empty();
+      bool frozen = a.inCall() && b.inCall() && a.seq == b.seq && a.launch == b.launch && a.phase == b.phase &&
+                    a.progress == b.progress && !a.waits.empty();
       for (const BlockWait& w : a.waits) frozen = frozen && w.target != BlockWait::kBusy;
       if (frozen) stuck.insert(r);
     }
@@ -453,8 +518,9 @@ void CallMonitor::round(uint64_t seq) {
     if (!stuck.empty() && stuck.count(rank_)) {
       std::string picture, cycle;
       for (int r : stuck) {
-        picture += strFormat("; rank %d in call #%llu (%s):", r, static_cast<unsigned long long>(cur[r].seq),
-                             cur[r].call.describe().c_str());
+        picture += strFormat("; rank %d in %scall #%llu (%s):", r,
+                             cur[r].phase == Phase::Replaying ? "a CUDA graph's replay of " : "",
+                             static_cast<unsigned long long>(cur[r].seq), cur[r].call.describe().c_str());
         for (const BlockWait& w : cur[r].waits) picture += " " + w.text + ";";
         picture.pop_back();
       }

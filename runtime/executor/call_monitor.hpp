@@ -21,7 +21,10 @@
 //     with InternalError, the wait-for picture of each rank and the cycle; every rank is told.
 //     An enqueued CUDA call reports the waits its blocks publish in host-mapped memory once they
 //     have waited 1 ms (describeWaitSlots: channel, semaphore, barrier and LL packet waits; a block
-//     at a FIFO push or a flush counts as running); the same analysis applies.
+//     at a FIFO push or a flush counts as running); the same analysis applies. A call captured into
+//     a CUDA graph runs at replays no host call announces: the monitor keeps its context's reader
+//     (captured()) and takes waits tagged with the captured call (LaunchArgs::call) for its replay,
+//     looked at like an enqueued call when nothing else waits.
 //   * a rank still agreeing on the plan of a call (the NCCL shim) that a peer already runs, in two
 //     rounds: their plan registries changed at different points (InvalidUsage, saying so).
 //   * otherwise (a peer idle, late, or working) nothing fails: the long-wait WARN says what the
@@ -60,12 +63,17 @@ namespace mscclpp::exec {
 struct LiveCall {
   std::vector<BlockWait> waits;
   uint64_t progress = 0;  // changes whenever anything of the call moves
+  WaitingLaunch launch;   // GPU contexts: the launch whose blocks publish waits (flag 0: none waits long)
+  bool gone = false;      // the source's context was destroyed (it reports nothing any more)
 };
 
 class CallMonitor {
  public:
-  // Enqueued: the host part ended; the device runs it (asynchronous backends).
-  enum class Phase : uint32_t { Idle = 0, Building = 1, Running = 2, Agreeing = 3, Enqueued = 4 };
+  // Enqueued: the host part ended; the device runs it (asynchronous backends). Replaying: a launch
+  // of a call captured into a CUDA graph waits on the device (a replay, which no host call announces).
+  enum class Phase : uint32_t { Idle = 0, Building = 1, Running = 2, Agreeing = 3, Enqueued = 4, Replaying = 5 };
+  // Captured calls watched at once (the least recently captured beyond it are dropped).
+  static constexpr size_t kMaxCaptured = 256;
   // Calls whose descriptors are kept (and compared with the peers'), by number.
   static constexpr uint64_t kRecentCalls = 16;
 
@@ -97,6 +105,12 @@ class CallMonitor {
   // kRecentCalls) finished on the device. Called from other threads; null removes it (before the
   // memory it reads goes), and calls in progress then count as complete.
   void setCompletion(std::function<bool(uint64_t seq)> completed);
+  // The call begun last was captured into a CUDA graph (asynchronous backends), not run: it runs at
+  // each replay of the graph, which no host call announces. `live` reads its context's state from
+  // any thread, also after the context went (LiveCall::gone); a launch of the context whose blocks
+  // wait (LiveCall::launch) carrying the call's captured tag (launchCallTag) is its replay. The
+  // last kMaxCaptured captured calls are watched.
+  void captured(std::shared_ptr<const std::function<LiveCall()>> live);
 
   // For the long-wait WARN: what the peers were doing at the last round ("" before any).
   std::string peerStatus() const;
@@ -110,9 +124,20 @@ class CallMonitor {
     bool inFlight = false;  // enqueued, complete only when the completion source says so
     std::shared_ptr<const std::function<LiveCall()>> live;  // while in flight: its live state (asynchronous backends)
   };
-  // The call the watchdog looks at: the host's, else the oldest enqueued one not complete.
+  // A call captured into a CUDA graph, watched for replays that wait on the device.
+  struct Captured {
+    uint64_t seq = 0;  // the number the call got when it was captured
+    CallDescriptor call;
+    std::shared_ptr<const std::function<LiveCall()>> live;
+    uint32_t launch = 0;  // the waiting launch last seen (0: none)
+    int64_t sinceMs = 0;  // when it was first seen waiting, less the wait it had then
+  };
+  // The call the watchdog looks at: the host's, else the oldest enqueued one not complete, else
+  // a replay that waits (before an enqueued call none of whose blocks waits: that one may be queued
+  // behind the replay on its stream).
   struct Current {
     uint64_t seq = 0;
+    uint32_t launch = 0;  // Replaying: the waiting launch's LL flag (a new replay of the same call is a new one)
     Phase phase = Phase::Idle;
     int64_t sinceMs = 0;
     const CallDescriptor* call = nullptr;
@@ -131,18 +156,21 @@ class CallMonitor {
     std::function<LiveCall()> live;
     std::array<Recent, kRecentCalls> recent;  // by seq % kRecentCalls
     std::function<bool(uint64_t)> completed;
+    std::vector<Captured> captured;  // least recently captured first
     // Under mutex: the current call into its recent slot; the call the watchdog looks at.
     void remember();
     Current current();
+    // The captured call whose replay waits, the longest (null: none); drops those whose context went.
+    Captured* waitingReplay();
     State state();
     std::vector<char> answer(int peer, const std::vector<char>& request);
   };
 
   void watch();
-  void round(uint64_t seq);
+  void round(uint64_t seq, uint32_t launch);
   // The long-wait WARN of enqueued call `seq` (MSCCLPP_WAIT_WARN_S): its blocks' published waits
   // and the peers' status, in the CPU backend's words.
-  void warnLongWait(uint64_t seq, int64_t callMs);
+  void warnLongWait(uint64_t seq, uint32_t launch, int64_t callMs);
   // Fails the communicator and tells every peer.
   void failEverywhere(int code, const std::string& message);
 

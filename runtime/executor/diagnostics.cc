@@ -288,6 +288,7 @@ bool readSlot(const LiveWaitSlot& live, LiveWaitSlot* out) {
   out->pipelineIteration = atomicLoad<uint32_t>(&live.pipelineIteration, memoryOrderRelaxed);
   out->waitKind = atomicLoad<uint32_t>(&live.waitKind, memoryOrderRelaxed);
   out->id = atomicLoad<uint32_t>(&live.id, memoryOrderRelaxed);
+  out->call = atomicLoad<uint32_t>(&live.call, memoryOrderRelaxed);
   out->expected = atomicLoad<uint64_t>(&live.expected, memoryOrderRelaxed);
   out->observed = atomicLoad<uint64_t>(&live.observed, memoryOrderRelaxed);
   out->detail = atomicLoad<uint64_t>(&live.detail, memoryOrderRelaxed);
@@ -299,14 +300,14 @@ bool readSlot(const LiveWaitSlot& live, LiveWaitSlot* out) {
 }  // namespace
 
 std::vector<BlockWait> describeWaitSlots(const plan::Plan& plan, int rank, const LiveWaitSlot* slots, uint32_t nBlocks,
-                                         uint64_t* progress) {
+                                         uint64_t* progress, WaitingLaunch* launch) {
   const plan::RankPlan& rp = plan.ranks[rank];
   nBlocks = std::min<uint32_t>(nBlocks, static_cast<uint32_t>(rp.threadblocks.size()));
   std::vector<LiveWaitSlot> seen(nBlocks);
   std::vector<bool> consistent(nBlocks);
   uint64_t moved = nBlocks;
   bool anyWait = false;
-  uint32_t flag = 0;  // the running launch's: every waiting block's (launches of a context run in stream order)
+  uint32_t flag = 0, call = 0;  // the running launch's: every waiting block's (a context's launches run in order)
   for (uint32_t b = 0; b < nBlocks; ++b) {
     consistent[b] = readSlot(slots[b], &seen[b]);
     const LiveWaitSlot& s = seen[b];
@@ -315,6 +316,7 @@ std::vector<BlockWait> describeWaitSlots(const plan::Plan& plan, int rank, const
     if (consistent[b] && s.waiting != 0 && !anyWait) {
       anyWait = true;
       flag = s.launchFlag;
+      call = s.call;
     }
   }
   std::vector<BlockWait> out;
@@ -350,6 +352,7 @@ std::vector<BlockWait> describeWaitSlots(const plan::Plan& plan, int rank, const
     out.push_back(std::move(w));
   }
   if (progress) *progress = moved;
+  if (launch) *launch = anyWait ? WaitingLaunch{flag, call} : WaitingLaunch{};
   return out;
 }
 

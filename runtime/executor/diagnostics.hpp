@@ -48,9 +48,13 @@ std::vector<BlockWait> describeLiveBlocks(const plan::Plan& plan, int rank, cons
 // waits for, as the device wrote it when the wait had lasted kReportWaitAfterNs, or that it is
 // running (no long wait now, or the slot is being rewritten). One "kernel runs" line while no
 // block waits long. *progress changes whenever a slot does (a wait published or cleared, a block
-// finished).
+// finished); *launch says which launch the waiting blocks run.
+struct WaitingLaunch {
+  uint32_t flag = 0;  // its LL flag (0: no block waits long)
+  uint32_t call = 0;  // its LaunchArgs::call (launchCallTag)
+};
 std::vector<BlockWait> describeWaitSlots(const plan::Plan& plan, int rank, const LiveWaitSlot* slots, uint32_t nBlocks,
-                                         uint64_t* progress);
+                                         uint64_t* progress, WaitingLaunch* launch = nullptr);
 
 }  // namespace mscclpp::exec
 

@@ -95,6 +95,8 @@ struct LiveWaitSlot {
   uint32_t pipelineIteration;  // UINT32_MAX outside pipelines
   uint32_t waitKind;           // WaitKind
   uint32_t id;
+  uint32_t call;  // the waiting launch's LaunchArgs::call
+  uint32_t reserved;
   uint64_t expected;
   uint64_t observed;
   uint64_t detail;  // LL packet waits: the packet's byte offset in its buffer
@@ -154,8 +156,17 @@ static_assert(std::is_trivially_copyable<ExecContextDevice>::value, "copied as b
 struct LaunchArgs {
   uint64_t timeoutNs;   // each block's deadline is its start time + timeoutNs
   uint32_t packetType;  // mscclpp::PacketType
-  uint32_t reserved;
+  uint32_t call;        // which call launched it, for its published waits (launchCallTag; 0: unnumbered)
 };
+
+// LaunchArgs::call: the call's number on its call monitor (its low 31 bits), with the top bit set
+// when the launch was captured into a CUDA graph (every replay carries the captured call's tag).
+// The monitor tells a replay waiting in a context from an enqueued call of the same context
+// queued behind it.
+constexpr uint32_t kCapturedCallTag = 0x80000000u;
+MSCCLPP_HOST_DEVICE_INLINE uint32_t launchCallTag(uint64_t callNumber, bool captured) {
+  return static_cast<uint32_t>(callNumber & 0x7fffffffu) | (captured ? kCapturedCallTag : 0u);
+}
 
 // The LL flag of the launch after one with `flag`. Never 0 (zeroed packets must never look valid),
 // and of the other parity: the parity picks the scratch half of double-buffered plans, so two

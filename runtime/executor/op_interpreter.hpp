@@ -67,7 +67,7 @@ class BlockInterpreter {
   MSCCLPP_HOST_DEVICE_INLINE BlockInterpreter(const ExecContextDevice& ctx, const ThreadblockDevice& tb,
                                               uint32_t blockIndex, uint32_t threadId, uint32_t numThreads,
                                               const LaunchArgs& args)
-      : ctx_(ctx), tb_(tb), block_(blockIndex), tid_(threadId), nthreads_(numThreads) {
+      : ctx_(ctx), tb_(tb), block_(blockIndex), tid_(threadId), nthreads_(numThreads), call_(args.call) {
     deadline_ = deadlineAfter(args.timeoutNs);
     packetDeadline_ = ctx.liveWaits == nullptr ? deadline_ : minU(deadline_, clockNs() + kReportWaitAfterNs);
     resume_ = threadId;
@@ -205,6 +205,7 @@ class BlockInterpreter {
     atomicStore<uint32_t>(&s->pipelineIteration, unit_ == kNoUnit ? UINT32_MAX : iteration_, memoryOrderRelaxed);
     atomicStore<uint32_t>(&s->waitKind, static_cast<uint32_t>(kind), memoryOrderRelaxed);
     atomicStore<uint32_t>(&s->id, what, memoryOrderRelaxed);
+    atomicStore<uint32_t>(&s->call, call_, memoryOrderRelaxed);
     atomicStore<uint64_t>(&s->expected, expected, memoryOrderRelaxed);
     atomicStore<uint64_t>(&s->observed, observed, memoryOrderRelaxed);
     atomicStore<uint64_t>(&s->detail, detail, memoryOrderRelaxed);
@@ -1006,6 +1007,7 @@ class BlockInterpreter {
   uint32_t block_;
   uint32_t tid_;
   uint32_t nthreads_;
+  uint32_t call_;  // LaunchArgs::call, for the live-wait slot
   uint64_t deadline_ = 0;
   // LL packet waits spin until this (not deadline_) and then leave their op, which runs again from
   // resume_ (settlePending). Both per thread.

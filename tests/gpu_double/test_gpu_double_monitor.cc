@@ -300,6 +300,199 @@ TEST_CASE("LL packets that come late: the packet op resumes where it left, addin
   CHECK(wrong == 0);
 }
 
+namespace {
+
+// Captures what `calls` enqueues on `stream` into a CUDA graph, and returns its executable graph.
+template <class Calls>
+cudaGraphExec_t captureGraph(cudaStream_t stream, Calls&& calls) {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  GPUTEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  calls();
+  GPUTEST_CUDA(cudaStreamEndCapture(stream, &graph));
+  GPUTEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  GPUTEST_CUDA(cudaGraphDestroy(graph));
+  return exec;
+}
+
+// A second pair of buffers per rank, for calls whose contexts differ from the first pair's.
+struct MoreBuffers {
+  MoreBuffers(int n, uint64_t bytes) : send(n), recv(n) {
+    for (int r = 0; r < n; ++r) {
+      GPUTEST_CUDA(cudaMalloc(&send[r], bytes));
+      GPUTEST_CUDA(cudaMalloc(&recv[r], bytes));
+    }
+  }
+  ~MoreBuffers() {
+    for (size_t r = 0; r < send.size(); ++r) {
+      (void)cudaFree(send[r]);
+      (void)cudaFree(recv[r]);
+    }
+  }
+  std::vector<void*> send, recv;
+};
+
+// Each of two ranks warms up with warmUp(r) (its calls built on both ranks together), captures
+// capture(r) into a graph, launches it, enqueues after(r) behind it (as a training step's next
+// collective would be) and waits for its stream, then calls after(r) again: the communicator's
+// failure, found while the replay waited, is that call's error. The call queued behind the replay
+// is in progress the whole time, none of its blocks started: the monitor must look at the replay.
+template <class Warm, class Capture, class After>
+std::vector<Outcome> replayPerRank(GpuRanks& ranks, Warm&& warmUp, Capture&& capture, After&& after, double* seconds) {
+  std::vector<Outcome> out(2);
+  std::vector<cudaGraphExec_t> graphs(2, nullptr);
+  ThreadBarrier barrier(2);
+  const std::string warmErr = onRanks(2, [&](int r) {
+    warmUp(r, barrier);
+    graphs[r] = captureGraph(ranks.stream(r), [&] { capture(r); });
+    barrier.arriveAndWait(60);
+  });
+  REQUIRE(warmErr == "");
+  const auto start = std::chrono::steady_clock::now();
+  const std::string err = onRanks(2, [&](int r) {
+    try {
+      GPUTEST_CUDA(cudaGraphLaunch(graphs[r], ranks.stream(r)));
+      after(r);
+      GPUTEST_CUDA(cudaStreamSynchronize(ranks.stream(r)));
+      after(r);
+      GPUTEST_CUDA(cudaStreamSynchronize(ranks.stream(r)));
+    } catch (const Error& e) {
+      out[r].failed = true;
+      out[r].code = e.code();
+      out[r].message = e.what();
+    }
+  });
+  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (cudaGraphExec_t g : graphs) GPUTEST_CUDA(cudaGraphExecDestroy(g));
+  REQUIRE(err == "");
+  return out;
+}
+
+}  // namespace
+
+// docs/failure-handling.md, "Graph replays": a call captured into a CUDA graph runs at each replay,
+// which no host call announces and no completion mark numbers. The monitor watches the captured
+// call's context: a launch of it whose blocks publish waits, with no tracked call waiting, is that
+// call's replay, compared and analysed like an enqueued call. Without it, both cases below end only
+// at the kernel's deadline (MSCCLPP_TIMEOUT_S, 30 s here) as a timeout.
+TEST_CASE("call monitor: calls replayed from CUDA graphs are watched: mismatches and deadlocks fail within seconds",
+          "[monitor][graph]") {
+  test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "30");
+  Job job;
+  double seconds = 0;
+  std::vector<Outcome> out;
+  std::vector<std::string> expected[2];
+  ErrorCode code = ErrorCode::InternalError;
+  // Both ranks warmed up two sizes (calls #1 and #2); rank 0 captures the small one as call #3, rank 1
+  // the large one: each replay waits for a peer kernel of its own context that never runs.
+  SECTION("mismatched captured calls") {
+    out = replayPerRank(
+        job.ranks,
+        [&](int r, ThreadBarrier& barrier) {
+          for (uint64_t bytes : {job.smallBytes, job.largeBytes}) {
+            barrier.arriveAndWait(60);
+            job.call(r, bytes);
+            GPUTEST_CUDA(cudaStreamSynchronize(job.ranks.stream(r)));
+          }
+        },
+        [&](int r) { job.call(r, r == 0 ? job.smallBytes : job.largeBytes); },
+        [&](int r) { job.call(r, job.smallBytes); }, &seconds);
+    code = ErrorCode::InvalidUsage;
+    for (int r = 0; r < 2; ++r) {
+      expected[r] = {"mismatched calls: call #3 on this communicator is allreduce", elements(job.smallBytes),
+                     elements(job.largeBytes)};
+    }
+  }
+  // The same call on two pairs of buffers, X and Y (two contexts on each rank, built in that order):
+  // rank 0 captures X then Y, rank 1 Y then X. Every call matches by number, but rank 0's replay of
+  // X waits for rank 1's X, queued behind rank 1's Y, which waits for rank 0's Y: a deadlock with
+  // every rank alive, in replays.
+  SECTION("a deadlock between replays") {
+    MoreBuffers y(2, job.largeBytes);
+    const uint64_t bytes = job.smallBytes;
+    auto onX = [&](int r) {
+      job.ranks.executor(r).execute(r, job.ranks.send(r), job.ranks.recv(r), bytes, bytes, DataType::Float32, job.plan,
+                                    job.ranks.stream(r));
+    };
+    auto onY = [&](int r) {
+      job.ranks.executor(r).execute(r, y.send[r], y.recv[r], bytes, bytes, DataType::Float32, job.plan,
+                                    job.ranks.stream(r));
+    };
+    out = replayPerRank(
+        job.ranks,
+        [&](int r, ThreadBarrier& barrier) {
+          for (int k = 0; k < 2; ++k) {
+            barrier.arriveAndWait(60);
+            k == 0 ? onX(r) : onY(r);
+            GPUTEST_CUDA(cudaStreamSynchronize(job.ranks.stream(r)));
+          }
+        },
+        [&](int r) {
+          r == 0 ? onX(r) : onY(r);
+          r == 0 ? onY(r) : onX(r);
+        },
+        onX, &seconds);
+    code = ErrorCode::InternalError;
+    for (int r = 0; r < 2; ++r) {
+      expected[r] = {"deadlock with every rank alive: ranks 0, 1 wait only on each other",
+                     "wait-for cycle rank 0 -> rank 1 -> rank 0", "rank 0 in a CUDA graph's replay of call #3",
+                     "rank 1 in a CUDA graph's replay of call #3", "waits on memory channel"};
+    }
+  }
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r << ": " << out[r].message);
+    CHECK(out[r].failed);
+    CHECK(out[r].code == code);
+    for (const std::string& e : expected[r]) CHECK_THAT(out[r].message, Catch::Contains(e));
+  }
+  // Two looks of the monitor (2 s into the replay's wait, then 2 s later), not the 30 s deadline.
+  CHECK(seconds < 10);
+}
+
+// docs/failure-handling.md, "Graph replays": rank 1 launches its graph 3 s after rank 0, whose replay
+// waits for it. Nothing fails; rank 0's monitor prints the long-wait WARN for the replay, from the
+// waits its blocks publish, and the values are right.
+TEST_CASE("call monitor: a replay that waits for a late peer gets the long-wait WARN and completes",
+          "[monitor][graph][slow]") {
+  test::ScopedEnv warn("MSCCLPP_WAIT_WARN_S", "1");
+  test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "60");
+  Job job;
+  const ReferenceCall ref(job.plan, job.smallBytes);
+  std::string warning;
+  std::vector<std::string> wrong(2);
+  ThreadBarrier barrier(2);
+  const std::string err = onRanks(2, [&](int r) {
+    cudaStream_t s = job.ranks.stream(r);
+    GPUTEST_CUDA(cudaMemcpyAsync(job.input(r), ref.input(r), ref.inBytes(), cudaMemcpyHostToDevice, s));
+    GPUTEST_CUDA(cudaStreamSynchronize(s));
+    barrier.arriveAndWait(60);
+    job.call(r, ref.inBytes());  // call #1 builds the context
+    GPUTEST_CUDA(cudaStreamSynchronize(s));
+    cudaGraphExec_t graph = captureGraph(s, [&] { job.call(r, ref.inBytes()); });  // call #2
+    barrier.arriveAndWait(60);
+    if (r == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+      warning = lastWarning();
+    }
+    GPUTEST_CUDA(cudaGraphLaunch(graph, s));
+    GPUTEST_CUDA(cudaStreamSynchronize(s));
+    GPUTEST_CUDA(cudaGraphExecDestroy(graph));
+    std::vector<char> host(ref.outBytes());
+    GPUTEST_CUDA(cudaMemcpy(host.data(), job.ranks.recv(r), ref.outBytes(), cudaMemcpyDeviceToHost));
+    const exec::CheckResult check = ref.check(r, host.data());
+    wrong[r] = check.checked ? check.text : "not checked";
+  });
+  REQUIRE(err == "");
+  INFO(warning);
+  CHECK_THAT(warning, Catch::Contains("plan " + job.plan->header.name +
+                                      " rank 0: call #2 (captured into a CUDA graph, replayed) has waited at least") &&
+                          Catch::Matches(".*rank 0 threadblock \\d+ op \\d+ \\(\\w+\\) waits on memory channel \\d+ "
+                                         "\\(peer 1\\): signal #\\d+ expected, counter at \\d+.*") &&
+                          Catch::Contains("rank 1 is not in a call"));
+  CHECK(wrong[0] == "");
+  CHECK(wrong[1] == "");
+}
+
 int main(int argc, char** argv) {
   if (!cudadouble::active()) return 1;
   return Catch::Session().run(argc, argv);

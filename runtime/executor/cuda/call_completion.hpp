@@ -8,7 +8,8 @@
 // otherwise an 8-byte cudaMemcpyAsync from pageable host memory (CUDA reads the source before the
 // call returns, so each call's number is its own). Either costs one enqueued operation per call and
 // no allocation. Calls captured into a CUDA graph are not marked (a replay would write the number of
-// the call that was captured, not of the replay): the monitor does not track graph replays.
+// the call that was captured, not of the replay): the monitor watches their replays through the
+// waits their launches publish, tagged with the captured call (CallMonitor::captured).
 //
 // Thread-safety: mark() on the backend's thread; completed() from any thread.
 #ifndef MSCCLPP_EXECUTOR_CUDA_CALL_COMPLETION_HPP_

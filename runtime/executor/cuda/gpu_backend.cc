@@ -69,11 +69,11 @@ class GpuBackendImpl final : public GpuBackend {
       describeCall(&descriptor_, *c.plan, fingerprints_.of(c.plan), c.sendBytes, c.recvBytes, c.dtype, c.op);
       seq = monitor_->begin(descriptor_);
     }
-    bool tracked = false;
+    bool tracked = false, captured = false;
     Refusal refusal;
     const std::shared_ptr<const std::function<LiveCall()>>* live = nullptr;
     try {
-      refusal = enqueue(c, seq, &tracked, &live);
+      refusal = enqueue(c, seq, &tracked, &captured, &live);
     } catch (const Error& e) {
       if (monitor_) monitor_->end();
       // A failed communicator (a dead peer, a mismatch the monitor found) says why the call stopped.
@@ -87,7 +87,9 @@ class GpuBackendImpl final : public GpuBackend {
     if (tracked) {
       monitor_->enqueued(*live);  // a shared pointer copied: the monitor reads the blocks' waits while it runs
     } else {
-      monitor_->end();  // refused, or not tracked
+      // A captured call runs at the graph's replays: the monitor watches its context for them.
+      if (captured) monitor_->captured(*live);
+      monitor_->end();  // refused, captured, or not tracked
     }
     return refusal;
   }
@@ -111,9 +113,10 @@ class GpuBackendImpl final : public GpuBackend {
   }
 
  private:
-  // Enqueues the call (building its context first if needed; *tracked: its completion mark followed, *live: the
-  // context's live-state source), or returns why it is refused (nothing of the call exchanged or enqueued).
-  Refusal enqueue(const GpuCall& c, uint64_t seq, bool* tracked,
+  // Enqueues the call (building its context first if needed; *tracked: its completion mark followed, *captured:
+  // captured into a CUDA graph, *live: the context's live-state source), or returns why it is refused (nothing of the
+  // call exchanged or enqueued).
+  Refusal enqueue(const GpuCall& c, uint64_t seq, bool* tracked, bool* captured,
                   const std::shared_ptr<const std::function<LiveCall()>>** live) {
     const plan::PlanHeader& h = c.plan->header;
     cudaStream_t stream = static_cast<cudaStream_t>(c.stream);
@@ -154,9 +157,12 @@ class GpuBackendImpl final : public GpuBackend {
     args.stream = c.stream;
     args.scalar = c.scalar;
     args.capturing = capture == cudaStreamCaptureStatusActive;
+    args.call = launchCallTag(seq, args.capturing);
     if (Refusal r = ctx->launch(args)) return r;
     *live = &ctx->liveSource();
-    // Captured calls run at replays, which the monitor does not track (call_completion.hpp).
+    // Captured calls run at replays, which no completion mark can number (call_completion.hpp): the
+    // monitor watches their context's waits instead (CallMonitor::captured).
+    *captured = args.capturing;
     *tracked = completion_ != nullptr && !args.capturing && completion_->mark(c.stream, seq);
     return std::nullopt;
   }

@@ -202,8 +202,12 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
   liveSource_ = std::make_shared<const std::function<LiveCall()>>([reader = liveWaitReader_]() {
     LiveCall call;
     std::lock_guard<std::mutex> lock(reader->mutex);
-    if (reader->slots != nullptr)
-      call.waits = describeWaitSlots(*reader->plan, reader->rank, reader->slots, reader->nBlocks, &call.progress);
+    if (reader->slots == nullptr) {
+      call.gone = true;
+      return call;
+    }
+    call.waits =
+        describeWaitSlots(*reader->plan, reader->rank, reader->slots, reader->nBlocks, &call.progress, &call.launch);
     return call;
   });
   // The image's size depends only on the plan (its counts), so its memory is ready before the
@@ -826,7 +830,7 @@ Refusal GpuContext::launch(const GpuCallArgs& a) {
     l.nBlocks = nBlocks;
     l.threadsPerBlock = static_cast<uint32_t>(threads_);
     l.sharedBytes = k.sharedBytes;
-    l.args = LaunchArgs{timeoutNs_, static_cast<uint32_t>(a.packet), 0};
+    l.args = LaunchArgs{timeoutNs_, static_cast<uint32_t>(a.packet), a.call};
     l.stream = a.stream;
     launchExecutorKernel(a.dtype, native, l);
   }

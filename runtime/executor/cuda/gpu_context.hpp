@@ -75,6 +75,7 @@ struct GpuCallArgs {
   void* stream = nullptr;
   const void* scalar = nullptr;  // premulsum: one element of dtype, host memory
   bool capturing = false;        // the stream is being captured into a CUDA graph
+  uint32_t call = 0;             // LaunchArgs::call: the call's tag for its published waits (launchCallTag)
 };
 
 class GpuContext : public std::enable_shared_from_this<GpuContext> {

@@ -33,6 +33,7 @@ struct OneBlock {
   BlockRecord record{};
   LiveWaitSlot slot{};
   uint32_t abortFlag = 0;
+  uint32_t call = 0;  // the launch's LaunchArgs::call
   ExecContextDevice ctx{};
 
   void wire() {
@@ -60,7 +61,7 @@ struct OneBlock {
   std::thread start(uint32_t threads) {
     return std::thread([this, threads] {
       std::vector<std::thread> ts;
-      const LaunchArgs args{30000000000ull, static_cast<uint32_t>(PacketType::LL16), 0};
+      const LaunchArgs args{30000000000ull, static_cast<uint32_t>(PacketType::LL16), call};
       for (uint32_t t = 0; t < threads; ++t) {
         ts.emplace_back([this, t, threads, args] {
           BlockInterpreter<float, OpSum> block(ctx, tb, 0, t, threads, args);
@@ -126,6 +127,7 @@ TEST_CASE("live waits: a block whose shown wait ended shows its other thread's w
   b.ops = {acquire};
   b.ids = {0, 1};
   b.semaphores = {0, 0};
+  b.call = launchCallTag(7, true);  // a replay of captured call #7
   b.wire();
   std::thread block = b.start(2);
   // Both waits publish after 1 ms; the second to publish is shown.
@@ -136,6 +138,8 @@ TEST_CASE("live waits: a block whose shown wait ended shows its other thread's w
   REQUIRE(shown < 2);
   CHECK(first.second == shown);
   CHECK(atomicLoad<uint32_t>(&b.slot.waitKind, memoryOrderRelaxed) == static_cast<uint32_t>(WaitKind::Semaphore));
+  // The wait carries its launch's call tag: the call monitor tells a replay by it.
+  CHECK(atomicLoad<uint32_t>(&b.slot.call, memoryOrderRelaxed) == (kCapturedCallTag | 7u));
   atomicStore<uint32_t>(&b.semaphores[shown], 1u, memoryOrderRelease);
   // The shown wait ends and clears the slot; within a round (100 ms) the other fills it again.
   CHECK(within(2, [&] { return b.shown() == std::make_pair(other + 1, other); }));
