@@ -99,7 +99,7 @@ struct CallMonitor::State {
       s.waits.push_back(std::move(w));
     }
     const uint32_t nRecent = r.get<uint32_t>("recent calls");
-    MSCCLPP_ENFORCE(nRecent <= kRecentCalls, ErrorCode::RemoteError, "%s: %u recent calls", r.what(), nRecent);
+    MSCCLPP_ENFORCE(nRecent <= kRecentCalls + 1, ErrorCode::RemoteError, "%s: %u recent calls", r.what(), nRecent);
     for (uint32_t i = 0; i < nRecent; ++i) {
       const uint64_t number = r.get<uint64_t>("call number");
       s.recent.emplace_back(number, CallDescriptor::read(r));
@@ -227,24 +227,50 @@ void CallMonitor::Board::remember() {
 }
 
 CallMonitor::Captured* CallMonitor::Board::waitingReplay() {
+  // A slot may show no wait for up to kRepublishWaitNs while a thread's wait goes on (another
+  // thread's ended and cleared it): a replay stays the same waiting one across such a gap.
+  constexpr int64_t kQuietMs = 2 * static_cast<int64_t>(kRepublishWaitNs / 1000000);
   Captured* longest = nullptr;
   const int64_t now = steadyMs();
-  for (auto it = captured.begin(); it != captured.end();) {
-    const LiveCall state = (*it->live)();
-    if (state.gone) {
-      it = captured.erase(it);
+  // The calls captured from one context share its reader (a graph of N calls on the same buffers):
+  // each reader is read once per pass.
+  std::vector<std::pair<const std::function<LiveCall()>*, WaitingLaunch>> read;
+  std::vector<const std::function<LiveCall()>*> gone;
+  for (const Captured& c : captured) {
+    const std::function<LiveCall()>* source = c.live.get();
+    if (std::any_of(read.begin(), read.end(), [&](const auto& r) { return r.first == source; }) ||
+        std::find(gone.begin(), gone.end(), source) != gone.end())
       continue;
+    const LiveCall state = (*source)();
+    if (state.gone) {
+      gone.push_back(source);
+    } else {
+      read.emplace_back(source, state.launch);
     }
+  }
+  captured.erase(std::remove_if(captured.begin(), captured.end(),
+                                [&](const Captured& c) {
+                                  return std::find(gone.begin(), gone.end(), c.live.get()) != gone.end();
+                                }),
+                 captured.end());
+  for (Captured& c : captured) {
+    const WaitingLaunch seen =
+        std::find_if(read.begin(), read.end(), [&](const auto& r) { return r.first == c.live.get(); })->second;
     // Its replays carry its captured tag; another launch of the context (an enqueued call, another
     // capture's replay) is not this call.
-    const uint32_t flag = state.launch.call == launchCallTag(it->seq, true) ? state.launch.flag : 0;
-    if (flag != it->launch) {
-      it->launch = flag;
-      // A block publishes its wait once it has lasted kReportWaitAfterNs: the replay waited that long at least.
-      it->sinceMs = now - static_cast<int64_t>(kReportWaitAfterNs / 1000000);
+    const uint32_t flag = seen.call == launchCallTag(c.seq, true) ? seen.flag : 0;
+    if (flag != 0) {
+      if (flag != c.launch) {
+        c.launch = flag;
+        // A block publishes its wait once it has lasted kReportWaitAfterNs: the replay waited that long at least.
+        c.sinceMs = now - static_cast<int64_t>(kReportWaitAfterNs / 1000000);
+      }
+      c.quietSinceMs = 0;
+    } else if (c.launch != 0) {
+      if (c.quietSinceMs == 0) c.quietSinceMs = now;
+      if (now - c.quietSinceMs > kQuietMs) c.launch = 0;
     }
-    if (it->launch != 0 && (longest == nullptr || it->sinceMs < longest->sinceMs)) longest = &*it;
-    ++it;
+    if (c.launch != 0 && (longest == nullptr || c.sinceMs < longest->sinceMs)) longest = &c;
   }
   return longest;
 }
@@ -303,6 +329,11 @@ CallMonitor::State CallMonitor::Board::state() {
   s.call = now.call ? *now.call : call;
   for (const Recent& r : recent)
     if (r.seq != 0) s.recent.emplace_back(r.seq, r.call);
+  // A replayed call captured more than kRecentCalls calls ago is compared too (its number and
+  // descriptor are kept with its capture).
+  const bool replayKnown =
+      std::any_of(s.recent.begin(), s.recent.end(), [&](const auto& e) { return e.first == now.seq; });
+  if (now.phase == Phase::Replaying && !replayKnown) s.recent.emplace_back(now.seq, *now.call);
   std::sort(s.recent.begin(), s.recent.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   if (phase == Phase::Running && live) {
     LiveCall now = live();

@@ -74,7 +74,8 @@ class CallMonitor {
   enum class Phase : uint32_t { Idle = 0, Building = 1, Running = 2, Agreeing = 3, Enqueued = 4, Replaying = 5 };
   // Captured calls watched at once (the least recently captured beyond it are dropped).
   static constexpr size_t kMaxCaptured = 256;
-  // Calls whose descriptors are kept (and compared with the peers'), by number.
+  // Calls whose descriptors are kept (and compared with the peers'), by number; a replayed call is
+  // compared whatever its age.
   static constexpr uint64_t kRecentCalls = 16;
 
   // Serves its peers' questions on a bootstrap view of its own (`index`: the executor's creation
@@ -129,12 +130,14 @@ class CallMonitor {
     uint64_t seq = 0;  // the number the call got when it was captured
     CallDescriptor call;
     std::shared_ptr<const std::function<LiveCall()>> live;
-    uint32_t launch = 0;  // the waiting launch last seen (0: none)
-    int64_t sinceMs = 0;  // when it was first seen waiting, less the wait it had then
+    uint32_t launch = 0;       // the waiting launch last seen (0: none)
+    int64_t sinceMs = 0;       // when it was first seen waiting, less the wait it had then
+    int64_t quietSinceMs = 0;  // since when its slots show no wait (0: they show one)
   };
   // The call the watchdog looks at: the host's, else the oldest enqueued one not complete, else
-  // a replay that waits (before an enqueued call none of whose blocks waits: that one may be queued
-  // behind the replay on its stream).
+  // a replay that waits (before the oldest enqueued call when none of that one's blocks waits: it
+  // may be queued behind the replay on its stream). `call` and `live` point into the board: valid
+  // under its mutex until the next current() or captured().
   struct Current {
     uint64_t seq = 0;
     uint32_t launch = 0;  // Replaying: the waiting launch's LL flag (a new replay of the same call is a new one)

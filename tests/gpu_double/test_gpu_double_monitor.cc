@@ -338,18 +338,26 @@ struct MoreBuffers {
 };
 
 // Each of two ranks warms up with warmUp(r) (its calls built on both ranks together), captures
-// capture(r) into a graph, launches it, enqueues after(r) behind it (as a training step's next
-// collective would be) and waits for its stream, then calls after(r) again: the communicator's
-// failure, found while the replay waited, is that call's error. The call queued behind the replay
-// is in progress the whole time, none of its blocks started: the monitor must look at the replay.
+// capture(r) into a graph, makes `later` calls of after(r) (all ranks together), launches the
+// graph and waits for its stream, then calls after(r): the
+// communicator's failure, found while the replay waited, is that call's error. With queueBehind,
+// after(r) is also enqueued behind the replay before the wait (as a training step's next collective
+// would be): in progress the whole time, none of its blocks started, so the monitor must look at
+// the replay. Without it nothing but the replay is in progress (its host idle).
 template <class Warm, class Capture, class After>
-std::vector<Outcome> replayPerRank(GpuRanks& ranks, Warm&& warmUp, Capture&& capture, After&& after, double* seconds) {
+std::vector<Outcome> replayPerRank(GpuRanks& ranks, Warm&& warmUp, Capture&& capture, After&& after, int later,
+                                   bool queueBehind, double* seconds) {
   std::vector<Outcome> out(2);
   std::vector<cudaGraphExec_t> graphs(2, nullptr);
   ThreadBarrier barrier(2);
   const std::string warmErr = onRanks(2, [&](int r) {
     warmUp(r, barrier);
     graphs[r] = captureGraph(ranks.stream(r), [&] { capture(r); });
+    for (int k = 0; k < later; ++k) {
+      barrier.arriveAndWait(60);
+      after(r);
+      GPUTEST_CUDA(cudaStreamSynchronize(ranks.stream(r)));
+    }
     barrier.arriveAndWait(60);
   });
   REQUIRE(warmErr == "");
@@ -357,7 +365,7 @@ std::vector<Outcome> replayPerRank(GpuRanks& ranks, Warm&& warmUp, Capture&& cap
   const std::string err = onRanks(2, [&](int r) {
     try {
       GPUTEST_CUDA(cudaGraphLaunch(graphs[r], ranks.stream(r)));
-      after(r);
+      if (queueBehind) after(r);
       GPUTEST_CUDA(cudaStreamSynchronize(ranks.stream(r)));
       after(r);
       GPUTEST_CUDA(cudaStreamSynchronize(ranks.stream(r)));
@@ -389,8 +397,16 @@ TEST_CASE("call monitor: calls replayed from CUDA graphs are watched: mismatches
   std::vector<std::string> expected[2];
   ErrorCode code = ErrorCode::InternalError;
   // Both ranks warmed up two sizes (calls #1 and #2); rank 0 captures the small one as call #3, rank 1
-  // the large one: each replay waits for a peer kernel of its own context that never runs.
+  // the large one: each replay waits for a peer kernel of its own context that never runs. Nothing
+  // else is in progress (a call queued behind would be, and the comparison of recent calls would
+  // find the mismatch through it without watching the replay).
   SECTION("mismatched captured calls") {
+    int later = 0;
+    SECTION("replayed at once") {}
+    // 17 matching calls between the capture and the replay: call #3 is no longer among the last 16
+    // calls either rank keeps, so the replay's own descriptor is compared (without it, the two
+    // replays waiting on each other's ranks looked like a deadlock, InternalError).
+    SECTION("replayed after 17 more calls") { later = 17; }
     out = replayPerRank(
         job.ranks,
         [&](int r, ThreadBarrier& barrier) {
@@ -401,7 +417,7 @@ TEST_CASE("call monitor: calls replayed from CUDA graphs are watched: mismatches
           }
         },
         [&](int r) { job.call(r, r == 0 ? job.smallBytes : job.largeBytes); },
-        [&](int r) { job.call(r, job.smallBytes); }, &seconds);
+        [&](int r) { job.call(r, job.smallBytes); }, later, false, &seconds);
     code = ErrorCode::InvalidUsage;
     for (int r = 0; r < 2; ++r) {
       expected[r] = {"mismatched calls: call #3 on this communicator is allreduce", elements(job.smallBytes),
@@ -436,7 +452,7 @@ TEST_CASE("call monitor: calls replayed from CUDA graphs are watched: mismatches
           r == 0 ? onX(r) : onY(r);
           r == 0 ? onY(r) : onX(r);
         },
-        onX, &seconds);
+        onX, 0, true, &seconds);
     code = ErrorCode::InternalError;
     for (int r = 0; r < 2; ++r) {
       expected[r] = {"deadlock with every rank alive: ranks 0, 1 wait only on each other",
