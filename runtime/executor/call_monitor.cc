@@ -234,28 +234,21 @@ CallMonitor::Captured* CallMonitor::Board::waitingReplay() {
   const int64_t now = steadyMs();
   // The calls captured from one context share its reader (a graph of N calls on the same buffers):
   // each reader is read once per pass.
-  std::vector<std::pair<const std::function<LiveCall()>*, WaitingLaunch>> read;
-  std::vector<const std::function<LiveCall()>*> gone;
-  for (const Captured& c : captured) {
-    const std::function<LiveCall()>* source = c.live.get();
-    if (std::any_of(read.begin(), read.end(), [&](const auto& r) { return r.first == source; }) ||
-        std::find(gone.begin(), gone.end(), source) != gone.end())
-      continue;
-    const LiveCall state = (*source)();
-    if (state.gone) {
-      gone.push_back(source);
-    } else {
-      read.emplace_back(source, state.launch);
-    }
-  }
-  captured.erase(std::remove_if(captured.begin(), captured.end(),
-                                [&](const Captured& c) {
-                                  return std::find(gone.begin(), gone.end(), c.live.get()) != gone.end();
-                                }),
+  struct Read {
+    const std::function<LiveCall()>* source;
+    LiveCall state;
+  };
+  std::vector<Read> read;
+  auto stateOf = [&](const Captured& c) {
+    for (const Read& r : read)
+      if (r.source == c.live.get()) return r.state;
+    read.push_back(Read{c.live.get(), (*c.live)()});
+    return read.back().state;
+  };
+  captured.erase(std::remove_if(captured.begin(), captured.end(), [&](const Captured& c) { return stateOf(c).gone; }),
                  captured.end());
   for (Captured& c : captured) {
-    const WaitingLaunch seen =
-        std::find_if(read.begin(), read.end(), [&](const auto& r) { return r.first == c.live.get(); })->second;
+    const WaitingLaunch seen = stateOf(c).launch;
     // Its replays carry its captured tag; another launch of the context (an enqueued call, another
     // capture's replay) is not this call.
     const uint32_t flag = seen.call == launchCallTag(c.seq, true) ? seen.flag : 0;

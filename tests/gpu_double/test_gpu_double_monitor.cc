@@ -98,6 +98,16 @@ struct Job {
 
 std::string elements(uint64_t bytes) { return std::to_string(bytes / 4) + " x float32"; }
 
+// Every rank failed with `code` and a message containing each of `parts`.
+void checkEveryRankFailed(const std::vector<Outcome>& out, ErrorCode code, const std::vector<std::string>& parts) {
+  for (size_t r = 0; r < out.size(); ++r) {
+    INFO("rank " << r << ": " << out[r].message);
+    CHECK(out[r].failed);
+    CHECK(out[r].code == code);
+    for (const std::string& p : parts) CHECK_THAT(out[r].message, Catch::Contains(p));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("call monitor: mismatched calls fail on every rank with both calls, not a timeout", "[monitor]") {
@@ -194,16 +204,11 @@ TEST_CASE("call monitor: a plan that deadlocks with every rank alive fails every
                   std::to_string(1 - r) + " threadblock 0 op 1 (ppkt)"};
     }
   }
-  for (int r = 0; r < 2; ++r) {
-    INFO("rank " << r << ": " << out[r].message);
-    CHECK(out[r].failed);
-    CHECK(out[r].code == ErrorCode::InternalError);
-    CHECK_THAT(out[r].message, Catch::Contains("deadlock with every rank alive: ranks 0, 1 wait only on each other") &&
-                                   Catch::Contains("wait-for cycle rank 0 -> rank 1 -> rank 0"));
-    for (int peer = 0; peer < 2; ++peer) {
-      for (const std::string& w : waits[peer]) CHECK_THAT(out[r].message, Catch::Contains(w));
-    }
-  }
+  // Every rank's message has the cycle and both ranks' waits.
+  std::vector<std::string> parts = {"deadlock with every rank alive: ranks 0, 1 wait only on each other",
+                                    "wait-for cycle rank 0 -> rank 1 -> rank 0"};
+  for (int peer = 0; peer < 2; ++peer) parts.insert(parts.end(), waits[peer].begin(), waits[peer].end());
+  checkEveryRankFailed(out, ErrorCode::InternalError, parts);
   // Two looks of the monitor (2 s into the call, then 2 s later), not the 60 s deadline.
   CHECK(seconds < 10);
 }
@@ -394,7 +399,7 @@ TEST_CASE("call monitor: calls replayed from CUDA graphs are watched: mismatches
   Job job;
   double seconds = 0;
   std::vector<Outcome> out;
-  std::vector<std::string> expected[2];
+  std::vector<std::string> expected;  // in every rank's message
   ErrorCode code = ErrorCode::InternalError;
   // Both ranks warmed up two sizes (calls #1 and #2); rank 0 captures the small one as call #3, rank 1
   // the large one: each replay waits for a peer kernel of its own context that never runs. Nothing
@@ -419,10 +424,8 @@ TEST_CASE("call monitor: calls replayed from CUDA graphs are watched: mismatches
         [&](int r) { job.call(r, r == 0 ? job.smallBytes : job.largeBytes); },
         [&](int r) { job.call(r, job.smallBytes); }, later, false, &seconds);
     code = ErrorCode::InvalidUsage;
-    for (int r = 0; r < 2; ++r) {
-      expected[r] = {"mismatched calls: call #3 on this communicator is allreduce", elements(job.smallBytes),
-                     elements(job.largeBytes)};
-    }
+    expected = {"mismatched calls: call #3 on this communicator is allreduce", elements(job.smallBytes),
+                elements(job.largeBytes)};
   }
   // The same call on two pairs of buffers, X and Y (two contexts on each rank, built in that order):
   // rank 0 captures X then Y, rank 1 Y then X. Every call matches by number, but rank 0's replay of
@@ -454,18 +457,11 @@ TEST_CASE("call monitor: calls replayed from CUDA graphs are watched: mismatches
         },
         onX, 0, true, &seconds);
     code = ErrorCode::InternalError;
-    for (int r = 0; r < 2; ++r) {
-      expected[r] = {"deadlock with every rank alive: ranks 0, 1 wait only on each other",
-                     "wait-for cycle rank 0 -> rank 1 -> rank 0", "rank 0 in a CUDA graph's replay of call #3",
-                     "rank 1 in a CUDA graph's replay of call #3", "waits on memory channel"};
-    }
+    expected = {"deadlock with every rank alive: ranks 0, 1 wait only on each other",
+                "wait-for cycle rank 0 -> rank 1 -> rank 0", "rank 0 in a CUDA graph's replay of call #3",
+                "rank 1 in a CUDA graph's replay of call #3", "waits on memory channel"};
   }
-  for (int r = 0; r < 2; ++r) {
-    INFO("rank " << r << ": " << out[r].message);
-    CHECK(out[r].failed);
-    CHECK(out[r].code == code);
-    for (const std::string& e : expected[r]) CHECK_THAT(out[r].message, Catch::Contains(e));
-  }
+  checkEveryRankFailed(out, code, expected);
   // Two looks of the monitor (2 s into the replay's wait, then 2 s later), not the 30 s deadline.
   CHECK(seconds < 10);
 }
