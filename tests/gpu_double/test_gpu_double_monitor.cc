@@ -6,7 +6,7 @@
 // here) as a timeout; with it every rank gets InvalidUsage naming both calls within seconds. A plan
 // that deadlocks with every rank alive gets InternalError with the wait-for cycle the same way.
 // The same source is built for a real GPU (MSCCLPP_TEST_ON_GPU: test gpu_monitor, suite gpu, run by
-// tools/gpu-check), where it skips (77) without a device.
+// tools/gpu/gpu-check), where it skips (77) without a device.
 #define CATCH_CONFIG_RUNNER
 #include <cuda_runtime.h>
 #include <catch2/catch.hpp>

@@ -17,7 +17,7 @@
 //       collectives in a loop while runtime_netns_run.sh --cut-link-after takes host B's link down: every rank's
 //       call must fail within 10 s of the cut with RemoteError naming a rank of the other host.
 //   exec_mp_worker fault PLAN.json VICTIM PHASE DELAY_US [--iterations K]
-//       one run of the fault sweep (tools/fault_sweep.py): rank VICTIM kills itself (SIGKILL) DELAY_US
+//       one run of the fault sweep (tools/ci/fault_sweep.py): rank VICTIM kills itself (SIGKILL) DELAY_US
 //       microseconds after PHASE begins: rendezvous (the bootstrap's initialize: before, during or after its
 //       hello to the root), init (after the rendezvous: communicator, executor, first context), first (the first
 //       collective), steady (collective K/2), destroy (the teardown after K collectives).

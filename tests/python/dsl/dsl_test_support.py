@@ -1,11 +1,15 @@
 """Shared helpers of the DSL tests (a plain module: test files import it by name)."""
 import json
 import os
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-# The corpus is vendored in the repository (CI has only the repository).
-REFERENCE_DIR = os.path.join(REPO, "tests", "data", "reference-plans", "mscclpp", "generated")
+sys.path.insert(0, os.path.join(REPO, "tests", "support"))
+import reference_plans  # noqa: E402 - after the path it lives on
+
+# MSCCL++'s compiled examples, unpacked from the archive in tests/data/reference-plans.
+REFERENCE_DIR = os.path.join(reference_plans.directory(), "mscclpp", "generated")
 
 
 def compile_plan(program, **kwargs):

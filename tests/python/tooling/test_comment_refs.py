@@ -1,4 +1,4 @@
-"""tools/check_comment_refs.py: the repository's comments name only files and functions that exist,
+"""tools/ci/check_comment_refs.py: the repository's comments name only files and functions that exist,
 and the checker finds the stale ones it is meant to find."""
 import importlib.util
 import os
@@ -10,7 +10,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.p
 
 
 def _checker():
-    spec = importlib.util.spec_from_file_location("check_comment_refs", os.path.join(REPO_ROOT, "tools", "check_comment_refs.py"))
+    spec = importlib.util.spec_from_file_location("check_comment_refs", os.path.join(REPO_ROOT, "tools", "ci", "check_comment_refs.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -64,12 +64,12 @@ def test_checker_finds_stale_paths_and_functions(tmp_path):
 
 def test_checker_exit_status(tmp_path):
     root = _git_tree(tmp_path, {"a.cc": "// see b.cc\nint a;\n"})
-    run = subprocess.run(["python3", os.path.join(REPO_ROOT, "tools", "check_comment_refs.py"), root],
+    run = subprocess.run(["python3", os.path.join(REPO_ROOT, "tools", "ci", "check_comment_refs.py"), root],
                          capture_output=True, text=True)
     assert run.returncode == 1
     assert "a.cc:1: 'b.cc' names no file" in run.stdout
     (tmp_path / "b.cc").write_text("int b;\n")
     subprocess.run(["git", "-C", root, "add", "b.cc"], check=True)
-    run = subprocess.run(["python3", os.path.join(REPO_ROOT, "tools", "check_comment_refs.py"), root],
+    run = subprocess.run(["python3", os.path.join(REPO_ROOT, "tools", "ci", "check_comment_refs.py"), root],
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stdout

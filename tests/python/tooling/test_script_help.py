@@ -14,16 +14,16 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.p
 # script -> the name its --version prints
 SHELL_SCRIPTS = {
     "tools/demo": "demo",
-    "tools/format": "format",
-    "tools/gpu-check": "gpu-check",
-    "tools/gpu-shim-check": "gpu-shim-check",
-    "tools/prepare-gpu-deps": "prepare-gpu-deps",
+    "tools/ci/format": "format",
+    "tools/gpu/gpu-check": "gpu-check",
+    "tools/gpu/gpu-shim-check": "gpu-shim-check",
+    "tools/gpu/prepare-gpu-deps": "prepare-gpu-deps",
     ".ci/run": "ci-run",
     ".ci/setup": "ci-setup",
 }
-PYTHON_SCRIPTS = ["tools/bench_compiler.py", "tools/bench_verify.py", "tools/check_comment_refs.py",
-                  "tools/ci_suite_targets.py", "tools/fault_sweep.py", "tools/gpu_shim_torch_check.py", "tools/test_summary.py",
-                  "tools/verify_vs_emulate.py"]
+PYTHON_SCRIPTS = ["tools/bench/bench_compiler.py", "tools/bench/bench_verify.py", "tools/ci/check_comment_refs.py",
+                  "tools/ci/ci_suite_targets.py", "tools/ci/fault_sweep.py", "tools/ci/test_summary.py",
+                  "tools/ci/verify_vs_emulate.py", "tools/gpu/gpu_shim_torch_check.py"]
 
 
 def _project_version():
@@ -55,7 +55,7 @@ def _header(script):
 def test_every_script_is_checked():
     """A script added to tools/ or .ci/ joins the lists above (and so answers --help and --version)."""
     found = set()
-    for folder in ("tools", ".ci"):
+    for folder in ("tools", "tools/bench", "tools/ci", "tools/gpu", ".ci"):
         for name in os.listdir(os.path.join(REPO_ROOT, folder)):
             path = os.path.join(REPO_ROOT, folder, name)
             if not os.path.isfile(path):

@@ -8,12 +8,12 @@
 #include <sstream>
 #include <string>
 
+#include "cli/plan/render/plan_picture.hpp"
+#include "cli/plan/render/svg_writer.hpp"
 #include "core/params.hpp"
 #include "mscclpp/errors.hpp"
 #include "mscclpp/plan_api.h"
 #include "plan/registry.hpp"
-#include "plan/render/plan_picture.hpp"
-#include "plan/render/svg_writer.hpp"
 #include "plan/verify/verify.hpp"
 #include "plan_test_util.hpp"
 #include "verify_test_plans.hpp"

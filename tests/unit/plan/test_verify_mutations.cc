@@ -1,4 +1,4 @@
-// Mutation tests of the verifier (tools/plan/plan_mutations.hpp): every default plan for 2 and 4 ranks
+// Mutation tests of the verifier (tools/cli/plan/plan_mutations.hpp): every default plan for 2 and 4 ranks
 // broken by a dropped wait, a dropped signal, a dropped signal/wait pair, an op moved before its wait or
 // a chunk index shifted is caught; a dropped nop is caught unless it changes nothing (a reason is
 // given), which bench_verify --mutations tabulates for all plans.
@@ -8,8 +8,8 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "cli/plan/plan_mutations.hpp"
 #include "plan/plan_loader.hpp"
-#include "plan/plan_mutations.hpp"
 #include "plan/verify/verify.hpp"
 
 using namespace mscclpp::plan;
