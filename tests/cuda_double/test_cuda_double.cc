@@ -7,7 +7,7 @@
 //
 // Test kernels are host functions registered the way nvcc's generated code registers device
 // kernels. This binary is also the child process of the IPC test (its own main()).
-#define CATCH_CONFIG_RUNNER
+#include "catch_session.hpp"
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <spawn.h>
@@ -557,5 +557,5 @@ int main(int argc, char** argv) {
     if (cudaIpcCloseMemHandle(p) != cudaSuccess) return 6;
     return 0;
   }
-  return Catch::Session().run(argc, argv);
+  return mscclpp::test::runCatchSession(argc, argv);
 }

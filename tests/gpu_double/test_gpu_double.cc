@@ -5,7 +5,7 @@
 //
 // Some findings make the double's device context unusable when they strike (a fault is a sticky
 // error): meson runs those test cases in processes of their own (tags in meson.build).
-#define CATCH_CONFIG_RUNNER
+#include "catch_session.hpp"
 #include <cuda_runtime.h>
 #include <catch2/catch.hpp>
 
@@ -401,6 +401,6 @@ TEST_CASE("finding 8: a call on the legacy default stream allocates no more than
 
 int main(int argc, char** argv) {
   if (!cudadouble::active()) return 1;
-  int rc = Catch::Session().run(argc, argv);
+  int rc = mscclpp::test::runCatchSession(argc, argv);
   return rc;
 }

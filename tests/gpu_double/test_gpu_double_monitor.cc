@@ -7,7 +7,7 @@
 // that deadlocks with every rank alive gets InternalError with the wait-for cycle the same way.
 // The same source is built for a real GPU (MSCCLPP_TEST_ON_GPU: test gpu_monitor, suite gpu, run by
 // tools/gpu/gpu-check), where it skips (77) without a device.
-#define CATCH_CONFIG_RUNNER
+#include "catch_session.hpp"
 #include <cuda_runtime.h>
 #include <catch2/catch.hpp>
 
@@ -519,5 +519,5 @@ int main(int argc, char** argv) {
 #else
   if (!cudadouble::active()) return 1;
 #endif
-  return Catch::Session().run(argc, argv);
+  return mscclpp::test::runCatchSession(argc, argv);
 }

@@ -5,7 +5,7 @@
 // after another on the calling thread.
 //
 // Environment (meson.build): MSCCLPP_PLAN_DIR = plans/, no fallback NCCL, a short MSCCLPP_TIMEOUT_S.
-#define CATCH_CONFIG_RUNNER
+#include "catch_session.hpp"
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <catch2/catch.hpp>
@@ -72,5 +72,5 @@ TEST_CASE("finding 2: one thread drives four communicators in a group (nccl-test
 
 int main(int argc, char** argv) {
   if (!cudadouble::active()) return 1;
-  return Catch::Session().run(argc, argv);
+  return mscclpp::test::runCatchSession(argc, argv);
 }

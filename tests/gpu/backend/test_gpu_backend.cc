@@ -4,7 +4,7 @@
 // with LL flags; CUDA-graph capture and replay; a call captured before its context exists; LL8; every
 // preset at counts that run padded (any count).
 // Exits 77 (a Meson skip) with a message when no CUDA device is visible.
-#define CATCH_CONFIG_RUNNER
+#include "catch_session.hpp"
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <map>
@@ -297,7 +297,7 @@ int main(int argc, char** argv) {
     std::printf("test_gpu_backend: no CUDA device is visible: skipping (exit 77)\n");
     return 77;
   }
-  int rc = Catch::Session().run(argc, argv);
+  int rc = mscclpp::test::runCatchSession(argc, argv);
   worlds().clear();
   return rc;
 }
