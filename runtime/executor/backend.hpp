@@ -1,9 +1,7 @@
-// The Executor's backends as peers behind one interface: CpuBackend (cpu/cpu_backend.hpp: the
-// op interpreter on host threads) and GpuBackend (cuda/gpu_backend.hpp: one kernel launch per
-// call). The Executor checks a call's arguments, then hands it to its backend; each backend keeps
-// its execution contexts in a ContextCache (context_cache.hpp) of MSCCLPP_EXEC_CONTEXT_CACHE
-// entries.
-//
+// The Executor's backends as peers behind one interface: CpuBackend runs the
+// op interpreter on host threads, GpuBackend launches one kernel per call.
+// The Executor checks a call's arguments, then hands it to its backend. Each
+// backend keeps its contexts in a ContextCache (context_cache.hpp).
 // Thread-safety: one thread at a time (the Executor serialises execute()).
 #ifndef MSCCLPP_EXECUTOR_BACKEND_HPP_
 #define MSCCLPP_EXECUTOR_BACKEND_HPP_
@@ -37,14 +35,14 @@ class ExecutionBackend {
   virtual ~ExecutionBackend() = default;
   // Runs the call, or returns why it refuses it (before anything of the call is exchanged or enqueued).
   virtual Refusal execute(const ExecCall& call) = 0;
-  // Whether the call's context exists (else execute() builds it, collectively, with the plan's other
-  // ranks). No CUDA call, no communication.
+  // Whether the call's context exists; else execute() builds it with the
+  // plan's other ranks. No CUDA call, no communication.
   virtual bool hasContext(const ExecCall& call) = 0;
   // Execution contexts cached now.
   virtual size_t contextCount() const = 0;
-  // Looks (without synchronising) for a context whose launch failed without a call having reported
-  // it; if one did, drops it and returns true with its diagnosis. False when the backend reports
-  // every failure from execute() (CPU).
+  // Looks, without synchronising, for a context whose failed launch no call
+  // reported yet. If one did, drops it and returns true with its diagnosis.
+  // Always false on the CPU, where execute() reports every failure.
   virtual bool pollError(std::string* message) = 0;
 };
 

@@ -1,8 +1,8 @@
-// What one collective call is, as every rank must agree on it (issue 13, "mismatched calls"): the
-// collective, the plan (its name and a fingerprint of the file as every rank loads it), the byte
-// counts, the datatype, the reduce op and the root. Ranks compare descriptors when an execution
-// context is built (the wiring's exchange) and when a stuck call asks its peers what they are doing
-// (call_monitor.hpp), and report a mismatch with both ranks' values, in NCCL's terms (element counts).
+// What one collective call is, as every rank must agree on it: collective,
+// plan name and fingerprint, byte counts, datatype, reduce op and root.
+// Ranks compare descriptors when a context is built and when a stuck call
+// asks its peers what they do (call_monitor.hpp). A mismatch names both
+// ranks' values in NCCL's terms, element counts.
 #ifndef MSCCLPP_EXECUTOR_CALL_DESCRIPTOR_HPP_
 #define MSCCLPP_EXECUTOR_CALL_DESCRIPTOR_HPP_
 
@@ -43,12 +43,12 @@ CallDescriptor describeCall(const plan::Plan& plan, uint64_t fingerprint, uint64
 void describeCall(CallDescriptor* into, const plan::Plan& plan, uint64_t fingerprint, uint64_t sendBytes,
                   uint64_t recvBytes, DataType dtype, ReduceOp op);
 
-// The same value on every rank that loaded the same file, whichever rank's part it keeps: the header
-// and every rank's declarations (not the ops, which a rank keeps only for itself).
+// The same value on every rank that loaded the same file: the header and
+// every rank's declarations, not the ops a rank keeps only for itself.
 uint64_t planFingerprint(const plan::Plan& plan);
 
-// A backend's plans' fingerprints, each computed once (a plan object is immutable; an entry keeps it
-// alive). One thread at a time.
+// A backend's plan fingerprints, each computed once; an entry keeps its
+// immutable plan alive. One thread at a time.
 class PlanFingerprints {
  public:
   uint64_t of(const plan::PlanPtr& plan);

@@ -227,13 +227,12 @@ void CallMonitor::Board::remember() {
 }
 
 CallMonitor::Captured* CallMonitor::Board::waitingReplay() {
-  // A slot may show no wait for up to kRepublishWaitNs while a thread's wait goes on (another
-  // thread's ended and cleared it): a replay stays the same waiting one across such a gap.
+  // A slot may show no wait for up to kRepublishWaitNs while another
+  // thread's wait goes on. A replay stays the same one across such a gap.
   constexpr int64_t kQuietMs = 2 * static_cast<int64_t>(kRepublishWaitNs / 1000000);
   Captured* longest = nullptr;
   const int64_t now = steadyMs();
-  // The calls captured from one context share its reader (a graph of N calls on the same buffers):
-  // each reader is read once per pass.
+  // Calls captured from one context share its reader: read each once.
   struct Read {
     const std::function<LiveCall()>* source;
     LiveCall state;
@@ -249,13 +248,13 @@ CallMonitor::Captured* CallMonitor::Board::waitingReplay() {
                  captured.end());
   for (Captured& c : captured) {
     const WaitingLaunch seen = stateOf(c).launch;
-    // Its replays carry its captured tag; another launch of the context (an enqueued call, another
-    // capture's replay) is not this call.
+    // Its replays carry its captured tag; other launches of the context
+    // are other calls.
     const uint32_t flag = seen.call == launchCallTag(c.seq, true) ? seen.flag : 0;
     if (flag != 0) {
       if (flag != c.launch) {
         c.launch = flag;
-        // A block publishes its wait once it has lasted kReportWaitAfterNs: the replay waited that long at least.
+        // A wait is published after kReportWaitAfterNs: it waited that long.
         c.sinceMs = now - static_cast<int64_t>(kReportWaitAfterNs / 1000000);
       }
       c.quietSinceMs = 0;
@@ -294,9 +293,9 @@ CallMonitor::Current CallMonitor::Board::current() {
   }
   Captured* replay = captured.empty() ? nullptr : waitingReplay();
   if (replay == nullptr) return c;
-  // An enqueued call none of whose blocks waits may be queued behind the replay on its stream (or
-  // run unhindered on another): the replay is what is stuck. Its context may be the replay's: the
-  // waits it shows are its own only when they carry its tag.
+  // An enqueued call whose blocks do not wait may be queued behind the
+  // replay: the replay is what is stuck. It may share the replay's
+  // context, so the waits it shows are its own only with its tag.
   if (c.seq != 0 && c.live != nullptr && *c.live) {
     const WaitingLaunch l = (*c.live)().launch;
     if (l.flag != 0 && l.call == launchCallTag(c.seq, false)) return c;
@@ -322,8 +321,8 @@ CallMonitor::State CallMonitor::Board::state() {
   s.call = now.call ? *now.call : call;
   for (const Recent& r : recent)
     if (r.seq != 0) s.recent.emplace_back(r.seq, r.call);
-  // A replayed call captured more than kRecentCalls calls ago is compared too (its number and
-  // descriptor are kept with its capture).
+  // A replayed call is compared however old: its capture keeps its number
+  // and descriptor.
   const bool replayKnown =
       std::any_of(s.recent.begin(), s.recent.end(), [&](const auto& e) { return e.first == now.seq; });
   if (now.phase == Phase::Replaying && !replayKnown) s.recent.emplace_back(now.seq, *now.call);
@@ -337,7 +336,7 @@ CallMonitor::State CallMonitor::Board::state() {
     s.waits = std::move(running.waits);
     s.progress = running.progress;
   } else if (phase == Phase::Building || phase == Phase::Agreeing) {
-    // The context's exchange, or the agreement, talks to every rank: any of them may be the one it waits for.
+    // A build's exchange or an agreement may wait for any rank.
     BlockWait w;
     w.target = BlockWait::kAnyPeer;
     w.text = strFormat(phase == Phase::Building
@@ -411,8 +410,8 @@ void CallMonitor::watch() {
     } catch (const std::exception& e) {
       MSCCLPP_WARN(LogExec, "call monitor of rank %d: %s", rank_, e.what());
     }
-    // The host of an asynchronous backend does not wait for its call: this thread says what the
-    // device waits for, once per interval (the CPU backend's waiting host thread prints its own).
+    // An enqueued call's host does not wait, so this thread says what the
+    // device waits for. The CPU backend's waiting thread prints its own.
     if (warnDue && !comm_->failed()) warnLongWait(seq, launch, callMs);
     lock.lock();
     if (warnDue) {
@@ -460,16 +459,16 @@ void CallMonitor::round(uint64_t seq, uint32_t launch) {
       ByteReader r(reply, "call monitor answer");
       cur[p] = State::read(r);
     } catch (const std::exception&) {
-      // Failed or unreachable (the bootstrap fails the communicator for that), or a peer without
-      // an executor yet: unknown this round.
+      // Failed, unreachable or without an executor yet: unknown this round.
+      // The bootstrap fails the communicator for a dead peer.
     }
   }
   cur[rank_] = board_->state();
   const State& mine = cur[rank_];
   if (mine.seq != seq || mine.launch != launch || !mine.inCall()) return;  // the call ended meanwhile
 
-  // Same call number, different calls: the current calls, or recent ones (an asynchronous backend's
-  // host threads may have moved on while their devices wait on each other). The first such call.
+  // Same call number, different calls. Recent calls count too: hosts may
+  // have moved on while their devices wait on each other.
   for (int p = 0; p < size_; ++p) {
     const State& s = cur[p];
     if (p == rank_ || !s.known) continue;
@@ -487,8 +486,9 @@ void CallMonitor::round(uint64_t seq, uint32_t launch) {
     }
   }
 
-  // One rank agreeing on the plan of a call its peer already runs, seen twice: their plan registries (or
-  // selectors) changed at different points of their calls, and the agreement can never complete.
+  // One rank agrees on the plan of a call its peer already runs, seen
+  // twice: their registries changed at different points, and the
+  // agreement can never complete.
   std::string registriesDiffer;
   {
     std::lock_guard<std::mutex> lock(watchMutex_);
@@ -511,8 +511,9 @@ void CallMonitor::round(uint64_t seq, uint32_t launch) {
   }
   if (!registriesDiffer.empty()) return failEverywhere(static_cast<int>(ErrorCode::InvalidUsage), registriesDiffer);
 
-  // A deadlock: ranks in calls, frozen since the last round, whose every block waits on a rank of
-  // the set (an LL packet wait: on every other rank of it). Shrink the candidates to a fixed point.
+  // A deadlock: ranks in calls, frozen since the last round, whose every
+  // block waits on a rank of the set. An LL packet wait waits on all of it.
+  // Shrink the candidates to a fixed point.
   std::unique_lock<std::mutex> lock(watchMutex_);
   if (previous_.size() == cur.size() && previousSeq_ == seq) {
     std::set<int> stuck;
@@ -548,9 +549,9 @@ void CallMonitor::round(uint64_t seq, uint32_t launch) {
         for (const BlockWait& w : cur[r].waits) picture += " " + w.text + ";";
         picture.pop_back();
       }
-      // Follow the first wait on another rank of the set from the lowest rank until one repeats. Of
-      // two ranks, one whose waits are on any peer (LL packets several ranks write) waits on the
-      // other; of more, such a wait names no edge (the path stops there).
+      // Follow each rank's first wait on another rank of the set, from the
+      // lowest, until one repeats. A wait on any peer is an edge to the
+      // other rank of a pair; among more ranks the path stops there.
       std::vector<int> path;
       int at = *stuck.begin();
       while (std::find(path.begin(), path.end(), at) == path.end()) {
@@ -584,7 +585,7 @@ void CallMonitor::round(uint64_t seq, uint32_t launch) {
   }
   previous_ = cur;
   previousSeq_ = seq;
-  // For the long-wait WARN: the peers that are not (yet) in this call, or did not answer.
+  // For the long-wait WARN: the peers not in this call, or silent.
   std::string status;
   size_t listed = 0, inThisCall = 0;
   for (int p = 0; p < size_; ++p) {

@@ -1,41 +1,11 @@
-// The call monitor of an Executor on a Communicator, for the CPU and CUDA backends (docs/executor.md
-// "Stuck calls", docs/failure-handling.md). Nothing on the hot path but a few stores per call, and
-// no allocation once the recent-call slots hold a plan name as long: the backend tells the monitor
-// when a call starts (its sequence number on this communicator and its CallDescriptor), when it
-// runs (a function reading its live state) and when it ends. A synchronous backend (CPU) ends a call
-// when its host thread leaves it. An asynchronous one (CUDA) ends the host part at enqueue
-// (enqueued()): the call stays in progress until the backend's completion source says its device
-// work finished (setCompletion: the stream writes the call's number into host-mapped memory after
-// the kernel). The monitor keeps the descriptors of the last kRecentCalls calls by number, so a
-// peer compares call k with its own call k even when their host threads have moved on.
-// A watchdog thread looks at the oldest call in progress and, once it has waited for 2 s, asks every
-// peer what it is doing (Bootstrap::ask: the peer's bootstrap helper thread answers, whatever its
-// application does): idle (since when), or in which call, what each of its unfinished threadblocks
-// waits for, and its recent calls. From the answers:
-//   * a peer whose call k (the current one or a recent one) has another descriptor than this rank's
-//     call k: mismatched calls. The communicator fails with InvalidUsage naming both ranks' calls;
-//     every rank is told (and a failed communicator raises the abort flags device waits poll).
-//   * a set of ranks in calls whose every unfinished block waits on a rank of the set (LL packets
-//     that several ranks write: on every other rank of it), nothing moving between two rounds (op
-//     indexes, counters, proxy positions): a deadlock with every rank alive. The communicator fails
-//     with InternalError, the wait-for picture of each rank and the cycle; every rank is told.
-//     An enqueued CUDA call reports the waits its blocks publish in host-mapped memory once they
-//     have waited 1 ms (describeWaitSlots: channel, semaphore, barrier and LL packet waits; a block
-//     at a FIFO push or a flush counts as running); the same analysis applies. A call captured into
-//     a CUDA graph runs at replays no host call announces: the monitor keeps its context's reader
-//     (captured()) and takes waits tagged with the captured call (LaunchArgs::call) for its replay,
-//     looked at like an enqueued call when nothing else waits.
-//   * a rank still agreeing on the plan of a call (the NCCL shim) that a peer already runs, in two
-//     rounds: their plan registries changed at different points (InvalidUsage, saying so).
-//   * otherwise (a peer idle, late, or working) nothing fails: the long-wait WARN says what the
-//     peers do (peerStatus()). The CPU backend's waiting host thread prints that WARN; for an
-//     enqueued call (whose host does not wait) the watchdog prints it, once per MSCCLPP_WAIT_WARN_S,
-//     from the waits its blocks publish.
-// Rounds run 2 s into a call, then at doubling intervals up to 30 s: a peer that is minutes late
-// costs a few small messages.
-//
-// Thread-safety: agree/begin/running/end/enqueued from the executor's thread; everything else from any
-// thread.
+// The call monitor of an Executor on a Communicator, for both backends.
+// It numbers the calls and keeps the last kRecentCalls descriptors. Its
+// watchdog asks the peers what they do once a call is stuck for 2 s, and
+// fails the communicator on mismatched calls or a deadlock with every rank
+// alive (docs/failure-handling.md, "Mismatched calls and deadlocks").
+// On the hot path it costs a few stores per call and no allocation.
+// Thread-safety: agree, begin, running, end and enqueued from the executor's
+// thread; everything else from any thread.
 #ifndef MSCCLPP_EXECUTOR_CALL_MONITOR_HPP_
 #define MSCCLPP_EXECUTOR_CALL_MONITOR_HPP_
 
@@ -69,48 +39,46 @@ struct LiveCall {
 
 class CallMonitor {
  public:
-  // Enqueued: the host part ended; the device runs it (asynchronous backends). Replaying: a launch
-  // of a call captured into a CUDA graph waits on the device (a replay, which no host call announces).
+  // Enqueued: the host part ended and the device runs the call.
+  // Replaying: a graph replay of a captured call waits on the device.
   enum class Phase : uint32_t { Idle = 0, Building = 1, Running = 2, Agreeing = 3, Enqueued = 4, Replaying = 5 };
   // Captured calls watched at once (the least recently captured beyond it are dropped).
   static constexpr size_t kMaxCaptured = 256;
-  // Calls whose descriptors are kept (and compared with the peers'), by number; a replayed call is
-  // compared whatever its age.
+  // Calls whose descriptors are kept and compared, by number. A replayed
+  // call is compared whatever its age.
   static constexpr uint64_t kRecentCalls = 16;
 
-  // Serves its peers' questions on a bootstrap view of its own (`index`: the executor's creation
-  // order on this communicator, the same on every rank) and starts the watchdog thread.
+  // Serves its peers' questions on a bootstrap view of its own and starts
+  // the watchdog. `index` is the executor's creation order, alike on all ranks.
   CallMonitor(std::shared_ptr<Communicator> comm, uint64_t index);
   ~CallMonitor();
   CallMonitor(const CallMonitor&) = delete;
   CallMonitor& operator=(const CallMonitor&) = delete;
 
-  // A caller agrees with its peers on the plan of the next call (the NCCL shim): the call starts here.
+  // The NCCL shim agrees with the peers on the next call's plan: it starts.
   void agree(const CallDescriptor& call);
-  // The agreement ended without a plan call (the real NCCL runs it); nothing when not agreeing.
+  // The agreement ended without a plan call; the real NCCL runs it.
   void endAgreement();
-  // A call starts, or the agreed one goes on (its context may still have to be built: a collective
-  // exchange). Returns its number on this monitor (1, 2, ...).
+  // A call starts, or the agreed one goes on; its context may still need a
+  // collective build. Returns its number on this monitor: 1, 2, ...
   uint64_t begin(const CallDescriptor& call);
   // Its launch runs: `live` reads its state (called on other threads until end()).
   void running(std::function<LiveCall()> live);
-  // The call ended (synchronous backends; an asynchronous one for a call that enqueued nothing).
+  // The call ended: synchronous backends, or a call that enqueued nothing.
   void end();
-  // An asynchronous backend enqueued the call: it stays in progress until the completion source says
-  // its number completed. `live` (optional) reads its state meanwhile, from other threads, until the
-  // call completes or its recent slot is reused; it must stay safe to call after the backend let the
-  // call's context go.
-  // Shared, so that keeping it per call copies a pointer (no allocation per call).
+  // An asynchronous backend enqueued the call: it stays in progress until
+  // the completion source says it completed. The optional `live` reads its
+  // state from other threads meanwhile, and must stay safe to call after
+  // the context goes. Shared, so each call copies a pointer, not a function.
   void enqueued(std::shared_ptr<const std::function<LiveCall()>> live = nullptr);
-  // The completion source of an asynchronous backend: whether call `seq` (one of the last
-  // kRecentCalls) finished on the device. Called from other threads; null removes it (before the
-  // memory it reads goes), and calls in progress then count as complete.
+  // The completion source: whether recent call `seq` finished on the device.
+  // Called from other threads. Null removes it before its memory goes;
+  // calls in progress then count as complete.
   void setCompletion(std::function<bool(uint64_t seq)> completed);
-  // The call begun last was captured into a CUDA graph (asynchronous backends), not run: it runs at
-  // each replay of the graph, which no host call announces. `live` reads its context's state from
-  // any thread, also after the context went (LiveCall::gone); a launch of the context whose blocks
-  // wait (LiveCall::launch) carrying the call's captured tag (launchCallTag) is its replay. The
-  // last kMaxCaptured captured calls are watched.
+  // The call begun last was captured into a CUDA graph, not run: it runs at
+  // each replay, which no host call announces. `live` reads its context's
+  // state from any thread, also after the context went. A waiting launch
+  // that carries the call's captured tag is its replay.
   void captured(std::shared_ptr<const std::function<LiveCall()>> live);
 
   // For the long-wait WARN: what the peers were doing at the last round ("" before any).
@@ -134,10 +102,10 @@ class CallMonitor {
     int64_t sinceMs = 0;       // when it was first seen waiting, less the wait it had then
     int64_t quietSinceMs = 0;  // since when its slots show no wait (0: they show one)
   };
-  // The call the watchdog looks at: the host's, else the oldest enqueued one not complete, else
-  // a replay that waits (before the oldest enqueued call when none of that one's blocks waits: it
-  // may be queued behind the replay on its stream). `call` and `live` point into the board: valid
-  // under its mutex until the next current() or captured().
+  // The call the watchdog looks at: the host's, else the oldest unfinished
+  // enqueued call, else a waiting replay. A replay comes first when none of
+  // the enqueued call's blocks wait: it may be queued behind the replay.
+  // `call` and `live` point into the board, valid under its mutex.
   struct Current {
     uint64_t seq = 0;
     uint32_t launch = 0;  // Replaying: the waiting launch's LL flag (a new replay of the same call is a new one)
@@ -146,8 +114,8 @@ class CallMonitor {
     const CallDescriptor* call = nullptr;
     const std::function<LiveCall()>* live = nullptr;  // an enqueued call's live state
   };
-  // What the bootstrap's helper thread reads to answer peers; shared with the handler, which may
-  // run a moment after the monitor is gone.
+  // What the bootstrap's helper thread reads to answer peers. Shared: the
+  // handler may run a moment after the monitor is gone.
   struct Board {
     std::shared_ptr<Communicator> comm;
     int rank = 0;
@@ -163,7 +131,8 @@ class CallMonitor {
     // Under mutex: the current call into its recent slot; the call the watchdog looks at.
     void remember();
     Current current();
-    // The captured call whose replay waits, the longest (null: none); drops those whose context went.
+    // The captured call whose replay waited longest, or null. Drops those
+    // whose context went.
     Captured* waitingReplay();
     State state();
     std::vector<char> answer(int peer, const std::vector<char>& request);
@@ -171,7 +140,7 @@ class CallMonitor {
 
   void watch();
   void round(uint64_t seq, uint32_t launch);
-  // The long-wait WARN of enqueued call `seq` (MSCCLPP_WAIT_WARN_S): its blocks' published waits
+  // The long-wait WARN of enqueued call `seq`: its blocks' published waits
   // and the peers' status, in the CPU backend's words.
   void warnLongWait(uint64_t seq, uint32_t launch, int64_t callMs);
   // Fails the communicator and tells every peer.

@@ -1,7 +1,7 @@
-// The executor's cache of execution contexts: a small least-recently-used list. A lookup walks the
-// list and moves a hit to the front by splicing (no allocation: the hot path of every call);
-// inserting allocates one node (only when a context is built). Capacity is MSCCLPP_EXEC_CONTEXT_CACHE.
-//
+// The executor's cache of execution contexts: a small least-recently-used
+// list. A lookup walks it and splices a hit to the front with no allocation,
+// since every call does one. Only an insert allocates a node.
+// Capacity: MSCCLPP_EXEC_CONTEXT_CACHE.
 // Thread-safety: none (the Executor serialises its calls).
 #ifndef MSCCLPP_EXECUTOR_CONTEXT_CACHE_HPP_
 #define MSCCLPP_EXECUTOR_CONTEXT_CACHE_HPP_
@@ -34,8 +34,8 @@ class ContextCache {
     return nullptr;
   }
 
-  // Adds a value as the most recently used; the least recently used ones beyond the capacity are
-  // handed back (the caller decides when they are destroyed).
+  // Adds a value as the most recently used. Values beyond the capacity are
+  // handed back; the caller decides when they are destroyed.
   Value& insert(Key key, std::unique_ptr<Value> value, std::vector<std::unique_ptr<Value>>* evicted) {
     entries_.emplace_front(std::move(key), std::move(value));
     while (entries_.size() > capacity_) {

@@ -25,8 +25,8 @@ bool isPacketSlot(RefSlot s) {
   return s == RefSlot::LocalPackets || s == RefSlot::RemotePackets || s == RefSlot::MulticastPackets;
 }
 
-// The thread-block-group slice of a reference (plan-format.md): slices in units of the buffer
-// alignment, the first (units mod g) slices one unit longer.
+// The thread-block-group slice of a reference, in units of the buffer
+// alignment: the first (units mod g) slices are one unit longer.
 void tbgSlice(uint64_t bytes, uint32_t align, uint32_t j, uint32_t g, uint64_t* off, uint64_t* len) {
   uint64_t units = bytes / align, base = units / g, extra = units % g;
   auto start = [&](uint64_t i) { return i * base + std::min<uint64_t>(i, extra); };
@@ -69,8 +69,8 @@ Refusal tryShapeCall(const plan::Plan& plan, int rank, uint64_t inputBytes, uint
   shape.scratchChunkBytes = s.chunkBytes;
   shape.scratchBytes = s.scratchBytes;
   if (plan.header.reuseResources && rp.scratchChunks > 0) {
-    // Every rank must agree on the scratch chunk (peers address each other's scratch), so size it
-    // from the largest scratch of any rank.
+    // Peers address each other's scratch, so every rank sizes the scratch
+    // chunk from the largest scratch of any rank.
     uint32_t maxScratchChunks = 0;
     for (const auto& r : plan.ranks) maxScratchChunks = std::max(maxScratchChunks, r.scratchChunks);
     const uint64_t factor =

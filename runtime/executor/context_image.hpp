@@ -1,10 +1,9 @@
-// Builds the host image of an execution context: every plan reference resolved (chunk size, thread
-// block group slice, buffer address or proxy memory id), every channel handle filled, bounds and
-// shapes checked with errors naming plan, rank, threadblock, op and field. The CPU backend runs the
-// interpreter directly on this image; the GPU launcher copies it into device memory.
-//
-// Thread-safety: an image is immutable after build() except the state memory it points to (flag,
-// counters, records), which the blocks of one launch at a time update.
+// Builds the host image of an execution context: every plan reference
+// resolved, every channel handle filled, and bounds and shapes checked with
+// errors naming plan, rank, threadblock, op and field. The CPU backend runs
+// the interpreter on this image; the GPU backend uploads a packed copy.
+// Thread-safety: immutable after build(), except the state memory it points
+// to, which the blocks of one launch at a time update.
 #ifndef MSCCLPP_EXECUTOR_CONTEXT_IMAGE_HPP_
 #define MSCCLPP_EXECUTOR_CONTEXT_IMAGE_HPP_
 
@@ -28,16 +27,17 @@ constexpr uint32_t kOutputMemoryId = 1;
 constexpr uint32_t kScratchMemoryId = 2;
 constexpr uint32_t kFirstRemoteMemoryId = 3;
 
-// Decides the shape of a call (plan sizing + the reuse_resources scratch limit) into *shape, or returns why the
-// plan cannot serve these sizes (naming the plan; facts every rank shares). shapeCall throws that refusal as
-// Error(NotSupported). Both throw Error(InvalidArgument) for a rank outside the plan.
+// Decides the shape of a call into *shape: plan sizing and the
+// reuse_resources scratch limit. Else returns why the plan cannot serve
+// these sizes; shapeCall throws that as Error(NotSupported). Both throw
+// Error(InvalidArgument) for a rank outside the plan.
 Refusal tryShapeCall(const plan::Plan& plan, int rank, uint64_t inputBytes, uint64_t outputBytes, DataType dtype,
                      CallShape* shape);
 CallShape shapeCall(const plan::Plan& plan, int rank, uint64_t inputBytes, uint64_t outputBytes, DataType dtype);
 
-// Where the input of an in-place plan lives inside its data buffer, and the data buffer size:
-// allgather: input at output + rank * inputBytes; reducescatter: output at input + rank *
-// outputBytes; other collectives: input == output.
+// Where an in-place plan's input lies in its data buffer, and that size.
+// allgather: input at output + rank * inputBytes. reducescatter: output at
+// input + rank * outputBytes. Other collectives: input == output.
 struct InPlaceLayout {
   uint64_t dataBytes = 0;
   uint64_t inputOffset = 0;
@@ -52,8 +52,8 @@ class ContextImage {
     uint64_t bytes;
   };
 
-  // fifo: the proxy ring port channels push to (required when the plan has port channels).
-  // timeoutNs: the convenience timeout stored in handles (the interpreter passes its own deadline).
+  // fifo: the proxy ring port channels push to; required with port channels.
+  // timeoutNs: the handles' convenience timeout, not the interpreter's.
   static std::unique_ptr<ContextImage> build(plan::PlanPtr plan, int rank, const CallShape& shape,
                                              RankResources resources, const FifoDeviceHandle* fifo, uint64_t timeoutNs);
 
@@ -66,9 +66,9 @@ class ContextImage {
   const RankResources& resources() const { return res_; }
   // The proxy's memory table, indexed by memory id (base null: not accessible through the proxy).
   const std::vector<MemoryEntry>& memoryTable() const { return memoryTable_; }
-  // A put trigger's source and destination, checked against the memory table (ids registered,
-  // ranges in bounds, no overflow): "" with *src and *dst set, or the error naming the channel,
-  // memory ids, offsets and sizes. Both backends' proxies resolve puts with it.
+  // A put trigger's source and destination, checked against the memory
+  // table: "" with *src and *dst set, or the error naming channel, ids,
+  // offsets and sizes. Both backends' proxies resolve puts with it.
   std::string resolvePut(const TriggerFields& f, char** src, char** dst) const;
   // Every offset and size a reducing op touches is a multiple of this (elements must divide it).
   uint64_t reduceGranularity() const { return reduceGranularity_; }

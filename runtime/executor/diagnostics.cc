@@ -22,10 +22,10 @@ struct PacketWriter {
   std::string op;  // "rank R threadblock T op N (name)"
 };
 
-// Which ops of the plan write LL packets into rank's scratch chunks [index, index + size): local
-// packet destinations on that rank, remote packet destinations of peers pointing at its scratch,
-// and multicast packet stores to a group it belongs to. Chunk granularity (thread-block-group slices
-// are not told apart). Only possible when every rank's threadblocks are loaded (*known false else).
+// Which ops write LL packets into scratch chunks [index, index + size) of
+// `rank`: its local packet writes, peers' remote packet writes, and
+// multicast packet stores to its groups. By whole chunks, slices alike.
+// Needs every rank's threadblocks loaded; *known is false otherwise.
 std::vector<PacketWriter> packetWriterOps(const plan::Plan& plan, int rank, uint32_t index, uint32_t size,
                                           bool* known) {
   std::vector<PacketWriter> writers;
@@ -83,8 +83,9 @@ const plan::BufferRef* packetWaitRef(const plan::RankPlan& rp, uint32_t block, c
   return ref.kind == plan::RefKind::Local && ref.type == plan::BufferType::Scratch ? &ref : nullptr;
 }
 
-// Which ops of the peer signal the channel paired with rank's channel c (the k-th channel of the
-// same type from the peer back to rank). Empty when the peer's threadblocks are not loaded.
+// Which ops of the peer signal the channel paired with rank's channel c:
+// the k-th channel of that type from the peer back to rank. Empty when the
+// peer's threadblocks are not loaded.
 std::string channelSignalers(const plan::Plan& plan, int rank, uint32_t c, bool port) {
   const plan::RankPlan& rp = plan.ranks[rank];
   const auto& mine = port ? rp.portChannels : rp.memoryChannels;
@@ -181,9 +182,9 @@ namespace {
 
 uint64_t load64(const uint64_t* p) { return p ? atomicLoad<uint64_t>(p, memoryOrderRelaxed) : 0; }
 
-// A packet-reading op: the first 8-byte half in its local packet sources that does not carry the
-// launch's flag (both LL16 and LL8 packets are made of {data u32, flag u32} halves, at twice the data
-// offset). Outside pipelines only (a pipeline's unit offset is not published).
+// A packet-reading op: the first 8-byte half of its local packet sources
+// without the launch's flag. LL16 and LL8 packets both consist of halves of
+// data and flag. Outside pipelines only: their unit offset is not published.
 bool livePacketWait(const ExecContextDevice& dev, const ThreadblockDevice& tbd, const plan::Op& op, uint32_t flag,
                     BlockRecord* r) {
   const plan::OpRule& rule = plan::opRule(op.type);
@@ -211,8 +212,8 @@ bool livePacketWait(const ExecContextDevice& dev, const ThreadblockDevice& tbd, 
   return false;
 }
 
-// What a block at op `op` is waiting for, read from the live counters; false when the op is not a
-// wait or its condition already holds (the block is running, or about to move on).
+// What a block at op `op` waits for, read from the live counters. False
+// when the op is no wait or its condition holds: the block moves on.
 bool liveWait(const ExecContextDevice& dev, const ThreadblockDevice& tbd, const plan::ThreadblockPlan& tb,
               const plan::Op& op, uint32_t flag, BlockRecord* r) {
   using plan::OpType;
@@ -253,8 +254,8 @@ bool liveWait(const ExecContextDevice& dev, const ThreadblockDevice& tbd, const 
   }
 }
 
-// Whose signal releases a block waiting as `r` says. An LL packet wait: the one rank whose ops write
-// those packets, when the plan has one (else any of several, or unknown: kAnyPeer).
+// Whose signal releases a block waiting as `r` says. An LL packet wait
+// names the one rank whose ops write those packets, else kAnyPeer.
 int32_t waitTarget(const plan::Plan& plan, int rank, uint32_t block, const BlockRecord& r) {
   const plan::RankPlan& rp = plan.ranks[rank];
   switch (static_cast<WaitKind>(r.waitKind)) {
@@ -277,8 +278,8 @@ int32_t waitTarget(const plan::Plan& plan, int rank, uint32_t block, const Block
   }
 }
 
-// One consistent read of a live-wait slot (its sequence count even and unchanged around the
-// loads); false while a device thread rewrites it.
+// One consistent read of a live-wait slot: the sequence count even and
+// unchanged around the loads. False while a device thread rewrites it.
 bool readSlot(const LiveWaitSlot& live, LiveWaitSlot* out) {
   const uint32_t before = atomicLoad<uint32_t>(&live.sequence, memoryOrderAcquire);
   out->waiting = atomicLoad<uint32_t>(&live.waiting, memoryOrderRelaxed);

@@ -1,6 +1,6 @@
-// The one datatype x reduce-op table of the executor. Every place that needs "for each dtype" or
-// "for each op" expands these X-macros, and dispatchDtypeOp() is the one runtime -> template
-// dispatch. Compiled by g++ (CPU backend) and nvcc (GPU backend).
+// The one datatype x reduce-op table of the executor. Every "for each dtype"
+// or "for each op" expands these X-macros, and dispatchDtypeOp() is the one
+// runtime-to-template dispatch. Compiled by g++ and by nvcc.
 #ifndef MSCCLPP_EXECUTOR_DTYPES_HPP_
 #define MSCCLPP_EXECUTOR_DTYPES_HPP_
 
@@ -27,8 +27,8 @@
   X(Float8E4M3, __nv_fp8_e4m3, f8e4m3) \
   X(Float8E5M2, __nv_fp8_e5m2, f8e5m2)
 
-// The reduce ops the interpreter applies natively. Avg and PreMulSum run as Sum with a post-scale
-// or a pre-scale around the plan (see scale_steps.hpp).
+// The reduce ops the interpreter applies natively. Avg and PreMulSum run
+// as Sum with a scaling step around the plan (scale_steps.hpp).
 #define MSCCLPP_FOR_EACH_NATIVE_REDOP(X) \
   X(Sum)                                 \
   X(Prod)                                \
@@ -61,8 +61,8 @@ MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)
 constexpr int kNumNativeOps = 4;
 inline bool isNativeOp(ReduceOp op) { return static_cast<int>(op) >= 0 && static_cast<int>(op) < kNumNativeOps; }
 
-// Calls f(TypeTag<T>{}, OpTag{}) for the runtime (dtype, op); op must be native. Returns false
-// (without calling) for values outside the table.
+// Calls f(TypeTag<T>{}, OpTag{}) for a runtime dtype and native op.
+// Returns false, without calling, for values outside the table.
 template <class F>
 bool dispatchDtypeOp(DataType dtype, ReduceOp op, F&& f) {
   auto withOp = [&](auto typeTag) {

@@ -1,10 +1,8 @@
-// The data the op interpreter reads: one ExecContextDevice per (plan, rank, resources), built once
-// on the host by the context builder and placed where the blocks can read it (device memory for the
-// GPU backend, process memory for the CPU backend). Everything here is trivially copyable.
-//
-// Resolution of plan references happens on the host when a context is built (chunk size, thread
-// block group slices, scratch layout, remote buffer addresses, bounds checks): the interpreter
-// only adds the launch's scratch half and the pipeline offset at run time.
+// The data the op interpreter reads: one ExecContextDevice per plan, rank and
+// set of resources, built once on the host and placed where the blocks read
+// it (device memory on the GPU). Everything here is trivially copyable.
+// References are resolved when the context is built; at run time the
+// interpreter adds only the launch's scratch half and the pipeline offset.
 #ifndef MSCCLPP_EXECUTOR_EXEC_LAYOUT_HPP_
 #define MSCCLPP_EXECUTOR_EXEC_LAYOUT_HPP_
 
@@ -19,8 +17,8 @@
 
 namespace mscclpp::exec {
 
-// A plan reference resolved for one context. The byte range in the data domain is
-// [offset, offset + bytes); for packet data the address is base + 2 * (offset + pipeline offset).
+// A plan reference resolved for one context: the data bytes
+// [offset, offset + bytes). Packet data lies at base + 2 * data offset.
 struct ResolvedRef {
   char* base;         // Local: our buffer; Remote (memory access): the peer's buffer mapped here; else null
   uint64_t offset;    // data-domain offset of the slice: index * chunk (+ thread-block-group slice)
@@ -34,7 +32,7 @@ struct ResolvedRef {
 };
 static_assert(std::is_trivially_copyable<ResolvedRef>::value && sizeof(ResolvedRef) == 40, "copied as bytes");
 
-// One plan threadblock. refs[] is parallel to the plan's refs (same indexes as Op::srcBegin/dstBegin).
+// One plan threadblock. refs[] has the plan's indexes (Op::srcBegin, dstBegin).
 struct ThreadblockDevice {
   const plan::Op* ops;
   const ResolvedRef* refs;
@@ -81,11 +79,11 @@ struct BlockRecord {
   uint64_t detail;
 };
 
-// GPU contexts: what one block waits for, in host-mapped memory the host reads while the kernel runs
-// (the call monitor's live state, docs/failure-handling.md). Written only by a wait that spun past
-// kReportWaitAfterNs (and once per launch by finishBlock), with relaxed system-scope stores under a
-// sequence count: odd while a thread rewrites the slot, so a reader that sees the same even count
-// before and after its loads read one consistent wait.
+// GPU contexts: what one block waits for, in host-mapped memory the host
+// reads while the kernel runs. Written by a wait that lasted
+// kReportWaitAfterNs, and once per launch by finishBlock. The sequence
+// count is odd while a thread rewrites the slot: a reader that sees the
+// same even count before and after its loads read one consistent wait.
 struct LiveWaitSlot {
   uint32_t sequence;
   uint32_t waiting;  // 0: no long wait; else the waiting thread's index + 1
@@ -102,11 +100,11 @@ struct LiveWaitSlot {
   uint64_t detail;  // LL packet waits: the packet's byte offset in its buffer
 };
 
-// A device wait publishes itself in its block's LiveWaitSlot once it has waited this long (1 ms:
-// thousands of polls; the fast path never gets there).
+// A device wait publishes itself after 1 ms, thousands of polls: the fast
+// path never gets there.
 constexpr uint64_t kReportWaitAfterNs = 1000000;
-// ... and, while it goes on, fills the slot again this often if another thread's ended wait cleared
-// it (op_interpreter.hpp reportedWait; the call monitor looks every 2 s).
+// While it goes on, it refills a slot another thread's ended wait cleared
+// this often. The call monitor looks every 2 s.
 constexpr uint64_t kRepublishWaitNs = 100000000;
 
 // Mutable state owned by the context, persistent across launches (graph replays included).
@@ -159,19 +157,19 @@ struct LaunchArgs {
   uint32_t call;        // which call launched it, for its published waits (launchCallTag; 0: unnumbered)
 };
 
-// LaunchArgs::call: the call's number on its call monitor (its low 31 bits), with the top bit set
-// when the launch was captured into a CUDA graph (every replay carries the captured call's tag).
-// The monitor tells a replay waiting in a context from an enqueued call of the same context
-// queued behind it.
+// LaunchArgs::call: the low 31 bits of the call's number on its monitor,
+// with the top bit set for a launch captured into a CUDA graph. Every
+// replay carries the captured tag, so the monitor tells a waiting replay
+// from an enqueued call of the same context queued behind it.
 constexpr uint32_t kCapturedCallTag = 0x80000000u;
 MSCCLPP_HOST_DEVICE_INLINE uint32_t launchCallTag(uint64_t callNumber, bool captured) {
   return static_cast<uint32_t>(callNumber & 0x7fffffffu) | (captured ? kCapturedCallTag : 0u);
 }
 
-// The LL flag of the launch after one with `flag`. Never 0 (zeroed packets must never look valid),
-// and of the other parity: the parity picks the scratch half of double-buffered plans, so two
-// consecutive launches never share a half (a fast rank's next launch must not overwrite packets a
-// slow peer still reads). Hence the wrap from UINT32_MAX (odd) goes to 2, not 1.
+// The LL flag of the launch after one with `flag`. Never 0: zeroed packets
+// must never look valid. Always of the other parity: the parity picks the
+// scratch half, and a fast rank's next launch must not overwrite packets a
+// slow peer still reads. So the odd UINT32_MAX wraps to 2, not 1.
 MSCCLPP_HOST_DEVICE_INLINE uint32_t nextFlag(uint32_t flag) { return flag == UINT32_MAX ? 2u : flag + 1; }
 
 }  // namespace mscclpp::exec

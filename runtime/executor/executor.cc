@@ -71,8 +71,8 @@ struct Executor::Impl {
   std::unique_ptr<exec::CallMonitor> monitor;      // on a communicator: stuck calls, mismatches
   std::unique_ptr<exec::ExecutionBackend> runner;  // made at the first call (after the monitor: goes first)
 
-  // Makes the backend at the first call; a refusal when it cannot be made (no CUDA device, no communicator for
-  // the CUDA backend: the same on every rank configured alike).
+  // Makes the backend at the first call, or refuses when it cannot: no
+  // device or no communicator for cuda, alike on ranks configured alike.
   exec::Refusal makeBackend() {
     if (runner) return std::nullopt;
     if (backend == Backend::Cuda) {
@@ -90,8 +90,8 @@ struct Executor::Impl {
     return std::nullopt;
   }
 
-  // A failed communicator fails every call with its own error (the dead peer, the mismatch): `detail` says what
-  // this call saw of it.
+  // A failed communicator fails every call with its own error, such as the
+  // dead peer. `detail` says what this call saw of it.
   void throwIfCommFailed(const std::string& detail) const {
     ErrorCode code;
     std::string why;
@@ -102,14 +102,14 @@ struct Executor::Impl {
 Executor::Executor(std::shared_ptr<Communicator> comm) : impl_(std::make_unique<Impl>()) {
   checkEnvironment();
   impl_->backend = resolveBackend();
-  // A communicator built for the host (no CUDA device) runs the CPU backend unless cuda was forced
-  // (then the first call says why it cannot run).
+  // A communicator without a CUDA device runs the CPU backend unless cuda
+  // was forced; then the first call says why it cannot run.
   if (impl_->backend == Backend::Cuda && comm != nullptr && comm->device() < 0 && params::backend() != "cuda")
     impl_->backend = Backend::Cpu;
   impl_->comm = comm;
   if (comm != nullptr) {
-    // Executors are made in the same order on every rank of a communicator: the index names the
-    // monitor's bootstrap view alike everywhere.
+    // Executors are made in the same order on every rank, so the index
+    // names the monitor's bootstrap view alike everywhere.
     impl_->monitor = std::make_unique<exec::CallMonitor>(comm, comm->impl().executorCount.fetch_add(1));
   }
   impl_->wiring = std::make_shared<exec::CommunicatorWiring>(std::move(comm));

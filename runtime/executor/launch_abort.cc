@@ -8,8 +8,8 @@ namespace mscclpp::exec {
 void LaunchAbort::abort() {
   std::lock_guard<std::mutex> lock(mutex_);
   aborted_.store(true, std::memory_order_release);
-  // Blocks and the proxy poll this flag in every wait: the launch in flight stops within a backoff
-  // period and fails with Error(Aborted).
+  // Blocks and the proxy poll this flag in every wait: the launch stops
+  // within a backoff period and fails with Error(Aborted).
   if (running_ != nullptr) atomicStore<uint32_t>(running_, 1, memoryOrderRelease);
 }
 

@@ -1,7 +1,7 @@
-// An Executor's abort switch: abort() (any thread, any time; ncclCommAbort/Revoke) stops the
-// executor for good. A CPU launch registers its context's abort flag for its duration (Running),
-// so abort() raises it and the launch's blocks and proxy stop within a backoff period.
-//
+// An Executor's abort switch: abort() stops the executor for good, from any
+// thread at any time (ncclCommAbort, ncclCommRevoke). A CPU launch registers
+// its context's abort flag while it runs, so abort() raises it and the
+// launch's blocks and proxy stop within a backoff period.
 // Thread-safety: every member may be called from any thread.
 #ifndef MSCCLPP_EXECUTOR_LAUNCH_ABORT_HPP_
 #define MSCCLPP_EXECUTOR_LAUNCH_ABORT_HPP_
@@ -21,8 +21,8 @@ class LaunchAbort {
   // Whether a launch is registered now (diagnostics).
   bool inFlight() const;
 
-  // Registers `flag` as the running launch's for the scope; throws Error(Aborted) naming `what`
-  // when the executor was aborted already.
+  // Registers `flag` as the running launch's for the scope. Throws
+  // Error(Aborted) naming `what` when the executor is aborted already.
   class Running {
    public:
     Running(LaunchAbort& owner, uint32_t* flag, const std::string& what);

@@ -1,18 +1,9 @@
-// THE op interpreter: the semantics of every plan operation (plan-format.md), written once as
-// __host__ __device__ code. The GPU kernel (cuda/executor_kernel.cuh) runs one BlockInterpreter per CUDA
-// block with all its threads cooperating; the CPU backend runs one per host thread with
-// threadId 0 of 1 thread. Nothing here knows which backend it runs on except where the hardware
-// differs (multimem, vector widths), marked with MSCCLPP_DEVICE_COMPILE.
-//
-// Synchronisation rules the code keeps:
-//  * Block-wide barriers (syncBlockThreads) appear only where every thread of the block reaches
-//    them: in nop, barrier, the memory-channel pws/pwsf, and at the end of the block. A thread
-//    whose wait failed still walks the op list (its waits return at once), so barriers match.
-//  * Every wait is bounded by the block's deadline (start + LaunchArgs::timeoutNs) and stops when
-//    the context's abort flag is set. The first thread of a block to fail fills the block's record
-//    (what it waited for) and, for a timeout, sets the abort flag so every block stops promptly.
-//  * The LL flag is read from context memory at block start and advanced by the launch's last
-//    block (ExecState): graph replays and back-to-back launches advance it without the host.
+// The op interpreter: the semantics of every plan operation, written once as
+// __host__ __device__ code. The GPU kernel runs one BlockInterpreter per CUDA
+// block, all its threads cooperating; the CPU backend runs one per host
+// thread, as thread 0 of 1. MSCCLPP_DEVICE_COMPILE marks where the hardware
+// differs. The synchronisation rules it keeps are in docs/executor.md,
+// "The op interpreter".
 #ifndef MSCCLPP_EXECUTOR_OP_INTERPRETER_HPP_
 #define MSCCLPP_EXECUTOR_OP_INTERPRETER_HPP_
 
@@ -31,8 +22,8 @@ namespace mscclpp::exec {
 
 constexpr uint64_t kNoUnit = UINT64_MAX;
 
-// Which (dtype, op) pairs the switch reduces natively (multimem.ld_reduce); others use the
-// members' pointers.
+// The (dtype, op) pairs the switch reduces itself with multimem.ld_reduce.
+// Other pairs go through the members' pointers.
 template <class T, class Op>
 struct MultimemOf {
   static constexpr bool kOk = false;
@@ -78,15 +69,16 @@ class BlockInterpreter {
   }
 
   MSCCLPP_HOST_DEVICE_INLINE void run() {
-    // One flat loop over the ops, pipelines included (a pipeline op sets the unit and jumps back to
-    // its body until its iterations are done), dispatching to out-of-line handlers. The loop's state
-    // lives in the object, not in registers a handler call would have to save (ptxas -v: no spills).
+    // One flat loop over the ops, pipelines included: a pipeline op sets
+    // the unit and jumps back to its body until its iterations are done.
+    // The loop's state lives in the object, not in registers a handler call
+    // would have to save, so nothing spills.
     for (pc_ = 0; pc_ < tb_.nOps;) {
       if (stopped()) {
         markStopped(pc_);
         break;
       }
-      // The op each block is at, for the wait-for report of a failed or long call (host builds only).
+      // The op each block is at, for the wait-for report (host builds only).
       publishProgress(pc_, bodyEnd_ == 0 ? UINT32_MAX : iteration_);
       const plan::Op& op = tb_.ops[pc_];
       if (op.type == plan::OpType::Pipeline) {
@@ -116,7 +108,8 @@ class BlockInterpreter {
   MSCCLPP_HOST_DEVICE_INLINE uint32_t id(const plan::Op& op, uint32_t k) const {
     return tb_.ids[op.idsBegin + (k < op.nIds ? k : op.nIds - 1)];
   }
-  // The part of a reference this pipeline iteration covers (the whole slice outside pipelines).
+  // The part of a reference this pipeline iteration covers.
+  // Outside pipelines: the whole slice.
   MSCCLPP_HOST_DEVICE_INLINE Span span(const ResolvedRef& r) const {
     if (unit_ == kNoUnit) return Span{r.offset, r.bytes};
     if (pipeOff_ >= r.bytes) return Span{r.offset, 0};
@@ -124,7 +117,8 @@ class BlockInterpreter {
     uint64_t p = (r.scratch && ctx_.wrapScratch) ? pipeOff_ % ctx_.scratchChunkBytes : pipeOff_;
     return Span{r.offset + p, b};
   }
-  // Byte offset inside the target buffer (scratch half included; packets at twice the data offset).
+  // Byte offset inside the target buffer, scratch half included.
+  // Packets lie at twice the data offset.
   MSCCLPP_HOST_DEVICE_INLINE uint64_t bufferOffset(const ResolvedRef& r, uint64_t dataOff, bool packet) const {
     return (r.scratch ? half_ : 0) + (packet ? 2 * dataOff : dataOff);
   }
@@ -134,8 +128,9 @@ class BlockInterpreter {
   MSCCLPP_HOST_DEVICE_INLINE static uint64_t minU(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
   // ---- control -----------------------------------------------------------------------------------
-  // The CPU backend stops a block once the context is aborted (one thread per block: no barrier to
-  // keep matched). On the GPU, threads keep walking the ops (their waits return at once).
+  // The CPU backend stops a block once the context is aborted: one thread
+  // per block keeps no barrier to match. GPU threads keep walking the ops,
+  // and their waits return at once.
   MSCCLPP_HOST_DEVICE_INLINE bool stopped() const {
 #if defined(MSCCLPP_DEVICE_COMPILE)
     return false;
@@ -144,10 +139,10 @@ class BlockInterpreter {
 #endif
   }
 
-  // CPU backend: the op a block is at, readable while it runs (relaxed: a diagnostic, no data), so
-  // that a long wait can be described before it ends (diagnostics.hpp, describeLiveBlocks). Not on
-  // the GPU, where the records are device memory the host reads only after a launch (its long waits
-  // publish themselves instead: reportedWait).
+  // CPU backend: the op a block is at, readable while it runs, so that
+  // describeLiveBlocks can describe a long wait before it ends. Relaxed: a
+  // diagnostic publishes no data. The GPU's records are device memory read
+  // after the launch; its long waits publish themselves (reportedWait).
   MSCCLPP_HOST_DEVICE_INLINE void publishProgress(uint32_t index, uint32_t iteration) {
 #if !defined(MSCCLPP_DEVICE_COMPILE)
     BlockRecord* r = &ctx_.blockRecords[block_];
@@ -159,15 +154,13 @@ class BlockInterpreter {
 #endif
   }
 
-  // GPU contexts have live-wait slots (exec_layout.hpp LiveWaitSlot; CPU contexts: none): a wait
-  // that has not ended after kReportWaitAfterNs publishes what it waits for in its block's
-  // host-mapped slot, for the call monitor, then goes on waiting (`spin(deadline)` spins for the
-  // same claimed signal) and clears the slot when it ends. Several threads of a block may wait at
-  // once, one slot shows one of them, and the one shown may end first and clear it: every
-  // kRepublishWaitNs a wait that goes on fills the slot again if it is empty, so a block whose
-  // threads still wait does not stay shown as running. A wait that ends within kReportWaitAfterNs
-  // costs one clock read. CPU contexts wait in one go: the host reads their records and counters
-  // live (describeLiveBlocks).
+  // GPU contexts have a live-wait slot per block; CPU contexts have none.
+  // A wait still going after kReportWaitAfterNs writes what it waits for
+  // into its block's slot for the call monitor. It then spins on for the
+  // same claimed signal and clears the slot when it ends. One slot shows one
+  // waiting thread; if that wait ends first and clears it, a wait that goes
+  // on fills it again within kRepublishWaitNs. A short wait costs one clock
+  // read. CPU contexts wait in one go: the host reads their counters live.
   template <class Spin>
   MSCCLPP_HOST_DEVICE_INLINE SpinStatus reportedWait(WaitKind kind, uint32_t what, uint64_t expected,
                                                      const uint64_t* observed, Spin&& spin, uint64_t detail = 0) {
@@ -190,11 +183,11 @@ class BlockInterpreter {
     return spin(deadline_);
   }
 
-  // Relaxed system-scope stores into host-mapped memory, the fields between two system-scope fences
-  // while the sequence count is odd: the host sees them while the kernel runs (docs/cuda-backend.md,
-  // "Design points and the CUDA rules they follow"). The threads of a block that publish or clear
-  // at once take turns (lockSlot), so the host never reads a slot mixed from two waits. Cold: only a
-  // wait that already waited long.
+  // Relaxed system-scope stores into host-mapped memory, between two
+  // system-scope fences while the sequence count is odd: the host sees them
+  // while the kernel runs (docs/cuda-backend.md, "Design points and the CUDA
+  // rules they follow"). Writers of one block take turns (lockSlot), so no
+  // slot mixes two waits. Cold: only a wait that already waited long.
   MSCCLPP_HOST_DEVICE_NOINLINE void publishWait(WaitKind kind, uint32_t what, uint64_t expected, uint64_t observed,
                                                 uint64_t detail) {
     if (!lockSlot()) return;
@@ -219,8 +212,8 @@ class BlockInterpreter {
     if (atomicLoad<uint32_t>(&ctx_.liveWaits[block_].waiting, memoryOrderRelaxed) == 0)
       publishWait(kind, what, expected, observed, detail);
   }
-  // Only the thread whose wait the slot shows clears it (another thread of the block may have
-  // published since).
+  // Only the thread whose wait the slot shows clears it: another thread of
+  // the block may have published since.
   MSCCLPP_HOST_DEVICE_NOINLINE void clearWait() {
     LiveWaitSlot* s = &ctx_.liveWaits[block_];
     if (atomicLoad<uint32_t>(&s->waiting, memoryOrderRelaxed) != tid_ + 1 || !lockSlot()) return;
@@ -231,11 +224,11 @@ class BlockInterpreter {
     }
     unlockSlot();
   }
-  // The block's writers of its slot take turns through a word of its record, in device memory (a
-  // read-modify-write on host-mapped memory would depend on the PCIe link's atomics). A writer holds
-  // it for a few stores and nothing can stop it in between, so a plain loop suffices (spinUntil
-  // here made ptxas spill in the kernel's entry and in reducePackets); false (nothing written) on
-  // an abort.
+  // The block's writers of its slot take turns through a lock word in its
+  // record. The word is device memory: an atomic on host-mapped memory
+  // would depend on the PCIe link's atomics. A writer holds it for a few
+  // stores, so a plain loop suffices; spinUntil here makes ptxas spill.
+  // Returns false, with nothing written, on an abort.
   MSCCLPP_HOST_DEVICE_INLINE bool lockSlot() {
     uint32_t* lock = &ctx_.blockRecords[block_].slotLock;
     for (;;) {
@@ -247,7 +240,8 @@ class BlockInterpreter {
   MSCCLPP_HOST_DEVICE_INLINE void unlockSlot() {
     atomicStore<uint32_t, scopeDevice>(&ctx_.blockRecords[block_].slotLock, 0u, memoryOrderRelease);
   }
-  // The sequence count odd (returns the even value before it), then the fields, then even again.
+  // The sequence count goes odd, then the fields change, then it goes even.
+  // beginSlotWrite returns the even value from before.
   MSCCLPP_HOST_DEVICE_INLINE static uint32_t beginSlotWrite(LiveWaitSlot* s) {
     const uint32_t seq = atomicLoad<uint32_t>(&s->sequence, memoryOrderRelaxed) & ~1u;
     atomicStore<uint32_t>(&s->sequence, seq + 1, memoryOrderRelaxed);
@@ -274,7 +268,7 @@ class BlockInterpreter {
     uint32_t s = atomicLoad<uint32_t, scopeDevice>(&r->state, memoryOrderRelaxed);
     while (s == kBlockRunning || s == kBlockFinished) {
       if (atomicCompareExchange<uint32_t, scopeDevice>(&r->state, &s, kBlockWriting, memoryOrderRelaxed)) {
-        // Atomic where a live reader may look (publishProgress); the rest is read after the launch.
+        // Atomic where a live reader looks; the rest is read after the launch.
         atomicStore<uint32_t, scopeDevice>(&r->opIndex, opIndex_, memoryOrderRelaxed);
         r->opType = static_cast<uint32_t>(op.type);
         r->waitKind = static_cast<uint32_t>(kind);
@@ -288,8 +282,8 @@ class BlockInterpreter {
         uint32_t finalState = st == SpinStatus::Timeout   ? kBlockTimedOut
                               : st == SpinStatus::Aborted ? kBlockAborted
                                                           : kBlockInvalid;
-        // Release: the fields above are complete when the state says so (the host reads them
-        // after the launch ended, which orders them anyway; this keeps concurrent readers safe).
+        // Release: the fields above are complete once the state says so,
+        // for any reader that looks while the launch runs.
         atomicStore<uint32_t, scopeSystem>(&r->state, finalState, memoryOrderRelease);
         break;
       }
@@ -312,23 +306,23 @@ class BlockInterpreter {
       atomicStore<uint32_t, scopeDevice>(&r->launchFlag, flag_, memoryOrderRelaxed);
       atomicStore<uint32_t, scopeSystem>(&r->state, static_cast<uint32_t>(kBlockFinished), memoryOrderRelease);
     }
-    // The live-wait slot says the block finished this launch (one store per block and launch).
+    // The slot says the block finished this launch: one store per launch.
     if (ctx_.liveWaits != nullptr)
       atomicStore<uint32_t>(&ctx_.liveWaits[block_].finishedFlag, flag_, memoryOrderRelaxed);
 #if defined(MSCCLPP_DEVICE_COMPILE)
-    // The block's writes (all threads, ordered by the barrier above) before our completion count.
+    // The block's writes, ordered by the barrier above, before our count.
     __threadfence();
 #endif
     // acq_rel: the last block acquires every block's completion before advancing the flag.
     uint32_t done = atomicFetchAdd<uint32_t, scopeDevice>(&ctx_.state->doneBlocks, 1u, memoryOrderAcqRel) + 1;
     if (done == ctx_.nBlocks) {
       atomicStore<uint32_t, scopeDevice>(&ctx_.state->doneBlocks, 0u, memoryOrderRelaxed);
-      // Release: the next launch (stream-ordered after this one) reads the new flag.
+      // Release: the next launch, stream-ordered after this one, reads it.
       atomicStore<uint32_t, scopeDevice>(&ctx_.state->flag, nextFlag(flag_), memoryOrderRelease);
     }
   }
 
-  // A pipeline op: its body [pc_ + 1, pc_ + 1 + bodyCount) runs once per unit of its chunks.
+  // A pipeline op: its body, the next bodyCount ops, runs once per unit.
   MSCCLPP_HOST_DEVICE_NOINLINE void startPipeline(const plan::Op& op) {
     const uint64_t total = static_cast<uint64_t>(op.numChunks) * ctx_.chunkBytes;
     // A zero unit is refused when the context was built; an empty body does nothing.
@@ -346,8 +340,9 @@ class BlockInterpreter {
     pc_ = bodyBegin_;
   }
 
-  // After the last op of a pipeline body: the next unit, or past the pipeline. Not in a pipeline
-  // (bodyEnd_ 0: pc_ is 0 again after settlePending stepped back from op 0): nothing.
+  // After the last op of a pipeline body: the next unit, or past the
+  // pipeline. Outside a pipeline bodyEnd_ is 0, and pc_ can be 0 again after
+  // settlePending stepped back from op 0: nothing to do.
   MSCCLPP_HOST_DEVICE_NOINLINE void nextIteration() {
     if (bodyEnd_ == 0) return;
     if (++iterationIndex_ < iterations_) {
@@ -361,8 +356,8 @@ class BlockInterpreter {
     }
   }
 
-  // The dispatch: every handler below is out of line on the GPU, so each gets the whole register
-  // file of its own (the kernel's 64 registers per thread at 1024 threads) and none spills.
+  // The dispatch. Every handler is out of line on the GPU, so each gets
+  // the kernel's 64 registers per thread to itself and none spills.
   MSCCLPP_HOST_DEVICE_INLINE void exec(const plan::Op& op, uint32_t index) {
     opIndex_ = index;
     using plan::OpType;
@@ -435,19 +430,19 @@ class BlockInterpreter {
       case OpType::Pipeline:
         break;  // nested pipelines are refused at load time
     }
-    // The op is looked up again rather than kept: a reference live across the handler call is a
-    // register the call must preserve (ptxas spilled it in the int8/uint8 min/max and fp8 kernels).
+    // The op is looked up again, not kept: a reference live across the call
+    // is a register the call must preserve, and ptxas spills it.
     if (pending_.set) settlePending();
   }
 
-  // A handler deferred a failure (deferFail), for op opIndex_. On the GPU a packet op's early leave
-  // (packet ops, below) is waited out here and the op runs again: pc_ steps back to it, and run()
-  // dispatches it anew from the thread's loop index (resume_). Whatever else stands fills the
-  // block's record. The op is not called from here: a second caller of the handlers made ptxas
-  // spill in the kernel's entry, as did any loop or call added to the dispatch.
+  // A handler deferred a failure for op opIndex_. A packet op's early leave
+  // is waited out here; then pc_ steps back and run() dispatches the op
+  // again from the thread's loop index. Any other failure fills the block's
+  // record. The op is not called from here: a second caller of the
+  // handlers, or any loop in the dispatch, makes ptxas spill.
   MSCCLPP_HOST_DEVICE_NOINLINE void settlePending() {
     if (awaitLatePacket()) {
-      --pc_;  // run() steps it forward again (unsigned: 0 - 1 + 1 is 0; see nextIteration)
+      --pc_;  // run() steps it forward again; unsigned, 0 - 1 + 1 is 0
       return;
     }
     pending_.set = false;
@@ -455,9 +450,9 @@ class BlockInterpreter {
          pending_.detail);
   }
 
-  // A wait that fails inside a packet loop only notes what it waited for and leaves the loop; the
-  // dispatch fills the block's record once the handler returned. The loops then have no cold path
-  // of their own to keep registers for.
+  // A wait that fails in a packet loop only notes what it waited for and
+  // leaves the loop; the dispatch fills the record after the handler.
+  // The loops then keep no registers for a cold path of their own.
   MSCCLPP_HOST_DEVICE_INLINE void deferFail(SpinStatus st, WaitKind kind, uint32_t what, uint64_t expected,
                                             uint64_t observed, uint64_t detail, uint64_t resumeAt = 0) {
     pending_ = PendingFailure{true, st, kind, what, expected, observed, detail, resumeAt};
@@ -465,8 +460,8 @@ class BlockInterpreter {
 
   // ---- synchronisation ops ----------------------------------------------------------------------
   MSCCLPP_HOST_DEVICE_NOINLINE void barrier(const plan::Op& op) {
-    // A long wait at a barrier is published too: its blocks wait on this rank's other blocks, which
-    // the monitor's wait-for analysis follows (a block at a barrier no longer counts as running).
+    // A long wait at a barrier is published too: it waits on this rank's
+    // other blocks, which the monitor's wait-for analysis follows.
     const uint64_t none = 0;
     SpinStatus st = ctx_.barriers[op.barrierId].syncWith(op.numThreadblocks, ctx_.abortFlag, [&](auto&& spin) {
       return reportedWait(WaitKind::Barrier, op.barrierId, op.numThreadblocks, &none, spin);
@@ -525,7 +520,7 @@ class BlockInterpreter {
     }
   }
 
-  // Defect 1 fixed: one thread per listed port channel pushes a flush and waits for it.
+  // One thread per listed port channel pushes a flush and waits for it.
   MSCCLPP_HOST_DEVICE_NOINLINE void flush(const plan::Op& op) {
     for (uint32_t k = tid_; k < op.nIds; k += nthreads_) {
       uint32_t c = id(op, k);
@@ -603,7 +598,7 @@ class BlockInterpreter {
     }
   }
 
-  // Defect 2 fixed: the remote source uses its own offset, the local destination its own.
+  // The remote source uses its own offset, the local destination its own.
   MSCCLPP_HOST_DEVICE_NOINLINE void get(const plan::Op& op) {
     for (uint32_t i = 0; i < op.nDst; ++i) {
       const ResolvedRef& s = src(op, op.nSrc == 1 ? 0 : i);
@@ -620,17 +615,16 @@ class BlockInterpreter {
     copyGlobal(addr(d, ds.off, false), addr(s, ss.off, false), minU(ss.bytes, ds.bytes), tid_, nthreads_);
   }
 
-  // re / res / rre / rres: dst[*] = src[0] (+) src[1] (+) ...; res/rres also store to dst[1..]
-  // (remote). Tiles: each thread reads all sources of a tile before writing any destination, so a
-  // destination may alias a source; any number of sources and destinations.
+  // re, res, rre, rres: dst = src[0] + src[1] + ... with the op.
+  // res and rres also store to the remote dst[1..]. Each thread reads all
+  // sources of a tile before writing, so a destination may alias a source.
   MSCCLPP_HOST_DEVICE_NOINLINE void reduce(const plan::Op& op) {
     uint64_t count = span(src(op, 0)).bytes / sizeof(T);
     uint32_t nDst = (op.type == plan::OpType::Reduce || op.type == plan::OpType::ReadReduce) ? 1 : op.nDst;
     uint64_t done = 0;  // elements reduced by the vector path
 #if defined(MSCCLPP_DEVICE_COMPILE)
-    // 16-byte vectors (ld.global.v4 / st.global.v4, packed half and bfloat16 math) when every source
-    // and destination is 16-aligned; each thread reads all sources of a vector before writing, so a
-    // destination may alias a source.
+    // 16-byte vectors when every source and destination is 16-aligned,
+    // with packed half and bfloat16 math. Sources are read before writing.
     uintptr_t phase = 0;
     for (uint32_t k = 0; k < op.nSrc; ++k)
       phase |= reinterpret_cast<uintptr_t>(addr(src(op, k), span(src(op, k)).off, false));
@@ -675,7 +669,7 @@ class BlockInterpreter {
   }
 
   // ---- packets ------------------------------------------------------------------------------------
-  // One packet of src_buff[refPos] (at packetByteOff in its buffer), for loop index resumeAt.
+  // One packet of source refPos, at packetByteOff, for loop index resumeAt.
   template <class Pkt>
   MSCCLPP_HOST_DEVICE_INLINE bool readPkt(const Pkt* p, uint32_t refPos, uint64_t packetByteOff, uint64_t resumeAt,
                                           typename Pkt::Payload* v) {
@@ -686,19 +680,13 @@ class BlockInterpreter {
     return false;
   }
 
-  // LL packet waits on the GPU spin until packetDeadline_ (kReportWaitAfterNs into the launch, or
-  // after this thread's last long packet wait), not deadline_: a packet that has not come by then makes
-  // the thread leave the op's loop (deferFail with its loop index). settlePending waits for that
-  // packet out of the loop, published once it waited long (reportedWait), and has the op run again
-  // from the index the thread left. Redoing an index is harmless: it reads the same packets again
-  // and writes the same values to the same places. Only rppkt's memory path writes part of an index
-  // (a destination's packet) before it read all of it, and writes it again: the same payload and
-  // flag, into a slot no synchronised plan reuses before this op is done. The loops carry no
-  // publishing code of their own: every way of putting it there made ptxas spill in them.
-  //
-  // awaitLatePacket: true when the packet a loop left for has come (the op resumes); false when the
-  // failure it deferred stands (a real timeout, an abort, not a packet wait), updated if this wait
-  // failed.
+  // GPU packet waits spin until packetDeadline_, not deadline_. A packet
+  // late by then makes the thread leave the op's loop, noting its index.
+  // This waits for that packet, published as a long wait, and the op runs
+  // again from that index (docs/cuda-backend.md, "Deadlocks with every rank
+  // alive", says why redoing an index is harmless). Returns true when the
+  // packet came; false when the deferred failure stands, updated if this
+  // wait failed too.
   MSCCLPP_HOST_DEVICE_NOINLINE bool awaitLatePacket() {
     if (ctx_.liveWaits == nullptr || pending_.kind != WaitKind::Packet || pending_.status != SpinStatus::Timeout ||
         clockNs() >= deadline_)
@@ -726,8 +714,8 @@ class BlockInterpreter {
     return true;
   }
 
-  // This thread's first loop index in a packet op: its thread index, or the index settlePending
-  // resumes it at (once).
+  // This thread's first loop index in a packet op: its thread index, or
+  // once, the index settlePending resumes it at.
   MSCCLPP_HOST_DEVICE_INLINE uint64_t firstIndex() {
     const uint64_t first = resume_;
     resume_ = tid_;
@@ -789,7 +777,7 @@ class BlockInterpreter {
   template <class Pkt>
   MSCCLPP_HOST_DEVICE_NOINLINE void putPacketsOp(const plan::Op& op) {
     if (op.channelType == plan::ChannelType::Port) {
-      // The source is already in packet form (as in MSCCL++): forward the packet bytes.
+      // The source is already in packet form, as in MSCCL++: forward it.
       MSCCLPP_NO_UNROLL
       for (uint32_t i = tid_; i < op.nDst; i += nthreads_) {
         const ResolvedRef& s = src(op, op.nSrc == 1 ? 0 : i);
@@ -814,7 +802,8 @@ class BlockInterpreter {
     }
   }
 
-  // rppkt: local packets (wait for their flags) re-sent to remote packet buffers with the same flag.
+  // rppkt: local packets, once their flags match, re-sent to remote packet
+  // buffers with the same flag.
   template <class Pkt>
   MSCCLPP_HOST_DEVICE_NOINLINE void readPutPackets(const plan::Op& op) {
     if (op.channelType == plan::ChannelType::Port) {
@@ -858,9 +847,9 @@ class BlockInterpreter {
     }
   }
 
-  // repkt / respkt / recpkt / recspkt: dst[0] = src[0] (+) packets(src[1..]); every later dst
-  // (local or remote packet buffer) receives the result as packets. A group of packets covers
-  // whole elements (two LL8 packets per 8-byte element), so any dtype works with either format.
+  // repkt, respkt, recpkt, recspkt: dst[0] = src[0] + the packets of
+  // src[1..]; every later dst gets the result as packets. A group of packets
+  // covers whole elements, so any dtype works with either packet format.
   template <class Pkt>
   MSCCLPP_HOST_DEVICE_NOINLINE void reducePackets(const plan::Op& op) {
     using P = typename Pkt::Payload;
@@ -871,9 +860,8 @@ class BlockInterpreter {
     Span s0s = span(s0);
     uint64_t bytes = s0s.bytes;
     uint64_t nGroups = (bytes + kG - 1) / kG;
-    // Whole groups of whole payloads whose plain data is aligned are reduced as words (packed half
-    // and bfloat16 math on the GPU): no byte loops, nothing in local memory. Partial or unaligned
-    // groups go byte by byte.
+    // Whole aligned groups are reduced as words: no byte loops and nothing
+    // in local memory. Partial or unaligned groups go byte by byte.
     const bool aligned = ((reinterpret_cast<uintptr_t>(addr(s0, s0s.off, false)) |
                            reinterpret_cast<uintptr_t>(addr(dst(op, 0), span(dst(op, 0)).off, false))) %
                           kP) == 0;
@@ -933,8 +921,8 @@ class BlockInterpreter {
     return ctx_.switchChannels[r.id];
   }
 
-  // glre: dst[0] (local) = reduction over the group of src[0]; glres: the result stored to the
-  // group through dst[0] (multicast). Defect 4 fixed: glre executes.
+  // glre: the local dst[0] = the group's reduction of src[0].
+  // glres: the result is stored to the group through the multicast dst[0].
   MSCCLPP_HOST_DEVICE_NOINLINE void groupReduce(const plan::Op& op) {
     const ResolvedRef& s = src(op, 0);
     const ResolvedRef& d = dst(op, 0);
@@ -947,7 +935,7 @@ class BlockInterpreter {
     T* local = toGroup ? nullptr : reinterpret_cast<T*>(addr(d, ds.off, false));
 #if defined(MSCCLPP_DEVICE_COMPILE) && __CUDA_ARCH__ >= 900
     if constexpr (MultimemOf<T, Op>::kOk) {
-      // The switch reduces 16 bytes per access when it can reach every piece (aligned, whole vectors).
+      // The switch reduces 16 bytes per access when all is aligned.
       char* outMc = toGroup ? static_cast<char*>(switchOf(d).mcPtr) : nullptr;
       const uint64_t bytes = count * sizeof(T);
       if (in.mcPtr != nullptr && (!toGroup || outMc != nullptr) &&
@@ -982,7 +970,8 @@ class BlockInterpreter {
                                nthreads_);
   }
 
-  // gstorepkt: local packets (wait for their flags) stored to every member's packet buffer.
+  // gstorepkt: local packets, once their flags match, stored to every
+  // member's packet buffer.
   template <class Pkt>
   MSCCLPP_HOST_DEVICE_NOINLINE void groupStorePackets(const plan::Op& op) {
     const ResolvedRef& s = src(op, 0);
@@ -1009,8 +998,8 @@ class BlockInterpreter {
   uint32_t nthreads_;
   uint32_t call_;  // LaunchArgs::call, for the live-wait slot
   uint64_t deadline_ = 0;
-  // LL packet waits spin until this (not deadline_) and then leave their op, which runs again from
-  // resume_ (settlePending). Both per thread.
+  // Per thread: packet waits spin until packetDeadline_, then leave their
+  // op, which runs again from resume_.
   uint64_t packetDeadline_ = 0;
   uint64_t resume_ = 0;
   uint32_t flag_ = 0;
@@ -1030,7 +1019,7 @@ class BlockInterpreter {
     uint64_t resumeAt;  // LL packet waits: this thread's loop index at the packet
   };
   PendingFailure pending_{false, SpinStatus::Ok, WaitKind::None, 0, 0, 0, 0, 0};
-  // The op loop: the op to run, and the running pipeline (bodyEnd_ 0: none).
+  // The op loop: the op to run, and the running pipeline (none: bodyEnd_ 0).
   uint32_t pc_ = 0;
   uint32_t bodyBegin_ = 0, bodyEnd_ = 0;
   uint64_t iterations_ = 0, iterationIndex_ = 0;

@@ -1,10 +1,9 @@
-// What an execution context needs from the world for one rank: where this rank's buffers and
-// semaphore counters are, and where the peers' are (as addresses valid in this process). A wiring
-// provides it: the emulator's shared-memory world (every rank's memory in one mapping, created
-// before fork), or the communicator wiring (buffers registered and exchanged over the bootstrap).
-//
-// Ownership: the wiring owns all memory named here and keeps it alive while any context built from
-// these resources exists (RankResources::keepAlive holds what must outlive the context).
+// What an execution context needs from the world for one rank: where this
+// rank's and its peers' buffers and counters are, as addresses valid in this
+// process. A wiring provides it: the emulator's shared world, or the
+// communicator wiring over the bootstrap.
+// Ownership: the wiring owns the memory named here; keepAlive holds what must
+// outlive every context built from these resources.
 #ifndef MSCCLPP_EXECUTOR_RANK_RESOURCES_HPP_
 #define MSCCLPP_EXECUTOR_RANK_RESOURCES_HPP_
 
@@ -17,9 +16,9 @@
 
 namespace mscclpp::exec {
 
-// The call a context serves: buffer sizes, and the chunk and scratch sizes the plan layer derived.
-// inputBytes and outputBytes are the plan's buffers: the call's, or its padded geometry's when the call's
-// sizes do not fit the plan's chunks (geometry.padded: the executor stages the call's parts into them).
+// The call a context serves: buffer sizes, and the chunk and scratch sizes
+// the plan layer derived. inputBytes and outputBytes are the plan's: the
+// padded geometry's when the call's sizes do not fit the plan's chunks.
 struct CallShape {
   uint64_t inputBytes = 0;
   uint64_t outputBytes = 0;
@@ -43,8 +42,8 @@ struct SwitchGroupResource {
   void* multicast = nullptr;  // NVLS multicast address (GPU only)
 };
 
-// State memory of a context that outsiders may read (the emulator's wait-for picture across
-// processes): when provided, it must be zeroed and sized for the rank's threadblocks.
+// A context's state memory that others may read, such as the emulator
+// across processes. When provided: zeroed, sized for the rank's blocks.
 struct SharedStateMemory {
   ExecState* state = nullptr;
   BlockRecord* blockRecords = nullptr;  // [number of threadblocks]
@@ -58,12 +57,12 @@ struct RankResources {
   uint64_t outputBytes = 0;
   uint64_t scratchBytes = 0;
   std::vector<RemoteBufferResource> remoteBuffers;  // per rank-level remote buffer declaration
-  // Per rank-level memory channel: our inbound counter (the peer signals it) and the peer's
-  // counter of the paired channel (we signal it). All zeroed, 8-byte aligned, shared as needed.
+  // Per memory channel: our inbound counter, which the peer signals, and
+  // the peer's counter of the paired channel. Zeroed and 8-byte aligned.
   std::vector<uint64_t*> memoryInbound;
   std::vector<uint64_t*> memoryOutbound;
-  // Per rank-level port channel: our inbound counter (the peer's proxy increments it) and the
-  // peer's inbound counter of the paired channel (our proxy increments it on a signal).
+  // Per port channel: our inbound counter, which the peer's proxy raises,
+  // and the peer's counter of the paired channel, which our proxy raises.
   std::vector<uint64_t*> portInbound;
   std::vector<uint64_t*> portOutbound;
   std::vector<SwitchGroupResource> switchGroups;        // per rank-level switch channel

@@ -1,9 +1,7 @@
-// Elementwise reduce functors for every (dtype, native op) of dtypes.hpp, and the avg/premulsum
-// scaling steps. __host__ __device__: the CPU backend, the GPU kernel and the emulator's reference
-// computation all use these exact functions.
-//
-// Arithmetic: integers wrap (computed in the unsigned type, as NCCL does); fp16, bf16 and fp8 are
-// computed in float and rounded back after each step; min/max compare values.
+// Elementwise reduce functors for every datatype and native op, and the avg
+// and premulsum scaling steps. The CPU backend, the GPU kernel and the
+// emulator's reference all use these exact functions. Integers wrap, as in
+// NCCL; fp16, bf16 and fp8 compute in float and round back after each step.
 #ifndef MSCCLPP_EXECUTOR_REDUCE_OPS_HPP_
 #define MSCCLPP_EXECUTOR_REDUCE_OPS_HPP_
 
@@ -95,14 +93,14 @@ struct Reducer<T, OpMin> {
 };
 
 // ---- avg / premulsum -------------------------------------------------------------------------
-// premulsum: x * scalar (scalar is one element of the call's dtype, as ncclRedOpCreatePreMulSum
-// takes it). Integers wrap like Prod.
+// premulsum: x * scalar, one element of the call's dtype as
+// ncclRedOpCreatePreMulSum takes it. Integers wrap like Prod.
 template <class T>
 MSCCLPP_HOST_DEVICE_INLINE T preMultiply(T x, T scalar) {
   return Reducer<T, OpProd>::apply(x, scalar);
 }
 
-// avg's post-step: x / n. Floats multiply by 1/n computed in the compute type (float or double);
+// avg's post-step: x / n. Floats multiply by 1/n in the compute type;
 // integers use truncating division like NCCL.
 template <class T>
 MSCCLPP_HOST_DEVICE_INLINE T divideBy(T x, uint32_t n) {

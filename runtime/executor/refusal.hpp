@@ -1,9 +1,8 @@
-// Why the executor declines a call (Executor::execute's Error(NotSupported) message), as a value: nullopt when
-// the call is served. A refusal is decided before this rank exchanges anything for the call, from facts every
-// rank of the plan shares (the plan, sizes, datatype, op, the ranks' hosts), so every rank refuses alike.
-// Failures (a dead peer, a timeout, a bad argument) stay exceptions. Each check that refuses is one function
-// returning a Refusal; its throwing form, where one exists, is built on it (no condition written twice), and
-// Executor::tryExecute hands the value to callers that decide on it (the NCCL shim falls back to the real NCCL).
+// Why the executor declines a call, as a value: nullopt when it serves it.
+// A refusal is decided before this rank exchanges anything for the call, from
+// facts every rank of the plan shares, so every rank refuses alike. Failures
+// stay exceptions. Each refusing check is one function; its throwing form is
+// built on it (docs/executor.md, "Refusals are values").
 #ifndef MSCCLPP_EXECUTOR_REFUSAL_HPP_
 #define MSCCLPP_EXECUTOR_REFUSAL_HPP_
 

@@ -1,11 +1,8 @@
-// Reductions of whole machine words: 16 bytes (a 128-bit vector: ld.global.v4 / st.global.v4 on
-// the GPU) and 8 bytes (an LL16 packet's payload) of elements of T, reduced with Op. On the GPU,
-// half and bfloat16 sums and products use packed math (__hadd2 / __hmul2 on two elements at once);
-// the result is bit-identical to the elementwise Reducer (computed in float and rounded): float's 24
-// bits are enough to make the double rounding of a sum or product of two 11- or 8-bit values
-// exact. Everything else goes element by element through Reducer.
-//
-// Thread-safety: pure functions.
+// Reductions of whole machine words: 16-byte vectors and 8-byte LL16
+// payloads of elements of T. On the GPU, half and bfloat16 sums and products
+// use packed math, bit-identical to the elementwise Reducer: float's 24 bits
+// make the double rounding of two 11- or 8-bit values exact.
+// Everything else goes element by element. Thread-safety: pure functions.
 #ifndef MSCCLPP_EXECUTOR_VECTOR_REDUCE_HPP_
 #define MSCCLPP_EXECUTOR_VECTOR_REDUCE_HPP_
 
@@ -78,9 +75,9 @@ MSCCLPP_HOST_DEVICE_INLINE W reduceWord(W a, const W& b) {
   return mapLanes<T>(a, b, [](T x, T y) { return Reducer<T, Op>::apply(x, y); });
 }
 
-// 16-byte accesses of global memory. Every buffer a plan moves is global memory (this GPU's, a
-// peer's mapped through CUDA IPC or peer access, or host memory mapped for the device), which lets
-// the GPU compiler emit ld.global.v4 / st.global.v4 instead of generic accesses.
+// 16-byte accesses of global memory. Every buffer a plan moves is global
+// memory, local, a peer's or mapped host memory, so the compiler can emit
+// ld.global.v4 and st.global.v4 instead of generic accesses.
 MSCCLPP_HOST_DEVICE_INLINE Vec16 loadVec16(const void* p) {
 #if defined(MSCCLPP_DEVICE_COMPILE)
   __builtin_assume(__isGlobal(p));
@@ -104,8 +101,8 @@ MSCCLPP_HOST_DEVICE_INLINE void storeVec16(void* p, const Vec16& v) {
 #endif
 }
 
-// copy() (copy_device.hpp) for global memory: 16-byte global vectors when both sides share a
-// 16-byte phase (head and tail bytewise), the general copy otherwise.
+// copy() for global memory: 16-byte vectors when both sides share a
+// 16-byte phase, head and tail bytewise; else the general copy.
 MSCCLPP_HOST_DEVICE_INLINE void copyGlobal(void* dst, const void* src, uint64_t bytes, uint32_t threadId,
                                            uint32_t numThreads) {
 #if defined(MSCCLPP_DEVICE_COMPILE)

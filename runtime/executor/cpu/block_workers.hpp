@@ -1,9 +1,7 @@
-// A persistent pool of host threads, one per plan threadblock of a CPU-backend context: created
-// once with the context, woken for every launch, joined when the context is destroyed. No threads
-// are spawned per call.
-//
-// Thread-safety: run() must not be called concurrently with itself (one launch at a time per
-// context); the destructor must not race with run().
+// A persistent pool of host threads, one per plan threadblock of a CPU
+// context: created with the context, woken for every launch, joined when the
+// context goes. No thread is spawned per call.
+// Thread-safety: one run() at a time; the destructor must not race with run().
 #ifndef MSCCLPP_EXECUTOR_CPU_BLOCK_WORKERS_HPP_
 #define MSCCLPP_EXECUTOR_CPU_BLOCK_WORKERS_HPP_
 
@@ -28,11 +26,11 @@ class BlockWorkers {
 
   uint32_t size() const { return static_cast<uint32_t>(threads_.size()); }
 
-  // Runs fn(i) on worker i for every worker and returns when all returned. An exception thrown by
-  // fn is rethrown here (the first one). Throws TimeoutError if the workers have not all returned
-  // within waitSeconds (a safety net: the interpreter bounds its own waits); the pool is then
-  // unusable and its destructor waits for the stragglers. waitSeconds <= 0: no limit. While waiting,
-  // onTick(seconds waited so far) runs on this thread every tickSeconds (when both are given).
+  // Runs fn(i) on every worker i and returns when all returned, rethrowing
+  // fn's first exception. Throws TimeoutError when they have not returned
+  // within waitSeconds, a safety net; the pool is then unusable.
+  // waitSeconds <= 0: no limit. While waiting, onTick(seconds so far) runs
+  // on this thread every tickSeconds, when both are given.
   void run(const std::function<void(uint32_t)>& fn, double waitSeconds, double tickSeconds = 0,
            const std::function<void(double)>& onTick = nullptr);
 

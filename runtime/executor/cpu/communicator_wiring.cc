@@ -1,12 +1,8 @@
-// The CPU backend's wiring over a Communicator: every rank places its staged input/output, its
-// scratch and the semaphore counters it receives on in one shared host allocation, registers it
-// for Transport::HostShm and sends every other rank of the plan the registration and a directory
-// of offsets. Peers on this host map it and address each other's memory directly, exactly like the
-// emulator's world. Peers on another host are reached only through port channels: the region is
-// then registered for TCP too, one TCP connection is opened per such peer, and the context's proxy
-// performs their requests on it (remote_port_peers.hpp). A plan that would load/store into another
-// host's memory (memory channel, switch channel, memory-access remote buffer) is refused up front,
-// on every rank alike, so that no rank waits for a peer that gave up.
+// The CPU backend's wiring over a Communicator (docs/executor.md, "The CPU
+// backend"). Each rank puts its buffers and received counters in one shared
+// host allocation and sends every peer its registration and offsets.
+// Same-host peers map it; other hosts are reached only through port channels.
+// A plan that loads or stores across hosts is refused on every rank alike.
 #include <algorithm>
 #include <cstring>
 #include <future>
@@ -99,8 +95,8 @@ char* bufferBase(char* base, const Directory& d, plan::BufferType t, uint64_t* b
   return nullptr;
 }
 
-// Load/store access across hosts, checking every rank's declarations (the loader keeps them for all
-// ranks) so that all ranks refuse the same plan before any exchange.
+// Load/store access across hosts, in every rank's declarations, so all
+// ranks refuse the same plan before any exchange.
 Refusal loadStoreAcrossHosts(const plan::Plan& p, const Communicator& comm) {
   auto other = [&](int a, int b) { return comm.hostIdOf(a) != comm.hostIdOf(b); };
   auto refusal = [&](const std::string& what, int a, int b) -> Refusal {
@@ -146,8 +142,8 @@ uint64_t bufferOffset(const Directory& d, plan::BufferType t) {
 CommunicatorWiring::CommunicatorWiring(std::shared_ptr<Communicator> comm) : comm_(std::move(comm)) {
   MSCCLPP_ENFORCE(comm_ != nullptr, ErrorCode::InvalidArgument, "Executor: the communicator is null");
   bootstrap_ = comm_->bootstrap()->withNamespace("mscclpp.executor");
-  // An exchange waiting for a live peer has no deadline: a failed communicator (a dead peer, a
-  // mismatch found by the call monitor) ends it.
+  // An exchange waiting for a live peer has no deadline. A failed
+  // communicator ends it: a dead peer, or a mismatch the monitor found.
   std::weak_ptr<Bootstrap> view = bootstrap_;
   failureHook_ = comm_->onFailure([view]() {
     if (auto b = view.lock()) b->abort();
@@ -359,8 +355,8 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
     if (s.ranks.empty()) g.bytes = 0;
     res.switchGroups.push_back(std::move(g));
   }
-  // Nobody runs (and possibly finishes and exits, freeing its region) before every rank imported
-  // every region: a rank whose plan never waits on a peer would otherwise race the peer's import.
+  // Nobody runs before every rank imported every region: a rank whose plan
+  // never waits could finish, exit and free its region during an import.
   bs->barrier();
   // Keep our region, its registration and every imported mapping alive with the context.
   auto keep = std::make_shared<std::pair<std::shared_ptr<void>, std::vector<RegisteredMemory>>>();

@@ -1,13 +1,10 @@
-// How a CPU execution context gets its cross-rank resources (rank_resources.hpp). Two wirings:
-//  * CommunicatorWiring (here): ranks are the communicator's (processes of one host, or hosts
-//    joined by port channels): each rank allocates shared host memory, registers it
-//    (Transport::HostShm) and exchanges it and a directory of offsets with every other rank over
-//    the bootstrap.
-//  * LocalWorldWiring (the emulator library, emulation/local_world_wiring.hpp): ranks are threads of
-//    this process; every rank's memory lives in one shared-memory LocalWorld (no sockets).
-//
-// connect() is collective: every rank of the plan calls it for the same (plan, sizes) in the same
-// order. Thread-safety: CommunicatorWiring by its rank's thread only.
+// How a CPU context gets its cross-rank resources (rank_resources.hpp):
+//  * CommunicatorWiring: the communicator's ranks; each allocates shared host
+//    memory, registers it and exchanges it over the bootstrap;
+//  * LocalWorldWiring, in the emulator library: ranks are threads sharing one
+//    LocalWorld mapping.
+// connect() is collective: every rank calls it for the same plan and sizes in
+// the same order. Thread-safety: CommunicatorWiring by its rank's thread only.
 #ifndef MSCCLPP_EXECUTOR_CPU_CONTEXT_WIRING_HPP_
 #define MSCCLPP_EXECUTOR_CPU_CONTEXT_WIRING_HPP_
 
@@ -30,15 +27,14 @@ class ContextWiring {
   virtual ~ContextWiring() = default;
   // Ranks in this wiring's world.
   virtual int worldSize() const = 0;
-  // `call` is the call building the context: wirings that exchange with peers check that every rank
-  // builds it for the same call (Error(InvalidUsage) naming both ranks' calls otherwise).
+  // `call` is the call building the context. Wirings that exchange check
+  // that every rank builds for the same call, else Error(InvalidUsage).
   virtual RankResources connect(const plan::PlanPtr& plan, int rank, const CallShape& shape,
                                 const CallDescriptor& call) = 0;
-  // Why this wiring cannot connect the plan's ranks (asked before connect(), which throws it as
-  // Error(NotSupported)); from the plan and facts every rank shares, so all ranks refuse alike.
+  // Why this wiring cannot connect the plan's ranks, from facts all ranks
+  // share. Asked before connect(), which throws it as Error(NotSupported).
   virtual Refusal refusal(const plan::Plan&) const { return std::nullopt; }
-  // The communicator behind this wiring (the CUDA backend exchanges device memory through it);
-  // null for wirings without one.
+  // The communicator behind this wiring, or null.
   virtual std::shared_ptr<Communicator> communicator() const { return nullptr; }
 };
 
@@ -48,8 +44,8 @@ class CommunicatorWiring : public ContextWiring {
   int worldSize() const override;
   RankResources connect(const plan::PlanPtr& plan, int rank, const CallShape& shape,
                         const CallDescriptor& call) override;
-  // Load/store access (memory channels, switch channels, memory-channel remote buffers) between ranks on
-  // different hosts, checked for every rank's declarations.
+  // Load/store access between ranks on different hosts, in every rank's
+  // declarations: memory and switch channels, remote buffers.
   Refusal refusal(const plan::Plan& plan) const override;
   std::shared_ptr<Communicator> communicator() const override { return comm_; }
 

@@ -39,8 +39,8 @@ CpuContext& CpuBackend::build(const ExecCall& c, const CallShape& shape, const C
 }
 
 Refusal CpuBackend::execute(const ExecCall& c) {
-  // The refusals before the call begins: a context not built yet is first shaped and its wiring asked (plan and
-  // sizes, facts every rank shares), so no rank starts the collective build for a call the plan cannot serve.
+  // Refusals come before the call begins. A new context is first shaped
+  // and its wiring asked, so no rank starts a build the plan cannot serve.
   CpuContext* ctx = cache_.find(keyOf(c));
   CallShape shape;
   if (ctx == nullptr) {
@@ -58,8 +58,8 @@ Refusal CpuBackend::execute(const ExecCall& c) {
   if (monitor_) monitor_->begin(descriptor);
   try {
     if (ctx == nullptr) ctx = &build(c, shape, descriptor);
-    // The context's reduce granularity is known once it is built (every rank builds the same one for the plan and
-    // dtype, so all refuse alike); nothing of the launch has started.
+    // The reduce granularity is known once the context is built, alike on
+    // every rank. Nothing of the launch has started.
     if (Refusal r = ctx->launchRefusal(c.dtype)) return r;
     if (monitor_) monitor_->running([ctx]() { return ctx->liveCall(); });
     run(c, *ctx);
@@ -74,11 +74,10 @@ Refusal CpuBackend::execute(const ExecCall& c) {
 void CpuBackend::run(const ExecCall& c, CpuContext& ctx) {
   const plan::PlanHeader& h = c.plan->header;
   const RankResources& res = ctx.image().resources();
-  // Stage in: the plan's input (inside the data buffer for in-place plans) gets the send buffer,
-  // pre-scaled for premulsum. Off a scatter's root the send buffer is never read (NCCL allows any
-  // pointer there, even one to fewer bytes).
-  // A padded call (sizes that do not fit the plan's chunks, plan_sizing.hpp: sizeCall) moves each rank-major
-  // part between the call's pitch and the plan's padded pitch; the padding never reaches the user.
+  // Stage in: the plan's input gets the send buffer, pre-scaled for
+  // premulsum. Off a scatter's root the send buffer is never read: NCCL
+  // allows any pointer there. A padded call moves each rank-major part
+  // between the call's pitch and the plan's; padding never reaches the user.
   const plan::CallGeometry& geometry = ctx.image().shape().geometry;
   if (readsInput(h.collective, c.rank, h.root) && c.sendBytes > 0) {
     const uint32_t parts = geometry.padded ? geometry.inputParts : 1;

@@ -1,11 +1,10 @@
-// The CPU backend (backend.hpp): one Executor's CPU execution contexts (cpu_context.hpp), one per
-// (plan, rank, send/recv sizes), built through the executor's wiring (context_wiring.hpp) on first
-// use and kept in a ContextCache. A call stages the user's send buffer into the context's shared
-// memory (pre-scaled for premulsum), launches the plan's threadblocks on host threads, divides for
-// avg, and stages the output back: execute() has completed when it returns.
-//
-// Thread-safety: one thread at a time (the Executor serialises execute()); abort through the
-// executor's LaunchAbort from any thread.
+// The CPU backend (backend.hpp): one Executor's CPU contexts, one per plan,
+// rank and call sizes, built through the executor's wiring on first use.
+// A call copies the send buffer into the context's shared memory, runs the
+// plan's threadblocks on host threads and copies the output back, scaling
+// for premulsum and avg. execute() has completed when it returns.
+// Thread-safety: one thread at a time (the Executor serialises execute());
+// abort through the executor's LaunchAbort from any thread.
 #ifndef MSCCLPP_EXECUTOR_CPU_CPU_BACKEND_HPP_
 #define MSCCLPP_EXECUTOR_CPU_CPU_BACKEND_HPP_
 
@@ -30,8 +29,8 @@ class CallMonitor;
 
 class CpuBackend final : public ExecutionBackend {
  public:
-  // `abort` and `monitor` (null: none; the call monitor of an executor on a communicator) belong to the executor
-  // and outlive this backend.
+  // `abort` and `monitor` belong to the executor and outlive this backend.
+  // monitor: null unless the executor is on a communicator.
   CpuBackend(std::shared_ptr<ContextWiring> wiring, LaunchAbort& abort, CallMonitor* monitor);
 
   Refusal execute(const ExecCall& call) override;
@@ -40,11 +39,10 @@ class CpuBackend final : public ExecutionBackend {
   bool pollError(std::string*) override { return false; }  // execute() reports every failure
 
  private:
-  // The datatype and op are part of the key although the context does not depend on them: two ranks calling with
-  // different ones then use different contexts, which never complete each other's calls, so the call monitor
-  // finds the mismatch instead of the ranks mixing their data silently. The datatype's element size also shapes
-  // the context: the plan's geometry for the same bytes depends on it (a padded part is a whole number of
-  // elements; a reducing plan's chunks split no element).
+  // The datatype and op are part of the key. Ranks calling with different
+  // ones use different contexts, which never complete each other's calls,
+  // so the call monitor finds the mismatch instead of the data mixing.
+  // The element size also shapes the geometry of the same bytes.
   struct Key {
     plan::PlanPtr plan;  // keeps the plan (compared by address) alive while its context lives
     int rank;

@@ -55,9 +55,9 @@ CpuContext::~CpuContext() {
   if (proxy_) proxy_->stopProxy();
 }
 
-// The emulated port-channel transfer: a copy into the peer's (shared) memory, then a release
-// increment of the peer's semaphore, in FIFO order. Flush needs nothing more: the copy is done
-// when the request is popped, and pop() publishes the tail that flush waits for.
+// The emulated port-channel transfer: a copy into the peer's shared
+// memory, then a release increment of its semaphore, in FIFO order. A flush
+// needs nothing more: pop() publishes the tail that flush waits for.
 std::string CpuContext::handleRequest(const TriggerFields& f) {
   const RankResources& res = image_->resources();
   if (res.remotePorts && res.remotePorts->crossesHost(f.channelId)) return handleRemoteRequest(f);
@@ -76,9 +76,9 @@ std::string CpuContext::handleRequest(const TriggerFields& f) {
   return std::string();
 }
 
-// A request of a port channel whose peer is on another host: the same operations, performed on the
-// channel's connection (in FIFO order, so a signal follows the channel's earlier puts at the peer).
-// Connection errors (peer gone, write rejected, flush timed out) become the proxy's failure.
+// A request of a port channel to another host: the same operations on the
+// channel's connection, in FIFO order, so a signal follows earlier puts.
+// A connection error becomes the proxy's failure.
 std::string CpuContext::handleRemoteRequest(const TriggerFields& f) {
   RemotePortPeers& peers = *image_->resources().remotePorts;
   RemotePortPeers::Channel& ch = peers.channels[f.channelId];
@@ -113,8 +113,8 @@ std::string CpuContext::handleRemoteRequest(const TriggerFields& f) {
     }
     if (f.type & TriggerFlush) {
       op = "flush";
-      // The launch's timeout (the communicator's): MSCCLPP_TIMEOUT_S alone would not bound a communicator
-      // given its own.
+      // The launch's timeout, which is the communicator's own when it has
+      // one; MSCCLPP_TIMEOUT_S alone would ignore that.
       const double s = launchTimeoutSeconds_.load(std::memory_order_relaxed);
       ch.connection->flush(s <= 0 ? kNoFlushDeadlineUsec : static_cast<int64_t>(s * 1e6));
     }
@@ -125,13 +125,12 @@ std::string CpuContext::handleRemoteRequest(const TriggerFields& f) {
   return std::string();
 }
 
-// A plan may end with requests still in the FIFO (on a GPU too the kernel's last signal is
-// performed by the proxy after the kernel ended). Here a launch returns only once the proxy
-// performed every request its blocks pushed: same host, the copy and the counter increment are
-// done; another host, the request was handed to the connection (TCP: sent into the socket, so it
-// is delivered even if this process exits right after). Without this a process exiting after its
-// last collective could take its final signal with it. No flush: it would need the peer's
-// acknowledgement, and a peer that finished its own launch may already have gone.
+// A plan may end with requests still in the FIFO. A launch returns only
+// once the proxy performed every request its blocks pushed: on this host
+// the copy and increment are done; to another host the request is in the
+// socket. A process that exits after its last collective then keeps its
+// final signal. No flush: it needs the peer's acknowledgement, and a peer
+// that finished its own launch may be gone.
 std::string CpuContext::completeProxyRequests(double timeoutSeconds) {
   FifoDeviceHandle fifo = proxy_->fifoDeviceHandle();
   // Acquire: the blocks' pushes happened before they finished (joined by run()); head is final.
@@ -198,8 +197,8 @@ void CpuContext::launch(DataType dtype, ReduceOp op, PacketType packet, double t
   LaunchArgs args{secondsToNs(timeoutSeconds), static_cast<uint32_t>(packet), 0};
   launchTimeoutSeconds_.store(timeoutSeconds, std::memory_order_relaxed);  // before any block can push
   lastFlag_ = dev.state->flag;  // no launch in flight: a plain read is ordered by the last run()
-  // The workers' own limit is a safety net behind the interpreter's deadlines (none by default:
-  // live peers are waited for, a dead one raises the abort flag through the communicator).
+  // The workers' own limit backs up the interpreter's deadlines, which are
+  // none by default: a dead peer raises the abort flag instead.
   const double safety = timeoutSeconds <= 0 ? 0 : 2 * timeoutSeconds + 30;
   workers_->run([&](uint32_t block) { fn(dev, block, args); }, safety, params::waitWarnSeconds(),
                 [&](double waited) { warnLongWait(waited); });

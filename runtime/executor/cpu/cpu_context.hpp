@@ -1,12 +1,10 @@
-// A CPU-backend execution context: the resolved plan image for one (plan, rank, call shape,
-// resources), a persistent pool of block threads, and, when the plan has port channels, the
-// runtime's ProxyService (runtime/proxy) with a request handler that performs the emulated
-// transfer against this context's memory table (same host) or on a TCP connection (a peer on
-// another host, RankResources::remotePorts). Built once, launched many times; the LL flag, semaphore counters and
-// scratch persist between launches exactly as on the GPU.
-//
-// Thread-safety: one launch at a time (the owner serialises calls); different contexts (ranks)
-// run concurrently. After a failed launch the context refuses further launches.
+// A CPU-backend execution context for one plan, rank, call shape and set of
+// resources: the resolved image, a pool of block threads, and for port
+// channels a ProxyService whose handler copies into a same-host peer's memory
+// or writes on a TCP connection to another host. Built once, launched many
+// times; the LL flag, counters and scratch persist between launches.
+// Thread-safety: one launch at a time; contexts of different ranks run
+// concurrently. After a failed launch the context refuses further launches.
 #ifndef MSCCLPP_EXECUTOR_CPU_CPU_CONTEXT_HPP_
 #define MSCCLPP_EXECUTOR_CPU_CPU_CONTEXT_HPP_
 
@@ -26,30 +24,31 @@ namespace mscclpp::exec {
 
 class CpuContext {
  public:
-  // timeoutSeconds: the timeout stored in the channel handles and the proxy FIFO (the communicator's; <= 0: none);
-  // timeoutSetting: where it came from (Communicator::timeoutSetting()), named by the FIFO's timeouts.
+  // timeoutSeconds: the communicator's timeout for the channel handles and
+  // the proxy FIFO; <= 0: none. timeoutSetting names where it came from.
   CpuContext(plan::PlanPtr plan, int rank, const CallShape& shape, RankResources resources, double timeoutSeconds,
              const char* timeoutSetting = "MSCCLPP_TIMEOUT_S");
   ~CpuContext();
   CpuContext(const CpuContext&) = delete;
   CpuContext& operator=(const CpuContext&) = delete;
 
-  // Runs every threadblock once with reduce op `op` (native: sum, prod, max, min) and returns when
-  // all finished. Every wait is bounded by timeoutSeconds, the proxy's flushes included; timeoutSetting names
-  // where it came from in messages ("MSCCLPP_TIMEOUT_S", "the communicator's timeout"). On failure throws TimeoutError
-  // (a wait of this rank timed out), Error(Aborted) (stopped because another rank failed) or
-  // Error(NotSupported/InvalidArgument) with the blocks' wait-for description.
+  // Runs every threadblock once with the native op `op` and returns when all
+  // finished. Every wait, the proxy's flushes included, is bounded by
+  // timeoutSeconds. Throws with the blocks' wait-for picture: TimeoutError
+  // when a wait of this rank timed out, Error(Aborted) when another rank
+  // failed, NotSupported or InvalidArgument for a bad request. Throws
   // Error(NotSupported) with launchRefusal(dtype) when there is one.
   void launch(DataType dtype, ReduceOp op, PacketType packet, double timeoutSeconds,
               const char* timeoutSetting = "MSCCLPP_TIMEOUT_S");
-  // Why this context cannot reduce `dtype` (its reductions touch offsets or sizes that split elements), or nullopt.
+  // Why this context cannot reduce `dtype`: its reductions would split
+  // elements. Else nullopt.
   Refusal launchRefusal(DataType dtype) const;
 
-  // What the long-wait warning adds about the peers (the call monitor's view: who is idle, who is
-  // in which call); called on the launching thread while blocks wait. Empty: nothing.
+  // What the long-wait warning says about the peers, from the call monitor.
+  // Called on the launching thread while blocks wait.
   void setPeerStatus(std::function<std::string()> status) { peerStatus_ = std::move(status); }
-  // Kept until the context goes, and dropped before its memory: the communicator's registration that raises this
-  // context's abort flag when it fails (Communicator::raiseOnFailure).
+  // The communicator's registration that raises the abort flag when it
+  // fails. Dropped before the context's memory.
   void holdFailureRegistration(std::shared_ptr<void> registration) { failureRegistration_ = std::move(registration); }
 
   // The launch in progress as the call monitor sees it (any thread, while launch() runs).
@@ -64,8 +63,8 @@ class CpuContext {
   std::string handleRequest(const TriggerFields& f);
   // handleRequest for a port channel whose peer is on another host (RankResources::remotePorts).
   std::string handleRemoteRequest(const TriggerFields& f);
-  // After a successful launch with port channels: waits until the proxy performed every request of
-  // the launch (bounded). Returns "" or why it could not.
+  // After a launch with port channels: waits, bounded, until the proxy
+  // performed every request. Returns "" or why it could not.
   std::string completeProxyRequests(double timeoutSeconds);
   // One WARN line, every MSCCLPP_WAIT_WARN_S of a launch: what each unfinished block waits for.
   void warnLongWait(double waited) const;

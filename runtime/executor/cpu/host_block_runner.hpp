@@ -1,6 +1,6 @@
-// The CPU backend's entry into the op interpreter: one call runs one plan threadblock on the calling
-// host thread (threadId 0 of 1). Instantiated once per (dtype, native reduce op) in the generated
-// translation units interp_inst_<type>.cc (one per dtype, so builds run in parallel).
+// The CPU backend's entry into the op interpreter: one call runs one plan
+// threadblock on the calling thread, as thread 0 of 1. Instantiated per
+// datatype and native op in the generated interp_inst_<type>.cc files.
 #ifndef MSCCLPP_EXECUTOR_CPU_HOST_BLOCK_RUNNER_HPP_
 #define MSCCLPP_EXECUTOR_CPU_HOST_BLOCK_RUNNER_HPP_
 
@@ -17,7 +17,7 @@ using HostBlockFn = void (*)(const ExecContextDevice& ctx, uint32_t block, const
 template <class T, class Op>
 void runHostBlock(const ExecContextDevice& ctx, uint32_t block, const LaunchArgs& args);
 
-// The instantiation for (dtype, op); op must be native (sum, prod, max, min). Throws
+// The instantiation for dtype and a native op. Throws
 // Error(InvalidArgument) for values outside the table.
 HostBlockFn hostBlockFunction(DataType dtype, ReduceOp op);
 

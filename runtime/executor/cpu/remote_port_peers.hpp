@@ -1,14 +1,10 @@
-// Port-channel peers on other hosts, for the CPU backend. A wiring that spans hosts
-// (CommunicatorWiring) reaches a rank on another host only through port channels: its memory is
-// not mapped here, so the context's proxy handler performs each request of such a channel on a
-// Connection (TCP) instead of the same-host memmove:
-//   put    -> Connection::write(peer's region, its offset + dstOffset, our region, offset + srcOffset)
-//   signal -> Connection::updateAndSync(peer's region, the paired counter's offset, ++outbound)
-//   flush  -> Connection::flush (bounded by MSCCLPP_TIMEOUT_S)
-//
-// Ownership: built by the wiring, owned by the context's RankResources (shared_ptr); it keeps the
-// connections and registrations alive while the context exists. Thread-safety: used only by the
-// context's proxy thread after construction (a Connection allows one thread at a time).
+// Port-channel peers on other hosts, for the CPU backend. Their memory is not
+// mapped here, so the proxy performs each request on a TCP Connection:
+//   put    -> Connection::write into the peer's registered region
+//   signal -> Connection::updateAndSync of the paired counter
+//   flush  -> Connection::flush, bounded by the launch's timeout
+// Ownership: the context's RankResources; it keeps connections and
+// registrations alive. Used only by the context's proxy thread.
 #ifndef MSCCLPP_EXECUTOR_CPU_REMOTE_PORT_PEERS_HPP_
 #define MSCCLPP_EXECUTOR_CPU_REMOTE_PORT_PEERS_HPP_
 
@@ -23,8 +19,8 @@
 namespace mscclpp::exec {
 
 struct RemotePortPeers {
-  // One per rank-level port channel (indexed by channel id). connection == nullptr: the peer is on
-  // this host and the channel keeps the zero-copy path.
+  // One per port channel, by id. A null connection: the peer is on this
+  // host and the channel keeps the zero-copy path.
   struct Channel {
     int peer = -1;
     std::shared_ptr<Connection> connection;
@@ -32,8 +28,8 @@ struct RemotePortPeers {
     uint64_t peerCounterOffset = 0;  // the counter of the paired channel inside peerRegion
     uint64_t outbound = 0;           // signals sent so far (counters only grow; updateAndSync's source)
   };
-  // One per proxy memory id (0 input, 1 output, 2 scratch, 3 + k remote buffer k): where the buffer
-  // starts inside its owner's registered region. region invalid: not reachable over a connection.
+  // One per proxy memory id: where the buffer starts in its owner's region.
+  // An invalid region: not reachable over a connection.
   struct Memory {
     int owner = -1;
     RegisteredMemory region;

@@ -84,8 +84,8 @@ BindingKey bindingKeyOf(const CallRequest& q) {
 CallBinding bindCall(const CallRequest& q) {
   MSCCLPP_ENFORCE(q.plan != nullptr, ErrorCode::InvalidArgument, "bindCall: no plan");
   const plan::PlanHeader& h = q.plan->header;
-  // Scatter reads only the root's send buffer, reduce and gather write only the root's receive buffer:
-  // NCCL lets the other ranks pass NULL there.
+  // Scatter reads only the root's send buffer; reduce and gather write only
+  // the root's receive buffer. NCCL lets other ranks pass NULL there.
   const bool reads = h.collective != plan::Collective::Scatter || q.rank == h.root;
   MSCCLPP_ENFORCE(!reads || q.sendBytes == 0 || q.send != nullptr, ErrorCode::InvalidArgument,
                   "plan %s rank %d: a null send buffer of %llu bytes", h.name.c_str(), q.rank,
@@ -129,8 +129,8 @@ CallBinding bindCall(const CallRequest& q) {
     }
     if (userData != nullptr && q.send != userData + l.inputOffset &&
         overlaps(q.send, q.sendBytes, userData, l.dataBytes)) {
-      // The send buffer overlaps the data buffer elsewhere than the input slot: a copy between them
-      // would overlap (undefined for cudaMemcpyAsync).
+      // The send buffer overlaps the data buffer outside the input slot: an
+      // overlapping cudaMemcpyAsync is undefined.
       userData = nullptr;
       b.why = "the send buffer overlaps the receive buffer but not at the in-place plan's input position";
     }

@@ -1,21 +1,9 @@
-// How one call's user buffers become a plan's input and output on the GPU backend. Zero-copy where
-// the plan's semantics allow it: the plan reads and writes the user's device buffers directly (and
-// peers reach them through CUDA IPC or, for ranks in this process, the pointer itself). A
-// context-owned staging buffer (allocated once per context, never per call) takes their place when
-// the user's buffers cannot serve as the plan's buffers:
-//  * an in-place plan serving an out-of-place reducescatter (the plan would overwrite the user's
-//    send buffer), or a call whose receive buffer cannot hold the plan's data buffer (a reduce's
-//    non-root rank with no receive buffer);
-//  * an out-of-place plan whose input would be modified (premulsum scales it) or aliases the output
-//    (an in-place call);
-//  * buffers that peers in other processes cannot map (not exportable through CUDA IPC);
-//  * a padded call (sizes that do not fit the plan's chunks, plan_sizing.hpp: CallGeometry): the plan's
-//    buffers are staged at the padded geometry; the pre- and post-steps copy each rank-major part
-//    between the user's pitch and the plan's (cudaMemcpy2DAsync).
-// The steps around the kernel (all on the call's stream, graph-capturable):
-//   pre:  input <- send (a copy, or premulsum's scaling; in place when they coincide)
-//   post: recv  <- output (when the output was staged) ; avg: recv /= ranks
-//
+// How one call's user buffers become a plan's input and output on the GPU.
+// Zero-copy where the plan's semantics allow it; else context-owned staging,
+// allocated once per context, never per call (docs/cuda-backend.md,
+// "Execution contexts", lists when). The steps around the kernel:
+//   pre:  input <- send (a copy, or premulsum's scaling)
+//   post: recv <- output when staged; avg: recv /= ranks
 // Thread-safety: pure functions.
 #ifndef MSCCLPP_EXECUTOR_CUDA_CALL_BINDING_HPP_
 #define MSCCLPP_EXECUTOR_CUDA_CALL_BINDING_HPP_
@@ -44,8 +32,8 @@ struct CallBinding {
   BufferPlace data;           // in-place plans: the data buffer holding both (user or staged)
   uint64_t stagingBytes = 0;  // context-owned bytes the binding needs (0: fully zero-copy)
 
-  // pre-step: copy (or premultiply) preBytes from preSrc into the plan's input (skipped when 0
-  // bytes; in place when the source is the input itself).
+  // pre-step: copy or premultiply preBytes from preSrc into the plan's
+  // input. Skipped for 0 bytes; in place when the source is the input.
   const char* preSrc = nullptr;
   uint64_t preBytes = 0;
   bool preInPlace = false;  // the source is the plan's input (premulsum scales in place)
@@ -54,8 +42,8 @@ struct CallBinding {
   uint64_t postBytes = 0;
   // avg: divide these bytes of recv (after the post-step).
   uint64_t divideBytes = 0;
-  // Padded calls (planPartBytes > 0): preBytes and postBytes move as preParts and postParts parts of
-  // userPartBytes each, at userPartBytes in the user's buffers and planPartBytes in the staging.
+  // Padded calls, planPartBytes > 0: the steps move parts of userPartBytes,
+  // at pitch userPartBytes in the user's buffers, planPartBytes in staging.
   uint64_t userPartBytes = 0, planPartBytes = 0;
   uint32_t preParts = 1, postParts = 1;
 
@@ -70,19 +58,19 @@ struct CallRequest {
   uint64_t sendBytes = 0;
   uint64_t recvBytes = 0;
   ReduceOp op = ReduceOp::Sum;
-  // False when the user's buffers must not be used in place (they cannot be exported to peers in
-  // other processes): everything is staged.
+  // False when peers in other processes cannot map the user's buffers:
+  // everything is staged.
   bool zeroCopy = true;
   // The plan's geometry for the call's sizes (the context's shape); padded: everything is staged.
   plan::CallGeometry geometry;
 };
 
-// Decides the binding. Throws Error(InvalidArgument) for impossible requests (a null buffer the
-// collective needs).
+// Decides the binding. Throws Error(InvalidArgument) for an impossible
+// request, such as a null buffer the collective needs.
 CallBinding bindCall(const CallRequest& req);
 
-// The part of the binding that decides a context's identity: the staged layout and the user
-// pointers the plan reaches (equal keys share a context).
+// The part of the binding that decides a context's identity: the staged
+// layout and the user pointers. Equal keys share a context.
 struct BindingKey {
   const char* send = nullptr;
   const char* recv = nullptr;

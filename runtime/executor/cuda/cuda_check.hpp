@@ -1,6 +1,6 @@
-// Checked CUDA runtime calls for the GPU backend's host code: every failure becomes
-// Error(CudaError) naming what we were doing, the call and cudaGetErrorString's text. Included only
-// by sources compiled in CUDA builds.
+// Checked CUDA runtime calls for the GPU backend's host code. A failure
+// becomes Error(CudaError) naming what we did, the call and CUDA's text.
+// Included only by sources compiled in CUDA builds.
 #ifndef MSCCLPP_EXECUTOR_CUDA_CUDA_CHECK_HPP_
 #define MSCCLPP_EXECUTOR_CUDA_CUDA_CHECK_HPP_
 

@@ -8,8 +8,8 @@
 namespace mscclpp::exec {
 namespace {
 
-// Offsets of every section for the counts of one image. Computed the same way for sizing and for
-// packing, so the two can never disagree.
+// Offsets of every section for one image's counts. Sizing and packing
+// both use it, so they never disagree.
 struct Layout {
   uint64_t total = 0;
   uint64_t context = 0, blocks = 0, memoryChannels = 0, portChannels = 0, switchChannels = 0;

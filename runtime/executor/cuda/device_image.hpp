@@ -1,15 +1,9 @@
-// One execution context's image as one contiguous block of bytes, ready to be copied to device
-// memory in a single upload: every array the interpreter reads (ExecContextDevice, threadblocks,
-// ops, resolved references, ids, channel handles, switch member tables) and the mutable state the
-// launches update (ExecState, block records, semaphore expected counters, sem_* counters,
-// barriers), with every pointer into those arrays rewritten for the address the block will live
-// at. Pointers that lead outside the image (buffers, peers' counters, the proxy FIFO, the abort
-// flag) are kept as they are: the context builder already made them valid on the device.
-//
-// Layout: every section starts at a multiple of 16 bytes and is padded to 16 (the kernel copies
-// op lists to shared memory with 16-byte vectors). The immutable sections come first, then the
-// mutable ones, so the mutable part can be read back (diagnostics) or re-uploaded (reset) alone.
-//
+// One context's image as one contiguous block, ready for a single upload:
+// every array the interpreter reads, then the state the launches update.
+// Pointers into those arrays are rewritten for the block's device address;
+// pointers out of the image (buffers, peers' counters, FIFO, abort flag) stay.
+// Sections start and end on 16 bytes: the kernel copies op lists as vectors.
+// The mutable sections come last, so they can be read back alone.
 // Thread-safety: pure functions of their arguments.
 #ifndef MSCCLPP_EXECUTOR_CUDA_DEVICE_IMAGE_HPP_
 #define MSCCLPP_EXECUTOR_CUDA_DEVICE_IMAGE_HPP_
@@ -45,18 +39,18 @@ struct ImageCounts {
   bool operator==(const ImageCounts& o) const;
 };
 ImageCounts imageCountsOf(const ExecContextDevice& image);
-// The counts a rank's image of `plan` will have (what ContextImage::build makes of the plan), known
-// before any peer is heard from: the device memory is allocated before the exchange.
+// The counts ContextImage::build will give a rank's image of `plan`, known
+// before any peer is heard from: the memory is allocated before the exchange.
 ImageCounts imageCountsOf(const plan::RankPlan& plan);
 
-// The size of the packed image (depends only on its counts): allocate this much, then pack for the
-// allocation's address.
+// The packed image's size, from its counts only: allocate this much, then
+// pack for the allocation's address.
 uint64_t packedImageBytes(const ImageCounts& counts);
 uint64_t packedImageBytes(const ExecContextDevice& image);
 
-// Packs `image` (a host image: ContextImage::device()) relocated to `base`. The mutable sections
-// receive the current values of the image's state (a fresh context's: flag 1, counters zero).
-// Throws Error(InternalError) when a channel handle points to state outside the image's arrays.
+// Packs the host image `image` relocated to `base`. The mutable sections
+// get the image's current state: flag 1 and zero counters when fresh.
+// Throws Error(InternalError) when a handle points outside the image.
 PackedImage packDeviceImage(const ExecContextDevice& image, uint64_t base);
 
 }  // namespace mscclpp::exec

@@ -1,7 +1,7 @@
-// The GPU entry of the op interpreter: one CUDA block per plan threadblock, all its threads
-// cooperating on each op through the shared interpreter (op_interpreter.hpp). The block's ops,
-// resolved references and ids are copied into dynamic shared memory when they fit (the launcher
-// passes how much it reserved), else read from global memory: no fixed limit on plan size.
+// The GPU entry of the op interpreter: one CUDA block per plan threadblock,
+// all its threads cooperating on each op. A block's ops, references and ids
+// are copied to dynamic shared memory when they fit, else read from global
+// memory, so a plan's size has no fixed limit.
 #ifndef MSCCLPP_EXECUTOR_CUDA_EXECUTOR_KERNEL_CUH_
 #define MSCCLPP_EXECUTOR_CUDA_EXECUTOR_KERNEL_CUH_
 
@@ -18,8 +18,8 @@ __device__ __forceinline__ void blockCopy16(void* dst, const void* src, size_t n
 
 __device__ __forceinline__ size_t roundUp16(size_t n) { return (n + 15) / 16 * 16; }
 
-// The block's threadblock record, with its op list moved into shared memory when it fits. Out of
-// line: the staging's registers are free again when the op loop starts (ptxas: no spills).
+// The block's record, its op list moved into shared memory when it fits.
+// Out of line, so its registers are free again for the op loop.
 static __device__ __noinline__ void stageBlock(const ExecContextDevice* ctx, uint32_t sharedBytes, char* smem,
                                                ThreadblockDevice* tbOut) {
   ThreadblockDevice& tb = *tbOut;

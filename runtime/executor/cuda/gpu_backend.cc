@@ -23,9 +23,9 @@
 namespace mscclpp::exec {
 namespace {
 
-// The buffers' allocation ids are part of the key: a buffer freed and allocated again at the same
-// address (a caching allocator's routine) is new memory, which peers in other processes must map
-// anew (their IPC mapping names the old allocation).
+// The buffers' allocation ids are part of the key. A buffer freed and
+// allocated again at the same address is new memory, which peers in other
+// processes must map anew: their IPC mapping names the old allocation.
 struct GpuContextKey {
   const plan::Plan* plan;
   int rank;
@@ -54,8 +54,8 @@ class GpuBackendImpl final : public GpuBackend {
 
   ~GpuBackendImpl() override {
     if (monitor_) monitor_->setCompletion(nullptr);  // before completion_ goes
-    // Every context goes to the releaser, which destroys it once its devices are idle; wait for that
-    // here, so the executor's memory is gone when it is (contexts a graph still holds stay alive).
+    // Every context goes to the releaser; wait here until it destroyed them,
+    // so the executor's memory goes with it. Graphs keep theirs alive.
     cache_.clear();
     ContextReleaser::instance().drain();
   }
@@ -113,9 +113,10 @@ class GpuBackendImpl final : public GpuBackend {
   }
 
  private:
-  // Enqueues the call (building its context first if needed; *tracked: its completion mark followed, *captured:
-  // captured into a CUDA graph, *live: the context's live-state source), or returns why it is refused (nothing of the
-  // call exchanged or enqueued).
+  // Enqueues the call, building its context first if needed, or returns why
+  // it is refused before anything is exchanged or enqueued. *tracked: a
+  // completion mark follows it. *captured: it went into a CUDA graph.
+  // *live: the context's live-state source.
   Refusal enqueue(const GpuCall& c, uint64_t seq, bool* tracked, bool* captured,
                   const std::shared_ptr<const std::function<LiveCall()>>** live) {
     const plan::PlanHeader& h = c.plan->header;
@@ -139,8 +140,8 @@ class GpuBackendImpl final : public GpuBackend {
       if (Refusal r = build(key, req, c, &ctx)) return r;
     }
     const void* legacy = reinterpret_cast<const void*>(cudaStreamLegacy);
-    // The legacy stream serialises the kernels of ranks sharing this process and GPU. Strings are
-    // built only for the refusal: a call on the legacy stream that may run allocates nothing.
+    // The legacy stream serialises the kernels of ranks sharing this GPU.
+    // Strings are built only to refuse, so an allowed call allocates nothing.
     if ((c.stream == nullptr || c.stream == legacy) && world_->topology().coResidentCount() > 1) {
       const std::string problem = streamProblem(strFormat("plan %s rank %d", h.name.c_str(), c.rank),
                                                 world_->topology().coResidentRanks(), c.stream, legacy);
@@ -160,8 +161,8 @@ class GpuBackendImpl final : public GpuBackend {
     args.call = launchCallTag(seq, args.capturing);
     if (Refusal r = ctx->launch(args)) return r;
     *live = &ctx->liveSource();
-    // Captured calls run at replays, which no completion mark can number (call_completion.hpp): the
-    // monitor watches their context's waits instead (CallMonitor::captured).
+    // Captured calls run at replays, which no completion mark can number:
+    // the monitor watches their context's waits instead.
     *captured = args.capturing;
     *tracked = completion_ != nullptr && !args.capturing && completion_->mark(c.stream, seq);
     return std::nullopt;
@@ -188,8 +189,8 @@ class GpuBackendImpl final : public GpuBackend {
                          dataTypeSize(c.dtype)};
   }
 
-  // Builds the call's context (collective) into *built, or returns why the plan cannot serve the call here
-  // (before anything is exchanged).
+  // Builds the call's context collectively into *built, or returns why the
+  // plan cannot serve the call here, before anything is exchanged.
   Refusal build(const GpuContextKey& key, const CallRequest& req, const GpuCall& c, GpuContext** built) {
     CallShape shape;
     if (Refusal r = tryShapeCall(*c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype, &shape)) return r;
@@ -199,8 +200,8 @@ class GpuBackendImpl final : public GpuBackend {
     if (Refusal r =
             GpuContext::create(world_, c.plan, c.rank, shape, req, call, c.dtype, nativeOpOf(c.op), c.stream, &ctx))
       return r;
-    // Evicted contexts are retired, not destroyed here: freeing synchronises the device, and this
-    // rank's peers may already run kernels that wait for the launch this thread is about to make.
+    // Evicted contexts are retired, not destroyed here: freeing synchronises
+    // the device, and peers' kernels may wait for this thread's next launch.
     std::vector<std::unique_ptr<RetiringContextRef>> evicted;
     cache_.setCapacity(static_cast<size_t>(std::max<int64_t>(1, params::contextCacheSize())));
     RetiringContextRef& added = cache_.insert(key, std::make_unique<RetiringContextRef>(std::move(ctx)), &evicted);
@@ -240,7 +241,7 @@ Refusal GpuBackend::unavailable(const Communicator* comm) {
 }
 
 std::unique_ptr<GpuBackend> GpuBackend::create(std::shared_ptr<Communicator> comm, CallMonitor* monitor) {
-  // No device (or no CUDA in the build) is said first, whatever the arguments: it is what the caller must change.
+  // A missing device or build is said first: the caller must change that.
   if (Refusal r = unavailable(comm.get())) throw Error(ErrorCode::NotSupported, *r);
   MSCCLPP_ENFORCE(comm != nullptr, ErrorCode::InvalidArgument, "GPU executor: the communicator is null");
   return std::make_unique<GpuBackendImpl>(std::move(comm), monitor);

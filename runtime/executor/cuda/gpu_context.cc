@@ -83,7 +83,7 @@ Refusal GpuContext::create(std::shared_ptr<GpuWorld> world, const plan::PlanPtr&
                            void* stream, std::shared_ptr<GpuContext>* built) {
   std::shared_ptr<GpuContext> ctx(new GpuContext(std::move(world), plan, rank));
   DeviceGuard guard(ctx->world_->device());
-  if (Refusal r = ctx->admit(dtype, nativeOp)) return r;  // the context goes: nothing was allocated or exchanged
+  if (Refusal r = ctx->admit(dtype, nativeOp)) return r;  // nothing allocated or exchanged yet
   ctx->build(shape, request, call, stream);
   *built = std::move(ctx);
   return std::nullopt;
@@ -112,8 +112,9 @@ Refusal GpuContext::admit(DataType dtype, ReduceOp nativeOp) {
         "channels over InfiniBand are not implemented for it)",
         name_.c_str(), rankList(far).c_str());
   }
-  // Ranks that are threads of this process on other GPUs hand us raw pointers into their device
-  // memory: our device must have peer access to theirs (CUDA IPC mappings enable it themselves).
+  // Ranks that are threads of this process on other GPUs hand us raw
+  // pointers, so our device needs peer access to theirs. CUDA IPC mappings
+  // enable it themselves.
   for (int q = 0; q < topo.size(); ++q) {
     if (q == rank_ || !topo.sameProcess(q) || topo.sameGpu(q)) continue;
     const int peerDevice = topo.of(q).device;
@@ -142,14 +143,14 @@ Refusal GpuContext::admit(DataType dtype, ReduceOp nativeOp) {
     counts.nIds = static_cast<uint32_t>(tb.ids.size());
     blockListBytes_.push_back(blockOpListBytes(counts));
   }
-  // Residency: every rank whose kernels occupy this GPU's SMs at the same time (under MPS, other
-  // processes' too); every rank evaluates the same facts, so all refuse alike.
+  // Residency: every rank whose kernels share this GPU's SMs, other
+  // processes' too under MPS. All ranks see the same facts and refuse alike.
   coResident_ = topo.residentRanks(world_->mpsActive());
   for (int q : coResident_)
     if (!topo.sameProcess(q)) residentElsewhere_.push_back(q);
   groupBlocks_ = groupBlocks(*plan_, coResident_);
-  // Hardware queues: checked for every (process, GPU) group of the plan's ranks from the exchanged
-  // identities, so a rank whose own group is fine refuses with the others.
+  // Hardware queues: checked for every process and GPU group of the plan,
+  // so a rank whose own group is fine refuses with the others.
   for (const std::vector<int>& group : topo.processGpuGroups()) {
     const std::string problem =
         queueProblem(h, group, concurrentStreams(*plan_, group), topo.of(group.front()).hardwareQueues);
@@ -162,8 +163,8 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
   const plan::RankPlan& rp = plan_->ranks[static_cast<size_t>(rank_)];
   const GpuTopology& topo = world_->topology();
 
-  // The devices whose work may still touch our memory when we are destroyed: ours and those of the
-  // ranks that are threads of this process (raw pointers; other processes hold IPC mappings).
+  // The devices whose work may touch our memory when we are destroyed: ours
+  // and those of this process's other ranks, which hold raw pointers.
   quiesceDevices_.push_back(world_->device());
   for (int q = 0; q < topo.size(); ++q) {
     const int d = topo.of(q).device;
@@ -171,8 +172,8 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
       quiesceDevices_.push_back(d);
   }
 
-  // ---- Every allocation before the exchange (the collective build point). ----
-  // Buffers: the user's where possible, ours for scratch, counters and staging.
+  // ---- Every allocation before the exchange, the collective build point. ----
+  // Buffers: the user's where possible; ours for scratch, counters, staging.
   bool crossProcess = false;
   for (int r = 0; r < topo.size(); ++r) crossProcess |= r != rank_ && !topo.sameProcess(r);
   CallRequest shaped = request;
@@ -188,8 +189,8 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
   // Zeroed: LL packets start with flag 0 (never valid) and counters at 0.
   region_ = std::make_unique<DeviceAllocation>(size, name_ + ": scratch, counters and staging");
   abort_ = std::make_unique<PinnedAllocation>(64, name_ + ": abort flag");
-  // A dead or unreachable peer fails the communicator, which raises the flag from the host: every
-  // device wait of a launch in flight (spinUntil polls the flag) stops instead of waiting forever.
+  // A dead or unreachable peer fails the communicator, which raises this
+  // flag from the host: every device wait in flight polls it and stops.
   failureRegistration_ = world_->comm().raiseOnFailure(static_cast<uint32_t*>(abort_->host()));
   const uint32_t nBlocks = static_cast<uint32_t>(rp.threadblocks.size());
   liveWaits_ = std::make_unique<PinnedAllocation>(sizeof(LiveWaitSlot) * std::max<uint32_t>(1, nBlocks),
@@ -210,8 +211,8 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
         describeWaitSlots(*reader->plan, reader->rank, reader->slots, reader->nBlocks, &call.progress, &call.launch);
     return call;
   });
-  // The image's size depends only on the plan (its counts), so its memory is ready before the
-  // exchange too.
+  // The image's size depends only on the plan's counts, so its memory is
+  // allocated before the exchange too.
   const ImageCounts counts = imageCountsOf(rp);
   imageMemory_ = std::make_unique<DeviceAllocation>(packedImageBytes(counts), name_ + ": device image");
   // The proxy for port channels: its FIFO is mapped host memory and a device counter.
@@ -221,21 +222,21 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
     MSCCLPP_ENFORCE(slots > 0 && slots <= (1 << 20), ErrorCode::InvalidArgument,
                     "MSCCLPP_PROXY_FIFO_SIZE=%lld: expected 1 to 1048576 slots", static_cast<long long>(slots));
     proxyStream_ = world_->proxyStream();
-    // The FIFO's own deadline (its handle's convenience waits) is the communicator's, like every wait of the call.
+    // The FIFO's convenience waits take the communicator's deadline too.
     proxy_ =
         std::make_unique<ProxyService>(static_cast<int>(slots), world_->device(), timeoutSeconds_, timeoutSetting_);
     fifo = proxy_->fifoDeviceHandle();
     writeValue64_ = resolveStreamWriteValue64(world_->device());
   }
 
-  // The build's tag (every rank builds contexts in the same order): NVLS bindings, then the
-  // directory exchange, use it.
+  // The build's tag, alike on every rank since all build in the same order.
+  // The NVLS bindings and the directory exchange use it.
   const int tag = world_->nextTag();
   bindSwitchChannels(shape, tag);
 
   exchange(shape, tag, call);
 
-  // ---- After the build point: host work, and the upload ordered before our first launch. ----
+  // ---- After the build point: host work, and the stream-ordered upload. ----
   image_ = ContextImage::build(plan_, rank_, shape, resources_, proxy_ ? &fifo : nullptr, timeoutNs_);
   const ExecContextDevice& hostImage = image_->device();
   MSCCLPP_ENFORCE(imageCountsOf(hostImage) == counts, ErrorCode::InternalError,
@@ -243,8 +244,9 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
                   name_.c_str());
   PackedImage packed = packDeviceImage(hostImage, reinterpret_cast<uint64_t>(imageMemory_->get()));
   hostImage_ = std::move(packed.bytes);
-  // Stream-ordered on the building call's stream: no device synchronisation (cudaMemcpy would wait for
-  // the peers' kernels, which wait for ours). hostImage_ stays alive as long as the context.
+  // Stream-ordered on the building call's stream: cudaMemcpy would wait
+  // for the peers' kernels, which wait for ours. hostImage_ lives as long
+  // as the context.
   MSCCLPP_CUDA_CHECK(cudaMemcpyAsync(imageMemory_->get(), hostImage_.data(), hostImage_.size(), cudaMemcpyHostToDevice,
                                      static_cast<cudaStream_t>(stream)),
                      "%s: uploading the %zu-byte device image", name_.c_str(), hostImage_.size());
@@ -255,8 +257,8 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
   recordsOffset_ = packed.recordsOffset;
   if (proxy_) {
     signalsSent_.assign(rp.portChannels.size(), 0);
-    // The handler reads this context's tables; a failure raises the abort flag (release, from the
-    // proxy thread) so every device wait of the launch stops.
+    // The handler reads this context's tables. A failure raises the abort
+    // flag from the proxy thread, so every device wait of the launch stops.
     proxy_->setRequestHandler([this](const TriggerFields& f) { return handleRequest(f); });
     proxy_->setFailureFlag(static_cast<uint32_t*>(abort_->host()));
     proxy_->startProxy();
@@ -272,10 +274,11 @@ GpuContext::~GpuContext() {
     std::lock_guard<std::mutex> lock(liveWaitReader_->mutex);
     liveWaitReader_->slots = nullptr;  // before liveWaits_ goes
   }
-  // On the releaser's thread (never a rank's). Our last launches may still run and use our proxy, and
-  // peers of this process on other GPUs may still read our memory: wait for those devices (bounded:
-  // every device wait has the deadline), then stop the proxy; the members free the memory after.
-  // The caller's streams are not touched (the user may have destroyed them).
+  // On the releaser's thread, never a rank's. Our last launches may still
+  // use our proxy, and this process's ranks on other GPUs may still read our
+  // memory: wait for those devices, then stop the proxy. Every device wait
+  // has a deadline, so this ends. The members free the memory after. The
+  // caller's streams are not touched: the user may have destroyed them.
   cudaSetDevice(world_->device());
   for (int d : quiesceDevices_) {
     if (cudaSetDevice(d) != cudaSuccess) continue;
@@ -302,7 +305,8 @@ char* GpuContext::placePtr(const BufferPlace& p) const {
 Refusal GpuContext::precheck(DataType dtype, ReduceOp op) {
   if (Refusal r = gpuDtypeRefusal(dtype)) return r;
   const GpuDeviceLimits& dev = world_->limits();
-  // Queried with a block size CUDA accepts, so an oversized plan gets threadsPerBlockRefusal's message.
+  // Queried with a block size CUDA accepts, so that an oversized plan gets
+  // threadsPerBlockRefusal's message.
   GpuKernelQuery q0 = queryExecutorKernel(dtype, op, std::clamp(threads_, 1, kExecutorKernelMaxThreads), 0);
   if (Refusal r = threadsPerBlockRefusal(plan_->header, rank_, threads_, dev,
                                          GpuKernelLimits{q0.maxThreadsPerBlock, q0.staticSharedBytes}))
@@ -358,8 +362,9 @@ Refusal GpuContext::kernelFor(DataType dtype, ReduceOp op, const KernelChoice** 
 void GpuContext::bindBuffers(const CallRequest& request, bool crossProcessPeers) {
   binding_ = bindCall(request);
   if (!crossProcessPeers) return;
-  // Peers in other processes map our user buffers through CUDA IPC: check that CUDA can export them
-  // (cudaMalloc memory can; memory from cuMemCreate or a stream-ordered pool usually cannot).
+  // Peers in other processes map our user buffers through CUDA IPC, so CUDA
+  // must export them. cudaMalloc memory can; cuMemCreate or pool memory
+  // usually cannot.
   std::vector<std::pair<char*, uint64_t>> ranges;
   if (binding_.inPlacePlan) {
     if (!binding_.data.staged && binding_.data.bytes > 0) ranges.push_back({binding_.data.user, binding_.data.bytes});
@@ -387,7 +392,8 @@ void GpuContext::bindBuffers(const CallRequest& request, bool crossProcessPeers)
 void GpuContext::bindSwitchChannels(const CallShape& shape, int tag) {
   const plan::RankPlan& rp = plan_->ranks.at(static_cast<size_t>(rank_));
   multicast_.assign(rp.switchChannels.size(), nullptr);
-  // One binding per (buffer, group): a plan's switch channels over the same buffer and ranks share it.
+  // One binding per buffer and group, shared by the plan's switch channels
+  // over that buffer and those ranks.
   std::vector<std::pair<std::pair<plan::BufferType, std::vector<int>>, void*>> made;
   for (size_t i = 0; i < rp.switchChannels.size(); ++i) {
     const plan::SwitchChannelDecl& s = rp.switchChannels[i];
@@ -418,8 +424,8 @@ void GpuContext::bindSwitchChannels(const CallShape& shape, int tag) {
     int myIndex = 0;
     for (size_t k = 0; k < s.ranks.size(); ++k)
       if (s.ranks[k] == rank_) myIndex = static_cast<int>(k);
-    // Collective over the group (every member makes the same call; all bind or none does), before
-    // the directory exchange: nothing after that may synchronise the device.
+    // Collective over the group: all members bind or none does. It comes
+    // before the exchange, after which nothing may synchronise the device.
     const int nvlsTag = (1 << 30) | ((tag & 0xffffff) << 4) | static_cast<int>(made.size() & 15);
     std::shared_ptr<detail::NvlsBinding> b =
         buffer != nullptr && bytes > 0
@@ -665,8 +671,8 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
     res.portOutbound.push_back(peerCounter(c.peer, CounterKey{rank_, c.pairIndex, true}));
   }
   for (const plan::SwitchChannelDecl& s : rp.switchChannels) {
-    // The members' buffers through their mappings, and the multicast address when the group bound
-    // one (bindSwitchChannels): the interpreter uses multimem where it can, the members otherwise.
+    // The members' buffers, and the multicast address when the group bound
+    // one: the interpreter uses multimem where it can, the members otherwise.
     SwitchGroupResource g;
     g.bytes = s.ranks.empty() ? 0 : UINT64_MAX;
     for (size_t i = 0; i < s.ranks.size(); ++i) {
@@ -686,16 +692,16 @@ void GpuContext::writeSignal(uint32_t channel, uint64_t value, std::string* erro
   cudaStream_t s = proxyStream_;
   uint64_t* target = image_->resources().portOutbound[channel];
   if (writeValue64_ != nullptr) {
-    // Stream-ordered after every earlier copy of this proxy, with the memory fence the default flags
-    // give: the peer's acquire of the new value sees the data those copies wrote.
+    // Stream-ordered after this proxy's earlier copies, with the fence the
+    // default flags give: the peer's acquire of the value sees their data.
     CUresult r = reinterpret_cast<WriteValue64Fn>(writeValue64_)(reinterpret_cast<CUstream>(s),
                                                                  reinterpret_cast<CUdeviceptr>(target), value, 0);
     if (r != CUDA_SUCCESS)
       *error = strFormat("cuStreamWriteValue64 to the peer's counter failed (CUresult %d)", int(r));
     return;
   }
-  // Without stream memory operations: a copy from pageable host memory, which CUDA reads before
-  // the call returns, so a later signal's value can never overtake this one's.
+  // Without stream memory operations: a copy from pageable memory. CUDA
+  // reads it before returning, so a later value never overtakes this one.
   cudaError_t e = cudaMemcpyAsync(target, &signalsSent_[channel], sizeof(uint64_t), cudaMemcpyHostToDevice, s);
   if (e != cudaSuccess)
     *error = strFormat("cudaMemcpyAsync of the signal to the peer's counter: %s", cudaGetErrorString(e));
@@ -746,8 +752,8 @@ std::string GpuContext::handleRequest(const TriggerFields& f) {
 }
 
 bool GpuContext::failureRaised() const {
-  // Acquire: pairs with the proxy's release store (the device's relaxed store publishes nothing;
-  // the diagnosis synchronises with the stream before reading anything else).
+  // Acquire: pairs with the proxy's release store. The device's relaxed
+  // store publishes nothing; the diagnosis synchronises with the stream.
   return __atomic_load_n(static_cast<const uint32_t*>(abort_->host()), __ATOMIC_ACQUIRE) != 0;
 }
 
@@ -808,9 +814,9 @@ Refusal GpuContext::launch(const GpuCallArgs& a) {
   cudaStream_t s = static_cast<cudaStream_t>(a.stream);
   char* input = placePtr(binding_.input);
   char* output = placePtr(binding_.output);
-  // Everything below is enqueued on the caller's stream: no host synchronisation, no allocation.
+  // All below is enqueued on the caller's stream: no sync, no allocation.
   if (binding_.preBytes > 0 && binding_.planPartBytes > 0) {
-    // A padded call: the send buffer's parts go to the staged input at the plan's pitch (one copy).
+    // A padded call: one copy puts the send buffer's parts at the plan's pitch.
     MSCCLPP_CUDA_CHECK(cudaMemcpy2DAsync(input, binding_.planPartBytes, binding_.preSrc, binding_.userPartBytes,
                                          binding_.userPartBytes, binding_.preParts, cudaMemcpyDeviceToDevice, s),
                        "%s: staging the send buffer's parts at the padded pitch", name_.c_str());
@@ -858,8 +864,8 @@ void GpuContext::retainInCapturedGraph(void* stream) {
   MSCCLPP_CUDA_CHECK(cudaStreamGetCaptureInfo(static_cast<cudaStream_t>(stream), &status, nullptr, &graph),
                      "%s: the graph being captured", name_.c_str());
   if (status != cudaStreamCaptureStatusActive || graph == nullptr) return;
-  // The destructor runs on a CUDA thread, which must not call CUDA: it only hands the reference to
-  // the releaser, whose thread destroys the context when no one else holds it.
+  // The destructor runs on a CUDA thread, which must not call CUDA: it only
+  // hands the reference to the releaser.
   auto* held = new std::shared_ptr<GpuContext>(shared_from_this());
   cudaUserObject_t object = nullptr;
   cudaError_t e = cudaUserObjectCreate(

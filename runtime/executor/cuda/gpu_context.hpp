@@ -1,46 +1,12 @@
-// A GPU execution context: everything one rank needs to launch one plan for one set of user
-// buffers, built once (collectively with the plan's other ranks) and then launched any number of
-// times with no host synchronisation and no allocation:
-//  * device memory of its own (one cudaMalloc, zeroed): the scratch buffer, the semaphore
-//    counters peers signal, and staging for calls the user's buffers cannot serve (call_binding);
-//  * the directory exchange with every other rank over the bootstrap: where its input, output,
-//    scratch and counters are, as raw pointers for ranks of this process and CUDA IPC handles
-//    (allocation base + offset, each peer allocation opened once per process) for other processes;
-//  * the resolved image (context_image) packed into one device allocation and uploaded once
-//    (device_image): ops, references, channel handles, and the state launches carry over (LL flag,
-//    semaphore expected counters, sem_* counters, barriers, block records);
-//  * the abort flag in mapped host memory (the proxy raises it; the host polls it without a sync);
-//  * one live-wait slot per threadblock in mapped host memory, where a device wait that has lasted
-//    1 ms says what it waits for (exec_layout.hpp LiveWaitSlot): the call monitor's view of a
-//    launch in flight (liveSource);
-//  * for port channels, a ProxyService on a device FIFO whose handler copies with
-//    cudaMemcpyAsync on the rank's proxy stream and raises peers' counters in stream order;
-//  * for switch channels, an NVLS multicast binding of the members' buffers when every member can
-//    make one (sm_90 with NVSwitch, buffers from cuMemCreate at the multicast granularity): the
-//    kernel then reduces and broadcasts with multimem instructions; otherwise it goes through the
-//    members' buffers.
-//
-// A launch enqueues on the caller's stream: the avg / premulsum steps and staging copies around one
-// kernel launch (one block per plan threadblock). It works inside CUDA-graph capture; replays
-// advance the LL flag and counters on the device. A captured launch embeds this context's pointers,
-// so the graph keeps the context alive: a cudaUserObject holding a reference, which CUDA releases
-// once the graph and its executable graphs are destroyed and their launches completed (Runtime
-// API, cudaUserObjectCreate / cudaGraphRetainUserObject); eviction from the cache does not free it.
-// A failed launch (a wait passed MSCCLPP_TIMEOUT_S, a proxy error) raises the abort flag; the next
-// use of the context sees it, synchronises with the failed launch's stream and throws the wait-for
-// picture.
-//
-// The collective build point: once this rank's directory is sent, peers may launch kernels that spin
-// on this rank until its own kernel runs, so nothing after that point may synchronise the device
-// (cudaMalloc, cudaMemset, cudaMemcpy, cudaHostAlloc, cudaFree all do: CUDA Programming Guide,
-// "Implicit Synchronization"). Every allocation is made and zeroed before the exchange; after it
-// the build only writes host memory and enqueues the image upload on the caller's stream.
-//
-// Thread-safety: one thread at a time (the Executor serialises its calls). Ownership: the context
-// owns its memory and proxy; it keeps peers' mappings (RegisteredMemory) and its world alive until
-// destroyed. It is shared (the backend's cache, graphs that captured it) and destroyed only on the
-// ContextReleaser's thread (context_releaser.hpp), which first waits for the devices of this
-// process's ranks, so no launch can still use its memory; it never touches the caller's streams.
+// One GPU execution context: what one rank needs to launch one plan on one
+// set of user buffers. Built once, collectively with the plan's other ranks,
+// then launched any number of times with no host synchronisation or allocation.
+// Nothing after the build's directory exchange may synchronise the device:
+// peers may already spin on this rank (docs/cuda-backend.md, "Execution contexts").
+// Ownership: owns its device memory, image, abort flag, live-wait slots and
+// proxy; keeps peers' mappings and its world alive. Shared by the backend's
+// cache and by graphs that captured it; destroyed only on the ContextReleaser's
+// thread. Thread-safety: one thread at a time (the Executor serialises calls).
 #ifndef MSCCLPP_EXECUTOR_CUDA_GPU_CONTEXT_HPP_
 #define MSCCLPP_EXECUTOR_CUDA_GPU_CONTEXT_HPP_
 
@@ -80,15 +46,13 @@ struct GpuCallArgs {
 
 class GpuContext : public std::enable_shared_from_this<GpuContext> {
  public:
-  // Collective: every rank of the plan builds its context for the same call in the same order.
-  // Returns the refusal, decided before exchanging anything, when the plan cannot run here (other hosts, peer
-  // access, hardware queues, the dtype's GPU code, threads, residency: facts every rank evaluates alike), *built
-  // left empty; throws other errors.
-  // The call's buffers are bound by bindCall (zero-copy where possible); when peers in other
-  // processes need a user buffer CUDA IPC cannot export, the call is bound again with staging.
-  // The device image is uploaded on `stream` (the building call's), ahead of its first launch.
-  // The directory exchange carries `call`: ranks building for different calls all refuse at once with
-  // InvalidUsage naming both.
+  // Collective: every rank of the plan builds for the same call in the same
+  // order. Returns the refusal, decided before anything is exchanged, when
+  // the plan cannot run here; *built stays empty. Throws other errors.
+  // Buffers are bound zero-copy where possible, and staged when peers in
+  // other processes need a buffer CUDA IPC cannot export. The image is
+  // uploaded on `stream`, ahead of the first launch. The exchange carries
+  // `call`: ranks building for different calls fail with InvalidUsage.
   static Refusal create(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& plan, int rank, const CallShape& shape,
                         const CallRequest& request, const CallDescriptor& call, DataType dtype, ReduceOp nativeOp,
                         void* stream, std::shared_ptr<GpuContext>* built);
@@ -96,18 +60,17 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   GpuContext(const GpuContext&) = delete;
   GpuContext& operator=(const GpuContext&) = delete;
 
-  // Enqueues the call on args.stream, or returns why it cannot run (the dtype's GPU code not built, residency,
-  // reductions splitting its elements) before enqueueing anything. Throws when the context failed earlier (the
-  // diagnosis).
+  // Enqueues the call on args.stream, or returns why it cannot run before
+  // enqueueing anything. Throws the diagnosis when the context failed earlier.
   Refusal launch(const GpuCallArgs& args);
 
-  // Whether an earlier launch raised the abort flag (a host read of mapped memory, no sync).
+  // Whether an earlier launch raised the abort flag; reads mapped memory.
   bool failureRaised() const;
-  // What the call monitor reads while a launch is in flight: its blocks' waits from the live-wait
-  // slots (describeWaitSlots). Safe from any thread, also after the context is gone (then: nothing).
+  // What the call monitor reads while a launch runs: its blocks' waits.
+  // Safe from any thread, also after the context is gone.
   const std::shared_ptr<const std::function<LiveCall()>>& liveSource() const { return liveSource_; }
-  // Synchronises with the failed launch and throws its diagnosis (TimeoutError, Error(Aborted /
-  // NotSupported / CudaError)). Marks the context unusable.
+  // Synchronises with the failed launch and throws its diagnosis. Marks the
+  // context unusable.
   [[noreturn]] void throwFailure();
 
   const CallBinding& binding() const { return binding_; }
@@ -126,7 +89,7 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   struct LiveWaitReader;
 
   GpuContext(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& plan, int rank);
-  // The construction before the build point: the refusals, then what needs nothing exchanged.
+  // Before the build point: the refusals, then what needs no exchange.
   Refusal admit(DataType dtype, ReduceOp nativeOp);
   void build(const CallShape& shape, const CallRequest& request, const CallDescriptor& call, void* stream);
   Refusal precheck(DataType dtype, ReduceOp op);
@@ -176,7 +139,7 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   std::unique_ptr<DeviceAllocation> imageMemory_;
   std::vector<char> hostImage_;      // the uploaded bytes, kept while the upload may read them
   std::vector<int> quiesceDevices_;  // the devices of this process's ranks: idle before we free
-  // NVLS: per switch channel of the plan, the multicast address of its binding (null: the members'
+  // NVLS: per switch channel, the multicast address of its binding (null: the members'
   // buffers are used); the bindings stay alive with the context.
   std::vector<void*> multicast_;
   std::vector<std::shared_ptr<detail::NvlsBinding>> nvls_;

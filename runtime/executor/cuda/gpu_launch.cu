@@ -1,5 +1,5 @@
-// Dispatch from (dtype, op) to the per-dtype kernel translation units compiled into this build
-// (meson option gpu_types), and the elementwise avg / premulsum steps.
+// Dispatch from datatype and op to the kernels this build compiled
+// (meson option gpu_types), and the elementwise avg and premulsum steps.
 #include "executor/cuda/gpu_launch.hpp"
 
 #include <cuda_runtime.h>
@@ -13,9 +13,8 @@
 
 namespace mscclpp::exec {
 
-// The translation units of the compiled types (meson option gpu_types). The references below must
-// be strong: a weak reference does not make the linker take an object out of a static library, and
-// the runtime layers are static libraries.
+// The kernels of the compiled types. The references must be strong: a weak
+// one does not make the linker take an object out of a static library.
 #define MSCCLPP_GPU_TYPE(S)                                       \
   void launchExecutorKernel_##S(ReduceOp op, const GpuLaunch& l); \
   GpuKernelQuery queryExecutorKernel_##S(ReduceOp op, int threads, uint32_t sharedBytes);

@@ -1,7 +1,6 @@
-// The GPU launcher of the op interpreter: picks the (dtype, op) instantiation compiled into this
-// build (meson option gpu_types) and launches one block per plan threadblock on a stream. It only
-// launches: building the device image of a context (device memory, IPC peers, graph capture) is
-// the CUDA backend's job (issue 6) and calls this.
+// The GPU launcher of the op interpreter: picks the kernel this build
+// compiled for the datatype and op, and launches one block per plan
+// threadblock on a stream. Contexts and their memory are the backend's job.
 #ifndef MSCCLPP_EXECUTOR_CUDA_GPU_LAUNCH_HPP_
 #define MSCCLPP_EXECUTOR_CUDA_GPU_LAUNCH_HPP_
 
@@ -23,21 +22,21 @@ struct GpuLaunch {
   void* stream = nullptr;  // cudaStream_t
 };
 
-// True when this build has the GPU backend and the CUDA runtime sees a device (errors such as "no
-// driver" count as no device).
+// True when this build has the GPU backend and CUDA sees a device.
+// Errors such as "no driver" count as no device.
 bool cudaDeviceVisible();
 
-// Whether this build has GPU code for dtype (false in CPU-only builds and for types left out by
-// -Dgpu_types).
+// Whether this build has GPU code for dtype: not in CPU-only builds nor
+// for types -Dgpu_types left out.
 bool gpuHasDtype(DataType dtype);
-// Why the GPU backend cannot run dtype (no GPU code for it in this build), or nullopt: the kernel entry points below
+// Why the GPU backend cannot run dtype, or nullopt. The entry points below
 // throw it as Error(NotSupported).
 Refusal gpuDtypeRefusal(DataType dtype);
 
-// Launches the kernel (op must be native). Throws Error(NotSupported) when the build has no GPU
-// code for dtype, Error(CudaError) when the launch fails. Raises the instantiation's dynamic shared
-// memory limit first when the launch asks for more than 48 KiB (once per size and device: function
-// attributes are per device).
+// Launches the kernel for a native op. Throws Error(NotSupported) without
+// GPU code for dtype, Error(CudaError) when the launch fails. Above 48 KiB
+// of dynamic shared memory it first raises the kernel's limit, once per
+// size and device: function attributes are per device.
 void launchExecutorKernel(DataType dtype, ReduceOp op, const GpuLaunch& launch);
 
 // What one dtype x op instantiation of the kernel allows on the current device.
@@ -49,8 +48,9 @@ struct GpuKernelQuery {
 // Throws like launchExecutorKernel. Host-only CUDA calls (allowed while a stream is captured).
 GpuKernelQuery queryExecutorKernel(DataType dtype, ReduceOp op, int threadsPerBlock, uint32_t sharedBytes);
 
-// Elementwise steps around a plan, enqueued on `stream` (graph-capturable). scalar: one element of
-// dtype in host memory, passed to the kernel by value. Throw Error(CudaError) when the launch fails.
+// Elementwise steps around a plan, enqueued on `stream`, graph-capturable.
+// scalar: one host element of dtype, passed by value. Throw
+// Error(CudaError) when the launch fails.
 void launchPreMultiply(DataType dtype, void* dst, const void* src, uint64_t bytes, const void* scalar, void* stream);
 void launchDivide(DataType dtype, void* data, uint64_t bytes, uint32_t n, void* stream);
 

@@ -1,10 +1,7 @@
-// Owners of the CUDA resources an execution context holds: device memory (cudaMalloc, zeroed),
-// host memory mapped into the device (cudaHostAlloc(mapped): the abort flag the proxy thread and the
-// host read without synchronising), a non-blocking stream, and a scoped current-device switch.
-// Compiled only in CUDA builds. Destructors never throw (errors at teardown are logged).
-//
-// Thread-safety: each object belongs to one owner; none is shared between threads without the
-// owner's synchronisation.
+// Owners of the CUDA resources a context holds: device memory (zeroed),
+// host memory mapped into the device, a non-blocking stream, and a scoped
+// current-device switch. Destructors never throw; teardown errors are logged.
+// Thread-safety: each object has one owner, who synchronises any sharing.
 #ifndef MSCCLPP_EXECUTOR_CUDA_GPU_MEMORY_HPP_
 #define MSCCLPP_EXECUTOR_CUDA_GPU_MEMORY_HPP_
 
@@ -18,8 +15,8 @@ namespace mscclpp::exec {
 
 using WriteValue64Fn = CUresult (*)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
 
-// cuStreamWriteValue64 through the runtime's entry-point query (nothing links libcuda directly),
-// when `device` supports 64-bit stream memory operations; null otherwise.
+// cuStreamWriteValue64 through the runtime's entry-point query, when
+// `device` supports 64-bit stream memory operations; else null.
 void* resolveStreamWriteValue64(int device);
 
 class DeviceAllocation {
@@ -67,8 +64,8 @@ class OwnedStream {
   cudaStream_t stream_ = nullptr;
 };
 
-// Makes `device` current for the scope and restores the caller's device after (CUDA's current
-// device is per host thread: the user's choice is left as it was).
+// Makes `device` current for the scope, then restores the caller's: the
+// current device is per host thread and belongs to the user.
 class DeviceGuard {
  public:
   explicit DeviceGuard(int device);

@@ -1,10 +1,8 @@
-// Where the ranks of a GPU executor live: host, process and GPU of every rank, exchanged once per
-// executor (the first context build). The GPU backend decides from it, with no further messages,
-// which ranks share this process and GPU (their blocks must be co-resident: launch_config.hpp),
-// which share the GPU from other processes (time-sliced unless MPS runs, co-resident under MPS),
-// which share hardware queues (each process's CUDA_DEVICE_MAX_CONNECTIONS), which peers get raw
-// pointers (same process) or CUDA IPC handles (same host), and which it cannot reach (other hosts).
-//
+// Where the ranks of a GPU executor live: host, process and GPU of each rank,
+// exchanged once per executor. From it the backend decides, with no further
+// messages, which ranks share this process and GPU, which share the GPU from
+// other processes, which share hardware queues, which peers get raw pointers
+// or CUDA IPC handles, and which it cannot reach.
 // Thread-safety: immutable after construction.
 #ifndef MSCCLPP_EXECUTOR_CUDA_GPU_TOPOLOGY_HPP_
 #define MSCCLPP_EXECUTOR_CUDA_GPU_TOPOLOGY_HPP_
@@ -49,9 +47,8 @@ class GpuTopology {
   // Ranks in this process on this GPU, this one included, ascending; their number (no allocation).
   std::vector<int> coResidentRanks() const;
   size_t coResidentCount() const;
-  // Ranks whose kernels are resident on this GPU at the same time as ours: this process's, and under
-  // CUDA MPS those of other processes too (MPS runs the clients' kernels concurrently on the SMs;
-  // without it they are time-sliced).
+  // Ranks whose kernels are resident on this GPU with ours: this process's,
+  // and under MPS other processes' too. Without MPS those are time-sliced.
   std::vector<int> residentRanks(bool mpsActive) const;
   // Every group of ranks sharing one process and one GPU (each ascending; groups by first rank).
   std::vector<std::vector<int>> processGpuGroups() const;
@@ -65,8 +62,8 @@ class GpuTopology {
   std::vector<GpuRankIdentity> ranks_;
 };
 
-// Whether a CUDA MPS control daemon is reachable through `pipeDirectory` (its "control" socket
-// exists). A heuristic: MPS cannot be queried through the CUDA runtime.
+// Whether an MPS control daemon's "control" socket is in `pipeDirectory`.
+// A heuristic: the CUDA runtime cannot be asked.
 bool mpsDaemonVisible(const std::string& pipeDirectory);
 
 }  // namespace mscclpp::exec

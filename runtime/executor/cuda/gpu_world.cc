@@ -37,16 +37,16 @@ GpuWorld::GpuWorld(std::shared_ptr<Communicator> comm) : comm_(std::move(comm)) 
                   comm_->rank());
   limits_ = queryDeviceLimits(device_);
   exchange_ = comm_->bootstrap()->withNamespace("mscclpp.executor.gpu");
-  // A directory exchange waiting for a live peer has no deadline: a failed communicator (a dead peer,
-  // a mismatch found by the call monitor) ends it.
+  // An exchange waiting for a live peer has no deadline. A failed
+  // communicator ends it: a dead peer, or a mismatch the monitor found.
   std::weak_ptr<Bootstrap> view = exchange_;
   failureHook_ = comm_->onFailure([view]() {
     if (auto b = view.lock()) b->abort();
   });
   const std::string mps = params::gpuMps();
   mps_ = mps == "on" || (mps == "auto" && mpsDaemonVisible(params::mpsPipeDirectory()));
-  // CUDA's own variable, read by the CUDA runtime when it initialises (not one of ours: read here
-  // as CUDA reads it, to count the queues the ranks' streams share).
+  // CUDA's own variable, read here as CUDA reads it at initialisation, to
+  // count the queues the ranks' streams share.
   if (const char* v = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS")) {
     char* end = nullptr;
     const long n = std::strtol(v, &end, 10);

@@ -1,9 +1,7 @@
-// The GPU executor's view of its communicator: this rank's CUDA device and its limits, the
-// topology of all ranks (exchanged once, at the first context build), the bootstrap namespace the
-// contexts exchange their directories on, and the build counter that tags each exchange.
-// Compiled only in CUDA builds.
-//
-// Thread-safety: used by its executor's thread only (the Executor serialises execute()).
+// The GPU executor's view of its communicator: this rank's device and its
+// limits, the ranks' topology, the namespace contexts exchange on, and the
+// build counter that tags each exchange. Compiled only in CUDA builds.
+// Thread-safety: its executor's thread only (the Executor serialises calls).
 #ifndef MSCCLPP_EXECUTOR_CUDA_GPU_WORLD_HPP_
 #define MSCCLPP_EXECUTOR_CUDA_GPU_WORLD_HPP_
 
@@ -35,20 +33,20 @@ class GpuWorld {
   const GpuTopology& topology();
   bool hasTopology() const { return hasTopology_; }
 
-  // The namespace of the contexts' directory exchanges, and the tag of the next one (every rank
-  // builds contexts in the same order, so the k-th build of every rank uses tag k).
+  // The namespace of the directory exchanges, and the next one's tag.
+  // Every rank builds in the same order, so the k-th build uses tag k.
   Bootstrap& exchange() { return *exchange_; }
   int nextTag() { return static_cast<int>(builds_++ & 0x3fffffff); }
 
   // Whether ranks of other processes on this GPU run under MPS (MSCCLPP_GPU_MPS).
   bool mpsActive() const { return mps_; }
-  // This process's hardware queues per GPU: CUDA_DEVICE_MAX_CONNECTIONS (CUDA's default 8, at most 32).
+  // Hardware queues per GPU: CUDA_DEVICE_MAX_CONNECTIONS, default 8, at most 32.
   int hardwareQueues() const { return hardwareQueues_; }
 
-  // The stream this rank's proxies copy on, created once (at the first context with port channels)
-  // and shared by its contexts: a stream per context would take a new hardware queue at every
-  // build, and streams are mapped to queues round-robin as they are created, so rebuilt contexts'
-  // copies would land on the queues of the ranks' kernel streams and wait behind spinning kernels.
+  // The stream this rank's proxies copy on, created once and shared by its
+  // contexts. Streams take hardware queues round-robin as they are made, so
+  // a stream per context would land rebuilt contexts' copies behind
+  // spinning kernels.
   cudaStream_t proxyStream();
 
  private:

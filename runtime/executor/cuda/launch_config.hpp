@@ -1,20 +1,7 @@
-// The launch decisions of the GPU backend, as plain arithmetic over device facts (so they are
-// tested without a GPU, with mocked device properties):
-//  * threads per block: the plan's num_threads_per_block against the device's and the kernel's
-//    limits;
-//  * dynamic shared memory: each block's op list (ops, resolved references, ids, each rounded to
-//    16 bytes as the kernel copies them) goes to shared memory when it fits under the device's
-//    opt-in limit, else the block reads it from global memory (no fixed limit on plan size);
-//  * residency: every block of every rank whose kernels share one GPU's SMs at the same time (the
-//    ranks of one process, and under CUDA MPS those of other processes too) must be resident at once
-//    (the plan's ranks and blocks spin on each other); the occupancy of the kernel times the SM count
-//    bounds that, and a plan that exceeds it is refused with the numbers in the message;
-//  * hardware queues: the streams of the ranks sharing one GPU in one process (each rank's kernel
-//    stream, and its proxy's copy stream when it has port channels) must progress at the same time,
-//    but CUDA spreads a process's streams over CUDA_DEVICE_MAX_CONNECTIONS queues and serialises
-//    streams that share one (CUDA Programming Guide, "Concurrent Kernel Execution"/Hyper-Q): with
-//    fewer queues than such streams the plan is refused.
-//
+// The GPU backend's launch decisions as plain arithmetic over device facts,
+// so tests check them with mocked device properties: threads per block,
+// shared memory for op lists, residency of every co-running block, and
+// hardware queues (docs/cuda-backend.md, "Execution contexts", step 1).
 // Thread-safety: pure functions.
 #ifndef MSCCLPP_EXECUTOR_CUDA_LAUNCH_CONFIG_HPP_
 #define MSCCLPP_EXECUTOR_CUDA_LAUNCH_CONFIG_HPP_
@@ -29,8 +16,8 @@
 
 namespace mscclpp::exec {
 
-// What the launch decisions need to know about a device (cudaGetDeviceProperties /
-// cudaDeviceGetAttribute on a GPU; filled by hand in tests).
+// What the launch decisions need to know about a device. Read from CUDA on
+// a GPU; filled by hand in tests.
 struct GpuDeviceLimits {
   int device = -1;
   std::string name;
@@ -49,8 +36,8 @@ struct GpuKernelLimits {
 // The kernel's largest block (its __launch_bounds__).
 constexpr int kExecutorKernelMaxThreads = 1024;
 
-// Bytes of a block's op list as the kernel lays it out in shared memory (ops, refs, ids, each
-// rounded up to 16 bytes).
+// Bytes of a block's op list as the kernel lays it out in shared memory:
+// ops, refs and ids, each rounded up to 16 bytes.
 uint64_t blockOpListBytes(const ThreadblockDevice& tb);
 uint64_t roundUpTo16(uint64_t n);
 
@@ -61,13 +48,14 @@ struct SharedMemoryChoice {
   uint64_t largestBlockBytes = 0;
 };
 
-// Picks the dynamic shared memory for a launch: the largest op list that fits under availableBytes
-// (the device's opt-in limit minus the kernel's static shared memory); blocks whose list is larger
-// read it from global memory.
+// Picks the dynamic shared memory for a launch: the largest op list that
+// fits in availableBytes, the opt-in limit less the kernel's static shared
+// memory. Blocks with a larger list read it from global memory.
 SharedMemoryChoice chooseSharedMemory(const std::vector<uint64_t>& blockBytes, uint64_t availableBytes);
 
-// Why the plan's threads per block cannot run (not positive, or more than the device or the compiled kernel
-// allows), naming plan, rank and the numbers; checkThreadsPerBlock throws it as Error(NotSupported).
+// Why the plan's threads per block cannot run: not positive, or more than
+// the device or the kernel allows. Names plan, rank and the numbers;
+// checkThreadsPerBlock throws it as Error(NotSupported).
 Refusal threadsPerBlockRefusal(const plan::PlanHeader& header, int rank, int threads, const GpuDeviceLimits& device,
                                const GpuKernelLimits& kernel);
 void checkThreadsPerBlock(const plan::PlanHeader& header, int rank, int threads, const GpuDeviceLimits& device,
@@ -82,24 +70,23 @@ struct ResidencyVerdict {
   std::string reason;     // why not (empty when ok)
 };
 
-// Whether totalBlocks blocks of `threads` threads (blocksPerSm of them fit on one SM, from
-// cudaOccupancyMaxActiveBlocksPerMultiprocessor) can all be resident on `device` at once.
-// groupRanks names the ranks that share the GPU (for the message), otherProcessRanks those of them
-// in other processes (co-resident under MPS).
+// Whether totalBlocks blocks can all be resident on `device` at once, with
+// blocksPerSm per SM from CUDA's occupancy query. groupRanks are the ranks
+// sharing the GPU, otherProcessRanks those in other processes under MPS.
 ResidencyVerdict checkResidency(const plan::PlanHeader& header, const std::vector<int>& groupRanks,
                                 uint64_t totalBlocks, int threads, uint32_t sharedBytes, int blocksPerSm,
                                 const GpuDeviceLimits& device, const std::vector<int>& otherProcessRanks = {});
 
-// Streams that must progress at once for the plan in one group of ranks sharing a process and a GPU:
-// one per rank, plus one per rank with port channels (its proxy's copies).
+// Streams that must progress at once for ranks sharing a process and GPU:
+// one per rank, plus one per rank with port channels for its proxy.
 int concurrentStreams(const plan::Plan& plan, const std::vector<int>& groupRanks);
 // Why the group's streams cannot all progress on `queues` hardware queues ("" when they can).
 std::string queueProblem(const plan::PlanHeader& header, const std::vector<int>& groupRanks, int streams, int queues);
 
-// Ranks that share this process and GPU wait on each other inside one launch, so their kernels must
-// run concurrently, which the legacy default stream (a null stream, or cudaStreamLegacy, passed as
-// legacyHandle) never allows: it serialises with every other blocking stream. Returns why a launch
-// on `stream` would deadlock ("" when it would not).
+// Ranks sharing this process and GPU wait on each other inside a launch,
+// so their kernels must run at once. The legacy default stream never
+// allows that: it serialises with every blocking stream. Returns why a
+// launch on `stream` would deadlock, or "".
 std::string streamProblem(const std::string& who, const std::vector<int>& coResidentRanks, const void* stream,
                           const void* legacyHandle);
 

@@ -43,8 +43,8 @@ struct RankJob {
 
 // Every rank waits here between phases of an iteration. Aborted when another rank failed.
 void worldBarrier(const LocalWorld& w, double timeout, const char* phase) {
-  // Longer than a launch's deadline: a rank stuck in a launch times out there first (with the
-  // better diagnosis) and its abort releases the others from this barrier.
+  // Longer than a launch's deadline: a stuck rank times out there first,
+  // with the better diagnosis, and its abort releases the others here.
   SpinStatus st = w.barrier()->sync(
       static_cast<uint32_t>(w.nRanks()),
       deadlineAfter(timeout <= 0 ? kNoDeadline : static_cast<uint64_t>((2 * timeout + 10) * 1e9)), w.abortFlag());
@@ -231,8 +231,8 @@ EmulationResult emulatePlan(const plan::PlanPtr& plan, const EmulationOptions& o
         throw SystemError(strFormat("fork of emulated rank %d", r), errno);
       }
       if (pid == 0) {
-        // The child is one rank: it reports through the shared world and must not run the
-        // parent's exit handlers (test frameworks, static destructors).
+        // The child is one rank: it reports through the shared world and
+        // must not run the parent's exit handlers.
         rankMain(job, r);
         _exit(world.report(r)->status == 1 ? 0 : 1);
       }

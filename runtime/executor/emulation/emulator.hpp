@@ -1,12 +1,10 @@
-// Runs a plan on the CPU backend for every rank (threads of this process, or forked processes),
-// with random never-zero inputs, poisoned outputs, K back-to-back iterations on one context per
-// rank (LL flags, double scratch and semaphore counters carry over), and checks every rank's output
-// against the reference of the plan's collective. On a failure it reports the first error and the
-// wait-for picture of every rank (which threadblock waits on what).
-//
-// Thread-safety: emulatePlan may run concurrently with itself (each call has its own world).
-// In process mode it forks: call it from a process that can fork (no other threads holding locks
-// the children need).
+// Runs a plan on the CPU backend for every rank, as threads or forked
+// processes, for K back-to-back iterations on one context per rank. Inputs
+// are random and never zero, outputs poisoned, and every rank's output is
+// checked against the collective's reference. A failure reports the first
+// error and the wait-for picture of every rank.
+// Thread-safety: emulatePlan may run concurrently with itself. Process mode
+// forks: call it where no other thread holds a lock the children need.
 #ifndef MSCCLPP_EXECUTOR_EMULATION_EMULATOR_HPP_
 #define MSCCLPP_EXECUTOR_EMULATION_EMULATOR_HPP_
 
@@ -45,12 +43,12 @@ struct EmulationResult {
   std::string report;        // mismatch lines, or the error and the wait-for picture
 };
 
-// Throws Error(InvalidArgument/NotSupported) before running when the options cannot apply to the
-// plan (rank count, sizes, op for this collective); run-time failures are in the result.
+// Throws InvalidArgument or NotSupported before running when the options
+// do not fit the plan. Run-time failures are in the result.
 EmulationResult emulatePlan(const plan::PlanPtr& plan, const EmulationOptions& options);
 
-// The input and output bytes of a call of `messageBytes` (plans' min/max_message_size rule) to
-// the plan; for test/custom plans the output follows the plan's chunk counts.
+// The input and output bytes of a call of `messageBytes` to the plan.
+// For test and custom plans the output follows the plan's chunk counts.
 void emulationCallBytes(const plan::Plan& plan, uint64_t messageBytes, uint64_t* inputBytes, uint64_t* outputBytes);
 
 }  // namespace mscclpp::exec

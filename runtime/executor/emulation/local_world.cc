@@ -25,8 +25,8 @@ LocalWorld::LocalWorld(plan::PlanPtr plan, uint64_t inputBytes, uint64_t outputB
   for (int r = 0; r < n; ++r) {
     RankLayout& L = ranks_[r];
     L.shape = shapeCall(p, r, inputBytes, outputBytes, dtype);
-    // The world's buffers are the call's: a size that only runs padded (the executor stages it, executor.cc)
-    // has no place here. The executor's wiring builds its worlds at the padded sizes, which are exact.
+    // The world's buffers are the call's, so a size that runs only padded
+    // has no place here. The executor's wiring uses the padded sizes.
     MSCCLPP_ENFORCE(!L.shape.geometry.padded, ErrorCode::NotSupported,
                     "plan %s: %llu input and %llu output bytes do not split into the plan's chunks; the emulation runs "
                     "exact sizes only (the executor serves such a call on its padded geometry: %llu bytes per part)",
@@ -49,8 +49,8 @@ LocalWorld::LocalWorld(plan::PlanPtr plan, uint64_t inputBytes, uint64_t outputB
     L.records = reserve(sizeof(BlockRecord) * std::max<size_t>(1, p.ranks[r].threadblocks.size()), kLine);
     L.report = reserve(sizeof(RankReport), kLine);
   }
-  // One counter per directed channel pair, in the receiver's view: rank r's channel toward p with
-  // pair index k waits on (p -> r, k) and signals (r -> p, k).
+  // One counter per directed channel pair, in the receiver's view: rank
+  // r's channel to p with pair index k waits on (p -> r, k), signals (r -> p, k).
   for (int r = 0; r < n; ++r) {
     for (int port = 0; port < 2; ++port) {
       const auto& chans = port ? p.ranks[r].portChannels : p.ranks[r].memoryChannels;

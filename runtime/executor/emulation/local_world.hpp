@@ -1,15 +1,11 @@
-// The emulator's wiring (no sockets): every rank's buffers, semaphore counters and context state in
-// ONE shared anonymous mapping laid out from the plan before any rank starts. Ranks may be threads
-// of this process or processes forked after the world exists (the mapping is inherited at the same
-// address, so every pointer is valid in every rank).
-//
-// Per rank the mapping holds: the input and output buffers (one data buffer for in-place plans,
-// laid out as inPlaceLayout says), the scratch buffer, a pristine copy of the input (for checking),
-// the semaphore counters this rank receives on (one per directed channel pair), the context state
-// (flag, block records) and a report area. Plus one abort flag and one cross-rank barrier.
-//
-// Thread-safety: construction and destruction by the owner only; resources()/accessors are const
-// and may be used from any rank thread or process.
+// The emulator's world: every rank's buffers, counters and context state in
+// one shared anonymous mapping, laid out from the plan before any rank starts.
+// Ranks are threads, or processes forked after the world exists: the mapping
+// is inherited at the same address, so every pointer is valid in every rank.
+// Per rank it holds input and output (or one data buffer), scratch, a copy of
+// the input, received counters, context state and a report area. One abort
+// flag and one cross-rank barrier serve all ranks.
+// Thread-safety: built and destroyed by the owner; accessors from any rank.
 #ifndef MSCCLPP_EXECUTOR_EMULATION_LOCAL_WORLD_HPP_
 #define MSCCLPP_EXECUTOR_EMULATION_LOCAL_WORLD_HPP_
 

@@ -5,8 +5,8 @@
 
 namespace mscclpp::exec {
 
-// Ranks as threads of one test or emulation: they share one world per (plan, sizes) and are not
-// checked against each other's calls (the emulator drives them all alike).
+// Ranks as threads of one test or emulation share one world per plan and
+// sizes. Their calls are not compared: the emulator drives all alike.
 RankResources LocalWorldWiring::connect(const plan::PlanPtr& plan, int rank, const CallShape& shape,
                                         const CallDescriptor&) {
   MSCCLPP_ENFORCE(static_cast<int>(plan->ranks.size()) == nRanks_, ErrorCode::InvalidArgument,

@@ -1,8 +1,6 @@
-// LocalWorldWiring: the emulator's ContextWiring (cpu/context_wiring.hpp). Ranks are threads of
-// this process; every rank's memory lives in one shared-memory LocalWorld per (plan, sizes)
-// (local_world.hpp; no sockets). Part of the emulator library (tools and tests), not of
-// libmscclpp.so.
-//
+// LocalWorldWiring: the emulator's ContextWiring. Ranks are threads of this
+// process; their memory lives in one LocalWorld per plan and sizes.
+// Part of the emulator library (tools and tests), not of libmscclpp.so.
 // Thread-safety: connect() may be called from all rank threads at once.
 #ifndef MSCCLPP_EXECUTOR_EMULATION_LOCAL_WORLD_WIRING_HPP_
 #define MSCCLPP_EXECUTOR_EMULATION_LOCAL_WORLD_WIRING_HPP_
@@ -32,9 +30,9 @@ class LocalWorldWiring : public ContextWiring {
   };
   int nRanks_;
   std::mutex mutex_;
-  // One world per context key (plan, the plan's input and output bytes, the call's part bytes, the element
-  // size), until every rank connected to it: padded calls of different counts share the plan's sizes (the part
-  // tells them apart), and the executor keeps one context per element size (each rank connects once per key).
+  // One world per context key, until every rank connected to it. The part
+  // bytes tell apart padded calls that share the plan's sizes; the element
+  // size matches the executor's one context per element size.
   std::map<std::tuple<const plan::Plan*, uint64_t, uint64_t, uint64_t, size_t>, Entry> pending_;
 };
 

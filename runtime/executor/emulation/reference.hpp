@@ -1,9 +1,8 @@
-// Inputs and the reference result of each standard collective, for the emulator and the tests.
-//
-// Inputs are random but never zero, and chosen so that reductions are exact in every float type
-// the plan could use (multiples of 0.5 up to 2 for sums and min/max; +-1 and +-2 for products;
-// +-1 for fp8): the result does not depend on the order in which a plan reduces, so a mismatch is
-// a real error, not rounding.
+// Inputs and the reference result of each standard collective, for the
+// emulator and the tests. Inputs are random, never zero, and chosen so that
+// reductions are exact in every float type: multiples of 0.5 up to 2 for sums
+// and min/max, +-1 and +-2 for products, +-1 for fp8. The result does not
+// depend on the reduction order, so a mismatch is a real error.
 #ifndef MSCCLPP_EXECUTOR_EMULATION_REFERENCE_HPP_
 #define MSCCLPP_EXECUTOR_EMULATION_REFERENCE_HPP_
 
@@ -32,13 +31,13 @@ struct CheckRequest {
   uint64_t inputBytes = 0;
   uint64_t outputBytes = 0;
   int maxLines = 8;  // mismatch lines kept
-  // The reduction of every rank's whole input (computeReduction); required for allreduce,
+  // The reduction of every rank's whole input, required for allreduce,
   // reducescatter and reduce.
   const char* reduced = nullptr;
 };
 
-// Folds every rank's input in rank order with the request's op (premulsum scales each input, avg
-// divides the result) into out (inputBytes).
+// Folds every rank's input in rank order with the request's op into out.
+// premulsum scales each input; avg divides the result.
 void computeReduction(const CheckRequest& req, char* out);
 
 struct CheckResult {
