@@ -55,6 +55,31 @@ ncclResult_t finishRealCall(ncclResult_t rc, ncclComm_t real, const char* what) 
   return rc;
 }
 
+// The real child of parent, made by create (a real split or shrink) on a nonblocking config and waited for.
+// *child is whatever create stored, even on failure; false with the reason in *why when there is no child.
+template <class Create>
+bool createRealChild(const FallbackComm& parent, const CommConfig& config, const char* what, ncclComm_t* child,
+                     std::string* why, Create create) {
+  if (!parent.available()) {
+    *why = "its parent communicator had no real NCCL communicator: " + parent.unavailableReason();
+    return false;
+  }
+  ncclConfig_t cfg = config.toNccl();
+  cfg.blocking = 0;
+  try {
+    ncclResult_t rc = finishRealCall(create(&cfg), parent.real(), what);
+    if (rc == ncclSuccess && *child != nullptr) rc = waitRealComm(*child, what);
+    if (rc != ncclSuccess) {
+      *why = std::string(what) + ": " + describeRealFailure(rc);
+      return false;
+    }
+  } catch (const Error& e) {
+    *why = e.what();
+    return false;
+  }
+  return true;
+}
+
 ncclResult_t issueOne(const CollCall& c, ncclComm_t real, ncclRedOp_t op) {
   switch (c.kind) {
     case CollKind::AllReduce:
@@ -201,27 +226,10 @@ void FallbackComm::createWithLink(RankLink& link, const CommConfig& config) {
 void FallbackComm::createBySplit(RankLink& parentLink, FallbackComm& parent, int color, int key,
                                  const CommConfig& config) {
   ncclComm_t child = nullptr;
-  bool ok = true;
   std::string why;
-  if (!parent.available()) {
-    ok = false;
-    why = "its parent communicator had no real NCCL communicator: " + parent.unavailableReason();
-  } else {
-    ncclConfig_t cfg = config.toNccl();
-    cfg.blocking = 0;
-    try {
-      ncclResult_t rc = callReal<NcclFn::ncclCommSplit>(parent.real_, color, key, &child, &cfg);
-      rc = finishRealCall(rc, parent.real_, "ncclCommSplit");
-      if (rc == ncclSuccess && child != nullptr) rc = waitRealComm(child, "ncclCommSplit");
-      if (rc != ncclSuccess) {
-        ok = false;
-        why = "ncclCommSplit: " + describeRealFailure(rc);
-      }
-    } catch (const Error& e) {
-      ok = false;
-      why = e.what();
-    }
-  }
+  const bool ok = createRealChild(parent, config, "ncclCommSplit", &child, &why, [&](ncclConfig_t* cfg) {
+    return callReal<NcclFn::ncclCommSplit>(parent.real_, color, key, &child, cfg);
+  });
   // All parent ranks agree (NOCOLOR ranks too), so a child never keeps a real communicator its peers lack.
   std::vector<StatusMsg> all(parentLink.nRanks());
   all[parentLink.rank()].ok = ok ? 1 : 0;
@@ -241,28 +249,10 @@ void FallbackComm::createBySplit(RankLink& parentLink, FallbackComm& parent, int
 void FallbackComm::createByShrink(FallbackComm& parent, int* excludeRanks, int excludeCount, RankLink& childLink,
                                   const CommConfig& config, int shrinkFlags) {
   ncclComm_t child = nullptr;
-  bool ok = true;
   std::string why;
-  if (!parent.available()) {
-    ok = false;
-    why = "its parent communicator had no real NCCL communicator: " + parent.unavailableReason();
-  } else {
-    ncclConfig_t cfg = config.toNccl();
-    cfg.blocking = 0;
-    try {
-      ncclResult_t rc =
-          callReal<NcclFn::ncclCommShrink>(parent.real_, excludeRanks, excludeCount, &child, &cfg, shrinkFlags);
-      rc = finishRealCall(rc, parent.real_, "ncclCommShrink");
-      if (rc == ncclSuccess && child != nullptr) rc = waitRealComm(child, "ncclCommShrink");
-      if (rc != ncclSuccess) {
-        ok = false;
-        why = "ncclCommShrink: " + describeRealFailure(rc);
-      }
-    } catch (const Error& e) {
-      ok = false;
-      why = e.what();
-    }
-  }
+  const bool ok = createRealChild(parent, config, "ncclCommShrink", &child, &why, [&](ncclConfig_t* cfg) {
+    return callReal<NcclFn::ncclCommShrink>(parent.real_, excludeRanks, excludeCount, &child, cfg, shrinkFlags);
+  });
   real_ = child;
   agree(childLink, ok, why);
 }
