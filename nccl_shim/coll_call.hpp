@@ -41,6 +41,10 @@ uint64_t recvBytes(const CollCall& c, int nRanks);
 // NCCL's in-place rule for the call's collective (e.g. allgather: sendbuff == recvbuff + rank * bytes).
 bool isInPlace(const CollCall& c, int rank);
 
+// NCCL's argument checks, in NCCL's order and words (all ncclInvalidArgument): root or peer, datatype, reduce
+// op. Then what NCCL leaves to a crash: NULL buffers this rank touches, and byte counts that overflow.
+void checkCallArgs(const CollCall& call, const Comm& comm);
+
 }  // namespace mscclpp::shim
 
 #endif  // MSCCLPP_NCCL_SHIM_COLL_CALL_HPP_

@@ -19,16 +19,36 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "comm_config.hpp"
 #include "comm_stats.hpp"
 #include "fallback_comm.hpp"
-#include "local_registrations.hpp"
 #include "rank_link.hpp"
-#include "route_table.hpp"
 #include "user_red_ops.hpp"
 
 namespace mscclpp::shim {
+
+// Buffers the user registered (ncclCommRegister) or made windows of (ncclCommWindowRegister) on a communicator
+// without a real twin. Plans need no registration (the executor registers buffers itself), so a record only
+// makes the matching deregistration valid. With a twin, the real NCCL's handles are returned instead.
+struct LocalRegistration {
+  void* buff = nullptr;
+  size_t size = 0;
+  bool window = false;
+  int winFlags = 0;
+};
+
+class LocalRegistrations {
+ public:
+  LocalRegistration* add(void* buff, size_t size, bool window, int winFlags);
+  // True when handle is one of ours of the given kind (and removes it).
+  bool remove(const void* handle, bool window);
+  bool contains(const void* handle) const;
+
+ private:
+  std::vector<std::unique_ptr<LocalRegistration>> records_;
+};
 
 class Comm {
  public:

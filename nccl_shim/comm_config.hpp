@@ -5,7 +5,10 @@
 
 #include <nccl.h>
 
+#include <cstdint>
 #include <string>
+
+#include "nccl_types.hpp"
 
 namespace mscclpp::shim {
 
@@ -33,6 +36,24 @@ class CommConfig {
   std::string commName_;
   bool hasNetName_ = false;
   bool hasCommName_ = false;
+};
+
+// Which collectives the user forced to the real NCCL (MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION). Read once when the
+// communicator is created, so the hot path only tests a bit.
+class RouteTable {
+ public:
+  // Parses a comma list of collective names or "all" (case-insensitive, blanks ignored); throws
+  // Error(InvalidArgument) naming the variable and the unknown name.
+  static uint32_t parseForcedList(const std::string& list);
+
+  // Reads MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION.
+  void loadFromEnvironment();
+  void setForcedMask(uint32_t mask) { forcedMask_ = mask; }
+  uint32_t forcedMask() const { return forcedMask_; }
+  bool forced(CollKind kind) const { return (forcedMask_ >> static_cast<int>(kind)) & 1u; }
+
+ private:
+  uint32_t forcedMask_ = 0;
 };
 
 }  // namespace mscclpp::shim

@@ -30,6 +30,14 @@ void simulateGroupOps(std::vector<CollCall>& ops, ncclSimInfo_t* simInfo);
 // "allreduce, 8 ranks, 3 MiB, bf16, sum, in-place": what a call asks for, for logs and messages.
 std::string describeCall(const CollCall& call, int nRanks, int rank);
 
+// Grouped send/recv calls form a pattern a plan can serve only when every rank recognises it from its own
+// calls alone: then all ranks make the same plan-or-NCCL choice without talking. The one pattern is the
+// two-rank exchange: on a 2-rank communicator, one send to the peer and one recv from it, same count and
+// datatype ("sendrecv" plans).
+// p2p: one communicator's grouped Send/Recv calls in issue order. On a match, *exchange is a SendRecv call
+// (sendbuff from the send, recvbuff from the recv, the common count/datatype/stream; root = the peer).
+bool matchTwoRankExchange(const std::vector<const CollCall*>& p2p, int rank, int nRanks, CollCall* exchange);
+
 }  // namespace mscclpp::shim
 
 #endif  // MSCCLPP_NCCL_SHIM_DISPATCH_HPP_

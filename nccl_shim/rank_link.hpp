@@ -1,6 +1,6 @@
 // What one rank of a shim communicator needs from the runtime below it: the bootstrap (rendezvous from the
 // unique id, and small host-side exchanges among the ranks: the real NCCL's id, split colors, agreement on the
-// fallback) and the executor (running a plan). runtime_link.cc implements it over runtime/bootstrap, comm and
+// fallback) and the executor (running a plan). rank_link.cc implements it over runtime/bootstrap, comm and
 // executor; a one-rank communicator needs no network at all (SoloLink).
 //
 // Every exchange has a deadline (MSCCLPP_TIMEOUT_S) and throws an Error naming the operation and the peers it
