@@ -1,5 +1,7 @@
-// Entry points of the operations: collectives, point-to-point calls, groups and user reduce ops. Each call is
-// packed into a CollCall and handed to submitCall (dispatch.cc), which checks, queues or runs it and is the guard.
+// Entry points of the operations: collectives, sends
+// and receives, groups and user reduce ops. Each call
+// becomes a CollCall for submitCall, which checks it,
+// then queues or runs it, inside the guard.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -15,7 +17,7 @@ using namespace mscclpp;        // NOLINT: entry points are thin wrappers
 using namespace mscclpp::shim;  // NOLINT
 
 namespace {
-// dtype and op arrive as the caller's raw values (rawEnum): they are checked before anything uses them.
+// dtype and op stay the caller's raw values until checkCallArgs passed.
 CollCall makeCall(CollKind kind, const void* sendbuff, void* recvbuff, size_t count, int dtype, int op, int root,
                   cudaStream_t stream) {
   CollCall c;
@@ -73,7 +75,7 @@ MSCCLPP_NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType
 ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                         cudaStream_t stream) {
   MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclBcast, buff, count, datatype, root, comm, stream);
-  // The in-place broadcast; forwarded as ncclBcast so the real library sees the call the application made.
+  // In-place broadcast. The real library still sees an ncclBcast call.
   CollCall c = makeCall(CollKind::Broadcast, buff, buff, count, rawEnum(datatype), ncclSum, root, stream);
   c.viaBcast = true;
   return submitCall(c, comm);
@@ -139,7 +141,7 @@ ncclResult_t endGroup(ncclSimInfo_t* simInfo) {
   GroupState& group = threadGroup();
   return guarded([&] {
     if (simInfo != nullptr) {
-      // Read by its own size like NCCL does (an older caller's struct may be shorter).
+      // Read by the caller's size, as NCCL does: older structs are shorter.
       ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
       info.magic = 0;
       size_t size = 0;
@@ -149,7 +151,7 @@ ncclResult_t endGroup(ncclSimInfo_t* simInfo) {
                       "ncclSimInfo_t argument not initialized via NCCL_SIM_INFO_INITIALIZER (magic 0x%x)", info.magic);
     }
     if (!group.end()) return ncclSuccess;
-    // The outermost end: take everything out first, so that any failure below leaves this thread clean.
+    // Take everything out first: a failure below leaves the thread clean.
     std::vector<std::function<void()>> jobs = group.takeJobs();
     thread_local std::vector<CollCall> ops;
     group.takeOps(&ops);
@@ -158,8 +160,10 @@ ncclResult_t endGroup(ncclSimInfo_t* simInfo) {
       std::vector<CollCall>& v;
       ~ClearOps() { v.clear(); }
     } clearOps{ops};
-    runConcurrently(jobs);  // deferred inits and splits: several ranks of this thread rendezvous together
-    if (latched != ncclSuccess) return latched;  // its message was recorded by the call that failed
+    // Deferred inits and splits: this thread's ranks rendezvous together.
+    runConcurrently(jobs);
+    // The failing call already recorded its message.
+    if (latched != ncclSuccess) return latched;
     if (simInfo != nullptr) {
       simulateGroupOps(ops, simInfo);
     } else {
@@ -190,6 +194,8 @@ ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   return endGroup(simInfo);
 }
 
+// A user op lives in both worlds: our scalar for plans, and the
+// real NCCL's handle for the fallback. Calls carry our handle.
 MSCCLPP_NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                  ncclScalarResidence_t residence, ncclComm_t comm);
 ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
@@ -213,7 +219,7 @@ ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataTy
     user.exec.builtin = ncclSum;
     user.exec.preMul = true;
     if (where == ncclScalarHostImmediate) {
-      std::memcpy(user.exec.scalarBytes, scalar, size);  // read now: the caller may reuse its memory
+      std::memcpy(user.exec.scalarBytes, scalar, size);  // the caller may reuse it
     } else {
       user.exec.scalarIsPtr = true;
       user.exec.scalarPtr = scalar;  // read when the collective runs
@@ -232,7 +238,7 @@ ncclResult_t pncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
   MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclRedOpDestroy, op, comm);
   if (isRealNcclComm(comm)) return passThrough<NcclFn::ncclRedOpDestroy>(op, comm);
   return guarded([&] {
-    // NCCL's checks, in its order and words.
+    // NCCL's checks, in NCCL's order and words.
     const int handle = rawEnum(op);
     MSCCLPP_ENFORCE(!(0 <= handle && handle < static_cast<int>(ncclNumOps)), ErrorCode::InvalidArgument,
                     "ncclRedOpDestroy : operator is a NCCL builtin.");

@@ -1,5 +1,5 @@
-// Entry points of communicators: creation (ncclGetUniqueId, ncclCommInitRank and its variants, ncclCommInitAll),
-// split and shrink, teardown, and the queries. The work is in comm_lifecycle.cc.
+// Entry points of communicators: creation, split and shrink,
+// teardown, and the queries. The work itself is in comm_lifecycle.cc.
 #include "api_common.hpp"
 #include "comm.hpp"
 #include "comm_lifecycle.hpp"
@@ -127,8 +127,8 @@ MSCCLPP_NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResul
 ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclCommGetAsyncError, comm, asyncError);
   if (isRealNcclComm(comm)) return passThrough<NcclFn::ncclCommGetAsyncError>(comm, asyncError);
-  // Called by watchdog threads concurrently with everything else: two atomic loads and, with a real twin, the
-  // real NCCL's own (equally cheap) query.
+  // Watchdog threads call this at any time: two atomic loads,
+  // then the real twin's own query, which is as cheap.
   return guarded([&] {
     Comm* c = checkComm(comm, "ncclGetAsyncError");
     MSCCLPP_ENFORCE(asyncError != nullptr, ErrorCode::InvalidArgument,

@@ -8,8 +8,9 @@ namespace mscclpp::shim {
 namespace {
 const char* at(const void* base, uint64_t offset) { return static_cast<const char*>(base) + offset; }
 
-// Which buffers this rank touches for the call (NCCL: broadcast reads sendbuff only at the root, reduce writes
-// recvbuff only at the root, gather/scatter likewise).
+// Which buffers this rank touches. As in NCCL,
+// broadcast and scatter read sendbuff only at the
+// root; reduce and gather write recvbuff only there.
 bool needsSend(const CollCall& c, int rank) {
   switch (c.kind) {
     case CollKind::Broadcast:
@@ -121,7 +122,8 @@ void checkCallArgs(const CollCall& c, const Comm& comm) {
     }
   }
 
-  // Total bytes this rank moves must fit in 64 bits (count is per rank for the gathering collectives).
+  // The bytes this rank moves must fit in 64 bits.
+  // The gathering collectives count per rank.
   uint64_t bytes = 0, total = 0;
   bool overflow = __builtin_mul_overflow(static_cast<uint64_t>(c.count), static_cast<uint64_t>(elem), &bytes) ||
                   __builtin_mul_overflow(bytes, static_cast<uint64_t>(nRanks), &total);

@@ -13,7 +13,7 @@ namespace mscclpp::shim {
 namespace {
 
 constexpr unsigned kConfigMagic = 0xcafebeef;
-constexpr int kMaxChannels = 64;  // NCCL 2.28 MAXCHANNELS: upper bound of nChannelsPerNetPeer
+constexpr int kMaxChannels = 64;  // NCCL's MAXCHANNELS bounds nChannelsPerNetPeer
 constexpr int kUndef = NCCL_CONFIG_UNDEF_INT;
 
 bool unsetOr(int v, bool ok) { return v == kUndef || ok; }
@@ -33,7 +33,7 @@ CommConfig CommConfig::parse(const ncclConfig_t* config) {
   CommConfig out;
   if (config == nullptr) return out;
 
-  // Read only what the caller's struct holds: an older caller's struct is shorter than ours.
+  // Read only what the caller's struct holds: an older one is shorter.
   ncclConfig_t c = NCCL_CONFIG_INITIALIZER;
   c.magic = 0;
   size_t callerSize = 0;
@@ -44,7 +44,7 @@ CommConfig CommConfig::parse(const ncclConfig_t* config) {
                   "magic 0x%x)",
                   c.magic, callerSize, kConfigMagic);
 
-  // Fields the caller's NCCL version did not have are garbage to us: reset them to "unset".
+  // Fields the caller's NCCL version lacked are garbage: make them unset.
   const ncclConfig_t d = NCCL_CONFIG_INITIALIZER;
   if (c.version < NCCL_VERSION(2, 14, 0)) c.blocking = d.blocking;
   if (c.version < NCCL_VERSION(2, 17, 0)) {
@@ -84,7 +84,7 @@ CommConfig CommConfig::parse(const ncclConfig_t* config) {
             c.nvlinkCentricSched);
 
   out.fields_ = c;
-  out.blocking_ = c.blocking != 0;  // unset means blocking, NCCL's default
+  out.blocking_ = c.blocking != 0;  // unset means blocking, as in NCCL
   if (c.netName != nullptr) {
     out.netName_ = c.netName;
     out.hasNetName_ = true;
