@@ -1,11 +1,12 @@
-// Shared by the api_*.cc files (the exported entry points, one file per family).
+// What every api_*.cc entry point shares.
 //
-// MSCCLPP_NCCL_API defines the layout libnccl.so.2 has: a strong pncclX and ncclX as a weak alias of it, both
-// exported (the version script exports these names and nothing else).
+// MSCCLPP_NCCL_API lays a function out as libnccl.so.2 does:
+// a strong pncclX and a weak ncclX alias, both exported.
 //
-// MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL makes an entry point reached while this thread is inside a call into the
-// real NCCL (the real library calling one of its own public names, see real_nccl.hpp) go straight to the real
-// symbol with the arguments unchanged.
+// MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL sends a call
+// straight to the real symbol when this thread is inside
+// the real NCCL. That happens when the real library
+// calls one of its own public names (real_nccl.hpp).
 #ifndef MSCCLPP_NCCL_SHIM_API_COMMON_HPP_
 #define MSCCLPP_NCCL_SHIM_API_COMMON_HPP_
 
@@ -23,7 +24,7 @@
 
 namespace mscclpp::shim {
 
-// The value an entry point returns when it cannot even reach the real symbol.
+// What an entry point returns when the real symbol is missing.
 template <class R>
 R passThroughFailure() {
   if constexpr (std::is_same<R, ncclResult_t>::value) {

@@ -1,7 +1,10 @@
-// Host functions of NCCL's device API (nccl_device/*.h). Device communicators, barriers and LL all-to-all
-// resources live inside the real NCCL: those calls go to the real communicator, or fail with ncclInvalidUsage
-// naming why it is unavailable. The team queries and ncclLLA2ACalcSlots are pure arithmetic on the
-// communicator's shape; without a real twin we answer them ourselves (ranks of one host form the LSA team).
+// Host functions of NCCL's device API. Device
+// communicators, barriers and LL all-to-all resources
+// live inside the real NCCL. Those calls go to the
+// real communicator, or fail with ncclInvalidUsage
+// saying why there is none. The team queries and
+// ncclLLA2ACalcSlots are arithmetic on the shape:
+// without a real twin the shim answers them itself.
 #include "api_common.hpp"
 #include "comm.hpp"
 #include "core/enforce.hpp"
@@ -29,7 +32,7 @@ ncclTeam_t team(int nRanks, int rank, int stride) {
   return t;
 }
 
-// Our answer for the LSA (load/store accessible) team: the ranks of this host, assumed contiguous.
+// The load/store accessible team: this host's ranks, assumed contiguous.
 ncclTeam_t lsaTeam(const Comm& c) {
   int size = c.nRanksPerNode() > 0 ? c.nRanksPerNode() : 1;
   return team(size, c.rank() % size, 1);
@@ -152,7 +155,8 @@ int pncclLLA2ACalcSlots(int maxElts, int maxEltSize) {
   MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclLLA2ACalcSlots, maxElts, maxEltSize);
   return guardedValue<int>(0, [&] {
     if (RealNccl::instance().ensureLoaded()) return callReal<NcclFn::ncclLLA2ACalcSlots>(maxElts, maxEltSize);
-    // NCCL 2.28's formula: one 8-byte slot unit per started 8 bytes of each element.
+    // NCCL 2.28's formula: one slot unit
+    // per started 8 bytes of each element.
     return maxElts * ((maxEltSize + 7) / 8);
   });
 }

@@ -1,5 +1,5 @@
-// Entry points that describe the library and its errors: ncclGetVersion, ncclGetErrorString, ncclGetLastError,
-// ncclResetDebugInit.
+// Entry points that describe the library and its errors: the
+// version, error strings, the last error, and the debug reset.
 #include <string>
 
 #include "api_common.hpp"
@@ -15,7 +15,8 @@ ncclResult_t pncclGetVersion(int* version) {
   MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclGetVersion, version);
   return guarded([&] {
     MSCCLPP_ENFORCE(version != nullptr, ErrorCode::InvalidArgument, "GetVersion : version argument is NULL");
-    // Applications gate features on this: report the NCCL we emulate (the headers we were built with).
+    // Applications gate features on this:
+    // report the NCCL we were built against.
     *version = kEmulatedNcclVersion;
     return ncclSuccess;
   });
@@ -24,7 +25,8 @@ ncclResult_t pncclGetVersion(int* version) {
 MSCCLPP_NCCL_API(const char*, ncclGetErrorString, ncclResult_t result);
 const char* pncclGetErrorString(ncclResult_t result) {
   MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclGetErrorString, result);
-  // NCCL's own wording: users and tests match on it. Any int may arrive: read it as one.
+  // NCCL's own wording, which users and tests match on.
+  // Any int may arrive, so the value is read as an int.
   switch (rawEnum(result)) {
     case ncclSuccess:
       return "no error";
@@ -50,8 +52,8 @@ const char* pncclGetErrorString(ncclResult_t result) {
 MSCCLPP_NCCL_API(const char*, ncclGetLastError, ncclComm_t comm);
 const char* pncclGetLastError(ncclComm_t comm) {
   MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclGetLastError, comm);
-  // Process-wide text (NCCL ignores comm too), copied per thread so the pointer stays valid for the caller
-  // until its next call.
+  // Process-wide text: NCCL ignores comm too. The per-thread
+  // copy keeps the pointer valid until the caller's next call.
   thread_local std::string copy;
   return guardedValue<const char*>("", [&] {
     copy = lastWarning();
@@ -65,12 +67,14 @@ MSCCLPP_NCCL_API(void, ncclResetDebugInit);
 void pncclResetDebugInit() {
   MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclResetDebugInit);
   (void)guarded([] {
-    reloadLogConfig();  // and every other cached MSCCLPP_* parameter at its next use
-    // The real library has its own NCCL_DEBUG state; reset it too when it is loaded.
+    // Every other cached MSCCLPP_* parameter is read again at its next use.
+    reloadLogConfig();
+    // The real library keeps its own NCCL_DEBUG state: reset that too.
     if (RealNccl::instance().ensureLoaded()) callReal<NcclFn::ncclResetDebugInit>();
     return ncclSuccess;
   });
 }
-// libnccl.so.2 exports this one without a p-name or a header prototype; it does what ncclResetDebugInit does.
+// libnccl.so.2 exports this without a p-name or a
+// prototype. It does what ncclResetDebugInit does.
 extern "C" __attribute__((visibility("default"))) void ncclResetDebugInitInternal() { pncclResetDebugInit(); }
 #pragma GCC diagnostic pop

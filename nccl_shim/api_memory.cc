@@ -1,10 +1,12 @@
-// Entry points for memory: ncclMemAlloc/ncclMemFree, ncclCommRegister/Deregister,
-// ncclCommWindowRegister/Deregister.
+// Entry points for memory: allocation, registration and windows.
 //
-// ncclMemAlloc: with a GPU, cudaMalloc (memory both our plans and the real NCCL can use: the runtime shares it
-// with CUDA IPC, which the real NCCL's cuMem allocations would not support); without a GPU and with the CPU
-// backend, page-aligned host memory (plans on the CPU backend run on host buffers); otherwise an error saying
-// there is no device. ncclMemFree frees what ncclMemAlloc returned, and forwards anything else to the real NCCL.
+// ncclMemAlloc uses cudaMalloc with a GPU. Both our
+// plans and the real NCCL can use that memory: the
+// runtime shares it through CUDA IPC, which the real
+// NCCL's cuMem allocations would not support. Without a
+// GPU, the CPU backend gets page-aligned host memory,
+// since its plans run on host buffers. ncclMemFree
+// forwards memory it did not allocate to the real NCCL.
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -22,11 +24,12 @@ using namespace mscclpp::shim;  // NOLINT
 
 namespace {
 
-// Host blocks ncclMemAlloc handed out (process-wide, like the allocations themselves).
+// The host blocks ncclMemAlloc handed out, process-wide like the memory.
 class HostBlocks {
  public:
   static HostBlocks& instance() {
-    static HostBlocks* b = new HostBlocks();  // never destroyed: frees may come during static destruction
+    // Never destroyed: frees may come during static destruction.
+    static HostBlocks* b = new HostBlocks();
     return *b;
   }
   void* allocate(size_t bytes) {
@@ -93,7 +96,7 @@ ncclResult_t pncclMemFree(void* ptr) {
       cudaRelease(ptr);
       return ncclSuccess;
     }
-    // Not ours: memory the application got from the real NCCL before the shim was in place.
+    // Memory the application got from the real NCCL before the shim.
     MSCCLPP_ENFORCE(RealNccl::instance().ensureLoaded(), ErrorCode::InvalidArgument,
                     "MemFree : %p was not allocated by ncclMemAlloc", ptr);
     ncclResult_t rc = callReal<NcclFn::ncclMemFree>(ptr);
@@ -150,7 +153,7 @@ ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, n
                     "CommWindowRegister : invalid winFlags 0x%x", winFlags);
     c->ensureReady("CommWindowRegister");
     if (c->fallback().available()) {
-      // Device code dereferences window handles: they must be the real NCCL's.
+      // Device code dereferences window handles: they must be real ones.
       ncclResult_t rc = callReal<NcclFn::ncclCommWindowRegister>(c->fallback().real(), buff, size, win, winFlags);
       rc = rc == ncclInProgress ? waitRealComm(c->fallback().real(), "ncclCommWindowRegister") : rc;
       if (rc != ncclSuccess) throwRealFailure(rc, "ncclCommWindowRegister");

@@ -13,7 +13,7 @@ namespace mscclpp::shim {
 
 namespace {
 uint32_t saltFor(const void* p) {
-  // A per-object value, so a user op handle of another communicator is rejected; no shared counter needed.
+  // A value per object, so another communicator's user op is rejected.
   uint64_t h = reinterpret_cast<uintptr_t>(p);
   h ^= h >> 29;
   h *= 0x9e3779b97f4a7c15ull;
@@ -43,9 +43,10 @@ void Comm::ensureReady(const char* opName, bool allowRevoked) const {
                   nRanks_);
   ncclResult_t r = asyncResult();
   if (r == ncclSuccess) {
-    // A communicator that failed as a whole (a dead or unreachable peer, mismatched calls, a deadlock) fails every
-    // later call at once with that error. Split, shrink and finalize stay allowed: shrinking away the dead ranks is
-    // how a job goes on.
+    // A communicator that failed as a whole fails every later
+    // call at once with that error: a dead peer, mismatched
+    // calls, a deadlock. Split, shrink and finalize stay
+    // allowed: shrinking away dead ranks is how a job goes on.
     ErrorCode code;
     std::string why;
     if (!allowRevoked && link_ && link_->failed(&code, &why)) {
@@ -67,7 +68,8 @@ void Comm::ensureReady(const char* opName, bool allowRevoked) const {
 ncclResult_t Comm::asyncError() const {
   ncclResult_t r = asyncResult();
   if (r != ncclSuccess) return r;
-  // link_ is set before the release store of ncclSuccess above, and stays until destroy.
+  // link_ is set before the release store of ncclSuccess and stays
+  // until destroy, so the acquire load above makes it safe to read.
   ErrorCode code;
   if (link_ && link_->failed(&code, nullptr)) return toNcclResult(code);
   return fallback_.asyncError();
@@ -113,7 +115,8 @@ void Comm::initialize(const ncclUniqueId& id) {
     markFailed(e.result());
     throw;
   } catch (const Error& e) {
-    // A peer that failed meanwhile (its death aborted our exchanges): report that, not the abort it caused.
+    // A peer died meanwhile and its death aborted our
+    // exchanges. Report the death, not the abort it caused.
     ErrorCode code;
     std::string why;
     if (link_ && link_->failed(&code, &why) && code != e.code()) {
@@ -137,7 +140,8 @@ void Comm::abortNetwork() {
 void Comm::startBackgroundInit(const ncclUniqueId& id) {
   setAsyncResult(ncclInProgress);
   initThread_ = std::thread([this, id] {
-    // The error is recorded (ncclGetLastError) and kept as the async result the caller polls.
+    // The error is recorded for ncclGetLastError and
+    // kept as the async result the caller polls.
     (void)guarded([&] {
       initialize(id);
       return ncclSuccess;
@@ -147,6 +151,33 @@ void Comm::startBackgroundInit(const ncclUniqueId& id) {
 
 void Comm::joinBackgroundInit() {
   if (initThread_.joinable()) initThread_.join();
+}
+
+LocalRegistration* LocalRegistrations::add(void* buff, size_t size, bool window, int winFlags) {
+  auto r = std::make_unique<LocalRegistration>();
+  r->buff = buff;
+  r->size = size;
+  r->window = window;
+  r->winFlags = winFlags;
+  records_.push_back(std::move(r));
+  return records_.back().get();
+}
+
+bool LocalRegistrations::remove(const void* handle, bool window) {
+  for (size_t i = 0; i < records_.size(); ++i) {
+    if (records_[i].get() == handle && records_[i]->window == window) {
+      records_.erase(records_.begin() + static_cast<long>(i));
+      return true;
+    }
+  }
+  return false;
+}
+
+bool LocalRegistrations::contains(const void* handle) const {
+  for (const auto& r : records_) {
+    if (r.get() == handle) return true;
+  }
+  return false;
 }
 
 bool isRealNcclComm(ncclComm_t handle) {

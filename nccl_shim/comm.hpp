@@ -1,14 +1,13 @@
-// The object behind every ncclComm_t the shim hands out: one rank of one communicator, owning its link to the
-// runtime (bootstrap + executor), its real-NCCL twin (the fallback), its user reduce ops, its routing state and
-// its counters.
+// The object behind every ncclComm_t the shim
+// hands out: one rank of one communicator. It owns
+// its link to the runtime, its real NCCL twin, its
+// user reduce ops, its rules and its counters.
 //
-// Lifecycle: created by an init call (or split/shrink) in state InProgress; becomes Ready when the rendezvous and
-// the fallback setup finished (at once for blocking inits, at group end for inits inside a group, on a
-// background thread for nonblocking ones), or holds the init error. Finalize / revoke / abort / destroy follow
-// NCCL's rules.
+// Init, split or shrink creates it InProgress. It becomes ready
+// once the rendezvous and the twin are set up, or keeps the error.
 //
-// Threads: NCCL's rule holds (one thread drives a communicator at a time); asyncResult() and
-// ncclCommGetAsyncError may be called from any thread at any time (the PyTorch watchdog does).
+// Threads: one thread drives a communicator at a time, as in
+// NCCL. Any thread may call asyncResult() and asyncError().
 #ifndef MSCCLPP_NCCL_SHIM_COMM_HPP_
 #define MSCCLPP_NCCL_SHIM_COMM_HPP_
 
@@ -19,20 +18,42 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "comm_config.hpp"
 #include "comm_stats.hpp"
 #include "fallback_comm.hpp"
-#include "local_registrations.hpp"
 #include "rank_link.hpp"
-#include "route_table.hpp"
 #include "user_red_ops.hpp"
 
 namespace mscclpp::shim {
 
+// Buffers registered, or made windows, on a communicator
+// without a twin. Plans need no registration: the
+// executor registers buffers itself. A record only makes
+// the matching deregistration valid. With a twin, the
+// real NCCL's handles are returned instead.
+struct LocalRegistration {
+  void* buff = nullptr;
+  size_t size = 0;
+  bool window = false;
+  int winFlags = 0;
+};
+
+class LocalRegistrations {
+ public:
+  LocalRegistration* add(void* buff, size_t size, bool window, int winFlags);
+  // Removes handle if it is one of ours of this kind; false otherwise.
+  bool remove(const void* handle, bool window);
+  bool contains(const void* handle) const;
+
+ private:
+  std::vector<std::unique_ptr<LocalRegistration>> records_;
+};
+
 class Comm {
  public:
-  // Distinct from NCCL's comm magic (0x0280028002800280) so a real NCCL comm handed to us is recognised.
+  // Differs from NCCL's comm magic, so a real NCCL comm is recognised.
   static constexpr uint64_t kMagic = 0x4d534343504c5348ull;
 
   Comm(int nRanks, int rank, int cudaDev, CommConfig config);
@@ -51,37 +72,41 @@ class Comm {
   // ---- state ----
   ncclResult_t asyncResult() const { return asyncResult_.load(std::memory_order_acquire); }
   void setAsyncResult(ncclResult_t r) { asyncResult_.store(r, std::memory_order_release); }
-  // A failed call on a ready nonblocking communicator becomes its async error (NCCL's rule). Never overwrites
-  // an initialization in progress (a call made too early must not race the init's own result).
+  // A failed call on a ready nonblocking communicator
+  // becomes its async error, as in NCCL. It never
+  // overwrites an init in progress: a call made too
+  // early must not race the init's own result.
   void recordCallFailure(ncclResult_t r) {
     ncclResult_t ready = ncclSuccess;
     asyncResult_.compare_exchange_strong(ready, r, std::memory_order_acq_rel);
   }
-  // NCCL's ncclCommEnsureReady: throws when the communicator is still initializing (InvalidArgument, NCCL's
-  // "Attempt to use communicator before the previous operation returned ncclSuccess"), failed, was aborted or
-  // revoked.
-  // allowRevoked: split and shrink may use a revoked communicator (that is what revoke is for).
+  // NCCL's ncclCommEnsureReady: throws while the
+  // communicator initializes, with NCCL's words, and once
+  // it failed, was aborted or was revoked. allowRevoked:
+  // split and shrink may use a revoked communicator.
   void ensureReady(const char* opName, bool allowRevoked = false) const;
   // ncclCommGetAsyncError: ours, then the real communicator's.
   ncclResult_t asyncError() const;
 
-  // Joins the rendezvous and builds the fallback (all ranks together). Sets the async result on success or
-  // failure; throws on failure too.
+  // Joins the rendezvous and builds the fallback, all ranks together.
+  // Sets the async result either way; throws on failure too.
   void initialize(const ncclUniqueId& id);
-  // The same for a communicator whose link already exists (split, shrink): the link is adopted.
+  // A split or shrink child adopts the link it was created with.
   void adoptLink(std::unique_ptr<RankLink> link);
   void markReady();
   void markFailed(ncclResult_t result);
 
-  // Wakes everything blocked on this communicator's network (a rendezvous of an initialization still running, a
-  // collective or split waiting for peers): they fail with Error(Aborted). Any thread, at any time.
+  // Wakes everything blocked on this communicator's
+  // network, such as a running rendezvous or a
+  // collective waiting for peers. They fail with
+  // Error(Aborted). Any thread may call it at any time.
   void abortNetwork();
 
-  // Nonblocking init running on a background thread (joined by destroy/abort).
+  // A nonblocking init on a background thread; destroy and abort join it.
   void startBackgroundInit(const ncclUniqueId& id);
   void joinBackgroundInit();
 
-  // True between an init deferred to the enclosing ncclGroupEnd and that group end.
+  // True from an init deferred to ncclGroupEnd until that group end.
   bool initDeferred() const { return initDeferred_.load(std::memory_order_acquire); }
   void setInitDeferred(bool v) { initDeferred_.store(v, std::memory_order_release); }
 
@@ -93,7 +118,7 @@ class Comm {
   void setAborted() { aborted_.store(true, std::memory_order_release); }
   bool destroyStarted() const { return destroyStarted_; }
   void setDestroyStarted() { destroyStarted_ = true; }
-  // Marks the object as dead so a later use of the stale handle is caught by the magic check.
+  // Marks the object dead: the magic check catches a stale handle.
   void killMagic() { startMagic_ = endMagic_ = 0; }
 
   // ---- parts ----
@@ -107,12 +132,14 @@ class Comm {
   LocalRegistrations& registrations() { return registrations_; }
   RouteTable& routes() { return routes_; }
 
-  // Calls running on this communicator right now (abort waits for them to come back before freeing it).
+  // Calls running on this communicator now.
+  // Abort waits for them before freeing it.
   void enterCall() { inflight_.fetch_add(1, std::memory_order_acq_rel); }
   void leaveCall() { inflight_.fetch_sub(1, std::memory_order_acq_rel); }
   int inflightCalls() const { return inflight_.load(std::memory_order_acquire); }
 
-  // Number of split/shrink children created so far (part of a child's identity in our exchanges).
+  // Children created by split or shrink so far. The
+  // count tells children apart in the shim's exchanges.
   int nextChildIndex() { return ++childCount_; }
 
  private:
@@ -129,7 +156,9 @@ class Comm {
   bool finalized_ = false;
   bool destroyStarted_ = false;
   int childCount_ = 0;
-  std::mutex connectorMutex_;  // guards connector_ and the assignment of link_ (abortNetwork races initialize)
+  // Guards connector_ and the assignment of
+  // link_: abortNetwork races initialize.
+  std::mutex connectorMutex_;
   std::unique_ptr<LinkConnector> connector_;
   std::unique_ptr<RankLink> link_;
   FallbackComm fallback_;
@@ -156,12 +185,13 @@ class InflightScope {
 
 // NCCL's magic at the start of its own communicators.
 constexpr uint64_t kRealNcclCommMagic = 0x0280028002800280ull;
-// True when handle is a communicator of the real NCCL (reached us through its internal calls or an application
-// mixing handles): such calls are passed through unchanged.
+// True when handle is a communicator of the real
+// NCCL: the real library called us, or the
+// application mixes handles. Such calls pass through.
 bool isRealNcclComm(ncclComm_t handle);
 
-// NCCL's CommCheck: "<op> : <arg> argument is NULL" for NULL, "<op> : <arg> is not a valid communicator
-// (destroyed or corrupted)" for a dead or foreign object (both ncclInvalidArgument).
+// NCCL's CommCheck, with NCCL's messages for a NULL handle and
+// for a dead or foreign object. Both throw InvalidArgument.
 Comm* checkComm(ncclComm_t handle, const char* opName, const char* argName = "comm");
 
 }  // namespace mscclpp::shim

@@ -1,16 +1,19 @@
 #include "comm_config.hpp"
 
+#include <strings.h>
+
 #include <algorithm>
 #include <cstring>
 
 #include "core/enforce.hpp"
+#include "shim_params.hpp"
 
 namespace mscclpp::shim {
 
 namespace {
 
 constexpr unsigned kConfigMagic = 0xcafebeef;
-constexpr int kMaxChannels = 64;  // NCCL 2.28 MAXCHANNELS: upper bound of nChannelsPerNetPeer
+constexpr int kMaxChannels = 64;  // NCCL's MAXCHANNELS bounds nChannelsPerNetPeer
 constexpr int kUndef = NCCL_CONFIG_UNDEF_INT;
 
 bool unsetOr(int v, bool ok) { return v == kUndef || ok; }
@@ -30,7 +33,7 @@ CommConfig CommConfig::parse(const ncclConfig_t* config) {
   CommConfig out;
   if (config == nullptr) return out;
 
-  // Read only what the caller's struct holds: an older caller's struct is shorter than ours.
+  // Read only what the caller's struct holds: an older one is shorter.
   ncclConfig_t c = NCCL_CONFIG_INITIALIZER;
   c.magic = 0;
   size_t callerSize = 0;
@@ -41,7 +44,7 @@ CommConfig CommConfig::parse(const ncclConfig_t* config) {
                   "magic 0x%x)",
                   c.magic, callerSize, kConfigMagic);
 
-  // Fields the caller's NCCL version did not have are garbage to us: reset them to "unset".
+  // Fields the caller's NCCL version lacked are garbage: make them unset.
   const ncclConfig_t d = NCCL_CONFIG_INITIALIZER;
   if (c.version < NCCL_VERSION(2, 14, 0)) c.blocking = d.blocking;
   if (c.version < NCCL_VERSION(2, 17, 0)) {
@@ -81,7 +84,7 @@ CommConfig CommConfig::parse(const ncclConfig_t* config) {
             c.nvlinkCentricSched);
 
   out.fields_ = c;
-  out.blocking_ = c.blocking != 0;  // unset means blocking, NCCL's default
+  out.blocking_ = c.blocking != 0;  // unset means blocking, as in NCCL
   if (c.netName != nullptr) {
     out.netName_ = c.netName;
     out.hasNetName_ = true;
@@ -104,5 +107,37 @@ ncclConfig_t CommConfig::toNccl() const {
   c.commName = hasCommName_ ? commName_.c_str() : nullptr;
   return c;
 }
+
+uint32_t RouteTable::parseForcedList(const std::string& list) {
+  uint32_t mask = 0;
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = list.find(',', pos);
+    if (comma == std::string::npos) comma = list.size();
+    std::string name = list.substr(pos, comma - pos);
+    size_t b = name.find_first_not_of(" \t");
+    size_t e = name.find_last_not_of(" \t");
+    name = b == std::string::npos ? "" : name.substr(b, e - b + 1);
+    if (!name.empty()) {
+      CollKind kind;
+      if (strcasecmp(name.c_str(), "all") == 0) {
+        mask = (1u << kNumCollKinds) - 1;
+      } else {
+        MSCCLPP_ENFORCE(collKindFromName(name.c_str(), &kind), ErrorCode::InvalidArgument,
+                        "MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION='%s' is not valid: unknown collective '%s' (expected "
+                        "a comma list of allreduce, allgather, reducescatter, broadcast, reduce, alltoall, gather, "
+                        "scatter, send, recv, sendrecv, or all; default none)",
+                        list.c_str(), name.c_str());
+        mask |= 1u << static_cast<int>(kind);
+        // A forced send or recv also forces the exchanges built from them.
+        if (kind == CollKind::Send || kind == CollKind::Recv) mask |= 1u << static_cast<int>(CollKind::SendRecv);
+      }
+    }
+    pos = comma + 1;
+  }
+  return mask;
+}
+
+void RouteTable::loadFromEnvironment() { forcedMask_ = parseForcedList(params::forceNcclFallback()); }
 
 }  // namespace mscclpp::shim

@@ -8,15 +8,18 @@
 #include "comm.hpp"
 #include "core/deadline.hpp"
 #include "core/enforce.hpp"
+#include "core/env_check.hpp"
 #include "core/logger.hpp"
+#include "cuda_glue.hpp"
 #include "group.hpp"
 #include "guard.hpp"
+#include "rank_link.hpp"
 
 namespace mscclpp::shim {
 
 namespace {
 
-// Bootstrap tags of the shim's own point-to-point messages (shrink sends the child's id to the survivors).
+// The bootstrap tag of the message that sends a shrink child's id.
 constexpr int kShrinkIdTag = 0x5348 << 8;
 
 std::unique_ptr<RankLink> linkForChild(const ncclUniqueId& id, int nRanks, int rank) {
@@ -27,15 +30,16 @@ void doSplit(Comm* parent, int color, int key, ncclComm_t* newcomm, const CommCo
   ScopedLogRank logRank(parent->rank());
   InflightScope inflight(parent);
   parent->nextChildIndex();
-  // Collective over the parent's ranks; ranks ordered by key then parent rank, as NCCL orders them (the real
-  // split below orders its ranks the same way, so both worlds agree on every rank number).
+  // Collective over the parent's ranks, ordered by
+  // key then parent rank. NCCL orders the real split
+  // alike, so both worlds agree on every rank.
   std::unique_ptr<RankLink> childLink = parent->link().split(color < 0 ? -1 : color, key);
   std::unique_ptr<Comm> child;
   if (childLink) {
     child = std::make_unique<Comm>(childLink->nRanks(), childLink->rank(), parent->cudaDev(), config);
     child->adoptLink(std::move(childLink));
   }
-  // Every parent rank takes part in the real split (NOCOLOR ones too; their real child is NULL).
+  // Every parent rank takes part in the real split, NOCOLOR ones too.
   FallbackComm noColorFallback;
   FallbackComm& childFallback = child ? child->fallback() : noColorFallback;
   childFallback.createBySplit(parent->link(), parent->fallback(), color, key, config);
@@ -69,6 +73,97 @@ void logSummary(Comm* comm, const char* how) {
 }
 
 }  // namespace
+
+void getUniqueId(ncclUniqueId* out) {
+  checkEnvironment();
+  MSCCLPP_ENFORCE(out != nullptr, ErrorCode::InvalidArgument, "GetUniqueId : out argument is NULL");
+  *out = createLinkUniqueId();
+}
+
+ncclResult_t initRank(ncclComm_t* newcomm, int nRanks, const ncclUniqueId* ids, int nIds, int rank,
+                      const ncclConfig_t* config, const char* opName) {
+  checkEnvironment();  // a bad value fails init, never a later call
+  MSCCLPP_ENFORCE(newcomm != nullptr, ErrorCode::InvalidArgument, "%s : newcomm argument is NULL", opName);
+  *newcomm = nullptr;
+  MSCCLPP_ENFORCE(ids != nullptr, ErrorCode::InvalidArgument, "%s : commId argument is NULL", opName);
+  MSCCLPP_ENFORCE(nIds > 0 && nIds <= nRanks, ErrorCode::InvalidArgument,
+                  "improper usage of ncclCommInitRank: nId = %d, nranks=%d", nIds, nRanks);
+  CommConfig cfg = CommConfig::parse(config);
+  MSCCLPP_ENFORCE(nRanks >= 1 && rank >= 0 && rank < nRanks, ErrorCode::InvalidArgument,
+                  "Invalid rank requested : %d/%d", rank, nRanks);
+
+  // NCCL binds a rank to the device current at this call,
+  // even when the init is deferred to the group end.
+  auto comm = std::make_unique<Comm>(nRanks, rank, currentCudaDevice(), std::move(cfg));
+  const ncclUniqueId id = ids[0];
+  GroupState& group = threadGroup();
+  if (group.active()) {
+    Comm* c = comm.release();
+    *newcomm = toHandle(c);
+    c->setInitDeferred(true);
+    group.addJob([c, id] {
+      c->setInitDeferred(false);
+      c->initialize(id);
+    });
+    return ncclSuccess;
+  }
+  if (!comm->config().blocking()) {
+    Comm* c = comm.release();
+    *newcomm = toHandle(c);
+    c->startBackgroundInit(id);
+    return ncclInProgress;
+  }
+  comm->initialize(id);  // on failure it is freed and *newcomm stays NULL
+  *newcomm = toHandle(comm.release());
+  return ncclSuccess;
+}
+
+void initAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  MSCCLPP_ENFORCE(comms != nullptr, ErrorCode::InvalidArgument, "CommInitAll : comms argument is NULL");
+  MSCCLPP_ENFORCE(ndev >= 0, ErrorCode::InvalidArgument, "Invalid device count requested : %d", ndev);
+  if (devlist != nullptr) {
+    for (int i = 0; i < ndev; ++i) {
+      // Ranks may share a device: plans serve them where NCCL refuses.
+      MSCCLPP_ENFORCE(devlist[i] >= 0, ErrorCode::InvalidArgument, "Invalid device %d (devlist[%d])", devlist[i], i);
+    }
+  }
+  for (int i = 0; i < ndev; ++i) comms[i] = nullptr;
+  if (ndev == 0) return;
+  ncclUniqueId id = createLinkUniqueId();
+  const int oldDev = currentCudaDevice();
+  GroupState& group = threadGroup();
+  group.start();
+  try {
+    for (int i = 0; i < ndev; ++i) {
+      int dev = devlist ? devlist[i] : (oldDev >= 0 ? i : -1);
+      setCudaDevice(dev);
+      initRank(&comms[i], ndev, &id, 1, i, nullptr, "CommInitAll");
+    }
+  } catch (...) {
+    group.reset();
+    setCudaDevice(oldDev);
+    throw;
+  }
+  setCudaDevice(oldDev);
+  // The outermost group end runs the deferred inits together.
+  // That is this one, or the caller's enclosing group's.
+  if (group.end()) {
+    std::vector<std::function<void()>> jobs = group.takeJobs();
+    ncclResult_t latched = group.takeLatched();
+    MSCCLPP_ENFORCE(latched == ncclSuccess, ErrorCode::InternalError, "CommInitAll : an earlier call failed (%d)",
+                    static_cast<int>(latched));
+    try {
+      runConcurrently(jobs);
+    } catch (...) {
+      // All or nothing, as in NCCL: a clique with a failed rank is unusable.
+      for (int i = 0; i < ndev; ++i) {
+        delete reinterpret_cast<Comm*>(comms[i]);
+        comms[i] = nullptr;
+      }
+      throw;
+    }
+  }
+}
 
 void splitComm(Comm* parent, int color, int key, ncclComm_t* newcomm, const ncclConfig_t* config) {
   MSCCLPP_ENFORCE(newcomm != nullptr, ErrorCode::InvalidArgument, "CommSplit : newcomm argument is NULL");
@@ -120,7 +215,8 @@ void shrinkComm(Comm* parent, const int* excludeRanks, int excludeCount, ncclCom
   const int newRank = static_cast<int>(std::find(survivors.begin(), survivors.end(), me) - survivors.begin());
   const int tag = kShrinkIdTag + parent->nextChildIndex();
 
-  // The excluded ranks may be gone: only survivors talk, point to point, the first one handing out the id.
+  // The excluded ranks may be gone, so only survivors talk,
+  // point to point. The first survivor hands out the id.
   ncclUniqueId id;
   std::memset(&id, 0, sizeof(id));
   if (newN > 1) {
@@ -133,7 +229,8 @@ void shrinkComm(Comm* parent, const int* excludeRanks, int excludeCount, ncclCom
   }
   auto child = std::make_unique<Comm>(newN, newRank, parent->cudaDev(), cfg);
   child->adoptLink(linkForChild(id, newN, newRank));
-  std::vector<int> realExclude(excludeRanks, excludeRanks + excludeCount);  // the real NCCL sorts it in place
+  // The real NCCL sorts the list in place.
+  std::vector<int> realExclude(excludeRanks, excludeRanks + excludeCount);
   child->fallback().createByShrink(parent->fallback(), realExclude.data(), excludeCount, child->link(), cfg,
                                    shrinkFlags);
   child->markReady();
@@ -192,8 +289,9 @@ void abortComm(Comm* comm) {
   checkNotPendingInGroup(comm, "CommAbort");
   threadGroup().dropOpsOf(comm);  // they would run on a freed communicator
   comm->setAborted();
-  // Wake whatever waits on our network (a nonblocking init's rendezvous, another thread inside a collective or a
-  // split), let those calls leave, then end the real twin and free.
+  // Wake whatever waits on our network, such as a nonblocking
+  // init's rendezvous or another thread's collective. Let
+  // those calls leave, then end the real twin and free.
   comm->abortNetwork();
   comm->joinBackgroundInit();
   logSummary(comm, "aborted");
@@ -205,7 +303,7 @@ void abortComm(Comm* comm) {
     MSCCLPP_WARN(LogShim, "%s; the communicator is left allocated", e.what());
   }
   (void)comm->fallback().abort();
-  if (!drained) return;  // freeing it under a running call would crash that thread
+  if (!drained) return;  // freeing it would crash the running call
   comm->killMagic();
   delete comm;
 }

@@ -1,6 +1,11 @@
-// The rest of a communicator's life after init: split and shrink (children), finalize, revoke, destroy, abort.
-// Each follows NCCL 2.28's argument checks and results; the real NCCL's twin is carried along (split and shrink
-// create the real child too, teardown ends the real communicator).
+// A communicator's life: init, split or shrink, then finalize,
+// revoke, destroy or abort, each with NCCL 2.28's checks and
+// results, and the same done to the real NCCL's twin.
+//
+// Inside a group, init waits for the outermost ncclGroupEnd,
+// where the thread's deferred inits run together: one thread
+// may create several ranks. Outside one, a nonblocking init
+// runs on a background thread and returns ncclInProgress.
 #ifndef MSCCLPP_NCCL_SHIM_COMM_LIFECYCLE_HPP_
 #define MSCCLPP_NCCL_SHIM_COMM_LIFECYCLE_HPP_
 
@@ -10,17 +15,33 @@ namespace mscclpp::shim {
 
 class Comm;
 
-// All parent ranks call it; ranks with NCCL_SPLIT_NOCOLOR get NULL; new ranks ordered by key, then parent rank.
-// Deferred to the group end inside a group.
+// Our bootstrap's id. The real NCCL's own id travels over our bootstrap.
+void getUniqueId(ncclUniqueId* out);
+
+// The body of ncclCommInitRank and its variants. Of the
+// ids every rank passes, the first serves: one root
+// serves any number of ranks. Returns ncclSuccess, or
+// ncclInProgress when nonblocking; throws on failure.
+ncclResult_t initRank(ncclComm_t* newcomm, int nRanks, const ncclUniqueId* ids, int nIds, int rank,
+                      const ncclConfig_t* config, const char* opName);
+
+// ncclCommInitAll: ndev ranks of this process, created together.
+void initAll(ncclComm_t* comms, int ndev, const int* devlist);
+
+// Every parent rank calls it; NCCL_SPLIT_NOCOLOR
+// ranks get NULL. New ranks are ordered by key,
+// then parent rank. Deferred inside a group.
 void splitComm(Comm* parent, int color, int key, ncclComm_t* newcomm, const ncclConfig_t* config);
-// Called by every rank not in excludeRanks (those may be gone); new ranks keep the parents' order.
+// Called by every rank not excluded; those may
+// be gone. New ranks keep the parents' order.
 void shrinkComm(Comm* parent, const int* excludeRanks, int excludeCount, ncclComm_t* newcomm,
                 const ncclConfig_t* config, int shrinkFlags);
 
 void finalizeComm(Comm* comm);
 void revokeComm(Comm* comm, int revokeFlags);
-// Frees the communicator (logs its per-collective summary at INFO). destroy finishes quietly; abort stops
-// in-flight work first and returns promptly even when peers are gone.
+// Both free the communicator and log its summary
+// at INFO. Abort stops work in flight first, and
+// returns promptly even when peers are gone.
 void destroyComm(Comm* comm);
 void abortComm(Comm* comm);
 

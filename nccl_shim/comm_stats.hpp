@@ -1,7 +1,12 @@
-// Per-communicator counters of what ran where, printed at INFO when the communicator ends ("allreduce: 12 calls,
-// 48.0 MiB, 10 via plans, 2 via NCCL, 1 failed"). Counting is relaxed atomics: cheap on the hot path, readable from the
-// thread that destroys the communicator. Group ends that drive several ranks from one thread record each rank's
-// calls on that rank's own counters, so no two threads ever write one counter.
+// Per-communicator counters of what ran where, logged
+// at INFO when the communicator ends: "allreduce: 12
+// calls, 48.0 MiB, 10 via plans, ...".
+//
+// Threads: the counters are relaxed atomics, cheap on
+// the hot path and readable by the thread that destroys
+// the communicator. A group end driving several ranks
+// counts each rank's calls on that rank's counters, so
+// no two threads ever write one counter.
 #ifndef MSCCLPP_NCCL_SHIM_COMM_STATS_HPP_
 #define MSCCLPP_NCCL_SHIM_COMM_STATS_HPP_
 
@@ -21,11 +26,11 @@ class CommStats {
     uint64_t bytes = 0;
     uint64_t viaPlan = 0;
     uint64_t viaNccl = 0;
-    uint64_t failed = 0;  // calls that returned an error (not counted in the others)
+    uint64_t failed = 0;  // calls that returned an error, counted nowhere else
   };
 
-  // Called by the thread driving the communicator (one at a time, NCCL's rule): plain loads and stores, no
-  // read-modify-write, so counting costs no bus lock.
+  // Called by the one thread driving the communicator. Plain loads
+  // and stores, no read-modify-write: counting takes no bus lock.
   void record(CollKind kind, uint64_t bytes, bool viaPlan) {
     Slot& s = slots_[static_cast<int>(kind)];
     bump(s.calls, 1);
@@ -33,8 +38,9 @@ class CommStats {
     bump(viaPlan ? s.viaPlan : s.viaNccl, 1);
   }
 
-  // A call that returned an error. Failures can come from any thread driving the communicator: a relaxed
-  // read-modify-write (the failure path is not hot).
+  // A call that returned an error. Any thread may
+  // record one, so this is a relaxed
+  // read-modify-write; the failure path is not hot.
   void recordFailure(CollKind kind) { slots_[static_cast<int>(kind)].failed.fetch_add(1, std::memory_order_relaxed); }
 
   Counts get(CollKind kind) const;

@@ -1,5 +1,7 @@
-// The few CUDA runtime calls the shim makes itself (device bookkeeping, ncclMemAlloc). Built against the CUDA
-// runtime when the GPU backend is built; without it every function reports "no device".
+// The few CUDA runtime calls the shim makes itself:
+// the current device, and memory for ncclMemAlloc.
+// Without the GPU backend in the build, every
+// function reports that there is no device.
 #ifndef MSCCLPP_NCCL_SHIM_CUDA_GLUE_HPP_
 #define MSCCLPP_NCCL_SHIM_CUDA_GLUE_HPP_
 
@@ -8,16 +10,18 @@
 
 namespace mscclpp::shim {
 
-// The calling thread's current device, or -1 when there is no CUDA runtime or no device.
+// The calling thread's current device, or -1 when there is none.
 int currentCudaDevice();
-// Makes dev current on the calling thread (no-op for dev < 0); throws Error(CudaError) on failure.
+// Makes dev current on the calling thread; a negative
+// dev does nothing. Throws Error(CudaError) on failure.
 void setCudaDevice(int dev);
-// cudaMalloc / cudaFree; throw Error(CudaError) with CUDA's message (or "built without CUDA").
+// cudaMalloc and cudaFree. Both throw
+// Error(CudaError) with CUDA's message.
 void* cudaAllocate(size_t bytes);
 void cudaRelease(void* ptr);
-// True when ptr is memory cudaMalloc (or cudaMallocHost/Managed) returned.
+// True when ptr is memory CUDA allocated, device, host or managed.
 bool isCudaPointer(const void* ptr);
-// Why there is no usable device ("" when there is one).
+// Why there is no usable device; empty when there is one.
 std::string cudaUnavailableReason();
 
 }  // namespace mscclpp::shim

@@ -2,13 +2,11 @@
 
 #include <functional>
 
-#include "arg_check.hpp"
 #include "comm.hpp"
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "group.hpp"
 #include "guard.hpp"
-#include "p2p_patterns.hpp"
 #include "real_nccl.hpp"
 
 namespace mscclpp::shim {
@@ -17,8 +15,9 @@ namespace {
 
 constexpr const char* kForcedReason = "forced by MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION";
 
-// The plan every rank runs for call, or an empty choice (with the reason in *why when why != nullptr). The first
-// call of each shape on a communicator is agreed with every rank (plan_agreement.hpp); later ones hit its cache.
+// The plan every rank runs for call, or none, with the reason in
+// *why. Every rank agrees on the first call of each shape
+// (plan_agreement.hpp); later calls hit the cache.
 PlanChoice choosePlan(const CollCall& call, std::string* why) {
   Comm& comm = *call.comm;
   if (isP2p(call.kind)) {
@@ -51,9 +50,10 @@ ncclRedOp_t realOpFor(const Comm& comm, const CollCall& call) {
   return user->realOp;
 }
 
-// Runs call on plan and counts it, or returns the plan's refusal (nothing ran, nothing counted).
+// Runs call on plan and counts it. On a refusal nothing ran or counted.
 PlanRun runOnPlan(const PlanChoice& plan, const CollCall& call) {
-  ScopedLogRank logRank(call.comm->rank());  // a plan may log (and fail) from its own threads: name the rank
+  // A plan may log, and fail, from its own threads: name the rank.
+  ScopedLogRank logRank(call.comm->rank());
   Comm& comm = *call.comm;
   PlanRun run = comm.link().runPlan(plan, call, execOpFor(comm, call));
   if (run.wasRefused()) return run;
@@ -68,21 +68,22 @@ PlanRun runOnPlan(const PlanChoice& plan, const CollCall& call) {
   return run;
 }
 
-// Why call goes to NCCL, for the log line and the unavailable-fallback error (built only when needed).
+// Why call goes to NCCL, for the log line and for the
+// error when there is no fallback. Built only when needed.
 std::string fallbackReason(const CollCall& call) {
   std::string why;
   (void)choosePlan(call, &why);
   return why;
 }
 
-// why: the reason when it is not the call's own (a plan that refused it); nullptr otherwise.
+// why: a reason that is not the call's own, such as a plan's refusal.
 void runOnNccl(const CollCall& call, const std::string* why = nullptr) {
   Comm& comm = *call.comm;
   if (!comm.fallback().available()) {
     comm.fallback().throwUnavailable(collApiName(call.kind), why ? *why : fallbackReason(call));
   }
   if (call.kind == CollKind::SendRecv) {
-    // A recognised exchange whose plan refused it: the two calls it came from, in one real group.
+    // An exchange whose plan refused it: its two calls, in one real group.
     CollCall send = call, recv = call;
     send.kind = CollKind::Send;
     send.recvbuff = nullptr;
@@ -101,8 +102,9 @@ void runOnNccl(const CollCall& call, const std::string* why = nullptr) {
   }
 }
 
-// The plan, or NCCL when the plan refuses the call (PlanRun: decided from facts every rank shares, before any rank
-// exchanges anything, so all ranks turn to NCCL together).
+// The plan, or NCCL when the plan refuses the call.
+// A refusal comes from facts every rank shares,
+// before any exchange: all ranks turn together.
 void runOnPlanOrNccl(const PlanChoice& plan, const CollCall& call) {
   const PlanRun run = runOnPlan(plan, call);
   if (!run.wasRefused()) return;
@@ -111,7 +113,7 @@ void runOnPlanOrNccl(const PlanChoice& plan, const CollCall& call) {
 }
 
 void runSingle(const CollCall& call) {
-  // NCCL discards empty collectives (sends and recvs of 0 elements still take part in matching).
+  // NCCL drops empty collectives. Empty sends and receives still match.
   if (call.count == 0 && !isP2p(call.kind)) {
     MSCCLPP_TRACE(LogShim, "%s of 0 elements: nothing to do", collApiName(call.kind));
     return;
@@ -129,10 +131,10 @@ void runSingle(const CollCall& call) {
 struct GroupItem {
   CollCall call;
   PlanChoice plan;  // empty: the real NCCL
-  std::string why;  // why not a plan, when it is not the call's own reason (set only when INFO logs it)
+  std::string why;  // a reason not the call's own; set only for INFO
 };
 
-// The two-rank exchange formed by one communicator's grouped sends and recvs, if they form one.
+// The two-rank exchange a communicator's grouped calls form, if any.
 bool exchangeOf(const std::vector<CollCall>& ops, Comm* comm, CollCall* exchange) {
   std::vector<const CollCall*> p2p;
   for (const CollCall& c : ops) {
@@ -141,7 +143,7 @@ bool exchangeOf(const std::vector<CollCall>& ops, Comm* comm, CollCall* exchange
   return !p2p.empty() && matchTwoRankExchange(p2p, comm->rank(), comm->nRanks(), exchange);
 }
 
-// Whether one communicator's group calls need an agreement with its peers (their first call of a shape).
+// Whether a communicator's group calls include a shape not agreed yet.
 bool needsAgreement(const std::vector<CollCall>& ops, Comm* comm) {
   for (const CollCall& c : ops) {
     if (c.comm == comm && !isP2p(c.kind) && c.count != 0 && !comm->link().planAgreed(c)) return true;
@@ -150,9 +152,10 @@ bool needsAgreement(const std::vector<CollCall>& ops, Comm* comm) {
   return exchangeOf(ops, comm, &exchange) && !comm->link().planAgreed(exchange);
 }
 
-// One thread driving several ranks (ncclCommInitAll, nccl-tests -g N): an agreement of one rank waits for the
-// others, so each communicator agrees on its group's calls on a thread of its own first (in the order of its
-// calls: the order its peers agree in); the plan pass below then finds every decision cached.
+// One thread may drive several ranks, as ncclCommInitAll does.
+// One rank's agreement waits for the others, so each communicator
+// agrees on its calls on a thread of its own, in the order of its
+// calls. The plan pass then finds every decision cached.
 void agreeConcurrently(std::vector<CollCall>& ops) {
   std::vector<Comm*> comms;
   bool needed = false;
@@ -182,12 +185,14 @@ void agreeConcurrently(std::vector<CollCall>& ops) {
   runConcurrently(jobs);
 }
 
-// Decides every queued call: collectives one by one, each communicator's sends/recvs together.
+// Decides every queued call: collectives one by one,
+// and each communicator's sends and receives together.
 void planGroup(std::vector<CollCall>& ops, std::vector<GroupItem>* items) {
   agreeConcurrently(ops);
   items->clear();
-  // Scratch reused by this thread's later groups: a steady stream of groups allocates nothing.
-  thread_local std::vector<Comm*> p2pDone;  // communicators whose sends/recvs were already decided
+  // Scratch reused by this thread's later groups: a steady stream of
+  // groups allocates nothing. p2pDone: communicators already decided.
+  thread_local std::vector<Comm*> p2pDone;
   thread_local std::vector<const CollCall*> mine;
   p2pDone.clear();
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -211,7 +216,7 @@ void planGroup(std::vector<CollCall>& ops, std::vector<GroupItem>* items) {
     std::string* whyPtr = logEnabled(LogLevel::Info, LogShim) ? &why : nullptr;
     bool exchangeFound = matchTwoRankExchange(mine, c.comm->rank(), c.comm->nRanks(), &exchange);
     if (exchangeFound) {
-      // Agreed like a collective: the peer found the same exchange (the rule uses only facts it sees mirrored).
+      // Agreed like a collective: the peer found the same exchange.
       const bool forced = c.comm->routes().forced(CollKind::SendRecv);
       plan = c.comm->link().agreedPlan(exchange, forced ? kForcedReason : nullptr, whyPtr);
       if (whyPtr && !plan) why = "a two-rank exchange: " + why;
@@ -235,12 +240,15 @@ void runPlanSegment(std::vector<GroupItem>& items, size_t begin, size_t end) {
     waits = waits || c->link().planRunWaitsForPeers(items[i].plan, items[i].call, execOpFor(*c, items[i].call));
   }
   if (comms.size() == 1 || !waits) {
-    // Every call only enqueues (the CUDA backend with its contexts built): in order, on this thread.
+    // Every call only enqueues, as on CUDA with contexts
+    // built. Run them in order, on this thread.
     for (size_t i = begin; i < end; ++i) runOnPlanOrNccl(items[i].plan, items[i].call);
     return;
   }
-  // One thread drives several ranks whose calls only return together (CPU plans; a CUDA call's first, which
-  // builds its execution context with the other ranks): run each rank's calls on its own thread.
+  // One thread drives several ranks whose calls only
+  // return together. CPU plans do, and so does a CUDA
+  // call that builds its context with the other ranks.
+  // Each rank's calls run on a thread of their own.
   std::vector<std::function<void()>> jobs;
   for (Comm* c : comms) {
     jobs.push_back([&items, begin, end, c] {
@@ -279,6 +287,33 @@ void runNcclSegment(std::vector<GroupItem>& items, size_t begin, size_t end) {
 
 }  // namespace
 
+bool matchTwoRankExchange(const std::vector<const CollCall*>& p2p, int rank, int nRanks, CollCall* exchange) {
+  if (nRanks != 2 || p2p.size() != 2) return false;
+  const CollCall* send = nullptr;
+  const CollCall* recv = nullptr;
+  for (const CollCall* c : p2p) {
+    if (c->kind == CollKind::Send && send == nullptr) send = c;
+    if (c->kind == CollKind::Recv && recv == nullptr) recv = c;
+  }
+  if (send == nullptr || recv == nullptr) return false;
+  const int peer = 1 - rank;
+  // Only facts the peer sees mirrored enter the choice, never
+  // local ones such as streams: both ranks then decide alike.
+  if (send->root != peer || recv->root != peer || send->count != recv->count || send->dtype != recv->dtype ||
+      send->count == 0) {
+    return false;
+  }
+  *exchange = *send;
+  exchange->kind = CollKind::SendRecv;
+  exchange->sendbuff = send->sendbuff;
+  exchange->recvbuff = recv->recvbuff;
+  exchange->root = peer;
+  // The plan runs on the send's stream. The caller
+  // orders a recv on another stream after it.
+  exchange->stream = send->stream;
+  return true;
+}
+
 std::string describeCall(const CollCall& c, int nRanks, int rank) {
   std::string s = strFormat("%s, %d ranks, %s, %s", collPlanName(c.kind), nRanks,
                             formatBytes(planMessageBytes(c, nRanks)).c_str(), dtypeName(c.dtype));
@@ -294,8 +329,7 @@ ncclResult_t submitCall(CollCall call, ncclComm_t handle) noexcept {
   Comm* comm = nullptr;
   try {
     if (isRealNcclComm(handle)) {
-      // A communicator of the real NCCL (the application mixes handles, or the real library reached us): serve
-      // it unchanged.
+      // A communicator of the real NCCL: serve it unchanged.
       FallbackComm::issueOnRealHandle(call, handle);
       return ncclSuccess;
     }
@@ -311,13 +345,14 @@ ncclResult_t submitCall(CollCall call, ncclComm_t handle) noexcept {
     runSingle(call);
     return ncclSuccess;
   } catch (...) {
-    // The warning line carries the rank (log lines name it only where they are written: errors, INFO).
+    // The warning names the rank, as error and INFO lines do.
     int logRankValue = comm != nullptr && comm->hasValidMagic() ? comm->rank() : -1;
     ScopedLogRank logRank(logRankValue);
     ncclResult_t r = detail::handleCurrentException();
     if (comm != nullptr && comm->hasValidMagic()) comm->stats().recordFailure(call.kind);
     if (group.active()) group.latch(r);
-    // NCCL poisons a nonblocking communicator with the error of a failed call (the caller polls for it).
+    // As in NCCL, a failed call poisons a nonblocking
+    // communicator. The caller polls for the error.
     if (comm != nullptr && comm->hasValidMagic() && !comm->config().blocking()) comm->recordCallFailure(r);
     return r;
   }
@@ -326,7 +361,7 @@ ncclResult_t submitCall(CollCall call, ncclComm_t handle) noexcept {
 void runGroupOps(std::vector<CollCall>& ops) {
   thread_local std::vector<GroupItem> items;
   planGroup(ops, &items);
-  // Every communicator of the group counts as busy until the group is issued (abort waits for it).
+  // The group's communicators are busy until it is issued: abort waits.
   thread_local std::vector<Comm*> busyComms;
   busyComms.clear();
   struct Busy {
@@ -358,7 +393,8 @@ void runGroupOps(std::vector<CollCall>& ops) {
       i = j;
     }
   } catch (...) {
-    // The group end returns the error: the calls of the failing segment and of the ones after it failed.
+    // The group end returns the error. The failing
+    // segment's calls and all later ones count as failed.
     for (size_t k = i; k < items.size(); ++k) items[k].call.comm->stats().recordFailure(items[k].call.kind);
     items.clear();
     throw;

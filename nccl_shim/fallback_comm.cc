@@ -12,7 +12,7 @@ namespace mscclpp::shim {
 
 namespace {
 
-// One rank's status in an agreement exchange; fixed size so it travels in one all-gather.
+// One rank's status in an agreement; fixed size for one all-gather.
 struct StatusMsg {
   int32_t ok = 0;
   char reason[252] = {};
@@ -53,6 +53,33 @@ std::string describeRealFailure(ncclResult_t rc) {
 ncclResult_t finishRealCall(ncclResult_t rc, ncclComm_t real, const char* what) {
   if (rc == ncclInProgress) rc = waitRealComm(real, what);
   return rc;
+}
+
+// The real child of parent: create makes it, a real split or
+// shrink on a nonblocking config, and it is waited for. *child is
+// what create stored, even on failure. False, with the reason in
+// *why, on failure.
+template <class Create>
+bool createRealChild(const FallbackComm& parent, const CommConfig& config, const char* what, ncclComm_t* child,
+                     std::string* why, Create create) {
+  if (!parent.available()) {
+    *why = "its parent communicator had no real NCCL communicator: " + parent.unavailableReason();
+    return false;
+  }
+  ncclConfig_t cfg = config.toNccl();
+  cfg.blocking = 0;
+  try {
+    ncclResult_t rc = finishRealCall(create(&cfg), parent.real(), what);
+    if (rc == ncclSuccess && *child != nullptr) rc = waitRealComm(*child, what);
+    if (rc != ncclSuccess) {
+      *why = std::string(what) + ": " + describeRealFailure(rc);
+      return false;
+    }
+  } catch (const Error& e) {
+    *why = e.what();
+    return false;
+  }
+  return true;
 }
 
 ncclResult_t issueOne(const CollCall& c, ncclComm_t real, ncclRedOp_t op) {
@@ -127,7 +154,7 @@ void FallbackComm::agree(RankLink& link, bool localOk, const std::string& localR
     std::string why(all[r].reason, strnlen(all[r].reason, sizeof(all[r].reason)));
     reason_ = strFormat("rank %d: %s", r, why.c_str());
     if (real_ != nullptr) {
-      // A real communicator some ranks lack would hang its first collective: give it up everywhere.
+      // A twin some ranks lack would hang its first call: drop it everywhere.
       ncclComm_t real = real_;
       real_ = nullptr;
       (void)callReal<NcclFn::ncclCommAbort>(real);
@@ -143,7 +170,8 @@ void FallbackComm::agree(RankLink& link, bool localOk, const std::string& localR
 void FallbackComm::createWithLink(RankLink& link, const CommConfig& config) {
   RealNccl& lib = RealNccl::instance();
   bool loaded = lib.ensureLoaded();
-  // Every rank must know whether all of them can load the library before rank 0 asks it for an id.
+  // All ranks learn whether all can load the
+  // library before rank 0 asks it for an id.
   {
     std::vector<StatusMsg> all(link.nRanks());
     all[link.rank()].ok = loaded ? 1 : 0;
@@ -176,7 +204,7 @@ void FallbackComm::createWithLink(RankLink& link, const CommConfig& config) {
   }
 
   ncclConfig_t cfg = config.toNccl();
-  cfg.blocking = 0;  // bounded by our deadline, see the header
+  cfg.blocking = 0;  // so our deadline bounds it
   ncclComm_t real = nullptr;
   ncclResult_t rc;
   std::string why;
@@ -201,28 +229,12 @@ void FallbackComm::createWithLink(RankLink& link, const CommConfig& config) {
 void FallbackComm::createBySplit(RankLink& parentLink, FallbackComm& parent, int color, int key,
                                  const CommConfig& config) {
   ncclComm_t child = nullptr;
-  bool ok = true;
   std::string why;
-  if (!parent.available()) {
-    ok = false;
-    why = "its parent communicator had no real NCCL communicator: " + parent.unavailableReason();
-  } else {
-    ncclConfig_t cfg = config.toNccl();
-    cfg.blocking = 0;
-    try {
-      ncclResult_t rc = callReal<NcclFn::ncclCommSplit>(parent.real_, color, key, &child, &cfg);
-      rc = finishRealCall(rc, parent.real_, "ncclCommSplit");
-      if (rc == ncclSuccess && child != nullptr) rc = waitRealComm(child, "ncclCommSplit");
-      if (rc != ncclSuccess) {
-        ok = false;
-        why = "ncclCommSplit: " + describeRealFailure(rc);
-      }
-    } catch (const Error& e) {
-      ok = false;
-      why = e.what();
-    }
-  }
-  // All parent ranks agree (NOCOLOR ranks too), so a child never keeps a real communicator its peers lack.
+  const bool ok = createRealChild(parent, config, "ncclCommSplit", &child, &why, [&](ncclConfig_t* cfg) {
+    return callReal<NcclFn::ncclCommSplit>(parent.real_, color, key, &child, cfg);
+  });
+  // All parent ranks agree, NOCOLOR ones too, so
+  // a child never keeps a twin its peers lack.
   std::vector<StatusMsg> all(parentLink.nRanks());
   all[parentLink.rank()].ok = ok ? 1 : 0;
   setReason(all[parentLink.rank()].reason, sizeof(all[0].reason), why);
@@ -241,28 +253,10 @@ void FallbackComm::createBySplit(RankLink& parentLink, FallbackComm& parent, int
 void FallbackComm::createByShrink(FallbackComm& parent, int* excludeRanks, int excludeCount, RankLink& childLink,
                                   const CommConfig& config, int shrinkFlags) {
   ncclComm_t child = nullptr;
-  bool ok = true;
   std::string why;
-  if (!parent.available()) {
-    ok = false;
-    why = "its parent communicator had no real NCCL communicator: " + parent.unavailableReason();
-  } else {
-    ncclConfig_t cfg = config.toNccl();
-    cfg.blocking = 0;
-    try {
-      ncclResult_t rc =
-          callReal<NcclFn::ncclCommShrink>(parent.real_, excludeRanks, excludeCount, &child, &cfg, shrinkFlags);
-      rc = finishRealCall(rc, parent.real_, "ncclCommShrink");
-      if (rc == ncclSuccess && child != nullptr) rc = waitRealComm(child, "ncclCommShrink");
-      if (rc != ncclSuccess) {
-        ok = false;
-        why = "ncclCommShrink: " + describeRealFailure(rc);
-      }
-    } catch (const Error& e) {
-      ok = false;
-      why = e.what();
-    }
-  }
+  const bool ok = createRealChild(parent, config, "ncclCommShrink", &child, &why, [&](ncclConfig_t* cfg) {
+    return callReal<NcclFn::ncclCommShrink>(parent.real_, excludeRanks, excludeCount, &child, cfg, shrinkFlags);
+  });
   real_ = child;
   agree(childLink, ok, why);
 }
@@ -289,11 +283,12 @@ void FallbackComm::issueGroup(const std::vector<RealIssue>& issues) {
       firstApi = collApiName(i.call->kind);
     }
   }
-  // The group must be closed even after a failed call, or the real library's thread state stays inside it.
+  // Close the group even after a failed call, or the
+  // real library's thread state stays inside it.
   rc = callReal<NcclFn::ncclGroupEnd>();
   if (first != ncclSuccess) throwRealFailure(first, strFormat("nccl%s", firstApi).c_str());
   if (rc != ncclSuccess && rc != ncclInProgress) throwRealFailure(rc, "ncclGroupEnd");
-  // Nonblocking real communicators finish the group asynchronously: wait for each one once.
+  // Nonblocking twins finish the group later: wait for each one once.
   for (size_t k = 0; k < issues.size(); ++k) {
     bool seen = false;
     for (size_t j = 0; j < k; ++j) seen = seen || issues[j].real == issues[k].real;

@@ -52,8 +52,10 @@ void GroupState::reset() {
 }
 
 namespace {
-// initial-exec: a plain offset from the thread pointer, no __tls_get_addr call on every NCCL call. The shim's
-// thread-local footprint is two words, well inside what glibc reserves for libraries loaded with dlopen.
+// initial-exec: a plain offset from the thread pointer,
+// with no __tls_get_addr call on every NCCL call. The
+// shim's thread-local data is two words, well inside
+// what glibc reserves for dlopen'ed libraries.
 __attribute__((tls_model("initial-exec"))) thread_local GroupState* tlsGroup = nullptr;
 
 // Frees a thread's group state when the thread ends.
@@ -90,7 +92,8 @@ void runConcurrently(std::vector<std::function<void()>>& jobs) {
         }
       });
     } catch (...) {
-      // No thread for this job: the ones started wait for it and fail at their deadline; report this first.
+      // No thread for this job. The started ones wait for it
+      // and fail at their deadline; report this error first.
       errors[i] = std::current_exception();
     }
   }

@@ -1,8 +1,10 @@
-// NCCL group semantics, per thread (NCCL keeps the group depth thread-local, so one thread may drive several
-// ranks): calls between ncclGroupStart and the outermost ncclGroupEnd are queued and issued at that end, in
-// order; communicator inits and splits inside a group are deferred to it and run concurrently there (several
-// ranks created by one thread must rendezvous together: nccl-tests -g N, ncclCommInitAll); an error inside the
-// group is returned by the failing call and latched for the outermost end.
+// NCCL's group semantics, per thread as in NCCL: one
+// thread may drive several ranks. Calls up to the
+// outermost ncclGroupEnd are queued and issued there, in
+// order. Inits and splits inside a group are deferred
+// and run together there, since ranks created by one
+// thread must rendezvous together. An error is returned
+// by the failing call and latched for the outermost end.
 #ifndef MSCCLPP_NCCL_SHIM_GROUP_HPP_
 #define MSCCLPP_NCCL_SHIM_GROUP_HPP_
 
@@ -21,28 +23,30 @@ class GroupState {
   bool active() const { return depth_ > 0; }
 
   void start() { ++depth_; }
-  // Leaves one level; true when that was the outermost (the caller then runs takeJobs()/takeOps()).
-  // Throws Error(InvalidUsage) "ncclGroupEnd: not in a group call." at depth 0.
+  // Leaves one level; true when it was the outermost one. At
+  // depth 0 it throws Error(InvalidUsage) with NCCL's words.
   bool end();
 
-  // A deferred communicator creation; throws on failure (its result is latched by the group end).
+  // A deferred communicator creation. The group end latches its failure.
   void addJob(std::function<void()> job) { jobs_.push_back(std::move(job)); }
   void addOp(const CollCall& call) { ops_.push_back(call); }
-  // The first error of the group (later ones do not replace it).
+  // Keeps the group's first error; later ones do not replace it.
   void latch(ncclResult_t result) {
     if (latched_ == ncclSuccess) latched_ = result;
   }
 
-  // Queued calls of comm (destroy/abort of a communicator inside a group must not leave them dangling).
+  // Queued calls of comm: destroying it inside
+  // a group must not leave them dangling.
   bool hasOpsOf(const void* comm) const;
   void dropOpsOf(const void* comm);
 
-  // Moves the queued work out, leaving the state empty (a failing group end leaves the thread clean).
+  // Moves the queued work out: a failing
+  // group end leaves the thread clean.
   std::vector<std::function<void()>> takeJobs();
-  // Swaps the queued ops into *out (whose capacity is reused next time: no allocation in steady state).
+  // Swaps the queued ops into *out, whose capacity is reused next time.
   void takeOps(std::vector<CollCall>* out);
   ncclResult_t takeLatched();
-  // Drops everything (after an error that ends the group).
+  // Drops everything, after an error that ends the group.
   void reset();
 
  private:
@@ -55,14 +59,15 @@ class GroupState {
 // The calling thread's group.
 GroupState& threadGroup();
 
-// NCCL latches the error of a call made inside a group so that the outermost ncclGroupEnd returns it too.
+// As in NCCL, the outermost ncclGroupEnd
+// returns a failed call's error too.
 inline ncclResult_t latchInGroup(ncclResult_t r) {
   if (r != ncclSuccess && r != ncclInProgress && threadGroup().active()) threadGroup().latch(r);
   return r;
 }
 
-// Runs jobs concurrently (one thread each when there are several, inline for one) and rethrows the first
-// failure after all finished.
+// Runs jobs concurrently, a thread each, or inline when there
+// is one. Rethrows the first failure once all finished.
 void runConcurrently(std::vector<std::function<void()>>& jobs);
 
 }  // namespace mscclpp::shim

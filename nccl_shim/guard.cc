@@ -17,20 +17,21 @@ ncclResult_t toNcclResult(ErrorCode code) {
       return ncclInternalError;
     case ErrorCode::RemoteError:
       return ncclRemoteError;
-    // A wait on live peers passed the deadline the user set (MSCCLPP_TIMEOUT_S): the peers are alive, so it is
-    // not a remote error (dead and unreachable peers are RemoteError, found by the bootstrap's liveness
-    // protocol; ranks that never reached the rendezvous become RemoteError where the link connects).
+    // A wait on live peers passed the user's
+    // MSCCLPP_TIMEOUT_S. The peers are alive, so it is no
+    // remote error. Dead peers, and ranks that never reached
+    // the rendezvous, are RemoteError where they are found.
     case ErrorCode::Timeout:
       return ncclInternalError;
     case ErrorCode::CudaError:
       return ncclUnhandledCudaError;
-    // A plan that fails while running is our bug or a bad plan file, not the caller's.
+    // A plan failing while it runs is our bug or a bad plan file.
     case ErrorCode::InvalidPlan:
       return ncclInternalError;
-    // A request neither a plan nor the real NCCL can serve: the caller asked for something unavailable.
+    // Neither a plan nor the real NCCL can serve what the caller asked.
     case ErrorCode::NotSupported:
       return ncclInvalidUsage;
-    // The communicator was aborted or revoked: it may not be used any more.
+    // The communicator was aborted or revoked, so it may not be used.
     case ErrorCode::Aborted:
       return ncclInvalidUsage;
   }
@@ -41,7 +42,7 @@ ncclResult_t recordError(ncclResult_t result, const char* message) {
   try {
     MSCCLPP_WARN(LogShim, "%s", message);
   } catch (...) {
-    // Logging itself failed (out of memory): the result code still reaches the caller.
+    // Logging failed, out of memory: the result still reaches the caller.
   }
   return result;
 }
@@ -54,7 +55,7 @@ ncclResult_t handleCurrentException() noexcept {
   } catch (const NcclResultError& e) {
     return recordError(e.result(), e.what());
   } catch (...) {
-    // Every other exception is classified as the C API's guard classifies it (core/caught_error.hpp).
+    // Classified as the C API's guard does (core/caught_error.hpp).
     const CaughtError caught = classifyCaughtException();
     return recordError(toNcclResult(caught.code), caught.message);
   }

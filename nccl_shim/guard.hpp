@@ -1,7 +1,8 @@
-// The one guard at the NCCL ABI: every entry point runs its body inside guarded(), which maps mscclpp::Error (and
-// anything else thrown, classified as the C API's guard does: core/caught_error.hpp) to an ncclResult_t and
-// records the message as the process's last error (ncclGetLastError). Nothing thrown inside the shim or the
-// runtime ever crosses into the application. The result codes stay NCCL's (toNcclResult).
+// The one guard at the NCCL ABI. Every entry point
+// runs its body inside guarded(), which turns whatever
+// is thrown into an ncclResult_t and records the
+// message for ncclGetLastError. Nothing thrown in the
+// shim or the runtime crosses into the application.
 #ifndef MSCCLPP_NCCL_SHIM_GUARD_HPP_
 #define MSCCLPP_NCCL_SHIM_GUARD_HPP_
 
@@ -11,14 +12,15 @@
 
 namespace mscclpp::shim {
 
-// NCCL's result for each of our error codes (docs/nccl-shim.md lists the mapping and why).
+// NCCL's result for each of our error
+// codes (docs/nccl-shim.md "Errors").
 ncclResult_t toNcclResult(ErrorCode code);
 
-// Records message as the last error (logged at WARN) and returns result.
+// Records message as the last error, logs it at WARN, returns result.
 ncclResult_t recordError(ncclResult_t result, const char* message);
 
-// Thrown to return an NCCL result code computed elsewhere (e.g. by the real NCCL) through the guard; the message
-// has already been recorded or is recorded by the guard.
+// Carries a result computed elsewhere, such as by the real
+// NCCL, through the guard, which records its message.
 class NcclResultError : public Error {
  public:
   NcclResultError(ncclResult_t result, const std::string& message)
@@ -42,8 +44,8 @@ ncclResult_t guarded(Body&& body) noexcept {
   }
 }
 
-// For entry points that return something other than ncclResult_t: onError is returned after the error is
-// recorded.
+// For entry points that return something else:
+// onError is returned once the error is recorded.
 template <class T, class Body>
 T guardedValue(T onError, Body&& body) noexcept {
   try {

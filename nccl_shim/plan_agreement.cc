@@ -17,7 +17,7 @@ constexpr uint32_t kMagic = 0x41475245;  // "AGRE"
 constexpr size_t kSlotBytes = 1024;      // one rank's part of the all-gather
 constexpr size_t kMaxName = 200;
 constexpr size_t kMaxWhy = 700;
-constexpr size_t kMaxDecisions = 4096;  // shapes cached per communicator (dropped alike on every rank)
+constexpr size_t kMaxDecisions = 4096;  // per communicator; every rank drops alike
 constexpr int kRanksListed = 8;
 
 struct Sent {
@@ -41,8 +41,10 @@ bool sameShape(const CallShape& a, const CallShape& b) {
   return a.kind == b.kind && a.count == b.count && a.dtype == b.dtype && a.op == b.op && a.root == b.root;
 }
 
-// A rank that chose a plan sends only what its selection skipped (a broken plan: its rank's JSON path), so every
-// rank's WARN names the plan a peer found broken whichever choice that peer made after it.
+// A rank that chose a plan sends only what its
+// selection skipped: a broken plan and its JSON
+// path. Every rank's WARN then names the plan a peer
+// found broken, whatever that peer chose after it.
 std::string describeChoice(const Sent& s) { return s.hasPlan ? "plan " + s.name + s.why : "no plan (" + s.why + ")"; }
 
 std::string sentReason(const LocalChoice& mine) {
@@ -58,11 +60,13 @@ CallShape shapeOf(const CollCall& call, bool inPlace) {
   s.kind = static_cast<int>(call.kind);
   s.count = call.count;
   s.dtype = call.dtype;
-  // A user-defined op's handle is local to the rank (NCCL lets each rank create its own, with its own scalar):
-  // every one is the same PreMulSum to the plans, so the shape names them all alike.
+  // A user op's handle is local to its rank: each
+  // rank creates its own. All are the same PreMulSum
+  // to plans, so the shape names them alike.
   s.op =
       !isReduction(call.kind) ? -1 : (call.op < static_cast<int>(ncclNumOps) ? call.op : static_cast<int>(ncclNumOps));
-  // A two-rank exchange's "root" is the peer: mirrored between the ranks, so not part of the shape.
+  // A two-rank exchange's root is the peer, which differs
+  // between the two ranks, so it is not part of the shape.
   s.root = hasRoot(call.kind) ? call.root : -1;
   s.inPlace = inPlace;
   return s;
@@ -127,7 +131,8 @@ PlanChoice PlanAgreement::agree(const CallShape& shape, uint64_t generation, con
     s.name = rd.getString("name", kMaxName);
     s.why = rd.getString("why", kMaxWhy);
   }
-  // Every rank sees every shape: all of them refuse a mismatch, naming the same two calls.
+  // Every rank sees every shape: all refuse
+  // a mismatch, naming the same calls.
   for (int r = 0; r < nRanks_; ++r) {
     MSCCLPP_ENFORCE(
         sameShape(sent[r].shape, shape), ErrorCode::InvalidUsage,

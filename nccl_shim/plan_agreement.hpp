@@ -1,21 +1,12 @@
-// Every rank of a communicator runs the same plan (or the real NCCL) for the same call (issue 13). A rank's own
-// choice can differ from its peers': their plan directories or registrations differ, a plan file is broken in one
-// rank's copy only, a user selector answers differently, or one rank calls in place and another does not. So the
-// choice is agreed: at the first call of each call shape on a communicator every rank all-gathers its shape and
-// its choice (plan name and fingerprint, or none, with its reason) over the shim's bootstrap view and decides
-// alike from what all sent: the common plan if every rank chose the same one, else the real NCCL for every rank,
-// with one WARN per rank naming each rank's choice and why (a plan skipped as broken names its rank's JSON path).
-// Ranks whose shapes differ fail together with InvalidUsage naming both calls (mismatched calls).
+// Every rank of a communicator runs the same plan, or the real
+// NCCL, for the same call, though ranks' own choices can
+// differ. At the first call of each shape, every rank
+// all-gathers its shape and choice, and all decide alike: the
+// common plan, else the real NCCL with a WARN. Mismatched
+// shapes fail with InvalidUsage. Decisions are cached per shape
+// until the registry changes (docs/nccl-shim.md "Ranks agree").
 //
-// The decision is cached per communicator and shape, so later calls cost a hash lookup (cheaper than the
-// registry's shared-locked lookup it replaces). The registry's generation() invalidates the cache: the rule for
-// plans registered, unregistered or selectors set at run time (Python plan.register, mscclppPlanRegister*) is that
-// every rank makes the change at the same point of its sequence of calls on each communicator, like a collective
-// call without the communication. The next call of each shape then agrees again on every rank. A rank that
-// changes its registry at another point is found by the executor's call monitor (one rank agreeing on a call its
-// peer already runs) and every rank fails with InvalidUsage saying so (docs/nccl-shim.md "Ranks agree").
-//
-// Threads: the communicator's driving thread (NCCL's rule); no lock.
+// Threads: the communicator's driving thread, as in NCCL; no lock.
 #ifndef MSCCLPP_NCCL_SHIM_PLAN_AGREEMENT_HPP_
 #define MSCCLPP_NCCL_SHIM_PLAN_AGREEMENT_HPP_
 
@@ -40,7 +31,7 @@ struct CallShape {
   int dtype = 0;
   int op = -1;
   int root = -1;
-  bool inPlace = false;  // not compared between ranks (NCCL allows mixing); part of the cache key
+  bool inPlace = false;  // only a cache key: NCCL lets ranks differ in it
   bool operator==(const CallShape& o) const {
     return kind == o.kind && count == o.count && dtype == o.dtype && op == o.op && root == o.root &&
            inPlace == o.inPlace;
@@ -51,7 +42,7 @@ CallShape shapeOf(const CollCall& call, bool inPlace);
 // One rank's choice for a shape, as sent to the others.
 struct LocalChoice {
   PlanChoice plan;           // empty: the real NCCL
-  uint64_t fingerprint = 0;  // of the plan (exec::planFingerprint)
+  uint64_t fingerprint = 0;  // exec::planFingerprint of the plan
   std::string why;           // the selection's reason
 };
 
@@ -59,9 +50,11 @@ class PlanAgreement {
  public:
   PlanAgreement(std::shared_ptr<Bootstrap> control, int rank, int nRanks);
 
-  // The agreed choice for the shape (why: its reason), when cached and the registry did not change.
+  // The agreed choice for shape and its reason, if
+  // cached and the registry did not change since.
   bool cached(const CallShape& shape, uint64_t generation, PlanChoice* choice, std::string* why);
-  // Agrees with every rank (collective) and caches the decision; throws InvalidUsage on mismatched shapes.
+  // Agrees with every rank, which is collective, and caches
+  // the decision. Mismatched shapes throw InvalidUsage.
   PlanChoice agree(const CallShape& shape, uint64_t generation, const LocalChoice& mine, std::string* why);
 
  private:

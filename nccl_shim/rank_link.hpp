@@ -1,13 +1,13 @@
-// What one rank of a shim communicator needs from the runtime below it: the bootstrap (rendezvous from the
-// unique id, and small host-side exchanges among the ranks: the real NCCL's id, split colors, agreement on the
-// fallback) and the executor (running a plan). runtime_link.cc implements it over runtime/bootstrap, comm and
-// executor; a one-rank communicator needs no network at all (SoloLink).
+// What one rank of a shim communicator needs from the
+// runtime: the bootstrap, for the rendezvous and small
+// exchanges among the ranks, and the executor, which runs
+// plans. A one-rank communicator needs no network (SoloLink).
 //
-// Every exchange has a deadline (MSCCLPP_TIMEOUT_S) and throws an Error naming the operation and the peers it
-// waited for; after abort() every call throws Error(Aborted) at once.
+// Every exchange has a deadline, MSCCLPP_TIMEOUT_S.
+// After abort() every call throws Error(Aborted).
 //
-// Threads: one thread uses a link at a time (the communicator's rules), except abort() and
-// interruptInflight(), which any thread may call at any time.
+// Threads: one thread uses a link at a time, but any thread
+// may call abort() and interruptInflight() at any time.
 #ifndef MSCCLPP_NCCL_SHIM_RANK_LINK_HPP_
 #define MSCCLPP_NCCL_SHIM_RANK_LINK_HPP_
 
@@ -23,19 +23,22 @@
 
 namespace mscclpp::shim {
 
-// A plan chosen for a call. Copying it copies a reference (no allocation); it keeps the runtime's selection
-// alive, so it stays valid even if the plan is unregistered meanwhile. Empty: no plan.
+// A plan chosen for a call, or none when empty. A copy shares the
+// runtime's selection without allocating, and keeps it alive: the
+// choice stays valid even if the plan is unregistered meanwhile.
 struct PlanChoice {
   const char* name = "";
-  std::shared_ptr<const void> selection;  // the runtime's selection object (RankLink implementation's type)
+  std::shared_ptr<const void> selection;  // of the RankLink implementation's type
   explicit operator bool() const { return selection != nullptr; }
 };
 
-// What running a plan came to, as a value (decisions are values, not exceptions: abseil's StatusOr): the plan ran
-// (enqueued on the GPU, completed on the CPU), or it refused the call, with the reason, and the caller runs the call
-// on NCCL instead. A plan refuses before any rank exchanged anything, from facts every rank shares (the plan, the
-// sizes, dtype and op, the build), so all ranks of a communicator refuse together. A failure while running (a peer
-// gone, a timeout, an abort) is an error, thrown, never a refusal.
+// What running a plan came to, as a value: it ran, or
+// it refused the call with a reason, and the caller
+// runs the call on NCCL instead. Decisions are
+// values, not exceptions, as with abseil's StatusOr.
+// A plan refuses before any exchange, from facts
+// every rank shares, so all ranks refuse together. A
+// failure while running is thrown, never a refusal.
 class [[nodiscard]] PlanRun {
  public:
   static PlanRun ran() { return PlanRun(false, std::string()); }
@@ -50,12 +53,13 @@ class [[nodiscard]] PlanRun {
   std::string refusal_;
 };
 
-// The reduction the executor applies, with user (PreMulSum) ops resolved to their scalar.
+// The reduction the executor applies;
+// a user op is resolved to its scalar.
 struct ExecReduceOp {
-  ncclRedOp_t builtin = ncclSum;  // ncclSum..ncclAvg; for PreMulSum: ncclSum with a pre-multiplier
+  ncclRedOp_t builtin = ncclSum;  // ncclSum..ncclAvg; ncclSum for PreMulSum
   bool preMul = false;
-  const void* scalarPtr = nullptr;    // device (or, on the CPU backend, host) pointer, read when the plan runs
-  unsigned char scalarBytes[8] = {};  // the scalar when it was given as a host immediate
+  const void* scalarPtr = nullptr;    // read when the plan runs
+  unsigned char scalarBytes[8] = {};  // a scalar given as a host immediate
   bool scalarIsPtr = false;
 };
 
@@ -67,33 +71,37 @@ class RankLink {
   virtual int nRanks() const = 0;
   virtual int nRanksPerNode() const = 0;
 
-  // allData holds nRanks slots of bytesPerRank; this rank's slot is filled on entry, every slot on return.
+  // allData holds nRanks slots of bytesPerRank. This
+  // rank's slot is filled on entry, every slot on return.
   virtual void allGather(void* allData, size_t bytesPerRank) = 0;
   virtual void broadcast(void* data, size_t bytes, int root) = 0;
   virtual void barrier() = 0;
-  // Point-to-point messages between two ranks of this link, matched in order per (peer, tag).
+  // Messages between two ranks, matched in order per peer and tag.
   virtual void send(int peer, int tag, const void* data, size_t bytes) = 0;
   virtual void recv(int peer, int tag, void* data, size_t bytes) = 0;
 
-  // Collective over this link's ranks (ncclCommSplit): ranks with the same color get a link of their own,
-  // ranked by key then by rank here; a negative color returns nullptr (the rank still takes part).
+  // Collective over this link's ranks: ranks of one color
+  // get a link of their own, ranked by key then by rank
+  // here. A negative color takes part and returns nullptr.
   virtual std::unique_ptr<RankLink> split(int color, int key) = 0;
 
-  // Whether the communicator failed as a whole (a peer died or became unreachable: RemoteError; mismatched
-  // calls or a deadlock), with the error; one atomic load when it did not. Any thread.
+  // Whether the communicator failed as a whole,
+  // with the error: a dead peer, mismatched calls,
+  // a deadlock. One atomic load; any thread.
   virtual bool failed(ErrorCode* code, std::string* message) const = 0;
 
-  // Stops everything promptly, even with peers gone; later calls throw Error(Aborted).
+  // Stops everything promptly, even with peers gone.
   virtual void abort() = 0;
-  // Makes an executing plan return with Error(Aborted) soon (revoke); the bootstrap stays usable.
+  // Makes a running plan return Error(Aborted)
+  // soon, for revoke. The bootstrap stays usable.
   virtual void interruptInflight() = 0;
 
-  // This rank's own plan for a request, or an empty choice with the reason in *why (why may be nullptr).
+  // This rank's own plan for call, or none with the reason in *why.
   virtual PlanChoice selectPlan(const CollCall& call, std::string* why) = 0;
-  // The plan every rank of the communicator runs for the call (plan_agreement.hpp): cached per call shape, or this
-  // rank's choice (none when forcedReason is given: MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION) agreed with every rank
-  // (collective: the first call of a shape, and after the plan registry changed). The default, for links whose
-  // ranks cannot disagree (one rank), is this rank's choice.
+  // The plan every rank runs for call
+  // (plan_agreement.hpp): cached per shape, or agreed with
+  // every rank, which is collective. A forcedReason means
+  // no plan. The default serves a link with one rank.
   virtual PlanChoice agreedPlan(const CollCall& call, const char* forcedReason, std::string* why) {
     if (forcedReason) {
       if (why) *why = forcedReason;
@@ -101,25 +109,29 @@ class RankLink {
     }
     return selectPlan(call, why);
   }
-  // Whether agreedPlan(call) answers without talking to the other ranks (group planning runs the agreements of
-  // several communicators driven by one thread concurrently).
+  // Whether agreedPlan(call) answers without talking to other ranks.
   virtual bool planAgreed(const CollCall&) { return true; }
-  // Runs the plan for call (enqueued on call.stream on the GPU; completed before returning on the CPU), or returns
-  // the plan's refusal of the call (PlanRun). Throws on a failure while running.
+  // Runs the plan for call, or returns its refusal.
+  // A GPU run is enqueued on call.stream; a CPU run
+  // completes. Throws on a failure while running.
   virtual PlanRun runPlan(const PlanChoice& plan, const CollCall& call, const ExecReduceOp& op) = 0;
-  // True when runPlan(plan, call, op) returns only after peers took part: always on the CPU backend (it
-  // completes the plan), on the CUDA backend when the call first builds its execution context (a collective
-  // exchange). One thread driving several ranks must then run them on separate threads.
+  // True when runPlan returns only after peers took
+  // part: always on the CPU backend, and on CUDA when
+  // the call builds its execution context. One thread
+  // driving several ranks must then give each a thread.
   virtual bool planRunWaitsForPeers(const PlanChoice& plan, const CollCall& call, const ExecReduceOp& op) const = 0;
-  // Waits until every plan this link started has completed (ncclCommFinalize).
+  // Waits until every plan this link started completed, for finalize.
   virtual void flush() = 0;
 };
 
-// A fresh unique id for our bootstrap (the root's address and a secret), 128 bytes like NCCL's.
+// A fresh id for our bootstrap: the root's
+// address and a secret, in 128 bytes like NCCL's.
 ncclUniqueId createLinkUniqueId();
 
-// One rendezvous in progress. connect() blocks until every rank arrived or the deadline passed; abort(), from
-// any thread, makes it throw Error(Aborted) at once (ncclCommAbort during a nonblocking init).
+// One rendezvous in progress. connect() blocks until
+// every rank arrived or the deadline passed. abort(),
+// from any thread, makes it throw Error(Aborted) at
+// once: ncclCommAbort during a nonblocking init.
 class LinkConnector {
  public:
   virtual ~LinkConnector() = default;
@@ -127,13 +139,15 @@ class LinkConnector {
   virtual void abort() = 0;
 };
 
-// A connector for rank of nRanks (a one-rank communicator needs no network: its connector returns a SoloLink).
+// A connector for rank of nRanks; a SoloLink's when nRanks is one.
 std::unique_ptr<LinkConnector> makeLinkConnector(int nRanks, int rank);
 
-// makeLinkConnector(nRanks, rank)->connect(id), for callers that never abort.
+// makeLinkConnector(nRanks, rank)->connect(id),
+// for callers that never abort.
 std::unique_ptr<RankLink> connectLink(const ncclUniqueId& id, int nRanks, int rank);
 
-// The link of a one-rank communicator: exchanges are local copies; no plan (plans need at least two ranks).
+// The link of a one-rank communicator. Exchanges are local,
+// and it runs no plan: plans need at least two ranks.
 std::unique_ptr<RankLink> makeSoloLink();
 std::unique_ptr<LinkConnector> makeSoloConnector();
 

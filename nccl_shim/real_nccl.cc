@@ -19,7 +19,7 @@ __attribute__((tls_model("initial-exec"))) thread_local int tlsRealCallDepth = 0
 
 namespace {
 
-// The sanitizers' dlopen interceptor (ASan, TSan, MSan) kills the process on RTLD_DEEPBIND.
+// The sanitizers' dlopen interceptor kills the process on RTLD_DEEPBIND.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define MSCCLPP_SHIM_SANITIZED 1
 #elif defined(__has_feature)
@@ -29,13 +29,14 @@ namespace {
 #endif
 
 #ifdef MSCCLPP_SHIM_SANITIZED
-// Without RTLD_DEEPBIND the re-entry guard keeps the real library's internal calls inside it (real_nccl.hpp).
+// Without RTLD_DEEPBIND, the re-entry guard alone
+// keeps the real library's internal calls inside it.
 constexpr int kOpenFlags = RTLD_LAZY | RTLD_LOCAL;
 #else
 constexpr int kOpenFlags = RTLD_LAZY | RTLD_LOCAL | RTLD_DEEPBIND;
 #endif
 
-// The object file that contains this code (the shim, or a test binary linking the shim's objects).
+// The object file holding this code: the shim, or a test binary.
 struct SelfIdentity {
   const void* base = nullptr;
   std::string path;
@@ -69,7 +70,7 @@ bool isSelfFile(const std::string& path) {
   return s.haveInode && stat(path.c_str(), &st) == 0 && st.st_dev == s.dev && st.st_ino == s.ino;
 }
 
-// The directories the dynamic linker searches for this process (LD_LIBRARY_PATH, RUNPATH, system dirs).
+// The directories the dynamic linker searches for this process.
 std::vector<std::string> librarySearchDirs() {
   std::vector<std::string> dirs;
   void* main = dlopen(nullptr, RTLD_LAZY);
@@ -145,9 +146,10 @@ bool RealNccl::openCandidate(const std::string& path, int flags, std::string* wh
         path.c_str());
     probe = nullptr;
   } else if (dlsym(h, "mscclppPlanApiVersion") != nullptr) {
-    // Another copy of the shim (libmscclpp_nccl.so, or the replace-mode libnccl.so.2 of another
-    // installation): dlsym through its handle searches what it links, and the real NCCL never
-    // links libmscclpp. Using it would send the "real NCCL" calls back into MSCCL++.
+    // Another copy of the shim, such as another
+    // installation's. dlsym through its handle searches what
+    // it links, and the real NCCL never links libmscclpp.
+    // Using it would send the calls back into MSCCL++.
     *why = strFormat(
         "%s is a copy of the MSCCL++ shim (it links libmscclpp), not the real NCCL (point "
         "MSCCLPP_NCCL_LIB_PATH at NCCL's own libnccl.so.2)",
@@ -177,7 +179,7 @@ bool RealNccl::openCandidate(const std::string& path, int flags, std::string* wh
   version_ = version;
   preloaded_ = already != nullptr;
   reason_.clear();
-  if (already) dlclose(already);  // drop the extra reference taken by the RTLD_NOLOAD probe
+  if (already) dlclose(already);  // drop the RTLD_NOLOAD probe's reference
   return true;
 }
 
@@ -192,8 +194,9 @@ void RealNccl::load() {
       MSCCLPP_WARN(LogShim, "the NCCL fallback is unavailable: %s", why.c_str());
     }
   } else {
-    // The soname first (covers ld.so.cache), then every search directory explicitly: in replace mode the
-    // soname resolves to the shim itself and the real library sits further down the path.
+    // The soname first, which covers ld.so.cache, then every
+    // directory. In replace mode the soname is the shim
+    // itself, and the real library sits further down the path.
     std::vector<std::string> tried;
     ok = openCandidate("libnccl.so.2", kOpenFlags, &why);
     if (!ok) tried.push_back(why);

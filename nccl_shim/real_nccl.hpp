@@ -1,17 +1,11 @@
-// The real libnccl.so.2 behind the fallback path: found, loaded and checked once per process (the handle is
-// process-wide by nature), its symbols resolved lazily, each once.
+// The real libnccl.so.2 behind the fallback: loaded once
+// per process, its symbols resolved lazily, each once.
 //
-// Where it comes from: MSCCLPP_NCCL_LIB_PATH, else the first libnccl.so.2 on the library search path that is
-// not this shim (replace mode installs the shim itself as libnccl.so.2).
-//
-// How its internal calls stay inside it: the real library calls some of its own public names through the
-// dynamic linker (ncclBcast -> ncclBroadcast, ncclCommGetAsyncError from every call on a nonblocking comm,
-// ncclGetUniqueId from ncclCommInitAll, ...). We load it with RTLD_LOCAL | RTLD_DEEPBIND so those bind inside
-// it. That cannot help when the application itself already loaded libnccl.so.2 (PyTorch links it): its
-// relocations were bound to the preloaded shim at startup. So every shim entry point also checks
-// insideRealNccl() (a thread-local depth set around each call we make into the real library) and, when set,
-// passes the call straight through to the real symbol. The sanitizers (ASan, TSan, MSan) refuse RTLD_DEEPBIND;
-// sanitized builds load with RTLD_LOCAL only and rely on that same re-entry guard (docs/nccl-shim.md).
+// The real library calls some of its own public names.
+// RTLD_DEEPBIND keeps those inside it. When the application
+// loaded NCCL first, they reach the shim instead, so entry
+// points pass them through while insideRealNccl() holds
+// (docs/nccl-shim.md "Loading the real NCCL").
 //
 // Thread-safety: every member may be called from any thread.
 #ifndef MSCCLPP_NCCL_SHIM_REAL_NCCL_HPP_
@@ -48,8 +42,9 @@ namespace detail {
 extern __attribute__((tls_model("initial-exec"))) thread_local int tlsRealCallDepth;
 }
 
-// True while this thread is inside a call into the real library (so a shim entry point reached now is the
-// real library calling one of its own public names).
+// True while this thread is inside a call into
+// the real library: an entry point reached now
+// is the real library calling its own name.
 inline bool insideRealNccl() { return detail::tlsRealCallDepth > 0; }
 
 // Marks the calling thread as inside the real library for its lifetime.
@@ -63,21 +58,23 @@ class RealCallScope {
 
 class RealNccl {
  public:
-  // The process's instance (never destroyed: the fallback may be used during static destruction).
+  // The process's instance. Never destroyed: the
+  // fallback may be used during static destruction.
   static RealNccl& instance();
 
-  // Finds and loads the library on the first call; true when it is usable. Never throws.
+  // Loads the library on the first call; true when usable. Never throws.
   bool ensureLoaded();
-  // Why the library is not usable ("" when it is, or before ensureLoaded()).
+  // Why the library is not usable; empty when it is, or before loading.
   std::string unavailableReason();
   std::string path();
-  int versionCode();  // ncclGetVersion() of the loaded library; 0 when not loaded
-  // True when the library was already loaded in the process before we opened it (its internal calls may
-  // then reach the shim; see the file comment).
+  int versionCode();  // the loaded library's ncclGetVersion(), or 0
+  // True when the process loaded the library before we
+  // opened it. Its internal calls may then reach the shim.
   bool wasPreloaded();
 
-  // The real function; throws Error(InvalidUsage) when the library is not loaded or lacks the symbol (an
-  // older NCCL), naming the symbol, the path and the version.
+  // The real function. Throws when the library is
+  // not loaded, or is an older NCCL without the
+  // symbol, naming the symbol, path and version.
   template <NcclFn F>
   typename NcclFnTraits<F>::Type fn() {
     void* f = symbols_[static_cast<int>(F)].load(std::memory_order_acquire);
@@ -85,7 +82,7 @@ class RealNccl {
     return reinterpret_cast<typename NcclFnTraits<F>::Type>(f);
   }
 
-  // The real function or nullptr; never throws (for pass-through from inside the real library).
+  // The real function or nullptr, for pass-through; never throws.
   template <NcclFn F>
   typename NcclFnTraits<F>::Type fnOrNull() noexcept {
     void* f = symbols_[static_cast<int>(F)].load(std::memory_order_acquire);
@@ -101,7 +98,7 @@ class RealNccl {
   void* tryResolve(int index, const char* name) noexcept;
 
   std::once_flag loadOnce_;
-  std::mutex mutex_;  // guards the strings below (written once by load())
+  std::mutex mutex_;  // guards the plain members below; load() writes them once
   void* handle_ = nullptr;
   std::string path_;
   std::string reason_;
@@ -119,7 +116,7 @@ auto callReal(Args&&... args) {
   return f(std::forward<Args>(args)...);
 }
 
-// The NCCL version code of the headers the shim was built with (22809 for 2.28.9).
+// The version code of the NCCL headers the shim was built with.
 constexpr int kEmulatedNcclVersion = NCCL_VERSION_CODE;
 
 }  // namespace mscclpp::shim

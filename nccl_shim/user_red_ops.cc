@@ -6,8 +6,9 @@
 namespace mscclpp::shim {
 
 namespace {
-// Handle layout: ncclNumOps + (salt << kSlotBits | slot). 12 salt bits keep handles well below ncclMaxRedOp
-// (2^31 - 1) while making a handle of another communicator unlikely to validate here.
+// Handle layout: ncclNumOps + (salt << kSlotBits | slot). 12 salt bits
+// keep handles well below ncclMaxRedOp, 2^31 - 1, and make another
+// communicator's handle unlikely to validate here.
 constexpr int kSlotBits = 16;
 constexpr uint32_t kSlotMask = (1u << kSlotBits) - 1;
 constexpr uint32_t kSaltMask = 0xfff;

@@ -1,9 +1,11 @@
-// The reduce ops a communicator's user created with ncclRedOpCreatePreMulSum. Each exists in both worlds: ours
-// (the scalar, for plans) and the real NCCL's (its own handle, for the fallback), so a call with a user op can go
-// either way. Handles are >= ncclNumOps, carry a per-communicator salt (a handle from another communicator is
-// rejected, as NCCL does) and are valid until ncclRedOpDestroy.
+// The reduce ops a communicator's user created. Each
+// exists in both worlds: our scalar for plans, and the
+// real NCCL's handle for the fallback, so a call with
+// a user op can go either way. Handles are at least
+// ncclNumOps and carry a per-communicator salt: as in
+// NCCL, another communicator's handle is rejected.
 //
-// Threads: used by the thread that drives the communicator (NCCL's rule); lookups do not allocate.
+// Threads: the communicator's driving thread. Lookups do not allocate.
 #ifndef MSCCLPP_NCCL_SHIM_USER_RED_OPS_HPP_
 #define MSCCLPP_NCCL_SHIM_USER_RED_OPS_HPP_
 
@@ -30,11 +32,12 @@ class UserRedOps {
 
   // Adds an op and returns its handle.
   ncclRedOp_t add(const UserRedOp& op);
-  // The op behind handle, or nullptr when handle is not a live op of this communicator.
+  // The op behind handle; nullptr unless
+  // it is a live op of this communicator.
   const UserRedOp* find(int handle) const;
-  // Removes it; false when handle is not a live op of this communicator.
+  // Removes it; false unless it is a live op of this communicator.
   bool remove(int handle, UserRedOp* removed);
-  // Every live op (for destroying their real counterparts when the communicator ends).
+  // Every live op.
   std::vector<UserRedOp> live() const;
 
  private:

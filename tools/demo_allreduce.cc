@@ -1,14 +1,14 @@
-// demo_allreduce: an ordinary NCCL program (nothing MSCCL++ in it) that runs an allreduce on N ranks, checks the
-// result and times it. tools/demo runs it with LD_PRELOAD=libmscclpp_nccl.so so that a DSL-compiled plan serves
-// the call.
+// demo_allreduce: an ordinary NCCL program, nothing of
+// MSCCL++ in it, that runs an allreduce on N ranks,
+// checks the result and times it. tools/demo preloads
+// the shim so that a DSL-compiled plan serves it.
 //
 //   demo_allreduce --ranks N [--bytes B] [--iters K] [--warmup W] [--device cpu|gpu] [--timeout S]
 //
-// The process forks N ranks; rank 0 calls ncclGetUniqueId and hands the id to the others through pipes. Each
-// rank fills its input with exactly representable floats, runs W + K out-of-place float32 sum allreduces, checks
-// every element against the closed-form sum and prints one line:
-//   "rank R: correct|WRONG (max error E) avg_us T"
-// Exit status 0 when every rank is correct.
+// It forks N ranks; rank 0's unique id reaches the others through
+// pipes. Each rank checks its result against the closed-form sum and
+// prints "rank R: correct|WRONG (max error E) avg_us T". Exits 0 when
+// every rank is correct.
 #include <nccl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -54,7 +54,8 @@ const char kUsage[] =
     }                                                                                                               \
   } while (0)
 
-// The value rank r puts at element i; the sum over ranks has a closed form and every step is exact in float.
+// The value rank r puts at element i. The sum over ranks
+// has a closed form, and every step is exact in float.
 float inputValue(int r, size_t i) { return static_cast<float>(r + 1) + static_cast<float>(i % 13) * 0.25f; }
 float expectedSum(int n, size_t i) {
   return static_cast<float>(n * (n + 1) / 2) + n * static_cast<float>(i % 13) * 0.25f;
@@ -160,8 +161,9 @@ int main(int argc, char** argv) {
   for (int r = 0; r < o.ranks; ++r) {
     pid_t pid = fork();
     if (pid == 0) {
-      // Keep only this rank's end of the pipes: a rank waiting for the id must see end-of-file when rank 0 fails
-      // before sending it, not wait for a writer that its own process (or a sibling) still holds.
+      // Keep only this rank's end of the pipes. A rank waiting for the
+      // id must see end-of-file when rank 0 fails before sending it,
+      // not wait for a writer its own process or a sibling still holds.
       for (int other = 1; other < o.ranks; ++other) {
         if (other != r) close(readEnds[other]);
       }
@@ -169,7 +171,8 @@ int main(int argc, char** argv) {
         for (int fd : writeEnds) close(fd);
       }
       const int status = runRank(o, r, readEnds[r], r == 0 ? writeEnds : std::vector<int>{});
-      std::fflush(nullptr);  // _exit does not flush: a failing rank's message must reach a redirected stdout
+      // _exit does not flush: a failing rank's message must reach stdout.
+      std::fflush(nullptr);
       _exit(status);
     }
     pids.push_back(pid);
@@ -191,7 +194,7 @@ int main(int argc, char** argv) {
         waitpid(pid, &status, 0);
         break;
       }
-      usleep(10000);  // polling a child's exit status, not synchronising with it
+      usleep(10000);  // polls a child's exit status; no synchronisation
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
   }

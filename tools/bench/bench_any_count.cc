@@ -1,9 +1,10 @@
-// bench_any_count: what serving any count costs (docs/executor.md, "Any count"). The public Executor on the CPU
-// backend, the ranks of a default plan as threads of this process (the executor's local wiring), float32 sum:
-//   * aligned counts (a whole number of the plan's chunks: the exact geometry, what ran before any count existed);
-//   * the same counts plus one element (the padded geometry: the parts are staged at the plan's padded pitch).
-// Each row: microseconds per call, the slowest rank of the best of several rounds. Built against a tree without
-// any count, the padded rows say "refused" (their reason) and the aligned rows are the "before" numbers.
+// bench_any_count: what serving any count costs (docs/executor.md
+// "Any count"). The public Executor on the CPU backend runs a default
+// plan's ranks as threads of this process, float32 sum, at:
+//   * aligned counts, a whole number of the plan's chunks: the exact geometry;
+//   * the same counts plus one element: the parts are staged at the padded pitch.
+// Each row: microseconds per call of the slowest rank, best of several
+// rounds. A refused size prints its reason.
 //
 //   bench_any_count [--plans DIR] [--iterations K] [--rounds R]
 #include <algorithm>
@@ -27,10 +28,11 @@ namespace {
 
 struct Timing {
   double usPerCall = 0;
-  std::string error;  // why the size was refused ("" when it ran)
+  std::string error;  // why the size was refused; "" when it ran
 };
 
-// Runs `iterations` calls of `count` floats per round on every rank; the round's time is its slowest rank's.
+// Runs `iterations` calls of `count` floats per round on
+// every rank. A round takes as long as its slowest rank.
 Timing timeCalls(const plan::PlanPtr& plan, uint64_t count, int iterations, int rounds) {
   const int n = static_cast<int>(plan->ranks.size());
   const plan::Collective c = plan->header.collective;
@@ -95,8 +97,10 @@ int main(int argc, char** argv) {
                         "  --iterations: calls per round, 1 to 100000 (default 200); --rounds: 1 to 100 (default 5)\n");
   args.text("--plans", &plans).integer("--iterations", &iterations, 1, 100000).integer("--rounds", &rounds, 1, 100);
   if (int stop = args.parse(argc, argv); stop != tools::ArgParser::kContinue) return stop;
-  // Aligned counts of float32 on each plan (multiples of its chunks x 16 bytes), the small ones on LL plans. Two
-  // ranks: one thread per core of a small machine (spinning ranks beyond the cores measure the scheduler).
+  // Aligned float32 counts on each plan, multiples of
+  // its chunks x 16 bytes; the small ones on LL plans.
+  // Two ranks, one thread per core of a small machine:
+  // more spinning ranks would measure the scheduler.
   const struct {
     const char* file;
     uint64_t count;

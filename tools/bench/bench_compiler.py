@@ -1,13 +1,12 @@
 #!/usr/bin/env python3
-"""Compile-time benchmark of the DSL compiler (issue 3): prints a table.
+"""Compile-time benchmark of the DSL compiler: prints a table.
 
-Programs: the all-pairs AllReduce (Simple; mscclpp/examples/allreduce_allpairs.py, 8 threadblocks
-per rank) at 8, 16, 32 and 64 ranks with 1 to 16 instances, and the LL all-pairs AllReduce
-(mscclpp/examples/allreduce_packets.py) at 64 ranks. Each row is the best (``seconds``) and the
-median wall-clock time of --repeat runs of "run the DSL program + compile + write compact JSON",
-and the best CPU time of this process (``cpu``: what an idle machine would take; on a shared
-machine the wall-clock time can be 2-3x). ``ops`` counts emitted ops (pipeline bodies included);
-``us/op`` shows the time grows linearly with them.
+Programs: the all-pairs AllReduce, Simple with 8 threadblocks per
+rank, at 8 to 64 ranks with 1 to 16 instances, and the LL all-pairs
+AllReduce at 64 ranks. A row times --repeat runs of "run the program,
+compile, write compact JSON": the best and median wall-clock time,
+and the best CPU time, ``cpu``, which an idle machine would take.
+``ops`` counts emitted ops; ``us/op`` shows the time grows linearly.
 
     python3 tools/bench/bench_compiler.py [--repeat 3] [--quick]
 """

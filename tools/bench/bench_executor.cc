@@ -1,8 +1,9 @@
-// bench_executor: numbers of the CPU backend (docs/executor.md records them).
-//   1. emulation time of an 8-rank 64 MiB allreduce (default preset allreduce_rsag_n8_ip.json),
-//      ranks as threads and as processes: time per launch (slowest rank) and per iteration;
-//   2. per-op overhead: a one-rank plan of N small copies, N nops, N sem_release/sem_acquire pairs;
-//   3. signal/wait round trip between two ranks, and an 8-rank 1 KiB LL allreduce launch.
+// bench_executor: the CPU backend's numbers, which docs/executor.md records.
+//   1. an 8-rank 64 MiB allreduce, allreduce_rsag_n8_ip.json by default,
+//      ranks as threads and as processes: time per launch and per iteration;
+//   2. per-op overhead: a one-rank plan of N small copies, N nops, N
+//      sem_release and sem_acquire pairs;
+//   3. a signal/wait round trip of two ranks; an 8-rank 1 KiB LL allreduce.
 //
 //   bench_executor [--plans DIR] [--size BYTES] [--iterations K] [--quick]
 #include <chrono>
@@ -66,7 +67,7 @@ plan::PlanPtr repeated(const char* name, const std::vector<json>& body, int n, i
   return plan::loadPlanJson(p.dump(), std::string(name) + ".json");
 }
 
-// Average seconds per launch of a one-rank plan (after a warm-up launch).
+// Average seconds per launch of a one-rank plan, after a warm-up launch.
 double launchSeconds(const plan::PlanPtr& plan, int launches) {
   exec::LocalWorld world(plan, 16, 16, DataType::Float32);
   exec::CpuContext ctx(plan, 0, world.shape(0), world.resources(0), 60);

@@ -1,12 +1,12 @@
-// Latency of an 8-rank LL allreduce on ONE GPU (ranks as threads of this process, each on its own
-// stream) at 1 KiB to 256 KiB, against the real NCCL's 1-rank allreduce on the same GPU (target:
-// no higher), and the host-side cost of a call on the plan path (Executor::execute until it
-// returns) and of replaying the same calls from a CUDA graph (cudaGraphLaunch of a graph holding
-// `perGraph` calls, per call).
+// Latency of an 8-rank LL allreduce on ONE GPU, ranks as
+// threads each on its own stream, at 1 KiB to 256 KiB.
+// The target is no higher than the real NCCL's 1-rank
+// allreduce on the same GPU. Also the host cost of a call
+// on the plan path, and per call of a CUDA graph replay.
 //
 //   bench_gpu_latency [--nccl /path/libnccl.so.2] [--plan FILE] [--iters N]
-// The real NCCL is dlopen'ed from --nccl (gpu-check passes the toolkit's or Python's nvidia-nccl);
-// without it that column reads "-". Exits 0 (1 on an error, 77 without a device).
+// Without --nccl, the NCCL column reads "-". Exits 0, 1 on an error,
+// or 77 without a device.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
@@ -30,8 +30,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// The few NCCL entry points the comparison needs, with NCCL's ABI (nccl.h types as plain C types:
-// ncclUniqueId is 128 bytes, ncclComm_t a pointer, ncclFloat32 = 7, ncclSum = 0, ncclSuccess = 0).
+// The few NCCL entry points the comparison needs, with NCCL's
+// ABI in plain C types: ncclUniqueId is 128 bytes, ncclComm_t
+// a pointer, ncclFloat32 is 7, ncclSum and ncclSuccess are 0.
 struct NcclUniqueId {
   char internal[128];
 };

@@ -1,13 +1,13 @@
-// Bandwidth of the executor kernel's copy, reduce and put ops on one GPU, against cudaMemcpy
-// device-to-device on the same GPU (target: >= 90% of it). Each op runs through the full plan path
-// (Executor::execute on the CUDA backend) in a plan built here: one rank (copy, reduce) or two
-// ranks as threads sharing the GPU (put into the peer's buffer), the op split over `blocks`
-// threadblocks (a thread block group). Bandwidth counts bytes read plus bytes written, as
-// cudaMemcpy's does (copy, put: 2 x size; reduce of two sources: 3 x size).
+// Bandwidth of the executor kernel's copy, reduce and put
+// ops on one GPU, against cudaMemcpy device to device;
+// the target is 90% of it. Each op runs through the whole
+// plan path, in a plan built here: one rank, or for put
+// two ranks as threads sharing the GPU. Bandwidth counts
+// bytes read plus bytes written, as cudaMemcpy's does.
 //
 //   bench_gpu_ops [--bytes N] [--iters N] [--write-plans DIR]
-// Prints one table; exits 0 (1 on an error, 77 without a device). --write-plans writes the plans
-// (4 blocks) as JSON and exits, without a device: mscclpp-emulate checks them on the CPU backend.
+// Exits 0, 1 on an error, or 77 without a device. --write-plans writes
+// the plans as JSON for mscclpp-emulate, and needs no device.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -49,7 +49,8 @@ json gpuJson(int id, int in, int out, json tbs, json channels = json::array(), j
           {"semaphores", json::array()}};
 }
 
-// copy: output[0] <- input[0]; reduce: output[0] <- input[0] + input[1]; put: rank 1's output[0]
+// copy: output[0] <- input[0]; reduce: output[0]
+// <- input[0] + input[1]; put: rank 1's output[0]
 // <- rank 0's input[0] through a memory channel.
 json opPlanJson(const std::string& kind, int blocks, int threads) {
   json tbs = json::array();
@@ -76,8 +77,9 @@ json opPlanJson(const std::string& kind, int blocks, int threads) {
                      {"channels", json::array()}});
     return planHeader("bench_reduce", threads, {gpuJson(0, 2, 1, tbs)});
   }
-  // put: rank 0 writes, then signals once per block on its own channel; rank 1 waits on each.
-  // An op's channel_ids index the threadblock's own channel list (which names rank-level ids).
+  // put: rank 0 writes, then signals once per block on its own
+  // channel; rank 1 waits on each. An op's channel_ids index the
+  // threadblock's own channel list, which names rank-level ids.
   json tbs1 = json::array();
   json ch0 = json::array(), ch1 = json::array();
   std::vector<int> peers0(blocks, 1), peers1(blocks, 0);
@@ -112,11 +114,12 @@ double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_cloc
   return std::chrono::duration<double>(b - a).count();
 }
 
-// Median of `reps` timings of `iters` back-to-back calls (host barrier before, all streams synced after).
+// Median of `reps` timings of `iters` back-to-back calls,
+// with a host barrier before and all streams synced after.
 double timeCalls(GpuRanks& w, int nRanks, const plan::PlanPtr& p, uint64_t inBytes, uint64_t outBytes, int iters,
                  int reps) {
   std::vector<double> times;
-  for (int rep = 0; rep < reps + 1; ++rep) {  // the first repetition warms up (context build)
+  for (int rep = 0; rep < reps + 1; ++rep) {  // the first one warms up
     ThreadBarrier bar(nRanks);
     std::vector<double> t(nRanks, 0);
     std::string err = onRanks(nRanks, [&](int r) {
@@ -201,7 +204,8 @@ int main(int argc, char** argv) {
     const int sms = prop.multiProcessorCount;
     for (const Config& c : configs) {
       for (auto [blocks, threads] : {std::pair<int, int>{sms, 1024}, std::pair<int, int>{sms, 512}}) {
-        if (c.ranks == 2) blocks /= 2;  // both ranks' blocks share the GPU (and must be resident at once)
+        // Both ranks' blocks share the GPU and must be resident at once.
+        if (c.ranks == 2) blocks /= 2;
         plan::PlanPtr p = opPlan(c.kind, blocks, threads);
         const uint64_t in = std::string(c.kind) == "reduce" ? 2 * bytes : bytes;
         double s = 0;

@@ -1,12 +1,11 @@
-// bench_plan: measures the plan core (numbers go to docs/plan-core.md).
+// bench_plan: measures the plan core; docs/plan-core.md has the numbers.
 //   bench_plan [--ranks N] [--repeat R] [--write FILE] [--plans P] [--lookups L]
-// 1. Generates the N-rank all-pairs LL allreduce the way MSCCL++'s compiler writes it (the structure of
-//    its allreduce_pkt example, json.dump(indent=2) formatting: about 85 MB at 64 ranks; at 8 ranks it
-//    equals tests/data/reference-plans/.../sn_allreduce_pkt_8.json up to the name), writes it to a file,
-//    and times: the summary a directory scan reads, one rank's part (what a communicator loads), and the
-//    full validation of every rank.
-// 2. Registers P plans (default 1,000) and times selection: cached lookups (the NCCL call path, counted
-//    allocations must be 0) and uncached selections.
+// 1. Writes the N-rank all-pairs LL allreduce as MSCCL++'s compiler
+//    does, about 85 MB at 64 ranks, and times three reads of it: the
+//    summary a directory scan reads, one rank's part, and the full
+//    validation of every rank.
+// 2. Registers P plans and times cached lookups, which must not
+//    allocate, and uncached selections.
 #include <unistd.h>
 
 #include <algorithm>
@@ -116,10 +115,12 @@ void remoteRef(Writer& w, int id, int index, int size) {
   w.close('}');
 }
 
-// The all-pairs LL allreduce on n ranks: rank r splits its input into n groups of n chunks; threadblock j
-// puts group peers[j] as packets into that peer's scratch, reduces chunk n*r+j from every peer's packets
-// and its own input and sends the result as packets to every peer, and (j != r) unpacks group j, reduced
-// by rank j, from its scratch.
+// The all-pairs LL allreduce on n ranks. Rank r splits its
+// input into n groups of n chunks. Threadblock j puts group
+// peers[j] as packets into that peer's scratch. It reduces
+// chunk n*r+j from every peer's packets and its own input,
+// and sends the result as packets to every peer. For j != r
+// it unpacks group j, reduced by rank j, from scratch.
 std::string allPairsAllreduce(int n) {
   Writer w;
   auto pos = [](int r, int p) { return r < p ? r : r - 1; };  // r's index among p's peers
@@ -340,7 +341,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_plan: cannot write %s\n", file.c_str());
     return 1;
   }
-  PlanPtr checkPlan = loadPlanFile(file, LoadOptions{0});  // warm the page cache; fails loudly if invalid
+  // Warms the page cache, and fails loudly if the plan is invalid.
+  PlanPtr checkPlan = loadPlanFile(file, LoadOptions{0});
   size_t ops = 0;
   for (const auto& tb : checkPlan->ranks[0].threadblocks) ops += tb.ops.size();
   std::printf("  rank 0: %zu threadblocks, %zu ops\n", checkPlan->ranks[0].threadblocks.size(), ops);

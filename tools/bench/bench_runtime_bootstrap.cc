@@ -1,11 +1,14 @@
-// bench_runtime_bootstrap: how long N processes on this machine take to form a job.
+// bench_runtime_bootstrap: how long N processes
+// on this machine take to form a job.
 //
 //   bench_runtime_bootstrap [--ranks 2,4,8,16,32,64] [--repeat 3]
 //
-// For each N: the parent creates the unique id (starting the root, like rank 0 in PyTorch), forks
-// N ranks, and each rank measures from the fork to (a) TcpBootstrap::initialize + barrier returned
-// and (b) a Communicator was built on it (host identities exchanged) and a second barrier returned.
-// The job's time is the slowest rank's; the median over the repeats is printed.
+// For each N, the parent creates the unique id, which
+// starts the root as rank 0 does in PyTorch, and forks N
+// ranks. Each rank measures from the fork to a bootstrap
+// initialized with a barrier, and to a Communicator built
+// on it with a second barrier. A job takes its slowest
+// rank's time; the median over the repeats is printed.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,7 +34,8 @@ struct Times {
 
 double ms(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
 
-// Runs one job of n ranks; returns the slowest rank's times (negative on failure).
+// Runs one job of n ranks; returns the
+// slowest rank's times (negative on failure).
 Times runJob(int n) {
   mscclpp::UniqueId id = mscclpp::TcpBootstrap::createUniqueId();
   int fds[2];

@@ -1,13 +1,14 @@
-// bench_runtime_proxy: latency of the port-channel path, with host threads as the device side.
+// bench_runtime_proxy: latency of the port-channel
+// path, with host threads as the device side.
 //
 //   bench_runtime_proxy [--iters 20000]
 //
-//   flush        push a flush trigger, the proxy pops it (the SHM connection's flush is a fence)
-//                and advances the tail, the pusher sees it: the bare FIFO + proxy round trip
-//   ping-pong    rank 0 signals, rank 1 waits then signals back, rank 0 waits: two proxy hops and
-//                two transport signals per round trip, over SHM and over TCP (loopback)
-//   put+flush    putWithSignalAndFlush of 4 KiB to the peer over TCP (includes the TCP ACK)
-// Printed: median and 99th percentile in microseconds.
+//   flush        the bare FIFO and proxy round trip: push a flush trigger,
+//                the proxy pops it and advances the tail, the pusher sees it
+//   ping-pong    rank 0 signals, rank 1 waits and signals back, rank 0 waits:
+//                two proxy hops and two signals, over SHM and over TCP
+//   put+flush    putWithSignalAndFlush of 4 KiB over TCP, with its ACK
+// Prints the median and 99th percentile in microseconds.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -35,7 +36,8 @@ Stats stats(std::vector<double> v) {
 
 double us(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::micro>(b - a).count(); }
 
-// n ranks as threads, each with a proxy and a port channel to its peer (rank ^ 1) over transport.
+// n ranks as threads, each with a proxy and a port
+// channel over transport to its peer, rank ^ 1.
 struct Ring {
   std::vector<std::shared_ptr<Communicator>> comms;
   std::vector<std::unique_ptr<ProxyService>> proxies;

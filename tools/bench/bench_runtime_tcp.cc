@@ -1,6 +1,7 @@
-// bench_runtime_tcp: throughput of the TCP transport (Connection::write + flush, receiver thread
-// applying the frames into registered memory) against a plain socket copy (send/recv of the same
-// bytes into the same kind of buffer) on loopback, between two ranks that are threads.
+// bench_runtime_tcp: throughput of the TCP transport,
+// writes and a flush applied into registered memory,
+// against a plain socket copy of the same bytes. On
+// loopback, between two ranks that are threads.
 //
 //   bench_runtime_tcp [--sizes 64K,1M,16M,64M] [--bytes-per-size 512M]
 #include <netinet/in.h>
@@ -25,7 +26,8 @@ namespace {
 
 double gbps(uint64_t bytes, double seconds) { return bytes / seconds / 1e9; }
 
-// The transport: rank 0 writes `size` bytes `reps` times into rank 1's buffer, then flushes.
+// The transport: rank 0 writes `size` bytes `reps`
+// times into rank 1's buffer, then flushes.
 double transportSeconds(Connection& conn, const RegisteredMemory& dst, const RegisteredMemory& src, size_t size,
                         int reps) {
   auto t0 = Clock::now();
@@ -34,8 +36,9 @@ double transportSeconds(Connection& conn, const RegisteredMemory& dst, const Reg
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// The baseline: one loopback socket, the receiver reads straight into its buffer and answers one
-// byte at the end (like the transport's flush acknowledgement).
+// The baseline: one loopback socket. The receiver
+// reads straight into its buffer and answers one
+// byte at the end, as a flush is acknowledged.
 double socketSeconds(size_t size, int reps) {
   net::SocketAddress addr = net::SocketAddress::parse("127.0.0.1:1");
   addr.setPort(0);
@@ -98,7 +101,8 @@ int main(int argc, char** argv) {
     int reps = static_cast<int>(std::max<uint64_t>(1, perSize / size));
     transportSeconds(*conns[0], remote[0], local[0], size, std::max(1, reps / 8));  // warm up
     socketSeconds(size, std::max(1, reps / 8));
-    // Alternate the two, three times each, and keep the medians: loopback on a small VM is noisy.
+    // Alternate the two, three times each, and keep
+    // the medians: loopback on a small VM is noisy.
     std::vector<double> ts, ss;
     for (int k = 0; k < 3; ++k) {
       ts.push_back(transportSeconds(*conns[0], remote[0], local[0], size, reps));

@@ -1,13 +1,14 @@
-// bench_shim: the host cost the shim adds to a call that goes to the real NCCL (the fallback path), measured
-// against calling that library directly, with the test-double libnccl standing in for NCCL (its calls cost a few
-// nanoseconds, so the difference is the shim's own work).
+// bench_shim: the host cost the shim adds to a call that goes
+// to the real NCCL, against calling that library directly.
+// The test double stands in for NCCL: its calls cost a few
+// nanoseconds, so the difference is the shim's own work.
 //
 //   bench_shim <path to libnccl_double.so> [iterations]
 //
-// Sets MSCCLPP_NCCL_LIB_PATH (for itself) to the double, turns the double's recording off, and times
-// ncclAllReduce of one float: (a) the double's own entry point with its communicator, (b) the shim's entry
-// point with ours, on a one-rank communicator (no plan lookup) and on rank 0 of a two-rank communicator (a plan
-// registry lookup that finds none, the common case of an unserved call). Prints ns per call and the overhead.
+// Times ncclAllReduce of one float, through the
+// double's own entry point and through the shim's, on
+// a one-rank communicator and on a two-rank one whose
+// agreed choice is no plan. Prints ns per call.
 #include <dlfcn.h>
 #include <nccl.h>
 
@@ -28,7 +29,8 @@ using AllReduceFn = ncclResult_t (*)(const void*, void*, size_t, ncclDataType_t,
 
 template <class F>
 double nsPerCall(long iterations, F&& call) {
-  // The best of several rounds: what the code costs, not what the 2-core VM's neighbours cost.
+  // The best of several rounds: what the code
+  // costs, not what the machine's neighbours cost.
   double best = 1e30;
   for (int round = 0; round < 7; ++round) {
     auto t0 = std::chrono::steady_clock::now();
@@ -44,10 +46,11 @@ double nsPerCall(long iterations, F&& call) {
   std::exit(1);
 }
 
-// The double's communicator behind ours: the comm argument of the double's call made through `ours`.
-// The first call of a shape is collective (the ranks agree on its plan, docs/failure-handling.md), so every
-// other rank of the communicator (`peers`, driven by threads here) makes it too; later calls of the same shape
-// decide from the agreed choice alone, which is what the rounds time.
+// The double's communicator behind ours. The first call
+// of a shape is collective, since the ranks agree on
+// its plan, so every peer rank makes it too, on threads
+// here. Later calls of the shape decide from the agreed
+// choice alone, which is what the rounds time.
 ncclComm_t realTwin(void* dbl, ncclComm_t ours, const std::vector<ncclComm_t>& peers, float* x) {
   auto reset = reinterpret_cast<ncclDoubleResetFn>(dlsym(dbl, "ncclDoubleReset"));
   auto count = reinterpret_cast<ncclDoubleRecordCountFn>(dlsym(dbl, "ncclDoubleRecordCount"));
@@ -107,7 +110,8 @@ int main(int argc, char** argv) {
     iterations = static_cast<long>(n);
   }
   const char* doublePath = positional[0].c_str();
-  // This process's own configuration: the double is the "real NCCL"; no plan directory is scanned.
+  // This process's configuration: the double is the
+  // real NCCL, and no plan directory is scanned.
   setenv("MSCCLPP_NCCL_LIB_PATH", doublePath, 1);
   setenv("MSCCLPP_BACKEND", "cpu", 1);
   setenv("MSCCLPP_SOCKET_IFNAME", "lo", 1);

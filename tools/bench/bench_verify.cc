@@ -1,13 +1,13 @@
-// Benchmark and mutation table of the plan verifier (docs/plan-verifier.md records the numbers).
+// Benchmark and mutation table of the plan verifier; the numbers are
+// in docs/plan-verifier.md. bench_verify.py generates its plans.
 //
 //   bench_verify [--repeat N] PLAN...
-//       loads each plan (every rank) and verifies it N times (default 3) on this thread; prints the best
-//       and median verification time (the load is timed separately), the verdict and the model size.
+//       verifies every rank of each plan N times; prints the best and
+//       median time, the verdict and the model size.
 //   bench_verify --mutations [--kind K]... [--every N] [--show-missed M] PLAN...
-//       applies every mutation of each kind (tools/cli/plan/plan_mutations.hpp; every N-th with --every)
-//       to each plan that verifies, verifies each mutant and prints, per kind, how many were caught;
-//       the mutants not caught are listed (up to M, default 20).
-// tools/bench/bench_verify.py generates the 64-rank allreduce plans with the DSL presets and runs this.
+//       verifies every mutant of each kind, or every N-th, of each plan
+//       that verifies; prints per kind how many were caught, and up to M
+//       of the mutants missed.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

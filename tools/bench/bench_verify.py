@@ -1,12 +1,11 @@
 #!/usr/bin/env python3
-"""Benchmark of the plan verifier (issue 17): 64-rank allreduce plans verified on one core.
+"""Benchmark of the plan verifier: 64-rank allreduce plans on one core.
 
-Generates with the DSL the 64-rank allreduce plans of the presets (LL all-pairs, all-pairs
-read-reduce-write, reduce-scatter + all-gather: mscclpp.dsl.presets.algorithms at 64 ranks) and the
-two 64-rank programs tools/bench/bench_compiler.py times (examples allreduce_allpairs, 8 threadblocks per
-rank, and allreduce_packets, MSCCL++'s allreduce_pkt shape, 23 MB of JSON), then runs
-build/tools/bench_verify on them pinned to one CPU (taskset -c 0 when available): the verification
-time (best and median of --repeat runs, load excluded), the model size and the verdict.
+Generates with the DSL the presets' 64-rank allreduce plans and the
+two 64-rank programs bench_compiler.py times, the largest 23 MB of
+JSON. Then runs build/tools/bench_verify on them pinned to one CPU:
+the verification time, best and median of --repeat runs, the model
+size and the verdict.
 
     python3 tools/bench/bench_verify.py [--build build] [--repeat 3] [--keep DIR]
     python3 tools/bench/bench_verify.py --mutations      # the mutation table over plans/ instead

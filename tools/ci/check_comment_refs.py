@@ -1,24 +1,14 @@
 #!/usr/bin/env python3
-"""Finds comments that name files, folders or functions of this repository that do not exist.
+"""Finds comments that name files, folders or functions that do not exist.
 
-    tools/ci/check_comment_refs.py [ROOT]     prints each stale reference; exit 0 when there is none, else 1
+    tools/ci/check_comment_refs.py [ROOT]   prints each; exits 1 if any
 
-Comments go stale when code moves: a comment that still points at a file after it was renamed, or
-at a function after it was removed, misleads the next reader. This reads the comments of every
-tracked source file (C/C++ // and /* */, Python # and docstrings, Meson and shell #) and checks:
-
-  * paths (a token with one of our extensions, or with a folder whose first part is a folder of the
-    repository): one with a folder must exist relative to the repository root or to the commenting
-    file's folder, or be the tail of a tracked path ("plan/registry.hpp" for runtime/plan/...); a
-    bare file name must be the name of some tracked file or a document of the specification
-    (../shared/docs: plan-format.md, architecture.md, ...);
-  * functions and members ("name()", "Type::member"): the last name must occur in the code (comments
-    left out) of some tracked source file.
-
-Other projects' files (NCCL's src/transport.cc, gloo/transport/device.h, system paths) are told
-apart by their first folder (EXTERNAL_PREFIXES) or by a project's name earlier on the same comment
-line (EXTERNAL_WORDS); placeholders (PLAN.json, FILE.cc: an upper-case stem) and elided paths
-(".../x.json") are skipped. tests/python/tooling/test_comment_refs.py runs this in the python suite.
+It reads the comments and docstrings of every tracked source file. A
+path with a folder must exist, relative to the root or to the file, or
+be the tail of a tracked path; a bare file name must be some tracked
+file's name. A function, "name()" or "Type::member", must occur in some
+file's code. Other projects' paths, placeholders such as PLAN.json and
+elided paths are skipped.
 """
 import ast
 import io
@@ -34,7 +24,7 @@ SOURCE_SUFFIXES = (".cc", ".hpp", ".h", ".cu", ".cuh", ".c", ".py", ".def", ".in
 HASH_COMMENT_NAMES = ("meson.build", "meson_options.txt")
 PATH_SUFFIXES = ("cc", "hpp", "h", "cu", "cuh", "c", "py", "md", "def", "build", "json", "map", "toml", "txt", "sh", "in")
 SKIPPED_TREES = ("tests/data/", "tests/fuzz/corpus/", "plans/")
-# Documents of the specification (../shared/docs beside the repository) that comments cite by name.
+# Specification documents that comments may cite by name alone.
 SPEC_DOCUMENTS = {"plan-format.md", "architecture.md", "nccl-abi.md", "style.md"}
 # First folders of paths that belong to other projects or to the system, never to this repository.
 EXTERNAL_PREFIXES = (

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Prints the ninja targets (paths relative to the build directory) that the tests of one Meson
-suite need, so CI can build a sanitizer configuration's test suite without building everything.
+"""Prints the ninja targets the tests of one Meson suite need, so CI
+can build a sanitizer configuration's suite without building all.
 
     ninja -C BUILD $(python3 tools/ci/ci_suite_targets.py BUILD SUITE)
 """

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Totals test results over every suite of one or more Meson build directories.
+"""Totals test results over every suite of Meson build directories.
 
-Each Meson test may write JUnit XML to <builddir>/test-results/<test name>.xml (Catch2 with
-`-r junit -o`, pytest with `--junitxml`); its test cases are counted one by one. A test without
-XML counts as one case, passed or failed by its exit status. A test whose process failed while its
-XML shows no failure (a crash after writing, a timeout) adds one failure, so nothing is lost.
+A test may write JUnit XML to <builddir>/test-results/<name>.xml; its
+cases are counted one by one. A test without XML counts as one case,
+passed or failed by its exit status. A test whose process failed while
+its XML shows no failure adds one failure, so nothing is lost.
 
-Prints the failures, then the last line "N passed, N failed". Exit status 1 when anything failed.
+Prints the failures, then "N passed, N failed"; exits 1 on a failure.
 """
 import json
 import os
@@ -39,7 +39,8 @@ def summarize(build_dir):
     with open(log) as f:
         for line in f:
             entry = json.loads(line)
-            # Meson names a test "project:suite / name" when suites are set; the XML uses the bare name.
+            # Meson names a test "project:suite / name" when suites are
+            # set; the XML uses the bare name.
             name = entry["name"].rsplit(" / ", 1)[-1]
             result = entry["result"]
             ok = result in ("OK", "EXPECTEDFAIL", "SKIP")

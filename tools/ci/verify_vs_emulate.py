@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Mutants that emulation passes and the verifier catches (docs/plan-verifier.md records the table).
+"""Mutants that emulation passes and the verifier catches.
 
-For each default plan given (default: the 2-rank ones), makes two kinds of JSON mutants and runs both
-tools on each:
-  early-op   the first data op after a wait moved before that wait (the data may not be there yet)
-  drop-nop   the block-wide barrier (nop) right after a data op removed (on a GPU the next signal
-             releases only one thread's part; the CPU backend runs a threadblock on one thread)
-mscclpp-plan verify must refute every one; mscclpp-emulate (3 back-to-back iterations) passes most,
-because one schedule on the CPU rarely hits the window a GPU could.
+For each default plan given, the 2-rank ones by default, makes two
+kinds of JSON mutants and runs both tools on each:
+  early-op   the first data op after a wait, moved before that wait
+  drop-nop   the block-wide barrier right after a data op, removed
+mscclpp-plan verify must refute every one. mscclpp-emulate passes
+most: one schedule on the CPU rarely hits the window a GPU could.
+docs/plan-verifier.md records the table.
 
     python3 tools/ci/verify_vs_emulate.py [--build build] [PLAN.json...]
 """

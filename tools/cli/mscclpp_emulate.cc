@@ -1,11 +1,13 @@
 // mscclpp-emulate PLAN.json --ranks N --size BYTES [--dtype T] [--op O] [--iterations K]
 //                 [--processes] [--packet ll16|ll8] [--scalar X] [--seed S] [--timeout SECONDS]
 //
-// Runs an execution plan on the CPU backend (every rank a thread, or with --processes a forked
-// process), checks the outputs against the reference of the plan's collective and prints the
-// mismatches (rank, offset, expected, actual) or the error with the wait-for picture of every
-// rank. Exit status: 0 passed, 1 mismatch or run-time failure (timeout, deadlock), 2 bad usage
-// or a plan that cannot run at this size.
+// Runs an execution plan on the CPU backend, each
+// rank a thread, or a process with --processes.
+// Checks the outputs against the reference of the
+// plan's collective, and prints each mismatch, or the
+// error with every rank's wait-for picture. Exits 0
+// when it passed, 1 on a mismatch or failure, 2 on
+// bad usage or a plan that cannot run at this size.
 #include <cstdio>
 #include <limits>
 #include <string>

@@ -38,7 +38,9 @@ int printParams() {
                 p.typeName, p.defaultValue, p.owner, p.doc);
     if (!problem.empty()) std::printf("    ERROR: %s\n", problem.c_str());
   }
-  try {  // the logging variables' values are checked together (an unset MSCCLPP_DEBUG defers to NCCL_DEBUG)
+  // The logging variables are checked together:
+  // an unset MSCCLPP_DEBUG defers to NCCL_DEBUG.
+  try {
     mscclpp::logConfigFromEnvironment();
   } catch (const mscclpp::Error& e) {
     std::printf("ERROR: %s\n", e.what());
@@ -51,7 +53,7 @@ void printBuild() {
   std::printf("MSCCL++ %s\n", MSCCLPP_VERSION);
   std::printf("CUDA backend:      %s\n", MSCCLPP_HAVE_CUDA ? "built" : "not built");
   std::printf("IB verbs transport: %s\n", MSCCLPP_HAVE_IBVERBS ? "built" : "not built");
-  // The registry's directories, by the rule the Python package shares (plan/plan_dirs.hpp).
+  // The registry's directories, by the rule the Python package shares.
   const mscclpp::plan::PlanDirectories dirs = mscclpp::plan::planDirectories();
   for (const std::string& dir : dirs.dirs) {
     struct stat st {};

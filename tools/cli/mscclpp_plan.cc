@@ -1,11 +1,11 @@
 // mscclpp-plan: check plan files and see which plan a call would get.
 //   mscclpp-plan validate FILE...   full validation of every rank; exit 0 when all are valid, else 1
 //   mscclpp-plan info FILE          what the plan contains and which sizes it serves
-//   mscclpp-plan select --dir D ... which plan of the directories serves a call, and why (exit 0), or why
-//                                   none does (exit 1)
-//   mscclpp-plan verify FILE...     the plan verifier; mscclpp-plan show FILE -o OUT: the plan's picture
-//                                   (tools/cli/plan/verify_command.cc, show_command.cc)
-// Usage errors exit with 2; --help and --version (also after a command) exit 0 (support/args.hpp).
+//   mscclpp-plan select --dir D ... which plan serves a call and why (exit 0),
+//                                   or why none does (exit 1)
+//   mscclpp-plan verify FILE...     the plan verifier
+//   mscclpp-plan show FILE -o OUT   the plan's picture
+// Usage errors exit with 2; --help and --version exit 0, also after a command.
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -72,7 +72,8 @@ std::string reduceOps(uint32_t mask) {
   return s.empty() ? "none (the plan does not reduce)" : s;
 }
 
-// The message sizes the plan serves: multiples of a step within [min, max], from the sizing rule.
+// The message sizes the plan serves: multiples of
+// a step within [min, max], from the sizing rule.
 std::string servedSizes(const Plan& plan) {
   const PlanHeader& h = plan.header;
   const RankPlan& r0 = plan.ranks[0];
@@ -82,7 +83,8 @@ std::string servedSizes(const Plan& plan) {
   const uint64_t n = static_cast<uint64_t>(h.worldSize);
   if (byInput && h.collective == Collective::AllGather) step *= n;
   if (!byInput && h.collective == Collective::ReduceScatter) step *= n;
-  // A scatter's message is its output (the per-rank part), which the input's n parts divide into.
+  // A scatter's message is its output, the per-rank
+  // part: the input's n parts divide into it.
   if (byInput && h.collective == Collective::Scatter && r0.outputChunks != 0)
     step = static_cast<uint64_t>(r0.outputChunks) * h.bufferAlignment;
   uint64_t first = h.minMessageSize <= step ? step : (h.minMessageSize + step - 1) / step * step;
@@ -244,7 +246,9 @@ int select(int argc, char** argv, int first) {
   request.dtype = dtype;
   request.redOp = op == -2 ? (reduces ? 0 : -1) : op;
   request.root = rooted ? (root < 0 ? 0 : root) : -1;
-  request.rank = 0;  // load the chosen plan (rank 0) so that a plan failing full validation is skipped
+  // Load the chosen plan's rank 0, so a plan
+  // failing full validation is skipped.
+  request.rank = 0;
   request.tags = tagPointers.data();
   request.nTags = static_cast<int>(tagPointers.size());
   Registry registry(dirs);

@@ -1,10 +1,11 @@
-"""PyTorch through the shim: run under torchrun with LD_PRELOAD=libmscclpp_nccl.so (tools/gpu/gpu-shim-check does).
+"""PyTorch through the shim, under torchrun with LD_PRELOAD of the shim.
 
-Initialises torch.distributed with backend="nccl", runs all_reduce (sum and avg), broadcast, all_gather,
-reduce_scatter, a barrier and (world size > 1) an all_to_all, checks every result exactly, and prints one line
-"TORCH_CHECK rank=R world=W ok=1 seconds=T" (ok=0 with the first mismatch otherwise). Each rank uses
-LOCAL_RANK % device_count as its GPU, so several ranks on one GPU share it (plans serve them; the real NCCL
-refuses that, so only calls with a plan can run there).
+Runs torch.distributed's all_reduce, broadcast, all_gather,
+reduce_scatter, a barrier and, on several ranks, all_to_all with
+backend="nccl". Checks every result exactly and prints one line:
+"TORCH_CHECK rank=R world=W ok=1 seconds=T", ok=0 on a mismatch.
+Ranks share GPUs round-robin. Only plans serve ranks on one GPU,
+since the real NCCL refuses that.
 """
 import os
 import sys

@@ -4,7 +4,8 @@
 #include <cstdlib>
 #include <new>
 
-// The replacements below are malloc/free on both sides; GCC cannot see that they pair.
+// The replacements below are malloc/free on
+// both sides; GCC cannot see that they pair.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif

@@ -1,7 +1,8 @@
-// Counts heap allocations of this program while a scope asks for it: linking
-// allocation_counter.cc replaces the global operator new/delete (all forms, so allocation and
-// release always pair) with malloc/free plus a relaxed counter. Used to show a hot path (the plan
-// registry's cached lookup) allocates nothing, in its test and in its benchmark.
+// Counts this program's heap allocations while a scope
+// asks for it. Linking allocation_counter.cc replaces
+// every form of the global operator new and delete with
+// malloc and free plus a relaxed counter. Tests and
+// benchmarks use it to show a hot path allocates nothing.
 #ifndef MSCCLPP_TOOLS_SUPPORT_ALLOCATION_COUNTER_HPP_
 #define MSCCLPP_TOOLS_SUPPORT_ALLOCATION_COUNTER_HPP_
 
@@ -9,8 +10,9 @@
 
 namespace mscclpp::support {
 
-// Counts the allocations of every thread (or of the constructing thread only) from construction
-// to stop() (or destruction). One counting scope at a time.
+// Counts the allocations of every thread, or of
+// the constructing one, from construction to
+// stop() or destruction. One scope at a time.
 class AllocationCounter {
  public:
   enum class Scope { AllThreads, ThisThread };
@@ -18,7 +20,7 @@ class AllocationCounter {
   ~AllocationCounter();
   AllocationCounter(const AllocationCounter&) = delete;
   AllocationCounter& operator=(const AllocationCounter&) = delete;
-  // Stops counting and returns the count (later calls return the same number).
+  // Stops counting and returns the count; later calls return it again.
   uint64_t stop();
 
  private:

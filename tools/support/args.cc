@@ -16,8 +16,8 @@ namespace {
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 
-// Reads the leading decimal digits of text from *pos into *value (all of them, so *pos ends after the number
-// either way); false when the number does not fit in uint64_t.
+// Reads all leading decimal digits of text from *pos into *value, so
+// *pos ends after the number. False when it does not fit in uint64_t.
 bool readDigits(const std::string& text, size_t* pos, uint64_t* value) {
   *value = 0;
   bool fits = true;
@@ -63,7 +63,8 @@ bool parseInteger(const std::string& text, int64_t min, int64_t max, int64_t* ou
     *error = "not an integer (trailing " + quoted(text.substr(pos)) + ")";
     return false;
   }
-  // Beyond int64_t is beyond every range an option can have: report it as the range's end.
+  // Beyond int64_t is beyond every range an option
+  // can have: report it as the range's end.
   const uint64_t limit = negative ? static_cast<uint64_t>(INT64_MAX) + 1 : static_cast<uint64_t>(INT64_MAX);
   if (!fits || magnitude > limit) {
     *error = negative ? "below the smallest allowed value, " + std::to_string(min)

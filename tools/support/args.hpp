@@ -1,14 +1,11 @@
-// The command-line parser every tool shares (mscclpp-plan, mscclpp-emulate, mscclpp-info, the benchmarks and
-// the demo), so they all read arguments by one rule:
-//   * numbers are checked: the whole text, decimal, within the option's range ("--ranks '12x': ...: trailing
-//     'x'", "--ranks '-1': below the smallest allowed, 1", an overflow is an error, never a wrap);
-//   * sizes have one syntax: a whole number with an optional binary unit, K, M, G or T (any case), alone or
-//     followed by B or iB: 1024, 4K, 4KiB, 1MiB, 1m, 2G, 512B (parseSize);
-//   * --help (or -h) prints the usage on stdout and exits 0; --version prints the tool and project version and
-//     exits 0; an unknown option, a missing or bad value, a missing required option or a wrong number of
-//     arguments prints "tool: what is wrong" and the usage on stderr and exits 2.
-// Options take their value as the next argument or after '=' (--size 4K, --size=4K); "--" ends the options.
-// Depends on the C++ standard library only (the demo, an ordinary NCCL program, uses it too).
+// The command-line parser every tool shares, so all read arguments
+// by one rule. Numbers are checked whole, decimal, in the option's
+// range; an overflow is an error, never a wrap. Sizes are a whole
+// number with an optional binary unit: 1024, 4K, 4KiB, 1m, 512B.
+// --help and --version print and exit 0. Any usage error prints
+// "tool: what is wrong" and the usage on stderr and exits 2.
+// A value follows its option or an '='; "--" ends the options.
+// Only the standard library: the demo, an NCCL program, uses it too.
 #ifndef MSCCLPP_TOOLS_SUPPORT_ARGS_HPP_
 #define MSCCLPP_TOOLS_SUPPORT_ARGS_HPP_
 
@@ -22,17 +19,20 @@
 
 namespace mscclpp::tools {
 
-// Each returns false with a precise *error (naming the text and what is wrong) unless the whole text is valid.
+// Each returns false unless the whole text is valid,
+// with *error naming the text and what is wrong.
 bool parseInteger(const std::string& text, int64_t min, int64_t max, int64_t* out, std::string* error);
 bool parseSize(const std::string& text, uint64_t* out, std::string* error);
 bool parseReal(const std::string& text, double min, double max, double* out, std::string* error);
 
 class ArgParser {
  public:
-  // What parse() returns when the tool should go on (anything else is main's exit status).
+  // What parse() returns when the tool should
+  // go on. Anything else is main's exit status.
   static constexpr int kContinue = -1;
 
-  // program: the name messages start with; usage: what --help prints (and what follows a usage error).
+  // program: the name messages start with. usage: what
+  // --help prints, and what follows a usage error.
   ArgParser(std::string program, std::string usage);
 
   ArgParser& flag(const std::string& name, bool* target);
@@ -57,28 +57,32 @@ class ArgParser {
   ArgParser& text(const std::string& name, std::string* target);
   // Repeatable: every occurrence appends.
   ArgParser& texts(const std::string& name, std::vector<std::string>* target);
-  // A comma-separated list ("--sizes 64K,1M"); each item as size() / integer() reads one.
+  // A comma-separated list such as "--sizes 64K,1M", read item by item.
   ArgParser& sizeList(const std::string& name, std::vector<uint64_t>* target, uint64_t min = 0);
   ArgParser& integerList(const std::string& name, std::vector<int>* target, int min, int max);
-  // Any other value: set returns false with *error saying what is wrong.
+  // For any other value, set returns false with *error saying why.
   ArgParser& custom(const std::string& name, std::function<bool(const std::string&, std::string*)> set);
-  // The option must be given (checked after all arguments were read).
+  // The option must be given; checked once all arguments were read.
   ArgParser& required(const std::string& name);
-  // Arguments that are not options, between min and max of them; meaning names them in errors ("FILE").
+  // Between min and max arguments that are not options;
+  // meaning names them in errors, such as "FILE".
   ArgParser& positional(std::vector<std::string>* target, size_t min, size_t max, const std::string& meaning);
-  // The first argument that is not an option must be one of names; parsing stops after it (nextIndex() is the
-  // command's first argument, for the command's own parser).
+  // The first argument that is not an option must be one of names.
+  // Parsing stops after it; nextIndex() is the command's first argument.
   ArgParser& command(const std::vector<std::string>& names, std::string* target);
 
-  // Reads argv[first..argc). Returns kContinue, or 0 after --help / --version, or 2 after a usage error.
+  // Reads argv[first..argc). Returns kContinue, 0 after --help or
+  // --version, or 2 after a usage error.
   int parse(int argc, char** argv, int first = 1);
   int nextIndex() const { return next_; }
   bool given(const std::string& name) const;
 
-  // Prints "program: message" and the usage on the error stream; returns 2 (checks a tool makes after parse()).
+  // Prints "program: message" and the usage on the error stream
+  // and returns 2, for checks a tool makes after parse().
   int usageError(const std::string& message) const;
 
-  // Where --help/--version and errors go (stdout and stderr unless a test redirects them).
+  // Where help, version and errors go: stdout
+  // and stderr, unless a test redirects them.
   void setStreams(FILE* out, FILE* err) {
     out_ = out;
     err_ = err;

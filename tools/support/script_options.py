@@ -1,6 +1,6 @@
-"""--help and --version for the repository's Python scripts (tools/*.py), as the C++ tools
-(support/args.hpp) and the shell tools (support/version.sh) have them: --help prints the script's
-docstring and exits 0, --version prints the project's version (meson.build's)."""
+"""--help and --version for the repository's Python scripts, as the
+C++ tools and the shell scripts have them. --help prints the script's
+docstring and exits 0; --version prints the project's version."""
 import os
 import re
 import sys
@@ -15,7 +15,7 @@ def project_version():
 
 
 def _print_and_exit(text):
-    # A reader that closed the pipe early (`--help | head`) is not an error: no traceback.
+    # A reader that closed the pipe early is not an error: no traceback.
     try:
         print(text, flush=True)
     except BrokenPipeError:

@@ -5,13 +5,13 @@ mscclpp_version() {
   sed -n "s/^ *version: '\([^']*\)',.*/\1/p" "$(dirname "${BASH_SOURCE[0]}")/../../meson.build" | head -1
 }
 
-# The --version line, NAME (MSCCL++) VERSION, as the C++ tools (support/args.hpp) and the Python scripts print it.
+# The --version line, NAME (MSCCL++) VERSION, as every tool prints it.
 mscclpp_print_version() {
   echo "$1 (MSCCL++) $(mscclpp_version)"
 }
 
-# The usage of the script $1: its leading comment block (after the #! line, up to the first line that is not a
-# comment), without the comment marks. Read from the script itself, so the help cannot drift from the header.
+# The usage of the script $1: its header comment without the marks.
+# Read from the script itself, so the help cannot drift from the header.
 mscclpp_usage() {
   sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$1"
 }

@@ -14,8 +14,6 @@
 #include "dispatch.hpp"
 #include "group.hpp"
 #include "mscclpp/errors.hpp"
-#include "p2p_patterns.hpp"
-#include "route_table.hpp"
 #include "user_red_ops.hpp"
 
 using namespace mscclpp;

@@ -46,7 +46,8 @@ std::string where(const Plan& plan, int rank, int tb, uint32_t op) {
                    opTypeName(plan.ranks[rank].threadblocks[tb].ops[op].type));
 }
 
-// The channel of `peer` that pairs with (rank, channel) of the given type, or -1.
+// The channel of `peer` that pairs with
+// (rank, channel) of the given type, or -1.
 int pairedChannel(const Plan& plan, int rank, bool memory, uint32_t channel) {
   const auto& mine = memory ? plan.ranks[rank].memoryChannels : plan.ranks[rank].portChannels;
   const ChannelDecl& d = mine[channel];
@@ -62,7 +63,8 @@ struct SlotUse {
   int slot;  // -1 when the op has one id
 };
 
-// Uses (tb, op, slot) of one counter on one rank, in program order, by ops matching `pick`.
+// Uses (tb, op, slot) of one counter on one rank,
+// in program order, by ops matching `pick`.
 template <class Pick>
 std::vector<SlotUse> uses(const RankPlan& rp, Pick pick) {
   std::vector<SlotUse> out;
@@ -99,7 +101,8 @@ void dropSlot(ThreadblockPlan& tb, uint32_t index, int slot) {
 
 }  // namespace
 
-// Each wait paired with the signal it consumes, where one threadblock waits and one signals.
+// Each wait paired with the signal it consumes,
+// where one threadblock waits and one signals.
 void listPairs(const Plan& plan, std::vector<Mutation>* out) {
   for (int r = 0; r < static_cast<int>(plan.ranks.size()); ++r) {
     const RankPlan& rp = plan.ranks[r];
@@ -168,7 +171,8 @@ std::string harmlessNop(const Plan& plan, const Mutation& m) {
     if ((i == first && tb.ops[last].type == OpType::Nop) || (i == last && tb.ops[first].type == OpType::Nop))
       return "the pipeline body's other end is a barrier, which also separates iterations";
   }
-  // Ops one thread runs: a signal/wait/flush/semaphore op of one channel, a port transfer of one
+  // Ops one thread runs: a signal/wait/flush/semaphore
+  // op of one channel, a port transfer of one
   // destination (the thread pushes the request).
   auto oneThread = [&](uint32_t j) {
     const Op& op = tb.ops[j];
@@ -298,7 +302,8 @@ Plan apply(const Plan& plan, const Mutation& m) {
       break;
     case Kind::DropPair: {
       ThreadblockPlan& other = p.ranks[m.pairRank].threadblocks[m.pairTb];
-      // Erasing the later op first keeps the other's index valid when both are in one threadblock.
+      // Erasing the later op first keeps the other's
+      // index valid when both are in one threadblock.
       if (&other == &tb && m.pairOp > m.op) {
         dropSlot(other, m.pairOp, m.pairSlot);
         dropSlot(tb, m.op, m.slot);

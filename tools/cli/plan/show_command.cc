@@ -1,5 +1,6 @@
-// mscclpp-plan show PLAN -o FILE.svg|FILE.html: draws the plan (tools/cli/plan/render), with the
-// verifier's signal -> wait and data arrows and its findings unless --no-verify.
+// mscclpp-plan show PLAN -o FILE.svg|FILE.html: draws the plan, with
+// the verifier's signal and data arrows and its findings, unless
+// --no-verify.
 #include <cstdio>
 #include <fstream>
 #include <set>

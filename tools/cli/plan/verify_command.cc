@@ -1,5 +1,6 @@
-// mscclpp-plan verify: loads each plan (every rank) and runs the verifier; prints the verdict and
-// the findings. Exit status 0 only when every plan is proven.
+// mscclpp-plan verify: loads every rank of each plan
+// and runs the verifier; prints the verdict and the
+// findings. Exits 0 only when every plan is proven.
 #include <chrono>
 #include <cstdio>
 #include <string>

@@ -86,7 +86,8 @@ std::string channelList(const RankPlan& rp, const ThreadblockPlan& tb, const Op&
   return s;
 }
 
-// Longest-path columns: each box right of its lane predecessor and of the sources of its arrows;
+// Longest-path columns: each box right of its lane
+// predecessor and of the sources of its arrows;
 // the boxes of one barrier round share a column.
 void layout(Picture* p, const std::vector<std::vector<int>>& barrierRounds) {
   const size_t n = p->boxes.size();

@@ -1,7 +1,9 @@
-// The picture of a plan as geometry: one lane per (rank, threadblock), ops placed left to right so
-// that every op stands right of what must happen before it (its predecessor in the lane, the signal
-// that releases it, the op whose data it reads), arrows for those relations, and the verifier's
-// findings attached to the ops they name. svg_writer.hpp draws it.
+// The picture of a plan as geometry: a lane per rank
+// and threadblock. Every op stands right of what must
+// happen before it: its lane predecessor, the signal
+// that releases it, the op whose data it reads. Arrows
+// show those relations; the verifier's findings attach
+// to the ops they name. svg_writer.hpp draws it.
 #ifndef MSCCLPP_TOOLS_PLAN_RENDER_PLAN_PICTURE_HPP_
 #define MSCCLPP_TOOLS_PLAN_RENDER_PLAN_PICTURE_HPP_
 
@@ -52,11 +54,12 @@ struct Picture {
   int columns = 0;
 };
 
-// Parses "0,2-3" (ranks below nRanks) into a set; false with a message on a bad list.
+// Parses "0,2-3", ranks below nRanks, into a
+// set; false with a message on a bad list.
 bool parseRankList(const std::string& text, int nRanks, std::set<int>* ranks, std::string* error);
 
-// verdict is the verifier's result (null when the plan was not verified: no arrows, no findings).
-// ranks empty = every rank.
+// verdict is the verifier's result; null when the plan was not
+// verified, which draws no arrows and no findings. Empty ranks: all.
 Picture buildPicture(const Plan& plan, const verify::Result* verdict, const std::set<int>& ranks);
 
 }  // namespace mscclpp::plan::render

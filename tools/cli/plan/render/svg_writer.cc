@@ -74,7 +74,8 @@ std::string esc(const std::string& s) {
 
 std::string clip(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n - 1) + "~"; }
 
-// Approximate width of 11px text (DejaVu Sans averages about 6.6 px per character).
+// The approximate width of 11px text: DejaVu
+// Sans averages about 6.6 px per character.
 int textWidth(const std::string& s) { return static_cast<int>(s.size() * 66 / 10); }
 
 constexpr int kLegendWidth = 1180;
@@ -183,7 +184,8 @@ std::string toSvg(const Picture& p) {
     int x2 = boxX(to), y2 = boxY(to) + kBoxHeight / 2;
     std::string path;
     if (to.column - from.column <= 1 && from.lane != to.lane) {
-      // Neighbouring columns: from the bottom (top) of the source to the top (bottom) of the target.
+      // Neighbouring columns: from the source's
+      // bottom to the target's top, or top to bottom.
       const bool down = to.lane > from.lane;
       x1 = boxX(from) + kBoxWidth * 3 / 4;
       y1 = boxY(from) + (down ? kBoxHeight : 0);

@@ -1,7 +1,9 @@
-// Draws a Picture as SVG (one lane per rank and threadblock; ops as boxes coloured by channel type;
-// dashed arrows from a signal to the wait it releases, green arrows for data read on another rank
-// than it was written; ops named by a finding outlined in red; the findings listed below), and the
-// self-contained HTML page around it (zoom with the wheel, pan by dragging, details on hover).
+// Draws a Picture as SVG, and the self-contained HTML page
+// around it. Ops are boxes coloured by channel type. Dashed
+// arrows go from a signal to the wait it releases; green
+// ones carry data read on another rank. Ops a finding names
+// are outlined in red, the findings listed below. The page
+// zooms with the wheel, pans by dragging, details on hover.
 #ifndef MSCCLPP_TOOLS_PLAN_RENDER_SVG_WRITER_HPP_
 #define MSCCLPP_TOOLS_PLAN_RENDER_SVG_WRITER_HPP_
 

@@ -1,8 +1,14 @@
-// RankLink over the runtime: a TcpBootstrap from our unique id, a Communicator on it (host identity: ranks per
-// node), the process's plan registry for "which plan?", and an Executor on the communicator to run the plan.
+// The two RankLinks. RuntimeLink is a TcpBootstrap from
+// our unique id, a Communicator on it, the process's
+// plan registry to choose plans, and an Executor to run
+// them. SoloLink serves a one-rank communicator.
 //
-// The shim's own control messages (fallback agreement, split colors, shrink ids) travel on a bootstrap view of
-// their own (withNamespace), so they never mix with the executor's or the communicator's messages.
+// The shim's own messages travel on a bootstrap view
+// of their own (withNamespace): they never mix with
+// the executor's or the communicator's messages.
+#include "rank_link.hpp"
+
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -17,7 +23,6 @@
 #include "mscclpp/executor.hpp"
 #include "plan/registry.hpp"
 #include "plan_agreement.hpp"
-#include "rank_link.hpp"
 #include "real_nccl.hpp"
 
 namespace mscclpp::shim {
@@ -56,7 +61,7 @@ bool planCollectiveOf(CollKind kind, plan::Collective* out) {
       *out = plan::Collective::Scatter;
       return true;
     default:
-      return false;  // single sends/recvs have no plan collective
+      return false;  // a lone send or recv has no plan collective
   }
 }
 
@@ -71,7 +76,8 @@ class RuntimeLink final : public RankLink {
         control_(comm_->bootstrap()->withNamespace(kShimNamespace)),
         executor_(comm),
         agreement_(control_, comm_->rank(), comm_->size()) {
-    // An exchange of ours waiting for a live peer has no deadline: a failed communicator ends it.
+    // Our exchange waiting for a live peer has no
+    // deadline: a failed communicator ends it.
     std::weak_ptr<Bootstrap> view = control_;
     failureHook_ = comm_->onFailure([view]() {
       if (auto b = view.lock()) b->abort();
@@ -100,7 +106,8 @@ class RuntimeLink final : public RankLink {
     comm_->abort();
     executor_.abort();
   }
-  // A plan launch in flight stops at once (Error(Aborted)) instead of at its peers' failure or deadline.
+  // A plan launch in flight stops at once with
+  // Error(Aborted), not at its peers' failure or deadline.
   void interruptInflight() override { executor_.abort(); }
 
   PlanChoice selectPlan(const CollCall& call, std::string* why) override {
@@ -127,7 +134,7 @@ class RuntimeLink final : public RankLink {
       return PlanChoice();
     }
     PlanChoice choice;
-    choice.name = sel->name.c_str();  // lives as long as the selection, which the choice holds
+    choice.name = sel->name.c_str();  // lives as long as the selection it holds
     choice.selection = sel;
     return choice;
   }
@@ -146,8 +153,10 @@ class RuntimeLink final : public RankLink {
         mine.fingerprint = exec::planFingerprint(*sel->plan);
       }
     }
-    // The call monitor counts the agreement as the start of the call: a peer already running it while this rank
-    // agrees (their registries changed at different points) is then told apart from a late peer.
+    // The call monitor counts the agreement as the call's
+    // start. A peer already running the call while this
+    // rank agrees is then told apart from a late peer:
+    // their registries changed at different points.
     plan::Collective collective;
     const bool announced = planCollectiveOf(call.kind, &collective);
     if (announced) {
@@ -159,15 +168,16 @@ class RuntimeLink final : public RankLink {
       choice = agreement_.agree(shape, plan::Registry::instance().generation(), mine, why);
     } catch (const Error& e) {
       if (announced) executor_.endAgreement();
-      // A failed communicator aborts the agreement's exchange: report its failure (the dead peer, the registries
-      // changed at different points), not the abort it caused.
+      // A failed communicator aborts the agreement's exchange:
+      // report the failure, not the abort it caused.
       comm_->throwIfFailedAfter(e);
       throw;
     } catch (...) {
       if (announced) executor_.endAgreement();
       throw;
     }
-    if (announced && !choice) executor_.endAgreement();  // the real NCCL runs it: no plan call follows
+    // The real NCCL runs the call: no plan call follows.
+    if (announced && !choice) executor_.endAgreement();
     return choice;
   }
   bool planAgreed(const CollCall& call) override {
@@ -179,8 +189,8 @@ class RuntimeLink final : public RankLink {
   PlanRun runPlan(const PlanChoice& choice, const CollCall& call, const ExecReduceOp& op) override {
     const void* scalar = nullptr;
     if (op.preMul) {
-      // The executor reads the scalar from host memory when it runs; a device-resident scalar is host memory
-      // only on the CPU backend.
+      // The executor reads the scalar from host memory when it runs. A
+      // device-resident scalar is host memory only on the CPU backend.
       if (op.scalarIsPtr && executor_.backend() != Backend::Cpu) {
         return PlanRun::refused(
             strFormat("plan %s: a device-resident PreMulSum scalar cannot be read by the host", choice.name));
@@ -196,21 +206,25 @@ class RuntimeLink final : public RankLink {
                                        recvBytes(call, n), static_cast<DataType>(call.dtype), planOf(choice),
                                        executorOp(op));
   }
-  // The CPU backend completes every plan before execute() returns; the CUDA backend enqueues on the caller's
-  // streams, which the caller synchronises (NCCL's ncclCommFinalize does not wait for user streams either).
+  // The CPU backend completes every plan before execute()
+  // returns. The CUDA backend enqueues on the caller's
+  // streams, which the caller synchronises: NCCL's
+  // ncclCommFinalize does not wait for them either.
   void flush() override {}
 
  private:
   static const plan::PlanPtr& planOf(const PlanChoice& choice) {
     return static_cast<const plan::Selection*>(choice.selection.get())->plan;
   }
-  // NCCL ignores a broadcast's sendbuff on non-root ranks (often NULL): give the executor a valid one.
+  // NCCL ignores a broadcast's sendbuff off the root,
+  // where it is often NULL: give the executor a valid one.
   static const void* sendBufferOf(const CollCall& call) {
     return call.kind == CollKind::Broadcast && call.sendbuff == nullptr ? call.recvbuff : call.sendbuff;
   }
-  // Executor::tryExecute returns the executor's refusal as a value (it comes before any rank exchanged anything,
-  // from facts every rank shares: mscclpp/executor.hpp), so the shim decides on values from here up; exceptions are
-  // failures of the call and propagate. The agreed call ends here when no plan runs it (the real NCCL does).
+  // Executor::tryExecute returns its refusal as a
+  // value, so the shim decides on values from here
+  // up; exceptions are the call's failures. When no
+  // plan runs the agreed call, the call ends here.
   PlanRun execute(const void* send, const CollCall& call, int n, const plan::PlanPtr& plan, ReduceOp op,
                   const void* scalar) {
     struct EndAgreementUnlessRan {
@@ -228,14 +242,15 @@ class RuntimeLink final : public RankLink {
     return PlanRun::ran();
   }
 
-  // Gather and scatter: NCCL's in-place form exists only on the root (the other ranks often pass NULL for the
-  // buffer it compares), so ranks could not agree on the flag and would pick different plans. Every rank asks for
-  // an out-of-place plan instead; one serves an in-place root call correctly (the executor stages the aliased send
-  // buffer).
+  // NCCL's in-place gather and scatter exist only on the root;
+  // other ranks often pass NULL for the buffer it compares.
+  // Ranks would pick different plans, so every rank asks for
+  // an out-of-place one. That serves an in-place root call
+  // too: the executor stages the aliased send buffer.
   bool inPlaceForSelection(const CollCall& call) const {
     return (call.kind == CollKind::Gather || call.kind == CollKind::Scatter) ? false : isInPlace(call, comm_->rank());
   }
-  // The op as the executor numbers it: a user op is a PreMulSum (5) whatever its handle.
+  // The op as the executor numbers it: every user op is PreMulSum.
   static int execOpNumber(const CollCall& call) {
     return call.op < static_cast<int>(ncclNumOps) ? call.op : static_cast<int>(ReduceOp::PreMulSum);
   }
@@ -269,8 +284,8 @@ class TcpConnector final : public LinkConnector {
     try {
       bootstrap_->initialize(uid);
     } catch (const Error& e) {
-      // Ranks that never reached the rendezvous are, for NCCL's callers, unreachable peers (ncclRemoteError), not
-      // a deadline of live peers.
+      // To NCCL's callers, ranks that never reached the rendezvous
+      // are unreachable peers, not live peers past a deadline.
       if (e.code() == ErrorCode::Timeout) throw Error(ErrorCode::RemoteError, e.what());
       throw;
     }
@@ -292,5 +307,69 @@ std::unique_ptr<LinkConnector> makeLinkConnector(int nRanks, int rank) {
 std::unique_ptr<RankLink> connectLink(const ncclUniqueId& id, int nRanks, int rank) {
   return makeLinkConnector(nRanks, rank)->connect(id);
 }
+
+namespace {
+
+// NCCL allows a one-rank communicator, as PyTorch's
+// world size 1 uses. With no peer there is no
+// bootstrap, and every exchange does nothing.
+class SoloLink final : public RankLink {
+ public:
+  int rank() const override { return 0; }
+  int nRanks() const override { return 1; }
+  int nRanksPerNode() const override { return 1; }
+  void allGather(void*, size_t) override { checkLive("allGather"); }
+  void broadcast(void*, size_t, int root) override {
+    checkLive("broadcast");
+    MSCCLPP_ENFORCE(root == 0, ErrorCode::InternalError, "broadcast root %d on a one-rank communicator", root);
+  }
+  void barrier() override { checkLive("barrier"); }
+  void send(int peer, int, const void*, size_t) override {
+    MSCCLPP_THROW(ErrorCode::InternalError, "send to peer %d on a one-rank communicator", peer);
+  }
+  void recv(int peer, int, void*, size_t) override {
+    MSCCLPP_THROW(ErrorCode::InternalError, "recv from peer %d on a one-rank communicator", peer);
+  }
+  bool failed(ErrorCode*, std::string*) const override { return false; }  // no peer can fail
+  void abort() override { aborted_.store(true); }
+  void interruptInflight() override {}
+  PlanChoice selectPlan(const CollCall&, std::string* why) override {
+    if (why) *why = "a one-rank communicator runs no plans";
+    return PlanChoice();
+  }
+  std::unique_ptr<RankLink> split(int color, int) override {
+    checkLive("split");
+    return color < 0 ? nullptr : std::make_unique<SoloLink>();
+  }
+  PlanRun runPlan(const PlanChoice& plan, const CollCall&, const ExecReduceOp&) override {
+    MSCCLPP_THROW(ErrorCode::InternalError, "plan %s selected on a one-rank communicator", plan.name);
+  }
+  bool planRunWaitsForPeers(const PlanChoice&, const CollCall&, const ExecReduceOp&) const override { return false; }
+  void flush() override {}
+
+ private:
+  void checkLive(const char* what) {
+    MSCCLPP_ENFORCE(!aborted_.load(), ErrorCode::Aborted, "%s on an aborted communicator", what);
+  }
+  std::atomic<bool> aborted_{false};
+};
+
+class SoloConnector final : public LinkConnector {
+ public:
+  std::unique_ptr<RankLink> connect(const ncclUniqueId&) override {
+    MSCCLPP_ENFORCE(!aborted_.load(), ErrorCode::Aborted, "the communicator was aborted during its initialization");
+    return std::make_unique<SoloLink>();
+  }
+  void abort() override { aborted_.store(true); }
+
+ private:
+  std::atomic<bool> aborted_{false};
+};
+
+}  // namespace
+
+std::unique_ptr<RankLink> makeSoloLink() { return std::make_unique<SoloLink>(); }
+
+std::unique_ptr<LinkConnector> makeSoloConnector() { return std::make_unique<SoloConnector>(); }
 
 }  // namespace mscclpp::shim

@@ -1,6 +1,5 @@
-// Entry points for a communicator's life after init and for its queries: ncclCommSplit, ncclCommShrink,
-// ncclCommFinalize, ncclCommRevoke, ncclCommDestroy, ncclCommAbort, ncclCommGetAsyncError, ncclCommCount,
-// ncclCommCuDevice, ncclCommUserRank (the work is in comm_lifecycle.cc).
+// Entry points of communicators: creation, split and shrink,
+// teardown, and the queries. The work itself is in comm_lifecycle.cc.
 #include "api_common.hpp"
 #include "comm.hpp"
 #include "comm_lifecycle.hpp"
@@ -9,6 +8,47 @@
 
 using namespace mscclpp;        // NOLINT: entry points are thin wrappers
 using namespace mscclpp::shim;  // NOLINT
+
+MSCCLPP_NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId);
+ncclResult_t pncclGetUniqueId(ncclUniqueId* uniqueId) {
+  MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclGetUniqueId, uniqueId);
+  return guarded([&] {
+    getUniqueId(uniqueId);
+    return ncclSuccess;
+  });
+}
+
+MSCCLPP_NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
+ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclCommInitRank, comm, nranks, commId, rank);
+  return latchInGroup(guarded([&] { return initRank(comm, nranks, &commId, 1, rank, nullptr, "CommInitRank"); }));
+}
+
+MSCCLPP_NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                 ncclConfig_t* config);
+ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                     ncclConfig_t* config) {
+  MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclCommInitRankConfig, comm, nranks, commId, rank, config);
+  return latchInGroup(guarded([&] { return initRank(comm, nranks, &commId, 1, rank, config, "CommInitRankConfig"); }));
+}
+
+MSCCLPP_NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                 ncclUniqueId* commIds, ncclConfig_t* config);
+ncclResult_t pncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
+                                       ncclConfig_t* config) {
+  MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclCommInitRankScalable, newcomm, nranks, myrank, nId, commIds, config);
+  return latchInGroup(
+      guarded([&] { return initRank(newcomm, nranks, commIds, nId, myrank, config, "CommInitRankScalable"); }));
+}
+
+MSCCLPP_NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist);
+ncclResult_t pncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclCommInitAll, comms, ndev, devlist);
+  return guarded([&] {
+    initAll(comms, ndev, devlist);
+    return ncclSuccess;
+  });
+}
 
 MSCCLPP_NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                  ncclConfig_t* config);
@@ -87,8 +127,8 @@ MSCCLPP_NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResul
 ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   MSCCLPP_PASS_THROUGH_IF_INSIDE_REAL(ncclCommGetAsyncError, comm, asyncError);
   if (isRealNcclComm(comm)) return passThrough<NcclFn::ncclCommGetAsyncError>(comm, asyncError);
-  // Called by watchdog threads concurrently with everything else: two atomic loads and, with a real twin, the
-  // real NCCL's own (equally cheap) query.
+  // Watchdog threads call this at any time: two atomic loads,
+  // then the real twin's own query, which is as cheap.
   return guarded([&] {
     Comm* c = checkComm(comm, "ncclGetAsyncError");
     MSCCLPP_ENFORCE(asyncError != nullptr, ErrorCode::InvalidArgument,
