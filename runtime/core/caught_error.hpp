@@ -1,7 +1,6 @@
-// What the exception being handled means at a C boundary: an ErrorCode and its message. The two
-// guards of our C ABIs (runtime/capi/guard.hpp for mscclpp_c.h and plan_api.h, nccl_shim/guard.hpp
-// for the NCCL names) classify every exception here, then map the code to their own result codes
-// (mscclppStatus, ncclResult_t), so both treat the same exception the same way.
+// Turns the exception being handled into an ErrorCode and a message.
+// Both C ABI guards classify here, then map the code to their result codes
+// (runtime/capi/guard.hpp, nccl_shim/guard.hpp): one exception, one code.
 #ifndef MSCCLPP_CORE_CAUGHT_ERROR_HPP_
 #define MSCCLPP_CORE_CAUGHT_ERROR_HPP_
 
@@ -14,11 +13,13 @@ namespace mscclpp {
 
 struct CaughtError {
   ErrorCode code;
-  const char* message;  // valid while the exception is being handled (inside the catch block)
+  const char* message;  // valid inside the catch block only
 };
 
-// Call only inside a catch block. Error keeps its code; running out of memory is a SystemError (as
-// NCCL reports a failed allocation); any other exception is an InternalError (a bug of ours).
+// Call only inside a catch block.
+// Error keeps its code.
+// Running out of memory is a SystemError, as NCCL reports it.
+// Any other exception is an InternalError: a bug of ours.
 // Never throws and never allocates.
 inline CaughtError classifyCaughtException() noexcept {
   try {

@@ -1,6 +1,6 @@
-// Deadlines for every host-side wait. A Deadline is taken from MSCCLPP_TIMEOUT_S unless a caller
-// passes its own; code that waits checks expired() in its loop and throws a TimeoutError naming
-// what it waited for (see waitUntil).
+// Deadlines for every host-side wait.
+// A Deadline comes from MSCCLPP_TIMEOUT_S unless the caller passes one.
+// A waiting loop checks expired() and throws a TimeoutError naming its wait.
 #ifndef MSCCLPP_CORE_DEADLINE_HPP_
 #define MSCCLPP_CORE_DEADLINE_HPP_
 
@@ -14,15 +14,15 @@ class Deadline {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // A deadline seconds from now; seconds <= 0 means "never" (only for tests that need it).
-  // source: the setting the seconds came from, named in timeout errors ("MSCCLPP_INIT_TIMEOUT_S",
-  // "the communicator's timeout"); a string with static storage.
+  // A deadline seconds from now; seconds <= 0 means never (tests only).
+  // source names the setting in timeout errors; it has static storage.
   explicit Deadline(double seconds, const char* source = "MSCCLPP_TIMEOUT_S");
   // A deadline MSCCLPP_TIMEOUT_S from now.
   static Deadline fromTimeoutParam();
 
   bool expired() const { return !infinite_ && Clock::now() >= at_; }
-  // Milliseconds left, clamped to [0, INT_MAX]; -1 for an infinite deadline (poll()-style).
+  // Milliseconds left, at most INT_MAX; -1 when infinite,
+  // as poll() takes it.
   int remainingMs() const;
   double seconds() const { return seconds_; }
   const char* source() const { return source_; }
@@ -34,9 +34,9 @@ class Deadline {
   bool infinite_;
 };
 
-// A timeout not yet started: what an object keeps to bound each of its later waits (a connection's flush, the NVLS
-// handle exchange). Made from the communicator the object is built on (Communicator::timeoutSeconds() and
-// timeoutSetting(), comm/communicator_impl.hpp: timeoutOf).
+// A timeout not yet started, kept by an object to bound its later waits.
+// It comes from the object's communicator
+// (timeoutOf in comm/communicator_impl.hpp).
 struct TimeoutSetting {
   double seconds = 0;                        // <= 0: no deadline
   const char* source = "MSCCLPP_TIMEOUT_S";  // named in timeout errors; a string with static storage
@@ -44,16 +44,17 @@ struct TimeoutSetting {
   Deadline start() const { return Deadline(seconds, source); }
 };
 
-// Polls (with the host backoff of mscclpp/device.hpp: spin, yield, then sleeps growing to 1 ms) until done() is true;
-// throws TimeoutError
-// "<what> did not complete within <s> s (<source>)" when the deadline passes first.
+// Polls until done() is true, backing off as mscclpp/device.hpp does.
+// Past the deadline it throws TimeoutError:
+// "<what> did not complete within <s> s (<source>)".
 template <class Done>
 void waitUntil(Done&& done, const Deadline& deadline, const std::string& what);
 
 void throwTimeout(const Deadline& deadline, const std::string& what);
-// "MSCCLPP_TIMEOUT_S=3" for the variable, "the communicator's timeout: 3 s" for any other setting.
+// "MSCCLPP_TIMEOUT_S=3" for the variable;
+// "the communicator's timeout: 3 s" for other settings.
 std::string describeTimeout(const char* setting, double seconds);
-// Milliseconds of the steady clock (timestamps for heartbeats and long-wait reports).
+// Milliseconds of the steady clock, for heartbeats and long-wait reports.
 int64_t steadyMs();
 void backoffPause(unsigned iteration);
 

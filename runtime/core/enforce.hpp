@@ -1,6 +1,6 @@
-// Checks that throw mscclpp::Error with both values in the message ("a=3 vs b=4"), so a failed
-// invariant explains itself without a debugger. Use for conditions that depend on input or on
-// peers; use them for our own invariants with ErrorCode::InternalError.
+// Checks that throw mscclpp::Error, printing both values: "a=3 vs b=4".
+// A failed check then explains itself without a debugger.
+// Use them for input and peers; for our own invariants, with InternalError.
 #ifndef MSCCLPP_CORE_ENFORCE_HPP_
 #define MSCCLPP_CORE_ENFORCE_HPP_
 
@@ -40,7 +40,7 @@ template <class A, class B>
     }                                                                                   \
   } while (0)
 
-// The trailing arguments are a printf format and its values giving context ("" for none).
+// The trailing arguments are a printf format for context; "" gives none.
 #define MSCCLPP_ENFORCE_EQ(a, b, code, ...) MSCCLPP_ENFORCE_BINARY_(a, ==, b, code, __VA_ARGS__)
 #define MSCCLPP_ENFORCE_NE(a, b, code, ...) MSCCLPP_ENFORCE_BINARY_(a, !=, b, code, __VA_ARGS__)
 #define MSCCLPP_ENFORCE_LT(a, b, code, ...) MSCCLPP_ENFORCE_BINARY_(a, <, b, code, __VA_ARGS__)

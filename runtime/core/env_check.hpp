@@ -1,16 +1,14 @@
-// Invalid environment values are rejected one way: at init. Every entry point that sets up the
-// runtime (a bootstrap, a communicator, an executor, an NCCL communicator of the shim) calls
-// checkEnvironment() first, so a bad value fails that call with InvalidArgument (the shim's
-// ncclInvalidArgument) and a message naming the variable, the value and what is accepted; no
-// value is found bad later, halfway through a collective. Parameter accessors still throw the
-// same error if a variable is changed after init.
+// Invalid environment values are rejected at init, never halfway through a collective.
+// Every entry point that sets up the runtime calls checkEnvironment() first.
+// A bad value fails that call with InvalidArgument, naming variable, value and accepted values.
+// Parameter accessors throw the same error for a variable changed after init.
 #ifndef MSCCLPP_CORE_ENV_CHECK_HPP_
 #define MSCCLPP_CORE_ENV_CHECK_HPP_
 
 namespace mscclpp {
 
-// Checks every declared parameter (params::allParams) and the logging variables
-// (logConfigFromEnvironment); throws Error(InvalidArgument) listing every value that is not valid.
+// Checks every declared parameter and the logging variables.
+// Throws InvalidArgument listing every value that is not valid.
 void checkEnvironment();
 
 }  // namespace mscclpp

@@ -1,5 +1,5 @@
-// Non-cryptographic hashing for identifiers we derive rather than draw (bootstrap namespaces, host
-// identities): stable across processes and hosts, so every rank computes the same value.
+// Non-cryptographic hashes for derived identifiers: bootstrap namespaces, host identities.
+// They are stable across processes and hosts, so every rank computes the same value.
 #ifndef MSCCLPP_CORE_HASH_HPP_
 #define MSCCLPP_CORE_HASH_HPP_
 
@@ -8,7 +8,7 @@
 
 namespace mscclpp {
 
-// Mixes two 64-bit values (splitmix64 finaliser).
+// Mixes two 64-bit values with the splitmix64 finaliser.
 uint64_t mix64(uint64_t a, uint64_t b);
 
 // FNV-1a of the text, mixed with its length.

@@ -17,8 +17,9 @@ struct SubsysName {
   uint32_t mask;
 };
 
-// Our subsystems first, then NCCL's names (NCCL 2.28's list) mapped to the closest of ours: a
-// list written for NCCL selects the same kind of lines here. PROFILE and RAS have no equivalent.
+// Our subsystems, then NCCL 2.28's names mapped to the closest of ours.
+// A list written for NCCL then selects the same kind of lines.
+// PROFILE and RAS have no equivalent.
 const SubsysName kSubsysNames[] = {
     {"INIT", LogInit},
     {"PLAN", LogPlan},
@@ -54,7 +55,7 @@ std::string subsystemChoices() {
   return list;
 }
 
-// Parses the list; on an unknown name returns false and sets *unknown.
+// Returns false and sets *unknown at an unknown name.
 bool subsystemMask(const std::string& list, uint32_t* mask, std::string* unknown) {
   std::string text = list;
   bool invert = false;
@@ -89,7 +90,7 @@ bool subsystemMask(const std::string& list, uint32_t* mask, std::string* unknown
   return true;
 }
 
-// The variable that sets a setting: ours when set, else NCCL's, else none ("").
+// The variable that gives a setting: ours when set, else NCCL's, else "".
 struct Chosen {
   const char* env = "";
   std::string value;
@@ -146,7 +147,7 @@ const std::string& logHostName() {
   static const std::string host = [] {
     char buf[256] = {0};
     if (gethostname(buf, sizeof(buf) - 1) != 0) return std::string("unknown-host");
-    // The short name, like NCCL, so lines stay readable.
+    // The short name, as NCCL prints, keeps lines readable.
     char* dot = std::strchr(buf, '.');
     if (dot) *dot = '\0';
     return std::string(buf);
@@ -161,7 +162,7 @@ std::string expandLogFileName(const std::string& pattern) {
       const char c = pattern[i + 1];
       if (c == 'h' || c == 'p' || c == '%') {
         if (c == 'h') {
-          // A '/' or '%' in a host name would change the path: NCCL writes '-' for them.
+          // A '/' or '%' would change the path; NCCL writes '-' too.
           for (char ch : logHostName()) out.push_back(ch == '/' || ch == '%' ? '-' : ch);
         } else {
           out += c == 'p' ? std::to_string(getpid()) : "%";
@@ -170,7 +171,7 @@ std::string expandLogFileName(const std::string& pattern) {
         continue;
       }
     }
-    out.push_back(pattern[i]);  // anything else, '%' included, is kept as written (NCCL does the same)
+    out.push_back(pattern[i]);  // anything else is kept as written, as in NCCL
   }
   return out;
 }

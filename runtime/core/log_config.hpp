@@ -1,9 +1,9 @@
-// What the logger prints and where, read from the environment with NCCL's conventions:
-//   NCCL_DEBUG=VERSION|WARN|INFO|ABORT|TRACE (and NONE), NCCL_DEBUG_SUBSYS=INIT,COLL,... (a leading ^
-//   inverts, ALL), NCCL_DEBUG_FILE=/tmp/log.%h.%p; MSCCLPP_DEBUG, MSCCLPP_DEBUG_SUBSYS and
-//   MSCCLPP_DEBUG_FILE override each of them. Unset, nothing is printed (NCCL is quiet by default).
-// The subsystem list takes our names and NCCL's (mapped to the nearest of ours), so an
-// NCCL_DEBUG_SUBSYS written for NCCL keeps working. docs/environment.md has the table.
+// What the logger prints and where, read from the environment as NCCL does.
+// NCCL_DEBUG, NCCL_DEBUG_SUBSYS and NCCL_DEBUG_FILE set level, subsystems and file;
+// MSCCLPP_DEBUG, MSCCLPP_DEBUG_SUBSYS and MSCCLPP_DEBUG_FILE override them.
+// Unset, nothing is printed, like NCCL.
+// NCCL's subsystem names map to ours, so a list written for NCCL keeps working.
+// docs/environment.md has the table.
 #ifndef MSCCLPP_CORE_LOG_CONFIG_HPP_
 #define MSCCLPP_CORE_LOG_CONFIG_HPP_
 
@@ -12,7 +12,8 @@
 
 namespace mscclpp {
 
-// NCCL's levels in NCCL's order: ABORT logs like INFO and aborts the process at the first warning.
+// NCCL's levels in NCCL's order.
+// ABORT logs like INFO and aborts at the first warning.
 enum class LogLevel : int { None = 0, Version = 1, Warn = 2, Info = 3, Abort = 4, Trace = 5 };
 
 enum LogSubsys : uint32_t {
@@ -30,21 +31,22 @@ enum LogSubsys : uint32_t {
 struct LogConfig {
   LogLevel level = LogLevel::None;
   uint32_t subsysMask = LogAll;
-  std::string filePattern;  // "" writes to stderr; %h and %p not yet expanded
+  std::string filePattern;  // "" is stderr; %h and %p are not expanded yet
 };
 
-// The configuration the environment asks for. A value that is not valid throws
-// Error(InvalidArgument) naming the variable, the value and what is accepted.
+// The configuration the environment asks for.
+// An invalid value throws InvalidArgument naming variable,
+// value and accepted values.
 LogConfig logConfigFromEnvironment();
 
-// The subsystems of a list ("INIT,PLAN", "^PROXY", "ALL", NCCL's "COLL,NET"); throws
-// Error(InvalidArgument) for an unknown name.
+// The subsystems of a list such as "INIT,PLAN", "^PROXY" or "ALL".
+// An unknown name throws InvalidArgument.
 uint32_t parseSubsystemMask(const std::string& list);
 
-// The level of a name (case-insensitive); false when it is not one.
+// The level of a name, ignoring case; false when it names none.
 bool parseLogLevel(const std::string& name, LogLevel* level);
 
-// Expands %h (host name), %p (pid) and %% in a log file pattern, as NCCL does.
+// Expands %h to the host name, %p to the pid and %% to %, as NCCL does.
 std::string expandLogFileName(const std::string& pattern);
 
 // The short host name printed on every line and used for %h.

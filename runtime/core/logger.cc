@@ -111,8 +111,8 @@ void printVersionOnce() {
 namespace detail {
 
 void loadLogConfig() {
-  // Logging itself never fails: a value that is not valid leaves the defaults, with the level at
-  // WARN so that the init that rejects it (checkEnvironment) is heard.
+  // Logging never fails: an invalid value leaves the defaults at level WARN.
+  // The init that rejects the value is then heard.
   LogConfig config;
   try {
     config = logConfigFromEnvironment();
@@ -147,7 +147,7 @@ void loadLogConfig() {
 }  // namespace detail
 
 void reloadLogConfig() {
-  params::resetCache();  // parameters are read once: read the environment again
+  params::resetCache();  // parameters are cached: read them again
   detail::loadLogConfig();
 }
 

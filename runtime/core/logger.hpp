@@ -1,8 +1,8 @@
-// The one logger. Levels, subsystems and the log file follow NCCL's conventions (core/log_config.hpp):
-// quiet unless NCCL_DEBUG or MSCCLPP_DEBUG asks. Every line reads
-// "host:pid:tid [rank] MSCCLPP LEVEL SUBSYS message". The rank is thread-local (several ranks may
-// live in one process): set it with ScopedLogRank where a rank does work.
-// Thread-safety: all functions may be called from any thread; a line is written with one call.
+// The one logger, quiet unless NCCL_DEBUG or MSCCLPP_DEBUG asks (core/log_config.hpp).
+// Every line reads "host:pid:tid [rank] MSCCLPP LEVEL SUBSYS message".
+// The rank is per thread, since one process may hold several ranks;
+// ScopedLogRank sets it where a rank does work.
+// Thread-safety: any function from any thread; each line is one write.
 #ifndef MSCCLPP_CORE_LOGGER_HPP_
 #define MSCCLPP_CORE_LOGGER_HPP_
 
@@ -16,14 +16,15 @@ namespace mscclpp {
 
 namespace detail {
 struct LogConfigCache {
-  std::atomic<int> level{-1};  // -1: not read from the environment yet
+  std::atomic<int> level{-1};  // -1 until the environment is read
   std::atomic<uint32_t> subsysMask{LogAll};
 };
 extern LogConfigCache logConfigCache;
 void loadLogConfig();
 }  // namespace detail
 
-// True when a message of this level and subsystem would be printed. Cheap: two relaxed loads.
+// True when a message of this level and subsystem would print.
+// Relaxed loads: a thread may see a reloaded setting a moment late.
 inline bool logEnabled(LogLevel level, LogSubsys subsys) {
   int current = detail::logConfigCache.level.load(std::memory_order_relaxed);
   if (current < 0) {
@@ -36,21 +37,22 @@ inline bool logEnabled(LogLevel level, LogSubsys subsys) {
 
 void logMessage(LogLevel level, LogSubsys subsys, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 
-// Records a warning as the process's last error text (ncclGetLastError) and logs it at WARN.
-// Warnings are recorded even when the level hides them. At level ABORT the process aborts after
-// printing it (NCCL's ABORT: a core dump at the first warning).
+// Logs a warning and records it as the process's last error text.
+// It is recorded even when the level hides it, for ncclGetLastError.
+// At level ABORT the process aborts after printing it, as NCCL does.
 void logWarning(LogSubsys subsys, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
-// The text of the most recent warning in this process ("" if none).
+// The text of the most recent warning in this process, or "".
 std::string lastWarning();
 
-// Re-reads the logging variables from the environment (tests change them at run time;
-// ncclResetDebugInit), and every cached parameter at its next use (params::resetCache). A value
-// that is not valid leaves the default (level WARN, so that the rejection at init is printed);
-// checkEnvironment() reports it.
+// Re-reads the logging variables,
+// and every cached parameter at its next use.
+// Tests and ncclResetDebugInit change them at run time.
+// An invalid value leaves the defaults at level WARN,
+// so checkEnvironment()'s rejection prints.
 void reloadLogConfig();
 
-// The rank printed on this thread's log lines; -1 prints "-".
+// The rank on this thread's log lines; -1 prints "-".
 int currentLogRank();
 class ScopedLogRank {
  public:

@@ -1,6 +1,5 @@
-// Random bits from the kernel (getrandom): secrets, nonces, process tokens and unique names. One
-// place, so that every random identifier of the runtime is unpredictable (never a libc pseudo-random sequence or a
-// clock).
+// Random bits from the kernel for secrets, nonces, tokens and unique names.
+// One source keeps every random identifier unpredictable: never libc's rand or a clock.
 #ifndef MSCCLPP_CORE_RANDOM_HPP_
 #define MSCCLPP_CORE_RANDOM_HPP_
 
@@ -9,10 +8,11 @@
 
 namespace mscclpp {
 
-// Fills `bytes` bytes with getrandom(2); throws SystemError naming `what` when the kernel refuses.
+// Fills bytes bytes with getrandom(2);
+// throws SystemError naming what on failure.
 void randomBytes(void* out, size_t bytes, const char* what);
 
-// 64 random bits (randomBytes).
+// 64 random bits from randomBytes.
 uint64_t randomU64(const char* what);
 
 }  // namespace mscclpp

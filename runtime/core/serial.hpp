@@ -1,5 +1,6 @@
-// Bounds-checked little-endian serialisation for the byte strings we exchange with peers
-// (registered memory, connection endpoints). A reader error names the structure and the field.
+// Bounds-checked little-endian serialisation of what peers exchange:
+// registered memory and connection endpoints.
+// A reader error names the structure and the field.
 #ifndef MSCCLPP_CORE_SERIAL_HPP_
 #define MSCCLPP_CORE_SERIAL_HPP_
 

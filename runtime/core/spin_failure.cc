@@ -1,5 +1,5 @@
-// The host side of the device headers' failure path (mscclpp/device.hpp, failSpin): a convenience
-// wait()/sync()/push() that did not complete throws from the calling host thread.
+// The host side of failSpin in mscclpp/device.hpp.
+// A host wait(), sync() or push() that did not complete throws on the calling thread.
 #include "core/format.hpp"
 #include "mscclpp/device.hpp"
 #include "mscclpp/errors.hpp"

@@ -1,5 +1,5 @@
-// The C API's selection request (mscclppPlanRequest of mscclpp/plan_api.h) as the registry's
-// SelectRequest. One conversion for every C entry point that selects (runtime/capi/).
+// The C API's mscclppPlanRequest as the registry's SelectRequest.
+// Every C entry point that selects uses this one conversion.
 #ifndef MSCCLPP_PLAN_C_REQUEST_HPP_
 #define MSCCLPP_PLAN_C_REQUEST_HPP_
 
@@ -8,9 +8,10 @@
 
 namespace mscclpp::plan {
 
-// Throws Error(InvalidArgument) naming `apiName` when the request or its collective is NULL or the
-// collective is not a plan collective. Pointers (tags, buffers) are copied, not owned: the request
-// must outlive the selection call.
+// Throws InvalidArgument naming apiName for
+// a NULL request or an unknown collective.
+// Tag and buffer pointers are copied, not owned:
+// the request must outlive the call.
 SelectRequest selectRequestFromC(const mscclppPlanRequest* request, const char* apiName);
 
 }  // namespace mscclpp::plan

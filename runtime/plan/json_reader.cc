@@ -64,7 +64,8 @@ void Parser::fail(const char* p, const std::string& what) const {
 
 void Parser::skipWhitespace() {
   for (;;) {
-    // Pretty-printed plans are two thirds indentation: skip runs of spaces eight bytes at a time.
+    // Indentation is two thirds of a pretty-printed plan:
+    // skip spaces eight at a time.
     uint64_t word;
     while (end_ - p_ >= 8 && (std::memcpy(&word, p_, 8), word == 0x2020202020202020ull)) p_ += 8;
     if (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) {
@@ -76,37 +77,31 @@ void Parser::skipWhitespace() {
 }
 
 void Parser::parseDocument(Document* doc, const SkipRule* rule, SkipObserver* observer) {
-  doc->clear();
   if (text_.size() >= (1ull << 32)) {
     MSCCLPP_THROW(ErrorCode::InvalidPlan, "%s: %zu bytes of JSON is more than this reader handles (4 GiB)",
                   source_.c_str(), text_.size());
   }
   p_ = text_.data();
   end_ = p_ + text_.size();
-  rule_ = rule;
-  observer_ = observer;
   if (end_ - p_ >= 3 && std::memcmp(p_, "\xEF\xBB\xBF", 3) == 0) p_ += 3;  // UTF-8 byte order mark
-  skipWhitespace();
-  if (p_ == end_) fail(p_, "no JSON value (the input is empty)");
-  parseValue(doc, 0, nullptr, 0);
-  skipWhitespace();
-  if (p_ != end_) fail(p_, "unexpected text after the JSON value");
-  doc->values_.push_back(doc->stack_.back());
-  doc->stack_.pop_back();
-  doc->rootIndex_ = static_cast<uint32_t>(doc->values_.size() - 1);
+  parseRoot(doc, rule, observer, "no JSON value (the input is empty)");
 }
 
 void Parser::parseSpan(const Span& span, Document* doc) {
-  doc->clear();
   MSCCLPP_ENFORCE(span.begin <= span.end && span.end <= text_.size(), ErrorCode::InternalError,
                   "span [%zu, %zu) outside the %zu-byte text", span.begin, span.end, text_.size());
   p_ = text_.data() + span.begin;
   end_ = text_.data() + span.end;
-  rule_ = nullptr;
-  observer_ = nullptr;
+  parseRoot(doc, nullptr, nullptr, "no JSON value");
+}
+
+void Parser::parseRoot(Document* doc, const SkipRule* rule, SkipObserver* observer, const char* emptyMessage) {
+  doc->clear();
+  rule_ = rule;
+  observer_ = observer;
   skipWhitespace();
-  if (p_ == end_) fail(p_, "no JSON value");
-  parseValue(doc, 0, nullptr, 0);
+  if (p_ == end_) fail(p_, emptyMessage);
+  walkValue(doc, Walk::Build, 0, 0, nullptr, 0);
   skipWhitespace();
   if (p_ != end_) fail(p_, "unexpected text after the JSON value");
   doc->values_.push_back(doc->stack_.back());
@@ -114,14 +109,25 @@ void Parser::parseSpan(const Span& span, Document* doc) {
   doc->rootIndex_ = static_cast<uint32_t>(doc->values_.size() - 1);
 }
 
-void Parser::parseValue(Document* doc, int depth, const char* key, uint32_t keyLen) {
+void Parser::walkValue(Document* doc, Walk walk, int depth, int relDepth, const char* key, uint32_t keyLen) {
   if (p_ >= end_) fail(p_, "unexpected end of input, expected a value");
-  char c = *p_;
+  const char c = *p_;
   if (c == '{' || c == '[') {
-    parseContainer(doc, depth, key, keyLen, c == '{');
+    walkContainer(doc, walk, depth, relDepth, key, keyLen);
     return;
   }
   Value v;
+  if (walk == Walk::Skip) {
+    if (c == '"') {
+      bool escapes = false;
+      p_ = scanString(&escapes) + 1;
+    } else if (c == 't' || c == 'f' || c == 'n') {
+      parseLiteral(&v);
+    } else {
+      p_ = scanNumber(p_);
+    }
+    return;
+  }
   v.key = key;
   v.keyLen = keyLen;
   v.offset = static_cast<size_t>(p_ - text_.data());
@@ -136,34 +142,29 @@ void Parser::parseValue(Document* doc, int depth, const char* key, uint32_t keyL
   doc->stack_.push_back(v);
 }
 
-void Parser::parseContainer(Document* doc, int depth, const char* key, uint32_t keyLen, bool isObject) {
+// The one loop over a container's text,
+// whatever the walk does with its elements.
+void Parser::walkContainer(Document* doc, Walk walk, int depth, int relDepth, const char* key, uint32_t keyLen) {
   if (depth >= kMaxDepth) fail(p_, strFormat("nesting deeper than %d levels", kMaxDepth));
   const char* open = p_++;
-  const size_t mark = doc->stack_.size();
-  skipWhitespace();
+  const bool isObject = *open == '{';
   const char close = isObject ? '}' : ']';
+  const size_t mark = walk == Walk::Build ? doc->stack_.size() : walk == Walk::Spans ? doc->spans_.size() : 0;
+  skipWhitespace();
   if (p_ < end_ && *p_ == close) {
     ++p_;
   } else {
     for (;;) {
       if (isObject) {
-        if (p_ >= end_) fail(p_, "unexpected end of input inside an object");
-        if (*p_ != '"') fail(p_, "expected a member name (a string)");
-        const char* k = nullptr;
-        uint32_t kLen = 0;
-        parseString(doc, &k, &kLen);
-        skipWhitespace();
-        if (p_ >= end_ || *p_ != ':') fail(p_, "expected ':' after a member name");
-        ++p_;
-        skipWhitespace();
-        if (rule_ != nullptr && depth == rule_->objectDepth && p_ < end_ && *p_ == '[' &&
-            std::strlen(rule_->key) == kLen && std::memcmp(rule_->key, k, kLen) == 0) {
-          parseSkippedArray(doc, depth + 1, k, kLen);
-        } else {
-          parseValue(doc, depth + 1, k, kLen);
-        }
+        walkMember(doc, walk, depth, relDepth);
+      } else if (walk == Walk::Spans) {
+        Span span;
+        span.begin = static_cast<size_t>(p_ - text_.data());
+        walkValue(nullptr, Walk::Skip, depth + 1, 0, nullptr, 0);
+        span.end = static_cast<size_t>(p_ - text_.data());
+        doc->spans_.push_back(span);
       } else {
-        parseValue(doc, depth + 1, nullptr, 0);
+        walkValue(doc, walk, depth + 1, relDepth + 1, nullptr, 0);
       }
       skipWhitespace();
       if (p_ >= end_)
@@ -180,14 +181,25 @@ void Parser::parseContainer(Document* doc, int depth, const char* key, uint32_t 
       fail(p_, isObject ? "expected ',' or '}' after an object member" : "expected ',' or ']' after an array element");
     }
   }
-  const size_t n = doc->stack_.size() - mark;
-  if (n >= UINT32_MAX) fail(open, "too many elements");
-  if (isObject) checkDuplicateKeys(doc->stack_.data() + mark, n);
+  if (walk == Walk::Skip) {
+    if (isObject && observer_ != nullptr) observer_->onObjectEnd(relDepth);
+    return;
+  }
   Value v;
   v.key = key;
   v.keyLen = keyLen;
   v.type = isObject ? Type::Object : Type::Array;
   v.offset = static_cast<size_t>(open - text_.data());
+  if (walk == Walk::Spans) {
+    v.skipped = true;
+    v.begin = static_cast<uint32_t>(mark);
+    v.count = static_cast<uint32_t>(doc->spans_.size() - mark);
+    doc->stack_.push_back(v);
+    return;
+  }
+  const size_t n = doc->stack_.size() - mark;
+  if (n >= UINT32_MAX) fail(open, "too many elements");
+  if (isObject) checkDuplicateKeys(doc->stack_.data() + mark, n);
   v.begin = static_cast<uint32_t>(doc->values_.size());
   v.count = static_cast<uint32_t>(n);
   doc->values_.insert(doc->values_.end(), doc->stack_.begin() + static_cast<std::ptrdiff_t>(mark), doc->stack_.end());
@@ -195,110 +207,39 @@ void Parser::parseContainer(Document* doc, int depth, const char* key, uint32_t 
   doc->stack_.push_back(v);
 }
 
-void Parser::parseSkippedArray(Document* doc, int depth, const char* key, uint32_t keyLen) {
-  if (depth >= kMaxDepth) fail(p_, strFormat("nesting deeper than %d levels", kMaxDepth));
-  Value v;
-  v.key = key;
-  v.keyLen = keyLen;
-  v.type = Type::Array;
-  v.skipped = true;
-  v.offset = static_cast<size_t>(p_ - text_.data());
-  v.begin = static_cast<uint32_t>(doc->spans_.size());
+// One "name": value member of an object; walk is Build or Skip,
+// as only arrays hold spans.
+void Parser::walkMember(Document* doc, Walk walk, int depth, int relDepth) {
+  if (p_ >= end_) fail(p_, "unexpected end of input inside an object");
+  if (*p_ != '"') fail(p_, "expected a member name (a string)");
+  const char* key = nullptr;
+  uint32_t keyLen = 0;
+  bool escapes = false;
+  if (walk == Walk::Build) {
+    parseString(doc, &key, &keyLen);
+  } else {
+    // A skipped name stays raw: escapes are checked but not decoded.
+    const char* q = scanString(&escapes);
+    key = p_ + 1;
+    keyLen = static_cast<uint32_t>(q - key);
+    p_ = q + 1;
+  }
+  skipWhitespace();
+  if (p_ >= end_ || *p_ != ':') fail(p_, "expected ':' after a member name");
   ++p_;
   skipWhitespace();
-  if (p_ < end_ && *p_ == ']') {
-    ++p_;
+  if (walk == Walk::Build) {
+    const bool skipArray = rule_ != nullptr && depth == rule_->objectDepth && p_ < end_ && *p_ == '[' &&
+                           std::strlen(rule_->key) == keyLen && std::memcmp(rule_->key, key, keyLen) == 0;
+    walkValue(doc, skipArray ? Walk::Spans : Walk::Build, depth + 1, 0, key, keyLen);
+  } else if (observer_ != nullptr && p_ < end_ && *p_ == '"') {
+    const char* q = scanString(&escapes);
+    observer_->onStringMember(relDepth, std::string_view(key, keyLen),
+                              std::string_view(p_ + 1, static_cast<size_t>(q - p_ - 1)));
+    p_ = q + 1;
   } else {
-    for (;;) {
-      Span span;
-      span.begin = static_cast<size_t>(p_ - text_.data());
-      skipValueAt(depth + 1, 0);
-      span.end = static_cast<size_t>(p_ - text_.data());
-      doc->spans_.push_back(span);
-      skipWhitespace();
-      if (p_ >= end_) fail(p_, "unexpected end of input inside an array");
-      if (*p_ == ',') {
-        ++p_;
-        skipWhitespace();
-        continue;
-      }
-      if (*p_ == ']') {
-        ++p_;
-        break;
-      }
-      fail(p_, "expected ',' or ']' after an array element");
-    }
+    walkValue(nullptr, Walk::Skip, depth + 1, relDepth + 1, nullptr, 0);
   }
-  v.count = static_cast<uint32_t>(doc->spans_.size() - v.begin);
-  doc->stack_.push_back(v);
-}
-
-// Validates the value at p_ without building it. Recursion is bounded by kMaxDepth.
-void Parser::skipValueAt(int depth, int relDepth) {
-  if (p_ >= end_) fail(p_, "unexpected end of input, expected a value");
-  const char c = *p_;
-  if (c == '{' || c == '[') {
-    if (depth >= kMaxDepth) fail(p_, strFormat("nesting deeper than %d levels", kMaxDepth));
-    const bool isObject = c == '{';
-    const char close = isObject ? '}' : ']';
-    ++p_;
-    skipWhitespace();
-    if (p_ < end_ && *p_ == close) {
-      ++p_;
-    } else {
-      for (;;) {
-        if (isObject) {
-          if (p_ >= end_) fail(p_, "unexpected end of input inside an object");
-          if (*p_ != '"') fail(p_, "expected a member name (a string)");
-          bool escapes = false;
-          const char* q = scanString(&escapes);
-          std::string_view key(p_ + 1, static_cast<size_t>(q - p_ - 1));
-          p_ = q + 1;
-          skipWhitespace();
-          if (p_ >= end_ || *p_ != ':') fail(p_, "expected ':' after a member name");
-          ++p_;
-          skipWhitespace();
-          if (observer_ != nullptr && p_ < end_ && *p_ == '"') {
-            const char* q2 = scanString(&escapes);
-            observer_->onStringMember(relDepth, key, std::string_view(p_ + 1, static_cast<size_t>(q2 - p_ - 1)));
-            p_ = q2 + 1;
-          } else {
-            skipValueAt(depth + 1, relDepth + 1);
-          }
-        } else {
-          skipValueAt(depth + 1, relDepth + 1);
-        }
-        skipWhitespace();
-        if (p_ >= end_)
-          fail(p_, isObject ? "unexpected end of input inside an object" : "unexpected end of input inside an array");
-        if (*p_ == ',') {
-          ++p_;
-          skipWhitespace();
-          continue;
-        }
-        if (*p_ == close) {
-          ++p_;
-          break;
-        }
-        fail(p_,
-             isObject ? "expected ',' or '}' after an object member" : "expected ',' or ']' after an array element");
-      }
-    }
-    if (isObject && observer_ != nullptr) observer_->onObjectEnd(relDepth);
-    return;
-  }
-  if (c == '"') {
-    bool escapes = false;
-    p_ = scanString(&escapes) + 1;
-    return;
-  }
-  if (c == 't' || c == 'f' || c == 'n') {
-    Value v;
-    parseLiteral(&v);
-    return;
-  }
-  const char* q = scanNumber(p_);
-  p_ = q;
 }
 
 const char* Parser::scanString(bool* hasEscapes) {
@@ -446,7 +387,7 @@ void Parser::parseNumber(Value* v) {
   uint64_t m = 0;
   for (const char* d = digits; d < q; ++d) {
     if (*d < '0' || *d > '9') {
-      integer = false;  // fraction or exponent: plan numbers are integers, the loader reports it
+      integer = false;  // a fraction or exponent: the loader refuses it
       break;
     }
     const uint64_t digit = static_cast<uint64_t>(*d - '0');

@@ -114,7 +114,7 @@ uint64_t Checker::integer(const json::Value& v, const Path& at, uint64_t max, co
     }
     failValue(at, v, "is %s, expected an integer", json::typeName(v.type));
   }
-  // Decide by the literal: a fraction or exponent is not an integer even when its value is whole.
+  // The literal decides: 4.0 is not an integer, though its value is whole.
   bool digitsOnly = true;
   for (uint32_t i = v.negative ? 1 : 0; i < v.textLen; ++i) {
     if (v.text[i] < '0' || v.text[i] > '9') digitsOnly = false;

@@ -1,5 +1,5 @@
-// Internal to the plan loader: JSON paths for error messages and typed field access that reports
-// every problem in one format: "<source>: <path>=<value> <problem>" or "<source>: <path>: <problem>".
+// Internal to the plan loader: JSON paths for messages, and typed field access.
+// Every problem reads "<source>: <path>=<value> <problem>" or "<source>: <path>: <problem>".
 #ifndef MSCCLPP_PLAN_LOAD_CONTEXT_HPP_
 #define MSCCLPP_PLAN_LOAD_CONTEXT_HPP_
 
@@ -12,18 +12,19 @@
 
 namespace mscclpp::plan::detail {
 
-// A JSON path as a chain of frames on the C++ stack (no allocation); rendered only for an error.
+// A JSON path as a chain of frames on the stack: nothing is allocated,
+// and only an error renders it.
 // A child must not outlive its parent.
 class Path {
  public:
   Path() = default;
   Path key(const char* name) const& { return Path(this, name, kNoIndex); }
   Path at(size_t index) const& { return Path(this, nullptr, index); }
-  // A child keeps a pointer to its parent: chaining on a temporary would leave it dangling.
+  // A child points to its parent: chained on a temporary, it would dangle.
   Path key(const char* name) && = delete;
   Path at(size_t index) && = delete;
   bool isRoot() const { return parent_ == nullptr; }
-  // "gpus[3].threadblocks[5].ops[12].src_buff[1].index" ("" for the root).
+  // "gpus[3].threadblocks[5].ops[12].src_buff[1].index"; "" for the root.
   std::string str() const;
 
  private:
@@ -34,8 +35,8 @@ class Path {
   size_t index_ = kNoIndex;
 };
 
-// The value as it appears in a message: numbers, booleans and null as written, strings quoted
-// (shortened), containers by kind.
+// The value as a message shows it: scalars as written,
+// strings quoted and shortened, containers by kind.
 std::string literal(const json::Value& v);
 
 class Checker {
@@ -43,9 +44,11 @@ class Checker {
   explicit Checker(const std::string& source) : source_(source) {}
   const std::string& source() const { return source_; }
 
-  // "<source>: <path>: <problem>" (or "<source>: <problem>" at the root): a rule about an object.
+  // A rule about an object:
+  // "<source>: <path>: <problem>", or "<source>: <problem>" at the root.
   [[noreturn]] void fail(const Path& at, const char* fmt, ...) const __attribute__((format(printf, 3, 4)));
-  // "<source>: <path> <problem>": a statement about the value at path ("... is empty", "... has 2 ids").
+  // A statement about the value at path:
+  // "<source>: <path> <problem>", such as "is empty".
   [[noreturn]] void failPath(const Path& at, const char* fmt, ...) const __attribute__((format(printf, 3, 4)));
   // "<source>: <path>=<literal of v> <problem>"
   [[noreturn]] void failValue(const Path& at, const json::Value& v, const char* fmt, ...) const
@@ -54,7 +57,8 @@ class Checker {
   const json::Value& require(const json::Document& doc, const json::Value& object, const Path& objectPath,
                              const char* key) const;
   void expectType(const json::Value& v, const Path& at, json::Type type) const;
-  // A non-negative integer no larger than max; bits names the limit in messages ("32 bits").
+  // A non-negative integer up to max; limitText
+  // names the limit in messages: "32 bits".
   uint64_t integer(const json::Value& v, const Path& at, uint64_t max, const char* limitText) const;
   uint32_t u32(const json::Value& v, const Path& at) const {
     return static_cast<uint32_t>(integer(v, at, UINT32_MAX, "32 bits"));

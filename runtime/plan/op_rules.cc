@@ -14,7 +14,7 @@ using S = RefSlot;
 constexpr RefRule kNoRefs{{S::Local, S::Local}, 0, S::Local, 0, 0};
 constexpr RefRule one(S slot) { return RefRule{{slot, slot}, 0, slot, 1, 1}; }
 constexpr RefRule atLeast(uint16_t n, S slot) { return RefRule{{slot, slot}, 0, slot, n, kUnboundedRefs}; }
-// The first position is slot `first`, every other one `rest`, at least n in all.
+// Position 0 is slot first, every other one rest, at least n in all.
 constexpr RefRule headThen(S first, S rest, uint16_t n) { return RefRule{{first, rest}, 1, rest, n, kUnboundedRefs}; }
 
 constexpr RefRule kReduceSrcPackets = headThen(S::Local, S::LocalPackets, 2);
@@ -24,10 +24,10 @@ struct Row {
   OpRule rule;
 };
 
-// One row per op, in op_table.def order (checked below).
+// One row per op in op_table.def order, checked below.
 constexpr Row kRows[] = {
-    // type, {channelTypes, channelIds, src, dst, pairing, reduces, barrier, semaphores, pipeline, portSrcIsPackets,
-    //        portIdsPerDst}
+    // type, {channelTypes, channelIds, src, dst, pairing, reduces,
+    //        barrier, semaphores, pipeline, portSrcIsPackets, portIdsPerDst}
     {OpType::Nop,
      {kNone, ChannelIdsUse::Unused, kNoRefs, kNoRefs, RefPairing::None, false, false, false, false, false, false}},
     {OpType::Barrier,

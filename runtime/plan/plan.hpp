@@ -1,12 +1,9 @@
-// The in-memory execution plan: what the loader produces from plan JSON (plan-format.md), what
-// the registry selects, and what the executor runs. Every reference has been resolved and checked
-// at load time, so the executor trusts these structures without re-validating them.
-//
-// Layout is chosen for the executor: each threadblock's ops, buffer references and id lists are
-// flat arrays of trivially-copyable structs that can be copied to device memory as they are.
-//
-// Ownership and threads: a Plan is immutable once loaded and shared through
-// std::shared_ptr<const Plan>; any thread may read it.
+// The in-memory execution plan: loaded from plan JSON (docs/plan-format.md),
+// chosen by the registry, run by the executor.
+// The loader resolves and checks every reference, so the executor trusts it as is.
+// A threadblock's ops, references and ids are flat arrays of trivially copyable
+// structs: they go to device memory without conversion.
+// Ownership: a loaded Plan is immutable and shared as PlanPtr; any thread may read it.
 #ifndef MSCCLPP_PLAN_PLAN_HPP_
 #define MSCCLPP_PLAN_PLAN_HPP_
 
@@ -18,7 +15,7 @@
 
 namespace mscclpp::plan {
 
-// Gather and Scatter are our extension of MSCCL++'s list (docs/plan-core.md).
+// Gather and Scatter extend MSCCL++'s list (docs/plan-format.md).
 enum class Collective : uint8_t {
   AllReduce,
   AllGather,
@@ -35,8 +32,9 @@ enum class Collective : uint8_t {
 enum class Protocol : uint8_t { Simple, LL };
 enum class ChannelType : uint8_t { None, Memory, Port, Switch };
 enum class BufferType : uint8_t { Input, Output, Scratch };
-// The reduce_op written in the plan. The executor applies the op of the call (see
-// PlanHeader::reduceOps for which call ops a plan serves).
+// The reduce_op written in the plan.
+// The executor applies the call's op;
+// PlanHeader::reduceOps says which call ops a plan serves.
 enum class PlanReduceOp : uint8_t { None, Sum, Prod, Min, Max };
 
 enum class OpType : uint8_t {
@@ -45,7 +43,8 @@ enum class OpType : uint8_t {
 #undef MSCCLPP_OP
 };
 
-// Decoding through the one table (op_table.def). Names are the JSON spellings.
+// Names are the JSON spellings; op names
+// come from the one table, op_table.def.
 const char* opTypeName(OpType type);
 bool opTypeFromName(const std::string& name, OpType* type);
 bool isPacketOp(OpType type);
@@ -56,17 +55,18 @@ const char* bufferTypeName(BufferType t);  // "i", "o", "s"
 
 // Where a reference points.
 enum class RefKind : uint8_t {
-  Local,      // this rank's input/output/scratch buffer (type says which)
-  Remote,     // a peer's buffer reached through a channel: id = rank-level remote buffer index
-  Multicast,  // a switch channel's multicast binding: id = rank-level switch channel index
+  Local,      // this rank's buffer of the given type
+  Remote,     // a peer's buffer; id is the rank-level remote buffer
+  Multicast,  // a switch channel's binding; id is the rank-level switch channel
 };
 
-// A chunk-granular slice of a buffer: bytes [index*chunk, (index+size)*chunk) where chunk is the
-// plan's chunk size for the call (see plan_sizing.hpp: fixed per call from the message size). For packet data in
-// scratch the executor doubles offsets and sizes (a packet carries half its bytes as payload).
+// Chunks of a buffer: bytes [index * chunk, (index + size) * chunk).
+// The chunk size is fixed per call by plan_sizing.hpp.
+// For packets in scratch the executor doubles offsets and sizes:
+// half of a packet's bytes are payload.
 struct BufferRef {
   RefKind kind;
-  BufferType type;  // Local: which buffer; Remote: the remote buffer's type; Multicast: the bound buffer's type
+  BufferType type;  // the referenced buffer; for Multicast the bound one
   uint16_t reserved;
   uint32_t id;
   uint32_t index;
@@ -74,12 +74,15 @@ struct BufferRef {
 };
 static_assert(sizeof(BufferRef) == 16, "BufferRef is copied to device memory as is");
 
-// One operation. Variable-length parts live in the threadblock's arrays: refs[srcBegin ..
-// srcBegin+nSrc), refs[dstBegin .. dstBegin+nDst), ids[idsBegin .. idsBegin+nIds). For channel ops
-// ids are RANK-LEVEL channel indexes of channelType (already translated through the threadblock's
-// channel list); for sem_acquire/sem_release they are semaphore ids. Thread-block groups: op runs
-// slice tbgId of tbgSize (tbgId 0 of tbgSize 1 when the op has no tbg_info). reduceOp is None for ops that
-// do not reduce, and Sum for reducing ops without a reduce_op key (the DSL's default).
+// One operation.
+// Its lists live in the threadblock's arrays:
+// refs from srcBegin and dstBegin, ids from idsBegin.
+// Channel ops hold rank-level channel indexes of channelType in ids,
+// translated through the threadblock's list.
+// Semaphore ops hold semaphore ids there.
+// The op runs slice tbgId of tbgSize: 0 of 1 without tbg_info.
+// reduceOp is None for ops that do not reduce; Sum, the DSL's default,
+// when a reducing op has no reduce_op.
 struct Op {
   OpType type;
   ChannelType channelType;
@@ -95,7 +98,7 @@ struct Op {
   uint32_t nIds;
   uint32_t barrierId;        // barrier
   uint32_t numThreadblocks;  // barrier: blocks taking part
-  uint32_t bodyCount;        // pipeline: the next bodyCount ops form its body
+  uint32_t bodyCount;        // pipeline: the next bodyCount ops are its body
   uint32_t numChunks;        // pipeline: iter_context.num_chunks
   uint64_t unitSize;         // pipeline: iter_context.unit_size in bytes
 };
@@ -103,29 +106,33 @@ static_assert(std::is_trivially_copyable<Op>::value, "Op is copied to device mem
 
 struct ThreadblockPlan {
   int id = 0;
-  std::vector<Op> ops;  // a pipeline op is followed by its bodyCount body ops (no nesting)
+  std::vector<Op> ops;  // a pipeline op is followed by its body; no nesting
   std::vector<BufferRef> refs;
   std::vector<uint32_t> ids;
-  // Where each op was written (a DSL "file:line"), parallel to ops: the optional "source" key the DSL
-  // compiler writes with source locations on (docs/plan-verifier.md). Empty when no op carries one; an
-  // op without the key has "". Only the verifier and the plan picture read it.
+  // Each op's DSL "file:line" from the optional "source" key,
+  // parallel to ops.
+  // Empty when no op has one; an op without it has "".
+  // Only the verifier and the plan picture read it.
   std::vector<std::string> opSources;
 };
 
-// One memory or port channel: the k-th channel of a type toward a peer pairs with the peer's k-th
-// channel of that type toward this rank.
+// One memory or port channel.
+// The k-th channel of a type toward a peer pairs with
+// the peer's k-th channel of that type toward this rank.
 struct ChannelDecl {
   int peer = -1;
-  int pairIndex = 0;  // k: how many earlier channels of this type this rank has toward the same peer
-  // Not listed in the plan: added by the loader after this rank's listed channels because the peer lists
-  // more channels of this type toward this rank than this rank lists toward the peer (MSCCL++ pairs them
-  // the same way). No op of this rank uses it; it exists so that the peer's extra channel has its pair.
+  int pairIndex = 0;  // k: earlier channels of this type toward the same peer
+  // Added by the loader, after the listed channels,
+  // where the peer lists more channels toward
+  // this rank than this rank lists back.
+  // MSCCL++ pairs them alike.
+  // No op of this rank uses it: it gives the peer's extra channel its pair.
   bool implicit = false;
 };
 
 struct SwitchChannelDecl {
   BufferType bufferType = BufferType::Input;
-  std::vector<int> ranks;  // the multicast group this rank belongs to (ascending rank order as in the plan)
+  std::vector<int> ranks;  // this rank's multicast group, in the plan's order
 };
 
 struct RemoteBufferDecl {
@@ -135,9 +142,10 @@ struct RemoteBufferDecl {
   bool viaPort = false;    // access_channel_types contains "port"
 };
 
-// gpus[r]. For a plan loaded for one rank (LoadOptions::onlyRank), the other ranks carry their
-// channel and remote-buffer declarations (needed for pairing and for knowing what to export to
-// them) but no threadblocks (hasOps == false).
+// gpus[r].
+// In a plan loaded for one rank,
+// the other ranks keep their declarations
+// but no threadblocks (hasOps false): pairing and exports need only those.
 struct RankPlan {
   int rank = -1;
   uint32_t inputChunks = 0;
@@ -155,7 +163,7 @@ struct RankPlan {
 
 struct PlanHeader {
   std::string name;
-  std::string source;  // file path or a caller-given name ("<memory>")
+  std::string source;  // file path or a caller's name, such as "<memory>"
   Collective collective = Collective::Custom;
   Protocol protocol = Protocol::Simple;
   bool inPlace = false;
@@ -166,12 +174,13 @@ struct PlanHeader {
   uint64_t minMessageSize = 0;
   uint64_t maxMessageSize = UINT64_MAX;
   bool reuseResources = false;
-  int formatVersion = 0;  // 0: the key was absent (MSCCL++-compiled plans)
+  int formatVersion = 0;  // 0: no format_version key, as in MSCCL++'s plans
   std::vector<std::string> tags;
-  int root = 0;           // broadcast/reduce/gather/scatter root (our optional "root" key)
-  int nRanksPerNode = 0;  // our optional "nranks_per_node" key: the ranks per node the plan serves; 0 = any
-  // Bit i set when the plan contains reduce_op i (PlanReduceOp). A plan whose only reduce op is
-  // Sum (the DSL's default) serves every call op: the executor substitutes the call's op.
+  int root = 0;           // root of a rooted collective
+  int nRanksPerNode = 0;  // the ranks per node the plan serves; 0 is any
+  // Bit i is set when the plan holds PlanReduceOp i.
+  // A plan reducing only with Sum, the DSL's default, serves every call op:
+  // the executor applies the call's.
   uint32_t reduceOps = 0;
 };
 

@@ -26,9 +26,9 @@ std::vector<std::string> splitDirectoryList(const std::string& list) {
 }
 
 std::string installedPlanDirectory() {
-  // The file this code was loaded from, as the loader names it (dladdr of our own code). The plan layer is in
-  // libmscclpp.so and, linked statically, in the shim (libmscclpp_nccl.so.0 in the libdir, and its replace-mode copy
-  // libnccl.so.2 in a folder of its own) and in the tools (bindir): each finds the plans from its own folder.
+  // The file this code was loaded from, as dladdr names it.
+  // The plan layer lives in libmscclpp.so and, linked statically,
+  // in the shim and the tools: each finds the plans from its own folder.
   Dl_info info{};
   link_map* object = nullptr;
   if (dladdr1(reinterpret_cast<const void*>(&installedPlanDirectory), &info, reinterpret_cast<void**>(&object),
@@ -36,13 +36,15 @@ std::string installedPlanDirectory() {
       info.dli_fname == nullptr || object == nullptr) {
     return "";
   }
-  // Absolute: a library loaded by a relative path (dlopen("build/libmscclpp.so")) is named so by the loader.
+  // Made absolute:
+  // a library dlopen()ed by a relative path is named by that path.
   std::error_code absoluteError;
   std::filesystem::path file = std::filesystem::absolute(info.dli_fname, absoluteError);
   if (absoluteError) return "";
   const char* fromFolder = MSCCLPP_PLANS_FROM_LIBDIR;
   if (object->l_name == nullptr || object->l_name[0] == '\0') {
-    // The main program: dladdr names it by argv[0] (relative, or bare when found on PATH); the kernel knows its file.
+    // dladdr names the main program by argv[0], maybe bare;
+    // /proc/self/exe is its file.
     std::error_code error;
     file = std::filesystem::read_symlink("/proc/self/exe", error);
     if (error) return "";
@@ -50,14 +52,15 @@ std::string installedPlanDirectory() {
   } else if (file.filename().string().rfind("libnccl.so", 0) == 0) {
     fromFolder = MSCCLPP_PLANS_FROM_NCCL_DIR;
   }
-  // Lexically normalized, as Python's os.path.normpath (the package computes the same path).
+  // Normalized as Python's os.path.normpath does,
+  // so the package computes the same path.
   return (file.parent_path() / fromFolder).lexically_normal().string();
 }
 
 std::string userPlanCacheDirectory() {
   const std::string cache = params::cacheDir();
   if (!cache.empty()) return cache + "/plans";
-  // The passwd entry, not $HOME: the Python package does the same (mscclpp/_paths.py).
+  // The passwd entry, not $HOME, as mscclpp/_paths.py does.
   struct passwd pw;
   struct passwd* found = nullptr;
   std::vector<char> buffer(16384);

@@ -1,11 +1,9 @@
-// The plan-directory rule: where the registry finds plans, and where `python3 -m mscclpp --install`
-// writes them. The Python package implements the same rule (mscclpp/_paths.py) with the same
-// constant (MSCCLPP_PLANS_FROM_LIBDIR, written by Meson for both); tests/python/integration checks
-// that the two agree. docs/plan-core.md states it:
-//   1. MSCCLPP_PLAN_DIR set: exactly its colon-separated directories, in order;
-//   2. otherwise the installed default plans (<folder of libmscclpp>/MSCCLPP_PLANS_FROM_LIBDIR:
-//      relocatable, so a pip-installed wheel finds its own), then the user's plan cache:
-//      $MSCCLPP_CACHE_DIR/plans, else ~/.cache/mscclpp/plans with ~ the passwd entry's home.
+// Where the registry finds plans and where python3 -m mscclpp --install writes them.
+//   1. MSCCLPP_PLAN_DIR, when set: exactly its colon-separated directories.
+//   2. Else the installed default plans, found relative to the library,
+//      then the user's plan cache.
+// mscclpp/_paths.py implements the same rule from the same Meson constant;
+// a test in tests/python/integration checks they agree (docs/plan-core.md).
 #ifndef MSCCLPP_PLAN_PLAN_DIRS_HPP_
 #define MSCCLPP_PLAN_PLAN_DIRS_HPP_
 
@@ -16,16 +14,19 @@ namespace mscclpp::plan {
 
 struct PlanDirectories {
   std::vector<std::string> dirs;
-  bool fromEnvironment = false;  // MSCCLPP_PLAN_DIR named them (a missing one is then worth a warning)
+  bool fromEnvironment = false;  // MSCCLPP_PLAN_DIR named them: a missing one warns
 };
 
 PlanDirectories planDirectories();
 
-// The default plans installed with this library ("" when the library's own path is unknown); in a tool that
-// links the plan layer statically, those installed with the tool (MSCCLPP_PLANS_FROM_BINDIR).
+// The default plans installed with this library,
+// or "" when its path is unknown.
+// A tool that links the plan layer statically
+// finds those installed with the tool.
 std::string installedPlanDirectory();
 
-// The user's plan cache ("" when there is no MSCCLPP_CACHE_DIR and no home directory).
+// The user's plan cache;
+// "" without MSCCLPP_CACHE_DIR and a home directory.
 std::string userPlanCacheDirectory();
 
 // A colon-separated list, empty parts dropped.

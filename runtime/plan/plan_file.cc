@@ -47,7 +47,8 @@ uint64_t planMaxBytes() {
 }
 
 std::string readPlanFile(const std::string& path) {
-  // O_NONBLOCK: opening a FIFO must not wait for a writer; it has no effect on regular files.
+  // O_NONBLOCK keeps a FIFO's open from waiting for a writer;
+  // regular files ignore it.
   FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) throw SystemError(strFormat("%s: cannot open plan file", path.c_str()), errno);
   struct stat st;

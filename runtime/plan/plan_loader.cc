@@ -1,6 +1,6 @@
-// Pass 1 of plan loading: the header, every rank's declarations (chunks, channels, remote buffers,
-// semaphores) and the cross-rank rules. Threadblocks are skipped here (syntax-checked and recorded as
-// spans) and loaded by threadblock_loader.cc for the ranks asked for.
+// Pass 1 of plan loading: the header, every rank's declarations, the cross-rank rules.
+// Threadblocks are only syntax-checked and kept as spans here;
+// threadblock_loader.cc loads them for the ranks asked for.
 #include "plan/plan_loader.hpp"
 
 #include <algorithm>
@@ -24,7 +24,7 @@ using json::Value;
 
 namespace {
 
-// A plan is never wider than this; the limit keeps per-rank tables of a corrupt file bounded.
+// The widest plan. It bounds the per-rank tables a corrupt file makes us build.
 constexpr uint32_t kMaxRanks = 1u << 20;
 
 const char* const kHeaderKeys[] = {"name",
@@ -46,11 +46,6 @@ const char* const kRankKeys[] = {"id",       "input_chunks",   "output_chunks", 
                                  "channels", "remote_buffers", "semaphores",    "threadblocks"};
 const char* const kChannelKeys[] = {"channel_type", "connected_to", "buffer_type", "buff", "rank_groups"};
 const char* const kRemoteBufferKeys[] = {"rank", "type", "access_channel_types"};
-
-template <size_t N>
-constexpr size_t countOf(const char* const (&)[N]) {
-  return N;
-}
 
 std::string rankList(const std::vector<int>& ranks) {
   std::string s = "[";
@@ -81,17 +76,31 @@ void ReduceOpScanner::onObjectEnd(int depth) {
 PlanLoader::PlanLoader(std::string_view text, const std::string& source)
     : text_(text), source_(source), check_(source_), parser_(text_, source_) {}
 
-void PlanLoader::traceUnknownKeys(const Value& object, const Path& at, const char* const* known, size_t nKnown) const {
-  if (!traceKeys_ || object.type != Type::Object) return;
+void logUnknownKeys(const Checker& check, const json::Document& doc, const Value& object, const Path& at,
+                    const char* const* known, size_t nKnown) {
+  if (object.type != Type::Object) return;
   for (uint32_t i = 0; i < object.count; ++i) {
-    const Value& m = doc_.child(object, i);
+    const Value& m = doc.child(object, i);
     bool isKnown = false;
     for (size_t k = 0; k < nKnown && !isKnown; ++k) isKnown = m.keyView() == known[k];
     if (!isKnown) {
-      MSCCLPP_TRACE(LogPlan, "%s: ignoring unknown key \"%.*s\" in %s", source_.c_str(), static_cast<int>(m.keyLen),
-                    m.key, at.isRoot() ? "the top level" : at.str().c_str());
+      MSCCLPP_TRACE(LogPlan, "%s: ignoring unknown key \"%.*s\" in %s", check.source().c_str(),
+                    static_cast<int>(m.keyLen), m.key, at.isRoot() ? "the top level" : at.str().c_str());
     }
   }
+}
+
+ChannelType readChannelType(const Checker& check, const json::Document& doc, const Value& entry, const Path& at,
+                            const char* typeKey, bool allowSwitch) {
+  check.expectType(entry, at, Type::Object);
+  const Value& typeValue = check.require(doc, entry, at, typeKey);
+  ChannelType type = ChannelType::None;
+  if (!channelTypeFromName(check.string(typeValue, at.key(typeKey)), &type) || type == ChannelType::None ||
+      (type == ChannelType::Switch && !allowSwitch)) {
+    check.failValue(at.key(typeKey), typeValue, "%s",
+                    allowSwitch ? "is not one of memory, port, switch" : "is not one of memory, port");
+  }
+  return type;
 }
 
 void PlanLoader::declare() {
@@ -199,7 +208,7 @@ void PlanLoader::readHeader(const Value& root) {
     }
     h.nRanksPerNode = static_cast<int>(perNode);
   }
-  traceUnknownKeys(root, top, kHeaderKeys, countOf(kHeaderKeys));
+  traceUnknownKeys(root, top, kHeaderKeys);
 
   plan_->ranks.resize(static_cast<size_t>(n));
   facts_.assign(static_cast<size_t>(n), RankFacts());
@@ -219,7 +228,8 @@ void PlanLoader::readRank(int r, const Value& gpu, const Path& at) {
   rp.outputChunks = check_.u32(check_.require(doc_, gpu, at, "output_chunks"), at.key("output_chunks"));
   rp.scratchChunks = check_.u32(check_.require(doc_, gpu, at, "scratch_chunks"), at.key("scratch_chunks"));
   if (r > 0) {
-    // Every rank derives the same chunk size from the same call, so remote references line up.
+    // Every rank derives one chunk size from the call,
+    // so remote references line up.
     const RankPlan& first = plan_->ranks[0];
     if (rp.inputChunks != first.inputChunks) {
       check_.failValue(at.key("input_chunks"), *doc_.member(gpu, "input_chunks"),
@@ -256,7 +266,7 @@ void PlanLoader::readRank(int r, const Value& gpu, const Path& at) {
   const Value& tbs = check_.require(doc_, gpu, at, "threadblocks");
   check_.expectType(tbs, at.key("threadblocks"), Type::Array);
   facts_[static_cast<size_t>(r)].threadblocks = &tbs;
-  traceUnknownKeys(gpu, at, kRankKeys, countOf(kRankKeys));
+  traceUnknownKeys(gpu, at, kRankKeys);
 }
 
 void PlanLoader::readChannels(int r, const Value& list, const Path& at) {
@@ -265,12 +275,7 @@ void PlanLoader::readChannels(int r, const Value& list, const Path& at) {
   for (uint32_t i = 0; i < list.count; ++i) {
     const Value& entry = doc_.child(list, i);
     const Path e = at.at(i);
-    check_.expectType(entry, e, Type::Object);
-    const Value& typeValue = check_.require(doc_, entry, e, "channel_type");
-    ChannelType type = ChannelType::None;
-    if (!channelTypeFromName(check_.string(typeValue, e.key("channel_type")), &type) || type == ChannelType::None) {
-      check_.failValue(e.key("channel_type"), typeValue, "is not one of memory, port, switch");
-    }
+    const ChannelType type = readChannelType(check_, doc_, entry, e, "channel_type", true);
     if (type == ChannelType::Memory || type == ChannelType::Port) {
       const Value& peers = check_.require(doc_, entry, e, "connected_to");
       const Path peersPath = e.key("connected_to");
@@ -289,7 +294,7 @@ void PlanLoader::readChannels(int r, const Value& list, const Path& at) {
         decls.push_back(d);
       }
     } else {
-      // "buff" is the older spelling of "buffer_type" in MSCCL++ plans.
+      // MSCCL++ plans may spell "buffer_type" as "buff".
       const Value* bt = doc_.member(entry, "buffer_type");
       const Value* legacy = doc_.member(entry, "buff");
       if (bt == nullptr && legacy == nullptr) check_.fail(e, "missing required key \"buffer_type\"");
@@ -316,7 +321,7 @@ void PlanLoader::readChannels(int r, const Value& list, const Path& at) {
         SwitchChannelDecl decl;
         decl.bufferType = bufferType;
         bool containsSelf = false;
-        // Members seen in this group: stamps instead of a search keep big groups linear.
+        // Stamps rather than a search keep big groups linear.
         if (memberStamp_.size() != static_cast<size_t>(n)) memberStamp_.assign(static_cast<size_t>(n), 0);
         ++stamp_;
         for (uint32_t k = 0; k < ranks.count; ++k) {
@@ -337,7 +342,7 @@ void PlanLoader::readChannels(int r, const Value& list, const Path& at) {
         facts_[static_cast<size_t>(r)].switchOrigin.emplace_back(i, g);
       }
     }
-    traceUnknownKeys(entry, e, kChannelKeys, countOf(kChannelKeys));
+    traceUnknownKeys(entry, e, kChannelKeys);
   }
 }
 
@@ -377,7 +382,7 @@ void PlanLoader::readRemoteBuffers(int r, const Value& list, const Path& at) {
       (t == ChannelType::Memory ? d.viaMemory : d.viaPort) = true;
     }
     rp.remoteBuffers.push_back(d);
-    traceUnknownKeys(entry, e, kRemoteBufferKeys, countOf(kRemoteBufferKeys));
+    traceUnknownKeys(entry, e, kRemoteBufferKeys);
   }
 }
 
@@ -386,9 +391,10 @@ void PlanLoader::pairChannels() {
   pairChannelType(ChannelType::Port);
 }
 
-// The k-th channel of a type from A to B pairs with the k-th from B to A. Where B lists fewer channels
-// toward A than A lists toward B, B gets the missing ones as implicit channels after its listed ones
-// (MSCCL++ builds the same pairs; its compiler emits such plans, e.g. a rank that only flushes).
+// The k-th channel of a type from A to B pairs with the k-th from B to A.
+// Where B lists fewer toward A,
+// B gets the missing ones as implicit channels.
+// MSCCL++ builds the same pairs, and its compiler emits such plans.
 void PlanLoader::pairChannelType(ChannelType type) {
   const size_t n = plan_->ranks.size();
   auto decls = [&](size_t r) -> std::vector<ChannelDecl>& {
@@ -408,7 +414,7 @@ void PlanLoader::pairChannelType(ChannelType type) {
     return it != v.end() && it->first == to ? it->second : 0;
   };
   // Implicit channels each rank needs, by peer.
-  std::vector<std::vector<std::pair<int, int>>> missing(n);  // (peer, how many)
+  std::vector<std::vector<std::pair<int, int>>> missing(n);  // peer, how many
   for (size_t r = 0; r < n; ++r) {
     for (const auto& [peer, count] : listed[r]) {
       const int back = listedCount(static_cast<size_t>(peer), static_cast<int>(r));
@@ -452,14 +458,17 @@ void PlanLoader::pairChannelType(ChannelType type) {
   }
 }
 
-// Every member of a multicast group creates the binding together, so each must declare it: the k-th
-// switch channel over the same ranks and buffer type at one member pairs with the k-th at another.
+// A multicast binding is created by all its members together,
+// so each declares it.
+// The k-th switch channel over one group and
+// buffer pairs with the k-th at each member.
 void PlanLoader::checkSwitchGroups() {
   const size_t n = plan_->ranks.size();
-  // Intern each distinct (buffer, ranks) binding, count it per rank, then compare the counts of its members:
-  // linear in the size of the declarations, however big the groups.
+  // Interns each binding, counts it per rank,
+  // then compares its members' counts.
+  // That is linear in the declarations, however big the groups.
   std::map<std::pair<BufferType, std::vector<int>>, size_t> ids;
-  std::vector<std::pair<size_t, size_t>> firstDeclaration;  // per id: (rank, switch channel index)
+  std::vector<std::pair<size_t, size_t>> firstDeclaration;  // per id: rank, switch channel
   std::vector<std::unordered_map<size_t, size_t>> counts(n);
   for (size_t r = 0; r < n; ++r) {
     const auto& decls = plan_->ranks[r].switchChannels;
@@ -527,7 +536,7 @@ std::shared_ptr<Plan> PlanLoader::load(const LoadOptions& options) {
     if (options.onlyRank < 0 || options.onlyRank == r) {
       loadThreadblocks(r);
     } else if (options.validateAllRanks) {
-      loadThreadblocks(r);  // every rule checked, errors with this rank's JSON path
+      loadThreadblocks(r);  // every rule, errors with this rank's JSON path
       RankPlan& other = plan_->ranks[static_cast<size_t>(r)];
       other.threadblocks = std::vector<ThreadblockPlan>();  // only this rank's ops are kept
       other.numBarriers = 0;

@@ -1,5 +1,6 @@
-// Internal to the plan loader: the loader object shared by plan_loader.cc (header, per-rank
-// declarations, cross-rank rules) and threadblock_loader.cc (threadblocks and ops).
+// Internal to the plan loader: the loader shared by its two passes.
+// plan_loader.cc reads the header, declarations and cross-rank rules;
+// threadblock_loader.cc reads threadblocks and ops.
 #ifndef MSCCLPP_PLAN_PLAN_LOADER_IMPL_HPP_
 #define MSCCLPP_PLAN_PLAN_LOADER_IMPL_HPP_
 
@@ -15,8 +16,8 @@
 
 namespace mscclpp::plan::detail {
 
-// Gathers the reduce ops of ops met while skipping threadblocks: an object whose "name" is a reducing
-// op contributes its "reduce_op" (default sum).
+// Gathers the reduce ops of the threadblocks pass 1 skips.
+// An object named by a reducing op adds its reduce_op, by default sum.
 class ReduceOpScanner : public json::SkipObserver {
  public:
   void onStringMember(int depth, std::string_view key, std::string_view rawValue) override;
@@ -32,17 +33,32 @@ class ReduceOpScanner : public json::SkipObserver {
   uint32_t mask_ = 0;
 };
 
-// Facts about one rank's declarations that op resolution needs beyond RankPlan.
+// Facts about one rank's declarations that
+// op resolution needs beyond RankPlan.
 struct RankFacts {
-  size_t listedMemory = 0;  // channels listed in the plan; implicit ones follow them in RankPlan
+  size_t listedMemory = 0;  // channels the plan lists; implicit ones follow in RankPlan
   size_t listedPort = 0;
-  // Per listed channel: whether the peer lists the channel it pairs with (else nobody can signal it).
+  // Per listed channel: whether the peer lists its pair; if not,
+  // nothing can signal it.
   std::vector<bool> memoryPeerListed;
   std::vector<bool> portPeerListed;
-  // Per switch channel: where it was declared (channels[c].rank_groups[g]).
+  // Per switch channel: its declaration, channels[c].rank_groups[g].
   std::vector<std::pair<size_t, size_t>> switchOrigin;
-  const json::Value* threadblocks = nullptr;  // the skipped array of this rank in the pass-1 document
+  const json::Value* threadblocks = nullptr;  // this rank's skipped array in pass 1's document
 };
+
+// Unknown keys are ignored, not refused;
+// with MSCCLPP_DEBUG=TRACE the loader logs each one.
+void logUnknownKeys(const Checker& check, const json::Document& doc, const json::Value& object, const Path& at,
+                    const char* const* known, size_t nKnown);
+
+// Checks that entry is an object and returns its channel type,
+// read under typeKey.
+// The rank's and the threadblocks' channel lists share this reader,
+// so their checks and messages stay the same.
+// With allowSwitch false only memory and port are accepted.
+ChannelType readChannelType(const Checker& check, const json::Document& doc, const json::Value& entry, const Path& at,
+                            const char* typeKey, bool allowSwitch);
 
 class PlanLoader {
  public:
@@ -51,20 +67,23 @@ class PlanLoader {
   PlanSummary summarize();
 
  private:
-  // Pass 1: the whole text with every rank's threadblocks skipped; header, declarations, cross-rank rules.
+  // Pass 1: the text without threadblocks; header, declarations,
+  // cross-rank rules.
   void declare();
   void readHeader(const json::Value& root);
   void readRank(int r, const json::Value& gpu, const Path& at);
   void readChannels(int r, const json::Value& list, const Path& at);
   void readRemoteBuffers(int r, const json::Value& list, const Path& at);
-  void checkSameChunks();
   void pairChannels();
   void pairChannelType(ChannelType type);
   void checkSwitchGroups();
   void checkRemoteBufferChannels();
-  // Pass 2 (threadblock_loader.cc): rank r's threadblocks and ops.
+  // Pass 2, in threadblock_loader.cc: rank r's threadblocks and ops.
   void loadThreadblocks(int r);
-  void traceUnknownKeys(const json::Value& object, const Path& at, const char* const* known, size_t nKnown) const;
+  template <size_t N>
+  void traceUnknownKeys(const json::Value& object, const Path& at, const char* const (&known)[N]) const {
+    if (traceKeys_) logUnknownKeys(check_, doc_, object, at, known, N);
+  }
 
   std::string_view text_;
   std::string source_;
@@ -74,7 +93,7 @@ class PlanLoader {
   ReduceOpScanner scanner_;
   std::shared_ptr<Plan> plan_;
   std::vector<RankFacts> facts_;
-  std::vector<uint32_t> memberStamp_;  // per rank: the group being read that lists it (duplicate check)
+  std::vector<uint32_t> memberStamp_;  // per rank: the last group listing it, to find duplicates
   uint32_t stamp_ = 0;
   bool traceKeys_ = false;
 };

@@ -1,4 +1,4 @@
-// Name <-> enum tables of the plan model. Op names come from the one table, op_table.def.
+// Name tables of the plan model's enums; op names come from op_table.def.
 #include <cstring>
 #include <string>
 
@@ -69,7 +69,8 @@ bool collectiveFromName(std::string_view name, Collective* c) {
 }
 
 const char* collectiveNameList() {
-  // Built once from the table, so error messages cannot miss a name (thread-safe static initialisation).
+  // Built once from the table, so messages cannot miss a name;
+  // static init is thread-safe.
   static const std::string list = [] {
     std::string s;
     for (size_t i = 0; i < kNumCollectives; ++i) s += std::string(i == 0 ? "" : ", ") + kCollectiveNames[i];

@@ -11,7 +11,8 @@ bool mulOverflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_
 
 std::string bytesText(uint64_t bytes) {
   const std::string f = formatBytes(bytes);
-  // "3 MiB" is exact enough; a rounded "1.5 MiB" or a plain count gets the exact value too.
+  // "3 MiB" is exact enough;
+  // a rounded "1.5 MiB" or a plain count gets the exact value too.
   if (bytes < 1024 || f.find('.') != std::string::npos) {
     return bytes < 1024 ? f : strFormat("%s (%llu bytes)", f.c_str(), static_cast<unsigned long long>(bytes));
   }
@@ -103,7 +104,8 @@ void bufferParts(Collective collective, int nRanks, uint32_t* inputParts, uint32
 
 namespace {
 
-// The smallest m such that every multiple of m times `parts` is a multiple of `multiple`.
+// The smallest m such that parts times any
+// multiple of m is a multiple of multiple.
 uint64_t partStep(uint64_t parts, uint64_t multiple) { return multiple / std::gcd(multiple, parts); }
 
 bool lcmInto(uint64_t* acc, uint64_t v) {
@@ -124,7 +126,8 @@ SizingResult sizeCall(const PlanHeader& header, uint32_t inputChunks, uint32_t o
   uint32_t inParts = 1, outParts = 1;
   bufferParts(header.collective, nRanks, &inParts, &outParts);
   const uint64_t part = inputBytes / inParts;
-  // Only a call of NCCL's shape (equal parts on both sides) has a padded geometry.
+  // Only a call of NCCL's shape, equal parts on both sides,
+  // has a padded geometry.
   if (part == 0 || part * inParts != inputBytes || part * outParts != outputBytes || inputChunks + outputChunks == 0 ||
       (elementBytes > 1 && part % elementBytes != 0))
     return exact;
@@ -132,8 +135,8 @@ SizingResult sizeCall(const PlanHeader& header, uint32_t inputChunks, uint32_t o
   const uint64_t chunks = byInput ? inputChunks : outputChunks;
   const uint64_t parts = byInput ? inParts : outParts;
   const uint64_t align = header.bufferAlignment == 0 ? 1 : header.bufferAlignment;
-  // parts x padded part splits into `chunks` chunks of a multiple of the alignment (and of the element
-  // when the plan reduces); the part itself stays a multiple of the element.
+  // parts x padded part splits into chunks of a multiple of the alignment,
+  // and of the element when the plan reduces; the part stays whole elements.
   uint64_t unit = partStep(parts, chunks * align);
   bool overflow = false;
   if (elementBytes > 1) {
@@ -211,7 +214,7 @@ bool callBytesFromMessage(Collective collective, uint64_t messageBytes, int nRan
       return true;
     case Collective::Gather:
     case Collective::Scatter: {
-      // The message is the per-rank part (gather's input, scatter's output); the root's buffer is n of them.
+      // The message is the per-rank part; the root's buffer holds n of them.
       uint64_t all = 0;
       if (mulOverflows(messageBytes, n, &all)) {
         *reason = strFormat("%s message of %s times %llu ranks exceeds 2^64 bytes", collectiveName(collective),
@@ -229,8 +232,9 @@ bool callBytesFromMessage(Collective collective, uint64_t messageBytes, int nRan
 }
 
 size_t ncclDataTypeBytes(int dtype) {
-  // ncclInt8, ncclUint8, ncclInt32, ncclUint32, ncclInt64, ncclUint64, ncclFloat16, ncclFloat32,
-  // ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2
+  // ncclInt8, ncclUint8, ncclInt32, ncclUint32, ncclInt64, ncclUint64,
+  // ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16, ncclFloat8e4m3,
+  // ncclFloat8e5m2
   static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
   return dtype >= 0 && dtype < static_cast<int>(sizeof(sizes) / sizeof(sizes[0])) ? sizes[dtype] : 0;
 }

@@ -24,7 +24,8 @@
 namespace mscclpp::plan {
 namespace {
 
-// A cache larger than this is dropped and rebuilt (a job uses a handful of message sizes).
+// A larger cache is dropped and rebuilt:
+// a job uses a handful of message sizes.
 constexpr size_t kMaxCachedSelections = 4096;
 
 uint64_t indexKey(Collective c, int worldSize) {
@@ -49,13 +50,13 @@ uint64_t hashRequest(const SelectRequest& r) {
   h = mix(h, (static_cast<uint64_t>(r.inPlace) << 40) ^ (static_cast<uint64_t>(static_cast<uint32_t>(r.dtype)) << 8) ^
                  static_cast<uint32_t>(r.redOp));
   h = mix(h, (static_cast<uint64_t>(static_cast<uint32_t>(r.root)) << 32) | static_cast<uint32_t>(r.rank));
-  uint64_t tags = 0;  // order-independent: required tags are a set
+  uint64_t tags = 0;  // independent of order: required tags are a set
   for (int i = 0; i < r.nTags; ++i) tags += hashString(r.tags[i]);
   return mix(h, tags);
 }
 
 struct CachedSelection {
-  SelectRequest key;  // pointers cleared; tags copied below
+  SelectRequest key;  // pointers cleared; tags are copied below
   std::vector<std::string> tags;
   SelectionPtr selection;
 
@@ -73,8 +74,9 @@ struct CachedSelection {
   }
 };
 
-// Whether two files hold the same bytes (the default plans installed with the package and the copy
-// `python3 -m mscclpp --install` wrote into the cache).
+// Whether two files hold the same bytes,
+// such as an installed default plan and the copy
+// python3 -m mscclpp --install wrote into the cache.
 bool sameFileContents(const std::string& a, const std::string& b) {
   struct stat sa, sb;
   if (a.empty() || b.empty() || ::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0 || sa.st_size != sb.st_size)
@@ -113,8 +115,8 @@ PlanPtr Registry::Entry::planFor(int rank) {
     try {
       LoadOptions options;
       options.onlyRank = rank;
-      // Every rank's part is validated, not only this rank's: a plan broken for one rank is broken
-      // for all, and every rank skips it (ranks always agree, docs/plan-core.md).
+      // Every rank's part is validated, not only this rank's.
+      // A plan broken for one rank is then skipped by all: ranks always agree.
       options.validateAllRanks = true;
       PlanPtr plan = path.empty() ? loadPlanJson(json, summary.header.source, options) : loadPlanFile(path, options);
       if (plan->header.name != summary.header.name) {
@@ -167,7 +169,7 @@ struct Registry::Impl {
   std::unordered_map<uint64_t, std::vector<CachedSelection>> cache;
   size_t cached = 0;
   uint64_t generation = 0;                  // bumped by every change that can alter a selection
-  std::atomic<uint64_t> userGeneration{0};  // only the callers' changes (generation())
+  std::atomic<uint64_t> userGeneration{0};  // the callers' changes only, for generation()
   uint64_t nextOrder = 0;
   mscclppPlanSelectorFn selector = nullptr;
   void* selectorData = nullptr;
@@ -177,7 +179,7 @@ struct Registry::Impl {
     cache.clear();
     cached = 0;
   }
-  // A change made by a caller (not a plan found broken while selecting).
+  // A caller's change, not a plan found broken while selecting.
   void changedLocked() {
     invalidateLocked();
     userGeneration.fetch_add(1, std::memory_order_release);
@@ -186,10 +188,11 @@ struct Registry::Impl {
   void insertLocked(const std::shared_ptr<Entry>& e) {
     e->order = nextOrder++;
     e->fillInfo();
-    // Registry order, which is also the candidates' order a selector sees: the plans the user
-    // registered first, in registration order, then the directory plans in scan order. A user's
-    // plan must not be hidden behind an installed default of the same collective (seed 004's
-    // selector returns the first candidate it likes).
+    // Registry order, which a selector sees too: registrations first,
+    // then directory plans.
+    // A user's plan is never hidden behind an
+    // installed default of its collective:
+    // a selector may well take the first candidate it likes.
     auto before = [](const std::shared_ptr<Entry>& a, const std::shared_ptr<Entry>& b) {
       return a->fromDirectory != b->fromDirectory ? b->fromDirectory : a->order < b->order;
     };
@@ -200,7 +203,8 @@ struct Registry::Impl {
     changedLocked();
   }
 
-  // By value: e may be the very shared_ptr held by byName, which this erases.
+  // By value: e may be the very shared_ptr held by byName,
+  // which this erases.
   void eraseLocked(std::shared_ptr<Entry> e) {
     entries.erase(std::remove(entries.begin(), entries.end(), e), entries.end());
     byName.erase(e->header().name);
@@ -241,7 +245,7 @@ void Registry::Impl::scanDirectory(const std::string& dir, bool warnIfMissing) {
     if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0) names.push_back(name);
   }
   ::closedir(d);
-  std::sort(names.begin(), names.end());  // deterministic order, independent of the file system
+  std::sort(names.begin(), names.end());  // one order, whatever the file system's
   size_t added = 0;
   for (const std::string& name : names) {
     const std::string path = dir + "/" + name;
@@ -278,7 +282,7 @@ void Registry::Impl::scanDirectory(const std::string& dir, bool warnIfMissing) {
 }
 
 Registry& Registry::instance() {
-  static Registry* registry = new Registry(FromEnvironment{});  // never destroyed: usable during static destruction
+  static Registry* registry = new Registry(FromEnvironment{});  // never destroyed: static destructors use it
   return *registry;
 }
 
@@ -395,7 +399,8 @@ SelectionPtr Registry::select(const SelectRequest& request) {
   ensureScanned();
   const uint64_t hash = hashRequest(request);
   {
-    // The hot path: a cached answer for this exact request. No allocation.
+    // The hot path: a cached answer for this exact request,
+    // with no allocation.
     std::shared_lock<std::shared_mutex> lock(impl_->mutex);
     auto it = impl_->cache.find(hash);
     if (it != impl_->cache.end()) {
@@ -405,9 +410,10 @@ SelectionPtr Registry::select(const SelectRequest& request) {
     }
   }
 
-  std::string skipped;  // plans found broken by this selection (every rank finds the same: validateAllRanks)
+  std::string skipped;  // plans this selection found broken; every rank finds the same
   for (;;) {
-    // Snapshot the candidates; judge, call the selector and load without holding the registry lock.
+    // Snapshot the candidates, then judge,
+    // select and load without the registry lock.
     std::vector<std::shared_ptr<Entry>> held;
     mscclppPlanSelectorFn selector;
     void* selectorData;
@@ -495,7 +501,8 @@ SelectionPtr Registry::select(const SelectRequest& request) {
         try {
           selection->plan = e->planFor(request.rank);
         } catch (const std::exception& err) {
-          // A plan whose full load fails is skipped from now on; choose again without it.
+          // A plan whose full load fails is skipped for good;
+          // choose again without it.
           std::unique_lock<std::shared_mutex> lock(impl_->mutex);
           if (!e->broken.load(std::memory_order_relaxed)) {
             e->brokenReason = err.what();

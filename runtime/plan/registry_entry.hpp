@@ -1,6 +1,6 @@
-// Internal to the registry: one registered plan. Immutable after registration except for the lazily
-// loaded per-rank plans (guarded by loadMutex) and the broken flag (set once, with its reason, when a
-// full load fails; the reason is written before the flag is released).
+// Internal to the registry: one registered plan, immutable after registration
+// but for two parts. loadMutex guards the per-rank plans loaded on demand.
+// broken is set once when a full load fails; brokenReason is written before its release store.
 #ifndef MSCCLPP_PLAN_REGISTRY_ENTRY_HPP_
 #define MSCCLPP_PLAN_REGISTRY_ENTRY_HPP_
 
@@ -18,11 +18,11 @@
 namespace mscclpp::plan {
 
 struct Registry::Entry {
-  PlanSummary summary;  // header.tags include the tags given at registration
-  std::string path;     // the file, "" for a plan registered from a string
+  PlanSummary summary;  // its tags include those given at registration
+  std::string path;     // the file; "" for a plan registered from a string
   std::string json;     // the text of a plan registered from a string
   bool fromDirectory = false;
-  uint64_t order = 0;  // registration order, for the last tie-break
+  uint64_t order = 0;  // registration order, the last tie-break
   std::vector<const char*> tagPointers;
   mscclppPlanInfo info{};  // the C view; its strings point into summary
 
@@ -32,8 +32,9 @@ struct Registry::Entry {
   std::string brokenReason;
 
   const PlanHeader& header() const { return summary.header; }
-  // This rank's plan, loaded on first use (concurrent callers for the same rank wait for one load, at
-  // most MSCCLPP_TIMEOUT_S). Throws the load error; the caller marks the entry broken.
+  // This rank's plan, loaded on first use.
+  // Concurrent callers wait for one load, at most MSCCLPP_TIMEOUT_S.
+  // Throws the load error; the caller marks the entry broken.
   PlanPtr planFor(int rank);
   void fillInfo();
 };

@@ -20,7 +20,8 @@ const char* redOpName(int op) {
   return op >= 0 && op < 5 ? names[op] : nullptr;
 }
 
-// ncclRedOp_t of a plan reduce op (ncclSum 0, ncclProd 1, ncclMax 2, ncclMin 3).
+// The ncclRedOp_t of a plan reduce op: ncclSum
+// 0, ncclProd 1, ncclMax 2, ncclMin 3.
 int ncclOpOf(PlanReduceOp op) {
   switch (op) {
     case PlanReduceOp::Sum:
@@ -124,7 +125,7 @@ Verdict judge(const Registry::Entry& e, const SelectRequest& r) {
     const uint32_t sumOnly = 1u << static_cast<unsigned>(PlanReduceOp::Sum);
     if (r.redOp >= 0) {
       if (h.reduceOps == sumOnly) {
-        // The DSL's default op: the executor applies the call's op instead (sum, prod, max, min, avg).
+        // The DSL's default op: the executor applies any built-in call op instead.
         if (r.redOp > 4) {
           v.why = strFormat("it cannot apply the user-defined reduce op %d", r.redOp);
           return v;
@@ -144,7 +145,8 @@ Verdict judge(const Registry::Entry& e, const SelectRequest& r) {
     }
   }
   if (!callBytesFromMessage(r.collective, r.messageBytes, r.worldSize, &v.inputBytes, &v.outputBytes, &v.why)) return v;
-  // Sizes that do not fit the plan's chunks run on its padded geometry (the executor decides the same).
+  // Sizes that do not fit the chunks run padded;
+  // the executor decides the same.
   if (elementBytes == 0) elementBytes = ncclDataTypeBytes(r.dtype);
   const SizingResult s = sizeCall(h, e.summary.inputChunks, e.summary.outputChunks, e.summary.maxScratchChunks,
                                   r.worldSize, v.inputBytes, v.outputBytes, elementBytes, &v.geometry);
@@ -159,7 +161,8 @@ Verdict judge(const Registry::Entry& e, const SelectRequest& r) {
 
 int pickDefault(const std::vector<const Registry::Entry*>& candidates, const std::vector<Verdict>& verdicts,
                 std::string* decidedBy) {
-  // Returns < 0 when a goes first, > 0 when b does; *rule names the deciding rule.
+  // Returns < 0 when a goes first, > 0 when b does;
+  // *rule names the deciding rule.
   auto compare = [&](size_t a, size_t b, std::string* rule) -> int {
     const PlanHeader& ha = candidates[a]->header();
     const PlanHeader& hb = candidates[b]->header();

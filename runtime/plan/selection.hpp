@@ -1,5 +1,6 @@
-// Internal to the registry: whether one registered plan can serve a request (and why not), and the
-// default choice among those that can. Pure functions; the registry caches their results.
+// Internal to the registry: whether a plan can serve a request, and why not,
+// and the default choice among those that can.
+// Pure functions; the registry caches their results.
 #ifndef MSCCLPP_PLAN_SELECTION_HPP_
 #define MSCCLPP_PLAN_SELECTION_HPP_
 
@@ -16,17 +17,18 @@ namespace mscclpp::plan::detail {
 struct Verdict {
   bool serves = false;
   bool copyInput = false;  // in-place plan for an out-of-place call
-  std::string why;         // why not (empty when it serves)
+  std::string why;         // why not; empty when it serves
   uint64_t chunkBytes = 0;
   uint64_t inputBytes = 0;
   uint64_t outputBytes = 0;
-  CallGeometry geometry;  // padded: the call's parts do not fit the plan's chunks (plan_sizing.hpp: sizeCall)
+  CallGeometry geometry;  // padded when the call's parts do not fit the plan's chunks
 };
 
 Verdict judge(const Registry::Entry& entry, const SelectRequest& request);
 
-// The best of the candidates whose verdict serves, or -1. *decidedBy names the tie-break rule that put
-// it ahead of the runner-up ("" when it is the only one).
+// The best candidate that serves,
+// or -1. *decidedBy names the rule that put it ahead of the runner-up;
+// "" when alone.
 int pickDefault(const std::vector<const Registry::Entry*>& candidates, const std::vector<Verdict>& verdicts,
                 std::string* decidedBy);
 
@@ -35,8 +37,9 @@ std::string describeRequest(const SelectRequest& request);
 // "'allreduce_pkt' (plans/allreduce_pkt.json)"
 std::string describePlan(const Registry::Entry& entry);
 
-// Whether an in-place plan may serve an out-of-place call of this collective by first copying the send
-// buffer into the receive buffer (not reducescatter: its receive buffer is smaller than its input).
+// Whether an in-place plan may serve an out-of-place
+// call by copying send into recv first.
+// Not reducescatter: its receive buffer is smaller than its input.
 bool copyMakesInPlace(Collective collective);
 
 }  // namespace mscclpp::plan::detail

@@ -1,6 +1,6 @@
-// Pass 2 of plan loading: one rank's threadblocks. Each threadblock is parsed on its own from the span
-// pass 1 recorded, then every op is decoded through op_table.def, checked against op_rules.cc, and its
-// references resolved to rank-level indexes (ThreadblockPlan::ids, BufferRef::id) and bounds-checked.
+// Pass 2 of plan loading: one rank's threadblocks, each parsed from its span.
+// Every op is decoded, checked against op_rules.cc, and its references
+// resolved to rank-level indexes and bounds-checked.
 #include <algorithm>
 #include <unordered_map>
 
@@ -18,10 +18,10 @@ using json::Value;
 
 namespace {
 
-// Barrier ids index a per-rank array of device syncers: the limit bounds what a plan can make the
-// executor allocate.
+// Barrier ids index a per-rank array of device syncers.
+// The limit bounds what a plan can make the executor allocate.
 constexpr uint32_t kMaxBarrierId = 65535;
-constexpr size_t kMaxRefsPerList = 65535;  // Op::nSrc / Op::nDst are 16 bits
+constexpr size_t kMaxRefsPerList = 65535;  // Op::nSrc and Op::nDst are 16 bits
 
 const char* const kThreadblockKeys[] = {"id", "ops", "channels", "remote_buffer_refs"};
 const char* const kTbChannelKeys[] = {"channel_type", "channel_ids", "buff", "buffer_type"};
@@ -31,11 +31,6 @@ const char* const kOpKeys[] = {"name",         "channel_type", "channel_ids", "s
                                "iter_context", "ops",          "buffer_type", "buffer_offset",    "size",
                                "dst_chunk",    "source"};
 const char* const kRefKeys[] = {"type", "buffer_id", "switch_channel_id", "index", "size", "rank"};
-
-template <size_t N>
-constexpr size_t countOf(const char* const (&)[N]) {
-  return N;
-}
 
 struct BarrierUse {
   uint32_t numThreadblocks = 0;
@@ -65,8 +60,8 @@ class ThreadblockLoader {
         facts_(facts),
         rank_(rank),
         traceKeys_(traceKeys) {
-    // The member with the fewest chunks of each switch channel's buffer bounds its multicast references
-    // (one comparison per reference, however big the group).
+    // The member with the fewest chunks bounds a switch channel's references:
+    // one comparison per reference, however big the group.
     for (const SwitchChannelDecl& sc : rp_.switchChannels) {
       int smallest = sc.ranks.front();
       for (int m : sc.ranks) {
@@ -94,7 +89,10 @@ class ThreadblockLoader {
   void checkWaitPeers(const Op& op, const Path& at);
   void checkPortTargets(const Op& op, const Path& at, const Value& v);
   uint32_t chunksOf(int rank, BufferType type) const;
-  void traceUnknownKeys(const Value& object, const Path& at, const char* const* known, size_t nKnown) const;
+  template <size_t N>
+  void traceUnknownKeys(const Value& object, const Path& at, const char* const (&known)[N]) const {
+    if (traceKeys_) logUnknownKeys(check_, doc_, object, at, known, N);
+  }
 
   const Checker& check_;
   const json::Document& doc_;
@@ -105,7 +103,8 @@ class ThreadblockLoader {
   const bool traceKeys_;
   ThreadblockPlan* tb_ = nullptr;
   int tbIndex_ = 0;
-  // This threadblock's channel lists (rank-level indexes) and remote buffer lists (rank-level ids) by type.
+  // This threadblock's channel and remote buffer lists by type,
+  // as rank-level ids.
   std::vector<uint32_t> channels_[4];
   std::vector<uint32_t> remoteBuffers_[4];
   std::unordered_map<uint32_t, BarrierUse> barriers_;
@@ -123,20 +122,6 @@ uint32_t ThreadblockLoader::chunksOf(int rank, BufferType type) const {
       return r.scratchChunks;
   }
   return 0;
-}
-
-void ThreadblockLoader::traceUnknownKeys(const Value& object, const Path& at, const char* const* known,
-                                         size_t nKnown) const {
-  if (!traceKeys_) return;
-  for (uint32_t i = 0; i < object.count; ++i) {
-    const Value& m = doc_.child(object, i);
-    bool isKnown = false;
-    for (size_t k = 0; k < nKnown && !isKnown; ++k) isKnown = m.keyView() == known[k];
-    if (!isKnown) {
-      MSCCLPP_TRACE(LogPlan, "%s: ignoring unknown key \"%.*s\" in %s", check_.source().c_str(),
-                    static_cast<int>(m.keyLen), m.key, at.str().c_str());
-    }
-  }
 }
 
 void ThreadblockLoader::loadThreadblock(size_t index, const Path& at) {
@@ -167,23 +152,19 @@ void ThreadblockLoader::loadThreadblock(size_t index, const Path& at) {
   for (uint32_t i = 0; i < ops.count; ++i) loadOp(doc_.child(ops, i), opsPath.at(i), false);
   if (!tb_->opSources.empty()) tb_->opSources.resize(tb_->ops.size());
   if (tb_->refs.size() >= UINT32_MAX || tb_->ids.size() >= UINT32_MAX) check_.fail(at, "has too many references");
-  traceUnknownKeys(root, at, kThreadblockKeys, countOf(kThreadblockKeys));
+  traceUnknownKeys(root, at, kThreadblockKeys);
 }
 
 void ThreadblockLoader::readChannels(const Value& list, const Path& at) {
   for (uint32_t i = 0; i < list.count; ++i) {
     const Value& entry = doc_.child(list, i);
     const Path e = at.at(i);
-    check_.expectType(entry, e, Type::Object);
-    const Value& typeValue = check_.require(doc_, entry, e, "channel_type");
-    ChannelType type = ChannelType::None;
-    if (!channelTypeFromName(check_.string(typeValue, e.key("channel_type")), &type) || type == ChannelType::None) {
-      check_.failValue(e.key("channel_type"), typeValue, "is not one of memory, port, switch");
-    }
+    const ChannelType type = readChannelType(check_, doc_, entry, e, "channel_type", true);
     const Value& ids = check_.require(doc_, entry, e, "channel_ids");
     const Path idsPath = e.key("channel_ids");
     check_.expectType(ids, idsPath, Type::Array);
-    // The switch entry may restate the bound buffer ("buff" in older plans); it must agree.
+    // A switch entry may restate its bound buffer,
+    // also as "buff"; it must agree.
     const Value* bound = doc_.member(entry, "buffer_type");
     const char* boundKey = "buffer_type";
     if (bound == nullptr) {
@@ -211,7 +192,7 @@ void ThreadblockLoader::readChannels(const Value& list, const Path& at) {
       }
       channels_[static_cast<size_t>(type)].push_back(id);
     }
-    traceUnknownKeys(entry, e, kTbChannelKeys, countOf(kTbChannelKeys));
+    traceUnknownKeys(entry, e, kTbChannelKeys);
   }
 }
 
@@ -219,13 +200,7 @@ void ThreadblockLoader::readRemoteRefs(const Value& list, const Path& at) {
   for (uint32_t i = 0; i < list.count; ++i) {
     const Value& entry = doc_.child(list, i);
     const Path e = at.at(i);
-    check_.expectType(entry, e, Type::Object);
-    const Value& typeValue = check_.require(doc_, entry, e, "access_channel_type");
-    ChannelType type = ChannelType::None;
-    if (!channelTypeFromName(check_.string(typeValue, e.key("access_channel_type")), &type) ||
-        (type != ChannelType::Memory && type != ChannelType::Port)) {
-      check_.failValue(e.key("access_channel_type"), typeValue, "is not one of memory, port");
-    }
+    const ChannelType type = readChannelType(check_, doc_, entry, e, "access_channel_type", false);
     const Value& ids = check_.require(doc_, entry, e, "remote_buffer_ids");
     const Path idsPath = e.key("remote_buffer_ids");
     check_.expectType(ids, idsPath, Type::Array);
@@ -245,7 +220,7 @@ void ThreadblockLoader::readRemoteRefs(const Value& list, const Path& at) {
       }
       remoteBuffers_[static_cast<size_t>(type)].push_back(id);
     }
-    traceUnknownKeys(entry, e, kTbRemoteKeys, countOf(kTbRemoteKeys));
+    traceUnknownKeys(entry, e, kTbRemoteKeys);
   }
 }
 
@@ -306,7 +281,8 @@ void ThreadblockLoader::loadOp(const Value& v, const Path& at, bool inPipeline) 
   }
   op.channelType = channelType;
 
-  // Channel ids, translated through this threadblock's list for the op's channel type.
+  // Channel ids go through this threadblock's
+  // list for the op's channel type.
   op.idsBegin = static_cast<uint32_t>(tb_->ids.size());
   const Value* ids = doc_.member(v, "channel_ids");
   if (rule.channelIds == ChannelIdsUse::Required && ids == nullptr) check_.fail(at, "%s needs channel_ids", opName);
@@ -401,7 +377,7 @@ void ThreadblockLoader::loadOp(const Value& v, const Path& at, bool inPipeline) 
     }
     op.nIds = sems.count;
   }
-  traceUnknownKeys(v, at, kOpKeys, countOf(kOpKeys));
+  traceUnknownKeys(v, at, kOpKeys);
   if (const Value* where = doc_.member(v, "source")) {
     const std::string_view text = check_.string(*where, at.key("source"));
     if (tb_->opSources.size() <= tb_->ops.size()) tb_->opSources.resize(tb_->ops.size() + 1);
@@ -523,7 +499,7 @@ BufferRef ThreadblockLoader::loadRef(const Value& ref, const Path& at, RefSlot s
     out.size = check_.u32(sizeValue, at.key("size"));
   }
   checkBounds(out, indexValue, at.key("index"), sizeValue, at.key("size"));
-  traceUnknownKeys(ref, at, kRefKeys, countOf(kRefKeys));
+  traceUnknownKeys(ref, at, kRefKeys);
   return out;
 }
 
@@ -545,7 +521,8 @@ BufferRef ThreadblockLoader::resolveMulticast(const Value& idValue, const Path& 
   return out;
 }
 
-// index and size are chunks; the sum is taken in 64 bits so that no 32-bit value can wrap around.
+// index and size count chunks; their sum is 64-bit,
+// so no 32-bit value wraps.
 void ThreadblockLoader::checkBounds(const BufferRef& ref, const Value& indexValue, const Path& indexPath,
                                     const Value& sizeValue, const Path& sizePath) {
   if (ref.size == 0) check_.failValue(sizePath, sizeValue, "is empty (a reference covers at least one chunk)");
@@ -568,9 +545,11 @@ void ThreadblockLoader::checkBounds(const BufferRef& ref, const Value& indexValu
                    ref.size, static_cast<unsigned long long>(chunks), what.c_str());
 }
 
-// MSCCL++'s compiler emits the switch reduce unfused as {"name":"glre","buffer_type","buffer_offset","size",
-// "dst_chunk":{...},"channel_ids":[k]}: src is the multicast binding of switch channel k at
-// buffer_offset/size, dst the local dst_chunk. It becomes the regular form here.
+// MSCCL++'s compiler may emit the switch reduce unfused;
+// it becomes the regular form.
+//   {"name": "glre", "buffer_type", "buffer_offset", "size", "dst_chunk": {...}, "channel_ids": [k]}
+// src is switch channel k's binding at buffer_offset and size;
+// dst is dst_chunk.
 void ThreadblockLoader::loadGroupLoadReduceUnfused(const Value& v, const Path& at, Op* op) {
   const Value* ids = doc_.member(v, "channel_ids");
   if (ids == nullptr) check_.fail(at, "glre with dst_chunk needs channel_ids (the switch channel it loads from)");
@@ -601,8 +580,8 @@ void ThreadblockLoader::loadGroupLoadReduceUnfused(const Value& v, const Path& a
   tb_->refs.push_back(loadRef(dst, at.key("dst_chunk"), RefSlot::Local, "glre", ChannelType::Switch));
 }
 
-// A port op sends one request per dst_buff reference over channel_ids[k]; that channel must lead to
-// the rank owning dst_buff[k].
+// A port op sends dst_buff[k] over channel_ids[k],
+// which must lead to its owner.
 void ThreadblockLoader::checkPortTargets(const Op& op, const Path& at, const Value& v) {
   const OpRule& rule = opRule(op.type);
   const char* opName = opTypeName(op.type);
@@ -638,7 +617,8 @@ void ThreadblockLoader::checkPortTargets(const Op& op, const Path& at, const Val
   }
 }
 
-// A wait on a channel whose peer end the peer does not list can never be signalled.
+// A wait on a channel whose pair the
+// peer does not list is never signalled.
 void ThreadblockLoader::checkWaitPeers(const Op& op, const Path& at) {
   const bool memory = op.channelType == ChannelType::Memory;
   const auto& listed = memory ? facts_.memoryPeerListed : facts_.portPeerListed;

@@ -11,8 +11,9 @@
 namespace mscclpp::net {
 
 namespace {
-// A wait never lasts longer than this, so deadlines of the owner's state are checked in time even
-// when nothing wakes the loop.
+// The longest wait:
+// the owner's deadlines are checked in
+// time even when nothing wakes the loop.
 constexpr int kMaxWaitMs = 200;
 }  // namespace
 

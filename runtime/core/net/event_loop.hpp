@@ -1,18 +1,11 @@
-// The one event loop of the runtime's networking threads (the bootstrap root, the bootstrap's
-// progress thread, the TCP transport's receiver): a thread that waits with poll(2) on the
-// descriptors its owner lists, runs the callback of each ready one, and wakes early through an
-// eventfd when another thread changes what it must watch or wants it to stop. Modelled on
-// gloo's gloo/transport/tcp/loop.h, with poll instead of epoll: our loops watch tens of descriptors, and a
-// list rebuilt every turn keeps the owners' state in their own hands (no registration to undo).
-//
-// A turn: prepare(watches) on the loop thread (the owner lists descriptors, may shorten the wait,
-// and may end the loop by returning false), then poll for at most 200 ms, then the callbacks of
-// the ready descriptors in the order they were listed. Callbacks run on the loop thread only, so
-// state touched only there needs no lock. An exception escaping prepare or a callback ends the
-// loop: onFailure gets it, then onExit runs (on the loop thread, whatever ended the loop).
-//
-// Thread-safety: wake() and stop() may be called from any thread; stop() must not be called from
-// the loop thread itself (it joins it).
+// The one event loop of the runtime's networking threads: the bootstrap root,
+// the bootstrap's progress thread and the TCP transport's receiver.
+// A thread polls the descriptors its owner lists and runs each ready one's callback.
+// An eventfd wakes it early when another thread changes its watches or stops it.
+// The shape follows gloo's gloo/transport/tcp/loop.h, with poll instead of epoll:
+// our loops watch tens of descriptors, and a list rebuilt every turn
+// leaves nothing registered to undo.
+// Thread-safety: wake() and stop() from any thread; never stop() on the loop thread.
 #ifndef MSCCLPP_CORE_NET_EVENT_LOOP_HPP_
 #define MSCCLPP_CORE_NET_EVENT_LOOP_HPP_
 
@@ -28,15 +21,17 @@
 
 namespace mscclpp::net {
 
-// What one turn waits on. Filled by the owner's prepare step.
+// What one turn waits on.
+// Filled by the owner's prepare step.
 class Watches {
  public:
   using Callback = std::function<void()>;
 
-  // Calls onReady when fd is readable, hung up or in error (the callback's read reports which).
-  // A negative fd is never ready (poll ignores it).
+  // Calls onReady when fd is readable, hung up or in error;
+  // its read tells which.
+  // A negative fd is never ready, as poll ignores it.
   void add(int fd, Callback onReady);
-  // Waits at most `ms` this turn (ms < 0: no limit beyond the loop's own slice).
+  // Waits at most ms this turn; ms < 0 keeps the loop's own slice.
   void limitWait(int ms);
 
  private:
@@ -47,6 +42,15 @@ class Watches {
   int waitMs_ = -1;
 };
 
+// A turn runs prepare on the loop thread, polls for at most 200 ms,
+// then runs the ready callbacks in the order they were listed.
+// prepare lists descriptors, may shorten the wait,
+// and ends the loop by returning false.
+// Callbacks run on the loop thread only,
+// so state touched only there needs no lock.
+// An exception from prepare or a callback
+// ends the loop and goes to onFailure.
+// onExit runs on the loop thread however the loop ended.
 class EventLoop {
  public:
   struct Hooks {
@@ -55,19 +59,23 @@ class EventLoop {
     std::function<void()> onExit;                          // optional
   };
 
-  // `who` names the thread in errors ("bootstrap rank 2/8"); `logRank` is the rank on its log lines.
+  // who names the thread in errors ("bootstrap rank 2/8");
+  // logRank goes on its log lines.
   EventLoop(std::string who, int logRank);
   ~EventLoop();  // stop(), unless detached
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
 
-  // Starts the thread (once). The hooks live on the thread until it ends.
+  // Starts the thread, once.
+  // The hooks live on the thread until it ends.
   void start(Hooks hooks);
   // The thread runs its next turn now.
   void wake();
-  // Ends the loop after the current turn and joins the thread. Idempotent; no effect on a detached loop.
+  // Ends the loop after this turn and joins the thread.
+  // Idempotent; it does nothing to a detached loop.
   void stop();
-  // Lets the thread end by itself (prepare returning false); the loop object may go first.
+  // Lets the thread end by itself, when prepare returns false;
+  // this object may go first.
   void detach();
   bool stopping() const { return shared_->stopping.load(std::memory_order_acquire); }
 

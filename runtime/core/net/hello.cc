@@ -80,7 +80,7 @@ void HelloAcceptor::service(Pending& p) {
     p.got += p.socket.recvSome(p.hello.data() + p.got, p.hello.size() - p.got, "hello");
   } catch (const Error&) {
     if (options_.onAbandoned && p.got >= sizeof(HelloHeader)) {
-      p.socket.close();  // authenticated below, as it arrived: one of ours died mid-hello
+      p.socket.close();  // its secret was checked on arrival: one of ours died mid-hello
       return options_.onAbandoned(p.peer, p.hello.data(), p.got);
     }
     return drop(p, "closed before completing the handshake");
@@ -88,8 +88,8 @@ void HelloAcceptor::service(Pending& p) {
   if (p.got >= sizeof(HelloHeader::magic) && std::memcmp(p.hello.data(), options_.magic, 8) != 0) {
     return drop(p, "bad magic (garbage or a foreign protocol)");
   }
-  // The secret is checked as soon as it is complete, so that a partial hello known to be ours can
-  // be told from a stranger's if its connection closes.
+  // The secret is checked as soon as it is complete.
+  // A partial hello of ours is then told from a stranger's if it closes.
   if (p.got < sizeof(HelloHeader)) return;
   const auto* header = reinterpret_cast<const HelloHeader*>(p.hello.data());
   if (!secretEquals(header->secret, options_.secret)) {

@@ -1,10 +1,8 @@
-// The one handshake of our listening sockets (the bootstrap root, the bootstrap's peers, the TCP
-// transport): the connecting side sends a fixed-size hello that starts with 8 magic bytes naming
-// the protocol and the listener's 128-bit secret, followed by a body the protocol defines. The
-// listening side reads it without blocking (HelloAcceptor, on its EventLoop), drops garbage, wrong
-// secrets, half-open connections past a deadline and floods beyond a bound, each with one WARN
-// naming the peer, and hands the authenticated connection and its hello to its owner.
-//
+// The one handshake of our listening sockets: bootstrap root, bootstrap peers, TCP transport.
+// The connecting side sends a fixed-size hello: 8 magic bytes naming the protocol,
+// the listener's 128-bit secret, then a body the protocol defines.
+// HelloAcceptor reads hellos without blocking on its EventLoop and hands on the authenticated ones.
+// It drops garbage, wrong secrets, stalled and excess connections, one WARN each.
 // Thread-safety: a HelloAcceptor is used on its loop's thread only.
 #ifndef MSCCLPP_CORE_NET_HELLO_HPP_
 #define MSCCLPP_CORE_NET_HELLO_HPP_
@@ -30,40 +28,44 @@ struct HelloHeader {
 };
 static_assert(sizeof(HelloHeader) == 24, "wire layout");
 
-// A header with `magic` (8 bytes, not NUL-terminated) and `secret`.
+// A header with magic, 8 bytes without a NUL, and secret.
 HelloHeader makeHelloHeader(const char* magic, const Secret& secret);
 
 class HelloAcceptor {
  public:
   struct Options {
-    std::string who;              // prefix of the warnings: "bootstrap root at 1.2.3.4:5"
-    LogSubsys subsys = LogInit;   // of the warnings
+    std::string who;              // starts the warnings: "bootstrap root at 1.2.3.4:5"
+    LogSubsys subsys = LogInit;   // subsystem of the warnings
     const char* magic = nullptr;  // the protocol's 8 magic bytes
     Secret secret{};
     size_t helloBytes = 0;         // header + body
     const char* stranger = "";     // why a wrong secret is dropped: "not a rank of this job"
-    double handshakeSeconds = 10;  // a connection must complete its hello within this
-    size_t maxPending = 256;       // connections mid-handshake; the oldest is dropped beyond it
-    // Optional: a connection that presented the right magic and secret (it is one of ours) closed
-    // before its hello was complete: its process died mid-handshake. Gets the peer's address text
-    // and the bytes it sent (`got` of helloBytes). Called instead of the drop's WARN.
+    double handshakeSeconds = 10;  // time a connection has to complete its hello
+    size_t maxPending = 256;       // connections mid-handshake; beyond it the oldest is dropped
+    // Optional.
+    // Called instead of the drop's WARN when one of ours closed mid-hello:
+    // its magic and secret were right,
+    // so its process died during the handshake.
+    // Gets the peer's address text and the got bytes it sent.
     std::function<void(const std::string& peer, const char* partial, size_t got)> onAbandoned;
   };
-  // Gets a connection whose whole hello arrived with the right magic and secret (hello points to
-  // its helloBytes bytes, valid during the call) and the peer's address text.
+  // Gets a connection whose whole hello
+  // arrived with the right magic and secret, and the peer's address text.
+  // hello holds helloBytes bytes, valid during the call.
   using OnHello = std::function<void(Socket socket, const char* hello, const std::string& peer)>;
 
   HelloAcceptor(Socket listener, Options options, OnHello onHello);
   HelloAcceptor(const HelloAcceptor&) = delete;
   HelloAcceptor& operator=(const HelloAcceptor&) = delete;
 
-  // Lists the listener and the connections mid-handshake for this turn (a prepare step), after
-  // dropping those past their deadline.
+  // A prepare step: drops connections past their deadline,
+  // then lists the listener and the rest.
   void watch(Watches& watches);
   SocketAddress address() const { return address_; }
   // Closes the listener and every connection mid-handshake.
   void close();
-  // Logs "<who>: dropped connection from <peer>: <why>" (owners use it for their own checks).
+  // Logs "<who>: dropped connection from <peer>: <why>",
+  // also for the owners' own checks.
   void warnDropped(const std::string& peer, const std::string& why) const;
 
  private:
@@ -82,8 +84,8 @@ class HelloAcceptor {
   SocketAddress address_;
   Options options_;
   OnHello onHello_;
-  // Entries are closed during a turn and erased at the next watch(): callbacks of the turn point
-  // into them.
+  // Entries closed during a turn are erased at the next watch():
+  // the turn's callbacks point into them.
   std::vector<std::unique_ptr<Pending>> pending_;
 };
 

@@ -1,11 +1,11 @@
-// Choosing the network interface the bootstrap (and the TCP transport) listens on, with
-// MSCCLPP_SOCKET_IFNAME semantics borrowed from NCCL_SOCKET_IFNAME:
+// The network interface the bootstrap and the TCP transport listen on.
+// MSCCLPP_SOCKET_IFNAME reads as NCCL_SOCKET_IFNAME does:
 //   "eth0,ib"   names starting with one of the prefixes
 //   "=eth0"     exactly these names
-//   "^docker"   every name except those starting with a prefix ("^=" for exact exclusion)
-// Default (empty): the first non-loopback interface that is up, or loopback when it is the only
-// one up. IPv4 addresses are preferred over IPv6 within that order; IPv6 link-local addresses are
-// skipped (they need a scope the peers cannot know).
+//   "^docker"   every name but those starting with a prefix; "^=" excludes exact names
+// Empty picks the first non-loopback interface that is up, else loopback.
+// IPv4 comes before IPv6; IPv6 link-local addresses are skipped,
+// as peers cannot know their scope.
 #ifndef MSCCLPP_CORE_NET_NET_INTERFACE_HPP_
 #define MSCCLPP_CORE_NET_NET_INTERFACE_HPP_
 
@@ -22,14 +22,17 @@ struct NetInterface {
   bool loopback;
 };
 
-// Interfaces that are up with a usable address, in the kernel's order, IPv4 entries first.
+// Interfaces that are up with a usable
+// address, in the kernel's order, IPv4 first.
 std::vector<NetInterface> listInterfaces();
 
-// True when `name` is selected by the MSCCLPP_SOCKET_IFNAME-style `spec` (empty spec selects all).
+// True when spec, written as MSCCLPP_SOCKET_IFNAME, selects name;
+// empty selects all.
 bool interfaceMatches(const std::string& spec, const std::string& name);
 
-// The interface to use for `spec` among `candidates` (see the header comment). Throws
-// Error(InvalidArgument) naming the spec and the interfaces seen when none matches.
+// The interface spec picks among candidates, by the rules above.
+// When none matches,
+// throws InvalidArgument naming the spec and the interfaces seen.
 NetInterface chooseInterface(const std::string& spec, const std::vector<NetInterface>& candidates);
 
 // chooseInterface(MSCCLPP_SOCKET_IFNAME, listInterfaces()).

@@ -20,7 +20,8 @@ namespace mscclpp::net {
 
 namespace {
 
-// Poll slices keep blocked calls responsive to deadlines even when poll itself is not woken.
+// Poll slices keep blocked calls checking
+// deadlines when nothing wakes poll.
 constexpr int kPollSliceMs = 200;
 
 int pollSlice(const Deadline& deadline) {
@@ -39,7 +40,7 @@ bool waitReady(int fd, short events, const Deadline& deadline, const std::string
       if (errno == EINTR) continue;
       throw SystemError(what + ": poll", errno);
     }
-    if (rc > 0) return true;  // readiness or an error condition: the next call reports which
+    if (rc > 0) return true;  // ready or in error: the next call tells which
   }
 }
 
@@ -248,7 +249,7 @@ Socket Socket::connectTo(const SocketAddress& addr, const Deadline& deadline, co
       MSCCLPP_THROW(ErrorCode::Timeout, "cannot connect to %s at %s within %.3g s (%s): %s", peer.c_str(),
                     addr.toString().c_str(), deadline.seconds(), deadline.source(), std::strerror(err));
     }
-    // Back off a little between attempts: the other side is starting up.
+    // Back off between attempts: the other side is starting up.
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100u, 1u + attempt * 5)));
     ++attempt;
   }

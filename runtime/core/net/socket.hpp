@@ -1,10 +1,9 @@
-// TCP sockets with deadlines: the one place that talks to the socket API, shared by the bootstrap
-// and the TCP transport. Every blocking operation takes a Deadline and a description of what it is
-// doing, so a timeout or a failure names the peer and the operation.
-//
-// Thread-safety: a Socket is used by one thread at a time, except shutdown(), which any thread may
-// call to wake a thread blocked in it (that is how abort() interrupts I/O without closing an fd
-// another thread is polling).
+// TCP sockets with deadlines, the one user of the socket API.
+// The bootstrap and the TCP transport share it.
+// Every blocking call takes a Deadline and a description of what it does,
+// so a timeout or failure names the peer and the operation.
+// Thread-safety: one thread at a time, but any thread may call shutdown().
+// That wakes a blocked thread without closing an fd another thread polls: abort() relies on it.
 #ifndef MSCCLPP_CORE_NET_SOCKET_HPP_
 #define MSCCLPP_CORE_NET_SOCKET_HPP_
 
@@ -28,7 +27,8 @@ class SocketAddress {
   SocketAddress();
   SocketAddress(const sockaddr* addr, socklen_t len);
 
-  // "host:port", "[v6]:port"; host may be a name (resolved with getaddrinfo, IPv4 preferred).
+  // "host:port" or "[v6]:port"; a host name
+  // resolves through getaddrinfo, IPv4 first.
   static SocketAddress parse(const std::string& hostPort);
 
   bool valid() const { return len_ != 0; }
@@ -41,9 +41,11 @@ class SocketAddress {
   // "1.2.3.4:5", "[::1]:5".
   std::string toString() const;
 
-  // Fixed 24-byte wire form: family tag (4 or 6) u16, port u16, scope id u32, address 16 bytes.
+  // 24-byte wire form: family 4 or 6 u16, port u16, scope id u32,
+  // 16 address bytes.
   void encode(uint8_t* out) const;
-  // Throws Error(InvalidArgument) naming `what` when the bytes are not a valid address.
+  // Throws InvalidArgument naming what when
+  // the bytes are not a valid address.
   static SocketAddress decode(const uint8_t* in, const char* what);
 
   bool operator==(const SocketAddress& other) const;
@@ -63,12 +65,14 @@ class Socket {
   Socket(const Socket&) = delete;
   Socket& operator=(const Socket&) = delete;
 
-  // A non-blocking listening socket bound to addr (port 0 picks a free port).
+  // A non-blocking listening socket bound to addr; port 0 picks a free port.
   static Socket listenOn(const SocketAddress& addr, int backlog = 1024);
-  // Connects (non-blocking connect + poll) before the deadline. With retryRefused, a refused
-  // connection is retried until the deadline (the root may not listen yet); otherwise it fails at
-  // once. Errors name `peer` (e.g. "rank 3") and the address.
-  // A set *cancel (checked between attempts and poll slices) ends the attempt with Aborted.
+  // Connects before the deadline with a non-blocking connect and poll.
+  // retryRefused retries a refused connection until the deadline:
+  // the root may not listen yet.
+  // Errors name peer, such as "rank 3", and the address.
+  // A set *cancel, checked between attempts and poll slices,
+  // ends it with Aborted.
   static Socket connectTo(const SocketAddress& addr, const Deadline& deadline, const std::string& peer,
                           bool retryRefused, const std::atomic<bool>* cancel = nullptr);
 
@@ -77,20 +81,22 @@ class Socket {
   SocketAddress localAddress() const;
   SocketAddress peerAddress() const;
 
-  // Accepts one pending connection (non-blocking); returns an invalid Socket when none is pending.
+  // Accepts one pending connection without blocking;
+  // an invalid Socket when none waits.
   Socket accept();
 
-  // Blocking writes/reads of exactly `size` bytes before the deadline. Errors: Timeout, or
-  // RemoteError when the peer closed or reset the connection; the message starts with `what`.
+  // Blocking writes and reads of exactly size bytes before the deadline.
+  // Errors are Timeout, or RemoteError when the peer closed or reset;
+  // messages start with what.
   void sendAll(const void* data, size_t size, const Deadline& deadline, const std::string& what);
   void sendAllv(iovec* iov, int iovCount, const Deadline& deadline, const std::string& what);
   void recvAll(void* data, size_t size, const Deadline& deadline, const std::string& what);
 
-  // Non-blocking read: bytes read (> 0), 0 when nothing is available now; throws RemoteError on EOF
-  // or a connection error (message starts with `what`).
+  // Non-blocking read: the bytes read, or 0 when none are available.
+  // Throws RemoteError, starting with what, at EOF or a connection error.
   size_t recvSome(void* data, size_t size, const std::string& what);
 
-  // Wakes threads blocked on this socket (their call fails); the fd stays open until close().
+  // Fails the calls blocked on this socket; the fd stays open until close().
   void shutdown();
   void close();
 
@@ -98,7 +104,8 @@ class Socket {
   int fd_ = -1;
 };
 
-// Options every data socket gets: TCP_NODELAY (latency of small control frames), close-on-exec.
+// Sets close-on-exec and TCP_NODELAY,
+// which keeps small control frames fast.
 void setLowLatency(int fd);
 
 }  // namespace mscclpp::net

@@ -3,7 +3,7 @@
 namespace mscclpp::plan::verify {
 namespace {
 
-// Cuts the entry of an interval map (begin -> {end, ...}) that contains pos in two at pos.
+// Cuts the entry of an interval map that contains pos in two at pos.
 template <class Map>
 void splitAt(Map& map, uint64_t pos) {
   auto it = map.upper_bound(pos);
@@ -53,7 +53,7 @@ void ContentMap::write(uint64_t begin, uint64_t end, const std::vector<Piece>& p
 }
 
 void AccessMap::cover(uint64_t begin, uint64_t end) {
-  // Split the entries at begin and end, and fill gaps with empty entries.
+  // Splits the entries at begin and end and fills gaps with empty entries.
   splitAt(map_, begin);
   splitAt(map_, end);
   uint64_t at = begin;

@@ -1,6 +1,6 @@
-// Interval maps over one buffer's bytes: what each byte holds (ContentMap) and who accessed it since
-// its last write (AccessMap). Both split at the boundaries of each access, so a chunk-granular plan
-// keeps one entry per chunk.
+// Interval maps over one buffer's bytes.
+// ContentMap says what each byte holds; AccessMap, who accessed it since its last write.
+// Both split at access boundaries, so a plan of whole chunks keeps one entry per chunk.
 #ifndef MSCCLPP_PLAN_VERIFY_BUFFER_STATE_HPP_
 #define MSCCLPP_PLAN_VERIFY_BUFFER_STATE_HPP_
 
@@ -16,19 +16,20 @@ namespace mscclpp::plan::verify {
 
 struct Piece {
   uint64_t begin, end;  // relative to the range read, or absolute in a map
-  Value value;          // relative to begin's coordinate system of the caller (see ContentMap::read)
+  Value value;          // relative to the caller's begin, as ContentMap::read returns it
   uint32_t writer = kNone;
-  uint8_t call = 0;  // for LL packets: the call whose flag they carry
+  uint8_t call = 0;  // LL packets: the call whose flag they carry
 };
 
 class ContentMap {
  public:
-  // The contents of [begin, end) as pieces relative to begin (values moved so position 0 is begin);
-  // bytes never written are undefined pieces.
+  // The contents of [begin, end) as pieces moved so that position 0 is begin.
+  // Bytes never written come back as undefined pieces.
   void read(uint64_t begin, uint64_t end, std::vector<Piece>* out) const;
-  // Writes relative pieces (covering [0, end - begin)) at begin.
+  // Writes pieces covering [0, end - begin) at begin.
   void write(uint64_t begin, uint64_t end, const std::vector<Piece>& pieces);
-  // Forgets [begin, end) (the bytes were overwritten in the other representation: packets vs data).
+  // Forgets [begin, end): the other map, packets or data,
+  // overwrote those bytes.
   void erase(uint64_t begin, uint64_t end);
 
  private:
@@ -49,8 +50,9 @@ struct PastAccess {
 
 class AccessMap {
  public:
-  // Calls check(earlier, segmentBegin, segmentEnd) for each earlier access the new one must be ordered
-  // after (the last write, and for a write the reads since), then records it.
+  // Calls check(earlier, segmentBegin, segmentEnd) for each earlier access
+  // the new one must follow, then records it.
+  // Those are the last write and, for a write, the reads since.
   template <class F>
   void access(uint64_t begin, uint64_t end, uint32_t event, Access a, F&& check);
 

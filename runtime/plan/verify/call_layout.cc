@@ -11,8 +11,9 @@ namespace {
 
 unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); }
 
-// The thread-block-group slice of a reference, as context_image.cc cuts it: in units of the buffer
-// alignment, the first (units mod g) slices one unit longer.
+// A reference's thread-block-group slice, cut as context_image.cc cuts it:
+// in units of the buffer alignment,
+// the first units mod g slices one unit longer.
 void tbgSlice(uint64_t bytes, uint64_t align, uint32_t j, uint32_t g, uint64_t* off, uint64_t* len) {
   const uint64_t units = bytes / align, base = units / g, extra = units % g;
   auto start = [&](uint64_t i) { return i * base + std::min<uint64_t>(i, extra); };
@@ -28,7 +29,7 @@ bool messageForChunk(const Plan& plan, uint64_t chunkBytes, uint64_t* messageByt
   const uint64_t n = static_cast<uint64_t>(h.worldSize);
   if (r0.inputChunks == 0 && r0.outputChunks == 0) {
     if (h.collective != Collective::Test && h.collective != Collective::Custom) return false;
-    *messageBytes = chunkBytes;  // a unit plan touching only scratch: the call's input is its one chunk
+    *messageBytes = chunkBytes;  // a unit plan on scratch only: the input is one chunk
     return chunkBytes >= h.minMessageSize && chunkBytes <= h.maxMessageSize;
   }
   uint64_t message = 0;
@@ -85,8 +86,9 @@ CallLayout makeLayout(const Plan& plan, uint64_t chunkBytes, uint64_t reuseScrat
   const uint64_t factor = (h.protocol == Protocol::LL ? 2 : 1) * (h.useDoubleScratchBuffer ? 2 : 1);
   uint32_t maxScratchChunks = 0;
   for (const auto& r : plan.ranks) maxScratchChunks = std::max(maxScratchChunks, r.scratchChunks);
-  // reuse_resources (shapeCall): the scratch chunk shrinks to whole pipeline units when the call
-  // needs more scratch than the executor allocates, and pipelined scratch offsets wrap.
+  // reuse_resources, as shapeCall does it:
+  // when a call needs more scratch than the executor allocates,
+  // the scratch chunk shrinks to whole pipeline units and offsets wrap.
   if (h.reuseResources && maxScratchChunks > 0 && chunkBytes * maxScratchChunks * factor > reuseScratchBytes) {
     uint64_t unit = L.align;
     for (const auto& r : plan.ranks)
@@ -111,12 +113,13 @@ CallLayout makeLayout(const Plan& plan, uint64_t chunkBytes, uint64_t reuseScrat
     RankLayout& R = L.ranks[r];
     uint64_t in = rp.inputChunks * chunkBytes, out = rp.outputChunks * chunkBytes;
     if (rp.inputChunks == 0 && rp.outputChunks == 0) in = chunkBytes;  // unit plans: the call's input
-    if (rp.outputChunks == 0 && h.inPlace) out = in;  // older in-place allreduce plans: the output is the input
+    if (rp.outputChunks == 0 && h.inPlace) out = in;                   // in-place allreduce without output chunks
     R.inputBytes = in;
     R.outputBytes = out;
     if (h.inPlace) {
-      // inPlaceLayout (context_image.cc): one region; allgather/gather input at rank x input bytes,
-      // reducescatter/scatter output at rank x output bytes.
+      // One region, as inPlaceLayout lays it out.
+      // The allgather and gather input lies at rank x input bytes;
+      // the reducescatter and scatter output at rank x output bytes.
       R.inputPhys = R.outputPhys = kDataBuffer;
       switch (h.collective) {
         case Collective::AllGather:
@@ -169,7 +172,7 @@ void resolveRef(const Plan& plan, const CallLayout& L, const RefContext& ctx, co
     off += sliceOff;
     bytes = sliceLen;
   }
-  if (ctx.inPipeline) {  // span(): this iteration's unit, clipped; scratch offsets wrap
+  if (ctx.inPipeline) {  // as span(): this iteration's unit, clipped; scratch wraps
     if (ctx.pipeOff >= bytes) {
       bytes = 0;
     } else {
@@ -196,7 +199,7 @@ void resolveRef(const Plan& plan, const CallLayout& L, const RefContext& ctx, co
         break;
       case BufferType::Scratch:
         loc.phys = kScratchBuffer;
-        base = ctx.half;  // the executing rank's half, for remote and multicast scratch too (bufferOffset)
+        base = ctx.half;  // the executing rank's half, for remote and multicast scratch too
         break;
     }
     loc.off = base + (packet ? 2 * off : off);

@@ -12,7 +12,8 @@ Expectation expectedOutput(const Plan& plan, const CallLayout& layout, uint32_t 
   const uint32_t root = static_cast<uint32_t>(h.root);
   const int64_t base = static_cast<int64_t>(R.outputBase);
   const uint64_t out = R.outputBytes, in = R.inputBytes;
-  // A piece of output offsets [o0, o1) holding value v (v's shift is relative to output offsets).
+  // Output offsets [o0, o1) hold value v,
+  // whose shift is relative to output offsets.
   auto piece = [&](uint64_t o0, uint64_t o1, Value v) {
     if (o1 > o0) x.pieces.push_back({R.outputBase + o0, R.outputBase + o1, v.moved(-base)});
   };

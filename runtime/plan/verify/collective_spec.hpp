@@ -1,15 +1,13 @@
-// What each rank's output must hold after a call, per collective (docs/plan-core.md gives our
-// semantics, the emulator's reference.cc checks the same with numbers):
-//   allreduce        out[o]            = reduction over ranks s of in_s[o]
-//   reduce           root's out[o]     = the same (other ranks' outputs are undefined)
-//   reducescatter    out_r[o]          = reduction over s of in_s[r * outBytes + o]
-//   allgather        out[s * in + o]   = in_s[o]
-//   gather           root's out[s * in + o] = in_s[o]
-//   alltoall         out_r[s * B + o]  = in_s[r * B + o]   (B = outBytes / n)
-//   broadcast        out[o]            = in_root[o]
-//   scatter          out_r[o]          = in_root[r * outBytes + o]
-//   sendrecv         out_r             = in_s for one rank s (the plan's choice; another rank when n > 1)
-//   test, custom     nothing to check
+// What each rank's output must hold after a call, per collective.
+// The definitions are in docs/plan-format.md; the emulator checks the same with numbers.
+//   allreduce, reduce      out[o] = reduction over ranks s of in_s[o]; reduce: root only
+//   reducescatter          out_r[o] = reduction over s of in_s[r * outBytes + o]
+//   allgather, gather      out[s * in + o] = in_s[o]; gather: root only
+//   alltoall               out_r[s * B + o] = in_s[r * B + o], with B = outBytes / n
+//   broadcast              out[o] = in_root[o]
+//   scatter                out_r[o] = in_root[r * outBytes + o]
+//   sendrecv               out_r = in_s for one rank s, another rank when n > 1
+//   test, custom           nothing to check
 #ifndef MSCCLPP_PLAN_VERIFY_COLLECTIVE_SPEC_HPP_
 #define MSCCLPP_PLAN_VERIFY_COLLECTIVE_SPEC_HPP_
 
@@ -28,8 +26,8 @@ struct ExpectedPiece {
 };
 
 struct Expectation {
-  bool checked = false;     // false: the rank's output is not defined by the collective
-  bool anyOneRank = false;  // sendrecv: the output must be one rank's whole input (value unused)
+  bool checked = false;     // false when the collective leaves the rank's output undefined
+  bool anyOneRank = false;  // sendrecv: the output is one rank's whole input; value unused
   std::vector<ExpectedPiece> pieces;
 };
 

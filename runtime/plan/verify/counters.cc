@@ -1,12 +1,9 @@
-// Which signal a wait is guaranteed to have seen, and counts left over at the end of a call.
-//
-// A channel wait claims the next expected value of its counter and completes when the inbound counter
-// reaches it; a sem_acquire takes one unit when the count is positive. Either way a consumer X that
-// is at least the m-th consumer of its counter (m = 1 + the consumers that precede it in every
-// schedule) completes only after at least m - init producers completed. A producer S is then
-// guaranteed to precede X when fewer than m - init producers can complete without S: those not ordered
-// after S. "Ordered after" is taken from program order and kernel boundaries only, which never
-// overstates it, so every edge added here holds in every schedule.
+// Which signal a wait is sure to have seen, and counts left over at the end of a call.
+// A consumer X, at least the m-th of its counter, completes after m - init producers.
+// A producer S surely precedes X when fewer than m - init producers
+// can complete without S, namely those not ordered after S.
+// The order used never overstates, so every edge added holds in every schedule.
+// docs/plan-verifier.md, "The model", has the details.
 #include <algorithm>
 #include <set>
 
@@ -18,17 +15,19 @@ namespace {
 
 const char* channelWord(CounterKind k) { return k == CounterKind::Memory ? "memory" : "port"; }
 
-// Findings for a counter whose producers and consumers do not balance in a call.
+// Findings for a counter whose producers
+// and consumers do not balance in a call.
 void reportCounts(Graph* g, size_t c, const std::vector<uint32_t>& P, const std::vector<uint32_t>& C,
                   FindingSink* sink) {
   const Counter& k = g->counters[c];
   if (P.empty() && C.empty()) return;
-  // Counts of the first call (every call runs the same ops).
+  // Counts of the first call; every call runs the same ops.
   size_t p0 = 0, q0 = 0;
   for (uint32_t i : P) p0 += g->events[g->producers[i].event].call == 0;
   for (uint32_t i : C) q0 += g->events[g->consumers[i].event].call == 0;
   if (p0 == q0) return;
-  // The last producer (consumer) of the first call names a surplus (shortfall) best.
+  // The first call's last producer names a surplus best,
+  // its last consumer a shortfall.
   uint32_t lastProducer = kNone;
   for (uint32_t i : P)
     if (g->events[g->producers[i].event].call == 0) lastProducer = g->producers[i].event;
@@ -83,8 +82,10 @@ void reportCounts(Graph* g, size_t c, const std::vector<uint32_t>& P, const std:
   sink->add(strFormat("count sem r%u s%u", k.rank, k.index), f);
 }
 
-// Execution-order reachability over the edges added so far, within one call: whether one producer
-// (consumer) of a counter must complete before another of another block, e.g. through a barrier.
+// Reachability in execution order over the edges so far, within one call.
+// It tells whether one producer or consumer
+// must complete before another's block runs it,
+// for instance through a barrier.
 class Reach {
  public:
   explicit Reach(const Graph& g) : g_(g) {
@@ -97,7 +98,7 @@ class Reach {
     for (const Edge& e : g.edges) next_[at[e.from]++] = e.to;
     stamp_.assign(n, 0);
   }
-  // Which of targets (events of from's call) run after from in every schedule.
+  // Which targets, events of from's call, run after from in every schedule.
   std::vector<uint8_t> after(uint32_t from, const std::vector<uint32_t>& targets) {
     std::vector<uint8_t> hit(targets.size(), 0);
     if (++value_ == 0) {
@@ -129,13 +130,14 @@ class Reach {
   uint32_t value_ = 0;
 };
 
-// Whether b runs after a in every schedule, judged from program order and kernel boundaries, or from
-// reach when a and b are of one call but different blocks.
+// Whether b runs after a in every schedule:
+// by program order and kernel boundaries,
+// or by reach when they share a call but not a block.
 struct OrderOf {
   const Graph* g;
   Reach* reach;
-  std::vector<std::vector<uint8_t>>* memo;  // per element of list: which elements come after it
-  const std::vector<uint32_t>* list;        // events (anchors) of one counter's producers or consumers
+  std::vector<std::vector<uint8_t>>* memo;  // per element of list: the elements after it
+  const std::vector<uint32_t>* list;        // anchor events of one counter's producers or consumers
   bool operator()(size_t i, size_t j) {
     const Event& a = g->events[(*list)[i]];
     const Event& b = g->events[(*list)[j]];
@@ -159,8 +161,8 @@ void addCounterEdges(Graph* g, FindingSink* sink) {
   for (uint32_t i = 0; i < g->consumers.size(); ++i) cons[g->consumers[i].counter].push_back(i);
   auto anchorId = [&](uint32_t ev) { return g->events[ev].anchor != kNone ? g->events[ev].anchor : ev; };
   for (size_t c = 0; c < nc; ++c) reportCounts(g, c, prod[c], cons[c], sink);
-  // Edges found from ordering that other counters' edges (and barriers) establish can prove more
-  // edges: repeat until nothing new is found.
+  // Edges of other counters and barriers can prove more edges:
+  // repeat until none is new.
   std::set<std::pair<uint32_t, uint32_t>> have;
   for (int round = 0; round < 8; ++round) {
     Reach reach(*g);
@@ -175,7 +177,8 @@ void addCounterEdges(Graph* g, FindingSink* sink) {
       for (uint32_t i : C) cEv.push_back(g->consumers[i].event);
       std::vector<std::vector<uint8_t>> pMemo(P.size()), cMemo(C.size());
       OrderOf pAfter{g, &reach, &pMemo, &pEv}, cAfter{g, &reach, &cMemo, &cEv};
-      // Producers that can complete while producer i has not: those not ordered after it.
+      // Producers that can complete while producer i has not:
+      // those not ordered after it.
       std::vector<size_t> notAfter(P.size());
       for (size_t i = 0; i < P.size(); ++i) {
         size_t after = 0;
@@ -194,8 +197,9 @@ void addCounterEdges(Graph* g, FindingSink* sink) {
         std::vector<size_t> guaranteed;
         for (size_t i = 0; i < P.size(); ++i)
           if (notAfter[i] < need) guaranteed.push_back(i);
-        // Keep the latest guaranteed producers (the others precede them), separately among those that
-        // release: a release sequence continues through later relaxed increments of the counter.
+        // Keep the latest guaranteed producers, as the others precede them.
+        // Releasing ones are kept apart:
+        // a release sequence continues through later relaxed increments.
         for (int strongPass = 1; strongPass >= 0; --strongPass) {
           std::vector<size_t> set;
           for (size_t i : guaranteed)
@@ -206,7 +210,7 @@ void addCounterEdges(Graph* g, FindingSink* sink) {
               if (j != i && pAfter(i, j)) dominated = true;
             if (dominated) continue;
             const bool releases = !g->producers[P[i]].relaxed;
-            if (!strongPass && releases && !x.relaxed) continue;  // added as strong already
+            if (!strongPass && releases && !x.relaxed) continue;  // already added as strong
             const uint32_t from = g->producers[P[i]].event;
             if (have.insert({from, x.event}).second)
               added.push_back({from, x.event, strongPass && releases && !x.relaxed});

@@ -121,10 +121,10 @@ struct Seq {
   std::vector<std::pair<int32_t, uint32_t>> lastOnThread;  // single-thread events since lastSync
 };
 
-// A port channel's requests a block pushed and the proxy has not yet been ordered before a signal.
+// Requests a block pushed on a port channel that no signal orders yet.
 struct Fifo {
-  std::vector<std::pair<uint32_t, uint32_t>> transfers;  // (push event, transfer event)
-  std::vector<std::pair<uint32_t, uint32_t>> incs;       // (push event, increment event)
+  std::vector<std::pair<uint32_t, uint32_t>> transfers;  // push event, transfer event
+  std::vector<std::pair<uint32_t, uint32_t>> incs;       // push event, increment event
 };
 
 struct BarrierUse {
@@ -150,7 +150,8 @@ class Builder {
   uint32_t channelCounter(ChannelType type, uint32_t rank, uint32_t channel) const {
     return (type == ChannelType::Memory ? memBase_ : portBase_)[rank] + channel;
   }
-  // The counter a signal on (rank, channel) increments: the paired channel's on the peer.
+  // The counter a signal on a rank's channel
+  // increments: its pair's, on the peer.
   uint32_t pairedCounter(ChannelType type, uint32_t rank, uint32_t channel) const;
   void expandBlock(uint32_t rank, uint32_t tb, int call);
   void expandOp(Seq& seq, uint32_t rank, uint32_t tb, uint32_t index, const RefContext& ctx, int call);
@@ -158,13 +159,14 @@ class Builder {
   void resolve(const RefContext& ctx, const ThreadblockPlan& tb, const Op& op, bool isSrc, uint32_t k, bool packet,
                std::vector<Loc>* out) const;
   uint64_t spanOf(const RefContext& ctx, const ThreadblockPlan& tb, const Op& op, bool isSrc, uint32_t k) const;
-  // Adds a move to the event last added; locs as (loc, access, isSrc, refPos).
+  // Adds a move to the last event; locs hold loc, access, isSrc, refPos.
   void beginMove(bool reduce, uint64_t len);
   void addLocs(const std::vector<Loc>& locs, Access access, bool isSrc, uint16_t refPos);
   void endMove(uint32_t event);
   void linkFifoSignal(uint32_t block, uint32_t channel, uint32_t push, uint32_t inc);
-  // The proxy's increment of a port signal pushed by event push on channel (of rank): after the push
-  // and the channel's earlier requests, it increments the paired channel's counter on the peer.
+  // The proxy's increment of a port signal pushed on a rank's channel.
+  // It follows the push and the channel's earlier requests,
+  // and increments the pair's counter.
   uint32_t addSignalInc(Event inc, uint32_t block, uint32_t push, uint32_t rank, uint32_t channel);
   void linkFifoFlush(uint32_t block, uint32_t channel, uint32_t flushEvent);
   void buildBarriers();
@@ -174,10 +176,10 @@ class Builder {
   Graph g_;
   int threads_ = 1;
   std::vector<uint32_t> memBase_, portBase_, semBase_;
-  // (rank, type, peer, pairIndex) -> channel index on rank
+  // rank, type, peer, pairIndex to the channel index on rank
   std::map<std::tuple<uint32_t, int, int, int>, uint32_t> pairs_;
-  std::map<std::pair<uint32_t, uint32_t>, Fifo> fifos_;  // (block, port channel)
-  // (rank, barrier id) -> per block (tb) -> per call -> uses
+  std::map<std::pair<uint32_t, uint32_t>, Fifo> fifos_;  // by block and port channel
+  // By rank and barrier id, then per block, then per call: the uses
   std::map<std::pair<uint32_t, uint32_t>, std::map<uint32_t, std::vector<std::vector<BarrierUse>>>> barriers_;
   Move move_;
   std::vector<uint32_t> pendingMoves_;
@@ -264,7 +266,8 @@ uint32_t Builder::pairedCounter(ChannelType type, uint32_t rank, uint32_t channe
   const ChannelDecl& d = type == ChannelType::Memory ? rp.memoryChannels[channel] : rp.portChannels[channel];
   auto it = pairs_.find(
       {static_cast<uint32_t>(d.peer), type == ChannelType::Memory ? 0 : 1, static_cast<int>(rank), d.pairIndex});
-  // The loader pairs every channel (adding implicit ones), so the partner exists.
+  // The loader pairs every channel, adding implicit ones,
+  // so the partner exists.
   return it == pairs_.end() ? kNone : channelCounter(type, static_cast<uint32_t>(d.peer), it->second);
 }
 
@@ -314,7 +317,7 @@ void Builder::addLocs(const std::vector<Loc>& locs, Access access, bool isSrc, u
 
 void Builder::endMove(uint32_t event) {
   Event& e = g_.events[event];
-  if (move_.len == 0) {  // nothing to move (a pipeline iteration past the reference's end)
+  if (move_.len == 0) {  // a pipeline iteration past the reference's end moves nothing
     g_.locs.resize(move_.locBegin);
     return;
   }
@@ -576,7 +579,8 @@ void Builder::expandOp(Seq& seq, uint32_t rank, uint32_t tbIndex, uint32_t index
     default:
       break;
   }
-  // pws / pwsf over memory channels: the whole block's copy lands, then the signals release it.
+  // pws and pwsf over memory channels: the block's copy lands,
+  // then the signals release it.
   if (!port && (op.type == OpType::PutWithSignal || op.type == OpType::PutWithSignalAndFlush)) {
     Event s = ev(EvKind::Sync);
     s.syncPoint = true;
@@ -596,8 +600,9 @@ void Builder::expandBlock(uint32_t rank, uint32_t tbIndex, int call) {
   RefContext ctx;
   ctx.rank = static_cast<int>(rank);
   const RankLayout& R = g_.layout.ranks[rank];
-  // The LL flag starts at 1 and advances once per launch; double scratch uses the second half on
-  // even flags (op_interpreter.hpp).
+  // The LL flag starts at 1 and advances per launch.
+  // Double scratch uses the second half on even flags,
+  // as op_interpreter.hpp does.
   ctx.half = (plan_.header.useDoubleScratchBuffer && ((call + 1) % 2 == 0)) ? R.halfBytes : 0;
   Event start;
   start.kind = EvKind::BlockStart;

@@ -1,5 +1,5 @@
-// Collecting findings: one per distinct problem (the same race found again at another chunk size or
-// call is the same finding), at most Options::maxFindings, in the order found.
+// Collects findings in the order found, one per problem, at most Options::maxFindings.
+// A race found again at another chunk size or call is the same finding.
 #ifndef MSCCLPP_PLAN_VERIFY_FINDINGS_HPP_
 #define MSCCLPP_PLAN_VERIFY_FINDINGS_HPP_
 
@@ -14,12 +14,13 @@ namespace mscclpp::plan::verify {
 class FindingSink {
  public:
   explicit FindingSink(size_t limit) : limit_(limit) {}
-  // key identifies the problem independently of chunk size and call; a repeated key is dropped.
+  // key names the problem whatever the chunk size and call;
+  // a repeated key is dropped.
   void add(const std::string& key, Finding finding);
   bool full() const { return findings_.size() >= limit_; }
   size_t count() const { return findings_.size(); }
   size_t dropped() const { return dropped_; }
-  // The chunk size findings made from now on are tagged with.
+  // The chunk size the next findings are tagged with.
   void setChunkBytes(uint64_t bytes) { chunkBytes_ = bytes; }
   std::vector<Finding> take() { return std::move(findings_); }
 
@@ -31,7 +32,7 @@ class FindingSink {
   std::vector<Finding> findings_;
 };
 
-// "r1.tb0.op3" (a finding key part).
+// "r1.tb0.op3", a part of finding keys.
 std::string siteKey(const OpSite& s);
 
 }  // namespace mscclpp::plan::verify

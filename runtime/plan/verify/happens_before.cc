@@ -47,7 +47,7 @@ HappensBefore::HappensBefore(const Graph& g, const Schedule& s, bool strictBound
 
 bool HappensBefore::ordered(uint32_t a, uint32_t b, bool strong) {
   if (a == b) return true;
-  if (s_.index[a] == kNone || s_.index[b] == kNone) return true;  // one never ran: no execution to order
+  if (s_.index[a] == kNone || s_.index[b] == kNone) return true;  // one never ran: nothing to order
   const Event& A = g_.events[a];
   const Event& B = g_.events[b];
   if (isHost(B.kind)) {
@@ -59,7 +59,7 @@ bool HappensBefore::ordered(uint32_t a, uint32_t b, bool strong) {
     return v != kNoCall && v <= after;
   }
   if (isHost(A.kind)) {
-    // The host's access is complete before the launch of call `before` on its rank starts.
+    // The host's access completes before call `before` launches on its rank.
     const int before = A.kind == EvKind::HostIn ? A.call : A.call + 1;
     const uint8_t v = startAny(b, A.rank);
     return v != 0 && static_cast<int>(v) - 1 >= before;

@@ -1,15 +1,10 @@
-// Ordering queries on the model (docs/plan-verifier.md, "Happens-before"):
-//
-// * After a read, a later access needs execution order only: any path of edges (a relaxed signal
-//   or an LL packet arrival is enough: the read has returned before the signal was sent).
-// * After a write, a later access needs the write to be visible: a path of strong edges (program
-//   order with a block-wide barrier, release/acquire signal and wait, barriers, the proxy's ordered
-//   requests), or the write performed by a kernel boundary: a path to the end of some rank's call
-//   (strong under strictKernelBoundaries, any path otherwise), then any path from that rank's next
-//   call or its host (a launch starts after everything the previous launch on its stream saw).
-//
-// Within one call the queries search the graph; across calls they use per-event tables of which
-// kernel boundaries each event reaches (rank-indexed, so cheap).
+// Ordering queries on the model (docs/plan-verifier.md, "The model").
+// After a read, a later access needs any path of edges: the read has returned.
+// After a write, it needs a path of strong edges, or a kernel boundary between:
+// a path to the end of some rank's call, then one from that rank's next call or host.
+// The path to the end is strong under strictKernelBoundaries, any path otherwise.
+// Within a call the queries search the graph. Across calls they use per-event
+// tables of the kernel boundaries each event reaches, indexed by rank.
 #ifndef MSCCLPP_PLAN_VERIFY_HAPPENS_BEFORE_HPP_
 #define MSCCLPP_PLAN_VERIFY_HAPPENS_BEFORE_HPP_
 
@@ -26,8 +21,8 @@ class HappensBefore {
  public:
   // strictBoundaries: Options::strictKernelBoundaries.
   HappensBefore(const Graph& g, const Schedule& s, bool strictBoundaries);
-  // a ran before b in the schedule; is every schedule's a ordered before b? strong: a wrote and b
-  // must see it; otherwise execution order suffices.
+  // a ran before b in the schedule. Does every schedule order a before b?
+  // With strong, a wrote and b must see it; else execution order suffices.
   bool ordered(uint32_t a, uint32_t b, bool strong);
 
  private:
@@ -41,9 +36,11 @@ class HappensBefore {
   const Schedule& s_;
   size_t nRanks_;
   bool strict_;
-  // Earliest call whose kernel end on rank r an event reaches by strong / any edges (kNoCall: none).
+  // Earliest call whose kernel end on rank r
+  // an event reaches by strong or any edges; else kNoCall.
   std::vector<uint8_t> endStrong_, endAny_;
-  // Latest call whose kernel start on rank r reaches the event by any edges, plus one (0: none).
+  // Latest call whose kernel start on rank r
+  // reaches the event, plus one; 0 when none.
   std::vector<uint8_t> startAny_;
   std::vector<uint32_t> stamp_;
   uint32_t stampValue_ = 0;

@@ -1,7 +1,7 @@
-// LL packets carry their call's flag: a packet read waits until the packets at its location carry the
-// flag of its own call, so it completes after the writes of that call to those bytes and never sees
-// another call's. Each read is matched here with those writes (an execution-order edge each); bytes no
-// op writes in the reader's call leave the read waiting forever.
+// LL packets carry their call's flag, and a packet read waits for its own call's flag.
+// It completes after that call's writes to its bytes and never sees another call's.
+// Each read gets an exec edge from each of those writes.
+// Bytes no op writes in the reader's call leave the read waiting forever.
 #include <algorithm>
 
 #include "core/format.hpp"
@@ -19,7 +19,7 @@ struct PacketWrite {
 
 void addPacketEdges(Graph* g, FindingSink* sink) {
   const int n = g->nRanks();
-  // Writes per (call, rank), sorted by begin.
+  // Writes per call and rank, sorted by begin.
   std::vector<std::vector<PacketWrite>> writes(static_cast<size_t>(g->calls) * n);
   std::vector<uint64_t> longest(writes.size(), 0);
   for (uint32_t ev = 0; ev < g->events.size(); ++ev) {
@@ -35,8 +35,9 @@ void addPacketEdges(Graph* g, FindingSink* sink) {
       }
     }
   }
-  // Two writes of one call to the same packets are judged by the symbolic execution, which knows
-  // whether they carry the same data.
+  // Two writes of one call to the same packets
+  // are left to the symbolic execution,
+  // which knows whether they carry the same data.
   for (auto& w : writes)
     std::sort(w.begin(), w.end(), [](const PacketWrite& x, const PacketWrite& y) { return x.begin < y.begin; });
   for (uint32_t ev = 0; ev < g->events.size(); ++ev) {
@@ -50,7 +51,7 @@ void addPacketEdges(Graph* g, FindingSink* sink) {
         const size_t bucket = static_cast<size_t>(e.call) * n + a.loc.rank;
         const auto& w = writes[bucket];
         const uint64_t begin = a.loc.off, end = a.loc.off + a.loc.physLen();
-        // Writes overlapping [begin, end): those starting before end and ending after begin.
+        // Writes overlapping [begin, end) start before end and end after begin.
         auto first = std::lower_bound(w.begin(), w.end(), begin > longest[bucket] ? begin - longest[bucket] : 0,
                                       [](const PacketWrite& x, uint64_t v) { return x.begin < v; });
         std::vector<std::pair<uint64_t, uint64_t>> covered;

@@ -15,7 +15,8 @@ void checkForRegistry(const std::string& path, const std::string& json, const st
   if (!params::verifyPlans()) return;
   PlanPtr plan = path.empty() ? loadPlanJson(json, source) : loadPlanFile(path);
   Options options;
-  // The executor's scratch limit decides where reuse_resources plans wrap their scratch.
+  // The executor's scratch limit decides where
+  // reuse_resources plans wrap their scratch.
   options.reuseScratchBytes = static_cast<uint64_t>(std::max<int64_t>(0, params::reuseScratchBytes()));
   options.maxFindings = 4;
   const Result r = verifyPlan(*plan, options);

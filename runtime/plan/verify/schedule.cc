@@ -19,7 +19,7 @@ std::string counterText(const Graph& g, uint32_t c) {
                    k.index, k.rank, k.peer);
 }
 
-// A cycle among the events that never ran, as "A waits for B, which ... ".
+// A cycle among the events that never ran: "A waits for B, which ...".
 void reportCycle(const Graph& g, const std::vector<uint32_t>& indeg, const std::vector<uint32_t>& index,
                  FindingSink* sink) {
   const size_t n = g.events.size();
@@ -39,8 +39,9 @@ void reportCycle(const Graph& g, const std::vector<uint32_t>& indeg, const std::
         }
       cur = next;
     }
-    if (cur == kNone || seenAt[cur] >= path.size() || path[seenAt[cur]] != cur) return;  // ran into an earlier walk
-    // path[seenAt[cur]..] is the cycle, walked backwards (each waits for the next).
+    if (cur == kNone || seenAt[cur] >= path.size() || path[seenAt[cur]] != cur) return;  // met an earlier walk
+    // The cycle is path from seenAt[cur], walked backwards:
+    // each waits for the next.
     std::string text;
     OpSite first;
     size_t steps = 0;

@@ -1,8 +1,7 @@
-// One schedule of the model: events run as soon as their predecessors completed and, for waits and
-// sem_acquires, their counter allows (claims in the order waits start, as the executor's atomic
-// claim does). If the schedule cannot finish, the plan can deadlock: the stuck waits (or the cycle
-// of waits) are the findings. The order found is a topological order of the happens-before graph,
-// in which the symbolic execution runs.
+// One schedule of the model: an event runs once its predecessors completed
+// and, for a wait, once its counter allows. Waits claim in the order they start,
+// as the executor's atomic claim does. A schedule that cannot finish is a deadlock;
+// the stuck waits are the findings. The symbolic execution runs in this order.
 #ifndef MSCCLPP_PLAN_VERIFY_SCHEDULE_HPP_
 #define MSCCLPP_PLAN_VERIFY_SCHEDULE_HPP_
 
@@ -15,7 +14,7 @@ namespace mscclpp::plan::verify {
 
 struct Schedule {
   std::vector<uint32_t> order;  // events in the order they ran
-  std::vector<uint32_t> index;  // event -> position in order, kNone if it never ran
+  std::vector<uint32_t> index;  // per event: its position in order; kNone if it never ran
   bool complete = false;
 };
 

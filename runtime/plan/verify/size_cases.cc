@@ -13,10 +13,11 @@ namespace {
 
 using u128 = unsigned __int128;
 
-// Most chunk sizes checked for thread-block groups (groups of up to 6 threadblocks need at most 492).
+// Most chunk sizes checked for thread-block groups;
+// groups of up to 6 need at most 492.
 constexpr uint64_t kMaxGroupSizes = 512;
 
-// message = chunk x num / den (messageForChunk's formulas without the range and divisibility checks).
+// message = chunk x num / den, as in messageForChunk but unchecked.
 void messageRatio(const Plan& plan, uint64_t* num, uint64_t* den) {
   const PlanHeader& h = plan.header;
   const RankPlan& r0 = plan.ranks.at(0);
@@ -38,10 +39,12 @@ struct PipelinedRef {
   bool operator<(const PipelinedRef& o) const { return index != o.index ? index < o.index : size < o.size; }
 };
 
-// Whether pipelined references of one buffer overlap at different chunk offsets (the pipeline
-// argument needs every overlap to be at the same offset, where iterations line up).
+// Whether pipelined references of one buffer
+// overlap at different chunk offsets.
+// The pipeline argument needs every overlap at one offset,
+// where iterations line up.
 bool pipelinedRefsOverlapAtOffsets(const Plan& plan) {
-  std::map<std::pair<int, int>, std::set<PipelinedRef>> byBuffer;  // (owner rank, buffer type)
+  std::map<std::pair<int, int>, std::set<PipelinedRef>> byBuffer;  // by owner rank and buffer type
   for (size_t r = 0; r < plan.ranks.size(); ++r) {
     const RankPlan& rp = plan.ranks[r];
     for (const ThreadblockPlan& tb : rp.threadblocks) {
@@ -92,7 +95,7 @@ SizeCases chooseSizes(const Plan& plan, uint64_t reuseScratchBytes) {
   const PlanHeader& h = plan.header;
   const uint64_t a = h.bufferAlignment == 0 ? 1 : h.bufferAlignment;
   std::set<uint32_t> groups;
-  std::vector<std::pair<uint64_t, uint32_t>> pipelines;  // (unit, num_chunks)
+  std::vector<std::pair<uint64_t, uint32_t>> pipelines;  // unit, num_chunks
   for (const auto& r : plan.ranks)
     for (const auto& tb : r.threadblocks)
       for (const auto& op : tb.ops) {
@@ -111,8 +114,9 @@ SizeCases chooseSizes(const Plan& plan, uint64_t reuseScratchBytes) {
   uint64_t cLo = lo128 > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(lo128);
   cLo = std::max<uint64_t>(a, (cLo + a - 1) / a * a);
   std::set<uint64_t> chosen;
-  // The first accepted chunk at or above c (the accepted ones are multiples of the alignment, some
-  // collectives also need divisibility by the rank count).
+  // The first accepted chunk at or above c.
+  // Accepted chunks are multiples of the alignment;
+  // some collectives also need them divisible by the rank count.
   auto firstAccepted = [&](uint64_t c) -> uint64_t {
     c = std::max(cLo, (c + a - 1) / a * a);
     for (int tries = 0; tries < 4096 && c <= cHi; ++tries, c += a) {
@@ -138,7 +142,8 @@ SizeCases chooseSizes(const Plan& plan, uint64_t reuseScratchBytes) {
     const uint64_t uLo = smallest / a;
     uint64_t uHi = std::max(uLo, u0) + period;
     if (uHi - uLo >= kMaxGroupSizes) {
-      // Groups this large make the covering set too long to check: check the first sizes only.
+      // Groups this large make the covering set too long to check:
+      // check the first sizes only.
       uHi = uLo + kMaxGroupSizes - 1;
       sc.standForAll = false;
     }
@@ -161,7 +166,7 @@ SizeCases chooseSizes(const Plan& plan, uint64_t reuseScratchBytes) {
   if (!pipelines.empty()) {
     for (const auto& [unit, chunks] : pipelines) {
       const uint64_t nc = std::max<uint32_t>(chunks, 1);
-      for (uint64_t halves : {1, 2, 3, 4, 5, 6}) {  // 0.5 to 3 units per pipeline
+      for (uint64_t halves : {1, 2, 3, 4, 5, 6}) {  // half a unit to 3 units per pipeline
         const uint64_t c = firstAccepted(std::max<uint64_t>(a, halves * unit / (2 * nc)));
         if (c) chosen.insert(c);
       }

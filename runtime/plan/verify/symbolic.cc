@@ -36,7 +36,8 @@ class Executor {
     content_.resize(n * kPhysBuffers);
     packets_.resize(n);
     history_.resize(n * kPhysBuffers);
-    // A plan reducing only with min/max serves only those ops, where a repeated contribution is harmless.
+    // A plan reducing only with min or max serves only those,
+    // which ignore repeats.
     const uint32_t idempotent =
         (1u << static_cast<unsigned>(PlanReduceOp::Min)) | (1u << static_cast<unsigned>(PlanReduceOp::Max)) | 1u;
     setSemantics_ = g.plan->header.reduceOps != 0 && (g.plan->header.reduceOps & ~idempotent) == 0;
@@ -53,8 +54,8 @@ class Executor {
              uint64_t begin, uint64_t end);
   void reportTwice(uint32_t earlier, uint32_t event, uint32_t rank, uint64_t begin, uint64_t end);
   std::string syncHint(uint32_t event, bool after) const;
-  // LL packet writes of this call already at a destination holding exactly what the new write
-  // writes: writing the same packets twice is harmless.
+  // This call's packet writes already holding what the new write writes:
+  // writing the same packets twice is harmless.
   void sameWriters(const AccessLoc& a, uint64_t len, std::vector<uint32_t>* same);
   void readLoc(uint32_t event, const AccessLoc& a, uint64_t len, std::vector<Piece>* out);
   void writeLoc(uint32_t event, const AccessLoc& a, uint64_t len, const std::vector<Piece>& pieces, bool forwarded);
@@ -72,12 +73,12 @@ class Executor {
   std::vector<std::pair<uint32_t, uint32_t>>* flows_;
   bool setSemantics_ = false;
   std::vector<ContentMap> content_;
-  std::vector<ContentMap> packets_;  // per rank, keyed by scratch byte offset / 2 of the packets
+  std::vector<ContentMap> packets_;  // per rank, keyed by half the packets' scratch offset
   std::vector<AccessMap> history_;
   uint64_t accesses_ = 0;
   std::vector<std::vector<Piece>> srcPieces_;
   std::vector<Piece> result_;
-  std::vector<uint32_t> sameWriters_;  // of the packet write being recorded
+  std::vector<uint32_t> sameWriters_;  // for the packet write being recorded
 };
 
 void Executor::reportTwice(uint32_t earlier, uint32_t event, uint32_t rank, uint64_t begin, uint64_t end) {
@@ -125,11 +126,13 @@ void Executor::check(const PastAccess& earlier, uint32_t event, Access access, u
   if (isRead(earlier.access)) {
     strong = false;
   } else if (earlier.access == Access::PktWrite) {
-    // A packet read waits for its own call's flag: it is matched with that call's writes, and a
-    // write of another call is no data it reads (their order is the writes' concern).
+    // A packet read waits for its own call's
+    // flag and reads only that call's writes.
+    // The order of another call's writes is their own concern.
     if (access == Access::PktRead) return;
     if (access == Access::PktWrite && A.call == B.call) {
-      // Both carry this call's flag: a reader takes whichever it sees, so they must write the same.
+      // Both carry this call's flag: a reader takes whichever it sees,
+      // so they must write the same.
       if (std::find(sameWriters_.begin(), sameWriters_.end(), earlier.event) == sameWriters_.end())
         reportTwice(earlier.event, event, rank, begin, end);
       return;
@@ -172,8 +175,10 @@ void Executor::check(const PastAccess& earlier, uint32_t event, Access access, u
       f);
 }
 
-// A likely cause to name: an op all threads run, followed (before) in its threadblock by a signal
-// (a wait) with no block-wide barrier between; the signal releases (the wait covers) one thread only.
+// A likely cause to name: an op all threads run,
+// next to a signal or wait with no block-wide barrier between.
+// A signal after it releases one thread only;
+// a wait before it covers one thread only.
 std::string Executor::syncHint(uint32_t event, bool after) const {
   const Event& e = g_.events[event];
   if (e.block == kNone || e.pos == kNone || e.thread != kAllThreads) return "";
@@ -222,7 +227,7 @@ void Executor::readLoc(uint32_t event, const AccessLoc& a, uint64_t len, std::ve
   if (a.access == Access::PktRead) {
     const uint8_t call = g_.events[event].call;
     for (Piece& p : *out)
-      if (p.call != call) p.value = Value();  // another call's packets: the read never accepts them
+      if (p.call != call) p.value = Value();  // the read never accepts another call's packets
   }
 }
 
@@ -289,7 +294,8 @@ void Executor::runMove(uint32_t event, const Move& m) {
   }
 }
 
-// Whether two copy moves of one op read the same source bytes (and so write the same data).
+// Whether two copy moves of one op read the same source bytes,
+// so write the same data.
 bool Executor::sameSource(uint32_t a, uint32_t b) const {
   const Move& x = g_.moves[a];
   const Move& y = g_.moves[b];
@@ -299,8 +305,10 @@ bool Executor::sameSource(uint32_t a, uint32_t b) const {
   return s.rank == t.rank && s.phys == t.phys && s.off == t.off && s.packet == t.packet;
 }
 
-// Accesses of one op to overlapping bytes from different threads: a write and a read of the same byte
-// are fine only at the same position of the op's element range (the thread reads, then writes it).
+// Accesses of one op to overlapping bytes from different threads.
+// A write and a read of one byte are fine only
+// at the same position of the op's range: one thread reads it,
+// then writes it.
 void Executor::selfConflicts(uint32_t event) {
   const Event& e = g_.events[event];
   struct Span {
@@ -332,11 +340,13 @@ void Executor::selfConflicts(uint32_t event) {
       const Span& y = spans[j];
       if (y.rank != x.rank || y.phys != x.phys || y.begin >= x.end) break;
       if (!x.write && !y.write) continue;
-      // Same position of the same move: each thread reads its elements, then writes them.
+      // Same position of the same move: each thread reads its elements,
+      // then writes them.
       if (x.move == y.move && x.begin == y.begin && x.loc->loc.packet == y.loc->loc.packet &&
           (x.write != y.write || x.end == y.end))
         continue;
-      // The same bytes written twice with the same data (two copies of one source) are harmless.
+      // Bytes written twice with the same data,
+      // two copies of one source, are harmless.
       if (x.write && y.write && x.begin == y.begin && x.end == y.end && sameSource(x.move, y.move)) continue;
       const Place place =
           describePlace(*g_.plan, g_.layout, x.rank, x.phys, x.loc->loc.packet, y.begin, std::min(x.end, y.end));
@@ -364,8 +374,8 @@ void Executor::hostIn(uint32_t event) {
   const RankLayout& R = g_.layout.ranks[e.rank];
   const bool scatterNonRoot =
       plan.header.collective == Collective::Scatter && static_cast<int>(e.rank) != plan.header.root;
-  // The output holds nothing defined; the input holds the rank's input (the rank's part of the data
-  // buffer in place).
+  // The output holds nothing defined; the input holds the rank's input,
+  // its part of the data buffer when in place.
   std::vector<Piece> undefined;
   if (R.outputPhys != R.inputPhys || R.outputBase != R.inputBase || R.outputBytes != R.inputBytes) {
     const uint64_t ob = R.outputBase, oe = R.outputBase + R.outputBytes;

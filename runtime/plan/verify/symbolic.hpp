@@ -1,6 +1,6 @@
-// The symbolic execution: runs the schedule's events in order over symbolic buffer contents, checks
-// every access against the earlier accesses of the same bytes (races), and compares every output
-// with the collective's definition when the user reads it after a call (wrong results).
+// The symbolic execution: runs the schedule's events over symbolic buffer contents.
+// It checks every access against earlier ones to the same bytes, for races,
+// and each output read after a call against the collective's definition.
 #ifndef MSCCLPP_PLAN_VERIFY_SYMBOLIC_HPP_
 #define MSCCLPP_PLAN_VERIFY_SYMBOLIC_HPP_
 
@@ -13,8 +13,9 @@
 
 namespace mscclpp::plan::verify {
 
-// Returns the number of accesses checked. dataFlows (optional) receives (writer, reader) event pairs of
-// the first call where the reader runs on another rank than the op that wrote what it reads.
+// Returns the number of accesses checked.
+// dataFlows, when given, gets the first call's writer and reader
+// events that run on different ranks.
 uint64_t runSymbolic(const Graph& g, const Schedule& s, HappensBefore* hb, TermTable* terms, FindingSink* sink,
                      std::vector<std::pair<uint32_t, uint32_t>>* dataFlows = nullptr);
 

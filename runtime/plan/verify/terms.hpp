@@ -1,8 +1,8 @@
-// Symbolic contents: what a byte of a buffer holds, as a multiset of (rank, shift) meaning "the
-// reduction over these contributions of input_rank[p + shift]" for the byte at position p. A copy
-// moves contents and changes their shift by the distance moved; a reduction joins multisets. Values
-// are interned (a term) with the smallest shift factored out, so equal contents compare by two
-// integers and moving contents costs nothing.
+// Symbolic contents: a byte at position p holds a multiset of rank and shift pairs,
+// meaning the reduction of input_rank[p + shift] over them.
+// A copy adds the distance moved to the shifts; a reduction joins multisets.
+// Values are interned as terms with the smallest shift factored out,
+// so equal contents compare as two integers and moving them costs nothing.
 #ifndef MSCCLPP_PLAN_VERIFY_TERMS_HPP_
 #define MSCCLPP_PLAN_VERIFY_TERMS_HPP_
 
@@ -20,8 +20,10 @@ struct Contribution {
   bool operator==(const Contribution& o) const { return rank == o.rank && delta == o.delta; }
 };
 
-// The content of a byte at position p: term 0 is "undefined" (never written in a way that leads to
-// input data: poison, stale packets); otherwise the contributions of term with delta + shift.
+// The content of a byte at position p:
+// term's contributions at delta + shift.
+// Term 0 is undefined: nothing traced to input data wrote it,
+// such as stale packets.
 struct Value {
   uint32_t term = 0;
   int64_t shift = 0;
@@ -39,10 +41,11 @@ class TermTable {
   Value make(std::vector<Contribution> contributions);
   // The reduction of several values at one position.
   Value reduce(const Value* values, size_t n);
-  // The same contributions, each once (for plans reducing only with min/max, where repeats are harmless).
+  // The same contributions, each once: min and max ignore repeats.
   Value distinct(Value v);
   const std::vector<Contribution>& contributions(uint32_t term) const { return terms_[term]; }
-  // "input chunk 3 of ranks 0-2,4-7" for the value at position pos of a buffer, chunks of chunkBytes.
+  // "input chunk 3 of ranks 0-2,4-7": the value
+  // at pos of a buffer of chunkBytes chunks.
   std::string describe(Value v, uint64_t pos, uint64_t chunkBytes) const;
 
  private:

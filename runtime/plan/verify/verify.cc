@@ -1,5 +1,6 @@
-// The verifier's driver: for each chunk size that stands for the plan's message sizes, build the model
-// of consecutive calls, find a schedule (or the deadlock), order accesses, execute symbolically.
+// The verifier's driver. For each chunk size standing for the plan's message sizes:
+// build the model of consecutive calls, find a schedule or the deadlock,
+// order the accesses, and execute symbolically.
 #include "plan/verify/verify.hpp"
 
 #include <set>
@@ -16,8 +17,9 @@
 namespace mscclpp::plan::verify {
 namespace {
 
-// The signal -> wait edges of the first call (a port signal drawn from the op that pushed it) and
-// the data flows the symbolic execution saw, one per pair of ops.
+// The first call's signal to wait edges,
+// a port signal drawn from the op that pushed it,
+// and the data flows the symbolic execution saw, one per pair of ops.
 void collectFlows(const Graph& g, const std::vector<std::pair<uint32_t, uint32_t>>& data, std::vector<Flow>* out) {
   std::set<std::tuple<int, int, int, int, int, int, int>> seen;
   auto add = [&](Flow f) {
@@ -52,8 +54,8 @@ void collectFlows(const Graph& g, const std::vector<std::pair<uint32_t, uint32_t
   }
 }
 
-// Events the model of `calls` calls at this chunk would have (pipeline iterations grow with the chunk),
-// saturating at UINT64_MAX.
+// Events a model of `calls` calls at this chunk would have, at most UINT64_MAX.
+// Pipeline iterations grow with the chunk.
 uint64_t estimateEvents(const Plan& plan, uint64_t chunk, int calls) {
   unsigned __int128 total = 0;
   for (const RankPlan& r : plan.ranks)
@@ -101,7 +103,8 @@ Result verifyPlan(const Plan& plan, const Options& options) {
         "serves no call";
     sink.add("no sizes", f);
   }
-  // Two consecutive calls share every buffer; with double scratch a half is reused every second call.
+  // Two calls share every buffer;
+  // double scratch reuses a half every second call.
   const int calls = plan.header.useDoubleScratchBuffer ? 3 : 2;
   for (uint64_t chunk : sizes.chunks) {
     const CallLayout layout = makeLayout(plan, chunk, options.reuseScratchBytes);
