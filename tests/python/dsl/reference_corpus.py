@@ -6,22 +6,20 @@ program our compiler writes with a DSLWarning, and the warning (docs/dsl-compile
 ``normalize(plan)`` removes what may legitimately differ: key order, our optional keys, the order of
 set-like lists, and our extra keys on glre.
 """
-from . import (
-    allgather_memory,
-    allgather_nvls,
-    allgather_nvls_packets,
-    allgather_packets,
-    allgather_packets_forward,
-    allgather_tbg,
-    allreduce_allpairs,
-    allreduce_nvls,
-    allreduce_packets,
-    allreduce_packets_single_tb,
-    allreduce_pipeline,
-    alltoall,
-    alltoall_ring,
-)
-from .unit_programs import PROGRAMS as UNIT
+import allgather_memory
+import allgather_nvls
+import allgather_nvls_packets
+import allgather_packets
+import allgather_packets_forward
+import allgather_tbg
+import allreduce_allpairs
+import allreduce_nvls
+import allreduce_packets
+import allreduce_packets_single_tb
+import allreduce_pipeline
+import alltoall
+import alltoall_ring
+from unit_programs import PROGRAMS as UNIT
 
 CORPUS = {
     "sn_allgather.json": (allgather_memory.build, {"name": "allgather"}),
