@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Compile-time benchmark of the DSL compiler (issue 3): prints a table.
 
-Programs: the all-pairs AllReduce (Simple; mscclpp/examples/allreduce_allpairs.py, 8 threadblocks
+Programs: the all-pairs AllReduce (Simple; examples/dsl/allreduce_allpairs.py, 8 threadblocks
 per rank) at 8, 16, 32 and 64 ranks with 1 to 16 instances, and the LL all-pairs AllReduce
-(mscclpp/examples/allreduce_packets.py) at 64 ranks. Each row is the best (``seconds``) and the
+(examples/dsl/allreduce_packets.py) at 64 ranks. Each row is the best (``seconds``) and the
 median wall-clock time of --repeat runs of "run the DSL program + compile + write compact JSON",
 and the best CPU time of this process (``cpu``: what an idle machine would take; on a shared
 machine the wall-clock time can be 2-3x). ``ops`` counts emitted ops (pipeline bodies included);
@@ -18,8 +18,10 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "dsl_compiler"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples", "dsl"))
 
-from mscclpp.examples import allreduce_allpairs, allreduce_packets  # noqa: E402
+import allreduce_allpairs  # noqa: E402
+import allreduce_packets  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
 import script_options  # noqa: E402 - after the path it lives on
 
