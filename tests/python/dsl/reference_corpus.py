@@ -1,10 +1,10 @@
-"""Which of our programs expresses the algorithm of each plan MSCCL++'s compiler generated
-(shared/reference-plans/mscclpp/generated/, listed in its INDEX.tsv), and how to compare them.
+"""Which of our programs expresses the algorithm of each plan MSCCL++'s compiler generated.
 
-``CORPUS[file] = (build function, keyword arguments)``; ``WARNED`` lists the reference plans whose
-program our compiler writes with a DSLWarning, and the warning (docs/dsl-compiler.md, "Differences").
-``normalize(plan)`` removes what may legitimately differ: key order, our optional keys, the order of
-set-like lists, and our extra keys on glre.
+The plans are MSCCL++'s reference plans (tests/data/reference-plans), listed in its INDEX.tsv.
+``CORPUS[file] = (build function, keyword arguments)``. ``WARNED`` lists the plans whose program
+our compiler writes with a DSLWarning, and the warning (docs/dsl-compiler.md, "Differences").
+``normalize(plan)`` removes what may legitimately differ: key order, our optional keys, the order
+of set-like lists, and our extra keys on glre.
 """
 import allgather_memory
 import allgather_nvls
