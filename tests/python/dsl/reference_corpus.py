@@ -78,9 +78,10 @@ CORPUS = {
     "ut_unpack_packet_test.json": (UNIT["unpack_packets_test"], {}),
 }
 
-# Plans whose program signals on channels #0,#1 and waits on #2,#3 of the same peer: the k-th
-# channel pairs with the peer's k-th, so those signals and waits never meet and the plan hangs.
-# MSCCL++ checks only the totals per peer, which balance: we write the same plan, with a warning.
+# These programs signal on channels #0,#1 and wait on #2,#3 of one peer.
+# The k-th channel pairs with the peer's k-th, so the plan hangs.
+# MSCCL++ checks only the totals per peer, which balance;
+# we write the same plan, with a warning.
 _UNMATCHED = (
     "signal without a matching wait: rank 0 signals 1 time(s) on its memory channel #0 to rank 1, "
     "but rank 1 waits 0 time(s) on its memory channel #0 from rank 0"
@@ -96,7 +97,7 @@ WARNED = {
 
 _OUR_TOP_LEVEL_KEYS = ("format_version", "tags", "root")
 _SET_LIKE_OPS = frozenset(("signal", "wait", "rlxsignal", "rlxwait", "flush"))
-# The reference emits glre with these keys only; we add uniform src_buff/dst_buff (documented).
+# MSCCL++ emits glre with these keys only; we add src_buff and dst_buff.
 _REFERENCE_GLRE_KEYS = ("name", "buffer_type", "buffer_offset", "size", "dst_chunk", "channel_ids", "channel_type", "reduce_op")
 
 

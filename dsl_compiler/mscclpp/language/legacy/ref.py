@@ -210,8 +210,8 @@ class Ref:
         ctype = _channel_type(chan_type, "wait", _PEER_CHANNELS)
         source = self._peer_target("wait", src, buffer, index)
         tb = _tb(recvtb, "wait", "recvtb")
-        # The legacy channel of a wait is keyed (signaller's buffer, waiter's buffer): the same key as
-        # the signal on the other side.
+        # A wait's legacy channel is keyed (signaller's buffer, waiter's buffer),
+        # the same key as the signal on the other side.
         self._record("wait", tb, key=(source.buffer.value, self.buffer.value, ctype.value, source.rank))
 
     def flush(self, dst, buffer=None, index=-1, sendtb=-1, chan_type=ChannelType.port):
