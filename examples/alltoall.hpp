@@ -1,13 +1,11 @@
-// Seed 003, "Implementing customized collective communication algorithms": an all-to-all among
-// the ranks of one node over port channels (ProxyChannel). Block b of rank r owns the channel to
-// remote rank b (< r) or b + 1 (>= r). In step i every rank sends its chunk for rank (r + i) with
-// putWithSignalAndFlush and waits for the chunk of rank (r - i); a grid-wide DeviceSyncer keeps the
-// blocks in step. Each rank's send buffer holds nRanks chunks of nElements ints (chunk p is for
-// rank p); after the kernel, chunk p of the receive buffer holds what rank p sent us.
-//
-// One deviation from the seed's listing: the seed keeps `deviceSyncer` in a __device__ global; here
-// it is a kernel argument, because on the CPU backend ranks may be threads of one process, which
-// would share a global.
+// The custom all-to-all of MSCCL++'s design document, over port channels.
+// Block b of rank r owns the channel to rank b (b < r) or b + 1.
+// In step i each rank sends its chunk for rank r + i with
+// putWithSignalAndFlush and waits for rank r - i's; a DeviceSyncer keeps
+// the blocks in step. Chunk p of the send buffer is for rank p; chunk p
+// of the receive buffer ends holding what rank p sent.
+// The syncer is a kernel argument, not a __device__ global as in MSCCL++'s
+// listing: ranks that are threads of one process would share a global.
 #ifndef MSCCLPP_EXAMPLES_ALLTOALL_HPP_
 #define MSCCLPP_EXAMPLES_ALLTOALL_HPP_
 
@@ -23,7 +21,7 @@ MSCCLPP_HOST_DEVICE_INLINE int alltoallValue(int from, int to, size_t i) {
   return from * 0x1000000 + to * 0x10000 + static_cast<int>(i);
 }
 
-// The seed's localAlltoall, unchanged but for the syncer argument and the portable grid position.
+// MSCCL++'s localAlltoall, but for the syncer argument and the grid position.
 MSCCLPP_HOST_DEVICE_INLINE void localAlltoall(DeviceHandle<ProxyChannel>* proxyChans, DeviceSyncer* deviceSyncer,
                                               int rank, int nRanksPerNode, size_t nElements) {
   int remoteRank =
@@ -85,7 +83,7 @@ inline AlltoallResult runAlltoall(RankContext& ctx) {
   Buffer<int> send(device, sendValues), recv(device, nRanks * nElements);
   Buffer<DeviceSyncer> syncer(device, 1);  // zeroed, as DeviceSyncer requires
 
-  // Post every connect and memory exchange before waiting for any (futures: no ordering deadlock).
+  // Post every connect and exchange before waiting: no ordering deadlock.
   ProxyService proxy(kDefaultFifoSize, device);
   proxy.setErrorHandler([&comm](const Error& e) { comm.setAsyncError(e.code(), e.what()); });
   std::vector<int> peers;
@@ -94,8 +92,8 @@ inline AlltoallResult runAlltoall(RankContext& ctx) {
   }
   std::vector<std::shared_future<std::shared_ptr<Connection>>> connections;
   std::vector<std::shared_future<RegisteredMemory>> peerRecvs;
-  // Our registrations must stay alive while peers write into them (dropping the last copy
-  // deregisters the buffer: a TCP key, an IB memory region).
+  // Registrations stay alive while peers write into them:
+  // dropping the last copy deregisters the buffer (a TCP key, an IB region).
   std::vector<RegisteredMemory> sendMems, recvMems;
   for (int p : peers) {
     Transport t = ctx.portTransport(p);
@@ -105,7 +103,7 @@ inline AlltoallResult runAlltoall(RankContext& ctx) {
     comm.sendMemory(recvMems.back(), p, 0);
     peerRecvs.push_back(comm.recvMemory(p, 0));
   }
-  // Semaphores are built pairwise; ascending peer order on every rank forms no cycle of waits.
+  // Semaphores are built pairwise; ascending peer order forms no wait cycle.
   std::vector<DeviceHandle<ProxyChannel>> handles;
   for (size_t b = 0; b < peers.size(); ++b) {
     SemaphoreId sem = proxy.buildAndAddSemaphore(comm, connections[b].get());

@@ -1,6 +1,6 @@
-// putWithSignal, then unrelated computation while the proxy moves the data (seed 003).
-// Run: example_overlap [--device cpu|gpu] [--transport shm|tcp|ipc|ibN], or as processes with
-// --nranks 2 --rank R --root HOST:PORT.
+// putWithSignal, then computation while the proxy moves the data.
+// Run: example_overlap [--device cpu|gpu] [--transport shm|tcp|ipc|ibN]
+// As two processes: add --nranks 2 --rank R --root HOST:PORT.
 #include "overlap.hpp"
 
 int main(int argc, char** argv) {

@@ -1,8 +1,9 @@
-// Seed 003, "Overlapping communication with computation": one thread hands a 1 KB transfer to the
-// host proxy with putWithSignal over a port channel (ProxyChannel) and the kernel goes on with
-// unrelated computation (a matrix product) while the proxy moves the data (cudaMemcpy / RDMA /
-// TCP / a host copy). Only at the end does the kernel flush (our source may then be reused) and
-// wait for the peer's data. Both ranks do the same towards each other.
+// Overlapping communication with computation, from MSCCL++'s design document.
+// One thread hands a 1 KB transfer to the host proxy with putWithSignal
+// over a port channel (ProxyChannel). The kernel computes a matrix product
+// while the proxy moves the data by cudaMemcpy, RDMA, TCP or a host copy.
+// At the end it flushes, so the source may be reused, and waits for the
+// peer's data. Both ranks do the same towards each other.
 #ifndef MSCCLPP_EXAMPLES_OVERLAP_HPP_
 #define MSCCLPP_EXAMPLES_OVERLAP_HPP_
 
@@ -43,8 +44,8 @@ struct OverlapKernel {
       for (uint32_t k = 0; k < n; ++k) sum += a[i * n + k] * b[k * n + j];
       c[idx] = sum;
     }
-    // Before the kernel ends: our transfer completed (flush: the source may be overwritten after
-    // the kernel) and the peer's arrived (wait: acquires its data).
+    // Before the kernel ends: flush, so our source may be overwritten after it;
+    // wait, which acquires the peer's data.
     if (tid == 0) {
       proxyChannel[0].flush();
       proxyChannel[0].wait();
@@ -93,7 +94,7 @@ inline OverlapResult runOverlap(RankContext& ctx) {
   Buffer<uint32_t> send(device, words), recv(device, bytes / 4);
   Buffer<uint32_t> a(device, av), b(device, bv), c(device, n * n);
 
-  // The proxy needs our source and the peer's destination registered for the connection's transport.
+  // The proxy needs our source and the peer's destination registered.
   auto connection = comm.connect(peer, 0, transport);
   RegisteredMemory sendMem = comm.registerMemory(send.data(), bytes, transport);
   RegisteredMemory recvMem = comm.registerMemory(recv.data(), bytes, transport);
@@ -109,7 +110,7 @@ inline OverlapResult runOverlap(RankContext& ctx) {
   comm.bootstrap()->barrier();  // both proxies run before either kernel waits on the other
 
   launchKernel(device, OverlapKernel{handles.data(), a.data(), b.data(), c.data(), n, bytes}, {4, 128});
-  // Keep the proxy (and our registered memory) until the peer's transfers into it are done too.
+  // Keep the proxy and our memory until the peer's transfers are done too.
   comm.bootstrap()->barrier();
   proxy.stopProxy();
   throwIfAsyncError(comm);

@@ -1,5 +1,6 @@
-// putPackets / getPackets with a flag (seed 003). Run: example_packets [--device cpu|gpu]
-// [--iterations N], or as processes with --nranks 2 --rank R --root HOST:PORT.
+// putPackets and getPackets with a flag: docs/cpp-api.md.
+// Run: example_packets [--device cpu|gpu] [--iterations N]
+// As two processes: add --nranks 2 --rank R --root HOST:PORT.
 #include "packets.hpp"
 
 int main(int argc, char** argv) {

@@ -1,8 +1,9 @@
-// Seed 003, LL packets: rank 0 sends 1 KB with putPackets and a flag; rank 1 receives it with
-// getPackets and the same flag. Data and flag travel in one store, so no signal, wait or fence is
-// needed: the receiver knows a packet arrived when its flag matches. Each iteration uses a new
-// flag (iteration + 1), so the packet buffer is reused without being cleared: packets left from
-// the previous iteration carry an old flag and are not mistaken for new ones.
+// LL packets, as in MSCCL++'s design document.
+// Rank 0 sends 1 KB with putPackets and a flag; rank 1 reads it with
+// getPackets and the same flag. Data and flag travel in one store,
+// so no signal, wait or fence is needed: a matching flag means arrived.
+// Each iteration uses a new flag, so the buffer is reused uncleared:
+// old packets carry an old flag and are never taken for new ones.
 #ifndef MSCCLPP_EXAMPLES_PACKETS_HPP_
 #define MSCCLPP_EXAMPLES_PACKETS_HPP_
 
@@ -17,7 +18,7 @@ MSCCLPP_HOST_DEVICE_INLINE uint32_t packetsWord(int iteration, uint64_t i) {
   return static_cast<uint32_t>(0x5a000000u + static_cast<uint32_t>(iteration) * 0x10000u + static_cast<uint32_t>(i));
 }
 
-// Rank 0: every thread of the block writes its share of the packets into rank 1's packet buffer.
+// Rank 0: each thread writes its share of packets into rank 1's buffer.
 template <class Packet>
 struct PutPacketsKernel {
   SmChannelDeviceHandle* smChans;
@@ -30,8 +31,8 @@ struct PutPacketsKernel {
   }
 };
 
-// Rank 1: every thread polls its share of our packet buffer until the flags match and unpacks the
-// data into our data buffer.
+// Rank 1: each thread polls its share of our packet buffer until the
+// flags match, then unpacks the data into our data buffer.
 template <class Packet>
 struct GetPacketsKernel {
   SmChannelDeviceHandle* smChans;
@@ -51,7 +52,7 @@ struct PacketsResult {
   std::string mismatch;
 };
 
-// Packet: LL16Packet (8 data bytes per 16-byte packet, the default) or LL8Packet (4 per 8).
+// Packet: LL16Packet, 8 data bytes per 16 (the default), or LL8Packet, 4 per 8.
 template <class Packet = LL16Packet>
 PacketsResult runPackets(RankContext& ctx) {
   ctx.requireRanks("packets", 2);
@@ -62,8 +63,9 @@ PacketsResult runPackets(RankContext& ctx) {
   const uint64_t bytes = kPacketsBytes;
   const uint64_t packetBytes = packetCount<Packet>(bytes) * sizeof(Packet);  // twice the data
 
-  // Rank 0 registers its data (the source); rank 1 its packet buffer (where rank 0's putPackets
-  // land). Each channel: dst = the peer's registered buffer, src = our data, packet buffer = ours.
+  // Rank 0 registers its data, the source; rank 1 its packet buffer,
+  // where rank 0's putPackets land. A channel's dst is the peer's buffer,
+  // its src our data, its packet buffer ours.
   Buffer<uint32_t> data(device, bytes / 4);
   Buffer<uint8_t> packets(device, ctx.rank() == 1 ? packetBytes : 0);
   void* exported = ctx.rank() == 0 ? static_cast<void*>(data.data()) : static_cast<void*>(packets.data());
@@ -95,7 +97,7 @@ PacketsResult runPackets(RankContext& ctx) {
       }
       result.received.insert(result.received.end(), got.begin(), got.end());
     }
-    // Rank 0 may overwrite the packet buffer with the next flag only after rank 1 read this one.
+    // Rank 0 writes the next flag's packets only after rank 1 read these.
     comm.bootstrap()->barrier();
   }
   const char* kind = sizeof(Packet) == 16 ? "LL16" : "LL8";

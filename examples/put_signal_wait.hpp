@@ -1,7 +1,8 @@
-// Seed 003, "MSCCL++ kernel programming model": rank 0 puts 1 KB into rank 1's buffer with every
-// thread of one block, then one thread signals; rank 1 waits for the signal and then uses the data.
-// Memory channels (SmChannel): the data moves by plain stores through a mapping of the peer's
-// buffer (CUDA IPC between GPUs, shared memory on the CPU backend).
+// The kernel programming model of MSCCL++'s design document.
+// Rank 0 puts 1 KB into rank 1's buffer with every thread of one block.
+// Then one thread signals; rank 1 waits for it and uses the data.
+// A memory channel (SmChannel) moves data by plain stores into a mapping
+// of the peer's buffer: CUDA IPC between GPUs, shared memory on the CPU.
 #ifndef MSCCLPP_EXAMPLES_PUT_SIGNAL_WAIT_HPP_
 #define MSCCLPP_EXAMPLES_PUT_SIGNAL_WAIT_HPP_
 
@@ -17,8 +18,8 @@ MSCCLPP_HOST_DEVICE_INLINE uint8_t putSignalWaitByte(int iteration, uint64_t i) 
   return static_cast<uint8_t>((i * 7 + static_cast<uint64_t>(iteration) * 13 + 1) & 0xff);
 }
 
-// Rank 0. The copy is cooperative (each thread a strided share); the block barrier makes sure all
-// of it was issued before the one signal, whose release publishes it to the peer.
+// Rank 0. Each thread copies a strided share. The block barrier orders
+// the whole copy before the one signal, whose release publishes it.
 struct PutSignalKernel {
   SmChannelDeviceHandle* smChannel;
   uint64_t bytes;
@@ -33,8 +34,9 @@ struct PutSignalKernel {
   }
 };
 
-// Rank 1. One thread waits (acquire: pairs with the peer's release signal); after the block
-// barrier every thread may read the data. To show that, the block copies what arrived into `seen`.
+// Rank 1. One thread waits; its acquire pairs with the peer's release.
+// After the block barrier every thread may read the data;
+// the block copies it into `seen` to show that.
 struct WaitKernel {
   SmChannelDeviceHandle* smChannel;
   const uint8_t* received;  // our buffer, which rank 0 writes into
@@ -52,7 +54,7 @@ struct WaitKernel {
 };
 
 struct PutSignalWaitResult {
-  std::vector<uint8_t> seen;  // rank 1: what its kernel read after each wait (iterations * 1 KB)
+  std::vector<uint8_t> seen;  // rank 1: what its kernel read after each wait
   std::string summary;
   std::string mismatch;
 };
@@ -65,7 +67,7 @@ inline PutSignalWaitResult runPutSignalWait(RankContext& ctx) {
   const Transport transport = ctx.mappingTransport();
   const uint64_t bytes = kPutSignalWaitBytes;
 
-  // Rank 0's buffer is the source, rank 1's the destination; both register theirs and exchange.
+  // Rank 0's buffer is the source, rank 1's the destination.
   Buffer<uint8_t> data(device, bytes);
   Buffer<uint8_t> seen(device, bytes);
   auto connection = comm.connect(peer, 0, transport);
@@ -94,7 +96,7 @@ inline PutSignalWaitResult runPutSignalWait(RankContext& ctx) {
       }
       result.seen.insert(result.seen.end(), got.begin(), got.end());
     }
-    // Rank 0 overwrites rank 1's buffer in the next iteration only after rank 1 has read it.
+    // Rank 0 overwrites rank 1's buffer only after rank 1 has read it.
     comm.bootstrap()->barrier();
   }
   std::string how = std::string(" over ") + transportName(transport) + " on " +

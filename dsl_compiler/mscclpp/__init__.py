@@ -1,9 +1,8 @@
-"""mscclpp: the MSCCL++-compatible DSL compiler (``mscclpp.language``), its integration helpers
-(``mscclpp.dsl.jit``, ``mscclpp.dsl.presets``), the runtime plan registry through ctypes
-(``mscclpp.plan``), the customized-communicator path of seed 004 (``mscclpp.comm.CommGroup``,
-``mscclpp.ExecutionPlanRegistry``, ``mscclpp.Executor``, ``mscclpp.dtype_to_mscclpp_dtype``) and the
-command line (``python3 -m mscclpp``).
+"""mscclpp: the MSCCL++-compatible DSL compiler and the runtime's Python API.
 
+``mscclpp.language`` is the DSL; ``mscclpp.dsl`` holds ``jit`` and the default plans' presets;
+``mscclpp.plan`` reaches the runtime's plan registry; ``mscclpp.comm``, ``ExecutionPlanRegistry``
+and ``Executor`` run plans from Python (docs/python-api.md); ``python3 -m mscclpp`` is the CLI.
 Submodules load on first use, so ``import mscclpp`` stays cheap.
 """
 import importlib

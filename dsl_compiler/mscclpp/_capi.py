@@ -1,9 +1,7 @@
-"""The communicator/executor C API (runtime/include/mscclpp/mscclpp_c.h) through ctypes.
+"""The communicator and executor C API (runtime/include/mscclpp/mscclpp_c.h) through ctypes.
 
-The library is the one ``mscclpp._runtime_lib.load()`` finds for the plan registry (symbols already
-in the process, e.g. from LD_PRELOAD of libmscclpp_nccl.so, else ``$MSCCLPP_LIBRARY``), so the
-communicators, executors and plan handles made here share the registry with ``mscclpp.plan`` and
-the NCCL shim. This module only declares the additional functions on that library.
+It declares more functions on the library ``_runtime_lib.load()`` finds for the plan registry.
+So communicators, executors and plan handles share that registry with ``mscclpp.plan`` and the shim.
 """
 import ctypes
 from typing import Optional

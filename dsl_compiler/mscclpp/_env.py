@@ -1,7 +1,8 @@
-"""The package's own environment switches, parsed as the runtime parses its parameters (runtime/core/params.cc):
-an empty value is unset, booleans are 1/0, true/false, yes/no, on/off in any case, and anything else is an
-InvalidArgumentError worded as the runtime's ("NAME='value' is not valid: expected ... (default ...)"), raised
-where the switch is read, never a silent guess (docs/environment.md)."""
+"""The package's own environment switches, parsed as the runtime parses its parameters.
+
+An empty value is unset; booleans are 1/0, true/false, yes/no or on/off in any case. Anything else
+raises InvalidArgumentError where the switch is read, worded as the runtime words it
+(``NAME='value' is not valid: expected ... (default ...)``, docs/environment.md): never a guess."""
 import os
 
 from .errors import InvalidArgumentError

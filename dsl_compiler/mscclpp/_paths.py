@@ -1,19 +1,8 @@
-"""Where things are: the runtime library, the shim, the tools, and the plan directories.
+"""Where things are: the runtime library, the shim, the tools and the plan directories.
 
-The plan-directory rule is the runtime's (runtime/plan/plan_dirs.hpp), with the same constant
-(PLANS_FROM_LIBDIR, written by Meson into both); tests/python/integration/test_plan_dirs.py checks
-that the two agree:
-
-1. ``MSCCLPP_PLAN_DIR`` set: exactly its colon-separated directories, in order;
-2. otherwise the installed default plans (``<folder of libmscclpp>/PLANS_FROM_LIBDIR``; the runtime the
-   process uses may be the preloaded shim, which carries one, or its replace-mode copy libnccl.so.2 in a
-   folder of its own: ``PLANS_FROM_NCCL_DIR`` from there), then the
-   user's plan cache: ``$MSCCLPP_CACHE_DIR/plans``, else ``~/.cache/mscclpp/plans`` with ``~`` the
-   passwd entry's home (not ``$HOME``: the runtime reads no environment variable outside its
-   declared parameters).
-
-An installed package knows its files from its ``_install_paths`` module (written by Meson from
-dsl_compiler/_install_paths.py.in; paths relative to the package folder); a source checkout finds
+The plan-directory rule is the runtime's (docs/plan-core.md, "Registry and selection"), with the
+same constants Meson writes for both; tests/python/integration/test_plan_dirs.py checks they agree.
+An installed package knows its files from its ``_install_paths`` module; a source checkout finds
 them through ``MSCCLPP_LIBRARY`` and ``MSCCLPP_BUILD_DIR``.
 """
 import ctypes
@@ -175,7 +164,7 @@ def runtime_library_file():
 
 
 def plan_directories():
-    """Where the runtime's registry looks for plans (the rule above)."""
+    """Where the runtime's registry looks for plans, in the runtime's order."""
     explicit = split_directories(os.environ.get("MSCCLPP_PLAN_DIR"))
     if explicit:
         return explicit

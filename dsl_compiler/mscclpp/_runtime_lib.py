@@ -1,10 +1,9 @@
 """Finding the runtime's plan registry (runtime/include/mscclpp/plan_api.h) through ctypes.
 
-The registry must be the one the NCCL shim and the executor of this process use, so the symbols
-are looked up in the process first (``ctypes.CDLL(None)``: libraries already loaded, e.g. by
-LD_PRELOAD of libmscclpp_nccl.so); then in the library named by ``MSCCLPP_LIBRARY``, the library
-installed with this package (no variable needed after ``pip install .`` or ``meson install``), and
-the one in ``$MSCCLPP_BUILD_DIR`` (mscclpp._paths.library_candidates).
+The registry must be the one the NCCL shim and the executor of this process use. So the symbols
+are looked up in the process first (``ctypes.CDLL(None)``: a preloaded shim brings them), then in
+the candidates of ``mscclpp._paths.library_candidates``: ``MSCCLPP_LIBRARY``, the library installed
+with this package, the one in ``$MSCCLPP_BUILD_DIR``.
 """
 import ctypes
 

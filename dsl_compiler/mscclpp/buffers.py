@@ -1,6 +1,7 @@
-"""Where a tensor's bytes are: the data pointer, size and DataType of a torch tensor or a numpy array
-(or anything with ``__array_interface__`` / ``__cuda_array_interface__``), for calls that take raw
-pointers (``Executor.execute``, ``ExecutionPlanRegistry.select``). Neither torch nor numpy is imported.
+"""Where a tensor's bytes are: data pointer, size and DataType, for calls that take raw pointers.
+
+It reads torch tensors, numpy arrays and anything with ``__array_interface__`` or
+``__cuda_array_interface__``, without importing torch or numpy.
 """
 from typing import Any, NamedTuple
 

@@ -1,23 +1,12 @@
-"""Communicators for the customized-communicator path of seed 004.
+"""Communicators for running plans from Python: CommGroup and Communicator.
 
     group = mscclpp.comm.CommGroup(interfaceIpPortTrio="eth0:10.0.0.1:50000", rank=rank, size=world_size)
     executor = mscclpp.Executor(group.communicator)
 
-A CommGroup joins a job over the runtime's TCP bootstrap and builds its Communicator (C++
-``mscclpp::Communicator`` through runtime/include/mscclpp/mscclpp_c.h). Ranks find each other in one
-of these ways:
-
-* a fixed root address (MSCCL++'s ``interfaceIpPortTrio``: "interface:ip:port" or "ip:port"; rank 0
-  listens there, the secret is derived from the address, so only on trusted networks);
-* a unique id (``create_unique_id()`` on one process, the 128 bytes passed to every rank);
-* a unique id distributed for you through an MPI communicator (mpi4py), a torch.distributed process
-  group, or a torch.distributed Store.
-
-Construction is collective: every rank constructs its CommGroup at the same time; it fails (never
-hangs) after ``timeout`` seconds (default MSCCLPP_TIMEOUT_S) naming the ranks that did not arrive.
-
-Thread-safety: a CommGroup may be queried from any thread; collective calls (barrier, executor
-creation, execute) must be made in the same order on every rank.
+A CommGroup joins a job over the runtime's TCP bootstrap, through mscclpp_c.h; docs/python-api.md
+lists the ways ranks meet. Construction is collective and fails, never hangs, after ``timeout``.
+Thread-safety: query a CommGroup from any thread; make collective calls (barrier, executor
+creation, execute) in the same order on every rank.
 """
 import ctypes
 from typing import Any, Optional, Union

@@ -53,8 +53,8 @@ _SIZES = {
     DataType.float8_e5m2: 1,
 }
 
-# Every spelling accepted, lower case: our names, the runtime's short forms, torch's and numpy's
-# (numpy via dtype.name; bfloat16 and float8 from ml_dtypes), NCCL's.
+# Every accepted spelling, lower case: ours, the runtime's short forms,
+# torch's, numpy's (dtype.name, ml_dtypes for bfloat16 and float8) and NCCL's.
 _NAMES: Dict[str, DataType] = {}
 for _dt, _spellings in {
     DataType.int8: ("int8", "i8", "char", "ncclint8", "ncclchar"),
@@ -98,7 +98,7 @@ def dtype_to_mscclpp_dtype(dtype: Any) -> DataType:
     if isinstance(dtype, str):
         return _from_name(dtype, dtype)
     if type(dtype).__module__.split(".")[0] == "torch":
-        # torch.float16 prints as "torch.float16"; torch is never imported here.
+        # torch.float16 prints as "torch.float16"; torch is not imported.
         return _from_name(str(dtype).split(".")[-1], dtype)
     name = getattr(dtype, "name", None)
     if isinstance(name, str) and hasattr(dtype, "itemsize"):  # a numpy dtype

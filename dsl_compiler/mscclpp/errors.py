@@ -1,9 +1,9 @@
-"""Exceptions for errors the C++ runtime reports through its C API (runtime/include/mscclpp/mscclpp_c.h).
+"""Exceptions for the errors the C++ runtime reports through its C API (mscclpp_c.h).
 
-Each mscclppStatus (runtime/include/mscclpp/status.h; tests/python/dsl/test_status_table.py checks this table
-against it) has its own class so that callers can catch what they can handle (a plan that
-cannot serve a call, a timeout) without parsing messages; every message is the runtime's own,
-naming the rank, plan, argument and values involved.
+Each mscclppStatus of runtime/include/mscclpp/status.h has its own class, so callers catch what
+they can handle (a plan that cannot serve a call, a timeout) without parsing messages.
+tests/python/dsl/test_status_table.py checks the table against the header. Every message is the
+runtime's own, naming the rank, plan, argument and values involved.
 """
 from typing import Dict, Type
 

@@ -1,12 +1,11 @@
-"""Executor: runs a selected plan for this rank (seed 004's ``mscclpp.Executor``).
+"""Executor: runs a selected plan for this rank (MSCCL++'s ``mscclpp.Executor``).
 
     executor = mscclpp.Executor(group.communicator)
     executor.execute(rank, send_ptr, recv_ptr, send_size, recv_size, dtype, handle.plan, stream)
 
-Backends (MSCCLPP_BACKEND=auto|cuda|cpu): on the CPU backend buffers are ordinary host memory (numpy
-arrays, torch CPU tensors: pass their data pointers); the collective has completed when execute
-returns. On the CUDA backend pointers are device memory and the work is enqueued on ``stream``;
-until the CUDA backend's execution contexts exist, execute raises NotSupportedError saying so.
+On the CPU backend buffers are host memory, and the collective is done when execute returns.
+On the CUDA backend pointers are device memory and the work is enqueued on ``stream``; a call
+the backend cannot serve raises NotSupportedError with the reason (MSCCLPP_BACKEND picks one).
 """
 import ctypes
 from typing import Any, Union

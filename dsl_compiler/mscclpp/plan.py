@@ -1,11 +1,11 @@
-"""Registering plans with the runtime of this process and choosing among them (seed 004).
+"""Registering plans with the runtime of this process and choosing among them.
 
     plan = mscclpp.dsl.jit.compile(algo, ...)
     mscclpp.plan.register(plan)
     mscclpp.plan.set_selector(lambda plans, req: ...)
 
-Everything goes through the C plan registry (runtime/include/mscclpp/plan_api.h) found by
-``mscclpp._runtime_lib.load()``: the same registry the NCCL shim and the executor use.
+Everything goes through the C plan registry (plan_api.h) that ``mscclpp._runtime_lib.load()``
+finds: the same registry the NCCL shim and the executor use.
 """
 import ctypes
 import sys

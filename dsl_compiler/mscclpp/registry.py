@@ -1,15 +1,13 @@
-"""ExecutionPlanRegistry: choosing a plan for a collective call from Python (seed 004).
+"""ExecutionPlanRegistry: choosing a plan for a collective call from Python.
 
     registry = mscclpp.ExecutionPlanRegistry()
     handle = registry.select(collective="allreduce", world_size=8, n_ranks_per_node=8,
                              send_buffer=ptr, recv_buffer=ptr, message_size=nbytes)
     executor.execute(rank, ptr, ptr, nbytes, nbytes, dtype, handle.plan, stream)
 
-The registry is the runtime's one process-wide registry (runtime/include/mscclpp/plan_api.h): the
-plans in the plan directories (MSCCLPP_PLAN_DIR, the installed and cached defaults), the plans given
-to ``mscclpp.plan.register`` and the selector of ``mscclpp.plan.set_selector`` are all seen here,
-and by the NCCL shim when it runs in the same process. ExecutionPlanRegistry objects hold no state
-of their own: any number of them see the same registry.
+It is a view of the runtime's one process-wide registry (plan_api.h): directory plans, plans
+registered at run time and the selector are all seen here, and by the NCCL shim. The objects hold
+no state of their own, so any number of them see the same registry.
 """
 import ctypes
 from typing import Callable, Iterable, List, Optional
@@ -108,12 +106,13 @@ class ExecutionPlanRegistry:
         """The plan the registry (or the installed selector) chooses for this call, or None.
 
         ``message_size`` is in bytes: the input size, for allgather the output size, for gather and
-        scatter the per-rank part (as plans state their size ranges). Keywords beyond the seed's: ``dtype`` (anything dtype_to_mscclpp_dtype
-        takes; default uint8, the weakest divisibility requirement: pass the real one for exact
-        selection), ``red_op`` (ReduceOp; default sum for reducing collectives), ``root`` (broadcast,
-        reduce, gather and scatter, default 0), ``in_place`` (default: send_buffer == recv_buffer), ``tags`` the plan
-        must all carry. A request the registry cannot judge (unknown collective, ranks per node
-        outside 1..world_size) raises InvalidArgumentError; "no plan" is None (``last_reason`` says why).
+        scatter the per-rank part, as plans state their size ranges. Keywords beyond MSCCL++'s:
+        ``dtype`` (anything dtype_to_mscclpp_dtype takes; default uint8, the weakest divisibility
+        rule: pass the real one for an exact choice), ``red_op`` (ReduceOp; default sum for reducing
+        collectives), ``root`` (rooted collectives, default 0), ``in_place`` (default: send_buffer ==
+        recv_buffer) and ``tags``, which the plan must all carry. A request the registry cannot judge
+        (unknown collective, ranks per node outside 1..world_size) raises InvalidArgumentError; "no
+        plan" is None, and ``last_reason`` says why.
         """
         if not isinstance(collective, str):
             raise TypeError(f"select: collective must be a name such as 'allreduce', got {collective!r}")
@@ -157,7 +156,7 @@ class ExecutionPlanRegistry:
             return None
         return ExecutionPlanHandle(ExecutionPlan(handle, _capi.text(name)), request, self.last_reason)
 
-    # Registration and selectors: the same functions as mscclpp.plan, here for MSCCL++'s method names.
+    # mscclpp.plan's registration and selectors, under MSCCL++'s method names.
     def register_plan(self, plan, tags: Optional[Iterable[str]] = None) -> None:
         """Registers a compiled plan (jit.compile's result) or a plan file path."""
         _plan.register(plan, tags=tags)

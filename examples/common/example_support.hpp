@@ -1,9 +1,8 @@
-// What every example program needs besides its kernels: the command line, building the ranks
-// (threads of this process, or this process as one rank of a job started by a launcher), buffers
-// that live where the backend needs them, and printing one line per rank.
-//
-// Only public headers are used: this is ordinary user code. The same file compiles with g++ (the
-// CPU backend only) and with nvcc (a GPU when one is visible, else the CPU backend).
+// What every example program needs besides its kernels: the command line,
+// the ranks (threads here, or this process as one rank of a launched job),
+// buffers where the backend needs them, and one printed line per rank.
+// It uses public headers only, as user code does. g++ compiles it for the
+// CPU backend; nvcc for a visible GPU, else the CPU backend.
 #ifndef MSCCLPP_EXAMPLES_EXAMPLE_SUPPORT_HPP_
 #define MSCCLPP_EXAMPLES_EXAMPLE_SUPPORT_HPP_
 
@@ -27,13 +26,13 @@ namespace examples {
 
 // ---- Command line ------------------------------------------------------------------------------
 // --nranks N            world size
-// --rank R --root H:P   run as rank R of a job whose rendezvous (run by rank 0) is at H:P (ranks
-//                       as processes, e.g. started by tests/mp/runtime_launch); without --rank,
+// --rank R --root H:P   run as rank R of a job whose rank 0 meets the others at H:P
+//                       (e.g. started by tests/mp/runtime_launch); without --rank,
 //                       every rank is a thread of this process
-// --device auto|cpu|gpu auto: a GPU when this program was compiled by nvcc and one is visible;
-//                       gpu: require one (exit 77, "skipped", when none is visible)
-// --transport T         port channels: auto|shm|tcp|ipc|ib0..ib7 (auto: the mapping transport
-//                       when the peer shares the host, else TCP)
+// --device auto|cpu|gpu auto: a GPU when built by nvcc and one is visible;
+//                       gpu: require one, else exit 77 ("skipped")
+// --transport T         port channels: auto|shm|tcp|ipc|ib0..ib7; auto is the mapping
+//                       transport when the peer shares the host, else TCP
 // --iterations N        repetitions where an example has them
 struct Options {
   int nRanks = 2;
@@ -86,7 +85,7 @@ inline std::string parseOptions(int argc, char** argv, Options* o) {
 }
 
 // ---- Devices -----------------------------------------------------------------------------------
-// Number of visible CUDA devices (0 without one, and always 0 in code not compiled by nvcc).
+// Number of visible CUDA devices; always 0 in code not built by nvcc.
 inline int visibleGpuCount() {
 #if defined(__CUDACC__)
   int n = 0;
@@ -108,9 +107,9 @@ inline int chooseDevice(const Options& o, int rank) {
 }
 
 // ---- Buffers -----------------------------------------------------------------------------------
-// `count` zeroed elements where kernels of `device` can use them and peers can map them: shared
-// host memory on the CPU backend (every transport reaches it), device memory on a GPU (CUDA IPC).
-// Owns the memory (shared: copies refer to the same buffer).
+// `count` zeroed elements that kernels of `device` use and peers can map:
+// shared host memory on the CPU backend, device memory on a GPU.
+// Copies share the one buffer, which the last copy frees.
 template <class T>
 class Buffer {
  public:
@@ -190,10 +189,10 @@ struct RankContext {
   int nRanks() const { return comm->size(); }
   int device() const { return comm->device(); }
 
-  // Memory channels map the peer's memory: CUDA IPC between GPUs, shared memory on the CPU backend.
+  // Memory channels map the peer's memory: CUDA IPC or shared memory.
   Transport mappingTransport() const { return device() == kHostDevice ? Transport::HostShm : Transport::CudaIpc; }
 
-  // Port channels: --transport, or the mapping transport for a peer on this host and TCP otherwise.
+  // Port channels: --transport, else mapping on this host and TCP across.
   Transport portTransport(int peer) const {
     const std::string& t = options.transport;
     if (t == "auto") return comm->isSameHost(peer) ? mappingTransport() : Transport::Tcp;
@@ -206,7 +205,7 @@ struct RankContext {
     throw Error(ErrorCode::InvalidArgument, "--transport: expected auto, shm, tcp, ipc or ib0..ib7, got " + t);
   }
 
-  // Fails unless the job has exactly n ranks (the seed's two-rank examples).
+  // Fails unless the job has exactly n ranks (the two-rank examples).
   void requireRanks(const char* example, int n) const {
     if (nRanks() != n) {
       throw Error(ErrorCode::InvalidArgument, std::string(example) + " runs on exactly " + std::to_string(n) +
@@ -215,16 +214,16 @@ struct RankContext {
   }
 };
 
-// Port channels: the proxy reports a failed transfer through its error handler, which the
-// examples wire to Communicator::setAsyncError. A recorded error means the data cannot be trusted.
+// The proxy reports a failed transfer through its error handler, which the
+// examples wire to Communicator::setAsyncError. Then the data is not trusted.
 inline void throwIfAsyncError(const Communicator& comm) {
   ErrorCode code;
   std::string message;
   if (comm.asyncError(&code, &message)) throw Error(code, "a proxy failed: " + message);
 }
 
-// Builds this rank's communicator: as a thread of this process from a shared unique id, or as a
-// process joining the rendezvous at options.root.
+// Builds this rank's communicator: a thread from a shared unique id,
+// or a process joining the rendezvous at options.root.
 inline std::shared_ptr<Communicator> makeCommunicator(const Options& o, int rank, const UniqueId* id) {
   int device = chooseDevice(o, rank);
   auto bootstrap = std::make_shared<TcpBootstrap>(rank, o.nRanks);
@@ -236,9 +235,9 @@ inline std::shared_ptr<Communicator> makeCommunicator(const Options& o, int rank
   return std::make_shared<Communicator>(bootstrap, device);
 }
 
-// Runs fn as every rank on threads of this process; results in rank order. A rank that fails
-// aborts its communicator, so its peers fail at once instead of at their deadlines; the first
-// failure is rethrown.
+// Runs fn as every rank on threads of this process; results in rank order.
+// A failing rank aborts its communicator, so its peers fail at once
+// rather than at their deadlines. The first failure is rethrown.
 template <class Result>
 std::vector<Result> runRanksAsThreads(const Options& o, const std::function<Result(RankContext&)>& fn) {
   UniqueId id = TcpBootstrap::createUniqueId();
@@ -266,18 +265,18 @@ std::vector<Result> runRanksAsThreads(const Options& o, const std::function<Resu
   return results;
 }
 
-// Every example's per-rank result carries `summary` (one line describing what the rank did and
-// saw) and `mismatch` ("" when every value it checked was exactly as expected, else the first one
-// that was not), besides the data itself (which the unit tests compare).
+// Each example's per-rank result has `summary`, one line on what the rank
+// did and saw, and `mismatch`: "" when every checked value was right,
+// else the first wrong one. The unit tests compare its data too.
 inline std::string firstMismatch(const char* what, size_t index, uint64_t got, uint64_t expected) {
   return std::string(what) + "[" + std::to_string(index) + "] = " + std::to_string(got) + ", expected " +
          std::to_string(expected);
 }
 
-// The body of an example's main(): parses the command line, runs `run` as every rank (threads) or
-// as --rank (this process), and prints "<name>: rank R: <summary>" per rank in rank order.
-// Exit status: 0 when every rank of this process succeeded and saw exactly the expected data, 1
-// otherwise, 2 on a bad command line, 77 (skipped) with --device gpu and no visible GPU.
+// The body of an example's main(): parses the command line, runs `run`
+// as every rank (threads) or as --rank, and prints "<name>: rank R: <summary>"
+// per rank. Exit 0 when every rank here succeeded with the expected data,
+// 1 otherwise, 2 on a bad command line, 77 with --device gpu and no GPU.
 template <class Result>
 int exampleMain(int argc, char** argv, const char* name, int defaultRanks,
                 const std::function<Result(RankContext&)>& run) {

@@ -1,8 +1,9 @@
-// A program outside the mscclpp tree, built against the INSTALLED headers and library only:
+// A program outside the mscclpp tree, built against the INSTALLED library only:
 //   c++ -std=c++17 hello.cc $(pkg-config --cflags --libs mscclpp) -pthread -o hello
-// Two ranks as threads of this process, on the CPU backend: a memory channel over shared memory
-// (put, signal, wait in a launched kernel) and a port channel over TCP through a ProxyService
-// (putWithSignal, wait). Prints one line per rank and exits 0 when every word arrived intact.
+// Two ranks as threads on the CPU backend. A memory channel over shared
+// memory puts, signals and waits in a launched kernel; a port channel over
+// TCP does putWithSignal and wait through a ProxyService.
+// Prints one line per rank; exits 0 when every word arrived intact.
 #include <cstdio>
 #include <memory>
 #include <mscclpp/mscclpp.hpp>
@@ -42,7 +43,7 @@ size_t runRank(const mscclpp::UniqueId& id, int rank) {
   for (size_t i = 0; i < kWords; ++i) send.get()[i] = static_cast<uint32_t>(rank * 1000 + i);
 
   // Memory channel: our send buffer -> the peer's recvShm.
-  // Registrations stay alive while the peer writes into them (the last copy deregisters).
+  // Registrations live while the peer writes; the last copy deregisters.
   auto shm = comm->connect(peer, 0, Transport::HostShm);
   RegisteredMemory recvShmMem = comm->registerMemory(recvShm.get(), kWords * 4, Transport::HostShm);
   comm->sendMemory(recvShmMem, peer, 0);
@@ -56,7 +57,7 @@ size_t runRank(const mscclpp::UniqueId& id, int rank) {
     launchKernel(comm->device(), WaitKernel{&mh});
   }
 
-  // Port channel: our send buffer -> the peer's recvTcp, performed by our proxy over TCP.
+  // Port channel: our send buffer -> the peer's recvTcp, by our proxy over TCP.
   auto tcp = comm->connect(peer, 1, Transport::Tcp);
   RegisteredMemory sendMem = comm->registerMemory(send.get(), kWords * 4, Transport::Tcp);
   RegisteredMemory recvTcpMem = comm->registerMemory(recvTcp.get(), kWords * 4, Transport::Tcp);

@@ -1,9 +1,9 @@
-// The CUDA flavour of the external program, built with nvcc against the INSTALLED headers and
-// library only:
+// The external program's CUDA flavour, built against the INSTALLED library only:
 //   nvcc -std=c++17 --expt-relaxed-constexpr hello_cuda.cu $(pkg-config --cflags --libs mscclpp) -o hello_cuda
-// Two ranks as threads. With a visible GPU, rank r uses device r % count: the kernels below run as
-// real CUDA kernels and the memory channel maps the peer's device memory over CUDA IPC. Without a
-// GPU the same kernels run on the CPU backend over shared memory. Prints one line per rank.
+// Two ranks as threads. With a GPU, rank r uses device r % count: the
+// kernels run on it and the memory channel maps peer memory over CUDA IPC.
+// Without one the same kernels run on the CPU backend over shared memory.
+// Prints one line per rank.
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -16,8 +16,8 @@ namespace {
 
 constexpr size_t kWords = 4096;
 
-// Rank 0: every thread of 2 blocks copies a share, one thread per block signals after its block's
-// share; rank 1's kernel waits for both signals. Each block of rank 0 puts one half.
+// Rank 0: each of 2 blocks puts one half, every thread a share; then one
+// thread per block signals. Rank 1's kernel waits for both signals.
 struct SendKernel {
   mscclpp::SmChannelDeviceHandle* channel;
   MSCCLPP_HOST_DEVICE void operator()() const {
@@ -30,7 +30,7 @@ struct SendKernel {
 
 struct WaitKernel {
   mscclpp::SmChannelDeviceHandle* channel;
-  uint32_t* doubled;  // what arrived, times two: proves the data is usable right after the wait
+  uint32_t* doubled;  // what arrived, doubled: the data is usable after the wait
   const uint32_t* received;
   MSCCLPP_HOST_DEVICE void operator()() const {
     if (mscclpp::threadIndex() == 0) {
@@ -56,7 +56,7 @@ void check(cudaError_t e, const char* what) {
     throw mscclpp::Error(mscclpp::ErrorCode::CudaError, std::string(what) + ": " + cudaGetErrorString(e));
 }
 
-// Memory the backend's kernels can use: device memory on a GPU, shared host memory on the CPU.
+// Memory the backend's kernels use: device memory, or shared host memory.
 std::shared_ptr<void> allocate(int device, size_t bytes) {
   if (device == mscclpp::kHostDevice) return mscclpp::allocSharedHostBytes(bytes);
   void* p = nullptr;
@@ -77,8 +77,8 @@ void copyBytes(void* dst, const void* src, size_t bytes, int device) {
 size_t runRank(const mscclpp::UniqueId& id, int rank, int gpus, std::string* where) {
   using namespace mscclpp;
   if (gpus > 0) check(cudaSetDevice(rank % gpus), "cudaSetDevice");
-  // kDeviceAuto: the current device, unless the library was built without CUDA or
-  // MSCCLPP_BACKEND=cpu, in which case the communicator (and this program) use the CPU backend.
+  // kDeviceAuto: the current device. A library built without CUDA, or
+  // MSCCLPP_BACKEND=cpu, makes the communicator use the CPU backend.
   auto comm = createCommunicator(id, rank, 2);
   const int device = comm->device();
   Transport transport = device == kHostDevice ? Transport::HostShm : Transport::CudaIpc;

@@ -1,25 +1,13 @@
 #!/usr/bin/env python3
-"""Seed 004, "Integrate with MSCCL++ customized communicator": a PyTorch-style wrapper that manages
-its own MSCCL++ communicator and runs a DSL plan with the MSCCL++ executor.
+"""A PyTorch-style wrapper that manages its own MSCCL++ communicator and runs a DSL plan.
 
-Steps (as in the seed): 1. compile an NVLS AllReduce written in the DSL with jit.compile and register
-it; 2. install a selector that prefers plans tagged "nvls"; 3. build a CommGroup from the master
-address and wrap it in CustomizedComm; 4. all_reduce a tensor. Every rank checks the result against
-a reference it computes itself (inputs are small integers, so every sum is exact even in float16)
-and exits with status 0 only when all elements match.
-
-Run it
-  on GPUs, one process per GPU (torch needed):
-    MSCCLPP_MASTER_ADDR=<ip> MSCCLPP_MASTER_PORT=<port> torchrun --nnodes=1 --nproc_per_node=8 \\
-        examples/python/customized_comm.py
-  on the CPU backend, with host buffers (numpy arrays, or torch CPU tensors with --torch), N ranks as
-  processes started by this script itself (no torchrun, no GPU):
-    MSCCLPP_BACKEND=cpu python3 examples/python/customized_comm.py --nranks 4
-
-The package must be importable (pip install ./dsl_compiler, or PYTHONPATH=dsl_compiler) and find the
-runtime (LD_PRELOAD of libmscclpp_nccl.so, or MSCCLPP_LIBRARY=/path/to/libmscclpp.so).
-Exit status: 0 correct on every rank; 1 a wrong result or a failed rank; 2 bad usage; 3 the backend
-refuses the call (NotSupportedError: the error says why).
+The steps of MSCCL++'s DSL integration guide: jit-compile an NVLS AllReduce and register it,
+install a selector preferring "nvls" plans, wrap a CommGroup in CustomizedComm, all_reduce.
+Every rank checks the result against its own reference (small integers: exact in float16).
+    torchrun --nnodes=1 --nproc_per_node=8 examples/python/customized_comm.py   # GPUs
+    MSCCLPP_BACKEND=cpu python3 examples/python/customized_comm.py --nranks 4    # CPU backend
+docs/python-api.md, "Examples", gives the environment each needs. Exit status: 0 correct on
+every rank; 1 a wrong result or a failed rank; 2 bad usage; 3 the backend refused the call.
 """
 import argparse
 import os
@@ -43,8 +31,8 @@ EXIT_WRONG, EXIT_USAGE, EXIT_UNSUPPORTED = 1, 2, 3
 
 
 def allreduce_nvls(name, gpu_size, num_threads_per_block, min_message_size, max_message_size):
-    """The seed's AllReduce: NVLS reduce-scatter then broadcast of one chunk per rank, between two
-    all-to-all handshakes over memory channels. (On the CPU backend switch channels are emulated.)"""
+    """The integration guide's AllReduce: NVLS reduce, then broadcast, of one chunk per rank,
+    between two all-to-all handshakes over memory channels. The CPU backend emulates switches."""
     chunksperloop = 1
     collective = AllReduce(gpu_size, chunksperloop, True)
     with CollectiveProgram(
@@ -82,8 +70,8 @@ def allreduce_nvls(name, gpu_size, num_threads_per_block, min_message_size, max_
 
 
 class CustomizedComm:
-    """High-level MSCCL++ wrapper compatible with PyTorch-style collectives (the seed's class, taking
-    torch tensors on the GPU and numpy arrays or torch CPU tensors on the CPU backend)."""
+    """The integration guide's wrapper for PyTorch-style collectives. It takes torch tensors on
+    the GPU, and numpy arrays or torch CPU tensors on the CPU backend."""
 
     def __init__(self, comm: mscclpp_comm.CommGroup):
         self.comm = comm
@@ -96,7 +84,7 @@ class CustomizedComm:
         self.last_plan = None
 
     def all_reduce(self, tensor, op=None, stream=None):
-        """In-place AllReduce of ``tensor`` with a registered MSCCL++ plan (sum only, as in the seed)."""
+        """In-place AllReduce of ``tensor`` with a registered MSCCL++ plan (sum only, as in the guide)."""
         if op is not None and not _is_sum(op):
             raise ValueError(f"CustomizedComm.all_reduce supports SUM only, got {op!r}")
         info = buffer_info(tensor)  # tensor.data_ptr(), numel() * element_size(), dtype
@@ -130,7 +118,7 @@ def _is_sum(op) -> bool:
 
 
 def selector(plans: Dict[str, List[mscclpp.PlanHandle]], req: mscclpp.Request):
-    """The seed's selector: a plan tagged "nvls" when there is one, else the first candidate."""
+    """The guide's selector: a plan tagged "nvls" when there is one, else the first candidate."""
     collective_plans = plans.get(req.collective)
     nvls = [p for p in collective_plans if "nvls" in p.tags]
     return nvls[0] if nvls else collective_plans[0]
@@ -156,7 +144,7 @@ def run_rank(args) -> int:
     if on_gpu:
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
 
-    # Step 1. Compile and register a DSL plan (each rank compiles; the jit cache makes it once).
+    # Step 1. Compile and register a DSL plan; the jit cache compiles it once.
     plan = jit.compile(
         algo=allreduce_nvls,
         name="allreduce_nvls",
@@ -236,8 +224,8 @@ def launch(args) -> int:
     env.setdefault("MSCCLPP_BACKEND", "cpu")
     argv = [sys.executable, os.path.abspath(__file__), "--elements", str(args.elements),
             "--iterations", str(args.iterations)] + (["--torch"] if args.torch else [])
-    # Each rank's stdout goes to its own file, replayed in rank order at the end: ranks printing at
-    # the same moment would otherwise interleave their lines.
+    # Each rank's stdout goes to its own file, replayed in rank order:
+    # ranks printing at once would interleave their lines.
     outputs = [tempfile.TemporaryFile() for _ in range(args.nranks)]
     ranks = [subprocess.Popen(argv, env=dict(env, RANK=str(r), LOCAL_RANK=str(r)), stdout=outputs[r])
              for r in range(args.nranks)]
@@ -255,7 +243,7 @@ def launch(args) -> int:
         failed = next((p.returncode for p in ranks if p.returncode not in (None, 0)), failed)
         if failed is not None:
             break
-    if failed is not None:  # one rank failed: the others cannot finish; do not wait for their deadlines
+    if failed is not None:  # the others cannot finish: do not wait for their deadlines
         grace = time.monotonic() + 5
         for p in ranks:
             try:
@@ -281,7 +269,7 @@ def main() -> int:
                         help="start this many ranks as local processes (CPU backend unless MSCCLPP_BACKEND says "
                              "otherwise); without it the script is one rank (RANK, WORLD_SIZE from torchrun)")
     parser.add_argument("--elements", type=int, default=None,
-                        help="float16 elements per rank (default: 12M as in the seed on GPUs, 512K on the CPU)")
+                        help="float16 elements per rank (default: 12M as in the guide on GPUs, 512K on the CPU)")
     parser.add_argument("--iterations", type=int, default=2)
     parser.add_argument("--torch", action="store_true", help="use torch CPU tensors instead of numpy arrays on the CPU")
     parser.add_argument("--interface", default="", help="network interface for the master address (interface:ip:port)")

@@ -1,22 +1,13 @@
 #!/usr/bin/env python3
-"""A few DistributedDataParallel steps of a tiny model under PyTorch's nccl backend, meant to run with
-the MSCCL++ NCCL shim preloaded. GPU ONLY (torch with CUDA, one GPU per rank).
+"""A few DistributedDataParallel steps of a tiny model under PyTorch's nccl backend, for the shim.
 
+GPU ONLY (torch with CUDA, one GPU per rank). DDP's broadcasts and gradient all-reduces run on
+the default plans when one fits, else on the real NCCL (MSCCLPP_DEBUG=INFO logs which).
     LD_PRELOAD=$BUILD/nccl_shim/libmscclpp_nccl.so MSCCLPP_PLAN_DIR=$REPO/plans \\
-    MSCCLPP_DEBUG=INFO MSCCLPP_DEBUG_SUBSYS=SHIM \\
         torchrun --nnodes=1 --nproc_per_node=4 examples/python/ddp_train.py --steps 5
-
-DDP broadcasts the initial parameters (ncclBroadcast) and all-reduces gradient buckets
-(ncclAllReduce, float32 sum) every step: with the shim these run on the default plans of plans/ when
-one fits, otherwise on the real NCCL (the INFO log says which, per call). The script checks itself:
-
-1. every rank ends with bit-identical parameters (gathered with all_gather_object);
-2. they match a reference trained on this rank without DDP on the global batch (the concatenation of
-   every rank's batch: DDP's averaged gradient is that batch's gradient), within 1e-5 relative;
-3. the loss decreased.
-
-Exit status 0 when all hold; 1 otherwise (the message says which); 2 without GPUs or without the shim
-(--allow-plain-nccl runs it on plain NCCL, e.g. to compare).
+It checks that every rank ends with bit-identical parameters, that they match a reference trained
+without DDP on the global batch (within 1e-5 relative), and that the loss fell. Exit status: 0
+when all hold, 1 otherwise, 2 without GPUs or the shim (--allow-plain-nccl runs on plain NCCL).
 """
 import argparse
 import copy

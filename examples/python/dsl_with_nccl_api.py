@@ -1,19 +1,14 @@
 #!/usr/bin/env python3
-"""Seed 004, "Integrate via NCCL Interposition". GPU ONLY: it needs torch with CUDA, one GPU per rank
-and the NCCL shim preloaded; it does not run on the CPU backend (PyTorch's nccl backend needs CUDA).
+"""NCCL interposition, from MSCCL++'s DSL integration guide: plain PyTorch with backend="nccl".
 
-The script is plain PyTorch with backend="nccl". The shim (LD_PRELOAD=libmscclpp_nccl.so) intercepts
-PyTorch's NCCL calls: an ncclAllReduce for which a registered plan fits runs on the MSCCL++ executor,
-anything else on the real NCCL (MSCCLPP_NCCL_LIB_PATH). The plan registered here from Python is
-seen by the shim because both use the one registry of the process (mscclpp.plan finds the runtime
-the shim brought in).
-
+GPU ONLY: it needs torch with CUDA, one GPU per rank and the NCCL shim preloaded. The shim runs
+an ncclAllReduce on the MSCCL++ executor when a registered plan fits, else on the real NCCL. It
+sees the plan registered here because both use the process's one registry.
     LD_PRELOAD=$BUILD/nccl_shim/libmscclpp_nccl.so PYTHONPATH=$REPO/dsl_compiler \\
         torchrun --nnodes=1 --nproc_per_node=8 examples/python/dsl_with_nccl_api.py
-
-Add MSCCLPP_DEBUG=INFO MSCCLPP_DEBUG_SUBSYS=SHIM to see, per call, which plan ran (or why NCCL did).
-Every rank checks the AllReduce against a reference it computes itself (small integers: exact in
-float16) and exits 0 only when every element matches; 2 when run without the shim or without GPUs.
+MSCCLPP_DEBUG=INFO MSCCLPP_DEBUG_SUBSYS=SHIM shows which plan ran per call, or why NCCL did.
+Every rank checks the result (small integers: exact in float16). Exit status: 0 when every
+element matches, 1 otherwise, 2 without the shim or without GPUs.
 """
 import argparse
 import ctypes
@@ -32,7 +27,7 @@ EXIT_WRONG, EXIT_SETUP = 1, 2
 
 
 def allreduce_nvls(name, gpu_size, num_threads_per_block, min_message_size, max_message_size):
-    """The seed's NVLS AllReduce (see customized_comm.py for the commented version)."""
+    """The integration guide's NVLS AllReduce; customized_comm.py has the commented version."""
     with CollectiveProgram(name, AllReduce(gpu_size, 1, True), gpu_size, instances=8, protocol="Simple",
                            num_threads_per_block=num_threads_per_block, min_message_size=min_message_size,
                            max_message_size=max_message_size) as program:
@@ -63,8 +58,8 @@ def shim_is_loaded() -> bool:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description="seed 004: DSL plans under PyTorch's nccl backend (GPU only)")
-    parser.add_argument("--elements", type=int, default=12 << 20, help="float16 elements (default 12M, as the seed)")
+    parser = argparse.ArgumentParser(description="DSL plans under PyTorch's nccl backend (GPU only)")
+    parser.add_argument("--elements", type=int, default=12 << 20, help="float16 elements (default 12M, as in the guide)")
     parser.add_argument("--allow-plain-nccl", action="store_true", help="run even when the shim is not preloaded")
     args = parser.parse_args()
     if not torch.cuda.is_available():

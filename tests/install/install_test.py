@@ -144,10 +144,11 @@ def main(argv):
             "from mscclpp import _paths\n"
             "assert os.path.realpath(mscclpp.__file__).startswith(os.path.realpath(%r)), mscclpp.__file__\n"
             "assert os.path.isfile(_paths.shim_path()) and _paths.shim_path().startswith(%r), _paths.shim_path()\n"
-            "from mscclpp.examples import allreduce_allpairs\n"
-            "assert '\"allreduce\"' in allreduce_allpairs.build(num_gpus=4, instances=1).to_json()\n"
+            "from mscclpp.cli.program_runner import run_program\n"
+            "assert '\"allreduce\"' in run_program(%r, ['num_gpus=4'], 'build').to_json()\n"
             "choice = mscclpp.ExecutionPlanRegistry().select('allreduce', 4, 4, 1, 2, 1 << 20, dtype=mscclpp.DataType.float32)\n"
-            "print(choice.plan.name)\n" % (dest, dest))
+            "print(choice.plan.name)\n"
+            % (dest, dest, os.path.join(source, "examples", "dsl", "allreduce_allpairs.py")))
         rc, out, err = run([sys.executable, "-c", program], env=penv, cwd=work, timeout=300)
         if rc != 0:
             raise AssertionError(f"the installed package failed (exit {rc}):\n{out}{err}")

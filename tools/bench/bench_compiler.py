@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Compile-time benchmark of the DSL compiler: prints a table.
 
-Programs: the all-pairs AllReduce, Simple with 8 threadblocks per
-rank, at 8 to 64 ranks with 1 to 16 instances, and the LL all-pairs
+Programs: the all-pairs AllReduce (examples/dsl), Simple with 8
+threadblocks per rank, at 8 to 64 ranks with 1 to 16 instances, and the LL all-pairs
 AllReduce at 64 ranks. A row times --repeat runs of "run the program,
 compile, write compact JSON": the best and median wall-clock time,
 and the best CPU time, ``cpu``, which an idle machine would take.
@@ -17,8 +17,10 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "dsl_compiler"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples", "dsl"))
 
-from mscclpp.examples import allreduce_allpairs, allreduce_packets  # noqa: E402
+import allreduce_allpairs  # noqa: E402
+import allreduce_packets  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
 import script_options  # noqa: E402 - after the path it lives on
 

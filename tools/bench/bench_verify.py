@@ -19,9 +19,11 @@ import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "dsl_compiler"))
+sys.path.insert(0, os.path.join(REPO, "examples", "dsl"))
 
+import allreduce_allpairs  # noqa: E402
+import allreduce_packets  # noqa: E402
 from mscclpp.dsl.presets import algorithms  # noqa: E402
-from mscclpp.examples import allreduce_allpairs, allreduce_packets  # noqa: E402
 sys.path.insert(0, os.path.join(REPO, "tools", "support"))
 import script_options  # noqa: E402 - after the path it lives on
 

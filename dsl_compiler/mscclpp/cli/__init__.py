@@ -1,4 +1,17 @@
-"""python3 -m mscclpp: compile DSL programs, install and list the default plans, inspect plans, and
+"""python3 -m mscclpp: compile DSL programs, install, list and show plans, reach the C++ tools.
+
+USAGE below is both the module's reference and the text --help prints.
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+from .. import _paths
+from .._version import __version__
+from ..language.errors import DSLError
+
+USAGE = """python3 -m mscclpp: compile DSL programs, install and list the default plans, inspect plans, and
 reach the C++ plan tools.
 
   python3 -m mscclpp compile PROGRAM.py [program args...] -o OUT.json [--indent N]
@@ -37,14 +50,6 @@ reach the C++ plan tools.
       LD_LIBRARY_PATH=$(python3 -m mscclpp --nccl-dir):$LD_LIBRARY_PATH.
   python3 -m mscclpp --version | --help
 """
-import argparse
-import os
-import subprocess
-import sys
-
-from .. import _paths
-from .._version import __version__
-from ..language.errors import DSLError
 
 _OURS_WITH_VALUE = {"-o": "output", "--output": "output", "--indent": "indent", "--function": "function", "--program": "program"}
 _OURS_FLAGS = {"--no-verify": "no_verify", "--source-locations": "source_locations"}
@@ -87,7 +92,7 @@ def cmd_compile(argv):
     from .program_runner import ProgramFileError, run_program
 
     if argv and argv[0] in ("-h", "--help"):
-        usage = __doc__[__doc__.index("  python3 -m mscclpp compile"):__doc__.index("  python3 -m mscclpp --install")]
+        usage = USAGE[USAGE.index("  python3 -m mscclpp compile"):USAGE.index("  python3 -m mscclpp --install")]
         print(usage.rstrip())
         return 0
 
@@ -248,14 +253,14 @@ _COMMANDS = {
 
 def _run(argv):
     if not argv:
-        print(__doc__.strip(), file=sys.stderr)
+        print(USAGE.strip(), file=sys.stderr)
         return 2
     if argv[0] in ("-h", "--help", "help"):
-        print(__doc__.strip())
+        print(USAGE.strip())
         return 0
     command = _COMMANDS.get(argv[0])
     if command is None:
-        print(f"unknown command {argv[0]!r}\n\n{__doc__.strip()}", file=sys.stderr)
+        print(f"unknown command {argv[0]!r}\n\n{USAGE.strip()}", file=sys.stderr)
         return 2
     return command(argv[1:])
 
@@ -267,7 +272,7 @@ def main(argv=None):
         sys.stdout.flush()  # a closed pipe shows here, not as a traceback at exit
         return status
     except BrokenPipeError:  # e.g. `list | head`: the reader has all it wanted
-        # Python flushes stdout again at exit: point it at /dev/null so that flush succeeds.
+        # Python flushes stdout again at exit: /dev/null lets that succeed.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0

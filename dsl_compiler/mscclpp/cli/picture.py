@@ -1,6 +1,7 @@
-"""``python3 -m mscclpp show ... -o FILE.svg|.html``: the picture of a plan, drawn by the one renderer
-(``mscclpp-plan show``, tools/cli/plan/render). A DSL program is compiled first, with source locations,
-so the picture's hover details and the verifier's findings name the program's lines."""
+"""``python3 -m mscclpp show ... -o FILE.svg|.html``: a plan's picture, drawn by ``mscclpp-plan show``.
+
+A DSL program is compiled first, with source locations, so the picture's details and the
+verifier's findings name the program's lines."""
 import os
 import subprocess
 import sys

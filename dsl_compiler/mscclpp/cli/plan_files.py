@@ -87,7 +87,7 @@ def _op_text(op):
         inner = " ".join(_op_text(o) for o in op.get("ops", []))
         it = op.get("iter_context", {})
         return f"pipeline(unit={it.get('unit_size')}, chunks={it.get('num_chunks')})[{inner}]"
-    # how many peers (channels) the op serves: "rresx7" reads and writes seven peers
+    # How many peers the op serves: "rresx7" reads and writes seven.
     width = len(op.get("channel_ids", [])) or sum(1 for ref in op.get("dst_buff", []) if "buffer_id" in ref)
     width = width or sum(1 for ref in op.get("src_buff", []) if "buffer_id" in ref)
     return f"{name}x{width}" if width > 1 else name

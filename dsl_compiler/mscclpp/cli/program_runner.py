@@ -1,15 +1,10 @@
 """Running a user's DSL program file and getting the CollectiveProgram it builds.
 
-Two styles:
-- script: the file builds a program when run (``python3 prog.py --num_gpus 8`` prints JSON());
-  it runs as ``__main__`` with ``sys.argv = [file, *args]``. Its standard output is captured:
-  the JSON it prints is dropped (we write the plan ourselves), anything else goes to stderr.
-- function (``function=NAME``): the file is imported (as module ``__mscclpp_program__``, so an
-  ``if __name__ == "__main__"`` block does not run) and ``NAME(*positional, **keywords)`` is called
-  with the args: ``--key value``, ``--key=value`` and ``key=value`` become keywords (values read as
-  Python literals when they parse, else strings; a ``--flag`` with no value is True), the rest are
-  positional. It returns the CollectiveProgram (or builds exactly one).
-In both styles, when several programs are built, ``program_name`` picks one by name.
+Script style: the file runs as ``__main__`` with ``sys.argv = [file, *args]``, as in ``python3
+prog.py --num_gpus 8``; the plan JSON it prints is dropped and its other output goes to stderr.
+Function style (``function=NAME``): the file is imported, so its ``__main__`` block does not run,
+and NAME is called with the args (``parse_call_args``). ``program_name`` picks one of several
+programs; docs/dsl-compiler.md, "Command line", says the rest.
 """
 import ast
 import contextlib
@@ -36,6 +31,11 @@ def _literal(text):
 
 
 def parse_call_args(args):
+    """(positional, keywords) of a function-style call from the program's command-line words.
+
+    ``--key value``, ``--key=value`` and ``key=value`` are keywords; a ``--flag`` with no value is
+    True. Values are Python literals when they parse, else strings; other words are positional.
+    """
     positional, keywords = [], {}
     i = 0
     while i < len(args):

@@ -1,5 +1,5 @@
-"""Integration helpers of seed 004: ``jit`` (compile DSL functions into cached plans) and
-``presets`` (the default plans)."""
+"""Integration helpers: ``jit`` compiles DSL functions into cached plans, ``presets`` defines the
+default plans."""
 import importlib
 
 __all__ = ["jit", "presets"]

@@ -1,4 +1,4 @@
-"""jit.compile: run a DSL algorithm function, compile it to a plan file, cache it by content.
+"""jit.compile: run a DSL algorithm function, compile its plan, cache the file by content.
 
     plan = jit.compile(algo=allreduce_nvls, name="allreduce_nvls", collective="allreduce",
                        nranks_per_node=8, world_size=8, instances=2, protocol="Simple",
@@ -6,24 +6,7 @@
                        tags={"nvls"})
     mscclpp.plan.register(plan)
 
-How ``algo`` is called: with an AlgoSpec when it takes one argument named ``spec``/``algo_spec``
-(or annotated AlgoSpec), MSCCL++'s convention; otherwise with keyword arguments matched by name
-(``name``, ``gpu_size``/``num_gpus``/``num_ranks``/``world_size``, ``nranks_per_node``,
-``instances``, ``protocol``, ``num_threads_per_block``, ``min_message_size``/``min_msg_size``,
-``max_message_size``/``max_msg_size``, ``collective``, ``in_place``/``inplace``, ``tags``), plus any
-extra keyword arguments given to compile. It must return the CollectiveProgram it built.
-
-The compile arguments win over the program's own settings for name, instances, thread count,
-size range and tags; the collective, the rank count and the protocol must agree (DSLError).
-
-Cache: ``$MSCCLPP_CACHE_DIR`` (default ``~/.cache/mscclpp``)``/jit/<sha256>.json``, keyed by the
-function's source, the arguments and this compiler's own source, so a changed compiler never
-serves a stale plan. A hit does not run the function.
-
-Verification: the plan is proven by the plan verifier (mscclpp.plan_verify, docs/plan-verifier.md)
-before it is cached; a plan the verifier does not prove raises DSLError with the findings.
-``verify=False`` (or MSCCLPP_DSL_VERIFY=0) skips it. ``source_locations=True`` writes each op's
-file:line into the plan (the optional "source" key), so findings and pictures name DSL lines.
+``compile`` says how ``algo`` is called, what is cached and how plans are verified.
 """
 import hashlib
 import inspect
@@ -144,7 +127,7 @@ def _call(algo, spec, values, extra):
     return algo(**kwargs)
 
 
-def compile(  # noqa: A001 - the name seed 004 uses
+def compile(  # noqa: A001 - the name MSCCL++'s jit uses
     algo,
     name,
     collective,
@@ -161,6 +144,24 @@ def compile(  # noqa: A001 - the name seed 004 uses
     source_locations=False,
     **kwargs,
 ):
+    """The CompiledPlan of the program ``algo`` builds, from the cache when it is there.
+
+    ``algo`` gets an AlgoSpec when it takes one parameter named ``spec``/``algo_spec`` (or annotated
+    AlgoSpec), MSCCL++'s convention. Otherwise its parameters are matched by name: ``name``,
+    ``gpu_size``/``num_gpus``/``num_ranks``/``world_size``, ``nranks_per_node``, ``instances``,
+    ``protocol``, ``num_threads_per_block``, ``min_message_size``/``min_msg_size``,
+    ``max_message_size``/``max_msg_size``, ``collective``, ``in_place``/``inplace``, ``tags``, plus
+    the extra keyword arguments. It must return the CollectiveProgram it built.
+
+    These arguments win over the program's name, instances, thread count, size range and tags; the
+    collective, rank count and protocol must agree (DSLError).
+
+    The cache is ``cache_dir()/jit/<sha256>.json``, keyed by the function's source, the arguments
+    and the compiler's own sources, so a changed compiler never serves a stale plan. A hit does not
+    run the function. A new plan is proven by the plan verifier first (docs/plan-verifier.md);
+    ``verify=False`` or MSCCLPP_DSL_VERIFY=0 skips that. ``source_locations=True`` writes each op's
+    file:line into the plan, so findings and pictures name DSL lines.
+    """
     if not callable(algo):
         raise DSLError("jit.compile: algo must be a function that builds a CollectiveProgram")
     if collective not in _COLLECTIVES:

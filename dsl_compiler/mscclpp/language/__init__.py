@@ -1,10 +1,10 @@
 """The MSCCL++ DSL: write a collective algorithm in Python, compile it to an execution plan.
 
-Everything a program needs is importable from here; the MSCCL++ module layout
-(``mscclpp.language.program``, ``.collectives``, ``.channel``, ``.rank``, ``.general``, ``.loop``,
-``.thread_block_group``, ``.utils``, ``.buffer``, ``.types``) works too, star imports included.
-MSCCLPPLang programs (seed 002: ``chunk``, ``rank``, ``Json``, ``Check`` inside ``MSCCLPPProgram``)
-import the same way (``legacy/``).
+Everything a program needs is importable from here. MSCCL++'s module layout works too, star
+imports included: ``mscclpp.language.program``, ``.collectives``, ``.channel``, ``.rank``,
+``.general``, ``.loop``, ``.thread_block_group``, ``.utils``, ``.buffer``, ``.types``.
+MSCCLPPLang programs (``chunk``, ``rank``, ``Json``, ``Check`` inside ``MSCCLPPProgram``) import
+the same way; legacy/ implements them.
 """
 from .buffer import BaseBuffer, Buffer
 from .channel import Channel, MemoryChannel, PortChannel, SwitchChannel

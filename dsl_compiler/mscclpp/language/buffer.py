@@ -72,7 +72,7 @@ class BaseBuffer:
 class Buffer(BaseBuffer):
     """A scratch buffer of ``size`` chunks on ``rank``.
 
-    The class also names the buffer kinds as the seeds do: ``Buffer.input``, ``Buffer.output``,
+    The class also names the buffer kinds as MSCCL++'s DSL documents do: ``Buffer.input``, ``Buffer.output``,
     ``Buffer.scratch`` are BufferType members.
     """
 

@@ -17,8 +17,8 @@ from .rank import reduce_op_value, require_packets, require_scratch, sync_bits
 from .thread_block_group import ThreadBlockGroup, threadblocks
 from .types import BufferType, ChannelType, Chunk, RankGroup, ReduceOperationType, SyncType
 
-# MSCCL++'s module has no __all__: its star import also gives what it imports. These are the DSL's
-# names among them (docs/dsl-compiler.md lists what is left out), plus our own.
+# MSCCL++'s module has no __all__, so its star import gives its imports too.
+# These are the DSL's names among them, plus our own.
 __all__ = [
     "MemoryChannel",
     "PortChannel",
@@ -46,8 +46,9 @@ _BITS = {t._value_: t.bits for t in SyncType}  # keyed by value: Enum.__hash__ i
 _SUM = ReduceOperationType.sum
 _new = object.__new__  # ops of the hot paths are built field by field: no __init__ call
 
-# The code object of the latest frame _user_frame found outside mscclpp/language: a DSL method
-# called from it needs no frame walk (programs call from the same few loops again and again).
+# The code object of the latest user frame _user_frame found.
+# A DSL call from that code needs no frame walk;
+# programs call from the same few loops again and again.
 _user_code = None
 
 
@@ -451,10 +452,10 @@ class MemoryChannel(_PeerChannel):
     )
     wait = _memory_sync("wait", "rlxwait", 1, "Waits for the peer's signal on this channel (relaxed: no memory ordering).")
 
-    def relaxedSignal(self, tb, data_sync=SyncType.both, sync=None, iter_context=None):  # noqa: N802 (seed 001)
+    def relaxedSignal(self, tb, data_sync=SyncType.both, sync=None, iter_context=None):  # noqa: N802 (DSL guide)
         self.signal(tb, data_sync, True, sync, iter_context)
 
-    def relaxedWait(self, tb, data_sync=SyncType.both, sync=None, iter_context=None):  # noqa: N802 (seed 001)
+    def relaxedWait(self, tb, data_sync=SyncType.both, sync=None, iter_context=None):  # noqa: N802 (DSL guide)
         self.wait(tb, data_sync, True, sync, iter_context)
 
     relaxed_signal = relaxedSignal
@@ -502,7 +503,7 @@ class MemoryChannel(_PeerChannel):
             and type(local_src_chunk) is Chunk
             and local_src_chunk.rank == self.src_rank
         ):
-            # Fast path: the checks below, all passing, in one go; anything else takes _reduce.
+            # Fast path: the checks below, all passing. Else _reduce.
             size = local_src_chunk.size
             dst_rank = self.dst_rank
             remote = remote_src_chunks
@@ -616,8 +617,8 @@ class PortChannel(_PeerChannel):
 
 
 class Channel:
-    """Seed spelling: ``Channel(dst_rank, src_rank, channel_type=Channel.memory, tag=None)`` creates a
-    MemoryChannel or PortChannel. ``tag`` is a label only."""
+    """MSCCL++'s DSL concepts: ``Channel(dst_rank, src_rank, channel_type=Channel.memory, tag=None)``
+    creates a MemoryChannel or PortChannel. ``tag`` is a label only."""
 
     memory = ChannelType.memory
     port = ChannelType.port
@@ -641,8 +642,8 @@ class SwitchChannel:
     """NVLS multicast over one buffer (``buffer_type``) of every rank in ``rank_list``.
 
     ``at_rank(r).reduce(...)`` / ``.broadcast(...)`` / ``.broadcast_packets(...)`` run on rank r.
-    Seed spellings: ``buffer=`` for buffer_type, ``rank_list=[]`` for all ranks, ``tag=`` (label),
-    and the group_* methods (see docs/dsl-compiler.md).
+    Also spelled as in MSCCL++'s DSL documents: ``buffer=`` for buffer_type, ``rank_list=[]`` for all
+    ranks, ``tag=`` (a label), and the group_* methods (docs/dsl-compiler.md).
     """
 
     def __init__(self, rank_list=None, buffer_type=None, buffer=None, tag=None):
@@ -681,12 +682,12 @@ class SwitchChannel:
     def broadcast_packets(self, rank, src_chunk, buffer_offset, size, tb):
         self.at_rank(rank).broadcast_packets(src_chunk, buffer_offset, size, tb)
 
-    # Seed spellings without a rank (seeds 000, 001). The call runs on the rank of the latest
-    # Rank(...) of the program when it is in the group; otherwise (seed 000 creates no Rank) on the
-    # group rank that owns the range when the buffer is split into equal blocks over the group, in
-    # group order: rank_list[i] owns chunks [i*C/g, (i+1)*C/g) of a C-chunk buffer. Each call runs
-    # exactly once, on one rank, so the result is the same whichever rank that is; the block owner
-    # spreads an NVLS allreduce written offset by offset over the group as MSCCL++'s do.
+    # The DSL documents' spellings name no rank. The call runs on the latest
+    # Rank(...) when it is in the group, else on the named chunk's rank.
+    # Else it runs on the group rank owning the range in equal blocks:
+    # rank_list[i] owns chunks [i*C/g, (i+1)*C/g) of a C-chunk buffer.
+    # Each call runs once, on one rank, so the result is the same.
+    # The block owner spreads an NVLS allreduce over the group, as MSCCL++'s do.
     def _current_view(self, buffer_offset, chunk=None):
         program = get_program()
         rank = program.last_rank
@@ -731,7 +732,7 @@ class SwitchChannel:
 
 
 def _group_store_by_offset(view, buffer_offset, size=1, tb=0, src_chunk=None, iter_context=None):
-    """Seed 001: ``chan.group_store(offset, size=1, tb=1)`` stores the rank's own chunk at offset."""
+    """DSL guide: ``chan.group_store(offset, size=1, tb=1)`` stores the rank's own chunk at offset."""
     view.group_store(src_chunk, buffer_offset, size, tb, iter_context)
 
 
@@ -777,7 +778,7 @@ class SwitchChannelRankView:
         return program.rank_state(self._rank).tb(tb).channel("switch", self._channel.channel_ids[self._rank])
 
     def _own_chunk(self, offset, size):
-        """This rank's chunk of the channel's buffer at offset: the seed forms' implied operand."""
+        """This rank's chunk of the channel's buffer at offset: the group_* forms' implied operand."""
         return Chunk(self._rank, self._channel.buffer_type, offset, size)
 
     def reduce(self, buffer_offset, size, dst_chunk, tb, reduce_op=ReduceOperationType.sum, op=None, iter_context=None):
@@ -820,7 +821,7 @@ class SwitchChannelRankView:
         op_ = GroupStore(name, src, self._rank, self._channel.buffer_type.value, buffer_offset, size, [local])
         program.add_op(self._rank, tb, op_)
 
-    # Seed 001 spellings.
+    # The spellings of MSCCL++'s DSL guide.
     def group_load_reduce(
         self, buffer_offset, size=1, dst_chunk=None, tb=0, reduce_op=ReduceOperationType.sum, op=None, iter_context=None
     ):

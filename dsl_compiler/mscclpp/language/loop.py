@@ -1,6 +1,6 @@
 """Pipeline loops: ops written inside ``with LoopIterationContext(unit, num_chunks):`` become, per
 (rank, threadblock), one ``pipeline`` op whose body the executor runs over the message in pieces of
-``unit`` bytes. ``Loop.iteration(unit=..., num_chunks=...)`` is the seed-001 spelling.
+``unit`` bytes. ``Loop.iteration(unit=..., num_chunks=...)`` is the spelling of MSCCL++'s DSL guide.
 """
 from typing import Dict  # noqa: F401 (re-exported: MSCCL++'s star import gives it)
 
@@ -70,7 +70,7 @@ class Loop:
 
 
 def check_iter_context(program, iter_context):
-    """The explicit ``iter_context=`` of seed-style calls must be the loop the call is in."""
+    """An explicit ``iter_context=`` (the DSL guide's spelling) must be the loop the call is in."""
     if iter_context is not None and iter_context is not program.loop_context:
         raise DSLError(
             "iter_context= names a loop this call is not inside: write the call in its `with` block",

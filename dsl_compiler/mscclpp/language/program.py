@@ -18,8 +18,9 @@ from .thread_block_group import ThreadBlockGroup
 from .types import BufferType, ChannelType, Chunk, RankGroup, ReduceOperationType, ReplicationPolicy, SyncType
 from .utils import AlgoSpec
 
-# The DSL's names among those MSCCL++'s star import of this module gives (its program module
-# star-imports channel and collectives), and MSCCLPPLang's program-module names (seed 002).
+# The DSL's names among those MSCCL++'s star import of this module gives.
+# Its program module star-imports channel and collectives.
+# MSCCLPPLang's program-module names are here too.
 __all__ = [
     "CollectiveProgram",
     "MSCCLPPProgram",
@@ -124,18 +125,18 @@ class CollectiveProgram:
             for r in range(num_ranks)
         ]
         self.loop_context = None
-        # Source locations of the ops (internal/locations.py), None unless capture was on at creation.
+        # The ops' source locations; None unless capture was on at creation.
         self._locations = locations.Locations() if locations.enabled() else None
-        # True while ops go straight to their threadblock: outside loops, before compilation, without
-        # source locations. The DSL methods' fast paths test this one flag.
+        # True while ops go straight to their threadblock: outside loops,
+        # before compiling, without source locations. Fast paths test this flag.
         self._direct = self._locations is None
         self.sync_records = {}  # (rank, peer, channel type, k, loop key) -> ([signal locs], [wait locs])
         self.last_rank = None  # rank of the latest Rank(...): the executing rank of legacy switch calls
         self._json = None
         self._gc_was_enabled = False
         self.deferred_checks = []  # callables raising DSLError; run first when compiling
-        # Whether current-DSL calls may use this program (MSCCLPPProgram decides on the first call;
-        # internal/state.get_program asks claim_current while it is False).
+        # Whether current-DSL calls may use this program. MSCCLPPProgram decides
+        # on the first call; get_program asks claim_current while it is False.
         self._current_model = True
 
     @classmethod
@@ -162,8 +163,9 @@ class CollectiveProgram:
         if active_program() is not None:
             raise DSLError("CollectiveProgram blocks cannot be nested", user_location())
         set_program(self)
-        # Programs allocate millions of small acyclic objects; the cycle collector would rescan them
-        # all again and again (a third of the run time). It is switched off inside the block only.
+        # Programs allocate millions of small acyclic objects. The cycle collector
+        # would rescan them again and again, a third of the run time.
+        # So it is off inside the block only.
         self._gc_was_enabled = gc.isenabled()
         gc.disable()
         _notify_created(self)
@@ -292,6 +294,6 @@ def observe_programs(callback):
     return lambda: _observers.remove(callback)
 
 
-# MSCCLPPProgram (the name MSCCL++ used before CollectiveProgram, and MSCCLPPLang's program) is a
-# CollectiveProgram subclass in legacy/, imported last because it needs CollectiveProgram.
+# MSCCLPPProgram, MSCCL++'s earlier name and MSCCLPPLang's program, subclasses
+# CollectiveProgram in legacy/: so it is imported last.
 from .legacy.program import Check, Json, MSCCLPPProgram, chunk, rank  # noqa: E402

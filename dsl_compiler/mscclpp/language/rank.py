@@ -11,7 +11,7 @@ from .loop import check_iter_context
 from .thread_block_group import ThreadBlockGroup, threadblocks
 from .types import BufferType, ChannelType, Chunk, ReduceOperationType, SyncType
 
-# The DSL's names among those MSCCL++'s star import of this module gives (see channel.py).
+# The DSL's names among those MSCCL++'s star import of this module gives.
 __all__ = [
     "Rank",
     "Semaphore",
@@ -34,7 +34,7 @@ _SUM = ReduceOperationType.sum
 
 
 def sync_bits(data_sync, sync, default):
-    """The data_sync of a sync op from ``data_sync=`` (SyncType) or the seed spelling ``sync="after"``."""
+    """The data_sync of a sync op from ``data_sync=`` (SyncType) or the spelling ``sync="after"``."""
     value = sync if sync is not None else data_sync
     if value is None:
         value = default
@@ -69,7 +69,7 @@ def require_scratch(chunk, what, role):
 
 
 class _RankOrClassMethod:
-    """A Rank method that seed 000 also calls on the class: ``Rank.copy(dst, src, tb=0)`` works like
+    """A Rank method MSCCL++'s DSL concepts also call on the class: ``Rank.copy(dst, src, tb=0)`` works like
     ``Rank(dst.rank).copy(dst, src, tb=0)`` (the rank is the first chunk's). Called on the class with
     a Rank first (``Rank.copy(rank, dst, src, tb=0)``) it is the plain method. Either way the
     function it returns has the method's own signature and documentation (functools.wraps), so
@@ -100,7 +100,7 @@ class _RankOrClassMethod:
 class Semaphore:
     """A counter of one rank: ``release(tb)`` adds one, ``acquire(tb)`` waits for one and takes it.
 
-    ``Semaphore(rank, initial_value)``. Seed spellings: ``Rank.Semaphore(rank=i, size=1)`` (size is
+    ``Semaphore(rank, initial_value)``. Also spelled ``Rank.Semaphore(rank=i, size=1)`` (size is
     the number of counters: only 1 is supported) and ``tag=`` (a label, not used in plans). Without
     ``rank`` it belongs to the rank of the latest ``Rank(...)`` of the program (or to rank 0 of a
     one-rank program).
@@ -156,7 +156,7 @@ class Semaphore:
 class Rank:
     """One rank (GPU): its buffers and the ops that stay on it."""
 
-    Semaphore = Semaphore  # seed spelling: Rank.Semaphore(rank=..., ...)
+    Semaphore = Semaphore  # the spelling Rank.Semaphore(rank=..., ...)
 
     def __init__(self, rank):
         program = get_program()
@@ -209,7 +209,7 @@ class Rank:
                 )
             )
         ):
-            # Fast path: the checks below, all passing; anything else takes the full path.
+            # Fast path: the checks below, all passing. Else the full path.
             src = (src_chunk.buffer._value_, src_chunk.index, src_chunk.size)
             dst = (dst_chunk.buffer._value_, dst_chunk.index, dst_chunk.size)
             program.ranks[rank].tb(tb).ops.append(Copy(name, [src], [dst], None))
@@ -267,7 +267,7 @@ class Rank:
     ):
         """dst_chunk = src_chunk (+) other_chunks[0] (+) ... (dst_chunk defaults to src_chunk).
 
-        With ``packet=True`` the other chunks are LL packets in scratch. The seed spelling
+        With ``packet=True`` the other chunks are LL packets in scratch. The spelling
         ``reduce(dst, src, op="sum", tb=0)`` (one chunk instead of a list) means dst = dst (+) src.
         """
         program = _state._active
@@ -287,7 +287,7 @@ class Rank:
             and other_chunks
             and (not packet or program.protocol == "LL")
         ):
-            # Fast path: the checks below, all passing, in one go; anything else takes the full path.
+            # Fast path: the checks below, all passing. Else the full path.
             size = src_chunk.size
             if dst_chunk is None or (type(dst_chunk) is Chunk and dst_chunk.rank == rank and dst_chunk.size == size):
                 for c in other_chunks:
@@ -338,7 +338,7 @@ class Rank:
             )
 
     def barrier(self, tb_list=None):
-        """Synchronises threadblocks of this rank. ``barrier([])`` / ``barrier()`` (seed 000) means
+        """Synchronises threadblocks of this rank. ``barrier([])`` / ``barrier()`` means
         every threadblock the rank uses so far (at least threadblock 0)."""
         program = get_program()
         state = program.rank_state(self.rank)

@@ -1,8 +1,8 @@
 """Enumerations and the Chunk value type of the DSL.
 
 The enum values are the strings the plan JSON uses, so emitting a plan never needs a lookup table.
-Each enum also accepts the spellings older DSL versions (and the seed documents) used, through
-``parse``: ``"before"`` for SyncType.before, ``"sum"`` for ReduceOperationType.sum, ``"sm"`` for
+Each enum's ``parse`` also accepts the spellings of older DSL versions and of MSCCL++'s DSL
+documents: ``"before"`` for SyncType.before, ``"sum"`` for ReduceOperationType.sum, ``"sm"`` for
 ChannelType.memory and so on.
 """
 from dataclasses import dataclass
@@ -31,7 +31,7 @@ class SyncType(Enum):
     def __str__(self):
         return self.value
 
-    # Bit arithmetic lets fusion merge and strip syncs without tables: before=1, after=2.
+    # Fusion merges and strips syncs by bit arithmetic: before=1, after=2.
     def __or__(self, other):
         return _SYNC_BY_BITS[_SYNC_BITS[self] | _SYNC_BITS[SyncType.parse(other)]]
 
@@ -83,7 +83,7 @@ class BufferType(Enum):
     input = "i"
     output = "o"
     scratch = "s"
-    intermediate = "s"  # the MSCCLPPLang name of scratch (seed 002)
+    intermediate = "s"  # MSCCLPPLang's name for scratch
 
     def __str__(self):
         return self.value
@@ -109,8 +109,8 @@ class ChannelType(Enum):
     memory = "memory"
     switch = "switch"
     none = "none"
-    # Older names (aliases of the members above): SmChannel/ProxyChannel of seeds 002 and 003,
-    # nvls for switch channels.
+    # Older names, aliases of the members above:
+    # SmChannel and ProxyChannel of MSCCL++ 0.5-0.6, nvls for switch.
     sm = "memory"
     proxy = "port"
     nvls = "switch"
@@ -132,7 +132,7 @@ class ReplicationPolicy(Enum):
 
     interleaved: chunk c of size s of instance k lands at c*instances + k*s (round-robin).
     none: instance k works on its own contiguous block: chunk c lands at c + k*chunks(buffer).
-    duplicated, packed: MSCCLPPLang's names (seed 002). Its compiler placed both as ``none`` does
+    duplicated, packed: MSCCLPPLang's names. Its compiler placed both as ``none`` does
     (only interleaved had its own formula), so they replicate the same way here.
     """
 
@@ -146,7 +146,7 @@ class ReplicationPolicy(Enum):
 
 
 class DataFormat(Enum):
-    """MSCCLPPLang's put_packet source format (seed 002): plain data, or LL packets already in scratch."""
+    """MSCCLPPLang's put_packet source format: plain data, or LL packets already in scratch."""
 
     raw = "raw"
     packet = "packet"
@@ -169,8 +169,8 @@ class RankGroup:
 class Chunk:
     """A slice [index, index+size) of one rank's input, output or scratch buffer, in chunk units.
 
-    ``Chunk(rank, buffer, index, size)`` is the current form; ``Chunk(rank, index, size)`` (seed 000)
-    names a slice of the input buffer.
+    ``Chunk(rank, buffer, index, size)`` is the current form; ``Chunk(rank, index, size)``, MSCCL++'s
+    early spelling, names a slice of the input buffer.
     """
 
     __slots__ = ("rank", "buffer", "index", "size")

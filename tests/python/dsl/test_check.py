@@ -2,9 +2,9 @@
 import inspect
 
 import pytest
+from reference_corpus import CORPUS
 
 from mscclpp.dsl import presets
-from mscclpp.examples.reference_corpus import CORPUS
 from mscclpp.language import AllGather, CollectiveProgram, DSLError, MemoryChannel, Rank, SyncType, TestCollective
 from mscclpp.language.internal.collective_check import CHECKED, check_plan, describe
 

@@ -5,8 +5,8 @@ import importlib
 import inspect
 import json
 
+import dsl_concepts_snippets
 import pytest
-import seed_000
 
 from mscclpp.language import (
     AllGather,
@@ -58,7 +58,7 @@ def test_switch_channel_rank_view_is_nested_as_in_mscclpp():
 
 
 def test_seed_000_switch_calls_without_a_rank_run_on_the_owner_of_the_range():
-    program = seed_000.nvls_snippet_without_rank()
+    program = dsl_concepts_snippets.nvls_snippet_without_rank()
     plan = json.loads(program.to_json())
     for rank in range(2):
         ops = plan["gpus"][rank]["threadblocks"][0]["ops"]

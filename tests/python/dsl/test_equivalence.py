@@ -4,8 +4,8 @@ import os
 
 import pytest
 from dsl_test_support import REFERENCE_DIR
+from reference_corpus import CORPUS, WARNED, first_difference, normalize
 
-from mscclpp.examples.reference_corpus import CORPUS, WARNED, first_difference, normalize
 from mscclpp.language.errors import DSLWarning
 
 

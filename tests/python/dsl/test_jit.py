@@ -3,11 +3,11 @@ import inspect
 import json
 import os
 
+import allreduce_nvls
+import integration_guide_allreduce
 import pytest
-import seed_004
 
 from mscclpp.dsl import jit
-from mscclpp.examples import allreduce_nvls
 from mscclpp.language import AllReduce, CollectiveProgram, DSLError, Rank
 
 
@@ -19,7 +19,7 @@ def cache(tmp_path, monkeypatch):
 
 def compile_seed(**overrides):
     args = dict(
-        algo=seed_004.allreduce_example,
+        algo=integration_guide_allreduce.allreduce_example,
         name="allreduce_nvls",
         collective="allreduce",
         nranks_per_node=8,
@@ -47,7 +47,7 @@ def test_seed_004_call_compiles_with_the_arguments_applied(cache):
 
 def test_cache_hit_does_not_rerun_and_keys_on_arguments(monkeypatch):
     calls = []
-    original = seed_004.allreduce_example
+    original = integration_guide_allreduce.allreduce_example
 
     def counting(*args, **kwargs):
         calls.append(1)

@@ -117,7 +117,7 @@ def test_selector_may_decline_and_failures_fall_back_to_nccl(registry, tmp_path,
 
 def test_jit_plans_register(registry, tmp_path, monkeypatch):
     from mscclpp.dsl import jit
-    from mscclpp.examples import allreduce_nvls
+    import allreduce_nvls
 
     monkeypatch.setenv("MSCCLPP_CACHE_DIR", str(tmp_path / "cache"))
     compiled = jit.compile(algo=allreduce_nvls.build, name="allreduce_nvls", collective="allreduce",

@@ -2,26 +2,27 @@
 import json
 import subprocess
 
+import dsl_concepts_snippets
+import dsl_guide_snippets
+import integration_guide_allreduce
+import mscclpplang_snippets
 import pytest
-import seed_000
-import seed_001
-import seed_002
-import seed_004
 
 
-@pytest.mark.parametrize("snippet", seed_000.SNIPPETS + seed_001.SNIPPETS, ids=lambda f: f"{f.__module__}.{f.__name__}")
+@pytest.mark.parametrize("snippet", dsl_concepts_snippets.SNIPPETS + dsl_guide_snippets.SNIPPETS,
+                         ids=lambda f: f"{f.__module__}.{f.__name__}")
 def test_snippet_compiles(snippet):
     plan = json.loads(snippet().to_json())
     assert plan["format_version"] == 1
     assert any(tb["ops"] for gpu in plan["gpus"] for tb in gpu["threadblocks"])
 
 
-@pytest.mark.parametrize("snippet", seed_002.SNIPPETS, ids=lambda f: f"seed_002.{f.__name__}")
+@pytest.mark.parametrize("snippet", mscclpplang_snippets.SNIPPETS, ids=lambda f: f"mscclpplang_snippets.{f.__name__}")
 def test_seed_002_snippet_compiles_and_leaves_the_collective_result(snippet, tmp_path):
     program = snippet()
     plan = json.loads(program.to_json())
     assert plan["format_version"] == 1 and program.model == "legacy"
-    if snippet is seed_002.chunk_snippet:
+    if snippet is mscclpplang_snippets.chunk_snippet:
         return  # a fragment: one copy, not a collective
     assert program.collective.check(program)
     from mscclpp.cli.tools import find_tool
@@ -38,7 +39,7 @@ def test_seed_002_snippet_compiles_and_leaves_the_collective_result(snippet, tmp
 
 
 def test_seed_001_allreduce_is_pipelined_through_semaphores_and_switch():
-    plan = json.loads(seed_001.allreduce_snippet().to_json())
+    plan = json.loads(dsl_guide_snippets.allreduce_snippet().to_json())
     tbs = plan["gpus"][0]["threadblocks"]
     bodies = [[op["name"] for op in tb["ops"][0]["ops"]] for tb in tbs]
     assert bodies[1] == ["sem_acquire", "nop", "glres", "nop", "signal", "nop", "sem_release", "nop"]
@@ -46,7 +47,7 @@ def test_seed_001_allreduce_is_pipelined_through_semaphores_and_switch():
 
 
 def test_seed_004_allreduce_example():
-    program = seed_004.allreduce_example("allreduce_nvls", 8, 1024, 1 << 20, 48 << 30)
+    program = integration_guide_allreduce.allreduce_example("allreduce_nvls", 8, 1024, 1 << 20, 48 << 30)
     plan = json.loads(program.to_json())
     assert (plan["name"], plan["collective"], len(plan["gpus"])) == ("allreduce_nvls", "allreduce", 8)
     assert len(plan["gpus"][0]["threadblocks"]) == 8  # instances=8
@@ -63,7 +64,7 @@ def test_seed_004_plan_passes_the_emulator(tmp_path):
     if emulate is None:
         pytest.skip("mscclpp-emulate not built (set MSCCLPP_BUILD_DIR)")
     path = tmp_path / "seed004.json"
-    path.write_text(seed_004.allreduce_example("allreduce_nvls", 8, 1024, 0, 2**64 - 1).to_json())
+    path.write_text(integration_guide_allreduce.allreduce_example("allreduce_nvls", 8, 1024, 0, 2**64 - 1).to_json())
     result = subprocess.run([emulate, str(path), "--ranks", "8", "--size", str(1 << 20), "--iterations", "2"],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr

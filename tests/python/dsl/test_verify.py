@@ -19,7 +19,7 @@ from mscclpp.language.errors import DSLError
 from mscclpp.language.internal import locations
 
 PROGRAMS = os.path.join(HERE, "programs")
-EXAMPLES = os.path.join(REPO, "dsl_compiler", "mscclpp", "examples")
+EXAMPLES = os.path.join(REPO, "examples", "dsl")
 BUILD = os.environ.get("MSCCLPP_BUILD_DIR", "")
 SVG = "{http://www.w3.org/2000/svg}"
 

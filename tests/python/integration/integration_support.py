@@ -36,11 +36,11 @@ requires_runtime = pytest.mark.skipif(bool(_MISSING), reason="; ".join(_MISSING)
 
 
 def worker_env(**extra):
-    """The environment of a rank: the in-tree package, the build's runtime, the default plans only,
-    the CPU backend, a private jit cache and the ranks' deadline."""
+    """The environment of a rank: the in-tree package and DSL examples, the build's runtime, the default
+    plans only, the CPU backend, a private jit cache and the ranks' deadline."""
     env = dict(os.environ)
     env.update(
-        PYTHONPATH=os.pathsep.join([os.path.join(REPO, "dsl_compiler"), HERE]
+        PYTHONPATH=os.pathsep.join([os.path.join(REPO, "dsl_compiler"), os.path.join(REPO, "examples", "dsl"), HERE]
                                    + [p for p in [env.get("PYTHONPATH")] if p]),
         MSCCLPP_LIBRARY=LIBRARY,
         MSCCLPP_PLAN_DIR=PLANS,

@@ -258,7 +258,7 @@ def scenario_seed_selector(args):
     """Seed 004's usage: jit-compile and register an nvls-tagged plan, install the seed's selector,
     select. The user's plan must be chosen over the installed nvls defaults."""
     from mscclpp.dsl import jit
-    from mscclpp.examples import allreduce_nvls
+    import allreduce_nvls
 
     plan = jit.compile(algo=allreduce_nvls.build, name="allreduce_nvls", collective="allreduce", nranks_per_node=4,
                        world_size=4, instances=2, protocol="Simple", num_threads_per_block=1024,

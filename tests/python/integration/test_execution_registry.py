@@ -4,10 +4,9 @@ mscclpp.plan.set_selector (the registry the NCCL shim uses too). Each test runs 
 import glob
 import os
 
+import allreduce_allpairs
 import pytest
 from integration_support import PLANS, requires_runtime, run_lone
-
-from mscclpp.examples import allreduce_allpairs
 
 
 @pytest.fixture(scope="module")

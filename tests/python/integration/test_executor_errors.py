@@ -1,9 +1,8 @@
 """Errors of Executor.execute: wrong sizes, dtypes, ranks, plans, each made identically on every rank
 (so every rank fails before exchanging anything), then a correct call on the same executor."""
+import allreduce_allpairs
 import pytest
 from integration_support import requires_runtime, run_ranks
-
-from mscclpp.examples import allreduce_allpairs
 
 
 @pytest.fixture(scope="module")

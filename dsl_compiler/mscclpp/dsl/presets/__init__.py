@@ -64,9 +64,9 @@ def catalog():
                     name = f"{collective}_{short}_n{n}_{flavour}" + (f"_root{root}" if root is not None else "")
                     options = (("root", root),) if root is not None else ()
                     presets.append(Preset(name, collective, n, inplace, size_range, tags, function, options))
-    # The send/recv pattern the NCCL shim serves with plans: a two-rank exchange (out of place).
+    # The NCCL shim's send/recv with plans: a two-rank out-of-place exchange.
     presets.append(Preset("sendrecv_put_n2_oop", "sendrecv", 2, False, (0, MAX), ("default",), a.sendrecv_put))
-    # Across hosts: 2 hosts x 2 ranks (the plans state nranks_per_node; never "default").
+    # Across hosts: 2 hosts of 2 ranks, never tagged "default".
     for inplace in (True, False):
         name = "allreduce_2node_n4_" + ("ip" if inplace else "oop")
         presets.append(Preset(name, "allreduce", 4, inplace, (0, MAX), ("multinode",), multinode.allreduce_2node))

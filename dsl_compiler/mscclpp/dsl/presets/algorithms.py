@@ -143,7 +143,7 @@ def _scatter_reduce(n, channels, scratch, collective_out, send_tb, reduce_tb):
     for r in range(n):
         rank = Rank(r)
         if send_tb(r, _peers(n, r)[0]) != reduce_tb:
-            # the sends must be issued before this rank's later signals on the same channels
+            # The sends go before this rank's later signals on those channels.
             rank.barrier(sorted({send_tb(r, p) for p in _peers(n, r)} | {reduce_tb}))
         for p in _peers(n, r):
             channels[(r, p)].wait(tb=reduce_tb, data_sync=SyncType.after)

@@ -56,7 +56,7 @@ def allreduce_2node(name, n, inplace, size_range, tags, per_node=2):
         remote_peer = {r: (1 - host[r]) * per_node + local[r] for r in range(n)}
         mem = {(r, q): MemoryChannel(q, r) for r in range(n) for q in local_peers[r]}
         port = {r: PortChannel(remote_peer[r], r) for r in range(n)}
-        # Scratch: (per_node - 1) x own chunks from local peers, then own chunks from the remote peer.
+        # Scratch: own chunks from each local peer, then from the remote peer.
         scratch = [Buffer(r, per_node * own) for r in range(n)]
 
         def owned(r):

@@ -1,15 +1,8 @@
 """What a collective must leave in the output buffers, and the comparison with a symbolic run.
 
-``check_plan(plan)`` runs the plan symbolically (symbolic.py) and compares every rank's output with
-the collective's definition, in units of the plan's own chunks (after instance replication), the
-same definitions the C++ emulator's reference check uses:
-
-- allreduce: output u = sum over ranks of input u; reduce: the same, on the root only;
-- reducescatter: output u of rank r = sum over ranks of input r*out + u;
-- allgather: output u = input u % in of rank u // in; gather: the same, on the root only;
-- alltoall: output u of rank r = input r*b + u % b of rank u // b, b = out / ranks;
-- broadcast: output u = the root's input u; scatter: output u of rank r = the root's input r*out + u;
-- sendrecv: the output is all of one other rank's input.
+``check_plan(plan)`` runs the plan symbolically (symbolic.py) and compares every rank's output
+with the collective's definition, in the plan's own chunks after replication. The definitions
+(``_expected``) are the ones the C++ emulator's reference check uses.
 """
 from .symbolic import Machine, SimulationError
 
@@ -49,7 +42,15 @@ def _all_ranks(n, unit):
 
 
 def _expected(collective, n, rank, ins, outs, root):
-    """Expected value per output unit (None: not defined by the collective)."""
+    """Expected value per output unit (None: not defined by the collective).
+
+    - allreduce: output u = sum over ranks of input u; reduce: the same, on the root only;
+    - reducescatter: output u of rank r = sum over ranks of input r*out + u;
+    - allgather: output u = input u % in of rank u // in; gather: the same, on the root only;
+    - alltoall: output u of rank r = input r*b + u % b of rank u // b, b = out / ranks;
+    - broadcast: output u = the root's input u; scatter: output u of rank r = the root's input r*out + u.
+    sendrecv is checked elsewhere: its output is all of one other rank's input.
+    """
     if collective == "allreduce" or (collective == "reduce" and rank == root):
         return [_all_ranks(n, u) for u in range(min(ins, outs))]
     if collective == "reducescatter":

@@ -58,5 +58,5 @@ class Locations:
         return entry[1] if entry is not None and entry[0] is op else None
 
 
-# The table of the program being compiled (passes.fuse reads it); None outside compilation.
+# The table of the program being compiled, for passes.fuse; None otherwise.
 ACTIVE = None

@@ -1,19 +1,13 @@
 """The compiler's operations: one class per op family, each knowing three things.
 
-- ``accesses()``: the local buffer ranges it reads and writes, for automatic intra-threadblock sync;
-- ``fuse(next_op)``: the op that replaces this one and the next, or None (it may also drop a sync
-  made redundant by the neighbour, as the reference compiler does);
-- ``emit(out, shift)``: its JSON text, with buffer indexes moved for one replicated instance.
+- ``accesses()``: the local ranges it reads and writes, for automatic intra-threadblock sync;
+- ``fuse(next_op)``: the op replacing this one and the next, or None (it may drop a redundant sync);
+- ``emit(out, shift)``: its JSON text, with indexes moved for one replicated instance.
 
-References are tuples, not objects, because programs create hundreds of thousands of them:
-local ``(buffer, index, size)`` with buffer one of "i", "o", "s"; remote
-``(buffer_id, index, size, peer_rank, buffer)`` where buffer_id is the threadblock-local id.
-Sync bits: 1 = a block-wide barrier before the op, 2 = after it.
-
-The DSL's fast paths do not make most ops: consecutive signals/waits, puts and channel reduces of a
-threadblock are recorded as runs (SyncRun, PutRun, ReduceRun, at the end of this module), which the
-passes turn into the ops they stand for, making only those that fusion does not merge away.
-"""
+References are tuples, not objects, because programs create hundreds of thousands: local
+``(buffer, index, size)``, buffer "i", "o" or "s"; remote ``(buffer_id, index, size, peer_rank,
+buffer)``, buffer_id threadblock-local. Sync bits: 1 = a barrier before the op, 2 = after it.
+The runs at the end (SyncRun, PutRun, ReduceRun) stand for ops the DSL's fast paths do not make."""
 
 READ = 1
 WRITE = 2
@@ -163,8 +157,8 @@ class SyncOp(Op):
         self.text = None  # its JSON, once emitted
 
     def fuse(self, nxt):
-        # Fusion may extend self in place: every op object lives in exactly one op list, and the
-        # fused op replaces both operands there.
+        # Fusion may extend self in place: each op object lives in one
+        # op list only, and the fused op replaces both operands there.
         if type(nxt) is SyncOp and nxt.name == self.name and nxt.channel_type == self.channel_type:
             seen = self.idset
             if seen is None:
@@ -184,7 +178,7 @@ class SyncOp(Op):
                     self.sync &= ~AFTER
                 return None
             new = [i for i in ids if i not in seen]
-            # a second signal on the same channel is a second increment: never merge it away
+            # A second signal on one channel is a second increment: keep it.
             if len(new) == len(nxt.ids) or self.name == "flush":
                 self.ids += new
                 seen.update(new)
@@ -195,7 +189,7 @@ class SyncOp(Op):
         return None
 
     def emit(self, out, shift):
-        # The same text for every instance (ids are threadblock-local): made once.
+        # Ids are threadblock-local: one text serves every instance.
         text = self.text
         if text is None:
             text = self.text = '{"name":"%s","channel_ids":[%s],"channel_type":"%s"}' % (
@@ -243,7 +237,7 @@ class Copy(Op):
         self.tbg = tbg
 
     def accesses(self):
-        # Packets carry their own flags: the packet side of a conversion needs no barrier.
+        # Packets carry flags: a conversion's packet side needs no barrier.
         result = []
         if self.name != "upkt":
             result += [(b, i, i + s - 1, READ) for b, i, s in self.src]
@@ -330,7 +324,7 @@ class Put(Op):
             self.src += nxt.src
         elif not (self.name == "rppkt" and nxt.src[0] == self.src[0]):
             return None
-        # (rppkt: one read of the local packets, forwarded to every destination)
+        # rppkt: one read of the local packets, sent to every destination.
         self.dst += nxt.dst
         self.ids += nxt.ids
         return self
@@ -374,9 +368,9 @@ class Reduce(Op):
         self._rename()
 
     def accesses(self):
-        # With packets, src[0] is the local plain operand and the others are packets (flagged):
-        # only src[0] needs ordering against earlier writes. (The reference compiler skips src[0]
-        # instead; see docs/dsl-compiler.md, "Differences".)
+        # With packets, src[0] is the plain local operand; the others carry flags.
+        # So only src[0] is ordered against earlier writes.
+        # MSCCL++'s compiler skips src[0] instead (docs/dsl-compiler.md, "Differences").
         srcs = self.src[:1] if self.packet else self.src
         result = [(b, i, i + s - 1, READ) for b, i, s in srcs]
         result += [(b, i, i + s - 1, WRITE) for b, i, s in self.dst]
@@ -409,7 +403,7 @@ class Reduce(Op):
     def fuse(self, nxt):
         name = self.name
         kind = type(nxt)
-        # Only Put, Reduce and Copy fuse into a reduce, and only with the same tbg.
+        # Only Put, Reduce and Copy fuse into a reduce, with the same tbg.
         if (kind is not Put and kind is not Reduce and kind is not Copy) or nxt.tbg != self.tbg:
             return None
         if kind is Put:
@@ -493,8 +487,8 @@ class GroupLoadReduce(Op):
             i = shift.local(b, i, s)
             offset = shift.local(self.buffer, offset, self.size)
         cid = self.ids[0]
-        # Uniform src_buff/dst_buff references first; then the keys the reference DSL emits for glre,
-        # so readers of either form understand the op (docs/dsl-compiler.md, "Differences").
+        # Uniform src_buff/dst_buff first, then the keys MSCCL++ emits for glre.
+        # Readers of either form understand the op (docs/dsl-compiler.md, "Differences").
         out.append(
             '{"name":"glre","src_buff":[%s],"dst_buff":[%s],"channel_type":"switch","reduce_op":"%s",'
             '"buffer_type":"%s","buffer_offset":%d,"size":%d,"dst_chunk":%s,"channel_ids":[%s]}'

@@ -71,7 +71,7 @@ def _fuse_sync_run(run, current, append):
     k, n = 0, len(ids)
     while k < n:
         if type(current) is SyncOp and current.name == name and current.channel_type == ctype:
-            # SyncOp.fuse(SyncOp(name, [ids[k]], ctype, b)), inlined, for as many as it takes
+            # SyncOp.fuse(SyncOp(name, [ids[k]], ctype, b)), inlined, as often as it takes.
             seen = current.idset
             if seen is None:
                 seen = current.idset = set(current.ids)
@@ -117,9 +117,9 @@ def _fuse_put_run(run, current, append):
         src, dst, cid = puts[k]
         kind = type(current)
         if kind is Reduce and current.tbg is None and ctype == "memory" and current.takes_put(name, src):
-            # Reduce.fuse(Put(name, [src], [dst], [cid], ctype, None)), inlined, for this put and the
-            # following ones of the same chunk (fusing a put keeps the reduce's acceptance: its name
-            # only gains remote destinations, rre -> rres, repkt -> respkt, ...)
+            # Reduce.fuse(Put(name, [src], [dst], [cid], ctype, None)), inlined,
+            # for this put and the next ones of the same chunk. A fused put
+            # only adds remote destinations (rre -> rres), so the reduce still accepts.
             j = k + 1
             while j < n and puts[j][0] == src:
                 j += 1
@@ -132,7 +132,7 @@ def _fuse_put_run(run, current, append):
             continue
         k += 1
         if kind is Put and current.name == name and current.channel_type == ctype and current.tbg is None:
-            # Put.fuse(Put(name, [src], [dst], [cid], ctype, None)), inlined
+            # Put.fuse(Put(name, [src], [dst], [cid], ctype, None)), inlined.
             if fusable:
                 if src[2] == current.src[0][2]:
                     current.src.append(src)
@@ -166,7 +166,7 @@ def _fuse_reduce_run(run, current, append):
             and current.op == "sum"
             and current.tbg is None
         ):
-            # Reduce.fuse(the rre), inlined: one source, so only remote sources and ids grow
+            # Reduce.fuse(the rre), inlined: only remote sources and ids grow.
             current.rsrc += rsrc
             current.ids.append(cid)
             continue
@@ -226,7 +226,7 @@ class _AccessMap:
     def record(self, buffer, start, end, owner, kind):
         """Adds one access; returns True when it conflicts with an earlier op (the map is then reset)."""
         starts, entries = self.buffers.setdefault(buffer, ([], []))
-        # entries are (start, end, owner, kind); ends are sorted too because ranges are disjoint
+        # Entries are (start, end, owner, kind); disjoint, so ends are sorted too.
         k = bisect_left(starts, start)
         if k > 0 and entries[k - 1][1] >= start:
             k -= 1
@@ -238,7 +238,7 @@ class _AccessMap:
                 return True
             hi += 1
         if hi > k:
-            # Same op or read-after-read: the new access replaces the overlapped part of older ones.
+            # Same op, or read after read: the new access replaces the overlap.
             keep = []
             first, last = entries[k], entries[hi - 1]
             if first[0] < start:

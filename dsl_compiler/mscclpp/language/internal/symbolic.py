@@ -1,16 +1,11 @@
 """Symbolic execution of a compiled plan: which input data ends where.
 
-Every unit of every buffer holds a value: the sorted tuple of the (rank, input unit) pairs summed
-into it, so a copy of unit u of rank r's input is ``((r, u),)`` and a reduction concatenates and
-sorts. ``None`` means nothing defined was written there. A unit is a chunk, or 1/F of one where
-thread-block groups split references (F is the lcm of the group sizes, so every slice is whole).
-
-Threadblocks run op by op in a fixed round-robin order; an op that must wait (wait, barrier,
-semaphore acquire, an LL packet not yet written) leaves its threadblock blocked until another makes
-progress. When none can, the plan deadlocks, and the run reports where each threadblock waits.
-Simplifications, deliberate: data moves at once (port puts included), a pipeline body runs once
-over whole references (a message of one unit per iteration), and intra-threadblock hazards (missing
-nops) are not modelled. The result is the plan's collective outcome under one valid schedule.
+Each unit of each buffer holds the sorted tuple of the (rank, input unit) pairs summed into it:
+a copy of unit u of rank r's input is ``((r, u),)``; ``None`` means nothing defined. A unit is a
+chunk, or 1/F of one where thread-block groups split references (F: the lcm of the group sizes).
+Threadblocks run op by op, round-robin; an op that must wait blocks its threadblock until another
+makes progress, and when none can the run reports the deadlock. It models one valid schedule,
+with the simplifications docs/dsl-compiler.md lists ("Checking a program's result").
 """
 from math import gcd
 

@@ -1,4 +1,4 @@
-"""Buffer layout of the collectives as MSCCLPPLang (seed 002) defines them.
+"""Buffer layout of the collectives as MSCCLPPLang defines them.
 
 Two things differ from the current DSL (collectives.py), both as the legacy compiler had them:
 - sizes: a legacy ``AllReduce(n, f, inplace)`` has f chunks per rank, not n*f (the other

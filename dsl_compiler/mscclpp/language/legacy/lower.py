@@ -1,16 +1,11 @@
 """Lowering MSCCLPPLang operations to the compiler's IR (internal/ops.py), once, before compiling.
 
-The legacy front end (ref.py) checks each call and records it as a LegacyOp, in call order; this
-module turns the records into the ops, channels and remote buffers of the program's ranks, after
-which the compiler runs exactly as for a current-DSL program (pairing check, fusion, syncs,
-replication, JSON).
-
-Channels follow the legacy compiler's model: a threadblock has one channel per (local-side buffer,
-remote-side buffer, channel type, peer) it uses, and a rank's channels of a type are numbered in the
-order of those keys, then threadblock, then peer. Both sides of a connection number their channels
-the same way, so the k-th channel from A to B meets the k-th from B to A exactly where the legacy
-plan's channels met: a signal on A's (X, Y) channel of threadblock t reaches the wait on B's (X, Y)
-channel of the threadblock B uses for it. NVLS groups become one switch channel per (buffer, ranks).
+ref.py records each checked call as a LegacyOp, in call order. This module turns the records into
+the ranks' ops, channels and remote buffers; the compiler then runs as for any program.
+Channels follow the legacy compiler's model: one per (local-side buffer, remote-side buffer,
+channel type, peer) a threadblock uses, numbered per rank in key, threadblock, then peer order.
+Both sides number them the same way, so the k-th channel from A to B meets the k-th from B to A
+where MSCCL++'s plans paired them. NVLS groups become one switch channel per (buffer, ranks).
 """
 from ..internal.ops import Barrier, Copy, Get, GroupLoadReduce, GroupStore, Nop, Put, Reduce, SyncOp
 
@@ -113,7 +108,7 @@ def _lower_copy(program, op, channels, switches):
     src, dst = op.extra
     program.add_op(op.rank, op.tb, Copy(op.kind, [src], [dst], None))
     if op.kind == "cpkt":
-        # Packets handed to a port channel are read by the proxy: every thread's stores must be done.
+        # The proxy reads packets handed to a port channel: all stores must be done.
         program.add_op(op.rank, op.tb, Nop())
 
 

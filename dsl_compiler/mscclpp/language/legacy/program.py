@@ -1,14 +1,13 @@
-"""MSCCLPPProgram: the program of MSCCLPPLang (seed 002) and of early current-DSL programs.
+"""MSCCLPPProgram: the program of MSCCLPPLang and of early current-DSL programs.
 
-``MSCCLPPProgram(name, collective, num_ranks, instances, protocol=..., instr_fusion=...,
-replication_policy=...)`` is a CollectiveProgram whose model the program's first DSL call decides:
-``chunk(...)``/``rank(...)`` make it a MSCCLPPLang program (legacy collective sizes, replication
-policy ``duplicated`` unless given, the operations of ref.py lowered at compile time); ``Rank``,
-channels, ``Buffer`` and the other current-DSL calls make it an ordinary CollectiveProgram (the old
-name of the class). Mixing the two in one program is an error at the second model's first call.
+It is a CollectiveProgram whose model the program's first DSL call decides. ``chunk(...)`` or
+``rank(...)`` make it a MSCCLPPLang program: legacy collective sizes, replication ``duplicated``
+unless given, ref.py's operations lowered at compile time. ``Rank``, channels, ``Buffer`` and the
+other current-DSL calls make it an ordinary CollectiveProgram, the class's old name. Mixing the
+two in one program is an error at the second model's first call.
 
-``Json()`` prints the plan (our format, indented) and ``Check()`` runs the compiled plan
-symbolically and says whether every rank ends with the collective's result.
+``Json()`` prints the plan, indented; ``Check()`` runs it symbolically and says whether every
+rank ends with the collective's result.
 """
 import sys
 

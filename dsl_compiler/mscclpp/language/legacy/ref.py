@@ -1,19 +1,10 @@
-"""MSCCLPPLang chunk references (seed 002): ``chunk(rank, buffer, index, size)`` and its operations.
+"""MSCCLPPLang chunk references: ``chunk(rank, buffer, index, size)`` and its operations.
 
-A Ref names ``size`` chunks of one rank's input, output or scratch (``Buffer.intermediate``)
-buffer. Its operations take the peer rank and the peer's (buffer, index) instead of a channel
-object, and the threadblock as ``sendtb`` (the op runs on the sending side) or ``recvtb`` (on the
-receiving side). Every call is checked here, so each mistake is reported at the user's line, and
-recorded for lowering (lower.py). Semantics follow MSCCL++ 0.5-0.6's compiler:
-
-- the destination defaults: ``buffer=None, index=-1`` is the same buffer and index as this
-  reference; a scratch buffer with ``index=-1`` appends after what the program wrote there so far;
-- ``copy_packet`` unpacks LL packets from scratch (the plan's upkt), ``put_packet`` packs plain data
-  into the peer's scratch (ppkt; with ``src_format=DataFormat.packet``, forwards packets: rppkt; over
-  a port channel a plain source is first packed into ``temp_buffer``);
-- ``reduce`` adds another chunk into this one: local (re), or read from a peer's memory (rre);
-- ``group_load_reduce``/``group_store`` are NVLS multicast reduce and store over this chunk's
-  (buffer, index) on a group of ranks.
+A Ref names ``size`` chunks of one rank's input, output or scratch buffer. Its operations name the
+peer rank and the peer's (buffer, index) instead of a channel, and the threadblock as ``sendtb``
+(the op runs on the sender) or ``recvtb`` (on the receiver). Each call is checked here, so a
+mistake is reported at the user's line, then recorded for lower.py. The semantics are MSCCL++
+0.5-0.6's (docs/dsl-compiler.md, "MSCCLPPLang").
 """
 from ..errors import DSLError, user_location, user_site
 from ..types import BufferType, ChannelType, DataFormat
@@ -51,7 +42,7 @@ _PEER_CHANNELS = (ChannelType.memory, ChannelType.port)
 
 
 def _buffer_argument(what, buffer, chunk):
-    """The destination buffer, given as ``buffer=`` (MSCCL++) or ``chunk=`` (seed 002's listing)."""
+    """The destination buffer, given as ``buffer=`` (MSCCL++) or ``chunk=`` (MSCCLPPLang's API listing)."""
     if chunk is not None:
         if buffer is not None:
             _fail(f"{what}: give the buffer once, as buffer= or as chunk=")
@@ -136,7 +127,7 @@ class Ref:
 
     def put(self, dst, buffer=None, index=-1, sendtb=-1, chan_type=ChannelType.memory, *, chunk=None):
         """Copies this chunk into rank ``dst``'s (buffer, index); returns the destination reference.
-        (``chunk=`` is seed 002's name for ``buffer``, here and in get and put_packet.)"""
+        (``chunk=`` is MSCCLPPLang's listed name for ``buffer``, here and in get and put_packet.)"""
         buffer = _buffer_argument("put", buffer, chunk)
         ctype = _channel_type(chan_type, "put", _PEER_CHANNELS)
         target = self._peer_target("put", dst, buffer, index)
@@ -196,7 +187,7 @@ class Ref:
         front.wrote(target)
         return target
 
-    packet_put = put_packet  # the name seed 002 uses
+    packet_put = put_packet  # the name MSCCLPPLang's API listing uses
 
     def get(self, src, buffer=None, index=-1, recvtb=-1, chan_type=ChannelType.memory, *, chunk=None):
         """Copies rank ``src``'s (buffer, index) into this chunk (reads the peer's memory)."""
@@ -219,8 +210,8 @@ class Ref:
         ctype = _channel_type(chan_type, "wait", _PEER_CHANNELS)
         source = self._peer_target("wait", src, buffer, index)
         tb = _tb(recvtb, "wait", "recvtb")
-        # The legacy channel of a wait is keyed (signaller's buffer, waiter's buffer): the same key as
-        # the signal on the other side.
+        # A wait's legacy channel is keyed (signaller's buffer, waiter's buffer),
+        # the same key as the signal on the other side.
         self._record("wait", tb, key=(source.buffer.value, self.buffer.value, ctype.value, source.rank))
 
     def flush(self, dst, buffer=None, index=-1, sendtb=-1, chan_type=ChannelType.port):

@@ -1,4 +1,4 @@
-"""Complete MSCCLPPLang (seed 002) programs, written in its style: ``chunk(...)`` references,
+"""Complete MSCCLPPLang programs, written in its style: ``chunk(...)`` references,
 ``sendtb``/``recvtb``, ``ChannelType.sm``/``proxy``/``nvls``, ``Json()``/``Check()``.
 
 Each function builds its program for ``num_gpus`` ranks and returns it; ``emit=True`` also prints

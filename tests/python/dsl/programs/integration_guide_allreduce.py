@@ -1,4 +1,4 @@
-"""The allreduce_example of seed 004, exactly as written (imports added)."""
+"""The allreduce_example of MSCCL++'s DSL integration guide, exactly as written (imports added)."""
 from mscclpp.language import *  # noqa: F403
 
 

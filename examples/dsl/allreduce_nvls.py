@@ -1,5 +1,6 @@
-"""NVLS AllReduce in place (the seed-004 example): rank r reduces chunk r over the switch and stores
-the result back to every rank (fused into glres), between two relaxed all-to-all handshakes."""
+"""NVLS AllReduce in place, the example of MSCCL++'s DSL integration guide: rank r reduces
+chunk r over the switch and stores the result back to every rank (fused into glres), between two
+relaxed all-to-all handshakes."""
 from mscclpp.language import AllReduce, BufferType, CollectiveProgram, MemoryChannel, Rank, SwitchChannel, SyncType
 
 
@@ -42,6 +43,6 @@ def build(
 
 
 if __name__ == "__main__":
-    from mscclpp.examples._cli import run
+    from example_args import run
 
     run(build)

@@ -28,6 +28,6 @@ def build(name="allgather", num_gpus=2, num_threads_per_block=1024, min_message_
 
 
 if __name__ == "__main__":
-    from mscclpp.examples._cli import run
+    from example_args import run
 
     run(build)

@@ -55,6 +55,6 @@ def build(name="allreduce_pipeline", num_threads_per_block=1024, min_message_siz
 
 
 if __name__ == "__main__":
-    from mscclpp.examples._cli import run
+    from example_args import run
 
     run(build)

@@ -1,4 +1,7 @@
-"""The command line every example shares: MSCCL++'s example arguments, then print the plan."""
+"""The command line every example shares: MSCCL++'s example arguments, then print the plan.
+
+``python3 FILE.py --num_gpus 8`` prints the plan FILE's ``build`` makes, as MSCCL++'s examples do.
+"""
 import argparse
 
 

@@ -1,11 +1,12 @@
-"""The MSCCLPPLang snippets and API listing of seed 002, completed minimally: lines marked
-"completion" define what a fragment leaves undefined; every DSL call is the seed's, with the
-argument names its API listing gives."""
+"""The snippets and API listing of MSCCLPPLang's documentation, completed minimally.
+
+Lines marked "completion" define what a fragment leaves undefined; every DSL call is the
+document's, with the argument names its API listing gives."""
 from mscclpp.language import *  # noqa: F403
 
 
 def chunk_snippet():
-    with MSCCLPPProgram("seed002_chunk", AllReduce(2, 4, True), 2, 1) as program:
+    with MSCCLPPProgram("mscclpplang_chunk", AllReduce(2, 4, True), 2, 1) as program:
         rank, index, size = 0, 1, 2  # completion
         c = chunk(rank, Buffer.input, index, size)
         c = chunk(0, Buffer.input, 0, 2)
@@ -16,7 +17,7 @@ def chunk_snippet():
 def basic_api_snippet():
     """The basic APIs, each called as listed: put, get, signal, wait, copy, reduce (a 2-rank
     allreduce: each rank sums its chunk from the peer's put, then gets the peer's sum)."""
-    with MSCCLPPProgram("seed002_basic", AllReduce(2, 2, False), 2, 1) as program:
+    with MSCCLPPProgram("mscclpplang_basic", AllReduce(2, 2, False), 2, 1) as program:
         for r in range(2):  # completion: both ranks, so every signal meets its wait
             other = 1 - r  # completion
             c = chunk(r, Buffer.input, other)  # completion
@@ -42,7 +43,7 @@ def basic_api_snippet():
 
 def packet_api_snippet():
     """The packet APIs, each called as listed: packet_put, copy_packet, reduce_packet."""
-    with MSCCLPPProgram("seed002_packets", AllReduce(2, 2, False), 2, 1, protocol="LL") as program:
+    with MSCCLPPProgram("mscclpplang_packets", AllReduce(2, 2, False), 2, 1, protocol="LL") as program:
         for r in range(2):  # completion
             other = 1 - r  # completion
             c = chunk(r, Buffer.input, other)  # completion
@@ -59,7 +60,7 @@ def packet_api_snippet():
 
 def proxy_snippet():
     """ChannelType.proxy, with MSCCLPPLang's flush."""
-    with MSCCLPPProgram("seed002_proxy", AllGather(2, 1, False), 2, 1) as program:
+    with MSCCLPPProgram("mscclpplang_proxy", AllGather(2, 1, False), 2, 1) as program:
         for r in range(2):  # completion
             other = 1 - r  # completion
             c = chunk(r, Buffer.input, 0)  # completion

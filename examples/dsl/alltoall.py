@@ -86,6 +86,6 @@ def _exchange(n, data, scratch, semaphores, slot, receive_tb_offset):
 
 
 if __name__ == "__main__":
-    from mscclpp.examples._cli import run
+    from example_args import run
 
     run(build)

@@ -1,10 +1,12 @@
-"""The DSL snippets of seed 001 (the current DSL), completed minimally: lines marked "completion"
-define what a fragment leaves undefined; every DSL call is the seed's, unchanged."""
+"""The snippets of MSCCL++'s DSL guide (the current DSL), completed minimally.
+
+Lines marked "completion" define what a fragment leaves undefined; every DSL call is the
+guide's, unchanged."""
 from mscclpp.language import *  # noqa: F403
 
 
 def chunk_snippet():
-    with CollectiveProgram("seed001_chunk", TestCollective(1, 2, 0), 1) as program:
+    with CollectiveProgram("guide_chunk", TestCollective(1, 2, 0), 1) as program:
         rank_id = 0  # completion
         rank = Rank(rank_id)
         input_buffer = rank.get_input_buffer()
@@ -16,7 +18,7 @@ def chunk_snippet():
 
 
 def channel_snippet():
-    with CollectiveProgram("seed001_channel", TestCollective(2, 0, 0), 2) as program:
+    with CollectiveProgram("guide_channel", TestCollective(2, 0, 0), 2) as program:
         nranks = 2
         for i in range(nranks):
             src_rank = i
@@ -29,7 +31,7 @@ def channel_snippet():
 
 def switch_snippet():
     gpu_size = 2  # completion
-    with CollectiveProgram("seed001_switch", AllReduce(gpu_size, 1, True), gpu_size) as program:
+    with CollectiveProgram("guide_switch", AllReduce(gpu_size, 1, True), gpu_size) as program:
         switch_chan = SwitchChannel(rank_list=[gpu for gpu in range(gpu_size)], buffer_type=BufferType.input)
         for gpu in range(gpu_size):
             buffer_offset = gpu
@@ -41,7 +43,7 @@ def switch_snippet():
 
 
 def sync_snippet():
-    with CollectiveProgram("seed001_sync", TestCollective(1, 0, 0), 1) as program:
+    with CollectiveProgram("guide_sync", TestCollective(1, 0, 0), 1) as program:
         rank = Rank(0)
         rank.barrier([0, 1])
         sem = Semaphore(rank=0, initial_value=1)
@@ -51,9 +53,9 @@ def sync_snippet():
 
 
 def pipeline_snippet():
-    with CollectiveProgram("seed001_pipeline", TestCollective(2, 1, 1), 2) as program:
+    with CollectiveProgram("guide_pipeline", TestCollective(2, 1, 1), 2) as program:
         src_rank, dst_rank, channel_type = 0, 1, ChannelType.memory  # completion
-        rank = src_rank  # completion: the seed passes rank= before rebinding it
+        rank = src_rank  # completion: the guide passes rank= before rebinding it
         scratch = Buffer(src_rank, 1)  # completion
         dst_chunk, src_chunk = scratch[0:1], Rank(src_rank).get_input_buffer()[0:1]  # completion
         other_peer_chunk = Rank(dst_rank).get_output_buffer()[0:1]  # completion
@@ -72,7 +74,7 @@ def pipeline_snippet():
 def allreduce_snippet():
     scratch_buffer_size = 2  # completion
     nranks = 2
-    with CollectiveProgram("seed001_allreduce", AllReduce(nranks, 1, True), nranks) as program:
+    with CollectiveProgram("guide_allreduce", AllReduce(nranks, 1, True), nranks) as program:
         nvls_chan = SwitchChannel(rank_list=[0, 1], buffer=Buffer.scratch)
         for i in range(nranks):
             src_rank = i

@@ -31,6 +31,6 @@ def build(name="allgather_tbg", num_gpus=2, num_threads_per_block=1024, min_mess
 
 
 if __name__ == "__main__":
-    from mscclpp.examples._cli import run
+    from example_args import run
 
     run(build)

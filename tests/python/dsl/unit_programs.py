@@ -276,8 +276,8 @@ def signal_wait_test(relaxed=False, channels_per_peer=1):
                 chans[0].signal(tb=0, relaxed=relaxed, **sync)
                 chans[0].wait(tb=0, relaxed=relaxed, data_sync=SyncType.after if not relaxed else SyncType.both)
             else:
-                # Signals on channels #0,#1 and waits on #2,#3: the shape of MSCCL++'s fusion test.
-                # Its signals and waits never meet (see docs/dsl-compiler.md): a DSLWarning, as the totals balance.
+                # Signals on channels #0,#1, waits on #2,#3: MSCCL++'s fusion test.
+                # They never meet; the totals balance, so it is a DSLWarning.
                 half = channels_per_peer // 2
                 for chan in chans[:half]:
                     chan.signal(tb=0, relaxed=relaxed)

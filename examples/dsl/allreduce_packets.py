@@ -31,9 +31,9 @@ def build(
     ) as program:
         scratch = [Buffer(r, 2 * (n - 1) * n) for r in range(n)]
         channels = {(r, p): MemoryChannel(p, r) for r in range(n) for p in range(n) if p != r}
-        # slot[a][b]: position of rank a among rank b's peers (its block in b's scratch halves)
+        # slot[a][b]: rank a's position among rank b's peers, its block in b's scratch
         slot = [[a if a < b else a - 1 for b in range(n)] for a in range(n)]
-        second = n * (n - 1)  # start of the scratch half that receives the reduced results
+        second = n * (n - 1)  # where the scratch half for reduced results starts
         for r in range(n):
             inp = Rank(r).get_input_buffer()
             for p in range(n):
@@ -63,6 +63,6 @@ def build(
 
 
 if __name__ == "__main__":
-    from mscclpp.examples._cli import run
+    from example_args import run
 
     run(build)

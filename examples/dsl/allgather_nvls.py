@@ -40,6 +40,6 @@ def _handshake(channels, num_gpus, before):
 
 
 if __name__ == "__main__":
-    from mscclpp.examples._cli import run
+    from example_args import run
 
     run(build)

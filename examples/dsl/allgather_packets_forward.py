@@ -35,6 +35,6 @@ def build(name="allgather_pkt_rppkt", num_gpus=8, num_threads_per_block=1024, mi
 
 
 if __name__ == "__main__":
-    from mscclpp.examples._cli import run
+    from example_args import run
 
     run(build)

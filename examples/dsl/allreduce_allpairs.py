@@ -62,6 +62,6 @@ def build(
 
 
 if __name__ == "__main__":
-    from mscclpp.examples._cli import run
+    from example_args import run
 
     run(build)

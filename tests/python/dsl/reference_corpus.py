@@ -1,27 +1,25 @@
-"""Which of our programs expresses the algorithm of each plan MSCCL++'s compiler generated
-(shared/reference-plans/mscclpp/generated/, listed in its INDEX.tsv), and how to compare them.
+"""Which of our programs expresses the algorithm of each plan MSCCL++'s compiler generated.
 
-``CORPUS[file] = (build function, keyword arguments)``; ``WARNED`` lists the reference plans whose
-program our compiler writes with a DSLWarning, and the warning (docs/dsl-compiler.md, "Differences").
-``normalize(plan)`` removes what may legitimately differ: key order, our optional keys, the order of
-set-like lists, and our extra keys on glre.
+The plans are MSCCL++'s reference plans (tests/data/reference-plans), listed in its INDEX.tsv.
+``CORPUS[file] = (build function, keyword arguments)``. ``WARNED`` lists the plans whose program
+our compiler writes with a DSLWarning, and the warning (docs/dsl-compiler.md, "Differences").
+``normalize(plan)`` removes what may legitimately differ: key order, our optional keys, the order
+of set-like lists, and our extra keys on glre.
 """
-from . import (
-    allgather_memory,
-    allgather_nvls,
-    allgather_nvls_packets,
-    allgather_packets,
-    allgather_packets_forward,
-    allgather_tbg,
-    allreduce_allpairs,
-    allreduce_nvls,
-    allreduce_packets,
-    allreduce_packets_single_tb,
-    allreduce_pipeline,
-    alltoall,
-    alltoall_ring,
-)
-from .unit_programs import PROGRAMS as UNIT
+import allgather_memory
+import allgather_nvls
+import allgather_nvls_packets
+import allgather_packets
+import allgather_packets_forward
+import allgather_tbg
+import allreduce_allpairs
+import allreduce_nvls
+import allreduce_packets
+import allreduce_packets_single_tb
+import allreduce_pipeline
+import alltoall
+import alltoall_ring
+from unit_programs import PROGRAMS as UNIT
 
 CORPUS = {
     "sn_allgather.json": (allgather_memory.build, {"name": "allgather"}),
@@ -80,9 +78,10 @@ CORPUS = {
     "ut_unpack_packet_test.json": (UNIT["unpack_packets_test"], {}),
 }
 
-# Plans whose program signals on channels #0,#1 and waits on #2,#3 of the same peer: the k-th
-# channel pairs with the peer's k-th, so those signals and waits never meet and the plan hangs.
-# MSCCL++ checks only the totals per peer, which balance: we write the same plan, with a warning.
+# These programs signal on channels #0,#1 and wait on #2,#3 of one peer.
+# The k-th channel pairs with the peer's k-th, so the plan hangs.
+# MSCCL++ checks only the totals per peer, which balance;
+# we write the same plan, with a warning.
 _UNMATCHED = (
     "signal without a matching wait: rank 0 signals 1 time(s) on its memory channel #0 to rank 1, "
     "but rank 1 waits 0 time(s) on its memory channel #0 from rank 0"
@@ -98,7 +97,7 @@ WARNED = {
 
 _OUR_TOP_LEVEL_KEYS = ("format_version", "tags", "root")
 _SET_LIKE_OPS = frozenset(("signal", "wait", "rlxsignal", "rlxwait", "flush"))
-# The reference emits glre with these keys only; we add uniform src_buff/dst_buff (documented).
+# MSCCL++ emits glre with these keys only; we add src_buff and dst_buff.
 _REFERENCE_GLRE_KEYS = ("name", "buffer_type", "buffer_offset", "size", "dst_chunk", "channel_ids", "channel_type", "reduce_op")
 
 

@@ -97,6 +97,6 @@ def pairing_rounds(n):
 
 
 if __name__ == "__main__":
-    from mscclpp.examples._cli import run
+    from example_args import run
 
     run(build)
