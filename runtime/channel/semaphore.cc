@@ -1,6 +1,12 @@
+// The host side of semaphores: counters from the communicator's pool,
+// registered for the connection's transport and exchanged with the peer.
+// Both ranks of a connection build the same kind, in the same order.
 #include "mscclpp/semaphore.hpp"
 
-#include "channel/semaphore_setup.hpp"
+#include <cstdint>
+#include <memory>
+#include <string>
+
 #include "comm/communicator_impl.hpp"
 #include "core/deadline.hpp"
 #include "core/enforce.hpp"
@@ -10,6 +16,21 @@
 namespace mscclpp {
 
 namespace detail {
+
+enum class SemaphoreKind : uint8_t { Host2Device = 1, Host2Host = 2, MemoryDevice2Device = 3 };
+
+// What every semaphore kind keeps on the host.
+struct SemaphoreCounters {
+  std::shared_ptr<uint64_t> inbound;   // ours; the peer (or its proxy) raises it
+  std::shared_ptr<uint64_t> expected;  // ours, private: signals consumed by our waits
+  uint64_t outbound = 0;               // host side: signals we sent (port and host semaphores)
+  RegisteredMemory localInbound;
+  RegisteredMemory remoteInbound;  // the peer's inbound counter, imported
+  uint64_t timeoutNs = 0;          // the communicator's timeout: its own or MSCCLPP_TIMEOUT_S, the earlier
+  double timeoutSeconds = 0;
+  const char* timeoutSetting = "MSCCLPP_TIMEOUT_S";  // where it came from, for messages
+  std::string who;                                   // "Host2DeviceSemaphore rank 0 -> rank 1 over TCP"
+};
 
 namespace {
 constexpr uint32_t kSemaphoreMagic = 0x4d45534d;  // "MSEM"
@@ -39,6 +60,7 @@ const char* semaphoreKindName(SemaphoreKind kind) {
   return "semaphore";
 }
 
+// Allocates, registers and exchanges the counters of one semaphore.
 std::shared_ptr<SemaphoreCounters> setupSemaphore(Communicator& comm, const std::shared_ptr<Connection>& connection,
                                                   SemaphoreKind kind) {
   MSCCLPP_ENFORCE(connection != nullptr, ErrorCode::InvalidArgument, "%s: null connection", semaphoreKindName(kind));
