@@ -4,7 +4,6 @@
 #include <cstring>
 #include <tuple>
 
-#include "bootstrap/unique_id.hpp"
 #include "core/enforce.hpp"
 #include "core/format.hpp"
 #include "core/hash.hpp"

@@ -4,7 +4,7 @@
 #include <mutex>
 
 #include "bootstrap/group_ops.hpp"
-#include "bootstrap/mailbox.hpp"
+#include "bootstrap/message_endpoint.hpp"
 #include "core/enforce.hpp"
 #include "core/params.hpp"
 #include "mscclpp/bootstrap.hpp"

@@ -1,19 +1,26 @@
-// What every bootstrap implementation provides underneath the collectives: keyed, ordered,
-// size-bounded messages between the ranks of one world, with deadlines. Views (split, namespaces)
-// and the collectives (group_ops.hpp) are built on this, so TCP and in-process bootstraps share
-// them.
+// What every bootstrap provides under the collectives: keyed, ordered,
+// size-bounded messages between the ranks of one world, with deadlines.
+// Both endpoints (TCP, in-process) keep their state in the two pieces
+// here: the Mailbox of received messages and the PeerFailures record.
+// Views and collectives (group_ops.hpp) are built on a MessageEndpoint.
 #ifndef MSCCLPP_BOOTSTRAP_MESSAGE_ENDPOINT_HPP_
 #define MSCCLPP_BOOTSTRAP_MESSAGE_ENDPOINT_HPP_
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
-#include "bootstrap/peer_failures.hpp"
 #include "core/deadline.hpp"
 
 namespace mscclpp::detail {
@@ -61,6 +68,77 @@ struct CancelToken {
 // Answers a request (kind kKindRequest) from world rank `from`, on the endpoint's helper thread:
 // must be quick and must not block on peers. The returned bytes travel back as a kKindReply.
 using RequestHandler = std::function<std::vector<char>(int from, const std::vector<char>& request)>;
+
+// What one rank knows about failed peers (world ranks), and who to tell.
+// A peer failed when its process died (its connections closed without a
+// goodbye) or its host stopped answering (no heartbeat). Each failure is
+// reported once; a listener added later hears the earlier ones at once,
+// so nothing is missed before a communicator subscribes.
+// Thread-safety: any thread. Listeners run on the reporting thread, outside
+// the lock: they must return quickly and must not call the bootstrap.
+// remove() waits for the listener's calls on other threads: once it
+// returns, the listener's owner may go.
+class PeerFailures {
+ public:
+  using Listener = std::function<void(int worldRank, const std::string& reason)>;
+
+  explicit PeerFailures(int nRanks) : reasons_(static_cast<size_t>(nRanks)) {}
+
+  // Records that worldRank failed; true (and every listener told) the first time only.
+  bool report(int worldRank, const std::string& reason);
+  bool failed(int worldRank) const;
+  std::string reason(int worldRank) const;
+
+  // Returns an id for remove(); the listener hears about earlier failures before this returns.
+  uint64_t add(Listener listener);
+  // Waits for the listener's running calls: otherwise a listener that kept
+  // its owner alive could destroy it, bootstrap and all, on the reporter.
+  void remove(uint64_t id);
+
+ private:
+  // Calls listener `id` (unless removed meanwhile) on this thread, counted in running_.
+  void call(uint64_t id, const std::shared_ptr<const Listener>& listener, int worldRank, const std::string& reason);
+
+  mutable std::mutex mutex_;
+  std::vector<std::string> reasons_;  // "" while the rank is fine
+  std::map<uint64_t, std::shared_ptr<const Listener>> listeners_;
+  std::multiset<std::pair<uint64_t, std::thread::id>> running_;  // listener calls in progress, and their threads
+  std::condition_variable callEnded_;
+  uint64_t nextId_ = 1;
+};
+
+// Received messages waiting for recv(): one queue per (sender, key), plus
+// which senders are gone and whether the endpoint was aborted. The TCP
+// progress thread or the in-process sending thread fills it.
+// Thread-safety: any thread; take() waits until the caller's deadline.
+class Mailbox {
+ public:
+  explicit Mailbox(int nRanks);
+
+  void deliver(int from, const MessageKey& key, std::vector<char> payload);
+  // Messages already delivered from `from` can still be taken; waits for more fail with `reason`.
+  void markPeerGone(int from, const std::string& reason);
+  // Every current and future take() fails with Aborted and `reason`.
+  void abort(const std::string& reason);
+  bool aborted() const;
+
+  // The next message from `from` with `key`. `what` names the call for error messages ("rank 1:
+  // recv from rank 3 tag 7"). A message longer than maxBytes is consumed and reported.
+  std::vector<char> take(int from, const MessageKey& key, size_t maxBytes, const Deadline& deadline,
+                         const std::string& what, const CancelToken* token = nullptr);
+  void wakeAll() {
+    { std::lock_guard<std::mutex> lock(mutex_); }  // a waiter between its check and its wait sees the change
+    cv_.notify_all();
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::map<std::pair<int, MessageKey>, std::deque<std::vector<char>>> queues_;
+  std::vector<std::string> goneReason_;  // "" while the peer is fine
+  std::string abortReason_;
+  bool aborted_ = false;
+};
 
 // One rank's end of a world. Thread-safe: any thread may send or receive at any time; messages with
 // the same (peer, key) are delivered in send order.

@@ -10,7 +10,6 @@
 #include "bootstrap/params.hpp"
 #include "bootstrap/root.hpp"
 #include "bootstrap/tcp_endpoint.hpp"
-#include "bootstrap/unique_id.hpp"
 #include "bootstrap/wire.hpp"
 #include "core/enforce.hpp"
 #include "core/env_check.hpp"

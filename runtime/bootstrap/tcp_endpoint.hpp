@@ -30,9 +30,7 @@
 #include <vector>
 
 #include "bootstrap/courier.hpp"
-#include "bootstrap/mailbox.hpp"
 #include "bootstrap/message_endpoint.hpp"
-#include "bootstrap/peer_failures.hpp"
 #include "bootstrap/wire.hpp"
 #include "core/net/event_loop.hpp"
 #include "core/net/hello.hpp"

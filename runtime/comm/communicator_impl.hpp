@@ -14,12 +14,52 @@
 #include <vector>
 
 #include "comm/counter_pool.hpp"
-#include "comm/ordered_receiver.hpp"
 #include "core/deadline.hpp"
+#include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
 #include "transport/transport.hpp"
 
 namespace mscclpp {
+
+namespace comm {
+
+// Receives one (peer, tag) stream in posting order for deferred consumers.
+// post() takes a ticket when recvMemory or connect is called; take(ticket)
+// receives every message up to it, keeping earlier ones for their tickets,
+// so futures may be waited on in any order. Thread-safety: any thread.
+class OrderedReceiver {
+ public:
+  OrderedReceiver(std::shared_ptr<Bootstrap> bootstrap, int peer, int tag, size_t maxBytes)
+      : bootstrap_(std::move(bootstrap)), peer_(peer), tag_(tag), maxBytes_(maxBytes) {}
+
+  uint64_t post() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return posted_++;
+  }
+
+  std::vector<char> take(uint64_t ticket) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    while (received_ <= ticket) {
+      ready_[received_] = bootstrap_->recv(peer_, tag_, maxBytes_);
+      ++received_;
+    }
+    std::vector<char> out = std::move(ready_[ticket]);
+    ready_.erase(ticket);
+    return out;
+  }
+
+ private:
+  std::shared_ptr<Bootstrap> bootstrap_;
+  int peer_;
+  int tag_;
+  size_t maxBytes_;
+  std::mutex mutex_;
+  uint64_t posted_ = 0;
+  uint64_t received_ = 0;
+  std::map<uint64_t, std::vector<char>> ready_;
+};
+
+}  // namespace comm
 
 struct Communicator::Impl {
   std::shared_ptr<Bootstrap> userBootstrap;       // what the user gave (split() splits it)
