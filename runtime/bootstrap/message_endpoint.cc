@@ -1,5 +1,5 @@
-// The two pieces of endpoint state both bootstraps share: the failure
-// record and the mailbox (message_endpoint.hpp).
+// The two pieces of endpoint state both bootstraps share:
+// the failure record and the mailbox (message_endpoint.hpp).
 #include <chrono>
 
 #include "bootstrap/message_endpoint.hpp"
@@ -73,7 +73,8 @@ uint64_t PeerFailures::add(Listener listener) {
 void PeerFailures::remove(uint64_t id) {
   std::unique_lock<std::mutex> lock(mutex_);
   listeners_.erase(id);
-  // Not for a call on this thread: a listener that removes itself (its owner going inside it) would wait forever.
+  // Calls on this thread do not count: a listener that removes
+  // itself, its owner going inside it, would wait forever.
   const std::thread::id me = std::this_thread::get_id();
   callEnded_.wait(lock, [&] {
     for (auto it = running_.lower_bound({id, std::thread::id()}); it != running_.end() && it->first == id; ++it) {
@@ -137,7 +138,8 @@ std::vector<char> Mailbox::take(int from, const MessageKey& key, size_t maxBytes
                       "%s: the message has %zu bytes, more than the %zu expected", what.c_str(), msg.size(), maxBytes);
       return msg;
     }
-    // After the queue: a view cancelled because its communicator failed still hands out what arrived.
+    // Checked after the queue: a view cancelled because its
+    // communicator failed still hands out what arrived.
     if (token && token->isCancelled()) MSCCLPP_THROW(ErrorCode::Aborted, "%s: the bootstrap was aborted", what.c_str());
     if (from >= 0 && from < static_cast<int>(goneReason_.size()) && !goneReason_[from].empty()) {
       MSCCLPP_THROW(ErrorCode::RemoteError, "%s: %s", what.c_str(), goneReason_[from].c_str());

@@ -1,6 +1,6 @@
-// The bootstrap's byte layouts, all little-endian. The unique id travels
-// out of band; every socket message starts with a magic, so a stray or
-// garbage connection is recognised at once.
+// The bootstrap's byte layouts, all little-endian. The unique id
+// travels out of band; every socket message starts with a magic,
+// so a stray or garbage connection is recognised at once.
 //   rank -> root:  RendezvousHello
 //   root -> rank:  RendezvousReply, then the address table or an error text
 //   rank -> rank:  PeerHello once per connection, then FrameHeader + payload
@@ -35,10 +35,12 @@ struct UniqueIdFields {
 };
 
 UniqueId encodeUniqueId(const UniqueIdFields& fields);
-// Throws Error(InvalidArgument) naming the field that is wrong (magic, version, address, padding).
+// Throws InvalidArgument naming the wrong
+// field: magic, version, address or padding.
 UniqueIdFields decodeUniqueId(const UniqueId& id);
 
-// The id for a fixed root address (MSCCLPP_COMM_ID or TcpBootstrap::initialize("host:port")).
+// The id for a fixed root address: MSCCLPP_COMM_ID,
+// or TcpBootstrap::initialize("host:port").
 UniqueIdFields fixedAddressId(const std::string& hostPort);
 
 // ---- Socket messages --------------------------------------------------------------------------

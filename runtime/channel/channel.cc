@@ -1,7 +1,8 @@
-// The host side of channels: each constructor checks its arguments, and
-// deviceHandle() fills the trivially copyable handle device code uses.
-// A SwitchChannel maps every member's buffer here (shared memory on the
-// CPU backend, CUDA IPC on a GPU), plus NVLS multicast where it is supported.
+// The host side of channels: each constructor checks its
+// arguments, and deviceHandle() fills the trivially copyable
+// handle that device code uses. A SwitchChannel maps every
+// member's buffer here, through shared memory on the CPU backend
+// or CUDA IPC on a GPU, plus NVLS multicast where supported.
 #include <algorithm>
 #include <set>
 
@@ -73,9 +74,9 @@ PortChannel::DeviceHandle PortChannel::deviceHandle() const {
 // ---- SwitchChannel -------------------------------------------------------------------------------
 
 struct SwitchChannel::State {
-  std::vector<RegisteredMemory> members;   // ours (local) and the imports: keeps the mappings alive
-  std::vector<void*> memberPtrs;           // host array (CPU backend)
-  std::shared_ptr<void> deviceMemberPtrs;  // device copy of memberPtrs (GPU)
+  std::vector<RegisteredMemory> members;   // ours and the imports: keeps the mappings alive
+  std::vector<void*> memberPtrs;           // host array, for the CPU backend
+  std::shared_ptr<void> deviceMemberPtrs;  // device copy of memberPtrs, on a GPU
   std::shared_ptr<detail::NvlsBinding> multicast;
   void* buffer = nullptr;
   size_t bytes = 0;

@@ -1,7 +1,8 @@
-// The host side of port channels: the FIFO's memory and the proxy thread.
-// Device code pushes triggers; the ProxyService thread pops each one and
-// performs it as connection writes, signals and flushes, in FIFO order.
-// The protocol and its failure rules: docs/runtime.md, "The proxy".
+// The host side of port channels: the FIFO's memory and the
+// proxy thread. Device code pushes triggers; the ProxyService
+// thread pops each one and performs it as connection writes,
+// signals and flushes, in FIFO order. The protocol and its
+// failure rules: docs/runtime.md, "The proxy".
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -171,7 +172,8 @@ struct ProxyService::Impl {
 
   Fifo fifo;
   std::mutex addMutex;  // writers of the tables
-  // Entries below the published counts never change; the proxy reads counts with acquire.
+  // Entries below the published counts never
+  // change; the proxy reads counts with acquire.
   std::vector<RegisteredMemory> memories;
   std::atomic<uint32_t> memoryCount{0};
   std::vector<std::shared_ptr<Host2DeviceSemaphore>> semaphores;
@@ -243,8 +245,8 @@ void ProxyService::Impl::loop() {
     ProxyTrigger t;
     if (!consumer.poll(&t)) {
       // Spin for latency, then yield, then sleep up to 1 ms a turn.
-      // A CPU-backend job runs more threads than cores: an idle proxy
-      // wakes about a thousand times a second, not burning a core.
+      // A CPU-backend job runs more threads than cores: an idle
+      // proxy wakes about a thousand times a second, not burning a core.
       ++idle;
       if (idle > 500) hostBackoffPause(idle < 20000 ? 16u : 1024u + (idle - 20000));
       continue;

@@ -21,9 +21,9 @@ enum class SemaphoreKind : uint8_t { Host2Device = 1, Host2Host = 2, MemoryDevic
 
 // What every semaphore kind keeps on the host.
 struct SemaphoreCounters {
-  std::shared_ptr<uint64_t> inbound;   // ours; the peer (or its proxy) raises it
+  std::shared_ptr<uint64_t> inbound;   // ours; the peer or its proxy raises it
   std::shared_ptr<uint64_t> expected;  // ours, private: signals consumed by our waits
-  uint64_t outbound = 0;               // host side: signals we sent (port and host semaphores)
+  uint64_t outbound = 0;               // signals we sent, for port and host semaphores
   RegisteredMemory localInbound;
   RegisteredMemory remoteInbound;  // the peer's inbound counter, imported
   uint64_t timeoutNs = 0;          // the communicator's timeout: its own or MSCCLPP_TIMEOUT_S, the earlier
@@ -75,7 +75,8 @@ std::shared_ptr<SemaphoreCounters> setupSemaphore(Communicator& comm, const std:
   s->inbound = pool->allocate();
   s->expected = pool->allocate();
   s->localInbound = comm.registerMemory(s->inbound.get(), sizeof(uint64_t), transports);
-  // One communicator setting bounds every wait on its channels (MSCCLPP_TIMEOUT_S when it has none).
+  // One communicator setting bounds every wait on its
+  // channels; MSCCLPP_TIMEOUT_S when it has none.
   s->timeoutSeconds = comm.timeoutSeconds();
   if (*comm.timeoutSetting()) s->timeoutSetting = comm.timeoutSetting();
   s->timeoutNs = s->timeoutSeconds > 0 ? static_cast<uint64_t>(s->timeoutSeconds * 1e9) : kNoDeadline;
@@ -146,7 +147,8 @@ void Host2HostSemaphore::signal() {
 
 bool Host2HostSemaphore::poll() {
   uint64_t next = *counters_->expected + 1;
-  // Acquire: pairs with the release that published the counter (after the peer's writes).
+  // Acquire: pairs with the release that published
+  // the counter after the peer's writes.
   if (__atomic_load_n(counters_->inbound.get(), __ATOMIC_ACQUIRE) < next) return false;
   *counters_->expected = next;
   return true;

@@ -1,5 +1,5 @@
-// RegisteredMemory's wire form: the facts every transport shares, then
-// one record per transport, each written and read by its own transport.
+// RegisteredMemory's wire form: the facts every transport shares,
+// then one record per transport, written and read by that transport.
 // deserialize maps the memory through the first transport that can.
 // The accessors live in the transport layer (transport/api.cc).
 #include "comm/host_identity.hpp"

@@ -1,6 +1,6 @@
 // The public types this layer defines for every transport: transport
-// names and flags (mscclpp/memory.hpp), RegisteredMemory's accessors, and
-// Connection's names and argument checks (mscclpp/connection.hpp).
+// names and flags (mscclpp/memory.hpp), RegisteredMemory's accessors,
+// and Connection's names and argument checks (mscclpp/connection.hpp).
 // Every error message about a transport prints these names.
 #include <string>
 
@@ -42,7 +42,6 @@ std::string TransportFlags::toString() const {
 }
 
 // ---- RegisteredMemory's accessors ---------------------------------------------------------------
-// Transports read registrations too, so the accessors live in this layer.
 
 void* RegisteredMemory::data() const { return impl_ ? impl_->data : nullptr; }
 void* RegisteredMemory::originalDataPtr() const {
