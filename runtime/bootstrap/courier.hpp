@@ -1,10 +1,9 @@
-// A helper thread that sends, in the background, what the bootstrap's progress thread must not
-// wait for: the failure notices that tell every rank about a dead peer (connecting to ranks that
-// were never talked to, some of which may be unreachable too) and the answers to requests. Each
-// send goes through the endpoint's own send path with a short deadline; a failed send is logged at
-// INFO and dropped (the peer is dead or unreachable, and will be found so by its own neighbours).
-//
-// Thread-safety: post() from any thread; stop() from any thread but the courier's own.
+// A helper thread for the sends the progress thread must not wait for:
+// failure notices to every rank, which may mean connecting to ranks
+// never talked to, some unreachable, and the answers to requests. Each
+// send has a short deadline; a failed one is logged at INFO and dropped,
+// since that peer's own neighbours will find it dead or unreachable.
+// Thread-safety: post() from any thread; stop() from any but the courier's.
 #ifndef MSCCLPP_BOOTSTRAP_COURIER_HPP_
 #define MSCCLPP_BOOTSTRAP_COURIER_HPP_
 
@@ -30,9 +29,10 @@ class Courier {
   Courier(const Courier&) = delete;
   Courier& operator=(const Courier&) = delete;
 
-  // Queues a message (the thread starts at the first post).
+  // Queues a message; the first post starts the thread.
   void post(int peer, const MessageKey& key, std::vector<char> payload);
-  // Drops what is still queued, waits for the send in progress (bounded by its deadline) and joins.
+  // Drops the queue, waits for the send in progress,
+  // then joins. That send is bounded by its deadline.
   void stop();
 
  private:

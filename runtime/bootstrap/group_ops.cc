@@ -4,7 +4,6 @@
 #include <cstring>
 #include <tuple>
 
-#include "bootstrap/unique_id.hpp"
 #include "core/enforce.hpp"
 #include "core/format.hpp"
 #include "core/hash.hpp"
@@ -31,7 +30,7 @@ std::vector<char> Bootstrap::ask(int, const std::vector<char>&, double) {
 namespace detail {
 
 namespace {
-// The largest answer ask() accepts (the call monitor's are a few KiB).
+// The largest answer ask() accepts; the call monitor's are a few KiB.
 constexpr size_t kMaxReplyBytes = 1 << 20;
 
 int viewRankOf(const std::vector<int>& worldRanks, int worldRank) {
@@ -131,8 +130,8 @@ void GroupOps::allGather(void* allData, size_t size) {
   const int n = nRanks();
   if (n == 1 || size == 0) return;
   Deadline d = deadline();
-  // Bruck: blocks are kept rotated so that block i holds rank (rank_ + i) % n; every round doubles
-  // what this rank has.
+  // Bruck: blocks are kept rotated, block i holding rank
+  // (rank_ + i) % n. Every round doubles what this rank has.
   std::vector<char> buf(static_cast<size_t>(n) * size);
   char* all = static_cast<char*>(allData);
   std::memcpy(buf.data(), all + static_cast<size_t>(rank_) * size, size);
@@ -193,7 +192,8 @@ std::shared_ptr<Bootstrap> GroupOps::split(int color, int key) {
   pairs[2 * rank_] = color;
   pairs[2 * rank_ + 1] = key;
   allGather(pairs.data(), 2 * sizeof(int32_t));
-  // Every rank counts splits alike (split is collective), so the child namespace agrees everywhere.
+  // split is collective, so every rank counts splits
+  // alike and the child namespace agrees everywhere.
   uint64_t seq = splitCount_.fetch_add(1, std::memory_order_relaxed) + 1;
   if (color < 0) return nullptr;
   std::vector<std::tuple<int, int>> members;  // (key, parent rank)

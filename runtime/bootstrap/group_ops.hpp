@@ -1,6 +1,7 @@
-// The collectives and views shared by every bootstrap, built on a MessageEndpoint:
-// allGather (Bruck, ceil(log2 n) rounds), broadcast (binomial tree), barrier (dissemination),
-// split (all-gather of color/key, then a view with its own namespace) and named views.
+// The collectives and views every bootstrap shares, built on
+// a MessageEndpoint: allGather (Bruck, ceil(log2 n) rounds),
+// broadcast (binomial tree), barrier (dissemination), and
+// split and named views, each with its own namespace.
 #ifndef MSCCLPP_BOOTSTRAP_GROUP_OPS_HPP_
 #define MSCCLPP_BOOTSTRAP_GROUP_OPS_HPP_
 
@@ -14,11 +15,13 @@
 
 namespace mscclpp::detail {
 
-// One rank's view of a group of world ranks. Thread-safety as Bootstrap's (see bootstrap.hpp).
+// One rank's view of a group of world ranks.
+// Thread-safety is Bootstrap's (mscclpp/bootstrap.hpp).
 class GroupOps {
  public:
-  // worldRanks[i] is the endpoint rank of view rank i; myRank is this rank's index in it.
-  // parentToken: the token of the view this one derives from (nullptr for a world's own view).
+  // worldRanks[i] is the endpoint rank of view rank i;
+  // myRank is this rank's index in it. parentToken: the
+  // parent view's token; null for a world's own view.
   GroupOps(std::shared_ptr<MessageEndpoint> endpoint, uint64_t ns, std::vector<int> worldRanks, int myRank,
            double timeoutSeconds, std::shared_ptr<const CancelToken> parentToken);
 
@@ -31,12 +34,12 @@ class GroupOps {
   void barrier();
   std::shared_ptr<Bootstrap> split(int color, int key);
   std::shared_ptr<Bootstrap> withNamespace(const std::string& name);
-  // The world's own view aborts the endpoint (closing connections); a derived view cancels only
-  // its own calls and those of views derived from it.
+  // The world's own view aborts the endpoint and its connections. A
+  // derived view cancels only its own calls and its descendants'.
   void abort();
   double timeoutSeconds() const { return timeout_.load(std::memory_order_relaxed); }
   void setTimeout(double seconds) { timeout_.store(seconds, std::memory_order_relaxed); }
-  // Bootstrap's failure listeners and requests, in this view's rank numbers (bootstrap.hpp).
+  // Bootstrap's failure listeners and requests, in this view's rank numbers.
   uint64_t addPeerFailureListener(Bootstrap::PeerFailureListener listener);
   void removePeerFailureListener(uint64_t id);
   void serve(Bootstrap::RequestHandler handler);

@@ -1,10 +1,11 @@
-// Ranks as threads of one process: each rank's mailbox is filled directly by the sending thread.
+// InProcessBootstrap: ranks as threads of one process. The
+// sending thread fills the receiver's mailbox directly.
 #include <map>
 #include <memory>
 #include <mutex>
 
 #include "bootstrap/group_ops.hpp"
-#include "bootstrap/mailbox.hpp"
+#include "bootstrap/message_endpoint.hpp"
 #include "core/enforce.hpp"
 #include "core/params.hpp"
 #include "mscclpp/bootstrap.hpp"
@@ -20,7 +21,8 @@ struct InProcessBootstrap::Group {
   }
   std::vector<std::unique_ptr<detail::Mailbox>> boxes;
   std::vector<std::unique_ptr<detail::PeerFailures>> failures;  // what each rank knows
-  // Each rank's request handlers by namespace; a request runs its peer's handler on the asking thread.
+  // Each rank's request handlers by namespace; a request
+  // runs its peer's handler on the asking thread.
   std::mutex handlersMutex;
   std::vector<std::map<uint64_t, std::shared_ptr<const detail::RequestHandler>>> handlers;
 };
@@ -76,7 +78,8 @@ class InProcessEndpoint : public detail::MessageEndpoint {
   }
 
  private:
-  // The peer's handler answers on this thread; the answer waits in our mailbox like a message.
+  // The peer's handler answers on this thread; the
+  // answer waits in our mailbox like a message.
   void answer(int peer, const detail::MessageKey& key, const std::vector<char>& request) {
     if (failures().failed(peer)) MSCCLPP_THROW(ErrorCode::RemoteError, "%s", failures().reason(peer).c_str());
     std::shared_ptr<const detail::RequestHandler> handler;

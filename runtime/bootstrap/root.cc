@@ -19,10 +19,12 @@ namespace {
 
 constexpr size_t kMaxPending = 256;  // unauthenticated connections kept at once; the oldest go first
 constexpr double kMaxHandshakeSeconds = 10.0;
-// After a failed rendezvous the root answers late ranks with the failure for this long.
+// After a failed rendezvous the root answers
+// late ranks with the failure for this long.
 constexpr double kLingerSeconds = 30.0;
-// A rank waits for the rendezvous for the whole timeout (from its start); the root gives its verdict
-// (the missing ranks) this much earlier, so that the ranks hear it before their own deadline passes.
+// A rank waits the whole timeout from its own start. The root
+// names the missing ranks this much earlier, so that every
+// rank hears the verdict before its own deadline passes.
 double verdictSeconds(double timeout) { return timeout > 0 ? timeout - std::min(2.0, timeout / 10) : timeout; }
 
 struct Arrival {
@@ -43,25 +45,30 @@ struct RootListener::State {
   Deadline deadline;
   std::vector<Arrival> arrived;  // by rank, socket.valid() when present
   int nRanks = 0, count = 0;
-  // Set when the rendezvous failed before the table went out (a rank that arrived or was mid-hello
-  // died, a rank of this job sent a bogus hello, the root itself failed or was stopped): every rank
-  // that arrived, or arrives within kLingerSeconds, is told at once instead of waiting for the deadline.
+  // Set when the rendezvous failed before the table went out:
+  // a rank that arrived or was mid-hello died, a rank of this
+  // job sent a bogus hello, or the root failed or was stopped.
+  // Every rank that arrived, or arrives within kLingerSeconds,
+  // is told at once instead of waiting for the deadline.
   std::string failure;
   bool complete = false;  // the table went out
   Deadline lingerUntil{0};
   net::HelloAcceptor acceptor;
   net::EventLoop loop;
 
-  // A prepare step of the loop: false once the rendezvous is over (complete or failed).
+  // A prepare step of the loop: false once the
+  // rendezvous is over (complete or failed).
   bool prepare(net::Watches& watches);
   void admit(net::Socket socket, const RendezvousHello& h, const std::string& peer);
-  // An arrived rank's connection became readable: it says nothing more, so this is its close.
+  // An arrived rank's connection became readable:
+  // it says nothing more, so this is its close.
   void checkClosed(int rank);
   // An authenticated connection closed in the middle of its hello.
   void abandoned(const std::string& peer, const char* partial, size_t got);
   void fail(const std::string& message);
-  // The loop ends (any reason): a rendezvous neither complete nor failed fails now, and every
-  // connection closes, so that no rank waits on a root that is gone.
+  // The loop ends, for any reason: a rendezvous neither
+  // complete nor failed fails now, and every connection
+  // closes, so that no rank waits on a root that is gone.
   void finish(const std::string& why);
 };
 
@@ -170,8 +177,9 @@ void RootListener::State::finish(const std::string& why) {
 void RootListener::State::admit(net::Socket socket, const RendezvousHello& h, const std::string& peer) {
   Arrival a{std::move(socket), net::SocketAddress(), peer};
   if (!failure.empty()) return sendError(a, failure);
-  // The hello carries this job's secret, so a bogus one is a rank of this job that cannot join:
-  // the whole rendezvous fails (the others would otherwise wait for it until the deadline).
+  // The hello carries this job's secret, so a bogus one comes from a
+  // rank of this job that cannot join. The whole rendezvous fails:
+  // the others would otherwise wait for it until the deadline.
   auto reject = [&](const std::string& why) {
     fail(where + ": " + why);
     sendError(a, failure);

@@ -1,5 +1,5 @@
-// TcpBootstrap: the unique id, the rendezvous with the root, then a TcpEndpoint with the shared
-// collectives (group_ops).
+// TcpBootstrap: the unique id, the rendezvous with the root, then
+// a TcpEndpoint under the shared collectives of group_ops.hpp.
 #include <sys/socket.h>
 
 #include <atomic>
@@ -10,7 +10,6 @@
 #include "bootstrap/params.hpp"
 #include "bootstrap/root.hpp"
 #include "bootstrap/tcp_endpoint.hpp"
-#include "bootstrap/unique_id.hpp"
 #include "bootstrap/wire.hpp"
 #include "core/enforce.hpp"
 #include "core/env_check.hpp"
@@ -32,8 +31,9 @@ struct TcpBootstrap::Impl {
   std::shared_ptr<TcpEndpoint> endpoint;
   std::unique_ptr<detail::GroupOps> ops;
   std::unique_ptr<RootListener> root;  // rank 0 with a fixed address (MSCCLPP_COMM_ID)
-  // abort() may run on another thread while initialize() is in the rendezvous: it sets the flag
-  // and shuts the rendezvous socket down (under the mutex, so never a closed and reused fd).
+  // abort() may run on another thread during the rendezvous: it
+  // sets the flag and shuts the rendezvous socket down. It does
+  // so under the mutex, so never on a closed and reused fd.
   std::mutex mutex;
   std::atomic<bool> aborted{false};
   int rendezvousFd = -1;
@@ -79,13 +79,16 @@ std::vector<net::SocketAddress> TcpBootstrap::Impl::rendezvous(const bootstrap::
   using namespace bootstrap;
   const std::string who = strFormat("bootstrap rank %d/%d", rank, nRanks);
   const std::string rootText = "the bootstrap root at " + f.root.toString();
-  // With a fixed address (MSCCLPP_COMM_ID) rank 0 hosts the root: when it is gone, rank 0 is.
+  // With a fixed address, MSCCLPP_COMM_ID, rank 0
+  // hosts the root: when the root is gone, rank 0 is.
   const bool rootInRank0 = (f.flags & kFlagFixedAddress) != 0;
-  // One deadline for the whole rendezvous: a rank fails at the timeout at the latest. The root gives
-  // its verdict (the missing ranks) a little earlier, so a rank normally hears why.
+  // One deadline for the whole rendezvous: a rank fails at
+  // the timeout at the latest. The root names the missing
+  // ranks a little earlier, so a rank normally hears why.
   Deadline deadline(timeout, timeoutName);
-  // The root closes every connection with a reason when the rendezvous fails; a connection that is
-  // reset or closes without one means the root's process is gone.
+  // The root closes every connection with a reason when
+  // the rendezvous fails; a connection that is reset or
+  // closes without one means the root's process is gone.
   auto throwRootGone = [&](const Error& e) {
     if (e.code() != ErrorCode::RemoteError || aborted.load()) throw;
     if (rootInRank0) {
@@ -162,9 +165,10 @@ void TcpBootstrap::initialize(const UniqueId& uniqueId, double timeoutSec) {
                   m.rank, m.nRanks);
   ScopedLogRank logRank(m.rank);
   bootstrap::UniqueIdFields f = bootstrap::decodeUniqueId(uniqueId);
-  // Two deadlines: the rendezvous waits for ranks that may never come (MSCCLPP_INIT_TIMEOUT_S),
-  // later calls wait for live peers, with no limit unless MSCCLPP_TIMEOUT_S sets one (a dead peer
-  // fails them at once: the endpoint's liveness protocol).
+  // Two deadlines. The rendezvous waits for ranks that may never
+  // come: MSCCLPP_INIT_TIMEOUT_S. Later calls wait for live peers,
+  // with no limit unless MSCCLPP_TIMEOUT_S sets one; a dead peer
+  // fails them at once through the endpoint's liveness protocol.
   m.timeout = timeoutSec > 0 ? timeoutSec : params::timeoutSeconds();
   const double rendezvousTimeout = timeoutSec > 0 ? timeoutSec : params::rendezvousTimeoutSeconds();
   m.id = uniqueId;
@@ -175,7 +179,8 @@ void TcpBootstrap::initialize(const UniqueId& uniqueId, double timeoutSec) {
   if ((f.flags & bootstrap::kFlagFixedAddress) && m.rank == 0) {
     m.root = RootListener::start(net::Socket::listenOn(f.root), f.secret, rendezvousTimeout, rendezvousTimeoutName);
   }
-  // Listen where the root is reachable from: loopback roots keep the job on loopback.
+  // Listen where the root is reachable from:
+  // loopback roots keep the job on loopback.
   net::NetInterface iface = f.root.isLoopback() && params::socketIfname().empty()
                                 ? net::chooseInterface("lo", net::listInterfaces())
                                 : net::chooseDefaultInterface();
@@ -196,8 +201,8 @@ void TcpBootstrap::initialize(const UniqueId& uniqueId, double timeoutSec) {
       std::lock_guard<std::mutex> lock(m.mutex);
       gone = std::move(m.endpoint);
     }
-    // A root that failed keeps telling late ranks why for a while (it ends by itself); one that an
-    // abort interrupted stops now.
+    // A root that failed keeps telling late ranks why for a while,
+    // then ends by itself. One that an abort interrupted stops now.
     if (m.root && m.aborted.load()) m.root->stop();
     if (m.root) m.root->detach();
     m.root.reset();

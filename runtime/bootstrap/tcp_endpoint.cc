@@ -14,7 +14,7 @@ namespace {
 constexpr size_t kMaxUnauthenticated = 256;
 constexpr double kHandshakeSeconds = 10.0;
 constexpr int kFramesPerWakeup = 64;  // fairness between busy peers
-// A courier send (failure notice, reply) gives up after this: the peer is dead or unreachable too.
+// A courier send gives up after this: that peer is dead or unreachable too.
 constexpr double kCourierSendSeconds = 2.0;
 }  // namespace
 
@@ -48,8 +48,9 @@ TcpEndpoint::TcpEndpoint(int rank, int nRanks, const net::Secret& secret, net::S
     mailbox_.abort(std::string("the bootstrap progress thread failed: ") + e.what());
   };
   hooks.onExit = [this]() {
-    // Leaving on purpose (not aborted): a goodbye on every inbound connection too, so that a peer
-    // watching its outbound socket to us does not take the close for a crash.
+    // Leaving on purpose, not aborted: a goodbye on every
+    // inbound connection too, so that a peer watching its
+    // outbound socket to us does not take the close for a crash.
     const bool goodbye = !aborted_.load();
     for (auto& in : inbound_) {
       if (goodbye && in->socket.valid()) {
@@ -68,7 +69,8 @@ TcpEndpoint::~TcpEndpoint() {
   courier_.stop();
   if (!aborted_.load()) sayGoodbyeOnOutbound();
   progress_.stop();
-  // Outbound sockets close here (not in abort) so that data already sent is still delivered.
+  // Outbound sockets close here, not in abort, so
+  // that data already sent is still delivered.
 }
 
 void TcpEndpoint::setPeerAddresses(std::vector<net::SocketAddress> addresses) {
@@ -81,7 +83,8 @@ void TcpEndpoint::abort() {
   if (aborted_.exchange(true)) return;
   mailbox_.abort("the bootstrap was aborted");
   courier_.stop();
-  // shutdown (not close) wakes a sender blocked in poll without racing on the fd number.
+  // shutdown, not close: it wakes a sender blocked
+  // in poll without racing on the fd number.
   for (auto& o : outbound_) {
     int fd = o->fd.load();
     if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
@@ -136,13 +139,15 @@ void TcpEndpoint::send(int peer, const detail::MessageKey& key, const void* data
     out.socket.sendAllv(iov, 2, deadline, what);
     out.lastSendMs.store(steadyMs(), std::memory_order_relaxed);
   } catch (const Error& e) {
-    // A peer declared failed meanwhile (its socket was shut down to wake us): say so, not "connection lost".
+    // A peer declared failed meanwhile: its socket was
+    // shut down to wake us. Say so, not "connection lost".
     if (failures_.failed(peer)) {
       out.brokenReason = failures_.reason(peer);
       MSCCLPP_THROW(ErrorCode::RemoteError, "%s: %s", what.c_str(), out.brokenReason.c_str());
     }
     if (aborted_.load()) MSCCLPP_THROW(ErrorCode::Aborted, "%s: the bootstrap was aborted", what.c_str());
-    // A frame cut in the middle leaves the stream unusable: later sends to this peer fail at once.
+    // A frame cut in the middle leaves the stream
+    // unusable: later sends to this peer fail at once.
     out.brokenReason = e.what();
     if (e.code() == ErrorCode::Timeout || std::strncmp(e.what(), what.c_str(), what.size()) == 0) throw;
     throw Error(e.code(), what + ": " + e.what());

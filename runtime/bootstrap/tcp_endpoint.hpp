@@ -1,25 +1,14 @@
-// The TCP MessageEndpoint: one listening socket and one progress thread per rank. A rank sends to a
-// peer over its own outbound socket to that peer (connected on first use, presenting the secret);
-// the peer's progress thread reads frames from all inbound sockets into its mailbox. Messages of
-// one (sender, key) therefore arrive in order, and a slow receiver never blocks a sender's other
-// traffic (the progress thread always drains).
-//
-// Liveness (tcp_liveness.cc; docs/failure-handling.md): after the rendezvous
-// every rank connects to its two ring neighbours (rank +- 1) and the progress thread sends them a
-// heartbeat frame each MSCCLPP_HEARTBEAT_INTERVAL_S in which nothing else was sent. A peer is
-// failed when
-//   * any connection with it (inbound, or our outbound one, which the progress thread watches)
-//     closes without a goodbye frame first: the process exited, crashed, was killed or aborted;
-//   * it is a neighbour and nothing arrived from it for MSCCLPP_HEARTBEAT_TIMEOUT_S: its host is
-//     unreachable (a cable, a switch, a host gone without closing TCP), or the process is stopped.
-// The rank that finds a failure tells every other rank (a failure notice, sent by the courier
-// thread), so all ranks learn within milliseconds of the first. A failed peer's recv()s fail at once
-// (RemoteError naming it) and the failure listeners (PeerFailures) are told. Destroying an endpoint
-// says goodbye on every connection first: leaving on purpose is not a failure.
-//
-// Faults: a malformed frame marks its sender as gone; connections with a wrong secret or garbage
-// are dropped with a WARN. abort() wakes everything without waiting for peers and says no goodbye
-// (for the peers, an aborted rank has failed).
+// The TCP MessageEndpoint: one listening socket and one progress
+// thread per rank. A rank sends to a peer over its own outbound
+// socket, opened on first use with the secret; the peer's
+// progress thread reads every inbound socket into its mailbox.
+// So the messages of one (sender, key) arrive in order, and a
+// slow receiver never blocks a sender's other traffic.
+// Liveness (tcp_liveness.cc): heartbeats to the ring
+// neighbours and a watch over every connection find dead
+// peers; the rules are in docs/failure-handling.md, "Dead
+// peers". Destroying an endpoint says goodbye first; abort()
+// does not, so for the peers an aborted rank has failed.
 #ifndef MSCCLPP_BOOTSTRAP_TCP_ENDPOINT_HPP_
 #define MSCCLPP_BOOTSTRAP_TCP_ENDPOINT_HPP_
 
@@ -30,9 +19,7 @@
 #include <vector>
 
 #include "bootstrap/courier.hpp"
-#include "bootstrap/mailbox.hpp"
 #include "bootstrap/message_endpoint.hpp"
-#include "bootstrap/peer_failures.hpp"
 #include "bootstrap/wire.hpp"
 #include "core/net/event_loop.hpp"
 #include "core/net/hello.hpp"
@@ -48,11 +35,12 @@ class TcpEndpoint : public detail::MessageEndpoint {
   // Leaves on purpose: a goodbye on every connection, then everything closes.
   ~TcpEndpoint() override;
 
-  // The listening address of every rank, known after the rendezvous; before it, sends fail.
+  // The listening address of every rank, known
+  // after the rendezvous; before it, sends fail.
   void setPeerAddresses(std::vector<net::SocketAddress> addresses);
   net::SocketAddress listenAddress() const { return listenAddress_; }
-  // After setPeerAddresses: connects to the ring neighbours (within `deadline`) and starts the
-  // heartbeats and the watch over them.
+  // After setPeerAddresses: connects to the ring neighbours within
+  // `deadline`, then starts the heartbeats and the watch over them.
   void startLiveness(const Deadline& deadline);
 
   int rank() const override { return rank_; }
@@ -70,7 +58,7 @@ class TcpEndpoint : public detail::MessageEndpoint {
   struct Outbound {
     std::mutex mutex;
     net::Socket socket;
-    std::atomic<int> fd{-1};  // once set, stable until the endpoint is destroyed (abort, the watch)
+    std::atomic<int> fd{-1};  // once set, stable until destruction; abort and the watch read it
     std::atomic<int64_t> lastSendMs{0};
     std::string brokenReason;  // "" while usable
   };
@@ -84,17 +72,17 @@ class TcpEndpoint : public detail::MessageEndpoint {
     std::vector<char> payload;
     size_t payloadGot = 0;
   };
-  // The progress thread's view of each peer (touched on that thread only).
+  // The progress thread's view of each peer, touched on that thread only.
   struct PeerWatch {
     int64_t lastHeardMs = 0;  // steady-clock ms of the last bytes from it
     bool neighbour = false;   // watched with heartbeats
     bool left = false;        // said goodbye
     bool outboundClosed = false;
-    FrameHeader outboundBytes{};  // what it wrote on our outbound socket (only a goodbye is expected)
+    FrameHeader outboundBytes{};  // what it wrote on our outbound socket: a goodbye at most
     size_t outboundGot = 0;
   };
 
-  // The progress thread's steps (EventLoop hooks and callbacks).
+  // The progress thread's steps: EventLoop hooks and callbacks.
   bool prepare(net::Watches& watches);
   void admit(net::Socket socket, const char* hello, const std::string& peer);
   // Reads what is available on one inbound connection; false when it must be closed.
@@ -104,23 +92,27 @@ class TcpEndpoint : public detail::MessageEndpoint {
   void connectOutbound(int peer, Outbound& out, const Deadline& deadline, const std::string& what);
 
   // ---- liveness (tcp_liveness.cc) ----
-  // Watches our outbound sockets: the peer writes only a goodbye on them, then closes.
+  // Watches our outbound sockets: the peer
+  // writes only a goodbye on them, then closes.
   void watchOutbound(net::Watches& watches);
   void serviceOutbound(int peer);
   void sendHeartbeats(int64_t nowMs);
   void checkNeighbours(int64_t nowMs);
-  // The peer left on purpose (goodbye): not a failure. drained: everything it sent us was read (the
-  // goodbye came in on its own connection, after its messages): recvs from it fail from now on.
+  // The peer said goodbye: it left on purpose, which is no failure.
+  // drained: everything it sent us was read, its goodbye coming
+  // last on its own connection, so recvs from it fail from now on.
   void peerLeft(int peer, bool drained);
-  // The peer failed: listeners are told and, when tellOthers, every other rank; recvs from it fail
-  // (once `drained`: nothing it sent can still be on the way in).
+  // The peer failed: the listeners are told, and every other
+  // rank when tellOthers. Recvs from it fail once `drained`,
+  // when nothing it sent can still be on the way in.
   void peerFailed(int peer, const std::string& reason, bool tellOthers, bool drained = true);
   // "rank 3 at 10.0.0.2:41234"
   std::string peerName(int peer) const;
-  // The same for the sender of an inbound connection; before the rendezvous table arrived (a ring
-  // neighbour may connect first) it names the connection's source address instead.
+  // The same for an inbound connection's sender. A ring
+  // neighbour may connect before the rendezvous table
+  // arrives; then this names the connection's source address.
   std::string inboundPeerName(const Inbound& in) const;
-  // Best effort, bounded: a goodbye frame on every outbound socket (the destructor).
+  // For the destructor: a goodbye on every outbound socket, best effort and bounded.
   void sayGoodbyeOnOutbound();
 
   const int rank_;
@@ -135,7 +127,8 @@ class TcpEndpoint : public detail::MessageEndpoint {
   std::vector<net::SocketAddress> peers_;
   std::mutex handlersMutex_;
   std::map<uint64_t, std::shared_ptr<const detail::RequestHandler>> handlers_;
-  // Progress thread only: one authenticated connection per peer, the open connections, the watch.
+  // Progress thread only: one authenticated connection
+  // per peer, the open connections, the watch.
   std::vector<bool> connectedFrom_;
   std::vector<std::unique_ptr<Inbound>> inbound_;
   std::vector<PeerWatch> watch_;

@@ -1,5 +1,6 @@
-// TcpEndpoint's liveness protocol (see tcp_endpoint.hpp): connections to the ring neighbours,
-// heartbeats, the watch over outbound sockets, goodbyes, and what a failed peer sets off.
+// TcpEndpoint's liveness protocol: connections to the ring neighbours,
+// heartbeats, the watch over outbound sockets, goodbyes, and what a
+// failed peer sets off. The rules are in docs/failure-handling.md.
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -16,7 +17,7 @@ namespace mscclpp::bootstrap {
 
 namespace {
 
-// The ring neighbours of rank in a world of n (one when n == 2, none when n == 1).
+// The ring neighbours of rank in a world of n: one when n == 2, none when n == 1.
 std::vector<int> ringNeighbours(int rank, int n) {
   std::vector<int> out;
   if (n < 2) return out;
@@ -54,8 +55,9 @@ void TcpEndpoint::startLiveness(const Deadline& deadline) {
                   "%s: liveness needs the peer addresses", who_.c_str());
   heartbeatIntervalSeconds_ = std::max(0.01, params::heartbeatIntervalSeconds());
   heartbeatTimeoutSeconds_ = params::heartbeatTimeoutSeconds();
-  // The neighbours' listeners were up before the rendezvous: a connect fails only when the
-  // neighbour is already gone (refused) or its host does not answer within the deadline.
+  // The neighbours' listeners were up before the rendezvous: a
+  // connect fails only when the neighbour is already gone
+  // (refused) or its host does not answer within the deadline.
   const double connectSeconds = heartbeatTimeoutSeconds_ > 0 ? heartbeatTimeoutSeconds_ : 60.0;
   const Deadline bounded(deadline.remainingMs() < 0 ? connectSeconds
                                                     : std::min(connectSeconds, deadline.remainingMs() / 1000.0));
@@ -96,8 +98,9 @@ void TcpEndpoint::serviceOutbound(int peer) {
     if (w.outboundGot < sizeof(FrameHeader)) return;
     w.outboundGot = 0;
     if (w.outboundBytes.magic == kFrameMagic && w.outboundBytes.kind == detail::kKindGoodbye) {
-      // Its last messages may still be on the way in on the other connection: recvs from it fail
-      // only once that one ends (its own goodbye or close), after they were delivered.
+      // Its last messages may still be on the way in on the other
+      // connection: recvs from it fail only once that one ends
+      // with its goodbye or close, after they were delivered.
       peerLeft(peer, false);
     } else {
       MSCCLPP_WARN(LogBootstrap, "%s: %s wrote unexpected bytes on our connection to it (kind %u); ignored",
@@ -108,8 +111,9 @@ void TcpEndpoint::serviceOutbound(int peer) {
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
   w.outboundClosed = true;
   if (stopping_.load() || aborted_.load() || w.left) return;
-  // Its last messages may still be on the way in on its own connection to us: they stay receivable
-  // until that one closes too (service() then marks the mailbox).
+  // Its last messages may still be on the way in on its
+  // own connection to us: they stay receivable until that
+  // one closes too, and service() then marks the mailbox.
   bool inboundOpen = false;
   for (const auto& in : inbound_) inboundOpen |= in->fromRank == peer && in->socket.valid();
   peerFailed(peer,
@@ -125,11 +129,13 @@ void TcpEndpoint::sendHeartbeats(int64_t nowMs) {
     if (watch_[q].left || failures_.failed(q)) continue;
     Outbound& o = *outbound_[q];
     if (nowMs - o.lastSendMs.load(std::memory_order_relaxed) < intervalMs) continue;  // data went out: as good
-    // A sender holding the lock is writing to it right now, which is as good as a heartbeat.
+    // A sender holding the lock is writing to it
+    // right now, which is as good as a heartbeat.
     std::unique_lock<std::mutex> lock(o.mutex, std::try_to_lock);
     if (!lock.owns_lock() || !o.socket.valid() || !o.brokenReason.empty()) continue;
-    // A full socket buffer means the neighbour is not reading: it will be found out by its other
-    // neighbour, or by us on its silence; never block the progress thread on it.
+    // A full socket buffer means the neighbour is not reading:
+    // it will be found out by its other neighbour, or by us on
+    // its silence; never block the progress thread on it.
     if (!isWritableNow(o.socket.fd())) continue;
     FrameHeader h{kFrameMagic, detail::kKindHeartbeat, 0, 0, 0, 0};
     try {
@@ -172,12 +178,14 @@ void TcpEndpoint::peerFailed(int peer, const std::string& reason, bool tellOther
   if (drained) mailbox_.markPeerGone(peer, failures_.reason(peer));  // the first reason, whoever found it
   if (!first) return;
   MSCCLPP_INFO(LogBootstrap, "%s: peer failed: %s", who_.c_str(), reason.c_str());
-  // Wakes a sender blocked on a peer that will never read again (it then fails with the reason).
+  // Wakes a sender blocked on a peer that will never
+  // read again; it then fails with the reason.
   const int fd = outbound_[peer]->fd.load(std::memory_order_acquire);
   if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
   if (!tellOthers) return;
-  // Every other rank hears it from us. Ranks on the failed rank's host go last: if that host is
-  // unreachable, so are they, and their sends wait out their deadline.
+  // Every other rank hears it from us. Ranks on the failed
+  // rank's host go last: if that host is unreachable, so
+  // are they, and their sends wait out their deadline.
   const std::vector<char> payload(reason.begin(), reason.end());
   const std::string failedHost = peersKnown_.load(std::memory_order_acquire) ? hostOf(peers_[peer]) : std::string();
   std::vector<int> last;

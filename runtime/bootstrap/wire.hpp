@@ -1,19 +1,49 @@
-// Byte layouts on bootstrap sockets. All fields are little-endian (the hosts we run on); every
-// message starts with a magic so that a stray or garbage connection is recognised at once.
-//
+// The bootstrap's byte layouts, all little-endian. The unique id
+// travels out of band; every socket message starts with a magic,
+// so a stray or garbage connection is recognised at once.
 //   rank -> root:  RendezvousHello
-//   root -> rank:  RendezvousReply, then nRanks encoded addresses (status 0) or a message (status 1)
-//   rank -> rank:  PeerHello once per connection, then frames: FrameHeader + `size` payload bytes
+//   root -> rank:  RendezvousReply, then the address table or an error text
+//   rank -> rank:  PeerHello once per connection, then FrameHeader + payload
 #ifndef MSCCLPP_BOOTSTRAP_WIRE_HPP_
 #define MSCCLPP_BOOTSTRAP_WIRE_HPP_
 
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "core/net/hello.hpp"
+#include "core/net/secret.hpp"
 #include "core/net/socket.hpp"
+#include "mscclpp/bootstrap.hpp"
 
 namespace mscclpp::bootstrap {
+
+// ---- The unique id: 128 bytes ---------------------------------------------------------------
+//   [0, 8)    magic "MSCLPPID"
+//   [8, 10)   version (1)
+//   [10, 12)  flags: bit 0 = fixed address (MSCCLPP_COMM_ID; rank 0 runs the root)
+//   [12, 36)  root address (SocketAddress wire form)
+//   [36, 52)  secret: 128 random bits (derived from the address when fixed)
+//   [52, 128) zero
+constexpr uint16_t kUniqueIdVersion = 1;
+constexpr uint16_t kFlagFixedAddress = 1;
+
+struct UniqueIdFields {
+  uint16_t flags = 0;
+  net::SocketAddress root;
+  net::Secret secret{};
+};
+
+UniqueId encodeUniqueId(const UniqueIdFields& fields);
+// Throws InvalidArgument naming the wrong
+// field: magic, version, address or padding.
+UniqueIdFields decodeUniqueId(const UniqueId& id);
+
+// The id for a fixed root address: MSCCLPP_COMM_ID,
+// or TcpBootstrap::initialize("host:port").
+UniqueIdFields fixedAddressId(const std::string& hostPort);
+
+// ---- Socket messages --------------------------------------------------------------------------
 
 struct RendezvousHello {
   net::HelloHeader header;  // magic "MSCLRDV1", the unique id's secret

@@ -101,7 +101,7 @@ class Binding : public NvlsBinding {
   size_t size_ = 0;
 };
 
-// Why this member cannot take part ("" when it can).
+// Why this member cannot take part, or "" when it can.
 std::string incapability(int deviceOrdinal, void* buffer, size_t bytes, size_t members, size_t* offsetOut,
                          CUmemGenericAllocationHandle* memOut) {
   const Driver& d = driver();
@@ -135,7 +135,7 @@ std::string incapability(int deviceOrdinal, void* buffer, size_t bytes, size_t m
   return "";
 }
 
-// File descriptors cross processes only through a Unix socket (SCM_RIGHTS).
+// File descriptors cross processes only through a Unix socket, with SCM_RIGHTS.
 int receiveFd(int listenFd, const Deadline& deadline) {
   pollfd p{listenFd, POLLIN, 0};
   int rc = ::poll(&p, 1, deadline.remainingMs());
@@ -228,7 +228,8 @@ std::shared_ptr<NvlsBinding> NvlsBinding::tryCreate(Communicator& comm, const st
   prop.numDevices = static_cast<unsigned>(ranks.size());
   prop.size = bytes;
   prop.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  // The communicator's timeout, like every wait built on it (the exchanges above are its bootstrap's).
+  // The communicator's timeout, like every wait built
+  // on it; the exchanges above use its bootstrap's.
   const Deadline deadline = timeoutOf(comm).start();
   if (myIndex == 0) {
     check(d.multicastCreate(&b->mc_, &prop), "cuMulticastCreate");

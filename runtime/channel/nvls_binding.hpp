@@ -1,14 +1,12 @@
-// The NVLS multicast binding behind a SwitchChannel on sm_90+ GPUs (CUDA >= 12.1): a multicast
-// object created by the group's first member, shared with the others as a POSIX file descriptor
-// (passed over a Unix socket with SCM_RIGHTS), every member's device added, every member's buffer
-// bound, and the multicast range mapped here. The driver API is reached through the runtime's
-// entry-point query, so nothing links libcuda directly.
-//
-// Capability check first: the build (CUDA >= 12.1), the driver entry points, the device attribute
-// CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, and a buffer allocated with cuMemCreate (cudaMalloc
-// memory cannot be bound) whose offset and size are multiples of the multicast granularity. The
-// members agree (every one must be capable); otherwise tryCreate returns nullptr and logs why at
-// INFO, and the channel uses the members' buffers only.
+// The NVLS multicast binding behind a SwitchChannel on sm_90+ GPUs
+// with CUDA 12.1 or later. The group's first member creates a
+// multicast object and shares it as a file descriptor over a Unix
+// socket; every member adds its device and binds its buffer, and
+// the multicast range is mapped here. The driver API comes through
+// the runtime's entry-point query, so nothing links libcuda.
+// Every member must pass the capability check, listed in
+// docs/runtime.md, "Channels"; otherwise tryCreate returns null,
+// logs why at INFO, and the channel uses the members' buffers only.
 #ifndef MSCCLPP_CHANNEL_NVLS_BINDING_HPP_
 #define MSCCLPP_CHANNEL_NVLS_BINDING_HPP_
 
@@ -21,7 +19,7 @@ namespace mscclpp::detail {
 
 class NvlsBinding {
  public:
-  // Collective over `ranks` (same arguments on every member).
+  // Collective over `ranks`, with the same arguments on every member.
   static std::shared_ptr<NvlsBinding> tryCreate(Communicator& comm, const std::vector<int>& ranks, int myIndex,
                                                 size_t bytes, int tag, void* buffer = nullptr);
   virtual ~NvlsBinding() = default;

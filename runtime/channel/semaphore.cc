@@ -1,6 +1,12 @@
+// The host side of semaphores: counters from the communicator's pool,
+// registered for the connection's transport and exchanged with the peer.
+// Both ranks of a connection build the same kind, in the same order.
 #include "mscclpp/semaphore.hpp"
 
-#include "channel/semaphore_setup.hpp"
+#include <cstdint>
+#include <memory>
+#include <string>
+
 #include "comm/communicator_impl.hpp"
 #include "core/deadline.hpp"
 #include "core/enforce.hpp"
@@ -10,6 +16,21 @@
 namespace mscclpp {
 
 namespace detail {
+
+enum class SemaphoreKind : uint8_t { Host2Device = 1, Host2Host = 2, MemoryDevice2Device = 3 };
+
+// What every semaphore kind keeps on the host.
+struct SemaphoreCounters {
+  std::shared_ptr<uint64_t> inbound;   // ours; the peer or its proxy raises it
+  std::shared_ptr<uint64_t> expected;  // ours, private: signals consumed by our waits
+  uint64_t outbound = 0;               // signals we sent, for port and host semaphores
+  RegisteredMemory localInbound;
+  RegisteredMemory remoteInbound;  // the peer's inbound counter, imported
+  uint64_t timeoutNs = 0;          // the communicator's timeout: its own or MSCCLPP_TIMEOUT_S, the earlier
+  double timeoutSeconds = 0;
+  const char* timeoutSetting = "MSCCLPP_TIMEOUT_S";  // where it came from, for messages
+  std::string who;                                   // "Host2DeviceSemaphore rank 0 -> rank 1 over TCP"
+};
 
 namespace {
 constexpr uint32_t kSemaphoreMagic = 0x4d45534d;  // "MSEM"
@@ -39,6 +60,7 @@ const char* semaphoreKindName(SemaphoreKind kind) {
   return "semaphore";
 }
 
+// Allocates, registers and exchanges the counters of one semaphore.
 std::shared_ptr<SemaphoreCounters> setupSemaphore(Communicator& comm, const std::shared_ptr<Connection>& connection,
                                                   SemaphoreKind kind) {
   MSCCLPP_ENFORCE(connection != nullptr, ErrorCode::InvalidArgument, "%s: null connection", semaphoreKindName(kind));
@@ -53,7 +75,8 @@ std::shared_ptr<SemaphoreCounters> setupSemaphore(Communicator& comm, const std:
   s->inbound = pool->allocate();
   s->expected = pool->allocate();
   s->localInbound = comm.registerMemory(s->inbound.get(), sizeof(uint64_t), transports);
-  // One communicator setting bounds every wait on its channels (MSCCLPP_TIMEOUT_S when it has none).
+  // One communicator setting bounds every wait on its
+  // channels; MSCCLPP_TIMEOUT_S when it has none.
   s->timeoutSeconds = comm.timeoutSeconds();
   if (*comm.timeoutSetting()) s->timeoutSetting = comm.timeoutSetting();
   s->timeoutNs = s->timeoutSeconds > 0 ? static_cast<uint64_t>(s->timeoutSeconds * 1e9) : kNoDeadline;
@@ -124,7 +147,8 @@ void Host2HostSemaphore::signal() {
 
 bool Host2HostSemaphore::poll() {
   uint64_t next = *counters_->expected + 1;
-  // Acquire: pairs with the release that published the counter (after the peer's writes).
+  // Acquire: pairs with the release that published
+  // the counter after the peer's writes.
   if (__atomic_load_n(counters_->inbound.get(), __ATOMIC_ACQUIRE) < next) return false;
   *counters_->expected = next;
   return true;

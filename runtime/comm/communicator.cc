@@ -83,9 +83,10 @@ Communicator::Communicator(std::shared_ptr<Bootstrap> bootstrap, int device) : p
   }
   m.hostId = comm::computeHostId();
   m.hostHash = comm::hostIdHash(m.hostId);
-  // Listening from before the first exchange: a peer that dies while it runs ends it at once (the exchange's
-  // view is aborted), whichever rank the exchange is waiting on then. The listener holds the state weakly, so a
-  // late notice after destruction finds nothing to fail.
+  // Listening from before the first exchange: a peer that dies while
+  // it runs ends it at once, by aborting the exchange's view,
+  // whichever rank it is waiting on. The listener holds the state
+  // weakly, so a late notice after destruction finds nothing to fail.
   std::weak_ptr<Impl> weak = pimpl_;
   m.peerFailureListener = m.userBootstrap->addPeerFailureListener([weak](int peer, const std::string& reason) {
     if (auto impl = weak.lock()) impl->peerFailed(peer, reason);
@@ -106,7 +107,8 @@ Communicator::Communicator(std::shared_ptr<Bootstrap> bootstrap, int device) : p
     throw;
   }
   endExchange.reset();
-  // Later calls on the view are those of a failed communicator, which fail before using it.
+  // Later calls on the view are those of a failed
+  // communicator, which fail before using it.
 }
 
 void Communicator::exchangeHostIds() {
@@ -138,7 +140,7 @@ void Communicator::exchangeHostIds() {
 Communicator::~Communicator() { pimpl_->userBootstrap->removePeerFailureListener(pimpl_->peerFailureListener); }
 
 void Communicator::Impl::peerFailed(int peer, const std::string& reason) {
-  std::string host;  // unknown until the host ids are exchanged (the reason names its address)
+  std::string host;  // unknown until the host ids are exchanged; the reason names its address
   {
     std::lock_guard<std::mutex> lock(errorMutex);
     if (peer >= 0 && peer < static_cast<int>(peerHostIds.size())) host = peerHostIds[peer];
@@ -166,8 +168,9 @@ void Communicator::Impl::fail(ErrorCode code, const std::string& message) {
     }
     for (const auto& [id, callback] : failureCallbacks) callbacks.push_back(callback);
   }
-  // INFO: the calls that fail because of it say so at WARN; a peer that exits while nothing is
-  // pending here (the end of a job) is no news worth a warning.
+  // INFO: the calls that fail because of it say so at
+  // WARN. A peer that exits while nothing is pending here,
+  // at the end of a job, is no news worth a warning.
   MSCCLPP_INFO(LogInit, "%s; every pending and later call on this communicator fails", message.c_str());
   std::lock_guard<std::mutex> running(callbackMutex);
   for (const auto& callback : callbacks) (*callback)();
@@ -211,7 +214,8 @@ std::shared_ptr<void> Communicator::onFailure(std::function<void()> callback) {
     id = m.nextFailureCallback++;
     m.failureCallbacks.emplace(id, shared);
   }
-  // Registered before this check: a concurrent fail() either saw the entry or set the flag we read.
+  // Registered before this check: a concurrent fail()
+  // either saw the entry or set the flag we read.
   if (m.hasFailed.load(std::memory_order_acquire)) (*shared)();
   std::weak_ptr<Impl> weak = pimpl_;
   return std::shared_ptr<void>(new char, [weak, id](char* token) {

@@ -1,5 +1,6 @@
-// The state behind Communicator (see mscclpp/communicator.hpp). Shared with the channel layer,
-// which allocates semaphore counters through it.
+// The state behind Communicator, and the ordered receiver
+// its setup calls use. The layers above reach it too: the
+// channel layer allocates semaphore counters through it.
 #ifndef MSCCLPP_COMM_COMMUNICATOR_IMPL_HPP_
 #define MSCCLPP_COMM_COMMUNICATOR_IMPL_HPP_
 
@@ -14,17 +15,58 @@
 #include <vector>
 
 #include "comm/counter_pool.hpp"
-#include "comm/ordered_receiver.hpp"
 #include "core/deadline.hpp"
+#include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
 #include "transport/transport.hpp"
 
 namespace mscclpp {
 
+namespace comm {
+
+// Receives one (peer, tag) stream in posting order for deferred
+// consumers. post() takes a ticket when recvMemory or connect is
+// called; take(ticket) receives every message up to it, keeping earlier
+// ones for their tickets, so futures may be waited on in any order.
+// Thread-safety: any thread; receiving is serialised per stream.
+class OrderedReceiver {
+ public:
+  OrderedReceiver(std::shared_ptr<Bootstrap> bootstrap, int peer, int tag, size_t maxBytes)
+      : bootstrap_(std::move(bootstrap)), peer_(peer), tag_(tag), maxBytes_(maxBytes) {}
+
+  uint64_t post() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return posted_++;
+  }
+
+  std::vector<char> take(uint64_t ticket) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    while (received_ <= ticket) {
+      ready_[received_] = bootstrap_->recv(peer_, tag_, maxBytes_);
+      ++received_;
+    }
+    std::vector<char> out = std::move(ready_[ticket]);
+    ready_.erase(ticket);
+    return out;
+  }
+
+ private:
+  std::shared_ptr<Bootstrap> bootstrap_;
+  int peer_;
+  int tag_;
+  size_t maxBytes_;
+  std::mutex mutex_;
+  uint64_t posted_ = 0;
+  uint64_t received_ = 0;
+  std::map<uint64_t, std::vector<char>> ready_;
+};
+
+}  // namespace comm
+
 struct Communicator::Impl {
-  std::shared_ptr<Bootstrap> userBootstrap;       // what the user gave (split() splits it)
+  std::shared_ptr<Bootstrap> userBootstrap;       // what the user gave; split() splits it
   std::shared_ptr<Bootstrap> bootstrap;           // our own namespace of it: never mixes with user tags
-  std::shared_ptr<Bootstrap> semaphoreBootstrap;  // semaphore exchanges (channel layer)
+  std::shared_ptr<Bootstrap> semaphoreBootstrap;  // the channel layer's semaphore exchanges
   int rank = 0;
   int size = 0;
   int device = kHostDevice;
@@ -36,13 +78,15 @@ struct Communicator::Impl {
   double timeoutSeconds = 0;
 
   std::mutex mutex;  // guards everything below
-  // Each transport's state in this communicator (the TCP engine, opened HCAs), made on first use.
+  // Each transport's state in this communicator, such as
+  // the TCP engine or an opened HCA; made on first use.
   std::array<std::shared_ptr<transport::Session>, static_cast<size_t>(Transport::NumTransports)> sessions;
-  // By (address, size, transports, CUDA allocation id): a buffer freed and allocated again at the same
-  // address is a new registration (its old IPC handle and memory registrations name the old memory).
+  // By (address, size, transports, CUDA allocation id). A buffer freed
+  // and allocated again at the same address is a new registration: its
+  // old IPC handle and memory regions name the old memory.
   std::map<std::tuple<uintptr_t, size_t, uint32_t, uint64_t>, std::weak_ptr<RegisteredMemory::Impl>> registrations;
   std::map<std::pair<int, int>, std::shared_ptr<comm::OrderedReceiver>> receivers;
-  uint64_t registrationCount = 0;  // new registrations made (tests: cache hits make none)
+  uint64_t registrationCount = 0;  // new registrations made; tests check cache hits make none
   std::shared_ptr<comm::CounterPool> counterPool;
   std::map<const Connection*, int> connectionTags;  // the tag each connection was made with
 
@@ -51,35 +95,40 @@ struct Communicator::Impl {
   bool hasError = false;
   ErrorCode errorCode = ErrorCode::InternalError;
   std::string errorMessage;
-  std::atomic<bool> hasFailed{false};  // set (release) after failureCode/failureMessage
+  std::atomic<bool> hasFailed{false};  // set with release after failureCode and failureMessage
   ErrorCode failureCode = ErrorCode::InternalError;
   std::string failureMessage;
   std::map<uint64_t, std::shared_ptr<const std::function<void()>>> failureCallbacks;
-  // Held while fail() runs the callbacks: dropping a registration waits for it, so a callback never
-  // runs after its handle is gone (a flag's memory may go with it).
+  // Held while fail() runs the callbacks: dropping a
+  // registration waits for it, so a callback never runs after
+  // its handle is gone; a flag's memory may go with the handle.
   std::mutex callbackMutex;
   uint64_t nextFailureCallback = 1;
   uint64_t peerFailureListener = 0;        // the bootstrap's listener id
-  std::vector<std::string> peerHostIds;    // hostIds for peerFailed() (guarded by errorMutex; empty until exchanged)
-  std::atomic<uint64_t> executorCount{0};  // executors made on it (each names its call monitor's view)
+  std::vector<std::string> peerHostIds;    // hostIds for peerFailed(), under errorMutex; empty until exchanged
+  std::atomic<uint64_t> executorCount{0};  // executors made on it; each names its call monitor's view
 
-  // A peer the bootstrap found dead or unreachable: the communicator fails with RemoteError.
+  // A peer the bootstrap found dead or unreachable:
+  // the communicator fails with RemoteError.
   void peerFailed(int peer, const std::string& reason);
   void fail(ErrorCode code, const std::string& message);
 
-  // The session of transport t (t has a driver), opened on first use.
+  // The session of transport t, which has a driver; opened on first use.
   std::shared_ptr<transport::Session> session(Transport t);
   std::shared_ptr<comm::OrderedReceiver> receiver(int peer, int tag);
   std::shared_ptr<comm::CounterPool> counters();
-  // The tag `connection` was created with on this communicator (semaphores exchange on it).
+  // The tag `connection` was created with on this
+  // communicator; semaphores exchange on it.
   int tagOf(const Connection& connection);
   void checkPeer(int peer, const char* op) const;
   void checkAlive(const char* op) const;
   std::string who() const;  // "communicator rank 2/8"
 };
 
-// The communicator's timeout as the objects built on it keep it (its connections, the NVLS binding): the earlier of
-// MSCCLPP_TIMEOUT_S and its own (Communicator::timeoutSeconds(), read now), with the setting that gave it.
+// The communicator's timeout as the objects built on it keep
+// it, such as its connections and the NVLS binding: the earlier
+// of MSCCLPP_TIMEOUT_S and Communicator::timeoutSeconds(), read
+// now, with the setting that gave it.
 TimeoutSetting timeoutOf(const Communicator& comm);
 
 }  // namespace mscclpp

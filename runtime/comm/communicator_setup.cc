@@ -1,4 +1,5 @@
-// Communicator setup calls: registerMemory (with its cache), send/recvMemory and connect.
+// Communicator setup calls: registerMemory and
+// its cache, sendMemory, recvMemory and connect.
 #include <cstring>
 
 #include "comm/communicator_impl.hpp"
@@ -112,7 +113,8 @@ RegisteredMemory Communicator::registerMemory(void* ptr, size_t size, TransportF
   std::lock_guard<std::mutex> lock(m.mutex);
   m.registrations[cacheKey] = r;
   ++m.registrationCount;
-  // Drop expired cache entries now and then so the map does not grow with dead registrations.
+  // Drop expired cache entries now and then so the
+  // map does not grow with dead registrations.
   if ((m.registrationCount & 255) == 0) {
     for (auto it = m.registrations.begin(); it != m.registrations.end();) {
       it = it->second.expired() ? m.registrations.erase(it) : std::next(it);

@@ -1,9 +1,11 @@
-// Small counters for semaphores: 8-byte words, each alone on a 64-byte line (no false sharing
-// between a counter the peer writes and one we spin on), carved out of 4 KiB blocks so that a
-// communicator with many semaphores does not create one shared-memory segment or one cudaMalloc per
-// counter. Host blocks come from allocSharedHost (every transport can reach them); device blocks
-// from cudaMalloc (CUDA builds). Owned by a communicator; counters keep their block alive.
-// Thread-safety: allocate() may be called from any thread.
+// Small counters for semaphores: 8-byte words, each alone on a
+// 64-byte line so that a counter the peer writes never shares
+// one we spin on. They come from 4 KiB blocks, so many
+// semaphores need neither many shared-memory segments nor many
+// cudaMallocs. Host blocks come from allocSharedHost, which
+// every transport reaches; device blocks from cudaMalloc.
+// Ownership: a communicator owns the pool; counters keep their block alive.
+// Thread-safety: allocate() from any thread.
 #ifndef MSCCLPP_COMM_COUNTER_POOL_HPP_
 #define MSCCLPP_COMM_COUNTER_POOL_HPP_
 
@@ -22,7 +24,7 @@ class CounterPool : public std::enable_shared_from_this<CounterPool> {
   // device: -1 for host memory, else the CUDA device the counters live on.
   explicit CounterPool(int device) : device_(device) {}
 
-  // A zeroed counter; returning it to the pool when the last copy goes.
+  // A zeroed counter, which returns to the pool when its last copy goes.
   std::shared_ptr<uint64_t> allocate();
   int device() const { return device_; }
 

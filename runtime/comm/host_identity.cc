@@ -32,7 +32,8 @@ std::string computeHostId() {
 uint64_t hostIdHash(const std::string& hostId) { return hashString("host:" + hostId); }
 
 ProcessIdentity thisProcess() {
-  // A process-wide fact (like the pid itself), recomputed after fork so parent and child differ.
+  // A process-wide fact like the pid itself,
+  // recomputed after fork so parent and child differ.
   static std::mutex mutex;
   static ProcessIdentity identity{0, -1};
   std::lock_guard<std::mutex> lock(mutex);

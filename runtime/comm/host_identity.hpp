@@ -1,5 +1,6 @@
-// Who we are: the host identity that decides which ranks share a host (shared memory, CUDA IPC)
-// and this process's identity (which decides whether an imported registration is our own).
+// Who we are: the host identity, which decides which ranks share
+// a host for shared memory and CUDA IPC; and this process's
+// identity, which tells an imported registration of our own.
 #ifndef MSCCLPP_COMM_HOST_IDENTITY_HPP_
 #define MSCCLPP_COMM_HOST_IDENTITY_HPP_
 
@@ -8,8 +9,9 @@
 
 namespace mscclpp::comm {
 
-// MSCCLPP_HOSTID when set, else "<host name>:<boot id>" (/proc/sys/kernel/random/boot_id; two
-// containers on one machine share it, two machines never do). At most kMaxHostIdBytes bytes.
+// MSCCLPP_HOSTID when set, else "<host name>:<boot id>" from
+// /proc/sys/kernel/random/boot_id: two containers on one machine
+// share it, two machines never do. At most kMaxHostIdBytes bytes.
 std::string computeHostId();
 constexpr size_t kMaxHostIdBytes = 240;
 

@@ -1,6 +1,7 @@
-// RegisteredMemory's wire form (common facts, then each transport's record, written and read by the
-// transport itself), and import on deserialize through the first transport that can map the memory
-// here. The accessors are the transport layer's (transport/registration.cc).
+// RegisteredMemory's wire form: the facts every transport shares,
+// then one record per transport, written and read by that transport.
+// deserialize maps the memory through the first transport that can.
+// The accessors live in the transport layer (transport/api.cc).
 #include "comm/host_identity.hpp"
 #include "core/enforce.hpp"
 #include "core/serial.hpp"

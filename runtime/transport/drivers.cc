@@ -1,12 +1,13 @@
-// The table of transports (NCCL's ncclTransports[] role): the only place that names them all.
-// Order matters: registrations list their records in it, and an importer maps through the first
-// transport that can (shared memory before CUDA IPC).
+// The table of transports, the role of NCCL's ncclTransports[]:
+// the only place that names them all. Order matters: registrations
+// list their records in it, and an importer maps through the first
+// transport that can, shared memory before CUDA IPC.
 #include "transport/tcp/driver.hpp"
 #include "transport/transport.hpp"
 
 namespace mscclpp::transport {
 
-// Each transport's Driver (its driver.cc); only this table names them.
+// Each transport's Driver, defined in its driver.cc.
 namespace host_shm {
 const Driver& driver();
 }

@@ -1,8 +1,9 @@
-// The inside of a RegisteredMemory: the facts every transport shares plus one export record per
-// transport it was registered with, each defined and owned by its transport (transport.hpp). Filled
-// on the owner by Communicator::registerMemory through the transports' Sessions, turned into bytes
-// by RegisteredMemory::serialize and back by deserialize on the importer, which maps what it can
-// (runtime/comm/registered_memory.cc).
+// The inside of a RegisteredMemory: the facts every
+// transport shares, plus one export record per transport it
+// was registered with. Communicator::registerMemory fills it
+// on the owner; RegisteredMemory::serialize and deserialize
+// carry it to importers (comm/registered_memory.cc). It
+// lives in this layer because transports read registrations.
 #ifndef MSCCLPP_TRANSPORT_REGISTRATION_HPP_
 #define MSCCLPP_TRANSPORT_REGISTRATION_HPP_
 
@@ -28,14 +29,15 @@ struct RegisteredMemory::Impl {
   bool local = false;         // registered by this process (not imported)
   bool deviceMemory = false;  // CUDA device memory
 
-  // The record of each transport in `transports` (null elsewhere).
+  // The record of each transport in `transports`; null elsewhere.
   std::array<std::shared_ptr<const transport::ExportRecord>, static_cast<size_t>(Transport::NumTransports)> records;
 
-  // What must live as long as this registration: the TCP key, IB memory regions, the imported
-  // shared-memory or IPC mapping. Released in reverse order.
+  // What must live as long as this registration: the TCP
+  // key, IB memory regions, the imported shared-memory
+  // or IPC mapping. Released in reverse order.
   std::vector<std::shared_ptr<void>> keepAlive;
 
-  // The record of transport t as its own type R (null when not registered for t).
+  // The record of transport t as its own type R; null when not registered for t.
   template <class R>
   const R* record(Transport t) const {
     return static_cast<const R*>(records[static_cast<size_t>(t)].get());

@@ -1,22 +1,13 @@
-// The one interface every transport implements (host_shm, cuda_ipc, tcp, ib_verbs), and the only
-// way the comm layer reaches them. Shaped after NCCL's `struct ncclTransport` table (a transport
-// is a set of operations looked up by kind) and gloo's transport::Device (per-communicator state
-// that makes connections):
-//
-//  * Driver: the code of one transport, stateless, one per kind (drivers() lists them). It reads
-//    its own export records off the wire and maps imported memory where it can.
-//  * Session: a driver's state inside one communicator on one rank (the TCP engine, an opened HCA),
-//    created on first use. It exports local memory and starts connections.
-//  * ExportRecord: what one transport exported for one registration (a shared-memory segment, a
-//    CUDA IPC handle, a TCP key, an InfiniBand rkey). Each transport defines and owns its record;
-//    RegisteredMemory::Impl (registration.hpp) holds one slot per transport.
-//  * PendingConnection: a connection in two phases. The local endpoint bytes are sent to the peer
-//    over the bootstrap; complete() gets the peer's and returns the Connection.
-//
-// Errors: Sessions and PendingConnections throw mscclpp::Error with the transport's own words; the
-// comm layer prefixes them with the call they belong to ("communicator rank 0/2: connect to rank 1
-// over TCP (tag 0): ..."). Thread-safety: Drivers are immutable; a Session may be used by several
-// threads (exports and connects of one communicator), its implementation locks what it shares.
+// The one interface every transport implements, and the
+// only way the comm layer reaches them: a stateless Driver
+// per kind, its Session per communicator, the ExportRecord
+// of one registration and a PendingConnection. Shaped after
+// NCCL's transport table and gloo's transport::Device.
+// Errors: an Error in the transport's own words; the
+// comm layer prefixes the call, as in "communicator
+// rank 0/2: connect to rank 1 over TCP (tag 0): ...".
+// Thread-safety: Drivers are immutable. A Session may serve
+// several threads of one communicator and locks what it shares.
 #ifndef MSCCLPP_TRANSPORT_TRANSPORT_HPP_
 #define MSCCLPP_TRANSPORT_TRANSPORT_HPP_
 
@@ -32,6 +23,9 @@
 
 namespace mscclpp::transport {
 
+// What one transport exported for one registration: a shared-memory
+// segment, a CUDA IPC handle, a TCP key or an rkey. Each transport
+// defines its own; RegisteredMemory::Impl holds one per transport.
 class ExportRecord {
  public:
   virtual ~ExportRecord() = default;
@@ -78,48 +72,62 @@ struct PeerEndpoint {
   std::vector<char> payload;  // its PendingConnection::localEndpoint()
 };
 
+// A connection in two phases: localEndpoint() goes to the peer over the
+// bootstrap, and complete() takes the peer's and returns the Connection.
 class PendingConnection {
  public:
   virtual ~PendingConnection() = default;
-  // What the peer needs to complete its side (may be empty).
+  // What the peer needs to complete its side; may be empty.
   virtual std::vector<char> localEndpoint() const { return {}; }
   virtual std::shared_ptr<Connection> complete(const PeerEndpoint& peer) = 0;
 };
 
+// A driver's state in one communicator on one rank, such
+// as the TCP engine or an opened HCA; made on first use.
+// It exports local memory and starts connections.
 class Session {
  public:
   virtual ~Session() = default;
-  // Exports [ptr, +size) over this transport, or throws when it cannot carry that memory.
+  // Exports [ptr, +size) over this transport,
+  // or throws when it cannot carry that memory.
   virtual Exported exportMemory(const LocalMemory& memory) = 0;
-  // Phase 1 of a connection to remoteRank (both ranks call connect, in the same order). timeout: the
-  // communicator's (comm/communicator_impl.hpp: timeoutOf), which bounds the connection's own waits: its
-  // handshake, and later flush() without an argument, TCP sends and IB drains.
+  // Phase 1 of a connection to remoteRank; both ranks call connect in the
+  // same order. timeout is the communicator's, from timeoutOf in
+  // comm/communicator_impl.hpp. It bounds the connection's own waits: its
+  // handshake, then flush() without an argument, TCP sends and IB drains.
   virtual std::unique_ptr<PendingConnection> connect(int remoteRank, const TimeoutSetting& timeout) = 0;
   // Makes blocked and later calls fail promptly (the communicator was aborted).
   virtual void abort() {}
 };
 
+// The code of one transport: stateless, one per kind. It reads its own
+// export records off the wire and maps imported memory where it can.
 class Driver {
  public:
   virtual ~Driver() = default;
-  // Whether this driver carries `t` (IB0..IB7 share one driver).
+  // Whether this driver carries `t`; IB0..IB7 share one driver.
   virtual bool serves(Transport t) const = 0;
-  // Whether both ends of its connections must be on one host (shared memory, CUDA IPC).
+  // Whether both ends of its connections must share
+  // a host, as with shared memory and CUDA IPC.
   virtual bool sameHostOnly() const { return false; }
   // This rank's state for `t` in one communicator.
   virtual std::shared_ptr<Session> openSession(Transport t, const RankInfo& self) const = 0;
-  // Reads what ExportRecord::serialize wrote (field names in its errors: "shm.offset").
+  // Reads what ExportRecord::serialize wrote. Its
+  // errors name the field, as in "shm.offset".
   virtual std::shared_ptr<const ExportRecord> readRecord(Transport t, ByteReader& r) const = 0;
-  // Maps the memory in this process when this transport can (false: it cannot, e.g. another
-  // host); throws when it should and fails.
+  // Maps the memory in this process when this transport can; false when
+  // it cannot, as from another host. Throws when it should map and fails.
   virtual bool importMemory(const ExportRecord&, const ImportContext&, Imported*) const { return false; }
 };
 
-// Every driver, in the order registrations list their records and importers try to map them.
+// Every driver, in the order registrations list
+// their records and importers try to map them.
 const std::vector<const Driver*>& drivers();
-// The driver carrying `t`, or nullptr (Unknown, Nvls: no connection or export transport).
+// The driver carrying `t`, or null for Unknown
+// and Nvls, which have no connections or exports.
 const Driver* driverFor(Transport t);
-// Every transport some driver carries, in driver order (IB0..IB7 in order within theirs).
+// Every transport some driver carries, in driver
+// order; IB0..IB7 in order within theirs.
 const std::vector<Transport>& transportsInOrder();
 
 }  // namespace mscclpp::transport

@@ -42,7 +42,8 @@ class CudaIpcConnection : public Connection {
     MSCCLPP_ENFORCE(dst.data() != nullptr, ErrorCode::InvalidArgument,
                     "%s: updateAndSync: rank %d's memory is not mapped here", describe().c_str(), dst.rank());
     *src = newValue;
-    // Stream order puts the update after the writes before it; src stays valid until flush.
+    // Stream order puts the update after the writes
+    // before it; src stays valid until flush.
     check(cudaMemcpyAsync(static_cast<char*>(dst.data()) + dstOffset, src, sizeof(uint64_t), cudaMemcpyHostToDevice,
                           stream_),
           "updateAndSync: cudaMemcpyAsync");

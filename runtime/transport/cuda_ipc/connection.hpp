@@ -1,6 +1,7 @@
-// The CUDA IPC Connection (same-host GPUs): writes are cudaMemcpyAsync into the peer's mapped
-// allocation on a stream of this connection (the proxy stream), counter updates a 8-byte copy on
-// the same stream after them, flush waits for the stream (polling, with a deadline).
+// The CUDA IPC Connection between GPUs of one host. A write is a
+// cudaMemcpyAsync into the peer's mapped allocation, on the
+// connection's own stream. A counter update is an 8-byte copy on that
+// stream after them, and flush polls the stream until its deadline.
 #ifndef MSCCLPP_TRANSPORT_CUDA_IPC_CONNECTION_HPP_
 #define MSCCLPP_TRANSPORT_CUDA_IPC_CONNECTION_HPP_
 
@@ -11,8 +12,8 @@
 
 namespace mscclpp::transport::cuda_ipc {
 
-// Throws NotSupported in builds without CUDA, CudaError when the stream cannot be created. timeout bounds
-// flush() without an argument.
+// Throws NotSupported without CUDA, and CudaError when the stream
+// cannot be created. timeout bounds flush() without an argument.
 std::shared_ptr<Connection> makeConnection(int localRank, int remoteRank, int device, const TimeoutSetting& timeout);
 
 }  // namespace mscclpp::transport::cuda_ipc

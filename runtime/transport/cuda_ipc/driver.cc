@@ -1,6 +1,6 @@
-// The CUDA IPC transport's Driver (transport.hpp): same-host GPUs map each other's device memory
-// through IPC handles (memory.hpp) and copy with cudaMemcpyAsync (connection.hpp). Builds without
-// CUDA keep the driver, which refuses with NotSupported.
+// The CUDA IPC transport's Driver: GPUs of one host map each other's
+// device memory through IPC handles and copy with cudaMemcpyAsync.
+// Without CUDA the driver stays and refuses with NotSupported.
 #include "transport/transport.hpp"
 
 #include "core/enforce.hpp"
@@ -58,7 +58,8 @@ class CudaIpcDriver : public Driver {
   bool importMemory(const ExportRecord& record, const ImportContext& ctx, Imported* out) const override {
     if (!ctx.sameHost) return false;
     if (ctx.sameProcess) {
-      // CUDA refuses to open our own handles; the original pointer is valid in this process.
+      // CUDA refuses to open our own handles; the
+      // original pointer is valid in this process.
       out->data = reinterpret_cast<void*>(static_cast<uintptr_t>(ctx.originalData));
       return true;
     }

@@ -18,8 +18,8 @@ namespace mscclpp::transport::cuda_ipc {
 
 namespace {
 
-// A driver entry point, resolved through the runtime so that we do not link libcuda directly
-// (null when the driver lacks it).
+// A driver entry point, resolved through the runtime so that we
+// do not link libcuda directly; null when the driver lacks it.
 template <class Fn>
 Fn driverFunction(const char* name) {
   void* p = nullptr;

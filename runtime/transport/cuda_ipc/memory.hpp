@@ -1,9 +1,10 @@
-// CUDA IPC export/import of device memory. A registration exports the IPC handle of the
-// allocation's base (found with cuMemGetAddressRange) plus the offset of the registered range, so
-// sub-ranges of one cudaMalloc share one handle; importers open each peer allocation once per
-// process (cudaIpcOpenMemHandle refuses a second open) and keep it open while any registration
-// uses it. Compiled in every build; without CUDA the functions throw NotSupported.
-// Thread-safety: all functions may be called from any thread.
+// CUDA IPC export and import of device memory. A registration
+// exports the IPC handle of its allocation's base plus its offset,
+// so ranges of one cudaMalloc share one handle. An importer opens
+// each peer allocation once per process, since cudaIpcOpenMemHandle
+// refuses a second open, and keeps it open while a registration
+// uses it. Without CUDA the functions throw NotSupported.
+// Thread-safety: any thread.
 #ifndef MSCCLPP_TRANSPORT_CUDA_IPC_MEMORY_HPP_
 #define MSCCLPP_TRANSPORT_CUDA_IPC_MEMORY_HPP_
 
@@ -27,16 +28,17 @@ struct CudaIpcRecord : ExportRecord {
   static std::shared_ptr<const CudaIpcRecord> read(ByteReader& r);
 };
 
-// Whether this build can use CUDA IPC at all (a CUDA build; a device is checked at use).
+// Whether this is a CUDA build; a device is checked at use.
 bool compiledIn();
 
 void exportRange(const void* ptr, size_t bytes, CudaIpcRecord* out);
 std::shared_ptr<void> importRange(const CudaIpcRecord& e, size_t bytes, void** data, const std::string& what);
 
-// The process-wide identity of the CUDA allocation holding ptr (CU_POINTER_ATTRIBUTE_BUFFER_ID, Driver
-// API "Unified Addressing"): memory freed and allocated again, even at the same address, gets a new
-// one (and a new IPC handle), so caches keyed by it never serve a replaced buffer. 0 for memory CUDA
-// does not know (host memory) and in builds without CUDA. No synchronisation; cheap enough per call.
+// The process-wide identity of the CUDA allocation holding ptr:
+// CU_POINTER_ATTRIBUTE_BUFFER_ID. Memory freed and allocated again,
+// even at the same address, gets a new one and a new IPC handle, so
+// caches keyed by it never serve a replaced buffer. 0 for host memory
+// and without CUDA. No synchronisation; cheap enough per call.
 uint64_t allocationId(const void* ptr);
 
 }  // namespace mscclpp::transport::cuda_ipc

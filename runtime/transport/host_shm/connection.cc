@@ -28,12 +28,13 @@ void HostShmConnection::updateAndSync(RegisteredMemory dst, uint64_t dstOffset, 
   checkUpdate(dst, dstOffset);
   char* to = mapped(dst, "updateAndSync");
   *src = newValue;
-  // Release: the bytes written before (by this thread) are visible to a peer that acquires it.
+  // Release: this thread's earlier writes are visible to a peer that acquires it.
   __atomic_store_n(reinterpret_cast<uint64_t*>(to + dstOffset), newValue, __ATOMIC_RELEASE);
 }
 
 void HostShmConnection::flush(int64_t) {
-  // Writes completed synchronously; the fence orders them before whatever the caller does next.
+  // Writes completed synchronously; the fence orders
+  // them before whatever the caller does next.
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 

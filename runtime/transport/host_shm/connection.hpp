@@ -1,6 +1,7 @@
-// The shared-memory Connection (same host): the peer's memory is mapped here, so a write is a
-// memcpy and a counter update a release store. Both are complete when the call returns, so flush
-// only orders (a fence).
+// The shared-memory Connection within one host. The peer's
+// memory is mapped here, so a write is a memcpy and a
+// counter update a release store. Both complete before the
+// call returns, so flush only orders, with a fence.
 #ifndef MSCCLPP_TRANSPORT_HOST_SHM_CONNECTION_HPP_
 #define MSCCLPP_TRANSPORT_HOST_SHM_CONNECTION_HPP_
 

@@ -1,5 +1,5 @@
-// The host shared-memory transport's Driver (transport.hpp): same-host ranks map each other's
-// allocSharedHost memory (memory.hpp) and connect with HostShmConnection (connection.hpp).
+// The host shared-memory transport's Driver: ranks of one host map each
+// other's allocSharedHost memory and connect with HostShmConnection.
 #include "transport/transport.hpp"
 
 #include "core/enforce.hpp"

@@ -39,7 +39,7 @@ AllocationTable& allocations() {
   return *t;
 }
 
-// Removes the allocation at base from the table and returns it (`absent` when it is not there).
+// Removes the allocation at base from the table and returns it, or `absent`.
 Allocation forget(void* base, Allocation absent) {
   std::lock_guard<std::mutex> lock(allocations().mutex);
   auto it = allocations().byBase.find(reinterpret_cast<uintptr_t>(base));

@@ -1,9 +1,10 @@
-// Shared host memory: the allocator behind allocSharedHost, its process-wide table of live
-// allocations (registerMemory looks a pointer up there), and the importer's mapping cache.
-//
-// Both tables are process-wide on purpose: they mirror per-process OS state (this process's
-// mappings), like CUDA's own pointer table, and ranks that are threads of one process must share
-// one mapping per peer allocation. Thread-safety: every function may be called from any thread.
+// Shared host memory: the allocator behind allocSharedHost, its
+// table of live allocations that registerMemory looks pointers
+// up in, and the importer's mapping cache. Both tables are
+// process-wide on purpose: they mirror this process's mappings,
+// like CUDA's own pointer table, and ranks that are threads of
+// one process share one mapping per peer allocation.
+// Thread-safety: any thread.
 #ifndef MSCCLPP_TRANSPORT_HOST_SHM_MEMORY_HPP_
 #define MSCCLPP_TRANSPORT_HOST_SHM_MEMORY_HPP_
 
@@ -29,14 +30,17 @@ std::shared_ptr<void> allocate(size_t bytes);
 bool isShared(const void* ptr, size_t bytes);
 bool unlinkName(const void* ptr);
 
-// Fills `out` for [ptr, ptr+bytes) when it lies in one live allocation; false otherwise.
+// Fills `out` for [ptr, ptr+bytes) when it lies
+// in one live allocation, else returns false.
 bool exportRange(const void* ptr, size_t bytes, HostShmRecord* out);
 
-// Maps the allocation named by `e` (once per process while mapped) and sets *data to the start of
-// the registered range (`bytes` long). `what` names the memory and its owner for errors.
+// Maps the allocation `e` names, once per process while
+// mapped, and points *data at the registered range of
+// `bytes`. `what` names the memory and its owner in errors.
 std::shared_ptr<void> importRange(const HostShmRecord& e, size_t bytes, void** data, const std::string& what);
 
-// Allocations imported and still mapped in this process (tests check "mapped once").
+// Allocations imported and still mapped in
+// this process; tests check "mapped once".
 size_t liveImportCount();
 
 }  // namespace mscclpp::transport::host_shm

@@ -13,7 +13,7 @@ namespace mscclpp::transport::ib_verbs {
 
 namespace {
 constexpr uint32_t kQpInfoMagic = 0x5051424d;  // "MBQP"
-constexpr int kMaxInline = 64;                 // updateAndSync sends its 8 bytes inline (no MR needed)
+constexpr int kMaxInline = 64;                 // updateAndSync sends its 8 bytes inline: no MR needed
 
 struct QpInfo {
   uint16_t lid = 0;
@@ -137,8 +137,9 @@ class IbConnection : public Connection {
     ibv_sge sge{};
     sge.addr = reinterpret_cast<uint64_t>(src);
     sge.length = sizeof(uint64_t);
-    // Inline: the value is copied into the work request, so src needs no memory region; the QP
-    // executes it after the writes posted before it (same QP, in order).
+    // Inline: the value is copied into the work request, so
+    // src needs no memory region. The QP runs requests in
+    // order: this one after the writes posted before it.
     post(IBV_WR_RDMA_WRITE, &sge, IBV_SEND_INLINE, recordOf(dst).address + dstOffset, recordOf(dst).rkey,
          "updateAndSync");
   }
@@ -161,7 +162,8 @@ class IbConnection : public Connection {
   }
 
   void post(ibv_wr_opcode op, ibv_sge* sge, unsigned flags, uint64_t remoteAddr, uint32_t rkey, const char* what) {
-    // Keep the send queue below its depth: wait for completions of earlier requests first.
+    // Keep the send queue below its depth: wait
+    // for completions of earlier requests first.
     if (outstanding_ >= qp_->maxSendWr) drain(qp_->maxSendWr / 2, timeout_.start(), what);
     ibv_send_wr wr{};
     ibv_send_wr* bad = nullptr;

@@ -1,6 +1,8 @@
-// The InfiniBand Connection: a reliable-connected queue pair per connection. write() posts an
-// RDMA write, updateAndSync() an 8-byte RDMA write of the new value (ordered after earlier writes
-// on the same QP), flush() polls the completion queue until every posted request completed.
+// The InfiniBand Connection: a reliable-connected queue
+// pair per connection. write() posts an RDMA write and
+// updateAndSync() an 8-byte RDMA write of the value, which
+// the QP orders after earlier writes. flush() polls the
+// completion queue until every posted request completed.
 #ifndef MSCCLPP_TRANSPORT_IB_VERBS_CONNECTION_HPP_
 #define MSCCLPP_TRANSPORT_IB_VERBS_CONNECTION_HPP_
 
@@ -15,12 +17,14 @@ namespace mscclpp::transport::ib_verbs {
 
 class QueuePair;
 
-// Phase 1 of connect: a QP in INIT state and the bytes the peer needs (LID, GID, QP number, PSN).
+// Phase 1 of connect: a QP in INIT state, and the
+// bytes the peer needs: LID, GID, QP number, PSN.
 std::shared_ptr<QueuePair> createQueuePair(std::shared_ptr<Device> device);
 std::vector<char> localQpInfo(const QueuePair& qp);
 
-// Phase 2: moves the QP to RTR/RTS with the peer's info. Errors name both ranks and the verbs call. timeout
-// bounds flush() without an argument and the drain of a full send queue.
+// Phase 2: moves the QP to RTR and RTS with the peer's info.
+// Errors name both ranks and the verbs call. timeout bounds
+// flush() without an argument and the drain of a full send queue.
 std::shared_ptr<Connection> makeConnection(std::shared_ptr<QueuePair> qp, const std::vector<char>& remoteInfo,
                                            int localRank, int remoteRank, Transport transport,
                                            const TimeoutSetting& timeout);

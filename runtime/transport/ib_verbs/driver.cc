@@ -1,6 +1,6 @@
-// The InfiniBand transport's Driver (transport.hpp), one for IB0..IB7: a Session opens HCA number
-// <n> (memory.hpp) and registers memory regions on it; connections are reliable-connected queue
-// pairs (connection.hpp). rdma-core is loaded with dlopen (verbs_library.hpp).
+// The InfiniBand transport's Driver, one for IB0..IB7. A Session opens
+// HCA number <n> and registers memory regions on it; connections are
+// reliable-connected queue pairs. rdma-core is loaded with dlopen.
 #include "transport/transport.hpp"
 
 #include "transport/ib_verbs/connection.hpp"

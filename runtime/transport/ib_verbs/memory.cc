@@ -68,7 +68,7 @@ std::shared_ptr<Device> openDevice(int index, const std::string& libraryName) {
                   index, unsigned(devAttr.phys_port_cnt));
   }
   ibv_gid gid{};
-  lib->queryGid(ctx, port, 0, &gid);  // RoCE needs it; on IB a zero GID is fine (LID routing)
+  lib->queryGid(ctx, port, 0, &gid);  // RoCE needs it; IB routes by LID
   ibv_pd* pd = lib->allocPd(ctx);
   if (pd == nullptr) {
     int e = errno;

@@ -1,8 +1,9 @@
-// InfiniBand devices and memory regions, through rdma-core loaded at run time (dlopen of
-// MSCCLPP_IBVERBS_LIBRARY, default libibverbs.so.1): the build needs only the headers, and a
-// machine without rdma-core or without an HCA gets a precise error instead of a crash.
-// Thread-safety: a Device may be shared by threads; registration is internally serialised by
-// rdma-core.
+// InfiniBand devices and memory regions, through rdma-core
+// loaded at run time from MSCCLPP_IBVERBS_LIBRARY. The build
+// needs only the headers, and a machine without rdma-core or
+// an HCA gets a precise error instead of a crash.
+// Thread-safety: a Device may be shared by
+// threads; rdma-core serialises registrations.
 #ifndef MSCCLPP_TRANSPORT_IB_VERBS_MEMORY_HPP_
 #define MSCCLPP_TRANSPORT_IB_VERBS_MEMORY_HPP_
 
@@ -43,15 +44,16 @@ class Device {
   const int maxQpWr;
 };
 
-// Opens HCA number `index` (IB0..IB7 -> 0..7, in ibv_get_device_list order) with its first active
-// port. Errors (NotSupported unless noted) name what is missing: the library (dlopen's message),
-// a symbol, no device at all, fewer devices than index + 1, no active port (SystemError for
-// failing verbs calls).
+// Opens HCA number `index`, IB0..IB7 being 0..7 in ibv_get_device_list
+// order, on its first active port. Errors name what is missing: the
+// library, a symbol, any device, device `index`, an active port. They
+// are NotSupported, or SystemError for a failing verbs call.
 std::shared_ptr<Device> openDevice(int index, const std::string& libraryName);
 std::string deviceName(const Device& device);
 
-// Registers [ptr, +bytes) for local and remote RDMA access on the device; the handle deregisters
-// (and keeps the device open until then).
+// Registers [ptr, +bytes) for local and remote RDMA
+// access on the device. The handle deregisters it
+// and keeps the device open until then.
 std::shared_ptr<void> registerRegion(const std::shared_ptr<Device>& device, void* ptr, size_t bytes, IbRecord* out);
 
 }  // namespace mscclpp::transport::ib_verbs

@@ -1,7 +1,8 @@
-// rdma-core's libibverbs loaded with dlopen: the functions the IB transport calls through the
-// dynamic linker (ibv_post_send/ibv_poll_cq are inline in verbs.h and go through the context's
-// ops table, so they need no symbol). Loading fails with an error naming the library and the
-// missing piece; nothing here crashes on a machine without rdma-core.
+// rdma-core's libibverbs, loaded with dlopen: the functions
+// the IB transport calls by symbol. ibv_post_send and
+// ibv_poll_cq are inline in verbs.h and use the context's
+// ops table. Loading fails with an error naming the library
+// and the missing piece; nothing crashes without rdma-core.
 #ifndef MSCCLPP_TRANSPORT_IB_VERBS_VERBS_LIBRARY_HPP_
 #define MSCCLPP_TRANSPORT_IB_VERBS_VERBS_LIBRARY_HPP_
 
@@ -37,8 +38,9 @@ struct VerbsLibrary {
   const char* (*wcStatusStr)(ibv_wc_status) = nullptr;
 };
 
-// dlopen(name) and resolve every symbol above. Throws Error(NotSupported) "InfiniBand: cannot load
-// <name>: <dlerror>" or "InfiniBand: <name> has no symbol <sym>".
+// dlopen(name) and resolve every symbol above. Throws
+// NotSupported: "InfiniBand: cannot load <name>:
+// <dlerror>" or "InfiniBand: <name> has no symbol <sym>".
 std::shared_ptr<VerbsLibrary> loadVerbsLibrary(const std::string& name);
 
 }  // namespace mscclpp::transport::ib_verbs

@@ -58,8 +58,9 @@ TcpConnection::TcpConnection(std::shared_ptr<Engine> engine, int localRank, int 
     : Connection(localRank, remoteRank), engine_(std::move(engine)), timeout_(timeout) {
   const std::string who = describe();
   const Deadline deadline = timeout_.start();
-  // Each direction has its own id, so the two sockets of this pair cannot be confused with each
-  // other or with another connection between the same ranks.
+  // Each direction has its own id, so the two sockets
+  // of this pair cannot be confused with each other or
+  // with another connection between the same ranks.
   uint64_t outId = mix64(local.nonce, remote.nonce);
   uint64_t inId = mix64(remote.nonce, local.nonce);
   net::Socket out =

@@ -1,5 +1,6 @@
-// The TCP Connection: writes and counter updates become frames on this side's outgoing socket;
-// flush sends FLUSH and waits for the peer's ACK (everything before it applied).
+// The TCP Connection: writes and counter updates become frames on
+// this side's outgoing socket. flush sends FLUSH and waits for
+// the peer's ACK, which means everything before it was applied.
 #ifndef MSCCLPP_TRANSPORT_TCP_CONNECTION_HPP_
 #define MSCCLPP_TRANSPORT_TCP_CONNECTION_HPP_
 
@@ -24,8 +25,10 @@ EndpointInfo localEndpoint(const Engine& engine);
 
 class TcpConnection : public Connection {
  public:
-  // Opens our outgoing socket to the peer's engine and claims the one it opened to ours. timeout bounds that
-  // handshake and each later operation (a write's or update's send, a flush without its own timeout).
+  // Opens our outgoing socket to the peer's engine and
+  // claims the one it opened to ours. timeout bounds
+  // that handshake and each later operation: a write's
+  // or update's send, a flush without its own timeout.
   TcpConnection(std::shared_ptr<Engine> engine, int localRank, int remoteRank, const EndpointInfo& local,
                 const EndpointInfo& remote, const TimeoutSetting& timeout);
   ~TcpConnection() override;

@@ -1,5 +1,6 @@
-// The TCP transport's Driver (transport.hpp): one Engine per communicator (its Session), memory
-// exported as engine keys (memory.hpp), connections of two sockets (connection.hpp).
+// The TCP transport's Driver: one Engine per
+// communicator as its Session, memory exported as
+// engine keys, and connections of two sockets.
 #ifndef MSCCLPP_TRANSPORT_TCP_DRIVER_HPP_
 #define MSCCLPP_TRANSPORT_TCP_DRIVER_HPP_
 
@@ -12,7 +13,7 @@ namespace mscclpp::transport::tcp {
 
 const Driver& driver();
 
-// The engine behind a TCP session (tests reach its listening address through it).
+// The engine behind a TCP session; tests reach its listening address through it.
 std::shared_ptr<Engine> engineOf(Session& session);
 
 }  // namespace mscclpp::transport::tcp

@@ -11,7 +11,7 @@
 namespace mscclpp::transport::tcp {
 
 namespace {
-constexpr double kControlSeconds = 10.0;  // small replies (hello ack, ACK/ERROR frames) and frame tails
+constexpr double kControlSeconds = 10.0;  // hello acks, ACK and ERROR frames, frame tails
 constexpr size_t kMaxPending = 64;
 constexpr size_t kStagingBytes = 4 << 20;
 constexpr uint64_t kReadBudget = 64ull << 20;  // per link per wakeup, for fairness between peers
@@ -79,7 +79,8 @@ void Link::waitAck(uint64_t seq, const Deadline& deadline, const std::string& wh
     int ms = deadline.remainingMs();
     stateCv_.wait_for(lock, std::chrono::milliseconds(ms < 0 || ms > 200 ? 200 : ms + 1));
   }
-  // A rejection arrives before the ACK of the flush that follows it: report it, not success.
+  // A rejection arrives before the ACK of the
+  // flush that follows it: report it, not success.
   if (failed_.load()) throw Error(errorCode_, what + ": " + error_);
 }
 
@@ -132,8 +133,9 @@ Engine::Engine(int rank, const net::NetInterface& iface)
     acceptor_->close();
     turnLinks_.clear();
     std::lock_guard<std::mutex> lock(mutex_);
-    // After an abort a sending thread may still hold a link: its sockets were shut down and close
-    // with the Link itself, so no fd number is reused under that thread.
+    // After an abort a sending thread may still hold a link:
+    // its sockets were shut down and close with the Link
+    // itself, so no fd number is reused under that thread.
     links_.clear();
     parked_.clear();
   };
@@ -263,7 +265,8 @@ void Engine::applyControl(Link& link) {
   if (region.device) {
     copyHostToDevice(region.base + h.b, &value, sizeof(value), "TCP update of a device counter");
   } else {
-    // Release: the writes applied before this frame are visible to whoever acquires the counter.
+    // Release: the writes applied before this frame
+    // are visible to whoever acquires the counter.
     __atomic_store_n(reinterpret_cast<uint64_t*>(region.base + h.b), value, __ATOMIC_RELEASE);
   }
 }
@@ -305,8 +308,8 @@ bool Engine::serviceData(Link& link) {
         if (n == 0) return true;
         rx.target += n;
       } else {
-        // Device memory (staged) or a rejected write (discarded): the sender is mid-frame, so the
-        // rest of this piece follows at once.
+        // Staged device memory, or a rejected write being discarded: the
+        // sender is mid-frame, so the rest of this piece follows at once.
         n = static_cast<size_t>(std::min<uint64_t>(rx.remaining, staging_.size()));
         link.in.recvAll(staging_.data(), n, Deadline(kControlSeconds), what);
         if (rx.deviceTarget != nullptr) {

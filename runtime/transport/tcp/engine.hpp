@@ -1,22 +1,12 @@
-// The TCP transport's engine: one per communicator, with a listening socket and one receiver
-// thread that applies the peers' frames to local memory in arrival order.
-//
-// A connection between ranks A and B is a Link of two sockets, one per direction of data:
-//   out: A writes data frames (write, update, flush), B's engine reads them and writes ACK/ERROR
-//        frames back on the same socket, which A's engine reads;
-//   in:  the mirror image for B's data.
-// So every socket direction has exactly one writer and one reader, and the receiver thread never
-// waits for a sender's mutex: two ranks pushing large writes at each other cannot deadlock.
-//
-// Frames (32-byte header, little-endian): WRITE(key, offset, size) + payload; UPDATE(key, offset,
-// value) applied with release order after everything before it; FLUSH(seq) answered by ACK(seq)
-// once everything before it was applied; ERROR(seq of the failed frame, message length) + text when
-// a frame was rejected (unknown key, out of bounds): the stream stays in sync (the payload is
-// discarded) and the sender sees the error at its next call or flush.
-//
-// Sockets are opened with a hello (core/net/hello.hpp) carrying the target engine's 128-bit secret
-// (exchanged over the authenticated bootstrap) and a connection id; anything else is dropped with a
-// WARN. The receiver thread is the engine's EventLoop.
+// The TCP transport's engine: one per communicator, with
+// a listening socket and a receiver thread that applies
+// the peers' frames to local memory in arrival order.
+// A connection is a Link of two sockets, one per direction of data.
+// Each engine reads the peer's data frames and answers ACK or ERROR
+// on the same socket. So every socket direction has one writer and
+// one reader, and two ranks pushing large writes at each other
+// cannot deadlock. A socket opens with a hello carrying the target
+// engine's secret. docs/runtime.md, "Connections", has the protocol.
 #ifndef MSCCLPP_TRANSPORT_TCP_ENGINE_HPP_
 #define MSCCLPP_TRANSPORT_TCP_ENGINE_HPP_
 
@@ -38,6 +28,9 @@
 
 namespace mscclpp::transport::tcp {
 
+// A 32-byte frame header, then a WRITE's payload or an ERROR's text.
+// Fields a, b, c: WRITE(key, offset, size), UPDATE(key, offset, value),
+// FLUSH(seq), ACK(seq), ERROR(seq of the rejected frame, text length).
 struct WireFrame {
   uint32_t magic;
   uint32_t type;
@@ -60,8 +53,8 @@ struct Hello {
 };
 static_assert(sizeof(Hello) == 40, "wire layout");
 
-// Both sockets of one connection. Shared by the TcpConnection (sending thread, flush waiter) and the
-// engine (receiver thread).
+// Both sockets of one connection, shared by the TcpConnection's
+// sending and flushing threads and the engine's receiver thread.
 class Link {
  public:
   Link(std::string who, int remoteRank, uint64_t remoteEngineId, net::Socket out, net::Socket in);
@@ -71,16 +64,18 @@ class Link {
   uint64_t remoteEngineId() const { return remoteEngineId_; }
 
   // ---- sending thread ----
-  // Sends one frame (and optional payload) on the out socket; fails with the link's error, if any.
+  // Sends one frame, with an optional payload, on the
+  // out socket. Fails with the link's error, if any.
   void send(const WireFrame& frame, const void* payload, size_t bytes, const Deadline& deadline,
             const std::string& what);
-  // Sends the header of a WRITE whose payload follows in pieces (sendMore).
+  // Sends the next piece of a WRITE's payload, after send() sent its header alone.
   void sendMore(const void* payload, size_t bytes, const Deadline& deadline, const std::string& what);
   std::mutex& sendMutex() { return sendMutex_; }
   uint64_t nextSequence() { return ++sequence_; }
-  // Waits until the peer acknowledged flush `seq`; throws the link's error or Timeout.
+  // Waits until the peer acknowledged flush
+  // `seq`; throws the link's error or Timeout.
   void waitAck(uint64_t seq, const Deadline& deadline, const std::string& what);
-  // Throws the first recorded error, if any (errors of earlier asynchronous operations).
+  // Throws the first recorded error of earlier asynchronous operations, if any.
   void throwIfFailed(const std::string& what) const;
 
   // ---- receiver thread ----
@@ -88,7 +83,7 @@ class Link {
   // Records the first error and wakes waiters.
   void fail(ErrorCode code, const std::string& message);
   bool failed() const { return failed_.load(std::memory_order_acquire); }
-  // Records a failed send (prefix `what` removed from the stored text) and throws it.
+  // Records a failed send, stored without the prefix `what`, and throws it.
   [[noreturn]] void sendFailed(const Error& e, const std::string& what);
 
   // Receive state, engine thread only.
@@ -101,8 +96,9 @@ class Link {
     uint64_t remaining = 0;
     uint64_t frameIndex = 0;  // frames received so far (for error messages)
     std::string rejection;    // why the current WRITE is being discarded
-    // The first WRITE this link rejected (0: none). Later UPDATEs are refused: a signal must never
-    // announce data that did not arrive (the sender may have sent it before our ERROR reached it).
+    // The first WRITE this link rejected, or 0. Later UPDATEs are
+    // refused: a signal must never announce data that did not arrive,
+    // and the sender may have sent it before our ERROR reached it.
     uint64_t firstRejectedWrite = 0;
     bool closed = false;
   };
@@ -136,7 +132,8 @@ class Link {
 
 class Engine {
  public:
-  // Listens on iface (port 0) and starts the receiver thread. rank is for log lines and errors.
+  // Listens on iface at any free port and starts the
+  // receiver thread. rank is for log lines and errors.
   Engine(int rank, const net::NetInterface& iface);
   ~Engine();
   Engine(const Engine&) = delete;
@@ -147,18 +144,19 @@ class Engine {
   net::SocketAddress address() const { return address_; }
   const std::shared_ptr<KeyRegistry>& keys() const { return keys_; }
 
-  // The incoming socket a peer opened with connId (after a valid hello), waiting for it.
+  // The incoming socket a peer opened with connId after a valid hello; waits for it.
   net::Socket claim(uint64_t connId, const Deadline& deadline, const std::string& what);
   // Starts receiving on the link's sockets.
   void attach(std::shared_ptr<Link> link);
-  // Stops receiving on the link and closes its sockets (on the receiver thread).
+  // Stops receiving on the link and closes its sockets, on the receiver thread.
   void release(const std::shared_ptr<Link>& link);
-  // Shuts every socket down and stops the thread without waiting for peers. Idempotent.
+  // Shuts every socket down and stops the thread
+  // without waiting for peers. Idempotent.
   void abort();
   bool aborted() const { return aborted_.load(); }
 
  private:
-  // The receiver thread's steps (EventLoop hooks and callbacks).
+  // The receiver thread's steps: EventLoop hooks and callbacks.
   bool prepare(net::Watches& watches);
   void park(net::Socket socket, const char* hello, const std::string& peer);
   void wake() { loop_.wake(); }

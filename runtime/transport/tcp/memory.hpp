@@ -1,7 +1,9 @@
-// TCP memory keys: a registered buffer gets a 64-bit key in its communicator's TCP engine; a peer
-// names (key, offset) in its write frames and the engine's receiver thread resolves them here,
-// checking bounds. Keys are never reused within an engine, so a stale key fails cleanly.
-// Thread-safety: all methods may be called from any thread.
+// TCP memory keys: a registered buffer gets a 64-bit key in
+// its communicator's TCP engine. A peer names (key, offset)
+// in its write frames, and the engine's receiver thread
+// resolves them here, checking bounds. Keys are never
+// reused within an engine, so a stale key fails cleanly.
+// Thread-safety: any thread.
 #ifndef MSCCLPP_TRANSPORT_TCP_MEMORY_HPP_
 #define MSCCLPP_TRANSPORT_TCP_MEMORY_HPP_
 
@@ -14,7 +16,8 @@
 
 namespace mscclpp::transport::tcp {
 
-// A TCP memory key resolved by the owner's receiver thread: the TCP record of a registration.
+// A TCP memory key resolved by the owner's receiver
+// thread: the TCP record of a registration.
 struct TcpRecord : ExportRecord {
   uint64_t engineId = 0;  // which communicator's TCP engine resolves the key
   uint64_t key = 0;

@@ -6,7 +6,6 @@
 #include <future>
 
 #include "../../support/scoped_env.hpp"
-#include "bootstrap/unique_id.hpp"
 #include "bootstrap/wire.hpp"
 #include "core/logger.hpp"
 #include "core/net/socket.hpp"

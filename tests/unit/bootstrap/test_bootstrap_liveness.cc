@@ -15,8 +15,7 @@
 #include <thread>
 
 #include "../../support/scoped_env.hpp"
-#include "bootstrap/peer_failures.hpp"
-#include "bootstrap/unique_id.hpp"
+#include "bootstrap/message_endpoint.hpp"
 #include "bootstrap/wire.hpp"
 #include "core/net/socket.hpp"
 #include "mscclpp/bootstrap.hpp"

@@ -9,7 +9,6 @@
 
 #include "../../support/scoped_env.hpp"
 #include "bootstrap/root.hpp"
-#include "bootstrap/unique_id.hpp"
 #include "bootstrap/wire.hpp"
 #include "core/net/socket.hpp"
 #include "mscclpp/bootstrap.hpp"

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
-#include "bootstrap/unique_id.hpp"
+#include "bootstrap/wire.hpp"
 #include "core/net/net_interface.hpp"
 #include "core/net/socket.hpp"
 #include "mscclpp/errors.hpp"

@@ -1,5 +1,8 @@
-// SwitchChannel: every member's buffer mapped here (shared memory on the CPU backend, CUDA IPC on a
-// GPU), plus the NVLS multicast binding where the device supports it (nvls_binding.hpp).
+// The host side of channels: each constructor checks its
+// arguments, and deviceHandle() fills the trivially copyable
+// handle that device code uses. A SwitchChannel maps every
+// member's buffer here, through shared memory on the CPU backend
+// or CUDA IPC on a GPU, plus NVLS multicast where supported.
 #include <algorithm>
 #include <set>
 
@@ -16,10 +19,64 @@
 
 namespace mscclpp {
 
+// ---- MemoryChannel and port channels ------------------------------------------------------------
+
+MemoryChannel::MemoryChannel(std::shared_ptr<MemoryDevice2DeviceSemaphore> semaphore, RegisteredMemory dst, void* src,
+                             void* packetBuffer)
+    : semaphore_(std::move(semaphore)), dst_(std::move(dst)), src_(src), packetBuffer_(packetBuffer) {
+  MSCCLPP_ENFORCE(semaphore_ != nullptr, ErrorCode::InvalidArgument, "MemoryChannel: null semaphore");
+  MSCCLPP_ENFORCE(dst_.valid() && dst_.data() != nullptr, ErrorCode::InvalidArgument,
+                  "MemoryChannel to rank %d: the destination memory is not mapped in this process (import it on this "
+                  "host with SHM or IPC)",
+                  dst_.rank());
+}
+
+MemoryChannel::DeviceHandle MemoryChannel::deviceHandle() const {
+  MSCCLPP_ENFORCE(semaphore_ != nullptr, ErrorCode::InvalidUsage, "MemoryChannel::deviceHandle: empty channel");
+  DeviceHandle h{};
+  h.semaphore_ = semaphore_->deviceHandle();
+  h.dst_ = dst_.data();
+  h.src_ = src_;
+  h.packetBuffer_ = packetBuffer_;
+  return h;
+}
+
+BasePortChannel::BasePortChannel(SemaphoreId id, std::shared_ptr<Host2DeviceSemaphore> semaphore, FifoDeviceHandle fifo)
+    : id_(id), semaphore_(std::move(semaphore)), fifo_(fifo) {
+  MSCCLPP_ENFORCE(semaphore_ != nullptr, ErrorCode::InvalidArgument, "PortChannel: null semaphore");
+  MSCCLPP_ENFORCE(id <= kTriggerMaxChannelId, ErrorCode::InvalidArgument,
+                  "PortChannel: semaphore id %u does not fit the trigger's 10 bits", id);
+}
+
+PortChannelDeviceHandle BasePortChannel::deviceHandle() const {
+  MSCCLPP_ENFORCE(semaphore_ != nullptr, ErrorCode::InvalidUsage, "PortChannel::deviceHandle: empty channel");
+  PortChannelDeviceHandle h{};
+  h.channelId_ = id_;
+  h.semaphore_ = semaphore_->deviceHandle();
+  h.fifo_ = fifo_;
+  return h;
+}
+
+PortChannel::PortChannel(SemaphoreId id, std::shared_ptr<Host2DeviceSemaphore> semaphore, FifoDeviceHandle fifo,
+                         MemoryId dst, MemoryId src)
+    : BasePortChannel(id, std::move(semaphore), fifo), dst_(dst), src_(src) {
+  MSCCLPP_ENFORCE(dst <= kTriggerMaxMemoryId && src <= kTriggerMaxMemoryId, ErrorCode::InvalidArgument,
+                  "PortChannel: memory ids %u/%u do not fit the trigger's 9 bits", dst, src);
+}
+
+PortChannel::DeviceHandle PortChannel::deviceHandle() const {
+  DeviceHandle h = BasePortChannel::deviceHandle();
+  h.dst_ = dst_;
+  h.src_ = src_;
+  return h;
+}
+
+// ---- SwitchChannel -------------------------------------------------------------------------------
+
 struct SwitchChannel::State {
-  std::vector<RegisteredMemory> members;   // ours (local) and the imports: keeps the mappings alive
-  std::vector<void*> memberPtrs;           // host array (CPU backend)
-  std::shared_ptr<void> deviceMemberPtrs;  // device copy of memberPtrs (GPU)
+  std::vector<RegisteredMemory> members;   // ours and the imports: keeps the mappings alive
+  std::vector<void*> memberPtrs;           // host array, for the CPU backend
+  std::shared_ptr<void> deviceMemberPtrs;  // device copy of memberPtrs, on a GPU
   std::shared_ptr<detail::NvlsBinding> multicast;
   void* buffer = nullptr;
   size_t bytes = 0;

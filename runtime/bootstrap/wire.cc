@@ -1,4 +1,5 @@
-#include "bootstrap/unique_id.hpp"
+// Encoding and decoding of the unique id (layout in wire.hpp).
+#include "bootstrap/wire.hpp"
 
 #include <cstring>
 
