@@ -160,7 +160,7 @@ TEST_CASE("the double stands in for libcudart", "[double]") {
   REQUIRE(n >= 2);
 }
 
-TEST_CASE("streams run in issue order and asynchronously (Programming Guide: Streams)", "[double][streams]") {
+TEST_CASE("streams run in issue order and asynchronously", "[double][streams]") {
   CK(cudaSetDevice(0));
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -184,7 +184,7 @@ TEST_CASE("streams run in issue order and asynchronously (Programming Guide: Str
   CK(cudaStreamDestroy(s));
 }
 
-TEST_CASE("streams sharing a hardware queue serialise (CUDA_DEVICE_MAX_CONNECTIONS)", "[double][queues]") {
+TEST_CASE("streams sharing a hardware queue serialise", "[double][queues]") {
   QueuePair q;
   std::atomic<int> gate{0}, started{0}, gate2{1}, started2{0}, started3{0};
   CK(launchGate(q.a, &gate, &started));
@@ -198,8 +198,7 @@ TEST_CASE("streams sharing a hardware queue serialise (CUDA_DEVICE_MAX_CONNECTIO
   REQUIRE(started2.load() == 1);
 }
 
-TEST_CASE("the legacy default stream synchronises with blocking streams only (Stream synchronization behavior)",
-          "[double][streams]") {
+TEST_CASE("the legacy stream syncs with blocking streams only", "[double][streams]") {
   CK(cudaSetDevice(0));
   cudaStream_t blocking, nonBlocking;
   CK(cudaStreamCreate(&blocking));
@@ -218,8 +217,7 @@ TEST_CASE("the legacy default stream synchronises with blocking streams only (St
   CK(cudaStreamDestroy(nonBlocking));
 }
 
-TEST_CASE("cudaMalloc, cudaFree, cudaMemset and cudaMemcpy wait for every stream (Implicit Synchronization)",
-          "[double][sync]") {
+TEST_CASE("cudaMalloc, cudaFree, memset and memcpy wait for all streams", "[double][sync]") {
   CK(cudaSetDevice(0));
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -266,7 +264,7 @@ TEST_CASE("cudaMalloc, cudaFree, cudaMemset and cudaMemcpy wait for every stream
   CK(cudaStreamDestroy(other));
 }
 
-TEST_CASE("blocks beyond the device's resident capacity wait for earlier ones (occupancy)", "[double][blocks]") {
+TEST_CASE("blocks beyond resident capacity wait for earlier ones", "[double][blocks]") {
   CK(cudaSetDevice(0));
   int perSm = 0, sms = 0;
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, barrierKernel(), 1024, 0));
@@ -291,7 +289,7 @@ TEST_CASE("blocks beyond the device's resident capacity wait for earlier ones (o
   CK(cudaStreamDestroy(s));
 }
 
-TEST_CASE("dynamic shared memory above 48 KiB needs the attribute on each device", "[double][attributes]") {
+TEST_CASE("over 48 KiB of dynamic smem needs the attribute per device", "[double][attributes]") {
   int* d = nullptr;
   for (int dev : {0, 1}) {
     CK(cudaSetDevice(dev));
@@ -312,7 +310,7 @@ TEST_CASE("dynamic shared memory above 48 KiB needs the attribute on each device
   REQUIRE(a.maxDynamicSharedSizeBytes == 64 * 1024);
 }
 
-TEST_CASE("the current device is per thread; launches need the stream's device current", "[double][devices]") {
+TEST_CASE("the current device is per thread and checked at launch", "[double][devices]") {
   CK(cudaSetDevice(1));
   int other = -1;
   std::thread([&] { cudaGetDevice(&other); }).join();
@@ -332,7 +330,7 @@ TEST_CASE("the current device is per thread; launches need the stream's device c
   CK(cudaSetDevice(0));
 }
 
-TEST_CASE("non-sticky errors: cudaPeekAtLastError keeps, cudaGetLastError resets", "[double][errors]") {
+TEST_CASE("non-sticky errors: Peek keeps them, GetLastError resets", "[double][errors]") {
   CK(cudaSetDevice(0));
   REQUIRE(cudaGetLastError() == cudaSuccess);
   REQUIRE(cudaSetDevice(999) == cudaErrorInvalidDevice);
@@ -345,8 +343,7 @@ TEST_CASE("non-sticky errors: cudaPeekAtLastError keeps, cudaGetLastError resets
   CK(cudaFree(d));
 }
 
-TEST_CASE("a freed address is reused by the next fitting allocation, with a new buffer id and IPC handle",
-          "[double][memory]") {
+TEST_CASE("a reused address gets a new buffer id and IPC handle", "[double][memory]") {
   CK(cudaSetDevice(0));
   using PointerGetAttribute = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
   void* fn = nullptr;
@@ -386,7 +383,7 @@ TEST_CASE("mapped host memory has one address for host and device", "[double][me
   CK(cudaFreeHost(h));
 }
 
-TEST_CASE("capture and replay; user objects are destroyed after the graphs and their launches", "[double][graphs]") {
+TEST_CASE("graph replay; user objects outlive graphs and launches", "[double][graphs]") {
   CK(cudaSetDevice(0));
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -427,7 +424,7 @@ TEST_CASE("capture and replay; user objects are destroyed after the graphs and t
   CK(cudaStreamDestroy(s));
 }
 
-TEST_CASE("device-synchronising calls are refused during a thread-local capture", "[double][graphs]") {
+TEST_CASE("a thread-local capture refuses device-wide syncs", "[double][graphs]") {
   CK(cudaSetDevice(0));
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -455,8 +452,7 @@ TEST_CASE("using a destroyed stream is reported as a misuse", "[double][misuse]"
   REQUIRE(cudadouble::stats().misuses == before + 1);
 }
 
-TEST_CASE("adversarial scheduling: a synchronisation waits for a kernel another thread launches",
-          "[double][adversarial]") {
+TEST_CASE("adversarial: a sync waits for another thread's kernel", "[double][adversarial]") {
   CK(cudaSetDevice(0));
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -481,7 +477,7 @@ TEST_CASE("adversarial scheduling: a synchronisation waits for a kernel another 
   CK(cudaStreamDestroy(s));
 }
 
-TEST_CASE("IPC: another process maps an allocation through its handle; a stale handle is refused", "[double][ipc]") {
+TEST_CASE("IPC handles map across processes; stale ones are refused", "[double][ipc]") {
   CK(cudaSetDevice(0));
   char* d = nullptr;
   const size_t bytes = 1 << 20;
@@ -522,7 +518,7 @@ TEST_CASE("IPC: another process maps an allocation through its handle; a stale h
   CK(cudaFree(again));
 }
 
-TEST_CASE("a kernel touching freed memory faults loudly: sticky cudaErrorIllegalAddress", "[double][poison]") {
+TEST_CASE("touching freed memory is a sticky illegal address", "[double][poison]") {
   int n = 0;
   CK(cudaGetDeviceCount(&n));
   const int dev = n - 1;  // this device's context is lost afterwards

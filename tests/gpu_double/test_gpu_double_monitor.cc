@@ -110,7 +110,7 @@ void checkEveryRankFailed(const std::vector<Outcome>& out, ErrorCode code, const
 
 }  // namespace
 
-TEST_CASE("call monitor: mismatched calls fail on every rank with both calls, not a timeout", "[monitor]") {
+TEST_CASE("call monitor: mismatched calls fail fast, naming both", "[monitor]") {
   test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "30");
   Job job;
   REQUIRE(job.smallBytes != 0);
@@ -128,7 +128,7 @@ TEST_CASE("call monitor: mismatched calls fail on every rank with both calls, no
     out = job.mismatch({job.smallBytes, job.largeBytes}, &seconds);
     number = "#3";
   }
-  SECTION("new contexts on both ranks: found by the build's exchange, at once") {
+  SECTION("new contexts on both ranks: the build's exchange finds it") {
     out = job.mismatch({job.smallBytes, job.largeBytes}, &seconds);
   }
   for (int r = 0; r < 2; ++r) {
@@ -170,8 +170,7 @@ std::vector<Outcome> deadlockedCalls(const std::string& planFile, double* second
 // what they wait for in host-mapped memory, and the monitor finds the cycle from those within
 // seconds. Without the published waits an enqueued call reports nothing to wait on, and the calls
 // end only at the kernel's deadline, as a timeout.
-TEST_CASE("call monitor: a plan that deadlocks with every rank alive fails every rank with the wait-for cycle",
-          "[monitor][deadlock]") {
+TEST_CASE("call monitor: a live-rank deadlock fails with the cycle", "[monitor][deadlock]") {
   double seconds = 0;
   std::vector<Outcome> out;
   std::vector<std::string> waits[2];
@@ -217,8 +216,7 @@ TEST_CASE("call monitor: a plan that deadlocks with every rank alive fails every
 // Nothing fails (no deadline on live peers); rank 0's host does not wait (its call was enqueued), so
 // its call monitor prints the long-wait WARN once per MSCCLPP_WAIT_WARN_S, from the waits its
 // blocks publish, with what the peers do (its look 2 s into the call found rank 1 idle).
-TEST_CASE("call monitor: a late peer is waited for on the device, with a WARN per interval naming what is waited on",
-          "[monitor][slow]") {
+TEST_CASE("call monitor: a late peer is waited for, with WARNs", "[monitor][slow]") {
   test::ScopedEnv warn("MSCCLPP_WAIT_WARN_S", "1");
   test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "60");
   std::string planFile, waitPattern;
@@ -275,7 +273,7 @@ TEST_CASE("call monitor: a late peer is waited for on the device, with a WARN pe
 // chunks of packets into its output in place (tests/data/exec/packet_resume_2.json), the first
 // chunk written by itself, the second by rank 1, which calls late: rank 0's op leaves in the
 // middle. Resumed from its start instead, it would add the first chunk twice.
-TEST_CASE("LL packets that come late: the packet op resumes where it left, adding nothing twice", "[packets][slow]") {
+TEST_CASE("late LL packets: the op resumes where it left off", "[packets][slow]") {
   test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "60");
   const plan::PlanPtr plan = plan::loadPlanFile(std::string(MSCCLPP_TEST_EXEC_DATA) + "/packet_resume_2.json");
   constexpr uint64_t kBytes = 8192, kElems = kBytes / sizeof(float);
@@ -393,8 +391,7 @@ std::vector<Outcome> replayPerRank(GpuRanks& ranks, Warm&& warmUp, Capture&& cap
 // call's context: a launch of it whose blocks publish waits, with no tracked call waiting, is that
 // call's replay, compared and analysed like an enqueued call. Without it, both cases below end only
 // at the kernel's deadline (MSCCLPP_TIMEOUT_S, 30 s here) as a timeout.
-TEST_CASE("call monitor: calls replayed from CUDA graphs are watched: mismatches and deadlocks fail within seconds",
-          "[monitor][graph]") {
+TEST_CASE("call monitor: replayed mismatches and deadlocks fail fast", "[monitor][graph]") {
   test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "30");
   Job job;
   double seconds = 0;
@@ -469,8 +466,7 @@ TEST_CASE("call monitor: calls replayed from CUDA graphs are watched: mismatches
 // docs/failure-handling.md, "Graph replays": rank 1 launches its graph 3 s after rank 0, whose replay
 // waits for it. Nothing fails; rank 0's monitor prints the long-wait WARN for the replay, from the
 // waits its blocks publish, and the values are right.
-TEST_CASE("call monitor: a replay that waits for a late peer gets the long-wait WARN and completes",
-          "[monitor][graph][slow]") {
+TEST_CASE("call monitor: a replay awaiting a late peer WARNs and ends", "[monitor][graph][slow]") {
   test::ScopedEnv warn("MSCCLPP_WAIT_WARN_S", "1");
   test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "60");
   Job job;

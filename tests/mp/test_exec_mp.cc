@@ -70,7 +70,7 @@ float value(int rank, size_t i) { return static_cast<float>((i % 11) + 2 * rank 
 
 }  // namespace
 
-TEST_CASE("CPU backend across processes: default plans with malloc'd buffers", "[mp][exec]") {
+TEST_CASE("CPU across processes: default plans, malloc'd buffers", "[mp][exec]") {
   const int n = 4;
   const std::string dir = MSCCLPP_TEST_DEFAULT_PLANS;
   auto status = forkRanks(
@@ -118,7 +118,7 @@ TEST_CASE("CPU backend across processes: default plans with malloc'd buffers", "
   }
 }
 
-TEST_CASE("CPU backend across processes: a deadlocked plan times out with the wait named", "[mp][exec]") {
+TEST_CASE("CPU across processes: a deadlock times out, naming the wait", "[mp][exec]") {
   const int n = 2;
   const std::string plan = std::string(MSCCLPP_TEST_EXEC_DATA) + "/deadlock_unsignaled_wait_2.json";
   test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "1");

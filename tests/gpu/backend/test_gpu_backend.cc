@@ -93,7 +93,7 @@ TEST_CASE("GPU backend: every preset, ranks as threads on one GPU", "[gpu][prese
   CHECK(t.passed >= static_cast<int>(files.size()) / 2);
 }
 
-TEST_CASE("GPU backend: any count, every preset at counts that do not fit its chunks", "[gpu][anycount]") {
+TEST_CASE("GPU backend: any count on every preset", "[gpu][anycount]") {
   // docs/plan-core.md "Any count": the binding stages the call's parts at the plan's padded pitch
   // (cudaMemcpy2DAsync in and out); only the call's bytes reach the user, checked against the reference.
   auto files = jsonFiles(planDir());
@@ -121,7 +121,7 @@ TEST_CASE("GPU backend: any count, every preset at counts that do not fit its ch
   CHECK(t.passed >= static_cast<int>(files.size()) / 2);
 }
 
-TEST_CASE("GPU backend: every reference plan, ranks as threads on one GPU", "[gpu][corpus]") {
+TEST_CASE("GPU backend: every reference plan, ranks as threads", "[gpu][corpus]") {
   auto files = jsonFiles(corpusDir() + "/mscclpp/committed");
   auto gen = jsonFiles(corpusDir() + "/mscclpp/generated");
   files.insert(files.end(), gen.begin(), gen.end());
@@ -158,7 +158,7 @@ TEST_CASE("GPU backend: every dtype x op on LL and simple allreduce", "[gpu][dty
   }
 }
 
-TEST_CASE("GPU backend: back-to-back LL launches without host synchronisation", "[gpu][ll]") {
+TEST_CASE("GPU backend: back-to-back LL launches, no host sync", "[gpu][ll]") {
   for (const char* name : {"allreduce_ll_n8_ip.json", "allgather_ll_n4_oop.json", "allreduce_ll_n2_oop.json"}) {
     for (PacketType packet : {PacketType::LL16, PacketType::LL8}) {
       RunOptions opt;
@@ -204,7 +204,7 @@ TEST_CASE("GPU backend: in-place calls", "[gpu][inplace]") {
   }
 }
 
-TEST_CASE("GPU backend: a call captured before its context exists is refused, nothing enqueued", "[gpu][graph]") {
+TEST_CASE("GPU backend: capturing a call with no context is refused", "[gpu][graph]") {
   GpuRanks& w = world(2);
   plan::PlanPtr p = plan::loadPlanFile(planDir() + "/allreduce_ll_n2_oop.json");
   const uint64_t bytes = 4096 * 3;  // a size no other test used: no context yet
@@ -229,8 +229,7 @@ TEST_CASE("GPU backend: a call captured before its context exists is refused, no
   REQUIRE(err == "");
 }
 
-TEST_CASE("GPU backend: one rank, every op list in and out of shared memory (compute-sanitizer set)",
-          "[gpu][sanitize]") {
+TEST_CASE("GPU backend: op lists in and out of shared memory", "[gpu][sanitize]") {
   // Ranks do not wait on each other here, so this set also runs where a tool serialises kernels.
   // Blocks copy (a thread block group of 3), reduce, and pack/unpack LL packets through scratch.
   const char* text = R"({"name": "one_rank_ops", "collective": "custom", "protocol": "LL", "inplace": false,
@@ -278,7 +277,7 @@ TEST_CASE("GPU backend: one rank, every op list in and out of shared memory (com
   }
 }
 
-TEST_CASE("GPU backend: two ranks sharing the GPU (compute-sanitizer set)", "[gpu][sanitize-multi]") {
+TEST_CASE("GPU backend: two ranks sharing the GPU", "[gpu][sanitize-multi]") {
   for (const char* name : {"allreduce_ll_n2_oop.json", "allreduce_allpairs_n2_ip.json", "allgather_put_n2_oop.json",
                            "alltoall_put_n2_oop.json"}) {
     RunOptions opt;

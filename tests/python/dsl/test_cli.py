@@ -99,7 +99,7 @@ def test_tools_are_forwarded_or_reported(tmp_path):
     assert "mscclpp-emulate is not built or not found" in missing.stderr and str(tmp_path / "tools") in missing.stderr
 
 
-def test_list_is_honest_about_unreadable_files_and_missing_folders(tmp_path):
+def test_list_reports_unreadable_files_and_missing_folders(tmp_path):
     good = tmp_path / "good"
     good.mkdir()
     src = os.path.join(REPO, "plans", "allreduce_ll_n2_ip.json")

@@ -36,7 +36,7 @@ def guarded_call_line():
 
 
 @pytest.mark.parametrize("kind", [MemoryChannel, PortChannel, SwitchChannel, Semaphore])
-def test_reset_is_a_no_op_between_programs_and_refused_inside_one(kind):
+def test_reset_is_a_no_op_between_programs_refused_inside(kind):
     for _ in range(2):
         kind.reset()
         with CollectiveProgram("r", TestCollective(2, 1, 1), 2):
@@ -57,7 +57,7 @@ def test_switch_channel_rank_view_is_nested_as_in_mscclpp():
         assert (channel.rank_group.size, channel.rank_group.ranks) == (2, [0, 1])
 
 
-def test_seed_000_switch_calls_without_a_rank_run_on_the_owner_of_the_range():
+def test_rankless_switch_calls_run_on_the_range_owner():
     program = seed_000.nvls_snippet_without_rank()
     plan = json.loads(program.to_json())
     for rank in range(2):
@@ -70,7 +70,7 @@ def test_seed_000_switch_calls_without_a_rank_run_on_the_owner_of_the_range():
 # ---- loops ----
 
 
-def test_loop_iteration_context_add_operation_puts_an_op_into_the_loop():
+def test_loop_context_add_operation_puts_an_op_in_the_loop():
     with CollectiveProgram("l", TestCollective(1, 2, 2), 1) as program:
         with LoopIterationContext(unit=1024, num_chunks=2) as loop:
             loop.add_operation(0, 1, Copy("copy", [("i", 0, 2)], [("o", 0, 2)], None))
@@ -131,7 +131,7 @@ def test_star_imports_give_mscclpps_names(module):
         assert name in namespace  # every listed name exists
 
 
-def test_rank_copy_and_reduce_have_real_signatures_and_work_both_ways():
+def test_rank_copy_and_reduce_signatures_work_both_ways():
     assert list(inspect.signature(Rank.copy).parameters)[:5] == ["self", "dst_chunk", "src_chunk", "tb", "tb_group"]
     assert list(inspect.signature(Rank.reduce).parameters)[:8] == [
         "self", "src_chunk", "other_chunks", "tb", "tb_group", "dst_chunk", "reduce_op", "packet",

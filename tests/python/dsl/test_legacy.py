@@ -148,7 +148,7 @@ def test_check_reports_a_deadlock_at_the_check():
 # ---- the model: sizes, layout, replication, channels ----
 
 
-def test_allreduce_has_legacy_sizes_in_msccpplang_and_current_sizes_otherwise():
+def test_allreduce_sizes_are_legacy_only_in_msccpplang():
     collective = AllReduce(4, 2, False)
     with MSCCLPPProgram("legacy", collective, 4, 1) as legacy:
         chunk(0, Buffer.input, 1).copy(0, Buffer.output, 1, sendtb=0)
@@ -202,7 +202,7 @@ def test_channels_pair_as_in_legacy_plans():
     assert plan["gpus"][1]["threadblocks"][3]["channels"] == [{"channel_type": "memory", "channel_ids": [0]}]
 
 
-def test_signals_on_channels_the_peer_keys_differently_get_the_pairing_error_at_the_users_line():
+def test_a_misnamed_wait_channel_is_a_pairing_error():
     # The legacy compiler keys a wait's channel (signaller's buffer, waiter's buffer): naming the
     # wrong buffer puts rank 1's wait on a second channel, which rank 0 does not have, so the wait
     # never meets the signal (made on the channel of rank 0's put).
@@ -217,7 +217,7 @@ def test_signals_on_channels_the_peer_keys_differently_get_the_pairing_error_at_
     assert str(error.value).startswith(f"{THIS}:{line}: wait on rank 1's memory channel #1 to rank 0 cannot pair")
 
 
-def test_put_packet_over_a_port_channel_packs_into_the_temporary_buffer_first():
+def test_port_put_packet_packs_into_the_temporary_buffer():
     program = programs.sendrecv_packets(2, chunks=2, chan_type=ChannelType.proxy)
     ops = json.loads(program.to_json())["gpus"][0]["threadblocks"][0]["ops"]
     names = [op["name"] for op in ops]
@@ -333,7 +333,7 @@ def test_errors_point_at_the_users_line():
     legacy_error(unpack_plain, "copy_packet unpacks LL packets, which live only in scratch")
 
 
-def test_mixing_the_two_models_is_an_error_at_the_second_models_call():
+def test_mixing_models_fails_at_the_second_models_call():
     with pytest.raises(DSLError) as error:
         with MSCCLPPProgram("mix", AllReduce(2, 2, True), 2, 1):
             chunk(0, Buffer.input, 0)

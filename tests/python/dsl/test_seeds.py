@@ -17,7 +17,7 @@ def test_snippet_compiles(snippet):
 
 
 @pytest.mark.parametrize("snippet", seed_002.SNIPPETS, ids=lambda f: f"seed_002.{f.__name__}")
-def test_seed_002_snippet_compiles_and_leaves_the_collective_result(snippet, tmp_path):
+def test_mscclpplang_snippet_leaves_the_collective_result(snippet, tmp_path):
     program = snippet()
     plan = json.loads(program.to_json())
     assert plan["format_version"] == 1 and program.model == "legacy"
@@ -37,7 +37,7 @@ def test_seed_002_snippet_compiles_and_leaves_the_collective_result(snippet, tmp
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_seed_001_allreduce_is_pipelined_through_semaphores_and_switch():
+def test_guide_allreduce_pipelines_semaphores_and_switch():
     plan = json.loads(seed_001.allreduce_snippet().to_json())
     tbs = plan["gpus"][0]["threadblocks"]
     bodies = [[op["name"] for op in tb["ops"][0]["ops"]] for tb in tbs]
@@ -45,7 +45,7 @@ def test_seed_001_allreduce_is_pipelined_through_semaphores_and_switch():
     assert bodies[2][:5] == ["nop", "sem_acquire", "nop", "wait", "nop"]
 
 
-def test_seed_004_allreduce_example():
+def test_integration_guide_allreduce_plan():
     program = seed_004.allreduce_example("allreduce_nvls", 8, 1024, 1 << 20, 48 << 30)
     plan = json.loads(program.to_json())
     assert (plan["name"], plan["collective"], len(plan["gpus"])) == ("allreduce_nvls", "allreduce", 8)
@@ -56,7 +56,7 @@ def test_seed_004_allreduce_example():
     assert glres["src_buff"] == [{"switch_channel_id": 0, "index": 3 * 8 + 5, "size": 1}]
 
 
-def test_seed_004_plan_passes_the_emulator(tmp_path):
+def test_integration_guide_plan_passes_the_emulator(tmp_path):
     from mscclpp.cli.tools import find_tool
 
     emulate, _ = find_tool("mscclpp-emulate")

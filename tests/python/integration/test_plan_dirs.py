@@ -40,7 +40,7 @@ def test_explicit_plan_dirs_are_the_same_list(tmp_path):
 
 
 @requires_runtime
-def test_default_dirs_agree_and_install_writes_where_the_runtime_reads(tmp_path):
+def test_default_dirs_agree_and_install_fills_them(tmp_path):
     cache = tmp_path / "cache"
     env = worker_env(MSCCLPP_PLAN_DIR="", MSCCLPP_CACHE_DIR=str(cache))
     installed = subprocess.run([sys.executable, "-m", "mscclpp", "--install"], env=env, capture_output=True,
@@ -56,7 +56,7 @@ def test_default_dirs_agree_and_install_writes_where_the_runtime_reads(tmp_path)
 
 
 @requires_runtime
-def test_a_runtime_loaded_by_a_relative_path_gives_the_same_absolute_dirs(tmp_path):
+def test_a_relatively_loaded_runtime_gives_absolute_dirs(tmp_path):
     # The loader names such a library by the relative path it was opened with: both sides make it absolute, so
     # the directories do not change meaning when the process changes its working folder.
     cache = tmp_path / "cache"
@@ -77,7 +77,7 @@ def test_without_cache_dir_both_use_the_passwd_home(tmp_path):
 
 
 @requires_runtime
-def test_the_seed_selector_sees_the_users_plan_first(tmp_path):
+def test_an_nvls_selector_sees_the_users_plan_first(tmp_path):
     result = run_lone("seed_selector", MSCCLPP_PLAN_DIR=PLANS)
     assert result["defaults_with_nvls"], "the installed defaults have nvls plans of 4 ranks"
     assert result["chosen"] == "allreduce_nvls", result["reason"]

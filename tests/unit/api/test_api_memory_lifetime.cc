@@ -9,7 +9,7 @@
 using namespace mscclpp;
 using mscclpp::test::runRanks;
 
-TEST_CASE("over TCP, a signal after a write into deregistered memory is refused, not applied", "[api][memory]") {
+TEST_CASE("TCP refuses a signal after a write to deregistered memory", "[api][memory]") {
   // Whether the update leaves before the peer's error comes back depends on scheduling; it usually
   // does with 8 MiB writes (more than the socket buffers hold). Eight connections make the old
   // behaviour (the update applied) all but certain to show; with the fix every counter stays 0.

@@ -30,8 +30,7 @@ static_assert(std::is_trivially_copyable<DeviceSyncer>::value, "");
 static_assert(std::is_trivially_copyable<LL16Packet>::value && sizeof(LL16Packet) == 16, "");
 static_assert(std::is_trivially_copyable<LL8Packet>::value && sizeof(LL8Packet) == 8, "");
 
-TEST_CASE("createCommunicator joins ranks from one unique id; a communicator also wraps an existing bootstrap",
-          "[api][communicator]") {
+TEST_CASE("communicators from a unique id or an existing bootstrap", "[api][communicator]") {
   const int n = 3;
   UniqueId id = TcpBootstrap::createUniqueId();
   std::vector<std::shared_ptr<Communicator>> comms(n);
@@ -59,8 +58,7 @@ TEST_CASE("createCommunicator joins ranks from one unique id; a communicator als
   CHECK(local[0]->localRanks() == std::vector<int>({0, 1}));
 }
 
-TEST_CASE("connect over each transport: SHM and TCP work on the CPU backend; CUDA IPC says why not",
-          "[api][communicator]") {
+TEST_CASE("connect: SHM and TCP work on CPU; CUDA IPC says why not", "[api][communicator]") {
   auto comms = test::makeHostComms(2);
   std::vector<std::string> shm(2), tcp(2), ipc(2);
   runRanks(2, [&](int r) {
@@ -102,7 +100,7 @@ struct SwitchAllReduceKernel {
 
 }  // namespace
 
-TEST_CASE("a switch channel's handle serves a launched all-reduce (CPU emulation)", "[api][switch_channel]") {
+TEST_CASE("a switch channel handle serves a launched all-reduce", "[api][switch_channel]") {
   const int n = 3;
   const uint32_t count = 300;
   auto comms = test::makeHostComms(n);

@@ -177,7 +177,7 @@ TEST_CASE("every C entry point of the headers has a bad-input case here", "[capi
   }
 }
 
-TEST_CASE("every failing C entry point returns its status, fills errBuf and the last error", "[capi]") {
+TEST_CASE("a failing C call returns its status, errBuf and last error", "[capi]") {
   for (const auto& [name, c] : badCalls()) {
     INFO(name);
     const Failure f = run(c);
@@ -188,7 +188,7 @@ TEST_CASE("every failing C entry point returns its status, fills errBuf and the 
   }
 }
 
-TEST_CASE("a succeeding call clears errBuf and leaves the last error as it was", "[capi]") {
+TEST_CASE("a succeeding call clears errBuf, keeps the last error", "[capi]") {
   char err[64];
   REQUIRE(mscclppExecutorBackend(nullptr, err, sizeof(err)) == mscclppInvalidArgument);
   CHECK(std::string(mscclppGetLastError()) == "mscclppExecutorBackend: the executor handle is NULL");
@@ -232,7 +232,7 @@ TEST_CASE("version 2's plan status names are aliases of mscclppStatus", "[capi]"
   STATIC_REQUIRE(mscclppPlanInternalError == mscclppInternalError);
 }
 
-TEST_CASE("a one-rank communicator through the C API: queries, then bad execute arguments", "[capi]") {
+TEST_CASE("C API on one rank: queries, then bad execute arguments", "[capi]") {
   char err[512];
   uint8_t id[MSCCLPP_C_UNIQUE_ID_BYTES];
   REQUIRE(mscclppUniqueIdCreate(id, sizeof(id), err, sizeof(err)) == mscclppSuccess);

@@ -146,7 +146,7 @@ void runPlan(const plan::PlanPtr& p, const std::vector<DataType>& dtypes, uint64
 
 }  // namespace
 
-TEST_CASE("any count: every default plan and datatype, counts around its aligned sizes", "[exec][anycount]") {
+TEST_CASE("any count: every default plan and dtype near aligned sizes", "[exec][anycount]") {
   auto files = defaultPlans();
   REQUIRE(files.size() >= 169);
   REQUIRE(std::count(files.begin(), files.end(), "sendrecv_put_n2_oop.json") == 1);
@@ -160,7 +160,7 @@ TEST_CASE("any count: every default plan and datatype, counts around its aligned
   CHECK(totals.calls > 0);
 }
 
-TEST_CASE("any count: counts 1..67 on every default plan (the datatypes take turns)", "[exec][anycount]") {
+TEST_CASE("any count: counts 1..67 on every default plan", "[exec][anycount]") {
   // Every count up to N on every plan; plan i runs datatype i mod 12, so each datatype sweeps ~14 plans of every
   // kind (the geometry depends on the element size, the arithmetic on the type: the case above has every pair).
   auto files = defaultPlans();
@@ -174,7 +174,7 @@ TEST_CASE("any count: counts 1..67 on every default plan (the datatypes take tur
   CHECK(totals.calls > 0);
 }
 
-TEST_CASE("any count: counts 1..N across two padded geometries (one plan per collective)", "[exec][anycount]") {
+TEST_CASE("any count: counts 1..N across two padded geometries", "[exec][anycount]") {
   Totals totals;
   for (const char* f : {"allreduce_ll_n4_oop.json", "allreduce_allpairs_n2_ip.json", "allgather_ll_n4_ip.json",
                         "allgather_put_n2_oop.json", "reducescatter_ll_n4_oop.json", "reducescatter_put_n2_ip.json",
@@ -192,7 +192,7 @@ TEST_CASE("any count: counts 1..N across two padded geometries (one plan per col
   CHECK(totals.calls > 0);
 }
 
-TEST_CASE("any count: a padded call moves only the call's bytes of the user's buffers", "[exec][anycount]") {
+TEST_CASE("any count: a padded call touches only the call's bytes", "[exec][anycount]") {
   // An in-place allgather of 3 floats per rank on a plan of 16-byte-aligned chunks: the parts run
   // padded, the bytes after the receive buffer and the send buffer stay untouched.
   const int n = 4;
@@ -224,7 +224,7 @@ TEST_CASE("any count: a padded call moves only the call's bytes of the user's bu
   }
 }
 
-TEST_CASE("any count: sizes that are not whole elements are still refused", "[exec][anycount]") {
+TEST_CASE("any count: sizes of partial elements are refused", "[exec][anycount]") {
   plan::PlanPtr p = plan::loadPlanFile(defaultPlanDir() + "/allreduce_ll_n4_ip.json");
   const plan::RankPlan& r0 = p->ranks[0];
   plan::CallGeometry g;

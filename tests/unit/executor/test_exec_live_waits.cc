@@ -120,7 +120,7 @@ bool within(double seconds, Cond&& cond) {
 // Threads 0 and 1 wait on semaphores 0 and 1 (sem_acquire with two ids). The slot shows one of the
 // waits; when that one ends it clears the slot, and the other wait, still going on, fills it again
 // (kRepublishWaitNs): the block does not show as running while a thread of it waits.
-TEST_CASE("live waits: a block whose shown wait ended shows its other thread's wait again", "[exec][livewaits]") {
+TEST_CASE("live waits: the slot shows the other thread's wait next", "[exec][livewaits]") {
   OneBlock b;
   plan::Op acquire = makeOp(plan::OpType::SemAcquire);
   acquire.nIds = 2;
@@ -154,8 +154,7 @@ TEST_CASE("live waits: a block whose shown wait ended shows its other thread's w
 // at that group. Packets come in three parts, 50 ms apart, so each thread leaves and resumes more
 // than once. A thread resumed at its first group, or at the other thread's, would add some groups
 // twice.
-TEST_CASE("live waits: a packet op left by two threads at their own groups resumes each where it left",
-          "[exec][livewaits]") {
+TEST_CASE("live waits: each thread resumes a packet op at its own group", "[exec][livewaits]") {
   constexpr uint64_t kGroups = 96;  // float with LL16: one 8-byte packet payload per group (2 floats)
   std::vector<float> out(2 * kGroups);
   for (size_t e = 0; e < out.size(); ++e) out[e] = 0.5f + static_cast<float>(e);

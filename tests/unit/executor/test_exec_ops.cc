@@ -91,7 +91,7 @@ TEST_CASE("put, signal and wait over a memory channel", "[exec][ops]") {
   }
 }
 
-TEST_CASE("get reads the remote source at its own offset into the local destination at its own", "[exec][ops]") {
+TEST_CASE("get keeps the remote and the local offset apart", "[exec][ops]") {
   // Defect 2 of the reference executor: remote src index 1, local dst index 0.
   json p = planJson("get", "custom", "Simple", false,
                     {gpu(0, 2, 2, 0, {threadblock(0, {op("signal", {}, {}, mem())}, kTbMem0)}, kMem01),
@@ -143,7 +143,7 @@ TEST_CASE("res, rre and rres reduce and store across ranks", "[exec][ops]") {
   }
 }
 
-TEST_CASE("packets: ppkt, cpkt, rppkt, upkt, repkt, respkt, recpkt, recspkt", "[exec][ops][packets]") {
+TEST_CASE("packet ops: ppkt, cpkt, rppkt, upkt and the reductions", "[exec][ops][packets]") {
   PacketType pt = GENERATE(PacketType::LL16, PacketType::LL8);
   // rank 0 puts its i0 as packets into rank 1's s0 (ppkt), and copies its i1 to local packets s1
   // (cpkt) which it forwards to rank 1's s1 (rppkt). Rank 1: o0 = unpack(s0) (upkt); o1 = i0 +
@@ -219,7 +219,7 @@ TEST_CASE("respkt sends the reduction as packets to a peer", "[exec][ops][packet
   }
 }
 
-TEST_CASE("port channels: put, signal, wait, flush, pws, pwsf and ppkt through the proxy", "[exec][ops][port]") {
+TEST_CASE("port channel ops through the proxy", "[exec][ops][port]") {
   json p = planJson(
       "port", "custom", "LL", false,
       {gpu(0, 4, 4, 2,
@@ -304,7 +304,7 @@ TEST_CASE("switch channel ops: glre, glres, gstore, gstorepkt", "[exec][ops][swi
   }
 }
 
-TEST_CASE("pipeline: unit smaller than the chunk with a partial last iteration", "[exec][ops][pipeline]") {
+TEST_CASE("pipeline: units smaller than the chunk, partial last unit", "[exec][ops][pipeline]") {
   // A chunk of 1040 bytes in units of 96: 10 full units and a 80-byte tail.
   json p = planJson(
       "pipe", "custom", "Simple", false,
@@ -325,7 +325,7 @@ TEST_CASE("pipeline: unit smaller than the chunk with a partial last iteration",
   }
 }
 
-TEST_CASE("thread-block groups slice references in alignment units, remainders first", "[exec][ops][tbg]") {
+TEST_CASE("thread-block groups slice by alignment unit, rest first", "[exec][ops][tbg]") {
   // 3 blocks copy one 1040-byte chunk (65 units of 16 bytes: slices of 22, 22 and 21 units).
   const int g = GENERATE(2, 3, 5);
   json tbs = json::array();
@@ -406,7 +406,7 @@ json allPairsAllreduce(int n, bool ll) {
 
 }  // namespace
 
-TEST_CASE("2 to 16 ranks: all-pairs allreduce with one signal/wait op over 15 channels", "[exec][ops][ranks]") {
+TEST_CASE("2 to 16 ranks: all-pairs allreduce, one op over 15 channels", "[exec][ops][ranks]") {
   for (int n : {2, 3, 5, 8, 16}) {
     for (bool ll : {false, true}) {
       exec::EmulationOptions opt;

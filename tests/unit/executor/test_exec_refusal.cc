@@ -49,7 +49,7 @@ std::string notSupportedOf(const std::function<void()>& f) {
 
 }  // namespace
 
-TEST_CASE("refusing checks return the reason; their throwing forms throw the same text", "[exec][refusal]") {
+TEST_CASE("refusing checks return the text their throwing forms throw", "[exec][refusal]") {
   auto plan = preset("allreduce_ll_n4_ip.json");
 
   SECTION("the plan's reduce op") {
@@ -101,7 +101,7 @@ TEST_CASE("refusing checks return the reason; their throwing forms throw the sam
   }
 }
 
-TEST_CASE("Executor::tryExecute returns refusals as values; execute throws them as NotSupported", "[exec][refusal]") {
+TEST_CASE("tryExecute returns refusals; execute throws NotSupported", "[exec][refusal]") {
   const int n = 4;
   auto wiring = std::make_shared<exec::LocalWorldWiring>(n);
   auto plan = preset("allreduce_ll_n4_ip.json");

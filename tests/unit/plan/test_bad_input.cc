@@ -88,7 +88,7 @@ TEST_CASE("wrong top-level shapes", "[plan][bad-input]") {
   CHECK(err("{\"gpus\": [{\"threadblocks\": 5}], \"name\": \"n\"}") == "w.json: missing required key \"collective\"");
 }
 
-TEST_CASE("a file above MSCCLPP_PLAN_MAX_BYTES is refused before it is read", "[plan][bad-input]") {
+TEST_CASE("a file over MSCCLPP_PLAN_MAX_BYTES is refused unread", "[plan][bad-input]") {
   plantest::TempDir dir;
   const std::string huge = dir.file("huge.json");
   const int fd = ::open(huge.c_str(), O_CREAT | O_WRONLY, 0644);
@@ -145,7 +145,7 @@ TEST_CASE("paths that are not readable plan files", "[plan][bad-input]") {
   }
 }
 
-TEST_CASE("huge counts in a small file are refused without allocating them", "[plan][bad-input]") {
+TEST_CASE("huge counts in a small file are refused, not allocated", "[plan][bad-input]") {
   plantest::json j = plantest::simplePlan();
   j["gpus"][0]["scratch_chunks"] = 4294967295ull;
   j["gpus"][1]["scratch_chunks"] = 4294967295ull;

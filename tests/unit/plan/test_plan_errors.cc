@@ -419,7 +419,7 @@ const std::vector<Case>& cases() {
 
 }  // namespace
 
-TEST_CASE("every validation rule rejects its broken plan with the exact error", "[plan][errors]") {
+TEST_CASE("each validation rule rejects its plan with the exact error", "[plan][errors]") {
   for (const Case& c : cases()) {
     json j = c.base();
     REQUIRE(plantest::loadError(j) == "");  // the base is valid
@@ -429,7 +429,7 @@ TEST_CASE("every validation rule rejects its broken plan with the exact error", 
   }
 }
 
-TEST_CASE("cross-rank rules hold in onlyRank mode; other ranks' ops are not checked there", "[plan][errors]") {
+TEST_CASE("onlyRank keeps cross-rank rules, skips other ranks' ops", "[plan][errors]") {
   json j = plantest::simplePlan();
   g(j, 1)["channels"].erase(2);  // rank 1 no longer joins rank 0's switch group
   CHECK(plantest::loadError(j, 1).find("every member of a switch group declares the same switch channels") !=

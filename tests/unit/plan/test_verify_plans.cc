@@ -48,7 +48,7 @@ TEST_CASE("every default plan is proven", "[verify][plans]") {
   }
 }
 
-TEST_CASE("the reference corpus: collective plans proven or their defect named", "[verify][corpus]") {
+TEST_CASE("reference corpus: each plan is proven or its defect named", "[verify][corpus]") {
   // Defects of plans as MSCCL++'s compiler wrote them (docs/plan-verifier.md, "The reference corpus"):
   const std::map<std::string, std::pair<FindingKind, const char*>> defects = {
       // Threadblock 1 of rank 0 reads a scratch half that only threadblock 0's peer synchronises
@@ -98,7 +98,7 @@ TEST_CASE("the reference corpus: collective plans proven or their defect named",
   CHECK(proven == 25);
 }
 
-TEST_CASE("strict kernel boundaries: a relaxed signal does not publish multimem stores", "[verify][corpus]") {
+TEST_CASE("strict model: a relaxed signal does not publish multimem", "[verify][corpus]") {
   // Under the PTX memory model taken strictly, the NVLS plans of the corpus publish the result of their
   // multimem stores to the other ranks only through a relaxed signal before the launch ends.
   for (const char* name :

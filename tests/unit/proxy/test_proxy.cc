@@ -65,7 +65,7 @@ std::unique_ptr<PortSetup> makePortSetup(Transport transport) {
 
 }  // namespace
 
-TEST_CASE("the host FIFO hands triggers to the consumer in order and reports a full ring", "[proxy][fifo]") {
+TEST_CASE("the host FIFO keeps trigger order and reports a full ring", "[proxy][fifo]") {
   Fifo fifo(4);
   FifoDeviceHandle h = fifo.deviceHandle();
   CHECK(h.size == 4);
@@ -125,7 +125,7 @@ TEST_CASE("port channels move data through the proxy over TCP and SHM", "[proxy]
   }
 }
 
-TEST_CASE("a bad trigger is reported with its place and later triggers do not hang", "[proxy][faults]") {
+TEST_CASE("a bad trigger is reported in place; later ones do not hang", "[proxy][faults]") {
   auto s = makePortSetup(Transport::Tcp);
   std::string reported;
   s->proxies[0]->stopProxy();
@@ -157,7 +157,7 @@ TEST_CASE("a bad trigger is reported with its place and later triggers do not ha
         "over TCP): unknown memory id 50 (1 registered)");
 }
 
-TEST_CASE("a peer that leaves surfaces as the proxy's error, with the connection named", "[proxy][faults]") {
+TEST_CASE("a departed peer is the proxy's error, naming the connection", "[proxy][faults]") {
   auto s = makePortSetup(Transport::Tcp);
   ErrorCode code;
   std::string message;
@@ -196,7 +196,7 @@ TEST_CASE("registration limits and ids are checked", "[proxy]") {
   proxy.stopProxy();
 }
 
-TEST_CASE("a custom request handler replaces the dispatch; failures raise the failure flag", "[proxy]") {
+TEST_CASE("a custom handler replaces dispatch; failures raise the flag", "[proxy]") {
   ProxyService proxy(8);
   std::vector<TriggerFields> seen;
   uint32_t failureFlag = 0;
@@ -225,7 +225,7 @@ TEST_CASE("a custom request handler replaces the dispatch; failures raise the fa
   CHECK(failureFlag == 1);
 }
 
-TEST_CASE("a communicator's proxy FIFO waits as long as the communicator's timeout, and names it", "[proxy][fifo]") {
+TEST_CASE("a proxy FIFO waits the communicator's timeout, naming it", "[proxy][fifo]") {
   // The suite's MSCCLPP_TIMEOUT_S (60 s), if any, is later than the communicator's own 0.3 s.
   auto bs = test::makeTcpBootstraps(1, 0.3);
   Communicator comm(bs[0], kHostDevice);

@@ -35,7 +35,7 @@ std::string realLastError() { return realFn<const char* (*)(ncclComm_t)>("ncclGe
 
 }  // namespace
 
-TEST_CASE("ncclGetVersion reports the NCCL headers the shim was built with", "[basics]") {
+TEST_CASE("ncclGetVersion reports the shim's NCCL headers", "[basics]") {
   int v = 0;
   REQUIRE(ncclGetVersion(&v) == ncclSuccess);
   CHECK(v == 22809);
@@ -59,7 +59,7 @@ TEST_CASE("ncclGetErrorString is worded like NCCL's", "[basics]") {
   }
 }
 
-TEST_CASE("same result and message as the real NCCL for the mistakes it can judge without a GPU", "[basics]") {
+TEST_CASE("GPU-free mistakes get the real NCCL's result and message", "[basics]") {
   if (realNccl() == nullptr) {
     WARN("no real libnccl.so.2 at " << REAL_NCCL_PATH << ": skipping the side-by-side comparison");
     return;
@@ -124,7 +124,7 @@ TEST_CASE("same result and message as the real NCCL for the mistakes it can judg
   CHECK(ncclCommRevoke(nullptr, 0) == ncclSuccess);
 }
 
-TEST_CASE("ncclGetLastError holds the last error's message, process-wide", "[basics]") {
+TEST_CASE("ncclGetLastError holds the last error, process-wide", "[basics]") {
   CHECK(ncclAllGather(nullptr, nullptr, 4, ncclInt8, nullptr, 0) == ncclInvalidArgument);
   CHECK(lastError() == "AllGather : comm argument is NULL");
   // Another thread sees the same text (NCCL's last error is process-wide).

@@ -55,7 +55,7 @@ bool ncclGotCollective() {
 
 }  // namespace
 
-TEST_CASE("one thread drives four ranks: a grouped allreduce runs each rank's plan concurrently", "[plans]") {
+TEST_CASE("one thread, four ranks: a grouped allreduce runs each plan", "[plans]") {
   std::vector<ncclComm_t> comms = groupInit(4);
   const size_t count = 4096;
   std::vector<std::vector<float>> in(4, std::vector<float>(count)), out(4, std::vector<float>(count, -1));
@@ -108,7 +108,7 @@ TEST_CASE("one thread per rank: ungrouped collectives on plans", "[plans]") {
   destroyAll(comms);
 }
 
-TEST_CASE("gather and scatter run on plans for 2 and 4 ranks, every root, in and out of place", "[plans]") {
+TEST_CASE("gather and scatter on plans: every root, in and out of place", "[plans]") {
   for (int n : {2, 4}) {
     std::vector<ncclComm_t> comms = groupInit(n);
     const size_t count = 1000;  // int32 elements per rank (4000 B: a multiple of the plans' 16-byte alignment)
@@ -171,7 +171,7 @@ TEST_CASE("gather and scatter run on plans for 2 and 4 ranks, every root, in and
   }
 }
 
-TEST_CASE("MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION=gather,scatter sends them to NCCL although plans exist", "[plans]") {
+TEST_CASE("forced fallback of gather and scatter skips their plans", "[plans]") {
   std::vector<ncclComm_t> comms;
   {
     ScopedEnv force("MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION", "gather,scatter");
@@ -195,7 +195,7 @@ TEST_CASE("MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION=gather,scatter sends them to NC
   destroyAll(comms);
 }
 
-TEST_CASE("a grouped send and recv between two ranks runs the sendrecv plan", "[plans]") {
+TEST_CASE("a grouped send and recv on two ranks runs the sendrecv plan", "[plans]") {
   std::vector<ncclComm_t> comms(2, nullptr);
   REQUIRE(ncclCommInitAll(comms.data(), 2, nullptr) == ncclSuccess);
   std::vector<std::vector<double>> send(2, std::vector<double>(512)), recv(2, std::vector<double>(512, -1));
@@ -217,7 +217,7 @@ TEST_CASE("a grouped send and recv between two ranks runs the sendrecv plan", "[
   destroyAll(comms);
 }
 
-TEST_CASE("MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION sends a collective to NCCL even when a plan exists", "[plans]") {
+TEST_CASE("forced fallback sends a collective to NCCL despite its plan", "[plans]") {
   std::vector<ncclComm_t> comms;
   {
     ScopedEnv force("MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION", "AllReduce");  // read when a communicator is made
@@ -246,7 +246,7 @@ TEST_CASE("MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION sends a collective to NCCL even
   destroyAll(comms);
 }
 
-TEST_CASE("NCCL_DEBUG=INFO names the plan that ran (MSCCLPP_DEBUG_SUBSYS narrows it)", "[plans]") {
+TEST_CASE("NCCL_DEBUG=INFO names the plan that ran", "[plans]") {
   auto runLogged = [](std::initializer_list<std::pair<const char*, const char*>> vars) {
     const std::string path = "/tmp/mscclpp-shim-plans-" + std::to_string(getpid()) + ".log";
     std::remove(path.c_str());
@@ -317,7 +317,7 @@ TEST_CASE("revoke stops a plan waiting for a peer that never calls", "[plans]") 
   destroyAll(comms);
 }
 
-TEST_CASE("a peer that aborts fails the others' calls with ncclRemoteError naming it (issue 13)", "[plans]") {
+TEST_CASE("an aborting peer fails the others with ncclRemoteError", "[plans]") {
   std::string path = "/tmp/mscclpp-shim-failure-" + std::to_string(getpid()) + ".log";
   std::remove(path.c_str());
   std::string log;

@@ -78,7 +78,7 @@ int doubleCallsNamed(const char* prefix) {
 
 }  // namespace
 
-TEST_CASE("a refusing plan sends the call to NCCL; a plan that throws is an error, not a fallback", "[dispatch]") {
+TEST_CASE("a refusal falls back to NCCL; a throw is an error", "[dispatch]") {
   // The Meson test sets MSCCLPP_NCCL_LIB_PATH to the double (read when the shim first looks for the real NCCL).
   ScriptedLink::Outcome outcome = ScriptedLink::Outcome::Run;
   int runs = 0;
