@@ -36,9 +36,9 @@ struct Capture {
 // Appends captured work to the capture's graph (the stream's device mutex is held).
 void captureAppend(Capture& capture, std::function<void()> work, bool kernel);
 
-// Called by every "potentially unsafe" API call (device-synchronising ones): fails with
-// cudaErrorStreamCaptureUnsupported, invalidating the capture, when a Global capture runs
-// anywhere or a ThreadLocal one on this thread.
+// Called by every "potentially unsafe" API call (device-synchronising ones):
+// fails with cudaErrorStreamCaptureUnsupported, invalidating the capture, when
+// a Global capture runs anywhere or a ThreadLocal one on this thread.
 cudaError_t checkUnsafeDuringCapture(const char* what);
 
 }  // namespace cudadouble

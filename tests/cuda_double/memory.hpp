@@ -37,8 +37,8 @@ struct Allocation {
 bool lookup(const void* p, Allocation* out);
 // Whether p is inside the arena (async-signal-safe: the fault handler uses it).
 bool inArena(const void* p);
-// Whether the device may touch [p, p + n): inside one live allocation, or host memory outside the
-// arena (which the double cannot check).
+// Whether the device may touch [p, p + n): inside one live allocation, or host
+// memory outside the arena (which the double cannot check).
 bool deviceAccessible(const void* p, size_t n);
 
 struct MemoryStats {
@@ -46,8 +46,9 @@ struct MemoryStats {
 };
 MemoryStats memoryStats();
 
-// Runs f on this thread with faults on arena addresses caught: a fault makes the device's sticky
-// error cudaErrorIllegalAddress (with `what` and the address) and guarded returns false.
+// Runs f on this thread with faults on arena addresses caught: a fault makes
+// the device's sticky error cudaErrorIllegalAddress (with `what` and the
+// address) and guarded returns false.
 bool guarded(int device, const char* what, void (*f)(void*), void* arg);
 template <class F>
 bool guarded(int device, const char* what, F&& f) {

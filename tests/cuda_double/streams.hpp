@@ -37,8 +37,8 @@ namespace cudadouble {
 class Op {
  public:
   Op(int device, std::function<void()> work, std::vector<std::shared_ptr<Op>> after, bool kernel);
-  // On the queue's worker: waits for the operations it depends on, then runs (skipped once the
-  // device has a sticky error: the context is lost).
+  // On the queue's worker: waits for the operations it depends on, then runs
+  // (skipped once the device has a sticky error: the context is lost).
   void execute();
   void wait();
   bool waitFor(std::chrono::milliseconds timeout);  // false when still not done
@@ -78,20 +78,22 @@ struct CUstream_st {
 
 namespace cudadouble {
 
-// Resolves a stream argument: 0 and cudaStreamLegacy name the current device's legacy default
-// stream, cudaStreamPerThread the calling thread's default stream, anything else a stream created
-// here (a destroyed or unknown handle is a misuse: cudaErrorInvalidResourceHandle).
+// Resolves a stream argument: 0 and cudaStreamLegacy name the current device's
+// legacy default stream, cudaStreamPerThread the calling thread's default
+// stream, anything else a stream created here (a destroyed or unknown handle is
+// a misuse: cudaErrorInvalidResourceHandle).
 cudaError_t resolveStream(cudaStream_t stream, CUstream_st** out);
 
-// Enqueues work on the stream in stream order (with the legacy default stream's implicit
-// dependencies), or, while the stream is captured, appends it to the capture's graph. `out`
-// receives the operation (null when captured).
+// Enqueues work on the stream in stream order (with the legacy default stream's
+// implicit dependencies), or, while the stream is captured, appends it to the
+// capture's graph. `out` receives the operation (null when captured).
 cudaError_t enqueue(CUstream_st* stream, std::function<void()> work, bool kernel, OpPtr* out = nullptr);
 // Enqueues without looking at capture (graph launches).
 OpPtr submit(CUstream_st* stream, std::function<void()> work, bool kernel);
 
-// The implicit device-wide synchronisation of `what` on `device` (see the header comment).
-// Refused (cudaErrorStreamCaptureUnsupported) while a capture forbids it.
+// The implicit device-wide synchronisation of `what` on `device` (see the
+// header comment). Refused (cudaErrorStreamCaptureUnsupported) while a capture
+// forbids it.
 cudaError_t deviceSync(int device, const char* what);
 
 // Waits until everything issued on the stream so far has run.

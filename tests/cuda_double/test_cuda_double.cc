@@ -60,8 +60,8 @@ T arg(void* const* args, int i) {
   return v;
 }
 
-// gate(std::atomic<int>* gate, std::atomic<int>* started): counts itself started, then waits (at
-// most 10 s) for the gate to open.
+// gate(std::atomic<int>* gate, std::atomic<int>* started): counts itself
+// started, then waits (at most 10 s) for the gate to open.
 void gateBody(void* const* args, dim3, dim3, unsigned, size_t, const void*) {
   auto* gate = arg<std::atomic<int>*>(args, 0);
   auto* started = arg<std::atomic<int>*>(args, 1);
@@ -70,8 +70,9 @@ void gateBody(void* const* args, dim3, dim3, unsigned, size_t, const void*) {
   while (gate->load() == 0 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::microseconds(200));
 }
 
-// barrier(std::atomic<int>* arrived, int total, std::atomic<int>* failed, int timeoutMs): every
-// block waits (bounded) for all `total` blocks to have started, as a plan's blocks wait on each other.
+// barrier(std::atomic<int>* arrived, int total, std::atomic<int>* failed, int
+// timeoutMs): every block waits (bounded) for all `total` blocks to have
+// started, as a plan's blocks wait on each other.
 void barrierBody(void* const* args, dim3, dim3, unsigned, size_t, const void*) {
   auto* arrived = arg<std::atomic<int>*>(args, 0);
   const int total = arg<int>(args, 1);
@@ -272,8 +273,9 @@ TEST_CASE("blocks beyond resident capacity wait for earlier ones", "[double][blo
   REQUIRE(perSm == 1);  // 64 registers x 1024 threads fill an SM's register file
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  // Exactly as many blocks as fit all meet (the bound is generous: 132 host threads must start);
-  // one more cannot be resident until an earlier block gives up, so the first ones time out.
+  // Exactly as many blocks as fit all meet (the bound is generous: 132 host
+  // threads must start); one more cannot be resident until an earlier block
+  // gives up, so the first ones time out.
   for (int extra : {0, 1}) {
     std::atomic<int> arrived{0}, failed{0};
     int total = perSm * sms + extra;

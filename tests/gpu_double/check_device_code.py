@@ -159,8 +159,9 @@ def main():
     need("bf16", r"OpSum>::reduce\(", "bf16x2", "packed bfloat16 sums")
     need("f16", r"OpSum>::reducePackets<mscclpp::LL16Packet>", "f16x2", "packed half sums of packet payloads")
 
-    # Spills and local memory: every compiled datatype at every target arch, in parallel (each pair
-    # is one nvcc and one ptxas run; the sm_90 PTX above is reused).
+    # Spills and local memory: every compiled datatype at every target arch, in
+    # parallel (each pair is one nvcc and one ptxas run; the sm_90 PTX above is
+    # reused).
     def registers_of(pair):
         (short, ctype), arch = pair
         path = ptx_files.get(short) if arch == "90" else None

@@ -55,8 +55,8 @@ class ScopedEnv {
   std::string old_;
 };
 
-// One collective call of a plan on a test world: inputs, the call, the check (the emulator's
-// reference).
+// One collective call of a plan on a test world: inputs, the call, the check
+// (the emulator's reference).
 class Collective {
  public:
   Collective(plan::PlanPtr plan, uint64_t messageBytes)
@@ -154,10 +154,11 @@ void runOneRankCopy(GpuRanks& w, const plan::PlanPtr& p, cudaStream_t stream) {
 
 }  // namespace
 
-// Not a finding: the ground every other test stands on. The runtime's layers are static libraries,
-// and the linker takes a kernel's object out of one only if something refers to it strongly (a
-// weak reference reads null: a CUDA build with no kernels, whose every call is refused). Every type
-// of gpu_types must have its kernel in the dispatch, and a call must run it on the double.
+// Not a finding: the ground every other test stands on. The runtime's layers
+// are static libraries, and the linker takes a kernel's object out of one only
+// if something refers to it strongly (a weak reference reads null: a CUDA build
+// with no kernels, whose every call is refused). Every type of gpu_types must
+// have its kernel in the dispatch, and a call must run it on the double.
 TEST_CASE("every compiled type's kernel is linked and runs", "[kernels]") {
   const std::string compiled = std::string(",") + MSCCLPP_TEST_GPU_TYPES + ",";
   REQUIRE(compiled != ",,");
@@ -176,11 +177,12 @@ TEST_CASE("every compiled type's kernel is linked and runs", "[kernels]") {
   CHECK(cudadouble::stats().kernelsLaunched >= before + 4);  // two calls on each of two ranks
 }
 
-// Finding 1: after a context's peers are exchanged, the build must not synchronise the device
-// (cudaMalloc, cudaMemset, cudaMemcpy, the FIFO's allocations; cudaFree of evicted contexts): the
-// implicit synchronisation waits for a peer's kernel that spins on this rank, which cannot launch
-// until its build returns. The double's adversarial scheduling makes every such synchronisation
-// meet the peer's kernel.
+// Finding 1: after a context's peers are exchanged, the build must not
+// synchronise the device (cudaMalloc, cudaMemset, cudaMemcpy, the FIFO's
+// allocations; cudaFree of evicted contexts): the implicit synchronisation
+// waits for a peer's kernel that spins on this rank, which cannot launch until
+// its build returns. The double's adversarial scheduling makes every such
+// synchronisation meet the peer's kernel.
 TEST_CASE("finding 1: no device sync after a build's exchange point", "[finding1]") {
   ScopedEnv cache("MSCCLPP_EXEC_CONTEXT_CACHE", "1");  // every call builds, every build evicts
   GpuRanks w(2, 1 << 20);
@@ -195,9 +197,10 @@ TEST_CASE("finding 1: no device sync after a build's exchange point", "[finding1
   cudadouble::setAdversarialSync(0);
 }
 
-// Finding 3: a captured graph embeds its context's pointers; evicting the context must not free
-// what the graph uses (the graph retains it through a CUDA user object), and destroying the graph
-// releases it. The double poisons freed memory, so a replay touching it faults.
+// Finding 3: a captured graph embeds its context's pointers; evicting the
+// context must not free what the graph uses (the graph retains it through a
+// CUDA user object), and destroying the graph releases it. The double poisons
+// freed memory, so a replay touching it faults.
 TEST_CASE("finding 3: a graph replays correctly after eviction", "[finding3]") {
   const uint64_t baseline = cudadouble::stats().liveAllocations;
   {
@@ -251,9 +254,9 @@ TEST_CASE("finding 3: a graph replays correctly after eviction", "[finding3]") {
   REQUIRE(live == baseline);
 }
 
-// Finding 5: cudaFuncSetAttribute(MaxDynamicSharedMemorySize) is a property of the function on one
-// device; a process-wide "already raised" cache skips it on the second device, whose launches of op
-// lists over 48 KiB then fail.
+// Finding 5: cudaFuncSetAttribute(MaxDynamicSharedMemorySize) is a property of
+// the function on one device; a process-wide "already raised" cache skips it on
+// the second device, whose launches of op lists over 48 KiB then fail.
 TEST_CASE("finding 5: op lists over 48 KiB run on a second device", "[finding5]") {
   plan::PlanPtr p = bigOpListPlan();
   for (int device : {0, 1}) {
@@ -263,8 +266,9 @@ TEST_CASE("finding 5: op lists over 48 KiB run on a second device", "[finding5]"
   }
 }
 
-// Finding 6: the LL flag selects the scratch half by its parity; wrapping from UINT32_MAX to 1 gave
-// two odd flags in a row, so two consecutive launches used the same half.
+// Finding 6: the LL flag selects the scratch half by its parity; wrapping from
+// UINT32_MAX to 1 gave two odd flags in a row, so two consecutive launches used
+// the same half.
 TEST_CASE("finding 6: launch flags alternate halves across the wrap", "[finding6]") {
   for (uint32_t f : {1u, 2u, UINT32_MAX - 2, UINT32_MAX - 1, UINT32_MAX}) {
     const uint32_t next = exec::nextFlag(f);
@@ -274,8 +278,8 @@ TEST_CASE("finding 6: launch flags alternate halves across the wrap", "[finding6
   }
 }
 
-// The same, end to end: LL plans (double scratch) launched back to back across the wrap-around,
-// ranks as threads, every output checked.
+// The same, end to end: LL plans (double scratch) launched back to back across
+// the wrap-around, ranks as threads, every output checked.
 TEST_CASE("LL launches back to back across the flag's wrap-around", "[flag-wrap]") {
   ScopedEnv first("MSCCLPP_EXEC_FIRST_FLAG", std::to_string(UINT32_MAX - 5));
   for (const char* name : {"allreduce_ll_n2_oop.json", "allgather_ll_n4_ip.json"}) {
@@ -292,9 +296,10 @@ TEST_CASE("LL launches back to back across the flag's wrap-around", "[flag-wrap]
   }
 }
 
-// Finding 7 (hardware queues): every proxy stream the backend creates is mapped to one of the
-// device's CUDA_DEVICE_MAX_CONNECTIONS queues in creation order; one per context build wraps onto a
-// queue a rank's spinning kernel holds, and the proxy's copies queue behind it.
+// Finding 7 (hardware queues): every proxy stream the backend creates is mapped
+// to one of the device's CUDA_DEVICE_MAX_CONNECTIONS queues in creation order;
+// one per context build wraps onto a queue a rank's spinning kernel holds, and
+// the proxy's copies queue behind it.
 TEST_CASE("finding 7: proxy copies stay off busy hardware queues", "[finding7][queues]") {
   ScopedEnv cache("MSCCLPP_EXEC_CONTEXT_CACHE", "1");
   GpuRanks w(4, 1 << 20);  // first in its process: user streams on queues 1-4 (the legacy stream has 0)
@@ -302,9 +307,10 @@ TEST_CASE("finding 7: proxy copies stay off busy hardware queues", "[finding7][q
   runEach(w, {&oop, &ip, &oop, &ip, &oop, &ip});
 }
 
-// Finding 7 (hardware queues, too few): the kernels of the ranks sharing a GPU and their proxies
-// need a queue each; with fewer the build is refused, before anything is exchanged, naming
-// CUDA_DEVICE_MAX_CONNECTIONS (this case runs with CUDA_DEVICE_MAX_CONNECTIONS=4).
+// Finding 7 (hardware queues, too few): the kernels of the ranks sharing a GPU
+// and their proxies need a queue each; with fewer the build is refused, before
+// anything is exchanged, naming CUDA_DEVICE_MAX_CONNECTIONS (this case runs
+// with CUDA_DEVICE_MAX_CONNECTIONS=4).
 TEST_CASE("finding 7: too few hardware queues are refused", "[finding7-few-queues]") {
   GpuRanks w(4, 1 << 20);
   Collective oop = collective("allreduce_2node_n4_oop.json");

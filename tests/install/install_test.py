@@ -133,9 +133,10 @@ def main(argv):
                      "the interpreter's sys.path", env={k: v for k, v in env.items() if k != "PYTHONPATH"}).split("\n")
         if site not in looks:
             raise AssertionError(f"meson install put the package in {site}, which is not on the interpreter's sys.path")
-        # The installed package alone (not the source tree), with no MSCCL++ variable: it must find the
-        # staged library through its _install_paths module, and the runtime the staged default plans
-        # relative to its own file. An empty plan cache keeps this user's own plans out.
+        # The installed package alone (not the source tree), with no MSCCL++
+        # variable: it must find the staged library through its _install_paths
+        # module, and the runtime the staged default plans relative to its own
+        # file. An empty plan cache keeps this user's own plans out.
         penv = {k: v for k, v in env.items() if not k.startswith("MSCCLPP_") and k != "LD_LIBRARY_PATH"}
         penv.update(PYTHONPATH=os.path.dirname(packages[0]), PYTHONDONTWRITEBYTECODE="1",
                     MSCCLPP_CACHE_DIR=os.path.join(work, "empty-cache"))
@@ -156,8 +157,9 @@ def main(argv):
 
     @step("the staged tools, shim and replace-mode copy find the staged default plans from their own folders")
     def _plans_from_every_file():
-        # The plan layer is linked into libmscclpp.so, the shim (libdir), its replace-mode copy (libdir/mscclpp-nccl)
-        # and, statically, the tools (bindir): each must find <datadir>/mscclpp/plans relative to itself.
+        # The plan layer is linked into libmscclpp.so, the shim (libdir), its
+        # replace-mode copy (libdir/mscclpp-nccl) and, statically, the tools
+        # (bindir): each must find <datadir>/mscclpp/plans relative to itself.
         plans_dir = os.path.normpath(os.path.join(root, "share", "mscclpp", "plans"))
         expected = len([f for f in os.listdir(plans_dir) if f.endswith(".json")])
         clean = {k: v for k, v in env.items() if not k.startswith("MSCCLPP_") and k != "LD_LIBRARY_PATH"}
@@ -177,9 +179,9 @@ def main(argv):
     @step("the external Meson project finds mscclpp through pkg-config, builds and runs")
     def _meson_project():
         ext_build = os.path.join(work, "external-build")
-        # The project's own prefix must be the staged one: meson reads the .pc file as written (its
-        # prefix is the final one), so point pkg-config at the staged tree with a sysroot-like
-        # override of `prefix`.
+        # The project's own prefix must be the staged one: meson reads the .pc
+        # file as written (its prefix is the final one), so point pkg-config at
+        # the staged tree with a sysroot-like override of `prefix`.
         menv = dict(env)
         menv["PKG_CONFIG"] = os.path.join(work, "pkg-config-staged")
         with open(menv["PKG_CONFIG"], "w") as f:

@@ -96,8 +96,9 @@ double secondsSince(std::chrono::steady_clock::time_point t) {
 }
 
 struct Job {
-  // Held until the process ends: a survivor that failed in init must not look like a leaving or dead rank to the
-  // others while they still find out about the victim.
+  // Held until the process ends: a survivor that failed in init must not look
+  // like a leaving or dead rank to the others while they still find out about
+  // the victim.
   std::shared_ptr<TcpBootstrap> bootstrap;
   std::shared_ptr<Communicator> comm;
   std::unique_ptr<Executor> executor;
@@ -196,9 +197,10 @@ int scenarioKill(const std::string& path, int victim, int iterations) {
   const double timeout = t ? std::atof(t) : 0;
   // A dead peer is found by the bootstrap's liveness protocol, whatever the deadline of live waits.
   const double limit = timeout > 0 ? std::min(timeout * 1.5 + 3, 10.0) : 10.0;
-  // Collectives 0..K-1 are good. The victim dies once its collective K-1 returned; a peer may still
-  // be completing K-1 then (its last flush waits for the victim's acknowledgement), so a failure
-  // of K-1 is as right as one of K. Every other rank must fail by collective K, within the deadline.
+  // Collectives 0..K-1 are good. The victim dies once its collective K-1
+  // returned; a peer may still be completing K-1 then (its last flush waits for
+  // the victim's acknowledgement), so a failure of K-1 is as right as one of K.
+  // Every other rank must fail by collective K, within the deadline.
   for (int it = 0; it <= iterations; ++it) {
     if (it == iterations && gRank == victim) {
       std::fprintf(stderr, "exec_mp_worker rank %d: killing myself as collective %d starts\n", gRank, it);
@@ -225,8 +227,9 @@ int scenarioKill(const std::string& path, int victim, int iterations) {
   fail("kill: the collective succeeded although rank " + std::to_string(victim) + " was dead");
 }
 
-// Kills this process `delayUs` microseconds from now, on a thread of its own (the main thread goes on with the phase
-// it is in). The time of death goes to $MSCCLPP_FAULT_FILE first, for the others' time to error.
+// Kills this process `delayUs` microseconds from now, on a thread of its own
+// (the main thread goes on with the phase it is in). The time of death goes to
+// $MSCCLPP_FAULT_FILE first, for the others' time to error.
 void killSelfAfter(long delayUs) {
   std::thread([delayUs] {
     std::this_thread::sleep_for(std::chrono::microseconds(delayUs));
@@ -266,8 +269,9 @@ double secondsSinceDeath() {
   const std::string victimName = "rank " + std::to_string(victim);
   const bool named =
       m.find(victimName + " (host ") != std::string::npos || m.find(victimName + " at ") != std::string::npos;
-  // A victim killed before its hello reached the root never arrives: the root names it as missing; when it is
-  // rank 0, which hosts the root, the others cannot connect.
+  // A victim killed before its hello reached the root never arrives: the root
+  // names it as missing; when it is rank 0, which hosts the root, the others
+  // cannot connect.
   const bool neverArrived = e.code() == ErrorCode::Timeout && std::string(where) == "the rendezvous" &&
                             (m.find("ranks " + std::to_string(victim) + " (1 of ") != std::string::npos ||
                              (victim == 0 && m.find("cannot connect to the bootstrap root") != std::string::npos &&
@@ -294,8 +298,9 @@ double secondsSinceDeath() {
   job.executor.reset();
   job.comm.reset();
   const double teardown = secondsSince(t0);
-  // Stay until every survivor has its error (or 5 s): a survivor that exits at once would look dead to the others,
-  // which may still be waiting on it and would then rightly blame it instead of the victim.
+  // Stay until every survivor has its error (or 5 s): a survivor that exits at
+  // once would look dead to the others, which may still be waiting on it and
+  // would then rightly blame it instead of the victim.
   const std::string done = std::string(std::getenv("MSCCLPP_FAULT_FILE")) + ".survivor.";
   std::fclose(std::fopen((done + std::to_string(gRank)).c_str(), "w"));
   for (auto w = std::chrono::steady_clock::now(); secondsSince(w) < 5;) {
@@ -360,8 +365,9 @@ int scenarioFault(const std::string& path, int victim, const std::string& phase,
   return 0;
 }
 
-// Host B becomes unreachable (runtime_netns_run.sh --cut-link-after: its link goes down, nothing is closed) while
-// every rank runs collectives in a loop: each rank's call must fail within 10 s of the cut with RemoteError naming a
+// Host B becomes unreachable (runtime_netns_run.sh --cut-link-after: its link
+// goes down, nothing is closed) while every rank runs collectives in a loop:
+// each rank's call must fail within 10 s of the cut with RemoteError naming a
 // rank of the other host; every result before is checked.
 int scenarioUnreachable(const std::string& path) {
   Job job = join();
@@ -389,8 +395,9 @@ int scenarioUnreachable(const std::string& path) {
     clock_gettime(CLOCK_REALTIME, &now);
     return now.tv_sec + now.tv_nsec * 1e-9;
   };
-  // Calls go on until one fails; measured from the cut, whenever the script manages to make it (a
-  // loaded kernel may take long to take a link down), within the script's 80 s.
+  // Calls go on until one fails; measured from the cut, whenever the script
+  // manages to make it (a loaded kernel may take long to take a link down),
+  // within the script's 80 s.
   auto start = std::chrono::steady_clock::now();
   for (int it = 0; secondsSince(start) < 75; ++it) {
     if (it % 256 == 0) {
@@ -424,8 +431,9 @@ int scenarioUnreachable(const std::string& path) {
        std::string(cutTime() == 0 ? "never cut" : "cut less than 20 s ago"));
 }
 
-// A plan with load/store access between every pair of ranks: on ranks spread over hosts, every rank
-// must refuse it at context build (NotSupported, naming plan, channel and hosts) and nobody hangs.
+// A plan with load/store access between every pair of ranks: on ranks spread
+// over hosts, every rank must refuse it at context build (NotSupported, naming
+// plan, channel and hosts) and nobody hangs.
 int scenarioRefuse(const std::string& path) {
   Job job = join();
   plan::PlanPtr p = load(path);

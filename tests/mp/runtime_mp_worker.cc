@@ -193,8 +193,8 @@ void roundPortChannels(Mesh& m, ProxyService& proxy, std::vector<PortChannel>& c
   for (int p = 0; p < gSize; ++p) {
     if (p == gRank) continue;
     threads.emplace_back([&, p]() {
-      // The status forms with the proxy's failure flag: a proxy failure (peer gone) ends the waits at
-      // once; otherwise they end at MSCCLPP_TIMEOUT_S.
+      // The status forms with the proxy's failure flag: a proxy failure (peer
+      // gone) ends the waits at once; otherwise they end at MSCCLPP_TIMEOUT_S.
       PortChannelDeviceHandle ch = channels[p].deviceHandle();
       uint64_t deadline = deadlineAfter(ch.fifo_.timeoutNs);
       SpinStatus st = ch.putWithSignalAndFlush(ch.dst_, gRank * kBlockWords * 8, ch.src_, 0, kBlockWords * 8, deadline,

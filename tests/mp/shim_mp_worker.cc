@@ -255,9 +255,11 @@ void scenarioAbort(int rank, int nRanks) {
   const ncclUniqueId id = exchangeId(rank);
   ncclComm_t comm = nullptr;
   ncclResult_t r = ncclCommInitRank(&comm, nRanks, id, rank);
-  // The last rank vanishes, and the others abort, as soon as their own initialization returned: a rank still
-  // finishing its own then fails, naming the one that left without a goodbye (a dead peer fails the whole
-  // communicator, its initialization included). Either way abort must be prompt.
+  // The last rank vanishes, and the others abort, as soon as their own
+  // initialization returned: a rank still finishing its own then fails, naming
+  // the one that left without a goodbye (a dead peer fails the whole
+  // communicator, its initialization included). Either way abort must be
+  // prompt.
   EXPECT(r == ncclSuccess || (r == ncclRemoteError && std::string(ncclGetLastError(nullptr))
                                                               .find("closed its bootstrap connection without "
                                                                     "leaving") != std::string::npos),
@@ -382,8 +384,9 @@ size_t elemSize(ncclDataType_t t) {
 
 bool isFloat(ncclDataType_t t) { return t == ncclFloat16 || t == ncclFloat32 || t == ncclFloat64 || t == ncclBfloat16; }
 
-// Rank r's input element i for a reduction op: small integers whose reduction over up to 8 ranks stays exact
-// in every datatype tested (prod: 1s and 2s, at most 2^8; only used with 16-bit-or-wider types).
+// Rank r's input element i for a reduction op: small integers whose reduction
+// over up to 8 ranks stays exact in every datatype tested (prod: 1s and 2s, at
+// most 2^8; only used with 16-bit-or-wider types).
 double inputValue(ncclRedOp_t op, int r, size_t i) {
   switch (op) {
     case ncclProd:
@@ -425,8 +428,8 @@ struct PlanCase {
   int rank, nRanks;
 };
 
-// Checks that the call just made ran on a plan (or, when wantNccl, went to the real NCCL) and that out holds
-// ref(i) for i < count.
+// Checks that the call just made ran on a plan (or, when wantNccl, went to the
+// real NCCL) and that out holds ref(i) for i < count.
 template <class Ref>
 void checkResult(const PlanCase& pc, const char* what, const void* out, size_t count, ncclDataType_t t, bool wantNccl,
                  Ref ref) {
@@ -515,8 +518,9 @@ void planCollectives(PlanCase& pc, ncclDataType_t t, ncclRedOp_t op, size_t coun
                 [&](size_t e) { return reduceRef(op, t, n, e, 0); });
   }
 
-  // gather to the first and the last rank: part j of the root's output is rank j's input; the other ranks
-  // pass recvbuff = NULL (NCCL's in-place form exists on the root only)
+  // gather to the first and the last rank: part j of the root's output is rank
+  // j's input; the other ranks pass recvbuff = NULL (NCCL's in-place form
+  // exists on the root only)
   for (int root : {0, n - 1}) {
     pc.dbl->reset();
     void* send = inPlace && r == root ? b.data() + r * count * es : a.data();
@@ -526,8 +530,8 @@ void planCollectives(PlanCase& pc, ncclDataType_t t, ncclRedOp_t op, size_t coun
                 false, [&](size_t e) { return inputValue(op, static_cast<int>(e / count), e % count); });
   }
 
-  // scatter from the first and the last rank: my output is part r of the root's input; the other ranks pass
-  // sendbuff = NULL
+  // scatter from the first and the last rank: my output is part r of the root's
+  // input; the other ranks pass sendbuff = NULL
   for (int root : {0, n - 1}) {
     pc.dbl->reset();
     fill(a.data(), count * n, 0, root);
@@ -568,8 +572,10 @@ void scenarioPlans(int rank, int nRanks) {
                 [&](size_t e) { return reduceRef(ncclSum, ncclFloat32, nRanks, e, 0); });
   }
   {
-    // 3 floats (12 bytes: no whole number of the plans' 16-byte chunks): the plan runs on its padded geometry
-    // (each rank stages its parts, docs/plan-core.md "Any count"); then every collective at 13 int8 and 5 float16.
+    // 3 floats (12 bytes: no whole number of the plans' 16-byte chunks): the
+    // plan runs on its padded geometry (each rank stages its parts,
+    // docs/plan-core.md "Any count"); then every collective at 13 int8 and 5
+    // float16.
     float a[3] = {1, 2, 3}, b[3] = {0, 0, 0};
     d.reset();
     NCCL_OK(ncclAllReduce(a, b, 3, ncclFloat32, ncclSum, comm, nullptr));
@@ -635,9 +641,10 @@ void scenarioAgree(int rank, int nRanks) {
     fail("agree runs on 2 ranks");
     finish();
   }
-  // Rank 1's plan directory holds a copy of allreduce_ll_n2_oop broken in rank 0's part; rank 0's holds the good
-  // one (the first directory of MSCCLPP_PLAN_DIR). Rank 1 skips the plan (every rank's part is checked); without
-  // the agreement rank 0 would run it alone and the call would hang.
+  // Rank 1's plan directory holds a copy of allreduce_ll_n2_oop broken in rank
+  // 0's part; rank 0's holds the good one (the first directory of
+  // MSCCLPP_PLAN_DIR). Rank 1 skips the plan (every rank's part is checked);
+  // without the agreement rank 0 would run it alone and the call would hang.
   const char* dirs = std::getenv("MSCCLPP_PLAN_DIR");
   const std::string planDir = dirs ? std::string(dirs).substr(0, std::string(dirs).find(':')) : "";
   const std::string tmp = fmt("/tmp/mscclpp-agree-%d-%d", static_cast<int>(getppid()), rank);
@@ -723,8 +730,9 @@ ncclResult_t planAllReduce(PlanCase& pc, const char* what) {
   return r;
 }
 
-// Survivors meet here before they abort: one that aborts while another has not yet heard of the death would
-// look dead to it (an abort closes connections without a goodbye) and rightly be blamed instead of the victim.
+// Survivors meet here before they abort: one that aborts while another has not
+// yet heard of the death would look dead to it (an abort closes connections
+// without a goodbye) and rightly be blamed instead of the victim.
 void waitForSurvivors(int rank, int nSurvivors) {
   const char* dir = std::getenv("MSCCLPP_TEST_MARK_DIR");
   if (dir == nullptr) return;
@@ -825,8 +833,9 @@ void scenarioReregister(int rank, int nRanks) {
   PlanCase pc{&d, comm, rank, nRanks};
   NCCL_OK(planAllReduce(pc, "allreduce agreed by both ranks"));
   if (rank == 1) {
-    // A selector that keeps the registry's choice: the plan stays the same, but the registry changed, so this
-    // rank agrees on the next call's plan again while rank 0 runs its cached decision.
+    // A selector that keeps the registry's choice: the plan stays the same, but
+    // the registry changed, so this rank agrees on the next call's plan again
+    // while rank 0 runs its cached decision.
     EXPECT(mscclppPlanSetSelector(&keepOrder, nullptr) == 0, "mscclppPlanSetSelector failed: %s",
            mscclppGetLastError());
   }

@@ -1,6 +1,7 @@
-// The CPU backend across real processes: each rank is a forked process with its own TcpBootstrap,
-// Communicator and Executor, and ordinary malloc'd buffers; contexts are wired through host shared
-// memory exchanged over the bootstrap. Declared in tests/unit/executor/meson.build (suite mp).
+// The CPU backend across real processes: each rank is a forked process with its
+// own TcpBootstrap, Communicator and Executor, and ordinary malloc'd buffers;
+// contexts are wired through host shared memory exchanged over the bootstrap.
+// Declared in tests/unit/executor/meson.build (suite mp).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,8 +24,8 @@ using namespace mscclpp;
 
 namespace {
 
-// Forks n ranks running body(rank, bootstrap); returns their exit statuses. A rank exits 0 when
-// body returns true; it writes its failure to stderr.
+// Forks n ranks running body(rank, bootstrap); returns their exit statuses. A
+// rank exits 0 when body returns true; it writes its failure to stderr.
 std::vector<int> forkRanks(int n, const std::function<bool(int, std::shared_ptr<Bootstrap>)>& body, double timeout) {
   UniqueId id = TcpBootstrap::createUniqueId();
   std::vector<pid_t> pids;

@@ -1,6 +1,7 @@
-// The NCCL call path in real processes: N ranks of shim_mp_worker (an NCCL program linked against libnccl.so.2,
-// here the shim's replace-mode copy; or with LD_PRELOAD=libmscclpp_nccl.so) rendezvous through our bootstrap and
-// run each scenario; every rank must report "RESULT OK".
+// The NCCL call path in real processes: N ranks of shim_mp_worker (an NCCL
+// program linked against libnccl.so.2, here the shim's replace-mode copy; or
+// with LD_PRELOAD=libmscclpp_nccl.so) rendezvous through our bootstrap and run
+// each scenario; every rank must report "RESULT OK".
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>

@@ -1,9 +1,10 @@
-// The CUDA backend on a real GPU, ranks as threads of this process sharing GPU 0 (each with its own
-// non-blocking stream): every preset of plans/ and every plan of the reference corpus at its rank
-// count (2, 4, 8) checked against the emulator's reference; every dtype x op; back-to-back launches
-// with LL flags; CUDA-graph capture and replay; a call captured before its context exists; LL8; every
-// preset at counts that run padded (any count).
-// Exits 77 (a Meson skip) with a message when no CUDA device is visible.
+// The CUDA backend on a real GPU, ranks as threads of this process sharing GPU
+// 0 (each with its own non-blocking stream): every preset of plans/ and every
+// plan of the reference corpus at its rank count (2, 4, 8) checked against the
+// emulator's reference; every dtype x op; back-to-back launches with LL flags;
+// CUDA-graph capture and replay; a call captured before its context exists;
+// LL8; every preset at counts that run padded (any count). Exits 77 (a Meson
+// skip) with a message when no CUDA device is visible.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -22,8 +23,9 @@ namespace {
 std::string planDir() { return MSCCLPP_TEST_DEFAULT_PLANS; }
 std::string corpusDir() { return MSCCLPP_TEST_REFERENCE_PLANS; }
 
-// Corpus plans that cannot complete as written (tests/unit/executor/test_exec_corpus.cc proves it
-// on the CPU emulator), and one whose result depends on timing.
+// Corpus plans that cannot complete as written
+// (tests/unit/executor/test_exec_corpus.cc proves it on the CPU emulator), and
+// one whose result depends on timing.
 const std::map<std::string, std::string> kSkip = {
     {"ut_read_put_packet_test.json", "no op of any rank writes its LL packets"},
     {"ut_reduce_copy_packet_test.json", "no op of any rank writes its LL packets"},
@@ -38,8 +40,8 @@ const char* kRacy = "executor-tests-reduce_tbg.json";
 
 std::string baseName(const std::string& p) { return p.substr(p.find_last_of('/') + 1); }
 
-// One world per rank count, built once (communicator construction is collective and slow-ish).
-// main() destroys them before CUDA's own teardown at exit.
+// One world per rank count, built once (communicator construction is collective
+// and slow-ish). main() destroys them before CUDA's own teardown at exit.
 std::map<int, std::unique_ptr<GpuRanks>>& worlds() {
   static std::map<int, std::unique_ptr<GpuRanks>> w;
   return w;
@@ -94,8 +96,9 @@ TEST_CASE("GPU backend: every preset, ranks as threads on one GPU", "[gpu][prese
 }
 
 TEST_CASE("GPU backend: any count on every preset", "[gpu][anycount]") {
-  // docs/plan-core.md "Any count": the binding stages the call's parts at the plan's padded pitch
-  // (cudaMemcpy2DAsync in and out); only the call's bytes reach the user, checked against the reference.
+  // docs/plan-core.md "Any count": the binding stages the call's parts at the
+  // plan's padded pitch (cudaMemcpy2DAsync in and out); only the call's bytes
+  // reach the user, checked against the reference.
   auto files = jsonFiles(planDir());
   REQUIRE(files.size() > 10);
   Tally t;
@@ -230,8 +233,9 @@ TEST_CASE("GPU backend: capturing a call with no context is refused", "[gpu][gra
 }
 
 TEST_CASE("GPU backend: op lists in and out of shared memory", "[gpu][sanitize]") {
-  // Ranks do not wait on each other here, so this set also runs where a tool serialises kernels.
-  // Blocks copy (a thread block group of 3), reduce, and pack/unpack LL packets through scratch.
+  // Ranks do not wait on each other here, so this set also runs where a tool
+  // serialises kernels. Blocks copy (a thread block group of 3), reduce, and
+  // pack/unpack LL packets through scratch.
   const char* text = R"({"name": "one_rank_ops", "collective": "custom", "protocol": "LL", "inplace": false,
     "num_threads_per_block": 256, "buffer_alignment": 16,
     "gpus": [{"id": 0, "input_chunks": 4, "output_chunks": 4, "scratch_chunks": 1,

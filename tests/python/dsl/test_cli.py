@@ -20,8 +20,9 @@ def run_cli(*args, env=None):
 
 def test_compile_script_style(tmp_path):
     out = tmp_path / "plan.json"
-    # The program is a minimal one (no barrier before its puts into the peers' outputs): the verifier
-    # refutes it, so --no-verify (test_verify.py covers verification).
+    # The program is a minimal one (no barrier before its puts into the peers'
+    # outputs): the verifier refutes it, so --no-verify (test_verify.py covers
+    # verification).
     result = run_cli("compile", os.path.join(PROGRAMS, "script_style.py"), "--name", "ag", "--num_gpus", "3", "-o", str(out),
                      "--no-verify")
     assert result.returncode == 0, result.stderr

@@ -87,8 +87,9 @@ def test_loop_context_add_operation_puts_an_op_in_the_loop():
 
 # ---- names and signatures ----
 
-# The names programs take from MSCCL++'s star imports (its modules have no __all__, so they also
-# give what they import; its implementation classes are left out: docs/dsl-compiler.md).
+# The names programs take from MSCCL++'s star imports (its modules have no
+# __all__, so they also give what they import; its implementation classes are
+# left out: docs/dsl-compiler.md).
 UPSTREAM_STAR_NAMES = {
     "mscclpp.language": ["AlgoSpec", "ReplicationPolicy", "MSCCLPPProgram", "chunk", "rank", "Json", "Check"],
     "mscclpp.language.channel": [

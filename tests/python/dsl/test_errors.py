@@ -145,8 +145,9 @@ def test_wait_without_its_signal():
 
 
 def test_per_channel_pairing_only_warns_when_totals_balance():
-    # Two channels each way; rank 0 signals on #1 but rank 1 waits on #0: they never meet, but the
-    # totals per peer balance, which is all MSCCL++ checks: the plan is written, with a warning there.
+    # Two channels each way; rank 0 signals on #1 but rank 1 waits on #0: they
+    # never meet, but the totals per peer balance, which is all MSCCL++ checks:
+    # the plan is written, with a warning there.
     with program() as prog:
         forward = [MemoryChannel(1, 0), MemoryChannel(1, 0)]
         backward = [MemoryChannel(0, 1), MemoryChannel(0, 1)]

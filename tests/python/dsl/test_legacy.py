@@ -110,8 +110,9 @@ def test_json_prints_the_plan_and_check_says_it_is_right(capsys):
 
 
 def test_check_reports_a_wrong_result(capsys):
-    # The duplicated policy gives each instance a contiguous half of every buffer, which mixes up
-    # the peers' all-to-all blocks: Check() says so, as the emulator does.
+    # The duplicated policy gives each instance a contiguous half of every
+    # buffer, which mixes up the peers' all-to-all blocks: Check() says so, as
+    # the emulator does.
     with MSCCLPPProgram("a2a", AllToAll(2, 1, False), 2, 2) as program:
         for r in range(2):
             chunk(r, Buffer.input, r).copy(r, Buffer.output, r, sendtb=0)
@@ -173,8 +174,9 @@ def test_in_place_references_name_the_buffer_they_alias():
 
 @pytest.mark.parametrize("policy,indexes", [(None, [1, 3, 5]), (ReplicationPolicy.interleaved, [3, 4, 5])])
 def test_instances_replicate_as_the_legacy_compiler(policy, indexes):
-    # duplicated (the default): instance k works on block k (index + k*chunks); interleaved:
-    # index*instances + k*size. Threadblock t of instance k is t*instances + k.
+    # duplicated (the default): instance k works on block k (index + k*chunks);
+    # interleaved: index*instances + k*size. Threadblock t of instance k is
+    # t*instances + k.
     kwargs = {} if policy is None else {"replication_policy": policy}
     with MSCCLPPProgram("rep", AllReduce(2, 2, False), 2, 3, **kwargs) as program:
         chunk(0, Buffer.input, 1).copy(0, Buffer.output, 1, sendtb=1)
@@ -185,9 +187,10 @@ def test_instances_replicate_as_the_legacy_compiler(policy, indexes):
 
 
 def test_channels_pair_as_in_legacy_plans():
-    # A rank keeps one channel per (local buffer, remote buffer, type, threadblock, peer); both sides
-    # number them in that order, so the signal on rank 0's (input, output) channel of threadblock 1
-    # meets the wait rank 1 does on its (input, output) channel, whatever threadblock that is in.
+    # A rank keeps one channel per (local buffer, remote buffer, type,
+    # threadblock, peer); both sides number them in that order, so the signal on
+    # rank 0's (input, output) channel of threadblock 1 meets the wait rank 1
+    # does on its (input, output) channel, whatever threadblock that is in.
     with MSCCLPPProgram("pairs", AllGather(2, 1, False), 2, 1) as program:
         for r, tb in ((0, 1), (1, 3)):
             peer = 1 - r
@@ -203,9 +206,10 @@ def test_channels_pair_as_in_legacy_plans():
 
 
 def test_a_misnamed_wait_channel_is_a_pairing_error():
-    # The legacy compiler keys a wait's channel (signaller's buffer, waiter's buffer): naming the
-    # wrong buffer puts rank 1's wait on a second channel, which rank 0 does not have, so the wait
-    # never meets the signal (made on the channel of rank 0's put).
+    # The legacy compiler keys a wait's channel (signaller's buffer, waiter's
+    # buffer): naming the wrong buffer puts rank 1's wait on a second channel,
+    # which rank 0 does not have, so the wait never meets the signal (made on
+    # the channel of rank 0's put).
     with MSCCLPPProgram("bad", AllGather(2, 1, False), 2, 1) as program:
         for r in range(2):
             chunk(r, Buffer.input, 0).put(1 - r, Buffer.output, r, sendtb=0)

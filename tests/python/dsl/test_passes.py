@@ -305,8 +305,8 @@ def test_pipeline_body_is_fused_and_synced():
     pipeline = tb["ops"][0]
     assert pipeline["iter_context"] == {"unit_size": 4096, "num_chunks": 2}
     assert [o["name"] for o in pipeline["ops"]] == ["copy", "nop", "signal", "wait", "nop"]
-    # the copy after the loop reads what the loop wrote: a nop (the body ends with one, but the
-    # dependency pass treats the pipeline as one op)
+    # the copy after the loop reads what the loop wrote: a nop (the body ends
+    # with one, but the dependency pass treats the pipeline as one op)
     assert [o["name"] for o in tb["ops"]] == ["pipeline", "nop", "copy"]
 
 

@@ -38,8 +38,9 @@ def test_customized_comm_two_ranks_with_the_jit_plan(tmp_path):
 
 @requires_runtime
 def test_customized_comm_four_ranks_with_the_default_plans():
-    # The default plans include nvls-tagged ones too; the plan the example registers comes first among
-    # the candidates, so the seed's selector (the first nvls-tagged candidate) takes it.
+    # The default plans include nvls-tagged ones too; the plan the example
+    # registers comes first among the candidates, so the seed's selector (the
+    # first nvls-tagged candidate) takes it.
     done = run_example(["--nranks", "4"])
     assert done.returncode == 0, done.stderr[-3000:]
     assert correct_ranks(done.stdout) == [0, 1, 2, 3]

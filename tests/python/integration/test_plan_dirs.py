@@ -57,8 +57,9 @@ def test_default_dirs_agree_and_install_fills_them(tmp_path):
 
 @requires_runtime
 def test_a_relatively_loaded_runtime_gives_absolute_dirs(tmp_path):
-    # The loader names such a library by the relative path it was opened with: both sides make it absolute, so
-    # the directories do not change meaning when the process changes its working folder.
+    # The loader names such a library by the relative path it was opened with:
+    # both sides make it absolute, so the directories do not change meaning when
+    # the process changes its working folder.
     cache = tmp_path / "cache"
     result, scanned = run_logged(tmp_path, cwd=os.path.dirname(LIBRARY), MSCCLPP_PLAN_DIR="",
                                  MSCCLPP_CACHE_DIR=str(cache), MSCCLPP_LIBRARY="./" + os.path.basename(LIBRARY))

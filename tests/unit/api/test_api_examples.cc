@@ -1,5 +1,6 @@
-// The seed 003 examples (examples/*.hpp), run with ranks as threads of this process on the CPU
-// backend. Each rank's data is compared here with values computed independently of the examples.
+// The seed 003 examples (examples/*.hpp), run with ranks as threads of this
+// process on the CPU backend. Each rank's data is compared here with values
+// computed independently of the examples.
 #include <catch2/catch.hpp>
 
 #include "../bootstrap/rank_threads.hpp"

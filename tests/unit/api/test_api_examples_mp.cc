@@ -1,5 +1,6 @@
-// The example programs themselves (examples/*.cu as built): ranks as threads of one process, and
-// ranks as processes joining one rendezvous, on the CPU backend; their exact output and exit status.
+// The example programs themselves (examples/*.cu as built): ranks as threads of
+// one process, and ranks as processes joining one rendezvous, on the CPU
+// backend; their exact output and exit status.
 #include <catch2/catch.hpp>
 
 #include "example_process.hpp"

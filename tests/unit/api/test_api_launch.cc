@@ -1,5 +1,5 @@
-// launchKernel on the CPU backend (mscclpp/host_launch.hpp) and the grid barrier DeviceSyncer that
-// kernels launched with it use.
+// launchKernel on the CPU backend (mscclpp/host_launch.hpp) and the grid
+// barrier DeviceSyncer that kernels launched with it use.
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <vector>
@@ -11,8 +11,8 @@ using mscclpp::test::kMs;
 
 namespace {
 
-// Records each block's position, then waits (bounded) until every block has arrived: this only
-// finishes when the blocks really run at the same time.
+// Records each block's position, then waits (bounded) until every block has
+// arrived: this only finishes when the blocks really run at the same time.
 struct PositionKernel {
   uint32_t* blockSeen;  // [block] = blockIndex() + 1
   uint32_t* shape;      // [block * 3 + ...] = gridBlocks(), threadIndex(), blockThreads()

@@ -1,6 +1,7 @@
-// Every method of the memory channel's device handle (SmChannelDeviceHandle), driven by host
-// threads as the CPU backend drives it: copies at any offset/size/thread split, read/write,
-// signal/wait with acquire/release, relaxed variants, poll, timeouts and aborts, LL packets.
+// Every method of the memory channel's device handle (SmChannelDeviceHandle),
+// driven by host threads as the CPU backend drives it: copies at any
+// offset/size/thread split, read/write, signal/wait with acquire/release,
+// relaxed variants, poll, timeouts and aborts, LL packets.
 #include <catch2/catch.hpp>
 #include <cstring>
 
@@ -18,8 +19,8 @@ TEST_CASE("memory channel copies any byte range with any thread split", "[api][m
   for (int i = 0; i < 4096; ++i) src[i] = static_cast<unsigned char>(i * 3 + 1);
   CHECK(h0.src_ == s->buf(0));
   CHECK(h0.packetBuffer_ == s->packetBuffer(0));
-  // dst_ is this process's mapping of rank 1's shared memory (its own mapping even when ranks are
-  // threads): a store through it lands in rank 1's buffer.
+  // dst_ is this process's mapping of rank 1's shared memory (its own mapping
+  // even when ranks are threads): a store through it lands in rank 1's buffer.
   static_cast<uint64_t*>(h0.dst_)[4095] = 0x5eed;
   CHECK(s->buf(1)[4095] == 0x5eed);
   s->buf(1)[4095] = 0;
@@ -91,8 +92,9 @@ TEST_CASE("memory channel: every signal and wait form counts signals", "[api][me
 TEST_CASE("memory channel: timed waits return, convenience waits throw", "[api][memory_channel]") {
   auto s = test::makeMemoryChannelPair();
   SmChannelDeviceHandle h1 = s->channels[1].deviceHandle();
-  // Nobody signals: each wait below gives up. (After a failed wait the counters no longer match:
-  // a real program tears the channel down; the test only checks how each wait ends.)
+  // Nobody signals: each wait below gives up. (After a failed wait the counters
+  // no longer match: a real program tears the channel down; the test only
+  // checks how each wait ends.)
   CHECK(h1.waitFor(20 * kMs) == SpinStatus::Timeout);
   CHECK(h1.wait(deadlineAfter(20 * kMs), nullptr) == SpinStatus::Timeout);
   uint32_t abortFlag = 1;
@@ -118,8 +120,8 @@ TEST_CASE("memory channel: a signal publishes the puts before it", "[api][memory
   runRanks(2, [&](int r) {
     SmChannelDeviceHandle h = s->channels[r].deviceHandle();
     uint64_t* mine = s->buf(r);
-    // Rank 0 starts. Each round: write 64 words (the round number) into the peer, signal, wait for
-    // the peer's answer and check all of it arrived.
+    // Rank 0 starts. Each round: write 64 words (the round number) into the
+    // peer, signal, wait for the peer's answer and check all of it arrived.
     for (int round = 0; round < rounds; ++round) {
       bool myTurn = (round % 2) == r;
       if (myTurn) {

@@ -1,6 +1,7 @@
-// Every method of the port channel's device handle (ProxyChannelDeviceHandle) against a running
-// ProxyService, over shared memory and TCP: put in its three forms, signal, putWithSignal,
-// putWithSignalAndFlush, flush, wait, poll, and how each ends when it cannot complete.
+// Every method of the port channel's device handle (ProxyChannelDeviceHandle)
+// against a running ProxyService, over shared memory and TCP: put in its three
+// forms, signal, putWithSignal, putWithSignalAndFlush, flush, wait, poll, and
+// how each ends when it cannot complete.
 #include <catch2/catch.hpp>
 
 #include "api_test_util.hpp"

@@ -1,6 +1,7 @@
-// The public API's shape: the seed's spellings (SmChannel, ProxyChannel, DeviceHandle<T>), handles
-// that can be copied to a device as bytes, a communicator from a unique id or from an existing
-// bootstrap, connections over each transport, and switch channels driven by a launched kernel.
+// The public API's shape: the seed's spellings (SmChannel, ProxyChannel,
+// DeviceHandle<T>), handles that can be copied to a device as bytes, a
+// communicator from a unique id or from an existing bootstrap, connections over
+// each transport, and switch channels driven by a launched kernel.
 #include <catch2/catch.hpp>
 #include <type_traits>
 

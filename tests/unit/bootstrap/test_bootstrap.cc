@@ -1,5 +1,5 @@
-// Bootstrap semantics, run over both implementations (TCP sockets and in-process mailboxes) with
-// ranks as threads.
+// Bootstrap semantics, run over both implementations (TCP sockets and
+// in-process mailboxes) with ranks as threads.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>

@@ -1,5 +1,6 @@
-// Faults: strangers and garbage on the bootstrap ports, ranks that never arrive, peers that leave,
-// abort. Each must end in a precise error (or no effect at all) within the deadline.
+// Faults: strangers and garbage on the bootstrap ports, ranks that never
+// arrive, peers that leave, abort. Each must end in a precise error (or no
+// effect at all) within the deadline.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>

@@ -1,7 +1,9 @@
-// Every C entry point of MSCCL++ (the functions mscclpp/status.h, plan_api.h and mscclpp_c.h declare) called
-// with bad input: it returns the documented mscclppStatus, its message goes to errBuf and to
-// mscclppGetLastError(), and no exception escapes (the calls would end the test otherwise). The list of entry
-// points is read from the headers, so an entry point added without a case here fails the test.
+// Every C entry point of MSCCL++ (the functions mscclpp/status.h, plan_api.h
+// and mscclpp_c.h declare) called with bad input: it returns the documented
+// mscclppStatus, its message goes to errBuf and to mscclppGetLastError(), and
+// no exception escapes (the calls would end the test otherwise). The list of
+// entry points is read from the headers, so an entry point added without a case
+// here fails the test.
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstring>
@@ -74,8 +76,9 @@ mscclppPlanRequest badRequest() {
   return r;
 }
 
-// One bad call per entry point that can fail. Functions that cannot fail (versions, status names, the last
-// error itself) are checked in their own test cases below and listed in kCannotFail.
+// One bad call per entry point that can fail. Functions that cannot fail
+// (versions, status names, the last error itself) are checked in their own test
+// cases below and listed in kCannotFail.
 std::map<std::string, Case> badCalls() {
   static mscclppPlanRequest request;  // outlives the calls
   request = badRequest();

@@ -1,5 +1,6 @@
-// The one guard of the C APIs (runtime/capi/guard.hpp): every kind of exception becomes a status, a message in
-// errBuf and the thread's last error; nothing escapes.
+// The one guard of the C APIs (runtime/capi/guard.hpp): every kind of exception
+// becomes a status, a message in errBuf and the thread's last error; nothing
+// escapes.
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <new>

@@ -1,5 +1,5 @@
-// Semaphores and channels built on real connections, with their device handles driven by host
-// threads (the CPU backend's stand-in for GPU threads).
+// Semaphores and channels built on real connections, with their device handles
+// driven by host threads (the CPU backend's stand-in for GPU threads).
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <set>

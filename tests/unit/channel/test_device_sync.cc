@@ -1,5 +1,5 @@
-// The public device headers on host threads: semaphores, memory channels, the grid barrier,
-// switch-channel emulation and the bounded spin.
+// The public device headers on host threads: semaphores, memory channels, the
+// grid barrier, switch-channel emulation and the bounded spin.
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <thread>

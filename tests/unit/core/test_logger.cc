@@ -27,8 +27,8 @@ std::string readFile(const std::string& path) {
 const char* const kLogVariables[] = {"MSCCLPP_DEBUG", "MSCCLPP_DEBUG_SUBSYS", "MSCCLPP_DEBUG_FILE",
                                      "NCCL_DEBUG",    "NCCL_DEBUG_SUBSYS",    "NCCL_DEBUG_FILE"};
 
-// Sets the logging variables for one test (nullptr unsets) and reloads the logger; restores all
-// of them (unset) and reloads again at the end.
+// Sets the logging variables for one test (nullptr unsets) and reloads the
+// logger; restores all of them (unset) and reloads again at the end.
 struct LoggingVariables {
   LoggingVariables() : LoggingVariables({{"MSCCLPP_DEBUG", ""}}) {}
   explicit LoggingVariables(std::initializer_list<std::pair<const char*, const char*>> values) {
@@ -183,8 +183,9 @@ TEST_CASE("NCCL_DEBUG=ABORT logs as INFO and aborts at a warning", "[logger]") {
   if (child == 0) {
     const struct rlimit noCore = {0, 0};
     setrlimit(RLIMIT_CORE, &noCore);  // the abort is expected: no core file
-    // Catch2's handler would report the child's SIGABRT as a failure and write a second JUnit document into the
-    // parent's report file: the child dies of the signal without it.
+    // Catch2's handler would report the child's SIGABRT as a failure and write
+    // a second JUnit document into the parent's report file: the child dies of
+    // the signal without it.
     std::signal(SIGABRT, SIG_DFL);
     MSCCLPP_WARN(LogExec, "the warning that aborts");
     _exit(0);  // not reached when the warning aborts

@@ -1,7 +1,9 @@
-// Any count on plans (docs/plan-core.md, "Sizing"): every default plan serves every element count,
-// the counts that do not fit its chunks on the padded geometry. Through the public Executor on the
-// CPU backend (ranks as threads), every datatype, checked against the emulator's reference (inputs
-// whose reductions are exact in every type, so results are independent of the reduction order).
+// Any count on plans (docs/plan-core.md, "Sizing"): every default plan serves
+// every element count, the counts that do not fit its chunks on the padded
+// geometry. Through the public Executor on the CPU backend (ranks as threads),
+// every datatype, checked against the emulator's reference (inputs whose
+// reductions are exact in every type, so results are independent of the
+// reduction order).
 #include <dirent.h>
 #include <catch2/catch.hpp>
 
@@ -64,8 +66,9 @@ std::vector<uint64_t> countsFor(uint64_t unit, uint64_t dense) {
   return {c.begin(), c.end()};
 }
 
-// The dense sweep's N: 67 (past four 16-byte chunks of one-byte elements, and the padded unit of every 2- and
-// 4-rank default plan for 4- and 8-byte elements); MSCCLPP_TEST_ANY_COUNT_N overrides it (a longer sweep by hand).
+// The dense sweep's N: 67 (past four 16-byte chunks of one-byte elements, and
+// the padded unit of every 2- and 4-rank default plan for 4- and 8-byte
+// elements); MSCCLPP_TEST_ANY_COUNT_N overrides it (a longer sweep by hand).
 uint64_t denseCount() {
   const char* v = std::getenv("MSCCLPP_TEST_ANY_COUNT_N");
   return v != nullptr && std::atoi(v) > 0 ? static_cast<uint64_t>(std::atoi(v)) : 67;
@@ -84,8 +87,9 @@ struct Totals {
   uint64_t calls = 0;
 };
 
-// Runs every (dtype, count) on every rank of the plan; each rank checks its own output against the
-// reference computed from every rank's (deterministic) input.
+// Runs every (dtype, count) on every rank of the plan; each rank checks its own
+// output against the reference computed from every rank's (deterministic)
+// input.
 void runPlan(const plan::PlanPtr& p, const std::vector<DataType>& dtypes, uint64_t dense, Totals* totals) {
   const int n = static_cast<int>(p->ranks.size());
   const plan::PlanHeader& h = p->header;
@@ -161,8 +165,9 @@ TEST_CASE("any count: every default plan and dtype near aligned sizes", "[exec][
 }
 
 TEST_CASE("any count: counts 1..67 on every default plan", "[exec][anycount]") {
-  // Every count up to N on every plan; plan i runs datatype i mod 12, so each datatype sweeps ~14 plans of every
-  // kind (the geometry depends on the element size, the arithmetic on the type: the case above has every pair).
+  // Every count up to N on every plan; plan i runs datatype i mod 12, so each
+  // datatype sweeps ~14 plans of every kind (the geometry depends on the
+  // element size, the arithmetic on the type: the case above has every pair).
   auto files = defaultPlans();
   Totals totals;
   for (size_t i = 0; i < files.size(); ++i) {
@@ -193,8 +198,9 @@ TEST_CASE("any count: counts 1..N across two padded geometries", "[exec][anycoun
 }
 
 TEST_CASE("any count: a padded call touches only the call's bytes", "[exec][anycount]") {
-  // An in-place allgather of 3 floats per rank on a plan of 16-byte-aligned chunks: the parts run
-  // padded, the bytes after the receive buffer and the send buffer stay untouched.
+  // An in-place allgather of 3 floats per rank on a plan of 16-byte-aligned
+  // chunks: the parts run padded, the bytes after the receive buffer and the
+  // send buffer stay untouched.
   const int n = 4;
   plan::PlanPtr p = plan::loadPlanFile(defaultPlanDir() + "/allgather_ll_n4_oop.json");
   auto wiring = std::make_shared<exec::LocalWorldWiring>(n);

@@ -1,7 +1,8 @@
-// The CUDA backend's decisions that need no GPU: launch configuration and residency arithmetic over
-// mocked device properties, how a call's buffers bind to a plan (zero-copy or staged) and which
-// calls share a context, the device image's layout and relocation, the topology of ranks, the
-// context cache, and the "no device" paths of the Executor. Runs in every build (CPU-only too).
+// The CUDA backend's decisions that need no GPU: launch configuration and
+// residency arithmetic over mocked device properties, how a call's buffers bind
+// to a plan (zero-copy or staged) and which calls share a context, the device
+// image's layout and relocation, the topology of ranks, the context cache, and
+// the "no device" paths of the Executor. Runs in every build (CPU-only too).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -247,8 +248,8 @@ TEST_CASE("CUDA binding: out-of-place plans use the user's buffers", "[exec][cud
   CHECK(b.output.user == recv.data());
   CHECK(contains(b.why, "premulsum"));
 
-  // An in-place call on an out-of-place plan: the input is staged (the plan may read it after
-  // writing the output).
+  // An in-place call on an out-of-place plan: the input is staged (the plan may
+  // read it after writing the output).
   b = bindCall(request(p, 0, recv.data(), recv.data(), 1024, 1024));
   CHECK(b.input.staged);
   CHECK(b.preSrc == recv.data());
@@ -563,8 +564,8 @@ TEST_CASE("CUDA image: one relocated block, mutable state last", "[exec][cuda]")
   CHECK(inImage<ResolvedRef>(img, blocks[0].refs)[4].base == h.input);
   CHECK(inImage<uint32_t>(img, blocks[1].ids)[1] == 9);
 
-  // Channel handles: the expected counters moved into the mutable section with their values; the
-  // shared counters (ours and the peer's) kept.
+  // Channel handles: the expected counters moved into the mutable section with
+  // their values; the shared counters (ours and the peer's) kept.
   const MemoryChannelDeviceHandle& mem = *inImage<MemoryChannelDeviceHandle>(img, ctx.memoryChannels);
   CHECK(mem.semaphore_.inboundCounter == &h.myCounter);
   CHECK(mem.semaphore_.outboundCounter == &h.peerCounter);
@@ -789,9 +790,10 @@ TEST_CASE("CUDA without a device: clear errors; CPU comms stay on CPU", "[exec][
     WARN("a CUDA device is visible: the no-device paths are checked on machines without one");
     return;
   }
-  // A CPU-only build has no device code at all; a CUDA build has it but no device to launch on.
-  // A CUDA build has the types of gpu_types: the dispatch must reach each of their kernels (a
-  // missing one means the linker left its translation unit out of the static library).
+  // A CPU-only build has no device code at all; a CUDA build has it but no
+  // device to launch on. A CUDA build has the types of gpu_types: the dispatch
+  // must reach each of their kernels (a missing one means the linker left its
+  // translation unit out of the static library).
   const std::string compiled = std::string(",") + MSCCLPP_TEST_GPU_TYPES + ",";
 #define MSCCLPP_X(E, T, S) CHECK(gpuHasDtype(DataType::E) == (compiled.find("," #S ",") != std::string::npos));
   MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)

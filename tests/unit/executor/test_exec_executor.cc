@@ -1,6 +1,6 @@
-// The public Executor on the CPU backend: ranks as threads, wired by the emulator's shared world
-// and by a real Communicator (in-process bootstrap, host shared memory). User buffers are plain
-// malloc'd memory of each rank.
+// The public Executor on the CPU backend: ranks as threads, wired by the
+// emulator's shared world and by a real Communicator (in-process bootstrap,
+// host shared memory). User buffers are plain malloc'd memory of each rank.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
@@ -91,8 +91,9 @@ TEST_CASE("Executor: out-of-place allreduce on an in-place plan", "[exec][execut
       }
     }
   }
-  // One context per rank and op: the call's datatype and op are part of a context's identity, so that ranks
-  // calling with different ones never share a context (the call monitor then finds the mismatch).
+  // One context per rank and op: the call's datatype and op are part of a
+  // context's identity, so that ranks calling with different ones never share a
+  // context (the call monitor then finds the mismatch).
   for (int r = 0; r < n; ++r) REQUIRE(ex[r]->contextCount() == 4);
 }
 
@@ -152,8 +153,9 @@ TEST_CASE("Executor: gather, scatter on every root, null buffers off it", "[exec
         std::vector<float> v = values(k, per);
         for (size_t i = 0; i < per; ++i) REQUIRE(all[k * per + i] == v[i]);
       }
-      // Scatter: part r of the root's input reaches rank r; the others pass no send buffer, or (odd
-      // ranks) a pointer to fewer bytes than the call names, which NCCL allows and we must not read.
+      // Scatter: part r of the root's input reaches rank r; the others pass no
+      // send buffer, or (odd ranks) a pointer to fewer bytes than the call
+      // names, which NCCL allows and we must not read.
       auto scatter = preset(("scatter_put_n4_" + flavour).c_str());
       std::vector<float> src(per * n);
       for (int k = 0; k < n; ++k) {
@@ -288,8 +290,8 @@ TEST_CASE("Executor over a Communicator on host shared memory", "[exec][executor
 }
 
 TEST_CASE("Executor::abort stops a waiting launch and later calls", "[exec][executor][abort]") {
-  // Rank 0 runs alone, so its launch waits for rank 1's signals until MSCCLPP_TIMEOUT_S (60 s in
-  // the test environment) unless abort() stops it.
+  // Rank 0 runs alone, so its launch waits for rank 1's signals until
+  // MSCCLPP_TIMEOUT_S (60 s in the test environment) unless abort() stops it.
   const int n = 2;
   auto plan = preset("allreduce_ll_n2_ip.json");
   auto wiring = std::make_shared<exec::LocalWorldWiring>(n);
@@ -321,8 +323,9 @@ TEST_CASE("Executor::abort stops a waiting launch and later calls", "[exec][exec
                     Catch::Contains("rank 0: the executor was aborted"));
 }
 
-// The shim asks this before running a group's calls on one thread (docs/nccl-shim.md): a call that
-// would build its context must not wait for ranks the same thread has not reached yet.
+// The shim asks this before running a group's calls on one thread
+// (docs/nccl-shim.md): a call that would build its context must not wait for
+// ranks the same thread has not reached yet.
 TEST_CASE("Executor: wouldBuildContext reads the context cache", "[exec][executor]") {
   const int n = 2;
   auto plan = preset("allreduce_ll_n2_oop.json");
@@ -348,8 +351,9 @@ TEST_CASE("Executor: wouldBuildContext reads the context cache", "[exec][executo
 
 namespace {
 
-// Two ranks of a Communicator over an in-process bootstrap, each with its Executor, and a first call that both make
-// (their contexts exist, so the next call goes straight to a launch).
+// Two ranks of a Communicator over an in-process bootstrap, each with its
+// Executor, and a first call that both make (their contexts exist, so the next
+// call goes straight to a launch).
 struct TwoRanks {
   std::vector<std::shared_ptr<InProcessBootstrap>> bootstraps;
   std::vector<std::shared_ptr<Communicator>> comms;

@@ -1,6 +1,7 @@
-// Plans that are wrong, and the errors that say so: a missing wait (wrong result), a wait nobody
-// signals and a wait cycle (diagnosed deadlock within a short deadline, message checked), a
-// corrupted packet flag, and calls a plan cannot serve.
+// Plans that are wrong, and the errors that say so: a missing wait (wrong
+// result), a wait nobody signals and a wait cycle (diagnosed deadlock within a
+// short deadline, message checked), a corrupted packet flag, and calls a plan
+// cannot serve.
 #include <catch2/catch.hpp>
 
 #include "core/format.hpp"

@@ -1,7 +1,9 @@
-// A call the executor declines is a value (Executor::tryExecute returns the refusal, nullopt when the call ran),
-// decided before any rank exchanged anything; Executor::execute throws the same text as Error(NotSupported). Each
-// refusing check is one function returning the reason, and its throwing form gives the same message. Real failures
-// (bad arguments) stay exceptions on both paths.
+// A call the executor declines is a value (Executor::tryExecute returns the
+// refusal, nullopt when the call ran), decided before any rank exchanged
+// anything; Executor::execute throws the same text as Error(NotSupported). Each
+// refusing check is one function returning the reason, and its throwing form
+// gives the same message. Real failures (bad arguments) stay exceptions on both
+// paths.
 #include <catch2/catch.hpp>
 #include <functional>
 #include <memory>
@@ -109,8 +111,9 @@ TEST_CASE("tryExecute returns refusals; execute throws NotSupported", "[exec][re
   for (int r = 0; r < n; ++r) ex.push_back(std::make_unique<Executor>(wiring, Backend::Cpu));
   std::vector<std::vector<float>> buf(n, std::vector<float>(100, 1.0f));
 
-  // Each refusal: returned without an exception, the same text execute() throws, and nothing built (no rank
-  // started the collective build: the refusing rank returns alone, no peer needed).
+  // Each refusal: returned without an exception, the same text execute()
+  // throws, and nothing built (no rank started the collective build: the
+  // refusing rank returns alone, no peer needed).
   auto expectRefusal = [&](const plan::PlanPtr& p, size_t bytes, ReduceOp op, const char* reason) {
     std::optional<std::string> r;
     REQUIRE_NOTHROW(r = ex[0]->tryExecute(0, buf[0].data(), buf[0].data(), bytes, bytes, DataType::Float32, p, nullptr,

@@ -1,5 +1,6 @@
-// Bad input never crashes or hangs the loader: truncated and corrupted text, huge files, paths that are
-// not plan files, unreadable files, bad MSCCLPP_PLAN_MAX_BYTES values.
+// Bad input never crashes or hangs the loader: truncated and corrupted text,
+// huge files, paths that are not plan files, unreadable files, bad
+// MSCCLPP_PLAN_MAX_BYTES values.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
-// The C API (mscclpp/plan_api.h) over the process-wide registry: status codes, messages, errBuf
-// truncation, info, selection and the selector.
+// The C API (mscclpp/plan_api.h) over the process-wide registry: status codes,
+// messages, errBuf truncation, info, selection and the selector.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>

@@ -1,5 +1,6 @@
-// Every plan of the MSCCL++ reference corpus (tests/data/reference-plans) loads and validates, per rank
-// and in full, and the MSCCL++-specific spellings are read as documented.
+// Every plan of the MSCCL++ reference corpus (tests/data/reference-plans) loads
+// and validates, per rank and in full, and the MSCCL++-specific spellings are
+// read as documented.
 #include <catch2/catch.hpp>
 #include <cstring>
 
@@ -91,8 +92,9 @@ TEST_CASE("MSCCL++ spellings: buff, unfused glre, ranked local refs", "[plan][co
 
 TEST_CASE("threadblock channel lists map to rank-level channels", "[plan][corpus]") {
   PlanPtr plan = loadPlanFile(corpus("generated/sn_allreduce_pkt_8.json"));
-  // threadblock 1 of rank 0 lists remote buffers [1, 0, 2, ...]; its respkt's dst[1] says buffer_id 1
-  // (rank-level 0, rank 1's scratch) and dst[2] buffer_id 0 (rank-level 1, rank 2's scratch).
+  // threadblock 1 of rank 0 lists remote buffers [1, 0, 2, ...]; its respkt's
+  // dst[1] says buffer_id 1 (rank-level 0, rank 1's scratch) and dst[2]
+  // buffer_id 0 (rank-level 1, rank 2's scratch).
   const auto& tb = plan->ranks[0].threadblocks[1];
   const Op& respkt = tb.ops[1];
   REQUIRE(respkt.type == OpType::ReduceSendPackets);

@@ -27,8 +27,9 @@ json rref(int id, int index, int size = 1) { return {{"buffer_id", id}, {"index"
 const std::function<json()> S = plantest::simplePlan;
 const std::function<json()> P = plantest::packetPlan;
 
-// 3 ranks; rank 0 has port channels to ranks 1 and 2 and their output buffers as port-reachable remote
-// buffers; its threadblock lists port channels [0, 1] and remote buffers [0, 1].
+// 3 ranks; rank 0 has port channels to ranks 1 and 2 and their output buffers
+// as port-reachable remote buffers; its threadblock lists port channels [0, 1]
+// and remote buffers [0, 1].
 json threeRankPort() {
   json j = plantest::minimalPlan("three", "custom", 3, 1, 1, false);
   g(j, 0)["channels"] = json::array({{{"channel_type", "port"}, {"connected_to", {1, 2}}}});

@@ -1,5 +1,5 @@
-// Valid plans load into the model with every reference resolved; onlyRank and summaries agree with the
-// full load.
+// Valid plans load into the model with every reference resolved; onlyRank and
+// summaries agree with the full load.
 #include <catch2/catch.hpp>
 
 #include "plan/plan_loader.hpp"

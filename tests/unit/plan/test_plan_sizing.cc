@@ -188,8 +188,9 @@ TEST_CASE("sizeCall: sizes that do not fit run padded, per part", "[plan][sizing
   CHECK(g.outputParts == 4);
   CHECK(g.paddedPartBytes == 16);
   CHECK(g.outputBytes == 64);
-  // Reducescatter on 4 ranks with 4 input chunks: parts need not be a whole chunk each when chunks do not
-  // match parts, but the whole input still splits: 8 input chunks over 4 parts -> 2 chunks per part.
+  // Reducescatter on 4 ranks with 4 input chunks: parts need not be a whole
+  // chunk each when chunks do not match parts, but the whole input still
+  // splits: 8 input chunks over 4 parts -> 2 chunks per part.
   h = header(16, true);
   h.collective = Collective::ReduceScatter;
   r = sizeCall(h, 8, 2, 0, 4, 4 * 6, 6, 2, &g);

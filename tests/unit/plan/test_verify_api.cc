@@ -1,5 +1,6 @@
-// The verifier's entry points: the C API (mscclppPlanVerify), the registry under MSCCLPP_VERIFY_PLANS,
-// the CLI (mscclpp-plan verify / show), and the picture's model.
+// The verifier's entry points: the C API (mscclppPlanVerify), the registry
+// under MSCCLPP_VERIFY_PLANS, the CLI (mscclpp-plan verify / show), and the
+// picture's model.
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>

@@ -1,5 +1,6 @@
-// The verifier's findings on small hand-written plans: each way of breaking a correct plan is named,
-// with rank, threadblock, op, buffer and chunk (and the DSL line when the plan carries it).
+// The verifier's findings on small hand-written plans: each way of breaking a
+// correct plan is named, with rank, threadblock, op, buffer and chunk (and the
+// DSL line when the plan carries it).
 #include <catch2/catch.hpp>
 #include <string>
 
@@ -102,8 +103,9 @@ TEST_CASE("findings name the DSL source line when the plan carries it", "[verify
 }
 
 TEST_CASE("LL packets: one-way traffic reuses the last call's scratch", "[verify][findings][ll]") {
-  // Rank 0 broadcasts its input as packets into rank 1's scratch; rank 1 unpacks. Nothing tells rank 0
-  // that rank 1 has read the packets before the next call overwrites them.
+  // Rank 0 broadcasts its input as packets into rank 1's scratch; rank 1
+  // unpacks. Nothing tells rank 0 that rank 1 has read the packets before the
+  // next call overwrites them.
   for (bool doubleScratch : {false, true}) {
     INFO("double scratch " << doubleScratch);
     auto plan = twoRankPlan(
@@ -165,8 +167,9 @@ TEST_CASE("semaphores: releases without acquires are left over", "[verify][findi
 }
 
 TEST_CASE("thread-block groups: every slice arrangement is checked", "[verify][findings][tbg]") {
-  // One rank's allreduce is a copy; three threadblocks copy slices 0, 1, 2 of 3 of the chunk. The broken
-  // plan copies slice 1 twice and never slice 2, which is empty at chunks of 1 or 2 alignment units.
+  // One rank's allreduce is a copy; three threadblocks copy slices 0, 1, 2 of 3
+  // of the chunk. The broken plan copies slice 1 twice and never slice 2, which
+  // is empty at chunks of 1 or 2 alignment units.
   auto make = [](int lastSlice) {
     json tbs = json::array();
     for (int t = 0; t < 3; ++t) {

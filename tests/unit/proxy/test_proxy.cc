@@ -1,6 +1,7 @@
-// The FIFO's host side and ProxyService: triggers pushed by "device" code (host threads on the CPU
-// backend) become writes, signals and flushes on real connections; failures are reported with
-// their place and never leave the device side hanging.
+// The FIFO's host side and ProxyService: triggers pushed by "device" code (host
+// threads on the CPU backend) become writes, signals and flushes on real
+// connections; failures are reported with their place and never leave the
+// device side hanging.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
@@ -25,8 +26,8 @@ ProxyTrigger trigger(TriggerType type, uint32_t dst, uint64_t dstOff, uint32_t s
   return t;
 }
 
-// Two ranks, each with a proxy, a connection of `transport`, and a port channel whose destination
-// is the peer's buffer.
+// Two ranks, each with a proxy, a connection of `transport`, and a port channel
+// whose destination is the peer's buffer.
 struct PortSetup {
   std::vector<std::shared_ptr<Communicator>> comms;
   std::vector<std::unique_ptr<ProxyService>> proxies;

@@ -1,8 +1,9 @@
-// Any count through the shim (tag [anycount], run with the default plans; CPU backend, ranks of one process
-// driven in a group): every collective on the default plans at element counts that do and do not fit the
-// plans' chunks runs on a plan (the NCCL double receives no collective) and gives NCCL's result, computed
-// here on the host. Also the documented two-rank exchange (grouped ncclSend + ncclRecv) on the default
-// plans alone ([defaultplans]).
+// Any count through the shim (tag [anycount], run with the default plans; CPU
+// backend, ranks of one process driven in a group): every collective on the
+// default plans at element counts that do and do not fit the plans' chunks runs
+// on a plan (the NCCL double receives no collective) and gives NCCL's result,
+// computed here on the host. Also the documented two-rank exchange (grouped
+// ncclSend + ncclRecv) on the default plans alone ([defaultplans]).
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <string>
@@ -55,8 +56,9 @@ T valueOf(int rank, size_t i) {
   return static_cast<T>((rank * 3 + static_cast<int>(i % 7)) % 11);  // small: sums of 4 fit every type
 }
 
-// NCCL's result for rank r (root 1 for rooted collectives); `defined` is false where NCCL leaves the
-// receive buffer untouched (a reduce's or gather's non-root rank).
+// NCCL's result for rank r (root 1 for rooted collectives); `defined` is false
+// where NCCL leaves the receive buffer untouched (a reduce's or gather's
+// non-root rank).
 template <class T>
 std::vector<T> expected(Coll c, int n, int r, size_t count, bool* defined) {
   const int root = 1;

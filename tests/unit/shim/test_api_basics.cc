@@ -1,6 +1,7 @@
-// The C ABI without a fallback in play: version, error strings and last error, NCCL's argument checks and result
-// codes. Where the real libnccl.so.2 can answer without a GPU, the shim's result code and message are compared
-// with the real library's own.
+// The C ABI without a fallback in play: version, error strings and last error,
+// NCCL's argument checks and result codes. Where the real libnccl.so.2 can
+// answer without a GPU, the shim's result code and message are compared with
+// the real library's own.
 #include <dlfcn.h>
 
 #include <catch2/catch.hpp>
@@ -19,8 +20,9 @@ using shimtest::soloComm;
 
 namespace {
 
-// The real NCCL loaded on its own (RTLD_DEEPBIND: its internal calls stay inside it), or nullptr. Not in
-// sanitized builds: there the comparison is skipped (its internal calls would reach the shim).
+// The real NCCL loaded on its own (RTLD_DEEPBIND: its internal calls stay
+// inside it), or nullptr. Not in sanitized builds: there the comparison is
+// skipped (its internal calls would reach the shim).
 void* realNccl() {
   static void* h = SHIMTEST_SANITIZED ? nullptr : dlopen(REAL_NCCL_PATH, RTLD_LAZY | RTLD_LOCAL | RTLD_DEEPBIND);
   return h;

@@ -1,6 +1,8 @@
-// The fallback path against the test-double libnccl (MSCCLPP_NCCL_LIB_PATH points at it; no plan directory has
-// plans): every call reaches the real NCCL's counterpart with the caller's exact arguments and the real
-// communicator (never ours), user ops translated, internal calls kept inside the library, decisions logged.
+// The fallback path against the test-double libnccl (MSCCLPP_NCCL_LIB_PATH
+// points at it; no plan directory has plans): every call reaches the real
+// NCCL's counterpart with the caller's exact arguments and the real
+// communicator (never ours), user ops translated, internal calls kept inside
+// the library, decisions logged.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -133,9 +135,10 @@ TEST_CASE("ncclBcast reaches the real one; its inner call stays inside", "[fallb
                                "stream=%p)",
                                p, p, s.real, (void*)fakeStream));
   CHECK(dbl().depth(1) == 1);
-  // Loaded with RTLD_DEEPBIND by the shim: the dynamic linker bound the library's own name inside it. (Sanitized
-  // builds cannot use RTLD_DEEPBIND: the call then went through the shim's re-entry guard and came back, as
-  // the records above show.)
+  // Loaded with RTLD_DEEPBIND by the shim: the dynamic linker bound the
+  // library's own name inside it. (Sanitized builds cannot use RTLD_DEEPBIND:
+  // the call then went through the shim's re-entry guard and came back, as the
+  // records above show.)
   CHECK(dbl().bcastBoundInside() == (SHIMTEST_SANITIZED ? 0 : 1));
   CHECK(ncclCommDestroy(s.comm) == ncclSuccess);
 }

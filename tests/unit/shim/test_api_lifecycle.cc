@@ -1,6 +1,8 @@
-// A communicator's life through the C ABI: nonblocking init, groups of inits from one thread, ncclCommInitAll,
-// split (colors, keys, NOCOLOR), shrink, finalize, revoke, destroy and abort (prompt, peers gone), with the real
-// NCCL twin (the test double) carried along. Ranks are threads of this process over our TCP bootstrap.
+// A communicator's life through the C ABI: nonblocking init, groups of inits
+// from one thread, ncclCommInitAll, split (colors, keys, NOCOLOR), shrink,
+// finalize, revoke, destroy and abort (prompt, peers gone), with the real NCCL
+// twin (the test double) carried along. Ranks are threads of this process over
+// our TCP bootstrap.
 #include <dlfcn.h>
 
 #include <atomic>

@@ -1,6 +1,8 @@
-// The plan path through the C ABI with ranks as threads of this process (CPU backend; MSCCLPP_PLAN_DIR = the
-// default plans and tests/data/shim/plans): one thread driving several ranks in a group, one thread per rank,
-// the two-rank exchange plan, forced fallback with a plan available, and the INFO decision lines.
+// The plan path through the C ABI with ranks as threads of this process (CPU
+// backend; MSCCLPP_PLAN_DIR = the default plans and tests/data/shim/plans): one
+// thread driving several ranks in a group, one thread per rank, the two-rank
+// exchange plan, forced fallback with a plan available, and the INFO decision
+// lines.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -297,14 +299,16 @@ TEST_CASE("revoke stops a plan waiting for a peer that never calls", "[plans]") 
   for (auto& t : threads) t.join();
   REQUIRE(warm == std::vector<ncclResult_t>(2, ncclSuccess));
   REQUIRE(bufs[0][7] == 2.0f);
-  // Rank 0 calls again alone: its plan waits for rank 1 (MSCCLPP_TIMEOUT_S is 60 s) until the revoke,
-  // whether it comes before the launch (refused at once) or during it (stopped within a backoff).
+  // Rank 0 calls again alone: its plan waits for rank 1 (MSCCLPP_TIMEOUT_S is
+  // 60 s) until the revoke, whether it comes before the launch (refused at
+  // once) or during it (stopped within a backoff).
   ncclResult_t alone = ncclSuccess;
   auto start = std::chrono::steady_clock::now();
   std::thread rank0(
       [&] { alone = ncclAllReduce(bufs[0].data(), bufs[0].data(), count, ncclFloat32, ncclSum, comms[0], nullptr); });
-  // Not synchronisation (either order must return promptly): a moment for the call to reach its launch, so
-  // the revoke usually meets a plan in flight. test_exec_executor's [abort] case covers that path deterministically.
+  // Not synchronisation (either order must return promptly): a moment for the
+  // call to reach its launch, so the revoke usually meets a plan in flight.
+  // test_exec_executor's [abort] case covers that path deterministically.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const ncclResult_t revoked = ncclCommRevoke(comms[0], NCCL_REVOKE_DEFAULT);
   const std::string revokeError = revoked == ncclSuccess ? std::string() : lastError();
@@ -338,8 +342,9 @@ TEST_CASE("an aborting peer fails the others with ncclRemoteError", "[plans]") {
     }
     for (auto& t : threads) t.join();
     REQUIRE(warm == std::vector<ncclResult_t>(2, ncclSuccess));
-    // Rank 0 waits in its plan for rank 1 (no deadline by default); rank 1 aborts, which for its peers is what a
-    // crash looks like (its connections close without a goodbye). Rank 0's call must fail promptly.
+    // Rank 0 waits in its plan for rank 1 (no deadline by default); rank 1
+    // aborts, which for its peers is what a crash looks like (its connections
+    // close without a goodbye). Rank 0's call must fail promptly.
     ncclResult_t waiting = ncclSuccess;
     std::string waitingError;
     auto start = std::chrono::steady_clock::now();

@@ -72,8 +72,9 @@ TEST_CASE("no real NCCL: our communicators work; fallbacks say why", "[nofallbac
 }
 
 TEST_CASE("app-loaded NCCL: its internal calls are passed straight back", "[preloaded]") {
-  // As an application linked against libnccl.so.2 would have it: loaded before the shim opens it, without
-  // RTLD_DEEPBIND, so its internal calls bind to the first definition in the process: the shim's.
+  // As an application linked against libnccl.so.2 would have it: loaded before
+  // the shim opens it, without RTLD_DEEPBIND, so its internal calls bind to the
+  // first definition in the process: the shim's.
   void* h = dlopen(NCCL_DOUBLE_PATH, RTLD_NOW | RTLD_GLOBAL);
   REQUIRE(h != nullptr);
   Double dbl(NCCL_DOUBLE_PATH);

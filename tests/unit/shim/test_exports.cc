@@ -1,6 +1,7 @@
-// The shim's ABI surface: exactly the dynamic symbols of libnccl.so.2 2.28.9 plus the runtime's C APIs (the
-// Python package finds them in a process that preloaded the shim), no more, no less, in both the preload
-// library and the replace-mode copy (whose soname must be NCCL's).
+// The shim's ABI surface: exactly the dynamic symbols of libnccl.so.2 2.28.9
+// plus the runtime's C APIs (the Python package finds them in a process that
+// preloaded the shim), no more, no less, in both the preload library and the
+// replace-mode copy (whose soname must be NCCL's).
 #include <dlfcn.h>
 
 #include <catch2/catch.hpp>

@@ -1,5 +1,6 @@
-// The shim's parts on their own: ncclConfig_t reading, routing rules, grouped send/recv patterns, user reduce op
-// handles, byte and in-place arithmetic, counters and thread-local group state.
+// The shim's parts on their own: ncclConfig_t reading, routing rules, grouped
+// send/recv patterns, user reduce op handles, byte and in-place arithmetic,
+// counters and thread-local group state.
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>

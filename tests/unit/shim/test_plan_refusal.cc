@@ -1,7 +1,8 @@
-// The shim's "plan or NCCL" decision is a value: a plan that refuses a call (RankLink::runPlan returns
-// PlanRun::refused) sends the call to the real NCCL, while an exception from running a plan, NotSupported
-// included, is an error and never a fallback. A one-rank communicator over a scripted link and the test-double
-// libnccl as the real NCCL.
+// The shim's "plan or NCCL" decision is a value: a plan that refuses a call
+// (RankLink::runPlan returns PlanRun::refused) sends the call to the real NCCL,
+// while an exception from running a plan, NotSupported included, is an error
+// and never a fallback. A one-rank communicator over a scripted link and the
+// test-double libnccl as the real NCCL.
 #include <dlfcn.h>
 
 #include <catch2/catch.hpp>

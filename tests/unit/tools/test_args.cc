@@ -1,5 +1,6 @@
-// The tools' shared argument parser: checked integers, the one size syntax, reals, options with values, flags,
-// lists, required options, positional arguments, commands, --help / --version and the usage errors.
+// The tools' shared argument parser: checked integers, the one size syntax,
+// reals, options with values, flags, lists, required options, positional
+// arguments, commands, --help / --version and the usage errors.
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstring>

@@ -1,5 +1,5 @@
-// InfiniBand without a device: loading rdma-core, resolving symbols and the errors when there is no
-// HCA. CUDA IPC without CUDA (or without a device).
+// InfiniBand without a device: loading rdma-core, resolving symbols and the
+// errors when there is no HCA. CUDA IPC without CUDA (or without a device).
 #include <catch2/catch.hpp>
 
 #include "../../support/scoped_env.hpp"

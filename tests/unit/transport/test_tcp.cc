@@ -1,5 +1,5 @@
-// The TCP transport: ordered writes and updates, flush, remote rejections, peers leaving,
-// strangers at the engine port, abort.
+// The TCP transport: ordered writes and updates, flush, remote rejections,
+// peers leaving, strangers at the engine port, abort.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
@@ -114,8 +114,9 @@ TEST_CASE("TCP rejects bad requests locally or at the peer, in place", "[tcp][co
     RegisteredMemory fromRank2 = c.recvMemory(2, 5).get();
     CHECK_THROWS_WITH(conn.write(fromRank2, 0, p->local[0], 0, 8),
                       "rank 0 -> rank 1 over TCP: the destination memory belongs to rank 2, not to the peer");
-    // A registration whose key the peer does not know (a stale or forged one): the peer rejects it,
-    // the stream stays in sync, and the error surfaces at flush with the peer's reason.
+    // A registration whose key the peer does not know (a stale or forged one):
+    // the peer rejects it, the stream stays in sync, and the error surfaces at
+    // flush with the peer's reason.
     auto forged = std::make_shared<RegisteredMemory::Impl>(*p->remote[0].impl());
     auto forgedKey =
         std::make_shared<transport::tcp::TcpRecord>(*forged->record<transport::tcp::TcpRecord>(Transport::Tcp));
