@@ -86,7 +86,7 @@ cudaError_t fail(cudaError_t e) {
 }
 
 cudaError_t lastError(bool reset) {
-  // A sticky error stays: every call keeps returning it (the context cannot be used any more).
+  // A sticky error stays: every call returns it, as the context is lost.
   cudaError_t s = stickyOf(tCurrentDevice);
   if (s != cudaSuccess) return s;
   cudaError_t e = tLastError;

@@ -1,22 +1,11 @@
-// Streams and hardware queues of the CUDA double.
-//
-// Every device has CUDA_DEVICE_MAX_CONNECTIONS hardware queues, each with a worker thread that
-// runs its operations one at a time, in order (CUDA Programming Guide, "Streams" and "Concurrent
-// Kernel Execution": work of one stream runs in issue order; streams are spread over the device's
-// connections, and streams that share one are serialised: a "false dependency"). A stream is mapped
-// to a queue when it is created, round-robin in creation order; the legacy default stream is
-// created first (queue 0).
-//
-// The legacy default stream (CUDA Runtime API, "Stream synchronization behavior"): work on it
-// waits for all earlier work of every blocking stream of the device, and later work of blocking
-// streams waits for it; cudaStreamNonBlocking streams take part in neither.
-//
-// Device-wide synchronisation (deviceSync): what cudaDeviceSynchronize does explicitly and what
-// cudaMalloc, cudaFree, cudaHostAlloc, cudaFreeHost, cudaMemset and cudaMemcpy do implicitly
-// (Programming Guide, "Implicit Synchronization" and "Stream-Ordered Memory Allocator": "managing
-// memory allocations using cudaMalloc and cudaFree causes the GPU to synchronize across all
-// executing CUDA streams"): it waits for all work issued on the device before the call, on every
-// stream, blocking or not.
+// Streams and hardware queues of the CUDA double. The semantics, and the
+// CUDA documentation each follows, are in docs/cuda-double.md, "What it
+// implements". Each device has CUDA_DEVICE_MAX_CONNECTIONS queues, each a
+// worker thread that runs its operations one at a time, in order. Streams
+// map to queues round-robin in creation order, the legacy default stream
+// first. deviceSync is the device-wide wait that cudaDeviceSynchronize does
+// explicitly and cudaMalloc, cudaFree, cudaMemset and cudaMemcpy do
+// implicitly: it waits for all earlier work of the device, on every stream.
 #ifndef CUDA_DOUBLE_STREAMS_HPP_
 #define CUDA_DOUBLE_STREAMS_HPP_
 

@@ -1,12 +1,10 @@
-// The CUDA double's own semantics, each against the rule of the CUDA documentation it follows
-// (docs/cuda-double.md): streams run in order and asynchronously; streams sharing a hardware queue
-// serialise; the legacy default stream's implicit dependencies; device-synchronising calls wait for
-// every stream; a bounded number of co-resident blocks; per-device function attributes; sticky and
-// non-sticky errors; address reuse with fresh buffer ids; poisoned freed memory; mapped host memory;
-// stream-ordered allocation; IPC across processes; capture, replay and user objects.
-//
-// Test kernels are host functions registered the way nvcc's generated code registers device
-// kernels. This binary is also the child process of the IPC test (its own main()).
+// The CUDA double's own semantics, each against the rule of the CUDA
+// documentation it follows (docs/cuda-double.md, "What it implements"):
+// streams and queues, the legacy default stream, implicit synchronisation,
+// residency, attributes per device, errors, memory reuse and poisoning, IPC
+// across processes, graphs and user objects. Test kernels are host functions
+// registered the way nvcc's generated code registers device kernels. This
+// binary is also the child process of the IPC test, with its own main().
 #define CATCH_CONFIG_RUNNER
 #include <cuda.h>
 #include <cuda_runtime.h>

@@ -1,10 +1,10 @@
-// The CUDA backend's orchestration against the CUDA device double (docs/cuda-double.md): one test
-// per defect the reading of the backend found (issue 12, findings 1-8), run by the gpu-double
-// suite. Ranks are threads of this process unless said otherwise (processes: gpu_double_mp_worker;
-// one thread driving four communicators through the shim: test_gpu_double_shim).
-//
-// Some findings make the double's device context unusable when they strike (a fault is a sticky
-// error): meson runs those test cases in processes of their own (tags in meson.build).
+// The CUDA backend's orchestration against the CUDA device double: one test
+// per finding of docs/cuda-double.md's table, tagged [findingN]. Ranks are
+// threads of this process; gpu_double_mp_worker runs them as processes and
+// test_gpu_double_shim drives four communicators from one thread.
+// A fault is a sticky error that leaves the double's device context
+// unusable, so meson.build runs the cases that may fault in processes of
+// their own.
 #define CATCH_CONFIG_RUNNER
 #include <cuda_runtime.h>
 #include <catch2/catch.hpp>

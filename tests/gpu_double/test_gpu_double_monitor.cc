@@ -1,15 +1,11 @@
 // The call monitor on the CUDA backend, against the CUDA device double
-// (docs/failure-handling.md, "Mismatched calls"): ranks as threads of this
-// process, each with its Communicator and an Executor on the CUDA backend.
-// Calls are asynchronous there: a rank whose call hits a cached execution
-// context enqueues a kernel and returns, and that kernel waits for a peer that
-// runs another call. Without the monitor such a mismatch ends only at the
-// kernel's deadline (MSCCLPP_TIMEOUT_S, 30 s here) as a timeout; with it every
-// rank gets InvalidUsage naming both calls within seconds. A plan that
-// deadlocks with every rank alive gets InternalError with the wait-for cycle
-// the same way. The same source is built for a real GPU (MSCCLPP_TEST_ON_GPU:
-// test gpu_monitor, suite gpu, run by tools/gpu/gpu-check), where it skips (77)
-// without a device.
+// (docs/failure-handling.md, "Mismatched calls"). Ranks are threads, each with
+// a Communicator and a CUDA Executor. A call on a cached context only enqueues
+// a kernel, which may wait for a peer running another call; without the
+// monitor that ends at the kernel's deadline as a timeout. With it, every rank
+// gets InvalidUsage naming both calls within seconds, or InternalError with
+// the wait-for cycle for a deadlock. The same source builds for a real GPU as
+// test gpu_monitor (MSCCLPP_TEST_ON_GPU), which skips (77) without a device.
 #define CATCH_CONFIG_RUNNER
 #include <cuda_runtime.h>
 #include <catch2/catch.hpp>
@@ -351,13 +347,14 @@ struct MoreBuffers {
   std::vector<void*> send, recv;
 };
 
-// Each of two ranks warms up with warmUp(r) (its calls built on both ranks together), captures
-// capture(r) into a graph, makes `later` calls of after(r) (all ranks together), launches the
-// graph and waits for its stream, then calls after(r): the
-// communicator's failure, found while the replay waited, is that call's error. With queueBehind,
-// after(r) is also enqueued behind the replay before the wait (as a training step's next collective
-// would be): in progress the whole time, none of its blocks started, so the monitor must look at
-// the replay. Without it nothing but the replay is in progress (its host idle).
+// Each of two ranks warms up with warmUp(r) (its calls built on both ranks
+// together), captures capture(r) into a graph, makes `later` calls of after(r)
+// (all ranks together), launches the graph and waits for its stream, then calls
+// after(r): the communicator's failure, found while the replay waited, is that
+// call's error. With queueBehind, after(r) is also enqueued behind the replay
+// before the wait (as a training step's next collective would be): in progress
+// the whole time, none of its blocks started, so the monitor must look at the
+// replay. Without it nothing but the replay is in progress (its host idle).
 template <class Warm, class Capture, class After>
 std::vector<Outcome> replayPerRank(GpuRanks& ranks, Warm&& warmUp, Capture&& capture, After&& after, int later,
                                    bool queueBehind, double* seconds) {
@@ -419,10 +416,10 @@ TEST_CASE("call monitor: replayed mismatches and deadlocks fail fast", "[monitor
   SECTION("mismatched captured calls") {
     int later = 0;
     SECTION("replayed at once") {}
-    // 17 matching calls between the capture and the replay: call #3 is no
-    // longer among the last 16 calls either rank keeps, so the replay's own
-    // descriptor is compared (without it, the two replays waiting on each
-    // other's ranks looked like a deadlock, InternalError).
+    // 17 matching calls between the capture and the replay push call #3 out
+    // of the last 16 calls each rank keeps. The replay's own descriptor is
+    // compared then; otherwise the two replays waiting on each other's ranks
+    // would look like a deadlock, InternalError.
     SECTION("replayed after 17 more calls") { later = 17; }
     out = replayPerRank(
         job.ranks,

@@ -1,29 +1,11 @@
-// One rank of a multi-process job that uses nothing but the NCCL API, as an unmodified NCCL program does. It is
-// linked against libnccl.so.2 (the shim's replace-mode copy in the build tree) and may also run with
-// LD_PRELOAD=libmscclpp_nccl.so. Usage: shim_mp_worker <scenario> <rank> <nranks>; rank 0 prints "ID <hex>" after
-// ncclGetUniqueId, the others read that line on stdin (shim_mp_launch). Prints "RESULT OK" and exits 0 when every
-// check passed; otherwise prints each failed check and exits 1.
-//
-// Scenarios (the fallback library is the test double, MSCCLPP_NCCL_LIB_PATH):
-//   fallback  every collective and grouped send/recv goes to the real NCCL's twin with the exact arguments
-//   split     ncclCommSplit by color and key (NOCOLOR too), collectives on the children
-//   abort     the last rank vanishes after init; the others' ncclCommAbort returns promptly
-//   plans     every collective through plans (MSCCLPP_PLAN_DIR: the default plans and tests/data/shim/plans),
-//             in-place and out-of-place, several datatypes and reduce ops, results checked against a reference;
-//             sizes that run padded (3 floats, 13 int8); a user-defined op no plan serves goes to the real
-//             NCCL (the double) instead
-//   agree     2 ranks whose plan sets differ (rank 1's copy of a plan is broken): every rank runs the call on the
-//             real NCCL, each WARNs naming the plan, rank 1 and the JSON path; then a mismatched call (different
-//             counts) fails on both ranks with ncclInvalidUsage naming both calls, within seconds
-//   kill      issue 13's report: ranks allreduce on plans in a loop and the last rank is SIGKILLed as a
-//             collective starts (default settings, no deadline): every survivor's call fails within 10 s with
-//             ncclRemoteError naming the dead rank and its host, ncclCommGetAsyncError returns it, the next call
-//             fails at once and ncclCommAbort returns promptly ($MSCCLPP_TEST_MARK_DIR: where survivors meet)
-//   slow      the last rank is seconds late for a collective (default settings): the others wait for it with
-//             little CPU, WARN once per MSCCLPP_WAIT_WARN_S naming what they wait on, and get the right values
-//   reregister  rank 1 alone changes its plan registry (a selector) between two calls of the same shape, which
-//             the rule forbids: both ranks fail with ncclInvalidUsage saying the registries changed at
-//             different points, within seconds, instead of waiting for each other forever
+// One rank of a multi-process job that uses only the NCCL API, as an
+// unmodified NCCL program does. It links against the shim's replace-mode
+// libnccl.so.2 and may also run under LD_PRELOAD=libmscclpp_nccl.so; the
+// fallback library is the test double (MSCCLPP_NCCL_LIB_PATH).
+// Usage: shim_mp_worker <scenario> <rank> <nranks>. Rank 0 prints "ID <hex>"
+// after ncclGetUniqueId; shim_mp_launch passes that line to the others' stdin.
+// Each scenario* function says what it checks. Prints "RESULT OK" and exits 0
+// when every check passed; otherwise prints each failed check and exits 1.
 #include <dlfcn.h>
 #include <nccl.h>
 #include <signal.h>
@@ -173,6 +155,8 @@ void expectRecord(const Double& d, const std::string& want, int wantRealRank) {
          realRank, wantRealRank);
 }
 
+// fallback: every collective and grouped send/recv reaches the real NCCL's
+// twin with the exact arguments.
 void scenarioFallback(int rank, int nRanks) {
   ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
   Double d;
@@ -219,6 +203,8 @@ void scenarioFallback(int rank, int nRanks) {
   EXPECT(d.find("ncclCommDestroy(comm=") >= 0, "the real communicator was not destroyed:\n%s", d.dump().c_str());
 }
 
+// split: ncclCommSplit by color and key, NOCOLOR too; collectives on the
+// children.
 void scenarioSplit(int rank, int nRanks) {
   ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
   Double d;
@@ -251,6 +237,8 @@ void scenarioSplit(int rank, int nRanks) {
   NCCL_OK(ncclCommDestroy(comm));
 }
 
+// abort: the last rank vanishes after init; the others' ncclCommAbort returns
+// promptly.
 void scenarioAbort(int rank, int nRanks) {
   const ncclUniqueId id = exchangeId(rank);
   ncclComm_t comm = nullptr;
@@ -542,6 +530,10 @@ void planCollectives(PlanCase& pc, ncclDataType_t t, ncclRedOp_t op, size_t coun
   }
 }
 
+// plans: every collective through plans, from MSCCLPP_PLAN_DIR (the default
+// plans and tests/data/shim/plans). In and out of place, several datatypes
+// and reduce ops, checked against a reference. Sizes that run padded: 3 floats,
+// 13 int8. A user-defined op no plan serves goes to the real NCCL instead.
 void scenarioPlans(int rank, int nRanks) {
   ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
   Double d;
@@ -636,6 +628,10 @@ size_t countOf(const std::string& text, const std::string& what) {
   return n;
 }
 
+// agree: 2 ranks whose plan sets differ, as rank 1's copy of a plan is broken.
+// Every rank runs the call on the real NCCL and WARNs naming the plan, rank 1
+// and the JSON path. Then a mismatched call, with different counts, fails on
+// both ranks within seconds with ncclInvalidUsage naming both calls.
 void scenarioAgree(int rank, int nRanks) {
   if (nRanks != 2) {
     fail("agree runs on 2 ranks");
@@ -745,6 +741,11 @@ void waitForSurvivors(int rank, int nSurvivors) {
   }
 }
 
+// kill: ranks allreduce on plans in a loop with default settings, no
+// deadline, and the last rank is SIGKILLed as a collective starts. Every
+// survivor's call fails within 10 s with ncclRemoteError naming the dead rank
+// and its host; ncclCommGetAsyncError returns it, the next call fails at once
+// and ncclCommAbort returns promptly. Survivors meet in $MSCCLPP_TEST_MARK_DIR.
 void scenarioKill(int rank, int nRanks) {
   const int victim = nRanks - 1, killAt = 6, iterations = 12;
   ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
@@ -794,6 +795,9 @@ void scenarioKill(int rank, int nRanks) {
   finish();
 }
 
+// slow: the last rank is seconds late for a collective, default settings. The
+// others wait with little CPU, WARN once per MSCCLPP_WAIT_WARN_S naming what
+// they wait on, and get the right values.
 void scenarioSlow(int rank, int nRanks) {
   const int late = nRanks - 1;
   const double lateSeconds = 4.5;
@@ -827,6 +831,10 @@ void scenarioSlow(int rank, int nRanks) {
 
 int keepOrder(const mscclppPlanInfo*, int, const mscclppPlanRequest*, void*) { return -2; }
 
+// reregister: rank 1 alone changes its plan registry, with a selector,
+// between two calls of the same shape, which the rules forbid. Both ranks fail
+// within seconds with ncclInvalidUsage saying the registries changed at
+// different points, instead of waiting for each other forever.
 void scenarioReregister(int rank, int nRanks) {
   ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
   Double d;

@@ -1,7 +1,7 @@
-// The CPU backend across real processes: each rank is a forked process with its
-// own TcpBootstrap, Communicator and Executor, and ordinary malloc'd buffers;
-// contexts are wired through host shared memory exchanged over the bootstrap.
-// Declared in tests/unit/executor/meson.build (suite mp).
+// The CPU backend across real processes: each rank is a forked process with
+// its own TcpBootstrap, Communicator, Executor and malloc'd buffers. Contexts
+// are wired through host shared memory exchanged over the bootstrap. The test
+// is declared in tests/unit/executor/meson.build, suite mp.
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -1,7 +1,7 @@
-// The NCCL call path in real processes: N ranks of shim_mp_worker (an NCCL
-// program linked against libnccl.so.2, here the shim's replace-mode copy; or
-// with LD_PRELOAD=libmscclpp_nccl.so) rendezvous through our bootstrap and run
-// each scenario; every rank must report "RESULT OK".
+// The NCCL call path in real processes. N ranks of shim_mp_worker, an NCCL
+// program linked against the shim's replace-mode libnccl.so.2 or run under
+// LD_PRELOAD=libmscclpp_nccl.so, rendezvous through our bootstrap and run a
+// scenario. Every rank must report "RESULT OK".
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
@@ -101,7 +101,8 @@ TEST_CASE("processes: differing plan sets agree; mismatches fail both", "[mp][ag
   requireAllOk(runWorker("agree", 2, {std::string("MSCCLPP_PLAN_DIR=") + SHIM_PLAN_DIRS}), 2);
 }
 
-// Issue 13's report through the NCCL API, with default settings (no MSCCLPP_TIMEOUT_S): a rank SIGKILLed mid-loop.
+// A rank SIGKILLed mid-loop, through the NCCL API with default settings:
+// no MSCCLPP_TIMEOUT_S.
 TEST_CASE("processes: killing a rank fails the others' calls, naming it", "[mp][kill]") {
   MarkDir marks;
   const int n = 4;

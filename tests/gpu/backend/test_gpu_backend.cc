@@ -1,10 +1,9 @@
-// The CUDA backend on a real GPU, ranks as threads of this process sharing GPU
-// 0 (each with its own non-blocking stream): every preset of plans/ and every
-// plan of the reference corpus at its rank count (2, 4, 8) checked against the
-// emulator's reference; every dtype x op; back-to-back launches with LL flags;
-// CUDA-graph capture and replay; a call captured before its context exists;
-// LL8; every preset at counts that run padded (any count). Exits 77 (a Meson
-// skip) with a message when no CUDA device is visible.
+// The CUDA backend on a real GPU, ranks as threads of this process sharing
+// GPU 0, each with its own non-blocking stream. Every preset of plans/ and
+// every reference corpus plan runs at its rank count, checked against the
+// emulator's reference; so do dtype x op, back-to-back LL launches, graph
+// capture and replay, and presets at counts that run padded.
+// Exits 77, a Meson skip, with a message when no CUDA device is visible.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -232,10 +231,11 @@ TEST_CASE("GPU backend: capturing a call with no context is refused", "[gpu][gra
   REQUIRE(err == "");
 }
 
+// Run under compute-sanitizer too: ranks do not wait on each other here, so
+// this set also runs where a tool serialises kernels.
 TEST_CASE("GPU backend: op lists in and out of shared memory", "[gpu][sanitize]") {
-  // Ranks do not wait on each other here, so this set also runs where a tool
-  // serialises kernels. Blocks copy (a thread block group of 3), reduce, and
-  // pack/unpack LL packets through scratch.
+  // Blocks copy (a thread block group of 3), reduce, and pack/unpack LL packets
+  // through scratch.
   const char* text = R"({"name": "one_rank_ops", "collective": "custom", "protocol": "LL", "inplace": false,
     "num_threads_per_block": 256, "buffer_alignment": 16,
     "gpus": [{"id": 0, "input_chunks": 4, "output_chunks": 4, "scratch_chunks": 1,
@@ -281,6 +281,7 @@ TEST_CASE("GPU backend: op lists in and out of shared memory", "[gpu][sanitize]"
   }
 }
 
+// Run under compute-sanitizer too.
 TEST_CASE("GPU backend: two ranks sharing the GPU", "[gpu][sanitize-multi]") {
   for (const char* name : {"allreduce_ll_n2_oop.json", "allreduce_allpairs_n2_ip.json", "allgather_put_n2_oop.json",
                            "alltoall_put_n2_oop.json"}) {

@@ -1,4 +1,4 @@
-"""The public API surface: modules, collectives, program options, aliases of the seeds."""
+"""The public API surface: modules, collectives, program options, MSCCL++'s alternative spellings."""
 import json
 
 import pytest

@@ -1,6 +1,6 @@
 """The rest of MSCCL++'s current DSL surface: reset(), SwitchChannelRankView,
-LoopIterationContext.add_operation, star-import names, Rank method signatures, seed 000's
-rank-less switch calls, MSCCLPPLang's collective arguments."""
+LoopIterationContext.add_operation, star-import names, Rank method signatures, the rank-less
+switch calls of the DSL concepts snippets, MSCCLPPLang's collective arguments."""
 import importlib
 import inspect
 import json
@@ -116,7 +116,7 @@ UPSTREAM_STAR_NAMES = {
     "mscclpp.language.internal.types": [
         "SyncType", "ReduceOperationType", "BufferType", "ChannelType", "Chunk", "RankGroup", "ReplicationPolicy",
     ],
-    # MSCCLPPLang's modules (seed 002)
+    # MSCCLPPLang's modules
     "mscclpp.language.buffer": ["Buffer"],
     "mscclpp.language.types": ["ChannelType", "ReplicationPolicy", "DataFormat"],
 }
@@ -142,7 +142,7 @@ def test_rank_copy_and_reduce_signatures_work_both_ways():
         rank = Rank(0)
         buffer = rank.get_input_buffer()
         Rank.copy(rank, buffer[0:1], buffer[1:2], tb=0)  # the unbound call of a plain method
-        Rank.copy(buffer[1:2], buffer[2:3], tb=0)  # seed 000's class-level form
+        Rank.copy(buffer[1:2], buffer[2:3], tb=0)  # the DSL concepts snippets' class-level form
         Rank.reduce(buffer[0:1], buffer[2:3], tb=0)
     ops = json.loads(program.to_json())["gpus"][0]["threadblocks"][0]["ops"]
     assert [(op["name"], op["dst_buff"][0]["index"]) for op in ops if op["name"] != "nop"] == [

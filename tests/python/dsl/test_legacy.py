@@ -1,4 +1,4 @@
-"""MSCCLPPLang (seed 002): complete programs compile to plans our loader accepts and our executor
+"""MSCCLPPLang: complete programs compile to plans our loader accepts and our executor
 (CPU emulation) runs with the right result; the API's shape and semantics; errors at the user's line."""
 import inspect
 import json

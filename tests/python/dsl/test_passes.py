@@ -110,6 +110,7 @@ def test_packet_fusions_respkt_recpkt_recspkt():
 
 
 def test_switch_reduce_then_broadcast_fuses_to_glres():
+    # A reduce alone keeps its glre, in both forms.
     from mscclpp.language import BufferType, SwitchChannel
 
     with CollectiveProgram("p", AllReduce(2, 1, True), 2) as prog:

@@ -1,5 +1,5 @@
 """One plan-directory rule for the runtime (runtime/plan/plan_dirs.cc) and the package
-(mscclpp/_paths.py), and a candidate order in which the plans a user registers come first (issue 15).
+(mscclpp/_paths.py), and a candidate order in which the plans a user registers come first.
 
 The runtime's directories are read from its own log (NCCL_DEBUG=INFO, subsystem PLAN: one line per
 directory it scanned or found absent) and from the sources of the plans it registered; the package's
@@ -50,7 +50,7 @@ def test_default_dirs_agree_and_install_fills_them(tmp_path):
     result, scanned = run_logged(tmp_path, MSCCLPP_PLAN_DIR="", MSCCLPP_CACHE_DIR=str(cache))
     assert [os.path.normpath(d) for d in result["python"]] == scanned
     assert len(scanned) == 2 and scanned[1] == str(cache / "plans")  # the installed plans, then the cache
-    # "installed 168", then every one of them registered (it was "0 plan(s) registered")
+    # "installed 168", then every one of them registered
     assert result["count"] == len([f for f in os.listdir(PLANS) if f.endswith(".json")])
     assert result["sources"] == [str(cache / "plans")]
 
@@ -79,7 +79,7 @@ def test_without_cache_dir_both_use_the_passwd_home(tmp_path):
 
 @requires_runtime
 def test_an_nvls_selector_sees_the_users_plan_first(tmp_path):
-    result = run_lone("seed_selector", MSCCLPP_PLAN_DIR=PLANS)
+    result = run_lone("nvls_selector", MSCCLPP_PLAN_DIR=PLANS)
     assert result["defaults_with_nvls"], "the installed defaults have nvls plans of 4 ranks"
     assert result["chosen"] == "allreduce_nvls", result["reason"]
     assert result["listed_first"] == ["allreduce_nvls"]

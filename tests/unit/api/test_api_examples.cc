@@ -1,6 +1,5 @@
-// The seed 003 examples (examples/*.hpp), run with ranks as threads of this
-// process on the CPU backend. Each rank's data is compared here with values
-// computed independently of the examples.
+// The examples (examples/*.hpp) with ranks as threads on the CPU backend.
+// Each rank's data is checked against values computed here, not by the examples.
 #include <catch2/catch.hpp>
 
 #include "../bootstrap/rank_threads.hpp"

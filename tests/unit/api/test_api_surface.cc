@@ -1,7 +1,7 @@
-// The public API's shape: the seed's spellings (SmChannel, ProxyChannel,
-// DeviceHandle<T>), handles that can be copied to a device as bytes, a
-// communicator from a unique id or from an existing bootstrap, connections over
-// each transport, and switch channels driven by a launched kernel.
+// The public API's shape: MSCCL++'s spellings (SmChannel, ProxyChannel,
+// DeviceHandle<T>), handles copied to a device as bytes, communicators from a
+// unique id or a bootstrap, connections over each transport, and switch
+// channels driven by a launched kernel.
 #include <catch2/catch.hpp>
 #include <type_traits>
 
@@ -10,7 +10,7 @@
 using namespace mscclpp;
 using mscclpp::test::runRanks;
 
-// The seed's names are the same types, not look-alikes.
+// MSCCL++'s names are the same types, not look-alikes.
 static_assert(std::is_same<SmChannel, MemoryChannel>::value, "SmChannel is MemoryChannel");
 static_assert(std::is_same<ProxyChannel, PortChannel>::value, "ProxyChannel is PortChannel");
 static_assert(std::is_same<DeviceHandle<SmChannel>, SmChannelDeviceHandle>::value, "");

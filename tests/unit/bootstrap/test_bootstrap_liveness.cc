@@ -1,9 +1,8 @@
-// Dead and unreachable peers (docs/runtime.md): a peer process killed, exiting,
-// or stopped (standing for a host that vanished without closing TCP) is
-// reported to every rank within seconds; a peer that leaves on purpose is not a
-// failure; a rank that dies during the rendezvous fails the others at once.
-// Peers that must die or stop run as processes (liveness_peer); the others are
-// threads of this test.
+// Dead and unreachable peers (docs/runtime.md). A peer process that is
+// killed, exits or is stopped is reported to every rank within seconds; a
+// stopped one stands for a host that vanished without closing TCP. A peer
+// that leaves on purpose is no failure. Peers that must die or stop run as
+// liveness_peer processes; the others are threads of this test.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -284,10 +283,10 @@ TEST_CASE("the peer's helper thread answers requests, not the app's", "[bootstra
   }
 }
 
-// A communicator's listener may hold the communicator while it runs: if
-// removing it did not wait, the reporting thread could end up with the last
-// reference and destroy the communicator, and its bootstrap, on the bootstrap's
-// own thread (seen as a crash in the fault sweep).
+// A communicator's listener may hold the communicator while it runs. If
+// removing it did not wait, the reporting thread could drop the last
+// reference and destroy the communicator, and its bootstrap, on the
+// bootstrap's own thread.
 TEST_CASE("PeerFailures::remove waits for calls on other threads only", "[bootstrap][liveness]") {
   detail::PeerFailures failures(3);
   std::promise<void> entered, release;

@@ -1,10 +1,8 @@
-// The rendezvous as a whole fails for every rank, promptly and with the reason,
-// when it cannot complete: a rank that dies mid-hello or after arriving, a
-// bogus hello carrying the job's secret, the root itself gone. The rank hosting
-// the root (rank 0 with a fixed address) is told like the others, and a rank
-// never waits past its rendezvous timeout. (A fault sweep once found ranks 0
-// and 3 waiting on a root that had closed the connections of ranks 1 and 2:
-// nobody told them.)
+// A rendezvous that cannot complete fails on every rank, promptly, with
+// the reason: a rank dies mid-hello or after arriving, a bogus hello carries
+// the job's secret, or the root is gone. The rank hosting the root is told
+// like the others, so no rank waits on a root that gave up. A rank never
+// waits past its rendezvous timeout.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
@@ -99,9 +97,7 @@ void checkAllFailedPromptly(const std::vector<Outcome>& out, const std::vector<s
 
 }  // namespace
 
-// MSCCLPP_TIMEOUT_S is 60 in this suite: before the fix the cases below waited
-// that long, all but "a rank that arrived and died" (already handled), and a
-// rank waited 1.1 x its timeout + 2 s for the root.
+// MSCCLPP_TIMEOUT_S is 60 in this suite; each failure below must come in seconds.
 TEST_CASE("a rank dying mid-hello fails the rendezvous everywhere", "[bootstrap][rendezvous]") {
   for (size_t bytes : {sizeof(net::HelloHeader), sizeof(bootstrap::RendezvousHello) - 4}) {
     DYNAMIC_SECTION("after " << bytes << " bytes of its hello") {

@@ -1,9 +1,7 @@
-// Every C entry point of MSCCL++ (the functions mscclpp/status.h, plan_api.h
-// and mscclpp_c.h declare) called with bad input: it returns the documented
-// mscclppStatus, its message goes to errBuf and to mscclppGetLastError(), and
-// no exception escapes (the calls would end the test otherwise). The list of
-// entry points is read from the headers, so an entry point added without a case
-// here fails the test.
+// Every C entry point of mscclpp/status.h, plan_api.h and mscclpp_c.h,
+// called with bad input. Each returns its documented mscclppStatus, puts the
+// message in errBuf and mscclppGetLastError(), and lets no exception escape.
+// The list is read from the headers, so a new entry point needs a case here.
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstring>
@@ -167,7 +165,7 @@ TEST_CASE("every C entry point of the headers has a bad-input case here", "[capi
   for (const char* header : {"status.h", "plan_api.h", "mscclpp_c.h"}) {
     for (const std::string& f : declaredFunctions(header)) declared.insert(f);
   }
-  CHECK(declared.size() == 24);  // 2 + 9 + 13 today: the parse found them all
+  CHECK(declared.size() == 24);  // 2 + 9 + 13: the parse found them all
   std::set<std::string> covered = kCannotFail;
   for (const auto& [name, c] : badCalls()) covered.insert(name);
   for (const std::string& f : declared) {
@@ -176,7 +174,7 @@ TEST_CASE("every C entry point of the headers has a bad-input case here", "[capi
   }
   for (const std::string& f : covered) {
     INFO(f);
-    CHECK(declared.count(f) == 1);  // a case for a function the headers no longer declare
+    CHECK(declared.count(f) == 1);  // a case for a function the headers do not declare
   }
 }
 

@@ -28,7 +28,8 @@ struct Ring {
 TEST_CASE("trigger encoding round-trips MSCCL++'s layout", "[device][fifo]") {
   ProxyTrigger t{0, 0};
   REQUIRE(ProxyTrigger::encode(TriggerPut | TriggerSignal, 511, 0xfffffff0ull, 3, 17, 4096, 1023, &t));
-  // Bit positions of seed 003: size | srcOffset in fst; dstOffset | src id | dst id | type | channel | units16.
+  // MSCCL++'s bit positions: size | srcOffset in fst;
+  // dstOffset | src id | dst id | type | channel | units16 in snd.
   REQUIRE((t.fst & 0xffffffffull) == 4096);
   REQUIRE((t.fst >> 32) == 17);
   REQUIRE((t.snd & 0xffffffffull) == 0xfffffff0ull);

@@ -71,12 +71,11 @@ const std::map<std::string, std::string> kBrokenAsWritten = {
 };
 
 // Corpus plans with a data race as written: they complete, but their results
-// depend on timing. executor-tests-reduce_tbg.json: on rank 0, threadblock 1's
-// rres reads the second half of rank 1's scratch chunk 0, which rank 1's
-// threadblock 0 writes (its tbg slice of the 2-chunk copy), but it synchronises
-// only with rank 1's threadblock 1 (channel 1). The ThreadSanitizer suite
-// reports the race; with an odd chunk (67 alignment units) the emulator also
-// shows wrong sums.
+// depend on timing. In executor-tests-reduce_tbg, rank 0's threadblock 1 rres
+// reads the second half of rank 1's scratch chunk 0. Rank 1's threadblock 0
+// writes it, as its tbg slice of the 2-chunk copy, but the reader synchronises
+// only with rank 1's threadblock 1. The ThreadSanitizer suite reports the race;
+// with an odd chunk of 67 alignment units the emulator also shows wrong sums.
 const std::map<std::string, std::string> kRacyAsWritten = {
     {"executor-tests-reduce_tbg.json", "rank 0 threadblock 1 reads rank 1 threadblock 0's scratch writes"},
 };

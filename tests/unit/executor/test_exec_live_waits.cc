@@ -1,11 +1,9 @@
-// The op interpreter's GPU-context waits with several threads in one block
-// (op_interpreter.hpp reportedWait, settlePending), on host threads. The CUDA
-// device double runs one thread per block, so what only a block of several
-// threads does is checked here: two host threads run the same block as its
-// threads 0 and 1 of 2 (BlockInterpreter with threadId/numThreads, as the
-// kernel does), against a hand-built context that has live-wait slots, as GPU
-// contexts do. The ops used need no barrier among a block's threads
-// (syncBlockThreads is a no-op on the host).
+// The op interpreter's live waits with several threads in one block
+// (reportedWait, settlePending), on host threads. The CUDA device double runs
+// one thread per block, so two host threads play threads 0 and 1 of a block
+// here, against a hand-built context with live-wait slots as GPU contexts
+// have. The ops used need no barrier between a block's threads, since
+// syncBlockThreads does nothing on the host.
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>

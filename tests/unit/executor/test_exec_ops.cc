@@ -92,7 +92,7 @@ TEST_CASE("put, signal and wait over a memory channel", "[exec][ops]") {
 }
 
 TEST_CASE("get keeps the remote and the local offset apart", "[exec][ops]") {
-  // Defect 2 of the reference executor: remote src index 1, local dst index 0.
+  // Remote src index 1, local dst index 0: a get must not swap the two offsets.
   json p = planJson("get", "custom", "Simple", false,
                     {gpu(0, 2, 2, 0, {threadblock(0, {op("signal", {}, {}, mem())}, kTbMem0)}, kMem01),
                      gpu(1, 2, 2, 0,

@@ -1,9 +1,8 @@
-// A call the executor declines is a value (Executor::tryExecute returns the
-// refusal, nullopt when the call ran), decided before any rank exchanged
-// anything; Executor::execute throws the same text as Error(NotSupported). Each
-// refusing check is one function returning the reason, and its throwing form
-// gives the same message. Real failures (bad arguments) stay exceptions on both
-// paths.
+// A call the executor declines is a value, decided before ranks exchange
+// anything: Executor::tryExecute returns the refusal, or nullopt when the
+// call ran, and Executor::execute throws the same text as NotSupported. Each
+// check returns its reason; its throwing form gives the same message. Bad
+// arguments stay exceptions on both paths.
 #include <catch2/catch.hpp>
 #include <functional>
 #include <memory>

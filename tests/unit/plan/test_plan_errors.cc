@@ -432,7 +432,7 @@ TEST_CASE("each validation rule rejects its plan with the exact error", "[plan][
 
 TEST_CASE("onlyRank keeps cross-rank rules, skips other ranks' ops", "[plan][errors]") {
   json j = plantest::simplePlan();
-  g(j, 1)["channels"].erase(2);  // rank 1 no longer joins rank 0's switch group
+  g(j, 1)["channels"].erase(2);  // rank 1 leaves rank 0's switch group
   CHECK(plantest::loadError(j, 1).find("every member of a switch group declares the same switch channels") !=
         std::string::npos);
   json k = plantest::simplePlan();

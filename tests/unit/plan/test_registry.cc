@@ -444,9 +444,9 @@ TEST_CASE("plans load lazily; one broken on any rank is skipped by all", "[plan]
 
   LogCapture log;
   SelectRequest r = request(Collective::AllReduce, 2, KiB);
-  // Rank 1's own part of "bad" is valid, but rank 0's is not: rank 1 must skip
-  // it too, or the two ranks would run different plans for the same call (issue
-  // 13). The warning names the plan, the rank and the JSON path.
+  // Rank 1's own part of "bad" is valid but rank 0's is not. Rank 1 must skip
+  // it too, or the two ranks would run different plans for one call. The
+  // warning names the plan, the rank and the JSON path.
   r.rank = 1;
   SelectionPtr s = reg.select(r);
   CHECK(s->name == "good");

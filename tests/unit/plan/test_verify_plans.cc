@@ -57,8 +57,8 @@ TEST_CASE("reference corpus: each plan is proven or its defect named", "[verify]
       // corpus": ThreadSanitizer sees it too).
       {"executor-tests-reduce_tbg.json", {FindingKind::Race, "scratch"}},
       // reuse_resources wraps the scratch, and nothing keeps the copying
-      // threadblock from running a whole scratch ahead of the readers (the
-      // committed allreduce_pipeline.json has that credit).
+      // threadblock from running a whole scratch ahead of the readers; the
+      // corpus's committed allreduce_pipeline has that credit.
       {"sn_allreduce_pipeline.json", {FindingKind::Race, "pipeline iteration"}},
       // Unit plans: the ones docs/executor.md lists as never completing, ...
       {"ut_read_put_packet_test.json", {FindingKind::Deadlock, "no op of any rank writes"}},

@@ -1,9 +1,8 @@
-// Any count through the shim (tag [anycount], run with the default plans; CPU
-// backend, ranks of one process driven in a group): every collective on the
-// default plans at element counts that do and do not fit the plans' chunks runs
-// on a plan (the NCCL double receives no collective) and gives NCCL's result,
-// computed here on the host. Also the documented two-rank exchange (grouped
-// ncclSend + ncclRecv) on the default plans alone ([defaultplans]).
+// Any count through the shim, on the default plans and the CPU backend,
+// ranks of one process driven in a group. Every collective at counts that
+// do and do not fit the plans' chunks runs on a plan, never on the NCCL
+// double, and gives NCCL's result as computed here. [defaultplans] runs the
+// documented two-rank exchange (grouped ncclSend + ncclRecv).
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <string>

@@ -135,10 +135,9 @@ TEST_CASE("ncclBcast reaches the real one; its inner call stays inside", "[fallb
                                "stream=%p)",
                                p, p, s.real, (void*)fakeStream));
   CHECK(dbl().depth(1) == 1);
-  // Loaded with RTLD_DEEPBIND by the shim: the dynamic linker bound the
-  // library's own name inside it. (Sanitized builds cannot use RTLD_DEEPBIND:
-  // the call then went through the shim's re-entry guard and came back, as the
-  // records above show.)
+  // The shim loads it with RTLD_DEEPBIND, so the library's own name binds
+  // inside it. Sanitized builds cannot use RTLD_DEEPBIND: there the call goes
+  // through the shim's re-entry guard and back, as the records above show.
   CHECK(dbl().bcastBoundInside() == (SHIMTEST_SANITIZED ? 0 : 1));
   CHECK(ncclCommDestroy(s.comm) == ncclSuccess);
 }
