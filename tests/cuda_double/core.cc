@@ -1,6 +1,7 @@
-// Configuration, per-thread state, errors and reports of the CUDA double; the error API
-// (cudaGetLastError, cudaPeekAtLastError, cudaGetErrorString, cudaGetErrorName) and the device
-// selection API (cudaGetDeviceCount, cudaSetDevice, cudaGetDevice).
+// Configuration, per-thread state, errors and reports of the CUDA double; the
+// error API (cudaGetLastError, cudaPeekAtLastError, cudaGetErrorString,
+// cudaGetErrorName) and the device selection API (cudaGetDeviceCount,
+// cudaSetDevice, cudaGetDevice).
 #include "core.hpp"
 
 #include <cstdarg>
@@ -36,8 +37,9 @@ Reports& reports() {
   return *r;
 }
 
-// CUDA Runtime API, "Device Management": the current device is per host thread, device 0 until
-// cudaSetDevice; "Error Handling": the last error is per host thread.
+// CUDA Runtime API, "Device Management": the current device is per host thread,
+// device 0 until cudaSetDevice; "Error Handling": the last error is per host
+// thread.
 thread_local int tCurrentDevice = 0;
 thread_local cudaError_t tLastError = cudaSuccess;
 thread_local bool tCallbackThread = false;
@@ -63,8 +65,9 @@ Config& config() {
     auto* p = new Config();
     p->devices = static_cast<int>(envInt("CUDA_DOUBLE_DEVICES", 8, 1, 64));
     p->sms = static_cast<int>(envInt("CUDA_DOUBLE_SMS", 132, 1, 1024));
-    // CUDA Programming Guide, "Concurrent Kernel Execution"/Hyper-Q: CUDA_DEVICE_MAX_CONNECTIONS
-    // sets the hardware work queues (default 8, at most 32).
+    // CUDA Programming Guide, "Concurrent Kernel Execution"/Hyper-Q:
+    // CUDA_DEVICE_MAX_CONNECTIONS sets the hardware work queues (default 8, at
+    // most 32).
     p->queues = static_cast<int>(envInt("CUDA_DEVICE_MAX_CONNECTIONS", 8, 1, 32));
     p->streamMemOps = envInt("CUDA_DOUBLE_STREAM_MEM_OPS", 1, 0, 1) != 0;
     p->adversarialSyncMs.store(static_cast<int>(envInt("CUDA_DOUBLE_ADVERSARIAL_SYNC_MS", 0, 0, 600000)));
@@ -83,7 +86,7 @@ cudaError_t fail(cudaError_t e) {
 }
 
 cudaError_t lastError(bool reset) {
-  // A sticky error stays: every call keeps returning it (the context cannot be used any more).
+  // A sticky error stays: every call returns it, as the context is lost.
   cudaError_t s = stickyOf(tCurrentDevice);
   if (s != cudaSuccess) return s;
   cudaError_t e = tLastError;

@@ -17,8 +17,9 @@
 
 namespace cudadouble {
 
-// One block of a kernel, run on a host thread: args are the launch's argument values (copied at
-// launch, as CUDA copies kernel parameters), in declaration order.
+// One block of a kernel, run on a host thread: args are the launch's argument
+// values (copied at launch, as CUDA copies kernel parameters), in declaration
+// order.
 using HostBlockFn = void (*)(void* const* args, dim3 grid, dim3 block, unsigned blockIndex, size_t dynamicShared,
                              const void* user);
 
@@ -31,10 +32,12 @@ struct HostKernel {
   size_t staticSharedBytes = 0;   // the kernel's own __shared__ variables
 };
 
-// Registers the host body of the device kernel whose demangled name, without return type and
-// parameter list, is `name` (e.g. "mscclpp::exec::executorKernel<float, mscclpp::exec::OpSum>").
-// Device kernels are matched by the names nvcc registers (__cudaRegisterFunction); a launch of a
-// kernel with no host body fails with cudaErrorInvalidDeviceFunction and is counted as a misuse.
+// Registers the host body of the device kernel whose demangled name, without
+// return type and parameter list, is `name` (e.g.
+// "mscclpp::exec::executorKernel<float, mscclpp::exec::OpSum>"). Device kernels
+// are matched by the names nvcc registers (__cudaRegisterFunction); a launch of
+// a kernel with no host body fails with cudaErrorInvalidDeviceFunction and is
+// counted as a misuse.
 void registerHostKernel(const std::string& name, const HostKernel& kernel);
 
 // What tests can observe.
@@ -51,9 +54,10 @@ struct Stats {
 };
 Stats stats();
 
-// Adversarial scheduling (also CUDA_DOUBLE_ADVERSARIAL_SYNC_MS): every device-synchronising call
-// first waits up to `ms` for a kernel launched by another host thread to be running on the device,
-// so a synchronisation that a concurrently launched kernel could deadlock deadlocks every time.
+// Adversarial scheduling (also CUDA_DOUBLE_ADVERSARIAL_SYNC_MS): every
+// device-synchronising call first waits up to `ms` for a kernel launched by
+// another host thread to be running on the device, so a synchronisation that a
+// concurrently launched kernel could deadlock deadlocks every time.
 void setAdversarialSync(int ms);
 
 // The hardware queue a stream was mapped to (streams share CUDA_DEVICE_MAX_CONNECTIONS queues).

@@ -1,9 +1,9 @@
-// Devices of the CUDA double (properties, attributes, peer access) and the driver functions the
-// runtime hands out through cudaGetDriverEntryPoint[ByVersion]: cuMemGetAddressRange,
-// cuPointerGetAttribute (CU_POINTER_ATTRIBUTE_BUFFER_ID: a fresh id per allocation, Driver API
-// "Unified Addressing"), cuStreamWriteValue64 (stream-ordered release store, Driver API "Stream
-// Memory Operations"), cuDeviceGet, cuDeviceGetAttribute. Multicast (NVLS) is reported as
-// unsupported, so its entry points are absent.
+// Devices of the CUDA double, with their properties, attributes and peer
+// access, and the driver functions the runtime gets through
+// cudaGetDriverEntryPoint[ByVersion]: cuMemGetAddressRange,
+// cuPointerGetAttribute, cuStreamWriteValue64, cuDeviceGet and
+// cuDeviceGetAttribute. Multicast (NVLS) is reported unsupported, so its
+// entry points are absent.
 #include <cuda.h>
 
 #include <cstring>

@@ -1,11 +1,10 @@
-// The host bodies of the executor's device kernels, registered with the CUDA double at load time
-// (link this library whole). Each body runs the REAL kernel logic compiled for the host: the op
-// interpreter's block (runtime/executor/op_interpreter.hpp, the CPU backend's instantiations:
-// hostBlockFunction) with one host thread per block, and the elementwise premulsum / avg steps of
-// gpu_launch.cu (reduce_ops.hpp) for every thread of the block in turn.
-//
-// Kernels are matched by their demangled names, which nvcc registers (__cudaRegisterFunction);
-// the names below spell the same templates with the same arguments.
+// The host bodies of the executor's device kernels, registered with the CUDA
+// double at load time; link this library whole. Each body runs the REAL
+// kernel logic compiled for the host: the op interpreter's block, as the CPU
+// backend's hostBlockFunction instantiates it, on one host thread per block,
+// and the premulsum / avg steps of gpu_launch.cu for each thread in turn.
+// Kernels are matched by the demangled names nvcc registers, so the names
+// below spell the same templates with the same arguments.
 #include <cxxabi.h>
 
 #include <cstdlib>

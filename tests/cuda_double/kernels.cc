@@ -1,22 +1,10 @@
-// Kernels in the CUDA double: the registration calls nvcc's generated host code makes at load time
-// (__cudaRegisterFatBinary, __cudaRegisterFunction), the launch path of <<<>>> (__cudaPush/
-// PopCallConfiguration, __cudaGetKernel, __cudaLaunchKernel) and cudaLaunchKernel, function
-// attributes, occupancy, and the block scheduler that runs a kernel's blocks on host threads.
-//
-// A device kernel runs as the host body registered for its name (cuda_double.h): one host thread
-// per block, blocks placed on the device's streaming multiprocessors as hardware does (CUDA
-// Programming Guide, "Hardware Implementation" and the occupancy rules of "Occupancy Calculator"):
-// a block occupies an SM until it finishes and needs its warps' threads, registers and shared
-// memory (static + dynamic + the 1 KiB per-block reservation) free there; blocks that do not fit
-// anywhere wait for earlier blocks to finish, so a grid whose blocks wait on blocks not yet
-// resident deadlocks exactly as on a GPU. cudaOccupancyMaxActiveBlocksPerMultiprocessor answers
-// with the same rules.
-//
-// Launch checks (Runtime API cudaLaunchKernel / cudaFuncSetAttribute): the block size against the
-// kernel's and the device's limit (cudaErrorInvalidConfiguration); dynamic shared memory above
-// 48 KiB needs cudaFuncAttributeMaxDynamicSharedMemorySize raised for the function ON THE CURRENT
-// DEVICE (function attributes are per device), else cudaErrorInvalidValue; the stream must belong
-// to the current device (cudaErrorInvalidResourceHandle).
+// Kernels in the CUDA double: the registration calls of nvcc's generated
+// host code, the launch path of <<<>>> and cudaLaunchKernel, function
+// attributes, occupancy, and the block scheduler. A kernel runs as the host
+// body registered for its name, one host thread per block. Blocks occupy
+// SMs by the hardware's occupancy rules, so a grid whose blocks wait on
+// blocks not yet resident deadlocks exactly as on a GPU. The launch checks
+// and the rules followed are in docs/cuda-double.md, "What it implements".
 #include <cxxabi.h>
 
 #include <algorithm>
@@ -266,7 +254,9 @@ void runGrid(int device, std::string name, HostKernel kernel, dim3 grid, dim3 bl
   kernelFinished(device, launcher);
 }
 
-// Checks the configuration and enqueues a launch (the runtime's launch checks, see the header).
+// Checks the configuration as the runtime does, then enqueues the launch.
+// Dynamic shared memory above 48 KiB needs the attribute raised for the
+// function on the current device, since function attributes are per device.
 cudaError_t launch(KernelRecord* k, dim3 grid, dim3 block, void** args, size_t dynamicShared, cudaStream_t stream) {
   CD_ENTER();
   if (k == nullptr) {
@@ -276,7 +266,7 @@ cudaError_t launch(KernelRecord* k, dim3 grid, dim3 block, void** args, size_t d
   CUstream_st* s = nullptr;
   if (cudaError_t e = resolveStream(stream, &s); e != cudaSuccess) return e;
   const int device = currentDevice();
-  if (s->device != device) return fail(cudaErrorInvalidResourceHandle);
+  if (s->device != device) return fail(cudaErrorInvalidResourceHandle);  // the stream's device must be current
   HostKernel kernel;
   int maxDyn = 0;
   {

@@ -1,5 +1,6 @@
-// The CUDA double's memory: the arena, allocations, copies, memsets, host-mapped memory, IPC
-// handles, pointer attributes, and the fault guard (see memory.hpp).
+// The CUDA double's memory: the arena, allocations, copies, memsets,
+// host-mapped memory, IPC handles, pointer attributes, and the fault guard (see
+// memory.hpp).
 #include "memory.hpp"
 
 #include <setjmp.h>
@@ -85,8 +86,8 @@ void poison(uintptr_t base, size_t capacity) {
        0);
 }
 
-// Reserves an address for `capacity` bytes in slice `si`: the most recently freed fitting block,
-// else fresh space. Memory mutex held.
+// Reserves an address for `capacity` bytes in slice `si`: the most recently
+// freed fitting block, else fresh space. Memory mutex held.
 uintptr_t takeAddress(Slice& s, size_t capacity, size_t* gotCapacity) {
   auto exact = s.freeByCapacity.find(capacity);
   auto it = exact != s.freeByCapacity.end() ? exact : s.freeByCapacity.lower_bound(capacity);
@@ -171,8 +172,9 @@ std::mutex gHandlerMutex;
 
 void onSegv(int sig, siginfo_t* info, void* context) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(info->si_addr);
-  // Any fault inside a kernel or a copy is the device's: an access to freed memory, or through a
-  // pointer read from freed-and-reused memory (a wild address), is an illegal address on a GPU.
+  // Any fault inside a kernel or a copy is the device's: an access to freed
+  // memory, or through a pointer read from freed-and-reused memory (a wild
+  // address), is an illegal address on a GPU.
   if (tGuard != nullptr) {
     tFaultAddress = a;
     siglongjmp(*tGuard, 1);
@@ -210,8 +212,8 @@ std::string describeAddress(uintptr_t a) {
   return buf;
 }
 
-// A copy or memset touching [p, p + n) on the device: refused with a fault when it leaves the live
-// allocations.
+// A copy or memset touching [p, p + n) on the device: refused with a fault when
+// it leaves the live allocations.
 bool checkDeviceRange(int device, const void* p, size_t n, const char* what) {
   if (n == 0 || deviceAccessible(p, n)) return true;
   fault(device, std::string(what) + " touches " + describeAddress(reinterpret_cast<uintptr_t>(p)) + " (+" +
@@ -305,8 +307,9 @@ extern "C" {
 cudaError_t cudaMalloc(void** devPtr, size_t size) {
   CD_ENTER();
   if (devPtr == nullptr) return fail(cudaErrorInvalidValue);
-  // Programming Guide, "Implicit Synchronization": a device memory allocation between two commands
-  // of different streams keeps them from running concurrently.
+  // Programming Guide, "Implicit Synchronization": a device memory allocation
+  // between two commands of different streams keeps them from running
+  // concurrently.
   if (cudaError_t e = deviceSync(currentDevice(), "cudaMalloc"); e != cudaSuccess) return e;
   if (size == 0) {
     *devPtr = nullptr;
@@ -318,8 +321,8 @@ cudaError_t cudaMalloc(void** devPtr, size_t size) {
 cudaError_t cudaFree(void* devPtr) {
   CD_ENTER();
   int device = deviceOfPointer(devPtr, currentDevice());
-  // Programming Guide, "Stream-Ordered Memory Allocator": cudaFree synchronizes the GPU across all
-  // executing streams.
+  // Programming Guide, "Stream-Ordered Memory Allocator": cudaFree synchronizes
+  // the GPU across all executing streams.
   if (cudaError_t e = deviceSync(device, "cudaFree"); e != cudaSuccess) return e;
   if (devPtr == nullptr) return cudaSuccess;
   Memory& mem = memory();
@@ -339,8 +342,8 @@ cudaError_t cudaMallocAsync(void** devPtr, size_t size, cudaStream_t stream) {
   if (devPtr == nullptr) return fail(cudaErrorInvalidValue);
   if (cudaError_t e = resolveStream(stream, &s); e != cudaSuccess) return e;
   if (s->capture) return fail(cudaErrorNotSupported);  // graph memory nodes are not modelled
-  // Runtime API, cudaMallocAsync: stream-ordered, no device synchronisation; the memory may be
-  // used by work ordered after the allocation in this stream.
+  // Runtime API, cudaMallocAsync: stream-ordered, no device synchronisation;
+  // the memory may be used by work ordered after the allocation in this stream.
   return fail(allocate(size == 0 ? 1 : size, s->device, MemKind::Device, true, devPtr));
 }
 
@@ -400,8 +403,8 @@ cudaError_t cudaHostGetDevicePointer(void** pDevice, void* pHost, unsigned int f
   Allocation a;
   if (pDevice == nullptr || flags != 0) return fail(cudaErrorInvalidValue);
   if (!lookup(pHost, &a) || a.kind != MemKind::Host) return fail(cudaErrorInvalidValue);
-  // Unified addressing (Programming Guide, "Unified Virtual Address Space"): mapped host memory has
-  // the same address on the device.
+  // Unified addressing (Programming Guide, "Unified Virtual Address Space"):
+  // mapped host memory has the same address on the device.
   *pDevice = pHost;
   return cudaSuccess;
 }
@@ -430,8 +433,9 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpy
   if (count == 0) return cudaSuccess;
   const int device = s->device;
   if (!s->capture && !inArena(src) && inArena(dst)) {
-    // Driver API, "API synchronization behavior": from pageable host memory the bytes are staged at
-    // once, so the caller may reuse its buffer when the call returns.
+    // Driver API, "API synchronization behavior": from pageable host memory the
+    // bytes are staged at once, so the caller may reuse its buffer when the
+    // call returns.
     auto staged =
         std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + count);
     return enqueue(
@@ -457,8 +461,9 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpy
   return e;
 }
 
-// Device-to-device only (what the runtime uses: staging parts at a padded pitch): "cudaMemcpy2DAsync"
-// copies `height` rows of `width` bytes, dpitch and spitch apart; pitches below the width are invalid.
+// Device-to-device only (what the runtime uses: staging parts at a padded
+// pitch): "cudaMemcpy2DAsync" copies `height` rows of `width` bytes, dpitch and
+// spitch apart; pitches below the width are invalid.
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
                               cudaMemcpyKind kind, cudaStream_t stream) {
   CD_ENTER();
@@ -543,8 +548,8 @@ cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t* handle, void* devPtr) {
   Memory& mem = memory();
   std::lock_guard<std::mutex> lock(mem.m);
   auto it = mem.live.find(reinterpret_cast<uintptr_t>(devPtr));
-  // "Takes a pointer to the base of an existing device memory allocation" (cudaMalloc, not a
-  // stream-ordered pool): anything else is refused.
+  // "Takes a pointer to the base of an existing device memory allocation"
+  // (cudaMalloc, not a stream-ordered pool): anything else is refused.
   if (it == mem.live.end() || it->second.kind != MemKind::Device || it->second.streamOrdered) {
     misuse("cudaIpcGetMemHandle(%p): not the base of a live cudaMalloc allocation", devPtr);
     return fail(cudaErrorInvalidValue);
@@ -576,8 +581,9 @@ cudaError_t cudaIpcOpenMemHandle(void** devPtr, cudaIpcMemHandle_t handle, unsig
     *devPtr = reinterpret_cast<void*>(known->second.base);
     return cudaSuccess;
   }
-  // The exporter's memfd, checked to still be the same allocation (its descriptor number may have
-  // been reused after a free: then the handle is stale).
+  // The exporter's memfd, checked to still be the same allocation (its
+  // descriptor number may have been reused after a free: then the handle is
+  // stale).
   const std::string path = "/proc/" + std::to_string(h.pid) + "/fd/" + std::to_string(h.fd);
   char target[256] = {};
   ssize_t n = readlink(path.c_str(), target, sizeof(target) - 1);

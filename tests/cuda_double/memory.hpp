@@ -1,16 +1,10 @@
-// Device memory of the CUDA double: one reserved address range (the "arena") holds every device
-// allocation, host allocation (cudaHostAlloc) and IPC import, so a device access can be checked
-// against the live allocations, and an access to freed memory faults.
-//
-// Semantics (each documented where it is implemented, memory.cc):
-//  * cudaMalloc/cudaFree/cudaHostAlloc/cudaFreeHost/cudaMemset/cudaMemcpy synchronise the device;
-//    cudaMallocAsync/cudaFreeAsync/cudaMemcpyAsync/cudaMemcpy2DAsync (device to device)/cudaMemsetAsync are
-//    stream-ordered.
-//  * Freed memory is unmapped (PROT_NONE): a kernel or copy touching it faults with the sticky
-//    cudaErrorIllegalAddress, loudly, instead of reading stale data.
-//  * The next allocation of a fitting size reuses the most recently freed address (as caching
-//    allocators do), but it is a new allocation: a new buffer id, a new IPC handle.
-//  * Each device allocation is a memfd, so another process can map it from an IPC handle.
+// Device memory of the CUDA double. One reserved address range, the "arena",
+// holds every device allocation, host allocation and IPC import, so device
+// accesses are checked against the live allocations. Freed memory is
+// unmapped: touching it faults with the sticky cudaErrorIllegalAddress
+// instead of reading stale data. The next fitting allocation reuses the last
+// freed address with a new buffer id and IPC handle. Each allocation is a
+// memfd that another process can map. memory.cc documents each call.
 #ifndef CUDA_DOUBLE_MEMORY_HPP_
 #define CUDA_DOUBLE_MEMORY_HPP_
 
@@ -37,8 +31,8 @@ struct Allocation {
 bool lookup(const void* p, Allocation* out);
 // Whether p is inside the arena (async-signal-safe: the fault handler uses it).
 bool inArena(const void* p);
-// Whether the device may touch [p, p + n): inside one live allocation, or host memory outside the
-// arena (which the double cannot check).
+// Whether the device may touch [p, p + n): inside one live allocation, or host
+// memory outside the arena (which the double cannot check).
 bool deviceAccessible(const void* p, size_t n);
 
 struct MemoryStats {
@@ -46,8 +40,9 @@ struct MemoryStats {
 };
 MemoryStats memoryStats();
 
-// Runs f on this thread with faults on arena addresses caught: a fault makes the device's sticky
-// error cudaErrorIllegalAddress (with `what` and the address) and guarded returns false.
+// Runs f on this thread with faults on arena addresses caught: a fault makes
+// the device's sticky error cudaErrorIllegalAddress (with `what` and the
+// address) and guarded returns false.
 bool guarded(int device, const char* what, void (*f)(void*), void* arg);
 template <class F>
 bool guarded(int device, const char* what, F&& f) {

@@ -1,6 +1,7 @@
-// Streams, hardware queues and synchronisation of the CUDA double (see streams.hpp), and the
-// stream API: cudaStreamCreate*, cudaStreamDestroy, cudaStreamSynchronize, cudaStreamQuery,
-// cudaDeviceSynchronize, cudaLaunchHostFunc, cudaStreamGetFlags.
+// Streams, hardware queues and synchronisation of the CUDA double (see
+// streams.hpp), and the stream API: cudaStreamCreate*, cudaStreamDestroy,
+// cudaStreamSynchronize, cudaStreamQuery, cudaDeviceSynchronize,
+// cudaLaunchHostFunc, cudaStreamGetFlags.
 #include "streams.hpp"
 
 #include <chrono>
@@ -244,8 +245,9 @@ cudaError_t deviceSync(int device, const char* what) {
   Device& dev = deviceOf(device);
   const int adversarial = config().adversarialSyncMs.load();
   if (adversarial > 0) {
-    // Give a kernel another thread is about to launch the time to start, so that a
-    // synchronisation it would deadlock with deadlocks now rather than by chance.
+    // Give a kernel another thread is about to launch the time to start, so
+    // that a synchronisation it would deadlock with deadlocks now rather than
+    // by chance.
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(adversarial);
     const std::thread::id me = std::this_thread::get_id();
     while (std::chrono::steady_clock::now() < until) {
@@ -264,8 +266,9 @@ cudaError_t deviceSync(int device, const char* what) {
     std::lock_guard<std::mutex> lock(q->m);
     if (q->newest) newest.push_back(q->newest);
   }
-  // A synchronisation that waits long is usually a deadlock in the making (a running kernel waits
-  // for work this thread has not issued yet): say so while it lasts.
+  // A synchronisation that waits long is usually a deadlock in the making (a
+  // running kernel waits for work this thread has not issued yet): say so while
+  // it lasts.
   const auto start = std::chrono::steady_clock::now();
   for (const OpPtr& op : newest) {
     while (!op->waitFor(std::chrono::seconds(1))) {
@@ -320,8 +323,9 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
     return fail(cudaErrorInvalidResourceHandle);
   }
   if (cudaError_t e = resolveStream(stream, &s); e != cudaSuccess) return e;
-  // CUDA Runtime API, cudaStreamDestroy: returns at once; work already in the stream completes.
-  // The object stays (never reused) so later uses of the handle are caught as misuses.
+  // CUDA Runtime API, cudaStreamDestroy: returns at once; work already in the
+  // stream completes. The object stays (never reused) so later uses of the
+  // handle are caught as misuses.
   Device& dev = deviceOf(s->device);
   {
     std::lock_guard<std::mutex> lock(dev.m);

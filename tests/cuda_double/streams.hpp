@@ -1,22 +1,11 @@
-// Streams and hardware queues of the CUDA double.
-//
-// Every device has CUDA_DEVICE_MAX_CONNECTIONS hardware queues, each with a worker thread that
-// runs its operations one at a time, in order (CUDA Programming Guide, "Streams" and "Concurrent
-// Kernel Execution": work of one stream runs in issue order; streams are spread over the device's
-// connections, and streams that share one are serialised: a "false dependency"). A stream is mapped
-// to a queue when it is created, round-robin in creation order; the legacy default stream is
-// created first (queue 0).
-//
-// The legacy default stream (CUDA Runtime API, "Stream synchronization behavior"): work on it
-// waits for all earlier work of every blocking stream of the device, and later work of blocking
-// streams waits for it; cudaStreamNonBlocking streams take part in neither.
-//
-// Device-wide synchronisation (deviceSync): what cudaDeviceSynchronize does explicitly and what
-// cudaMalloc, cudaFree, cudaHostAlloc, cudaFreeHost, cudaMemset and cudaMemcpy do implicitly
-// (Programming Guide, "Implicit Synchronization" and "Stream-Ordered Memory Allocator": "managing
-// memory allocations using cudaMalloc and cudaFree causes the GPU to synchronize across all
-// executing CUDA streams"): it waits for all work issued on the device before the call, on every
-// stream, blocking or not.
+// Streams and hardware queues of the CUDA double. The semantics, and the
+// CUDA documentation each follows, are in docs/cuda-double.md, "What it
+// implements". Each device has CUDA_DEVICE_MAX_CONNECTIONS queues, each a
+// worker thread that runs its operations one at a time, in order. Streams
+// map to queues round-robin in creation order, the legacy default stream
+// first. deviceSync is the device-wide wait that cudaDeviceSynchronize does
+// explicitly and cudaMalloc, cudaFree, cudaMemset and cudaMemcpy do
+// implicitly: it waits for all earlier work of the device, on every stream.
 #ifndef CUDA_DOUBLE_STREAMS_HPP_
 #define CUDA_DOUBLE_STREAMS_HPP_
 
@@ -37,8 +26,8 @@ namespace cudadouble {
 class Op {
  public:
   Op(int device, std::function<void()> work, std::vector<std::shared_ptr<Op>> after, bool kernel);
-  // On the queue's worker: waits for the operations it depends on, then runs (skipped once the
-  // device has a sticky error: the context is lost).
+  // On the queue's worker: waits for the operations it depends on, then runs
+  // (skipped once the device has a sticky error: the context is lost).
   void execute();
   void wait();
   bool waitFor(std::chrono::milliseconds timeout);  // false when still not done
@@ -78,20 +67,22 @@ struct CUstream_st {
 
 namespace cudadouble {
 
-// Resolves a stream argument: 0 and cudaStreamLegacy name the current device's legacy default
-// stream, cudaStreamPerThread the calling thread's default stream, anything else a stream created
-// here (a destroyed or unknown handle is a misuse: cudaErrorInvalidResourceHandle).
+// Resolves a stream argument: 0 and cudaStreamLegacy name the current device's
+// legacy default stream, cudaStreamPerThread the calling thread's default
+// stream, anything else a stream created here (a destroyed or unknown handle is
+// a misuse: cudaErrorInvalidResourceHandle).
 cudaError_t resolveStream(cudaStream_t stream, CUstream_st** out);
 
-// Enqueues work on the stream in stream order (with the legacy default stream's implicit
-// dependencies), or, while the stream is captured, appends it to the capture's graph. `out`
-// receives the operation (null when captured).
+// Enqueues work on the stream in stream order (with the legacy default stream's
+// implicit dependencies), or, while the stream is captured, appends it to the
+// capture's graph. `out` receives the operation (null when captured).
 cudaError_t enqueue(CUstream_st* stream, std::function<void()> work, bool kernel, OpPtr* out = nullptr);
 // Enqueues without looking at capture (graph launches).
 OpPtr submit(CUstream_st* stream, std::function<void()> work, bool kernel);
 
-// The implicit device-wide synchronisation of `what` on `device` (see the header comment).
-// Refused (cudaErrorStreamCaptureUnsupported) while a capture forbids it.
+// The implicit device-wide synchronisation of `what` on `device` (see the
+// header comment). Refused (cudaErrorStreamCaptureUnsupported) while a capture
+// forbids it.
 cudaError_t deviceSync(int device, const char* what);
 
 // Waits until everything issued on the stream so far has run.

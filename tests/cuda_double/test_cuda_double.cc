@@ -1,12 +1,10 @@
-// The CUDA double's own semantics, each against the rule of the CUDA documentation it follows
-// (docs/cuda-double.md): streams run in order and asynchronously; streams sharing a hardware queue
-// serialise; the legacy default stream's implicit dependencies; device-synchronising calls wait for
-// every stream; a bounded number of co-resident blocks; per-device function attributes; sticky and
-// non-sticky errors; address reuse with fresh buffer ids; poisoned freed memory; mapped host memory;
-// stream-ordered allocation; IPC across processes; capture, replay and user objects.
-//
-// Test kernels are host functions registered the way nvcc's generated code registers device
-// kernels. This binary is also the child process of the IPC test (its own main()).
+// The CUDA double's own semantics, each against the rule of the CUDA
+// documentation it follows (docs/cuda-double.md, "What it implements"):
+// streams and queues, the legacy default stream, implicit synchronisation,
+// residency, attributes per device, errors, memory reuse and poisoning, IPC
+// across processes, graphs and user objects. Test kernels are host functions
+// registered the way nvcc's generated code registers device kernels. This
+// binary is also the child process of the IPC test, with its own main().
 #include "catch_session.hpp"
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -60,8 +58,8 @@ T arg(void* const* args, int i) {
   return v;
 }
 
-// gate(std::atomic<int>* gate, std::atomic<int>* started): counts itself started, then waits (at
-// most 10 s) for the gate to open.
+// gate(std::atomic<int>* gate, std::atomic<int>* started): counts itself
+// started, then waits (at most 10 s) for the gate to open.
 void gateBody(void* const* args, dim3, dim3, unsigned, size_t, const void*) {
   auto* gate = arg<std::atomic<int>*>(args, 0);
   auto* started = arg<std::atomic<int>*>(args, 1);
@@ -70,8 +68,9 @@ void gateBody(void* const* args, dim3, dim3, unsigned, size_t, const void*) {
   while (gate->load() == 0 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::microseconds(200));
 }
 
-// barrier(std::atomic<int>* arrived, int total, std::atomic<int>* failed, int timeoutMs): every
-// block waits (bounded) for all `total` blocks to have started, as a plan's blocks wait on each other.
+// barrier(std::atomic<int>* arrived, int total, std::atomic<int>* failed, int
+// timeoutMs): every block waits (bounded) for all `total` blocks to have
+// started, as a plan's blocks wait on each other.
 void barrierBody(void* const* args, dim3, dim3, unsigned, size_t, const void*) {
   auto* arrived = arg<std::atomic<int>*>(args, 0);
   const int total = arg<int>(args, 1);
@@ -160,7 +159,7 @@ TEST_CASE("the double stands in for libcudart", "[double]") {
   REQUIRE(n >= 2);
 }
 
-TEST_CASE("streams run in issue order and asynchronously (Programming Guide: Streams)", "[double][streams]") {
+TEST_CASE("streams run in issue order and asynchronously", "[double][streams]") {
   CK(cudaSetDevice(0));
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -184,7 +183,7 @@ TEST_CASE("streams run in issue order and asynchronously (Programming Guide: Str
   CK(cudaStreamDestroy(s));
 }
 
-TEST_CASE("streams sharing a hardware queue serialise (CUDA_DEVICE_MAX_CONNECTIONS)", "[double][queues]") {
+TEST_CASE("streams sharing a hardware queue serialise", "[double][queues]") {
   QueuePair q;
   std::atomic<int> gate{0}, started{0}, gate2{1}, started2{0}, started3{0};
   CK(launchGate(q.a, &gate, &started));
@@ -198,8 +197,7 @@ TEST_CASE("streams sharing a hardware queue serialise (CUDA_DEVICE_MAX_CONNECTIO
   REQUIRE(started2.load() == 1);
 }
 
-TEST_CASE("the legacy default stream synchronises with blocking streams only (Stream synchronization behavior)",
-          "[double][streams]") {
+TEST_CASE("the legacy stream syncs with blocking streams only", "[double][streams]") {
   CK(cudaSetDevice(0));
   cudaStream_t blocking, nonBlocking;
   CK(cudaStreamCreate(&blocking));
@@ -218,8 +216,7 @@ TEST_CASE("the legacy default stream synchronises with blocking streams only (St
   CK(cudaStreamDestroy(nonBlocking));
 }
 
-TEST_CASE("cudaMalloc, cudaFree, cudaMemset and cudaMemcpy wait for every stream (Implicit Synchronization)",
-          "[double][sync]") {
+TEST_CASE("cudaMalloc, cudaFree, memset and memcpy wait for all streams", "[double][sync]") {
   CK(cudaSetDevice(0));
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -266,7 +263,7 @@ TEST_CASE("cudaMalloc, cudaFree, cudaMemset and cudaMemcpy wait for every stream
   CK(cudaStreamDestroy(other));
 }
 
-TEST_CASE("blocks beyond the device's resident capacity wait for earlier ones (occupancy)", "[double][blocks]") {
+TEST_CASE("blocks beyond resident capacity wait for earlier ones", "[double][blocks]") {
   CK(cudaSetDevice(0));
   int perSm = 0, sms = 0;
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, barrierKernel(), 1024, 0));
@@ -274,8 +271,9 @@ TEST_CASE("blocks beyond the device's resident capacity wait for earlier ones (o
   REQUIRE(perSm == 1);  // 64 registers x 1024 threads fill an SM's register file
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  // Exactly as many blocks as fit all meet (the bound is generous: 132 host threads must start);
-  // one more cannot be resident until an earlier block gives up, so the first ones time out.
+  // Exactly as many blocks as fit all meet (the bound is generous: 132 host
+  // threads must start); one more cannot be resident until an earlier block
+  // gives up, so the first ones time out.
   for (int extra : {0, 1}) {
     std::atomic<int> arrived{0}, failed{0};
     int total = perSm * sms + extra;
@@ -291,7 +289,7 @@ TEST_CASE("blocks beyond the device's resident capacity wait for earlier ones (o
   CK(cudaStreamDestroy(s));
 }
 
-TEST_CASE("dynamic shared memory above 48 KiB needs the attribute on each device", "[double][attributes]") {
+TEST_CASE("over 48 KiB of dynamic smem needs the attribute per device", "[double][attributes]") {
   int* d = nullptr;
   for (int dev : {0, 1}) {
     CK(cudaSetDevice(dev));
@@ -312,7 +310,7 @@ TEST_CASE("dynamic shared memory above 48 KiB needs the attribute on each device
   REQUIRE(a.maxDynamicSharedSizeBytes == 64 * 1024);
 }
 
-TEST_CASE("the current device is per thread; launches need the stream's device current", "[double][devices]") {
+TEST_CASE("the current device is per thread and checked at launch", "[double][devices]") {
   CK(cudaSetDevice(1));
   int other = -1;
   std::thread([&] { cudaGetDevice(&other); }).join();
@@ -332,7 +330,7 @@ TEST_CASE("the current device is per thread; launches need the stream's device c
   CK(cudaSetDevice(0));
 }
 
-TEST_CASE("non-sticky errors: cudaPeekAtLastError keeps, cudaGetLastError resets", "[double][errors]") {
+TEST_CASE("non-sticky errors: Peek keeps them, GetLastError resets", "[double][errors]") {
   CK(cudaSetDevice(0));
   REQUIRE(cudaGetLastError() == cudaSuccess);
   REQUIRE(cudaSetDevice(999) == cudaErrorInvalidDevice);
@@ -345,8 +343,7 @@ TEST_CASE("non-sticky errors: cudaPeekAtLastError keeps, cudaGetLastError resets
   CK(cudaFree(d));
 }
 
-TEST_CASE("a freed address is reused by the next fitting allocation, with a new buffer id and IPC handle",
-          "[double][memory]") {
+TEST_CASE("a reused address gets a new buffer id and IPC handle", "[double][memory]") {
   CK(cudaSetDevice(0));
   using PointerGetAttribute = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
   void* fn = nullptr;
@@ -386,7 +383,7 @@ TEST_CASE("mapped host memory has one address for host and device", "[double][me
   CK(cudaFreeHost(h));
 }
 
-TEST_CASE("capture and replay; user objects are destroyed after the graphs and their launches", "[double][graphs]") {
+TEST_CASE("graph replay; user objects outlive graphs and launches", "[double][graphs]") {
   CK(cudaSetDevice(0));
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -427,7 +424,7 @@ TEST_CASE("capture and replay; user objects are destroyed after the graphs and t
   CK(cudaStreamDestroy(s));
 }
 
-TEST_CASE("device-synchronising calls are refused during a thread-local capture", "[double][graphs]") {
+TEST_CASE("a thread-local capture refuses device-wide syncs", "[double][graphs]") {
   CK(cudaSetDevice(0));
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -455,8 +452,7 @@ TEST_CASE("using a destroyed stream is reported as a misuse", "[double][misuse]"
   REQUIRE(cudadouble::stats().misuses == before + 1);
 }
 
-TEST_CASE("adversarial scheduling: a synchronisation waits for a kernel another thread launches",
-          "[double][adversarial]") {
+TEST_CASE("adversarial: a sync waits for another thread's kernel", "[double][adversarial]") {
   CK(cudaSetDevice(0));
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -481,7 +477,7 @@ TEST_CASE("adversarial scheduling: a synchronisation waits for a kernel another 
   CK(cudaStreamDestroy(s));
 }
 
-TEST_CASE("IPC: another process maps an allocation through its handle; a stale handle is refused", "[double][ipc]") {
+TEST_CASE("IPC handles map across processes; stale ones are refused", "[double][ipc]") {
   CK(cudaSetDevice(0));
   char* d = nullptr;
   const size_t bytes = 1 << 20;
@@ -522,7 +518,7 @@ TEST_CASE("IPC: another process maps an allocation through its handle; a stale h
   CK(cudaFree(again));
 }
 
-TEST_CASE("a kernel touching freed memory faults loudly: sticky cudaErrorIllegalAddress", "[double][poison]") {
+TEST_CASE("touching freed memory is a sticky illegal address", "[double][poison]") {
   int n = 0;
   CK(cudaGetDeviceCount(&n));
   const int dev = n - 1;  // this device's context is lost afterwards

@@ -1,6 +1,7 @@
-// libFuzzer target for the plan loader. Any input must either load or throw mscclpp::Error; a loaded
-// plan must satisfy every guarantee the executor relies on (checked below: a violation traps, which
-// libFuzzer reports as a crash). Built only with -Dfuzzing=true (clang); see docs/plan-core.md.
+// libFuzzer target for the plan loader. Any input must either load or throw
+// mscclpp::Error; a loaded plan must satisfy every guarantee the executor
+// relies on (checked below: a violation traps, which libFuzzer reports as a
+// crash). Built only with -Dfuzzing=true (clang); see docs/plan-core.md.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

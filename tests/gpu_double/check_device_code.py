@@ -1,18 +1,9 @@
 #!/usr/bin/env python3
 """What the executor kernel compiles to, checked without a GPU (suite gpu-double).
 
-Compiles the kernel translation unit to PTX with nvcc and assembles it with ptxas -v, and checks:
-  * (f32, f16, bf16 at sm_90) the op handlers that move data use 16-byte global accesses
-    (ld.global.v4 / st.global.v4); reductions of half and bfloat16 use packed math (f16x2 / bf16x2);
-    switch-channel ops use the switch (multimem.ld_reduce and multimem.st) for the types it reduces;
-  * (every datatype the build compiles, at every arch it targets) no function of the kernel spills
-    registers (ptxas "spill stores/loads" 0: the kernel entries, the op loop and every handler,
-    packet waits included), and no function but the kernel entry has a stack frame (a local array
-    indexed at run time, or a local whose address escapes, lives in local memory like a spill).
-    The entry's frame is the interpreter object (its state, which the out-of-line handlers reach
-    through `this`); its size is printed.
-It prints one line per datatype and arch (functions, spills, frames, registers), and ptxas's row of
-every function that fails, so the test log reports it.
+Compiles the kernel to PTX with nvcc, assembles it with ptxas -v, and checks its instructions,
+spills and stack frames; main says what each check demands. Prints one line per datatype and arch,
+and every failing function, so the test log reports it.
 
 usage: check_device_code.py NVCC PTXAS KERNEL_TEMPLATE OUTDIR ARCHS TYPES -- INCLUDE_ARGS...
   ARCHS: comma list of SM versions (the gpu_archs option, e.g. 80,90)
@@ -123,7 +114,10 @@ def main():
     failures = []
     jobs = max(1, os.cpu_count() or 1)
 
-    # Instruction checks: the PTX of three datatypes at sm_90 (multimem needs it).
+    # Instruction checks on f32, f16 and bf16 at sm_90, which multimem needs.
+    # Data-moving handlers use 16-byte global accesses, half and bfloat16
+    # reductions use packed math, and switch-channel ops use multimem for the
+    # types the switch reduces.
     inst_types = [("f32", "float"), ("f16", "__half"), ("bf16", "__nv_bfloat16")]
     with ThreadPoolExecutor(jobs) as pool:
         ptx_files = dict(zip([t[0] for t in inst_types],
@@ -159,8 +153,13 @@ def main():
     need("bf16", r"OpSum>::reduce\(", "bf16x2", "packed bfloat16 sums")
     need("f16", r"OpSum>::reducePackets<mscclpp::LL16Packet>", "f16x2", "packed half sums of packet payloads")
 
-    # Spills and local memory: every compiled datatype at every target arch, in parallel (each pair
-    # is one nvcc and one ptxas run; the sm_90 PTX above is reused).
+    # Spills and local memory, for every compiled datatype at every target arch.
+    # No function may spill, and none but the kernel entry may have a stack
+    # frame: a local array indexed at run time, or a local whose address
+    # escapes, lives in local memory like a spill. The entry's frame is the
+    # interpreter object, which out-of-line handlers reach through `this`; its
+    # size is printed. Each pair is one nvcc and one ptxas run; the sm_90 PTX
+    # above is reused.
     def registers_of(pair):
         (short, ctype), arch = pair
         path = ptx_files.get(short) if arch == "90" else None

@@ -1,13 +1,10 @@
-// One rank of a gpu-double job whose ranks are PROCESSES sharing device 0 (started by tests/mp's
-// runtime_launch; peers reach each other's buffers through the double's CUDA IPC):
-//
-//   gpu_double_mp_worker realloc   finding 4: a receive buffer freed and re-allocated at the same
-//                                  address between two calls (a caching allocator's routine) must
-//                                  not keep peers writing into the old allocation.
-//   gpu_double_mp_worker mps       finding 7: under MPS the kernels of ranks in other processes on
-//                                  this GPU are co-resident with ours, so the residency check counts
-//                                  their blocks (run with CUDA_DOUBLE_SMS small and MSCCLPP_GPU_MPS=on:
-//                                  the call must be refused with NotSupported).
+// One rank of a gpu-double job whose ranks are PROCESSES sharing device 0,
+// started by tests/mp's runtime_launch. Peers reach each other's buffers
+// through the double's CUDA IPC. Scenarios, from docs/cuda-double.md:
+//   realloc  finding 4: a receive buffer freed and re-allocated at the same
+//            address between calls must not keep peers writing to the old one
+//   mps      finding 7: under MPS the residency check counts other processes'
+//            blocks; with few SMs the call must be refused with NotSupported
 // Exit 0 on success, 1 with a message otherwise.
 #include <cuda_runtime.h>
 

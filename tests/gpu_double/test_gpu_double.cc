@@ -1,10 +1,10 @@
-// The CUDA backend's orchestration against the CUDA device double (docs/cuda-double.md): one test
-// per defect the reading of the backend found (issue 12, findings 1-8), run by the gpu-double
-// suite. Ranks are threads of this process unless said otherwise (processes: gpu_double_mp_worker;
-// one thread driving four communicators through the shim: test_gpu_double_shim).
-//
-// Some findings make the double's device context unusable when they strike (a fault is a sticky
-// error): meson runs those test cases in processes of their own (tags in meson.build).
+// The CUDA backend's orchestration against the CUDA device double: one test
+// per finding of docs/cuda-double.md's table, tagged [findingN]. Ranks are
+// threads of this process; gpu_double_mp_worker runs them as processes and
+// test_gpu_double_shim drives four communicators from one thread.
+// A fault is a sticky error that leaves the double's device context
+// unusable, so meson.build runs the cases that may fault in processes of
+// their own.
 #include "catch_session.hpp"
 #include <cuda_runtime.h>
 #include <catch2/catch.hpp>
@@ -55,8 +55,8 @@ class ScopedEnv {
   std::string old_;
 };
 
-// One collective call of a plan on a test world: inputs, the call, the check (the emulator's
-// reference).
+// One collective call of a plan on a test world: inputs, the call, the check
+// (the emulator's reference).
 class Collective {
  public:
   Collective(plan::PlanPtr plan, uint64_t messageBytes)
@@ -154,11 +154,12 @@ void runOneRankCopy(GpuRanks& w, const plan::PlanPtr& p, cudaStream_t stream) {
 
 }  // namespace
 
-// Not a finding: the ground every other test stands on. The runtime's layers are static libraries,
-// and the linker takes a kernel's object out of one only if something refers to it strongly (a
-// weak reference reads null: a CUDA build with no kernels, whose every call is refused). Every type
-// of gpu_types must have its kernel in the dispatch, and a call must run it on the double.
-TEST_CASE("the executor's kernels of every compiled type are linked and run on the double", "[kernels]") {
+// Not a finding: the ground every other test stands on. The runtime's layers
+// are static libraries, and the linker takes a kernel's object out of one only
+// if something refers to it strongly (a weak reference reads null: a CUDA build
+// with no kernels, whose every call is refused). Every type of gpu_types must
+// have its kernel in the dispatch, and a call must run it on the double.
+TEST_CASE("every compiled type's kernel is linked and runs", "[kernels]") {
   const std::string compiled = std::string(",") + MSCCLPP_TEST_GPU_TYPES + ",";
   REQUIRE(compiled != ",,");
 #define MSCCLPP_X(E, T, S)                                                                     \
@@ -176,12 +177,13 @@ TEST_CASE("the executor's kernels of every compiled type are linked and run on t
   CHECK(cudadouble::stats().kernelsLaunched >= before + 4);  // two calls on each of two ranks
 }
 
-// Finding 1: after a context's peers are exchanged, the build must not synchronise the device
-// (cudaMalloc, cudaMemset, cudaMemcpy, the FIFO's allocations; cudaFree of evicted contexts): the
-// implicit synchronisation waits for a peer's kernel that spins on this rank, which cannot launch
-// until its build returns. The double's adversarial scheduling makes every such synchronisation
-// meet the peer's kernel.
-TEST_CASE("finding 1: no device synchronisation after a context's collective build point", "[finding1]") {
+// Finding 1: after a context's peers are exchanged, the build must not
+// synchronise the device (cudaMalloc, cudaMemset, cudaMemcpy, the FIFO's
+// allocations; cudaFree of evicted contexts): the implicit synchronisation
+// waits for a peer's kernel that spins on this rank, which cannot launch until
+// its build returns. The double's adversarial scheduling makes every such
+// synchronisation meet the peer's kernel.
+TEST_CASE("finding 1: no device sync after a build's exchange point", "[finding1]") {
   ScopedEnv cache("MSCCLPP_EXEC_CONTEXT_CACHE", "1");  // every call builds, every build evicts
   GpuRanks w(2, 1 << 20);
   Collective ll = collective("allreduce_ll_n2_oop.json"), pairs = collective("allreduce_allpairs_n2_oop.json");
@@ -195,10 +197,11 @@ TEST_CASE("finding 1: no device synchronisation after a context's collective bui
   cudadouble::setAdversarialSync(0);
 }
 
-// Finding 3: a captured graph embeds its context's pointers; evicting the context must not free
-// what the graph uses (the graph retains it through a CUDA user object), and destroying the graph
-// releases it. The double poisons freed memory, so a replay touching it faults.
-TEST_CASE("finding 3: a graph replays correctly after its context was evicted", "[finding3]") {
+// Finding 3: a captured graph embeds its context's pointers; evicting the
+// context must not free what the graph uses (the graph retains it through a
+// CUDA user object), and destroying the graph releases it. The double poisons
+// freed memory, so a replay touching it faults.
+TEST_CASE("finding 3: a graph replays correctly after eviction", "[finding3]") {
   const uint64_t baseline = cudadouble::stats().liveAllocations;
   {
     ScopedEnv cache("MSCCLPP_EXEC_CONTEXT_CACHE", "2");
@@ -251,9 +254,9 @@ TEST_CASE("finding 3: a graph replays correctly after its context was evicted", 
   REQUIRE(live == baseline);
 }
 
-// Finding 5: cudaFuncSetAttribute(MaxDynamicSharedMemorySize) is a property of the function on one
-// device; a process-wide "already raised" cache skips it on the second device, whose launches of op
-// lists over 48 KiB then fail.
+// Finding 5: cudaFuncSetAttribute(MaxDynamicSharedMemorySize) is a property of
+// the function on one device; a process-wide "already raised" cache skips it on
+// the second device, whose launches of op lists over 48 KiB then fail.
 TEST_CASE("finding 5: op lists over 48 KiB run on a second device", "[finding5]") {
   plan::PlanPtr p = bigOpListPlan();
   for (int device : {0, 1}) {
@@ -263,9 +266,10 @@ TEST_CASE("finding 5: op lists over 48 KiB run on a second device", "[finding5]"
   }
 }
 
-// Finding 6: the LL flag selects the scratch half by its parity; wrapping from UINT32_MAX to 1 gave
-// two odd flags in a row, so two consecutive launches used the same half.
-TEST_CASE("finding 6: consecutive launch flags alternate scratch halves across the wrap-around", "[finding6]") {
+// Finding 6: the LL flag selects the scratch half by its parity; wrapping from
+// UINT32_MAX to 1 gave two odd flags in a row, so two consecutive launches used
+// the same half.
+TEST_CASE("finding 6: launch flags alternate halves across the wrap", "[finding6]") {
   for (uint32_t f : {1u, 2u, UINT32_MAX - 2, UINT32_MAX - 1, UINT32_MAX}) {
     const uint32_t next = exec::nextFlag(f);
     INFO("flag " << f << " -> " << next);
@@ -274,8 +278,8 @@ TEST_CASE("finding 6: consecutive launch flags alternate scratch halves across t
   }
 }
 
-// The same, end to end: LL plans (double scratch) launched back to back across the wrap-around,
-// ranks as threads, every output checked.
+// The same, end to end: LL plans (double scratch) launched back to back across
+// the wrap-around, ranks as threads, every output checked.
 TEST_CASE("LL launches back to back across the flag's wrap-around", "[flag-wrap]") {
   ScopedEnv first("MSCCLPP_EXEC_FIRST_FLAG", std::to_string(UINT32_MAX - 5));
   for (const char* name : {"allreduce_ll_n2_oop.json", "allgather_ll_n4_ip.json"}) {
@@ -292,21 +296,22 @@ TEST_CASE("LL launches back to back across the flag's wrap-around", "[flag-wrap]
   }
 }
 
-// Finding 7 (hardware queues): every proxy stream the backend creates is mapped to one of the
-// device's CUDA_DEVICE_MAX_CONNECTIONS queues in creation order; one per context build wraps onto a
-// queue a rank's spinning kernel holds, and the proxy's copies queue behind it.
-TEST_CASE("finding 7: port-channel plans rebuilt many times keep their proxy copies off busy queues",
-          "[finding7][queues]") {
+// Finding 7 (hardware queues): every proxy stream the backend creates is mapped
+// to one of the device's CUDA_DEVICE_MAX_CONNECTIONS queues in creation order;
+// one per context build wraps onto a queue a rank's spinning kernel holds, and
+// the proxy's copies queue behind it.
+TEST_CASE("finding 7: proxy copies stay off busy hardware queues", "[finding7][queues]") {
   ScopedEnv cache("MSCCLPP_EXEC_CONTEXT_CACHE", "1");
   GpuRanks w(4, 1 << 20);  // first in its process: user streams on queues 1-4 (the legacy stream has 0)
   Collective ip = collective("allreduce_2node_n4_ip.json"), oop = collective("allreduce_2node_n4_oop.json");
   runEach(w, {&oop, &ip, &oop, &ip, &oop, &ip});
 }
 
-// Finding 7 (hardware queues, too few): the kernels of the ranks sharing a GPU and their proxies
-// need a queue each; with fewer the build is refused, before anything is exchanged, naming
-// CUDA_DEVICE_MAX_CONNECTIONS (this case runs with CUDA_DEVICE_MAX_CONNECTIONS=4).
-TEST_CASE("finding 7: too few hardware queues for the ranks and their proxies is refused", "[finding7-few-queues]") {
+// Finding 7 (hardware queues, too few): the kernels of the ranks sharing a GPU
+// and their proxies need a queue each; with fewer the build is refused, before
+// anything is exchanged, naming CUDA_DEVICE_MAX_CONNECTIONS (this case runs
+// with CUDA_DEVICE_MAX_CONNECTIONS=4).
+TEST_CASE("finding 7: too few hardware queues are refused", "[finding7-few-queues]") {
   GpuRanks w(4, 1 << 20);
   Collective oop = collective("allreduce_2node_n4_oop.json");
   std::vector<std::string> errors(4);
@@ -354,7 +359,7 @@ TEST_CASE("finding 8: a call keeps the user's earlier CUDA error", "[finding8]")
   REQUIRE(seen == cudaErrorInvalidDevice);
 }
 
-TEST_CASE("finding 8: destroying an executor does not touch a stream the user destroyed", "[finding8]") {
+TEST_CASE("finding 8: executor teardown skips a user-destroyed stream", "[finding8]") {
   plan::PlanPtr p = bigOpListPlan();
   auto w = std::make_unique<GpuRanks>(1, 1 << 20);
   cudaStream_t mine = nullptr;
@@ -367,7 +372,7 @@ TEST_CASE("finding 8: destroying an executor does not touch a stream the user de
   REQUIRE(cudadouble::stats().misuses == misuses);
 }
 
-TEST_CASE("finding 8: building a FIFO on another device leaves the caller's current device", "[finding8]") {
+TEST_CASE("finding 8: a FIFO on another device keeps the current device", "[finding8]") {
   GPUTEST_CUDA(cudaSetDevice(1));
   {
     Fifo fifo(16, 0);
@@ -378,8 +383,7 @@ TEST_CASE("finding 8: building a FIFO on another device leaves the caller's curr
   GPUTEST_CUDA(cudaSetDevice(0));
 }
 
-TEST_CASE("finding 8: a call on the legacy default stream allocates no more than one on a stream of its own",
-          "[finding8]") {
+TEST_CASE("finding 8: legacy-stream calls allocate no more than others", "[finding8]") {
   plan::PlanPtr p = bigOpListPlan();
   GpuRanks w(1, 1 << 20);
   GPUTEST_CUDA(cudaSetDevice(0));

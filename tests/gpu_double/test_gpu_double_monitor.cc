@@ -1,12 +1,11 @@
-// The call monitor on the CUDA backend, against the CUDA device double (docs/failure-handling.md,
-// "Mismatched calls"): ranks as threads of this process, each with its Communicator and an Executor
-// on the CUDA backend. Calls are asynchronous there: a rank whose call hits a cached execution
-// context enqueues a kernel and returns, and that kernel waits for a peer that runs another call.
-// Without the monitor such a mismatch ends only at the kernel's deadline (MSCCLPP_TIMEOUT_S, 30 s
-// here) as a timeout; with it every rank gets InvalidUsage naming both calls within seconds. A plan
-// that deadlocks with every rank alive gets InternalError with the wait-for cycle the same way.
-// The same source is built for a real GPU (MSCCLPP_TEST_ON_GPU: test gpu_monitor, suite gpu, run by
-// tools/gpu/gpu-check), where it skips (77) without a device.
+// The call monitor on the CUDA backend, against the CUDA device double
+// (docs/failure-handling.md, "Mismatched calls"). Ranks are threads, each with
+// a Communicator and a CUDA Executor. A call on a cached context only enqueues
+// a kernel, which may wait for a peer running another call; without the
+// monitor that ends at the kernel's deadline as a timeout. With it, every rank
+// gets InvalidUsage naming both calls within seconds, or InternalError with
+// the wait-for cycle for a deadlock. The same source builds for a real GPU as
+// test gpu_monitor (MSCCLPP_TEST_ON_GPU), which skips (77) without a device.
 #include "catch_session.hpp"
 #include <cuda_runtime.h>
 #include <catch2/catch.hpp>
@@ -37,9 +36,10 @@ struct Outcome {
   std::string message;
 };
 
-// Each of two ranks makes call(r) and waits for its stream, twice: the communicator's failure, if
-// any, is the error of one of those (the call itself when it builds a context, else the next, once
-// the enqueued kernel stopped). Returns each rank's outcome and the seconds until both ended.
+// Each of two ranks makes call(r) and waits for its stream, twice: the
+// communicator's failure, if any, is the error of one of those (the call itself
+// when it builds a context, else the next, once the enqueued kernel stopped).
+// Returns each rank's outcome and the seconds until both ended.
 template <class Call>
 std::vector<Outcome> twoCallsPerRank(GpuRanks& ranks, Call&& call, double* seconds) {
   std::vector<Outcome> out(2);
@@ -61,8 +61,8 @@ std::vector<Outcome> twoCallsPerRank(GpuRanks& ranks, Call&& call, double* secon
   return out;
 }
 
-// Two ranks, a two-rank allreduce (a default plan, called in place when the plan is), two call
-// sizes (float32 elements).
+// Two ranks, a two-rank allreduce (a default plan, called in place when the
+// plan is), two call sizes (float32 elements).
 struct Job {
   explicit Job(const std::string& planFile = "allreduce_allpairs_n2_oop.json")
       : plan(plan::loadPlanFile(std::string(MSCCLPP_TEST_DEFAULT_PLANS) + "/" + planFile)),
@@ -110,7 +110,7 @@ void checkEveryRankFailed(const std::vector<Outcome>& out, ErrorCode code, const
 
 }  // namespace
 
-TEST_CASE("call monitor: mismatched calls fail on every rank with both calls, not a timeout", "[monitor]") {
+TEST_CASE("call monitor: mismatched calls fail fast, naming both", "[monitor]") {
   test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "30");
   Job job;
   REQUIRE(job.smallBytes != 0);
@@ -128,7 +128,7 @@ TEST_CASE("call monitor: mismatched calls fail on every rank with both calls, no
     out = job.mismatch({job.smallBytes, job.largeBytes}, &seconds);
     number = "#3";
   }
-  SECTION("new contexts on both ranks: found by the build's exchange, at once") {
+  SECTION("new contexts on both ranks: the build's exchange finds it") {
     out = job.mismatch({job.smallBytes, job.largeBytes}, &seconds);
   }
   for (int r = 0; r < 2; ++r) {
@@ -147,8 +147,8 @@ TEST_CASE("call monitor: mismatched calls fail on every rank with both calls, no
 
 namespace {
 
-// Both ranks run `planFile` twice with no deadline soon (60 s); returns each rank's outcome and the
-// seconds until both ended.
+// Both ranks run `planFile` twice with no deadline soon (60 s); returns each
+// rank's outcome and the seconds until both ended.
 std::vector<Outcome> deadlockedCalls(const std::string& planFile, double* seconds) {
   test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "60");
   plan::PlanPtr cycle = plan::loadPlanFile(std::string(MSCCLPP_TEST_EXEC_DATA) + "/" + planFile);
@@ -165,13 +165,13 @@ std::vector<Outcome> deadlockedCalls(const std::string& planFile, double* second
 
 }  // namespace
 
-// docs/failure-handling.md, "Slow peers": both ranks' only block waits for the other's signal before
-// sending its own. Every rank is alive and no wait has a deadline soon: the device waits publish
-// what they wait for in host-mapped memory, and the monitor finds the cycle from those within
-// seconds. Without the published waits an enqueued call reports nothing to wait on, and the calls
-// end only at the kernel's deadline, as a timeout.
-TEST_CASE("call monitor: a plan that deadlocks with every rank alive fails every rank with the wait-for cycle",
-          "[monitor][deadlock]") {
+// docs/failure-handling.md, "Slow peers": both ranks' only block waits for the
+// other's signal before sending its own. Every rank is alive and no wait has a
+// deadline soon: the device waits publish what they wait for in host-mapped
+// memory, and the monitor finds the cycle from those within seconds. Without
+// the published waits an enqueued call reports nothing to wait on, and the
+// calls end only at the kernel's deadline, as a timeout.
+TEST_CASE("call monitor: a live-rank deadlock fails with the cycle", "[monitor][deadlock]") {
   double seconds = 0;
   std::vector<Outcome> out;
   std::vector<std::string> waits[2];
@@ -182,9 +182,10 @@ TEST_CASE("call monitor: a plan that deadlocks with every rank alive fails every
                   std::to_string(1 - r) + "): signal #1 expected, counter at 0"};
     }
   }
-  // Threadblock 1 of each rank waits at a barrier for threadblock 0, which waits for the peer: a
-  // block at a barrier publishes its wait (on its own rank's blocks); were it taken as running, no
-  // deadlock would be concluded before the deadline.
+  // Threadblock 1 of each rank waits at a barrier for threadblock 0, which
+  // waits for the peer: a block at a barrier publishes its wait (on its own
+  // rank's blocks); were it taken as running, no deadlock would be concluded
+  // before the deadline.
   SECTION("a threadblock waits at a barrier for one in the cycle") {
     out = deadlockedCalls("deadlock_barrier_2.json", &seconds);
     for (int r = 0; r < 2; ++r) {
@@ -193,8 +194,9 @@ TEST_CASE("call monitor: a plan that deadlocks with every rank alive fails every
                   "rank " + std::to_string(r) + " threadblock 1 op 0 (barrier) waits at barrier 0 for 2 threadblocks"};
     }
   }
-  // The packet waits leave their loops and wait out of them, published (op_interpreter.hpp
-  // settlePending); each rank's packets are written by the other's ppkt, the cycle's edges.
+  // The packet waits leave their loops and wait out of them, published
+  // (op_interpreter.hpp settlePending); each rank's packets are written by the
+  // other's ppkt, the cycle's edges.
   SECTION("LL packet waits") {
     out = deadlockedCalls("deadlock_packets_2.json", &seconds);
     for (int r = 0; r < 2; ++r) {
@@ -213,12 +215,13 @@ TEST_CASE("call monitor: a plan that deadlocks with every rank alive fails every
   CHECK(seconds < 10);
 }
 
-// docs/failure-handling.md, "Slow peers": rank 1 calls 3 s after rank 0, whose kernel waits for it.
-// Nothing fails (no deadline on live peers); rank 0's host does not wait (its call was enqueued), so
-// its call monitor prints the long-wait WARN once per MSCCLPP_WAIT_WARN_S, from the waits its
-// blocks publish, with what the peers do (its look 2 s into the call found rank 1 idle).
-TEST_CASE("call monitor: a late peer is waited for on the device, with a WARN per interval naming what is waited on",
-          "[monitor][slow]") {
+// docs/failure-handling.md, "Slow peers": rank 1 calls 3 s after rank 0, whose
+// kernel waits for it. Nothing fails (no deadline on live peers); rank 0's host
+// does not wait (its call was enqueued), so its call monitor prints the
+// long-wait WARN once per MSCCLPP_WAIT_WARN_S, from the waits its blocks
+// publish, with what the peers do (its look 2 s into the call found rank 1
+// idle).
+TEST_CASE("call monitor: a late peer is waited for, with WARNs", "[monitor][slow]") {
   test::ScopedEnv warn("MSCCLPP_WAIT_WARN_S", "1");
   test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "60");
   std::string planFile, waitPattern;
@@ -226,9 +229,10 @@ TEST_CASE("call monitor: a late peer is waited for on the device, with a WARN pe
     planFile = "allreduce_allpairs_n2_oop.json";
     waitPattern = "waits on memory channel \\d+ \\(peer 1\\): signal #\\d+ expected, counter at \\d+";
   }
-  // The packet ops leave their loops at a packet that has not come, wait for it out of the loop
-  // (published), and resume where they left: in place, a reduction redone from its start would add
-  // twice, and the check below would see it.
+  // The packet ops leave their loops at a packet that has not come, wait for it
+  // out of the loop (published), and resume where they left: in place, a
+  // reduction redone from its start would add twice, and the check below would
+  // see it.
   SECTION("LL packet waits, in place") {
     planFile = "allreduce_ll_n2_ip.json";
     waitPattern =
@@ -270,12 +274,13 @@ TEST_CASE("call monitor: a late peer is waited for on the device, with a WARN pe
   CHECK(wrong[1] == "");
 }
 
-// op_interpreter.hpp, packet ops: a thread whose packet has not come leaves the op's loop, waits
-// for the packet out of the loop (published) and resumes the op where it left. Rank 0 reduces two
-// chunks of packets into its output in place (tests/data/exec/packet_resume_2.json), the first
-// chunk written by itself, the second by rank 1, which calls late: rank 0's op leaves in the
+// op_interpreter.hpp, packet ops: a thread whose packet has not come leaves the
+// op's loop, waits for the packet out of the loop (published) and resumes the
+// op where it left. Rank 0 reduces two chunks of packets into its output in
+// place (tests/data/exec/packet_resume_2.json), the first chunk written by
+// itself, the second by rank 1, which calls late: rank 0's op leaves in the
 // middle. Resumed from its start instead, it would add the first chunk twice.
-TEST_CASE("LL packets that come late: the packet op resumes where it left, adding nothing twice", "[packets][slow]") {
+TEST_CASE("late LL packets: the op resumes where it left off", "[packets][slow]") {
   test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "60");
   const plan::PlanPtr plan = plan::loadPlanFile(std::string(MSCCLPP_TEST_EXEC_DATA) + "/packet_resume_2.json");
   constexpr uint64_t kBytes = 8192, kElems = kBytes / sizeof(float);
@@ -342,13 +347,14 @@ struct MoreBuffers {
   std::vector<void*> send, recv;
 };
 
-// Each of two ranks warms up with warmUp(r) (its calls built on both ranks together), captures
-// capture(r) into a graph, makes `later` calls of after(r) (all ranks together), launches the
-// graph and waits for its stream, then calls after(r): the
-// communicator's failure, found while the replay waited, is that call's error. With queueBehind,
-// after(r) is also enqueued behind the replay before the wait (as a training step's next collective
-// would be): in progress the whole time, none of its blocks started, so the monitor must look at
-// the replay. Without it nothing but the replay is in progress (its host idle).
+// Each of two ranks warms up with warmUp(r) (its calls built on both ranks
+// together), captures capture(r) into a graph, makes `later` calls of after(r)
+// (all ranks together), launches the graph and waits for its stream, then calls
+// after(r): the communicator's failure, found while the replay waited, is that
+// call's error. With queueBehind, after(r) is also enqueued behind the replay
+// before the wait (as a training step's next collective would be): in progress
+// the whole time, none of its blocks started, so the monitor must look at the
+// replay. Without it nothing but the replay is in progress (its host idle).
 template <class Warm, class Capture, class After>
 std::vector<Outcome> replayPerRank(GpuRanks& ranks, Warm&& warmUp, Capture&& capture, After&& after, int later,
                                    bool queueBehind, double* seconds) {
@@ -388,29 +394,32 @@ std::vector<Outcome> replayPerRank(GpuRanks& ranks, Warm&& warmUp, Capture&& cap
 
 }  // namespace
 
-// docs/failure-handling.md, "Graph replays": a call captured into a CUDA graph runs at each replay,
-// which no host call announces and no completion mark numbers. The monitor watches the captured
-// call's context: a launch of it whose blocks publish waits, with no tracked call waiting, is that
-// call's replay, compared and analysed like an enqueued call. Without it, both cases below end only
-// at the kernel's deadline (MSCCLPP_TIMEOUT_S, 30 s here) as a timeout.
-TEST_CASE("call monitor: calls replayed from CUDA graphs are watched: mismatches and deadlocks fail within seconds",
-          "[monitor][graph]") {
+// docs/failure-handling.md, "Graph replays": a call captured into a CUDA graph
+// runs at each replay, which no host call announces and no completion mark
+// numbers. The monitor watches the captured call's context: a launch of it
+// whose blocks publish waits, with no tracked call waiting, is that call's
+// replay, compared and analysed like an enqueued call. Without it, both cases
+// below end only at the kernel's deadline (MSCCLPP_TIMEOUT_S, 30 s here) as a
+// timeout.
+TEST_CASE("call monitor: replayed mismatches and deadlocks fail fast", "[monitor][graph]") {
   test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "30");
   Job job;
   double seconds = 0;
   std::vector<Outcome> out;
   std::vector<std::string> expected;  // in every rank's message
   ErrorCode code = ErrorCode::InternalError;
-  // Both ranks warmed up two sizes (calls #1 and #2); rank 0 captures the small one as call #3, rank 1
-  // the large one: each replay waits for a peer kernel of its own context that never runs. Nothing
-  // else is in progress (a call queued behind would be, and the comparison of recent calls would
-  // find the mismatch through it without watching the replay).
+  // Both ranks warmed up two sizes (calls #1 and #2); rank 0 captures the small
+  // one as call #3, rank 1 the large one: each replay waits for a peer kernel
+  // of its own context that never runs. Nothing else is in progress (a call
+  // queued behind would be, and the comparison of recent calls would find the
+  // mismatch through it without watching the replay).
   SECTION("mismatched captured calls") {
     int later = 0;
     SECTION("replayed at once") {}
-    // 17 matching calls between the capture and the replay: call #3 is no longer among the last 16
-    // calls either rank keeps, so the replay's own descriptor is compared (without it, the two
-    // replays waiting on each other's ranks looked like a deadlock, InternalError).
+    // 17 matching calls between the capture and the replay push call #3 out
+    // of the last 16 calls each rank keeps. The replay's own descriptor is
+    // compared then; otherwise the two replays waiting on each other's ranks
+    // would look like a deadlock, InternalError.
     SECTION("replayed after 17 more calls") { later = 17; }
     out = replayPerRank(
         job.ranks,
@@ -427,10 +436,11 @@ TEST_CASE("call monitor: calls replayed from CUDA graphs are watched: mismatches
     expected = {"mismatched calls: call #3 on this communicator is allreduce", elements(job.smallBytes),
                 elements(job.largeBytes)};
   }
-  // The same call on two pairs of buffers, X and Y (two contexts on each rank, built in that order):
-  // rank 0 captures X then Y, rank 1 Y then X. Every call matches by number, but rank 0's replay of
-  // X waits for rank 1's X, queued behind rank 1's Y, which waits for rank 0's Y: a deadlock with
-  // every rank alive, in replays.
+  // The same call on two pairs of buffers, X and Y (two contexts on each rank,
+  // built in that order): rank 0 captures X then Y, rank 1 Y then X. Every call
+  // matches by number, but rank 0's replay of X waits for rank 1's X, queued
+  // behind rank 1's Y, which waits for rank 0's Y: a deadlock with every rank
+  // alive, in replays.
   SECTION("a deadlock between replays") {
     MoreBuffers y(2, job.largeBytes);
     const uint64_t bytes = job.smallBytes;
@@ -466,11 +476,11 @@ TEST_CASE("call monitor: calls replayed from CUDA graphs are watched: mismatches
   CHECK(seconds < 10);
 }
 
-// docs/failure-handling.md, "Graph replays": rank 1 launches its graph 3 s after rank 0, whose replay
-// waits for it. Nothing fails; rank 0's monitor prints the long-wait WARN for the replay, from the
-// waits its blocks publish, and the values are right.
-TEST_CASE("call monitor: a replay that waits for a late peer gets the long-wait WARN and completes",
-          "[monitor][graph][slow]") {
+// docs/failure-handling.md, "Graph replays": rank 1 launches its graph 3 s
+// after rank 0, whose replay waits for it. Nothing fails; rank 0's monitor
+// prints the long-wait WARN for the replay, from the waits its blocks publish,
+// and the values are right.
+TEST_CASE("call monitor: a replay awaiting a late peer WARNs and ends", "[monitor][graph][slow]") {
   test::ScopedEnv warn("MSCCLPP_WAIT_WARN_S", "1");
   test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "60");
   Job job;

@@ -1,10 +1,10 @@
-// Finding 2 against the CUDA double, through the NCCL shim as nccl-tests -g 4 drives it: ONE thread
-// creates four communicators on four devices (ncclCommInitAll) and issues one allreduce on each
-// inside ncclGroupStart/End. Each first call builds an execution context collectively; the group
-// must build the four together (one rank's build waits for the others' directories), never one
-// after another on the calling thread.
-//
-// Environment (meson.build): MSCCLPP_PLAN_DIR = plans/, no fallback NCCL, a short MSCCLPP_TIMEOUT_S.
+// Finding 2 of docs/cuda-double.md, through the NCCL shim as nccl-tests -g 4
+// drives it: ONE thread creates four communicators on four devices with
+// ncclCommInitAll and issues an allreduce on each inside one group. Each
+// first call builds an execution context collectively, so the group must
+// build the four together, never one after another on the calling thread.
+// meson.build sets MSCCLPP_PLAN_DIR to plans/, no fallback NCCL and a short
+// MSCCLPP_TIMEOUT_S.
 #include "catch_session.hpp"
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -24,7 +24,7 @@ void ck(cudaError_t e, const char* what) {
 
 }  // namespace
 
-TEST_CASE("finding 2: one thread drives four communicators in a group (nccl-tests -g 4)", "[finding2]") {
+TEST_CASE("finding 2: one thread drives four communicators in a group", "[finding2]") {
   constexpr int kDevices = 4;
   const size_t count = 64 * 1024;  // floats per rank
   int devlist[kDevices] = {0, 1, 2, 3};

@@ -4,21 +4,8 @@ tree (examples/external/) against the installed headers and library through pkg-
 
 usage: install_test.py BUILD_DIR SOURCE_DIR PREFIX LIBDIR INCLUDEDIR NVCC JUNIT_XML
 
-Each step is one JUnit test case (written to JUNIT_XML); the exit status is 1 when any failed.
-  1. `meson install --no-rebuild --destdir TMP` of BUILD_DIR;
-  2. `pkg-config --cflags --libs mscclpp` (prefix redefined to the staged one) names only the
-     installed folders and the CUDA toolkit's, never the source or build tree;
-  3. every installed header compiles on its own with only those flags (no internal header leaks);
-  4. examples/external/hello.cc compiled with `c++ ... $(pkg-config ...)` runs and prints the
-     expected lines;
-  5. the external Meson project (dependency('mscclpp')) configures, builds and runs;
-  6. the installed Python package lies on the interpreter's sys.path (with the prefix staged under DESTDIR) and,
-     alone (not the source tree), with no MSCCL++ variable set, finds
-     the installed library and shim, compiles a DSL program and selects a plan among the installed
-     default plans (the runtime finds them relative to its own file);
-  7. the staged tools, shim and replace-mode copy (each carries the plan layer) find the staged default
-     plans from their own folders;
-  8. examples/external/hello_cuda.cu compiled with nvcc runs (skipped when NVCC does not exist).
+Each step is one JUnit test case in JUNIT_XML, named by what it checks; the exit status is 1 when
+any failed. The nvcc step is skipped when NVCC does not exist.
 """
 import concurrent.futures
 import os
@@ -133,9 +120,10 @@ def main(argv):
                      "the interpreter's sys.path", env={k: v for k, v in env.items() if k != "PYTHONPATH"}).split("\n")
         if site not in looks:
             raise AssertionError(f"meson install put the package in {site}, which is not on the interpreter's sys.path")
-        # The installed package alone (not the source tree), with no MSCCL++ variable: it must find the
-        # staged library through its _install_paths module, and the runtime the staged default plans
-        # relative to its own file. An empty plan cache keeps this user's own plans out.
+        # The installed package alone (not the source tree), with no MSCCL++
+        # variable: it must find the staged library through its _install_paths
+        # module, and the runtime the staged default plans relative to its own
+        # file. An empty plan cache keeps this user's own plans out.
         penv = {k: v for k, v in env.items() if not k.startswith("MSCCLPP_") and k != "LD_LIBRARY_PATH"}
         penv.update(PYTHONPATH=os.path.dirname(packages[0]), PYTHONDONTWRITEBYTECODE="1",
                     MSCCLPP_CACHE_DIR=os.path.join(work, "empty-cache"))
@@ -157,8 +145,9 @@ def main(argv):
 
     @step("the staged tools, shim and replace-mode copy find the staged default plans from their own folders")
     def _plans_from_every_file():
-        # The plan layer is linked into libmscclpp.so, the shim (libdir), its replace-mode copy (libdir/mscclpp-nccl)
-        # and, statically, the tools (bindir): each must find <datadir>/mscclpp/plans relative to itself.
+        # The plan layer is linked into libmscclpp.so, the shim (libdir), its
+        # replace-mode copy (libdir/mscclpp-nccl) and, statically, the tools
+        # (bindir): each must find <datadir>/mscclpp/plans relative to itself.
         plans_dir = os.path.normpath(os.path.join(root, "share", "mscclpp", "plans"))
         expected = len([f for f in os.listdir(plans_dir) if f.endswith(".json")])
         clean = {k: v for k, v in env.items() if not k.startswith("MSCCLPP_") and k != "LD_LIBRARY_PATH"}
@@ -178,9 +167,9 @@ def main(argv):
     @step("the external Meson project finds mscclpp through pkg-config, builds and runs")
     def _meson_project():
         ext_build = os.path.join(work, "external-build")
-        # The project's own prefix must be the staged one: meson reads the .pc file as written (its
-        # prefix is the final one), so point pkg-config at the staged tree with a sysroot-like
-        # override of `prefix`.
+        # The project's own prefix must be the staged one: meson reads the .pc
+        # file as written (its prefix is the final one), so point pkg-config at
+        # the staged tree with a sysroot-like override of `prefix`.
         menv = dict(env)
         menv["PKG_CONFIG"] = os.path.join(work, "pkg-config-staged")
         with open(menv["PKG_CONFIG"], "w") as f:

@@ -1,36 +1,11 @@
-// exec_mp_worker: one rank of an execution-plan run across processes (and hosts), started by
-// runtime_launch / runtime_netns_run.sh (RANK, WORLD_SIZE, MSCCLPP_COMM_ID from the launcher).
-// Builds TcpBootstrap + Communicator (CPU backend) + Executor, loads a plan and runs it.
-//
-//   exec_mp_worker run PLAN.json [PLAN.json...] [--sizes B,B,...] [--iterations K]
-//       every plan (an allreduce) at every message size, K launches back to back on each, every
-//       output element checked against a reference computed here (inputs: a function of rank and
-//       index, integer-valued floats, so sums are exact in any order). In-place plans run in-place
-//       calls (send == recv), out-of-place plans out-of-place calls.
-//   exec_mp_worker kill PLAN.json VICTIM [--iterations K]
-//       K good launches, then rank VICTIM kills itself (SIGKILL) as the next collective starts;
-//       every other rank's call must fail (mscclpp::Error) within MSCCLPP_TIMEOUT_S + a margin, in
-//       collective K (or K-1, which a peer may still be completing when the victim dies).
-//   exec_mp_worker test PLAN.json [--sizes B] [--iterations K]
-//       a "test" plan (no reference result): it must complete on every rank, K times.
-//   exec_mp_worker unreachable PLAN.json
-//       collectives in a loop while runtime_netns_run.sh --cut-link-after takes host B's link down: every rank's
-//       call must fail within 10 s of the cut with RemoteError naming a rank of the other host.
-//   exec_mp_worker fault PLAN.json VICTIM PHASE DELAY_US [--iterations K]
-//       one run of the fault sweep (tools/ci/fault_sweep.py): rank VICTIM kills itself (SIGKILL) DELAY_US
-//       microseconds after PHASE begins: rendezvous (the bootstrap's initialize: before, during or after its
-//       hello to the root), init (after the rendezvous: communicator, executor, first context), first (the first
-//       collective), steady (collective K/2), destroy (the teardown after K collectives).
-//       Every other rank checks each result, and a failed call must be RemoteError naming the victim, the next
-//       call must fail at once, and teardown must end. In the rendezvous phase a victim that died before it
-//       arrived is a rank that never arrives: Timeout naming it as missing (at MSCCLPP_INIT_TIMEOUT_S) is right
-//       too, and so is Timeout connecting to the root when the victim is rank 0, which hosts it.
-//       Prints "FAULT rank R: ..." lines the sweep parses.
-//   exec_mp_worker refuse PLAN.json
-//       a plan with memory channels between hosts: every rank's call must fail with NotSupported
-//       ("... rank R is on another host ...; across hosts plans must use port channels").
-//
-// Exit status 0: this rank passed; 1: it failed (the reason on stderr); 2: bad usage.
+// exec_mp_worker: one rank of an execution-plan run across processes and
+// hosts. runtime_launch or runtime_netns_run.sh starts it with RANK,
+// WORLD_SIZE and MSCCLPP_COMM_ID set. It builds a TcpBootstrap, a CPU-backend
+// Communicator and an Executor, loads a plan and runs one scenario:
+// run, test, kill, fault, unreachable or refuse. Each scenario* function
+// says what it checks; the usage text in main lists their arguments.
+// Exit status 0: this rank passed; 1: it failed, the reason on stderr;
+// 2: bad usage.
 #include <signal.h>
 #include <unistd.h>
 
@@ -96,8 +71,9 @@ double secondsSince(std::chrono::steady_clock::time_point t) {
 }
 
 struct Job {
-  // Held until the process ends: a survivor that failed in init must not look like a leaving or dead rank to the
-  // others while they still find out about the victim.
+  // Held until the process ends: a survivor that failed in init must not look
+  // like a leaving or dead rank to the others while they still find out about
+  // the victim.
   std::shared_ptr<TcpBootstrap> bootstrap;
   std::shared_ptr<Communicator> comm;
   std::unique_ptr<Executor> executor;
@@ -141,6 +117,10 @@ std::string runAllReduce(Executor& ex, const plan::PlanPtr& p, size_t bytes, std
   return std::string();
 }
 
+// run: every allreduce plan at every size, K launches back to back on each.
+// Every output element is checked against a reference computed here. Inputs
+// are small integer-valued floats, so sums are exact in any order. In-place
+// plans get in-place calls (send == recv), out-of-place plans the others.
 int scenarioRun(const std::vector<std::string>& plans, const std::vector<size_t>& sizes, int iterations) {
   Job job = join();
   size_t launches = 0;
@@ -172,6 +152,8 @@ int scenarioRun(const std::vector<std::string>& plans, const std::vector<size_t>
   return 0;
 }
 
+// test: a "test" plan has no reference result; it must complete K times on
+// every rank.
 int scenarioTest(const std::string& path, size_t bytes, int iterations) {
   Job job = join();
   plan::PlanPtr p = load(path);
@@ -183,6 +165,9 @@ int scenarioTest(const std::string& path, size_t bytes, int iterations) {
   return 0;
 }
 
+// kill: K good launches, then rank VICTIM SIGKILLs itself as the next
+// collective starts. Every other rank's call must fail with an Error within
+// MSCCLPP_TIMEOUT_S plus a margin.
 int scenarioKill(const std::string& path, int victim, int iterations) {
   if (victim < 0 || victim >= gSize) fail("kill: victim " + std::to_string(victim) + " is not a rank");
   Job job = join();
@@ -196,9 +181,10 @@ int scenarioKill(const std::string& path, int victim, int iterations) {
   const double timeout = t ? std::atof(t) : 0;
   // A dead peer is found by the bootstrap's liveness protocol, whatever the deadline of live waits.
   const double limit = timeout > 0 ? std::min(timeout * 1.5 + 3, 10.0) : 10.0;
-  // Collectives 0..K-1 are good. The victim dies once its collective K-1 returned; a peer may still
-  // be completing K-1 then (its last flush waits for the victim's acknowledgement), so a failure
-  // of K-1 is as right as one of K. Every other rank must fail by collective K, within the deadline.
+  // Collectives 0..K-1 are good. The victim dies once its collective K-1
+  // returned; a peer may still be completing K-1 then (its last flush waits for
+  // the victim's acknowledgement), so a failure of K-1 is as right as one of K.
+  // Every other rank must fail by collective K, within the deadline.
   for (int it = 0; it <= iterations; ++it) {
     if (it == iterations && gRank == victim) {
       std::fprintf(stderr, "exec_mp_worker rank %d: killing myself as collective %d starts\n", gRank, it);
@@ -225,8 +211,9 @@ int scenarioKill(const std::string& path, int victim, int iterations) {
   fail("kill: the collective succeeded although rank " + std::to_string(victim) + " was dead");
 }
 
-// Kills this process `delayUs` microseconds from now, on a thread of its own (the main thread goes on with the phase
-// it is in). The time of death goes to $MSCCLPP_FAULT_FILE first, for the others' time to error.
+// Kills this process `delayUs` microseconds from the call, on a thread of its
+// own while the main thread goes on with its phase. The time of death goes to
+// $MSCCLPP_FAULT_FILE first, so the others can time their errors.
 void killSelfAfter(long delayUs) {
   std::thread([delayUs] {
     std::this_thread::sleep_for(std::chrono::microseconds(delayUs));
@@ -266,8 +253,9 @@ double secondsSinceDeath() {
   const std::string victimName = "rank " + std::to_string(victim);
   const bool named =
       m.find(victimName + " (host ") != std::string::npos || m.find(victimName + " at ") != std::string::npos;
-  // A victim killed before its hello reached the root never arrives: the root names it as missing; when it is
-  // rank 0, which hosts the root, the others cannot connect.
+  // A victim killed before its hello reached the root never arrives: the root
+  // names it as missing; when it is rank 0, which hosts the root, the others
+  // cannot connect.
   const bool neverArrived = e.code() == ErrorCode::Timeout && std::string(where) == "the rendezvous" &&
                             (m.find("ranks " + std::to_string(victim) + " (1 of ") != std::string::npos ||
                              (victim == 0 && m.find("cannot connect to the bootstrap root") != std::string::npos &&
@@ -294,8 +282,9 @@ double secondsSinceDeath() {
   job.executor.reset();
   job.comm.reset();
   const double teardown = secondsSince(t0);
-  // Stay until every survivor has its error (or 5 s): a survivor that exits at once would look dead to the others,
-  // which may still be waiting on it and would then rightly blame it instead of the victim.
+  // Stay until every survivor has its error (or 5 s): a survivor that exits at
+  // once would look dead to the others, which may still be waiting on it and
+  // would then rightly blame it instead of the victim.
   const std::string done = std::string(std::getenv("MSCCLPP_FAULT_FILE")) + ".survivor.";
   std::fclose(std::fopen((done + std::to_string(gRank)).c_str(), "w"));
   for (auto w = std::chrono::steady_clock::now(); secondsSince(w) < 5;) {
@@ -310,6 +299,16 @@ double secondsSinceDeath() {
   std::_Exit(0);
 }
 
+// fault: one run of the fault sweep (tools/ci/fault_sweep.py). Rank VICTIM
+// SIGKILLs itself DELAY_US microseconds after PHASE begins:
+//   rendezvous  the bootstrap's initialize, before, during or after its hello
+//   init        after the rendezvous: communicator, executor, first context
+//   first       the first collective
+//   steady      collective K/2
+//   destroy     the teardown after K collectives
+// Survivors check every result. A failed call must be RemoteError naming the
+// victim (survivorFailed), the next call must fail at once, and teardown must
+// end. Prints the "FAULT rank R: ..." lines the sweep parses.
 int scenarioFault(const std::string& path, int victim, const std::string& phase, long delayUs, int iterations) {
   if (victim < 0 || victim >= gSize) fail("fault: victim " + std::to_string(victim) + " is not a rank");
   if (phase != "rendezvous" && phase != "init" && phase != "first" && phase != "steady" && phase != "destroy")
@@ -360,9 +359,10 @@ int scenarioFault(const std::string& path, int victim, const std::string& phase,
   return 0;
 }
 
-// Host B becomes unreachable (runtime_netns_run.sh --cut-link-after: its link goes down, nothing is closed) while
-// every rank runs collectives in a loop: each rank's call must fail within 10 s of the cut with RemoteError naming a
-// rank of the other host; every result before is checked.
+// unreachable: every rank runs collectives in a loop while
+// runtime_netns_run.sh --cut-link-after takes host B's link down, closing
+// nothing. Each rank's call must fail within 10 s of the cut with RemoteError
+// naming a rank of the other host. Every result before the cut is checked.
 int scenarioUnreachable(const std::string& path) {
   Job job = join();
   plan::PlanPtr p = load(path);
@@ -389,8 +389,9 @@ int scenarioUnreachable(const std::string& path) {
     clock_gettime(CLOCK_REALTIME, &now);
     return now.tv_sec + now.tv_nsec * 1e-9;
   };
-  // Calls go on until one fails; measured from the cut, whenever the script manages to make it (a
-  // loaded kernel may take long to take a link down), within the script's 80 s.
+  // Calls go on until one fails; measured from the cut, whenever the script
+  // manages to make it (a loaded kernel may take long to take a link down),
+  // within the script's 80 s.
   auto start = std::chrono::steady_clock::now();
   for (int it = 0; secondsSince(start) < 75; ++it) {
     if (it % 256 == 0) {
@@ -424,8 +425,9 @@ int scenarioUnreachable(const std::string& path) {
        std::string(cutTime() == 0 ? "never cut" : "cut less than 20 s ago"));
 }
 
-// A plan with load/store access between every pair of ranks: on ranks spread over hosts, every rank
-// must refuse it at context build (NotSupported, naming plan, channel and hosts) and nobody hangs.
+// refuse: a plan with memory channels between every pair of ranks. On ranks
+// spread over hosts, every rank must refuse it at context build with
+// NotSupported, naming plan, channel and hosts, and nobody hangs.
 int scenarioRefuse(const std::string& path) {
   Job job = join();
   plan::PlanPtr p = load(path);

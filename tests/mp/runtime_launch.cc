@@ -1,19 +1,11 @@
-// runtime_launch: runs a command as several ranks (processes) on this machine, torchrun-style, so
-// that multi-process and multi-host tests can start any program the same way.
-//
-//   runtime_launch [options] -- command [args...]
-//     --nranks N         world size (required)
-//     --first-rank R     the first rank started here (default 0)
-//     --local-ranks K    how many ranks start here: R .. R+K-1 (default N - R)
-//     --comm-id H:P      rendezvous address (MSCCLPP_COMM_ID); default 127.0.0.1 and a free port
-//                        (only when this launcher starts rank 0)
-//     --timeout S        kill every rank still running after S seconds (default 120) and fail
-//     --allow-fail R     rank R may fail or die (a fault-injection victim); repeatable
-//     --env KEY=VALUE    extra environment for every rank; repeatable
-//
-// Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and
-// MSCCLPP_COMM_ID. Exit status: 0 when every rank not allowed to fail exited 0; 1 otherwise; 124
-// when ranks had to be killed at the timeout. One line per rank that did not exit 0 is printed.
+// runtime_launch: runs a command as several ranks (processes) on this
+// machine, torchrun-style, so multi-process and multi-host tests start any
+// program the same way: runtime_launch [options] -- command [args...].
+// The option loop in main says what each option does.
+// Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
+// MASTER_PORT and MSCCLPP_COMM_ID. Exit status: 0 when every rank not allowed
+// to fail exited 0, else 1; 124 when ranks were killed at the timeout. Prints
+// one line per rank that did not exit 0.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -75,19 +67,19 @@ int main(int argc, char** argv) {
       break;
     }
     if (i + 1 >= argc) usage(("missing value after " + a).c_str());
-    if (a == "--nranks") {
+    if (a == "--nranks") {  // the world size; required
       nRanks = toInt(argv[++i], "--nranks");
-    } else if (a == "--first-rank") {
+    } else if (a == "--first-rank") {  // the first rank started here; default 0
       firstRank = toInt(argv[++i], "--first-rank");
-    } else if (a == "--local-ranks") {
+    } else if (a == "--local-ranks") {  // start ranks R .. R+K-1 here; default N - R
       localRanks = toInt(argv[++i], "--local-ranks");
-    } else if (a == "--comm-id") {
+    } else if (a == "--comm-id") {  // MSCCLPP_COMM_ID; default: a free 127.0.0.1 port
       commId = argv[++i];
-    } else if (a == "--timeout") {
+    } else if (a == "--timeout") {  // seconds before every rank left is killed; default 120
       timeout = std::atof(argv[++i]);
-    } else if (a == "--allow-fail") {
+    } else if (a == "--allow-fail") {  // this rank may fail or die, as a fault victim; repeatable
       allowFail.insert(toInt(argv[++i], "--allow-fail"));
-    } else if (a == "--env") {
+    } else if (a == "--env") {  // KEY=VALUE for every rank; repeatable
       extraEnv.push_back(argv[++i]);
       if (extraEnv.back().find('=') == std::string::npos) usage("--env needs KEY=VALUE");
     } else {

@@ -1,15 +1,11 @@
-// runtime_mp_worker: one rank of a multi-process runtime test, started by runtime_launch (RANK,
-// WORLD_SIZE and MSCCLPP_COMM_ID in the environment). Scenarios (argv[1]):
-//   bootstrap            all-gather, broadcast, barrier, split, tagged point-to-point
-//   transfer T           every rank writes a block to every other rank over transport T (shm, tcp, or
-//                        auto = shm on the same host, tcp across hosts): connection writes + host
-//                        semaphores, then port channels through a ProxyService (the all-to-all of
-//                        seed 003), then memory channels where the peer shares the host; all checked
-//   kill V               like transfer tcp in a loop; rank V dies (SIGKILL) in the middle; every other
-//                        rank must get an error within MSCCLPP_TIMEOUT_S and release everything
-//   missing              run with one rank fewer than WORLD_SIZE: init must fail naming the rank
-//   garbage              strangers flood the rendezvous port with garbage while the job forms
-//   abort V              rank V dies; the others abort their communicator, which must return at once
+// runtime_mp_worker: one rank of a multi-process runtime test, started by
+// runtime_launch with RANK, WORLD_SIZE and MSCCLPP_COMM_ID set. Scenarios:
+//   bootstrap   all-gather, broadcast, barrier, split, tagged messages
+//   transfer T  every rank writes a block to every other over transport T
+//   kill V      tcp transfers in a loop; rank V is SIGKILLed midway
+//   missing     one rank fewer than WORLD_SIZE: init fails naming it
+//   garbage     strangers flood the rendezvous port while the job forms
+//   abort V     rank V dies; the others' abort returns at once
 // Exit 0 when the rank saw what it should; 1 with a message otherwise.
 #include <signal.h>
 #include <unistd.h>
@@ -183,7 +179,8 @@ void roundConnections(Mesh& m) {
   c.bootstrap()->barrier();  // everyone checked before the buffers are reused
 }
 
-// Round 2: port channels through a proxy: one "device" thread per peer (seed 003's all-to-all).
+// Round 2: port channels through a proxy, one "device" thread per peer,
+// as in examples/alltoall.hpp.
 void roundPortChannels(Mesh& m, ProxyService& proxy, std::vector<PortChannel>& channels) {
   fillBlock(m, 2);
   std::vector<std::thread> threads;
@@ -193,8 +190,8 @@ void roundPortChannels(Mesh& m, ProxyService& proxy, std::vector<PortChannel>& c
   for (int p = 0; p < gSize; ++p) {
     if (p == gRank) continue;
     threads.emplace_back([&, p]() {
-      // The status forms with the proxy's failure flag: a proxy failure (peer gone) ends the waits at
-      // once; otherwise they end at MSCCLPP_TIMEOUT_S.
+      // The status forms with the proxy's failure flag: a proxy failure (peer
+      // gone) ends the waits at once; otherwise they end at MSCCLPP_TIMEOUT_S.
       PortChannelDeviceHandle ch = channels[p].deviceHandle();
       uint64_t deadline = deadlineAfter(ch.fifo_.timeoutNs);
       SpinStatus st = ch.putWithSignalAndFlush(ch.dst_, gRank * kBlockWords * 8, ch.src_, 0, kBlockWords * 8, deadline,
@@ -262,6 +259,10 @@ void roundMemoryChannels(Mesh& m) {
   std::printf("rank %d: memory channels to %d same-host peers OK\n", gRank, local);
 }
 
+// transfer T: T is shm, tcp, or auto (shm on one host, tcp across hosts).
+// Three rounds, each checked: connection writes with host semaphores, port
+// channels through a ProxyService, memory channels where the peer shares
+// the host.
 int scenarioTransfer(const std::string& mode) {
   Mesh m = buildMesh(mode);
   roundConnections(m);
@@ -285,6 +286,8 @@ int scenarioTransfer(const std::string& mode) {
 
 // ---- faults ------------------------------------------------------------------------------------
 
+// kill V: every other rank must get an error within MSCCLPP_TIMEOUT_S and
+// release everything.
 int scenarioKill(int victim) {
   const double timeout = params::timeoutSeconds();
   Mesh m = buildMesh("tcp");

@@ -1,22 +1,14 @@
 #!/bin/bash
-# Runs a command as 2*K ranks on two emulated hosts: two network namespaces joined by a veth pair.
-#
-#   runtime_netns_run.sh [--ranks-per-host K] [--timeout S] [--launcher PATH] [--env K=V]...
-#                        [--allow-fail R]... [--loopback] [--cut-link-after S] -- command [args...]
-#
-# Host A (namespace $NS-a, 10.<a>.<b>.1) runs ranks 0..K-1 and the rendezvous root; host B
-# (namespace $NS-b, .2) runs ranks K..2K-1. Each host has its own MSCCLPP_HOSTID, so the runtime
-# sees two hosts (shared memory inside a host, TCP across), and MSCCLPP_SOCKET_IFNAME names its
-# veth end. Ranks get RANK/WORLD_SIZE/LOCAL_RANK/... and MSCCLPP_COMM_ID from runtime_launch.
-# Everything created is removed on exit. Exit status: the launchers' (0 = all ranks passed);
-# 77 (the test harness's "skipped") with a SKIP line when namespaces cannot be created here.
-# --allow-fail R: rank R may die (a fault-injection victim; passed to its host's launcher).
-# --loopback: no namespaces: both "hosts" on 127.0.0.1, told apart only by MSCCLPP_HOSTID (the
-# same code paths across hosts: shared memory inside a host, TCP between them; never skipped).
-# --cut-link-after S: S seconds after every rank reported it is working (each creates the file named by
-# MSCCLPP_TEST_CUT_FILE, suffixed .ready.RANK), host B's link goes down (a host that vanishes without
-# closing its TCP connections); the wall-clock time of the cut is then written to MSCCLPP_TEST_CUT_FILE.
-# Needs the namespaces (not with --loopback).
+# Runs a command as 2*K ranks on two emulated hosts: network namespaces
+# joined by a veth pair. Host A runs ranks 0..K-1 and the rendezvous root,
+# host B ranks K..2K-1. Each host has its own MSCCLPP_HOSTID, so the runtime
+# sees two hosts, and MSCCLPP_SOCKET_IFNAME names its veth end.
+#   runtime_netns_run.sh [--ranks-per-host K] [--timeout S] [--launcher PATH]
+#     [--env K=V]... [--allow-fail R]... [--loopback] [--cut-link-after S]
+#     -- command [args...]
+# The option loop explains each option. Everything created is removed on
+# exit. Exit status: the launchers', 0 when all ranks passed; 77 ("skipped")
+# when namespaces cannot be created here.
 set -u
 K=2
 TIMEOUT=120
@@ -31,8 +23,14 @@ while [ $# -gt 0 ]; do
     --timeout) TIMEOUT="$2"; shift 2 ;;
     --launcher) LAUNCHER="$2"; shift 2 ;;
     --env) ENVS+=(--env "$2"); shift 2 ;;
+    # Rank R may die, as a fault victim; passed to its host's launcher.
     --allow-fail) ALLOW_FAIL+=(--allow-fail "$2"); shift 2 ;;
+    # No namespaces: both hosts on 127.0.0.1, told apart by MSCCLPP_HOSTID
+    # alone. The same code paths run across hosts; never skipped.
     --loopback) LOOPBACK=1; shift ;;
+    # S seconds after every rank created $MSCCLPP_TEST_CUT_FILE.ready.RANK,
+    # host B's link goes down without closing its TCP connections. The cut's
+    # wall-clock time then goes to $MSCCLPP_TEST_CUT_FILE. Needs namespaces.
     --cut-link-after) CUT_AFTER="$2"; shift 2 ;;
     --) shift; break ;;
     *) echo "runtime_netns_run.sh: unknown option $1" >&2; exit 2 ;;
@@ -52,10 +50,9 @@ PORT=$(( 20000 + ID % 20000 ))
 
 N=$(( 2 * K ))
 if [ "$LOOPBACK" = 1 ]; then
-  # Both "hosts" share this machine's lo with every other process: a port derived from our pid
-  # alone was once taken ("bind to 127.0.0.1:33240: Address already in use": it lay in the kernel's
-  # ephemeral range, where outgoing connections get their ports). Take one below that range that
-  # nothing holds now.
+  # Both hosts share this machine's lo with every other process. Pick a port
+  # below the kernel's ephemeral range, where outgoing connections take their
+  # ports, that nothing holds at this moment.
   PORT=$(python3 - "$ID" <<'PICK'
 import socket, sys
 seed = int(sys.argv[1])

@@ -1,6 +1,8 @@
-// Starts N ranks of a worker program as separate processes the way a launcher would: rank 0 first, which calls
-// ncclGetUniqueId and prints the id; the others get it on their stdin. Collects every rank's output and exit
-// status with a deadline (a hung rank is killed and reported, never waited for forever).
+// Starts N ranks of a worker program as separate processes the way a launcher
+// would: rank 0 first, which calls ncclGetUniqueId and prints the id; the
+// others get it on their stdin. Collects every rank's output and exit status
+// with a deadline (a hung rank is killed and reported, never waited for
+// forever).
 #ifndef MSCCLPP_TESTS_MP_SHIM_MP_LAUNCH_HPP_
 #define MSCCLPP_TESTS_MP_SHIM_MP_LAUNCH_HPP_
 

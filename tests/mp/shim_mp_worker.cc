@@ -1,29 +1,11 @@
-// One rank of a multi-process job that uses nothing but the NCCL API, as an unmodified NCCL program does. It is
-// linked against libnccl.so.2 (the shim's replace-mode copy in the build tree) and may also run with
-// LD_PRELOAD=libmscclpp_nccl.so. Usage: shim_mp_worker <scenario> <rank> <nranks>; rank 0 prints "ID <hex>" after
-// ncclGetUniqueId, the others read that line on stdin (shim_mp_launch). Prints "RESULT OK" and exits 0 when every
-// check passed; otherwise prints each failed check and exits 1.
-//
-// Scenarios (the fallback library is the test double, MSCCLPP_NCCL_LIB_PATH):
-//   fallback  every collective and grouped send/recv goes to the real NCCL's twin with the exact arguments
-//   split     ncclCommSplit by color and key (NOCOLOR too), collectives on the children
-//   abort     the last rank vanishes after init; the others' ncclCommAbort returns promptly
-//   plans     every collective through plans (MSCCLPP_PLAN_DIR: the default plans and tests/data/shim/plans),
-//             in-place and out-of-place, several datatypes and reduce ops, results checked against a reference;
-//             sizes that run padded (3 floats, 13 int8); a user-defined op no plan serves goes to the real
-//             NCCL (the double) instead
-//   agree     2 ranks whose plan sets differ (rank 1's copy of a plan is broken): every rank runs the call on the
-//             real NCCL, each WARNs naming the plan, rank 1 and the JSON path; then a mismatched call (different
-//             counts) fails on both ranks with ncclInvalidUsage naming both calls, within seconds
-//   kill      issue 13's report: ranks allreduce on plans in a loop and the last rank is SIGKILLed as a
-//             collective starts (default settings, no deadline): every survivor's call fails within 10 s with
-//             ncclRemoteError naming the dead rank and its host, ncclCommGetAsyncError returns it, the next call
-//             fails at once and ncclCommAbort returns promptly ($MSCCLPP_TEST_MARK_DIR: where survivors meet)
-//   slow      the last rank is seconds late for a collective (default settings): the others wait for it with
-//             little CPU, WARN once per MSCCLPP_WAIT_WARN_S naming what they wait on, and get the right values
-//   reregister  rank 1 alone changes its plan registry (a selector) between two calls of the same shape, which
-//             the rule forbids: both ranks fail with ncclInvalidUsage saying the registries changed at
-//             different points, within seconds, instead of waiting for each other forever
+// One rank of a multi-process job that uses only the NCCL API, as an
+// unmodified NCCL program does. It links against the shim's replace-mode
+// libnccl.so.2 and may also run under LD_PRELOAD=libmscclpp_nccl.so; the
+// fallback library is the test double (MSCCLPP_NCCL_LIB_PATH).
+// Usage: shim_mp_worker <scenario> <rank> <nranks>. Rank 0 prints "ID <hex>"
+// after ncclGetUniqueId; shim_mp_launch passes that line to the others' stdin.
+// Each scenario* function says what it checks. Prints "RESULT OK" and exits 0
+// when every check passed; otherwise prints each failed check and exits 1.
 #include <dlfcn.h>
 #include <nccl.h>
 #include <signal.h>
@@ -173,6 +155,8 @@ void expectRecord(const Double& d, const std::string& want, int wantRealRank) {
          realRank, wantRealRank);
 }
 
+// fallback: every collective and grouped send/recv reaches the real NCCL's
+// twin with the exact arguments.
 void scenarioFallback(int rank, int nRanks) {
   ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
   Double d;
@@ -219,6 +203,8 @@ void scenarioFallback(int rank, int nRanks) {
   EXPECT(d.find("ncclCommDestroy(comm=") >= 0, "the real communicator was not destroyed:\n%s", d.dump().c_str());
 }
 
+// split: ncclCommSplit by color and key, NOCOLOR too; collectives on the
+// children.
 void scenarioSplit(int rank, int nRanks) {
   ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
   Double d;
@@ -251,13 +237,17 @@ void scenarioSplit(int rank, int nRanks) {
   NCCL_OK(ncclCommDestroy(comm));
 }
 
+// abort: the last rank vanishes after init; the others' ncclCommAbort returns
+// promptly.
 void scenarioAbort(int rank, int nRanks) {
   const ncclUniqueId id = exchangeId(rank);
   ncclComm_t comm = nullptr;
   ncclResult_t r = ncclCommInitRank(&comm, nRanks, id, rank);
-  // The last rank vanishes, and the others abort, as soon as their own initialization returned: a rank still
-  // finishing its own then fails, naming the one that left without a goodbye (a dead peer fails the whole
-  // communicator, its initialization included). Either way abort must be prompt.
+  // The last rank vanishes, and the others abort, as soon as their own
+  // initialization returned: a rank still finishing its own then fails, naming
+  // the one that left without a goodbye (a dead peer fails the whole
+  // communicator, its initialization included). Either way abort must be
+  // prompt.
   EXPECT(r == ncclSuccess || (r == ncclRemoteError && std::string(ncclGetLastError(nullptr))
                                                               .find("closed its bootstrap connection without "
                                                                     "leaving") != std::string::npos),
@@ -382,8 +372,9 @@ size_t elemSize(ncclDataType_t t) {
 
 bool isFloat(ncclDataType_t t) { return t == ncclFloat16 || t == ncclFloat32 || t == ncclFloat64 || t == ncclBfloat16; }
 
-// Rank r's input element i for a reduction op: small integers whose reduction over up to 8 ranks stays exact
-// in every datatype tested (prod: 1s and 2s, at most 2^8; only used with 16-bit-or-wider types).
+// Rank r's input element i for a reduction op: small integers whose reduction
+// over up to 8 ranks stays exact in every datatype tested (prod: 1s and 2s, at
+// most 2^8; only used with 16-bit-or-wider types).
 double inputValue(ncclRedOp_t op, int r, size_t i) {
   switch (op) {
     case ncclProd:
@@ -425,8 +416,8 @@ struct PlanCase {
   int rank, nRanks;
 };
 
-// Checks that the call just made ran on a plan (or, when wantNccl, went to the real NCCL) and that out holds
-// ref(i) for i < count.
+// Checks that the call just made ran on a plan (or, when wantNccl, went to the
+// real NCCL) and that out holds ref(i) for i < count.
 template <class Ref>
 void checkResult(const PlanCase& pc, const char* what, const void* out, size_t count, ncclDataType_t t, bool wantNccl,
                  Ref ref) {
@@ -515,8 +506,9 @@ void planCollectives(PlanCase& pc, ncclDataType_t t, ncclRedOp_t op, size_t coun
                 [&](size_t e) { return reduceRef(op, t, n, e, 0); });
   }
 
-  // gather to the first and the last rank: part j of the root's output is rank j's input; the other ranks
-  // pass recvbuff = NULL (NCCL's in-place form exists on the root only)
+  // gather to the first and the last rank: part j of the root's output is rank
+  // j's input; the other ranks pass recvbuff = NULL (NCCL's in-place form
+  // exists on the root only)
   for (int root : {0, n - 1}) {
     pc.dbl->reset();
     void* send = inPlace && r == root ? b.data() + r * count * es : a.data();
@@ -526,8 +518,8 @@ void planCollectives(PlanCase& pc, ncclDataType_t t, ncclRedOp_t op, size_t coun
                 false, [&](size_t e) { return inputValue(op, static_cast<int>(e / count), e % count); });
   }
 
-  // scatter from the first and the last rank: my output is part r of the root's input; the other ranks pass
-  // sendbuff = NULL
+  // scatter from the first and the last rank: my output is part r of the root's
+  // input; the other ranks pass sendbuff = NULL
   for (int root : {0, n - 1}) {
     pc.dbl->reset();
     fill(a.data(), count * n, 0, root);
@@ -538,6 +530,10 @@ void planCollectives(PlanCase& pc, ncclDataType_t t, ncclRedOp_t op, size_t coun
   }
 }
 
+// plans: every collective through plans, from MSCCLPP_PLAN_DIR (the default
+// plans and tests/data/shim/plans). In and out of place, several datatypes
+// and reduce ops, checked against a reference. Sizes that run padded: 3 floats,
+// 13 int8. A user-defined op no plan serves goes to the real NCCL instead.
 void scenarioPlans(int rank, int nRanks) {
   ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
   Double d;
@@ -568,8 +564,10 @@ void scenarioPlans(int rank, int nRanks) {
                 [&](size_t e) { return reduceRef(ncclSum, ncclFloat32, nRanks, e, 0); });
   }
   {
-    // 3 floats (12 bytes: no whole number of the plans' 16-byte chunks): the plan runs on its padded geometry
-    // (each rank stages its parts, docs/plan-core.md "Any count"); then every collective at 13 int8 and 5 float16.
+    // 3 floats (12 bytes: no whole number of the plans' 16-byte chunks): the
+    // plan runs on its padded geometry (each rank stages its parts,
+    // docs/plan-core.md "Any count"); then every collective at 13 int8 and 5
+    // float16.
     float a[3] = {1, 2, 3}, b[3] = {0, 0, 0};
     d.reset();
     NCCL_OK(ncclAllReduce(a, b, 3, ncclFloat32, ncclSum, comm, nullptr));
@@ -630,14 +628,19 @@ size_t countOf(const std::string& text, const std::string& what) {
   return n;
 }
 
+// agree: 2 ranks whose plan sets differ, as rank 1's copy of a plan is broken.
+// Every rank runs the call on the real NCCL and WARNs naming the plan, rank 1
+// and the JSON path. Then a mismatched call, with different counts, fails on
+// both ranks within seconds with ncclInvalidUsage naming both calls.
 void scenarioAgree(int rank, int nRanks) {
   if (nRanks != 2) {
     fail("agree runs on 2 ranks");
     finish();
   }
-  // Rank 1's plan directory holds a copy of allreduce_ll_n2_oop broken in rank 0's part; rank 0's holds the good
-  // one (the first directory of MSCCLPP_PLAN_DIR). Rank 1 skips the plan (every rank's part is checked); without
-  // the agreement rank 0 would run it alone and the call would hang.
+  // Rank 1's plan directory holds a copy of allreduce_ll_n2_oop broken in rank
+  // 0's part; rank 0's holds the good one (the first directory of
+  // MSCCLPP_PLAN_DIR). Rank 1 skips the plan (every rank's part is checked);
+  // without the agreement rank 0 would run it alone and the call would hang.
   const char* dirs = std::getenv("MSCCLPP_PLAN_DIR");
   const std::string planDir = dirs ? std::string(dirs).substr(0, std::string(dirs).find(':')) : "";
   const std::string tmp = fmt("/tmp/mscclpp-agree-%d-%d", static_cast<int>(getppid()), rank);
@@ -723,8 +726,9 @@ ncclResult_t planAllReduce(PlanCase& pc, const char* what) {
   return r;
 }
 
-// Survivors meet here before they abort: one that aborts while another has not yet heard of the death would
-// look dead to it (an abort closes connections without a goodbye) and rightly be blamed instead of the victim.
+// Survivors meet here before they abort: one that aborts while another has not
+// yet heard of the death would look dead to it (an abort closes connections
+// without a goodbye) and rightly be blamed instead of the victim.
 void waitForSurvivors(int rank, int nSurvivors) {
   const char* dir = std::getenv("MSCCLPP_TEST_MARK_DIR");
   if (dir == nullptr) return;
@@ -737,6 +741,11 @@ void waitForSurvivors(int rank, int nSurvivors) {
   }
 }
 
+// kill: ranks allreduce on plans in a loop with default settings, no
+// deadline, and the last rank is SIGKILLed as a collective starts. Every
+// survivor's call fails within 10 s with ncclRemoteError naming the dead rank
+// and its host; ncclCommGetAsyncError returns it, the next call fails at once
+// and ncclCommAbort returns promptly. Survivors meet in $MSCCLPP_TEST_MARK_DIR.
 void scenarioKill(int rank, int nRanks) {
   const int victim = nRanks - 1, killAt = 6, iterations = 12;
   ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
@@ -786,6 +795,9 @@ void scenarioKill(int rank, int nRanks) {
   finish();
 }
 
+// slow: the last rank is seconds late for a collective, default settings. The
+// others wait with little CPU, WARN once per MSCCLPP_WAIT_WARN_S naming what
+// they wait on, and get the right values.
 void scenarioSlow(int rank, int nRanks) {
   const int late = nRanks - 1;
   const double lateSeconds = 4.5;
@@ -819,14 +831,19 @@ void scenarioSlow(int rank, int nRanks) {
 
 int keepOrder(const mscclppPlanInfo*, int, const mscclppPlanRequest*, void*) { return -2; }
 
+// reregister: rank 1 alone changes its plan registry, with a selector,
+// between two calls of the same shape, which the rules forbid. Both ranks fail
+// within seconds with ncclInvalidUsage saying the registries changed at
+// different points, instead of waiting for each other forever.
 void scenarioReregister(int rank, int nRanks) {
   ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
   Double d;
   PlanCase pc{&d, comm, rank, nRanks};
   NCCL_OK(planAllReduce(pc, "allreduce agreed by both ranks"));
   if (rank == 1) {
-    // A selector that keeps the registry's choice: the plan stays the same, but the registry changed, so this
-    // rank agrees on the next call's plan again while rank 0 runs its cached decision.
+    // A selector that keeps the registry's choice: the plan stays the same, but
+    // the registry changed, so this rank agrees on the next call's plan again
+    // while rank 0 runs its cached decision.
     EXPECT(mscclppPlanSetSelector(&keepOrder, nullptr) == 0, "mscclppPlanSetSelector failed: %s",
            mscclppGetLastError());
   }

@@ -1,6 +1,7 @@
-// The CPU backend across real processes: each rank is a forked process with its own TcpBootstrap,
-// Communicator and Executor, and ordinary malloc'd buffers; contexts are wired through host shared
-// memory exchanged over the bootstrap. Declared in tests/unit/executor/meson.build (suite mp).
+// The CPU backend across real processes: each rank is a forked process with
+// its own TcpBootstrap, Communicator, Executor and malloc'd buffers. Contexts
+// are wired through host shared memory exchanged over the bootstrap. The test
+// is declared in tests/unit/executor/meson.build, suite mp.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,8 +24,8 @@ using namespace mscclpp;
 
 namespace {
 
-// Forks n ranks running body(rank, bootstrap); returns their exit statuses. A rank exits 0 when
-// body returns true; it writes its failure to stderr.
+// Forks n ranks running body(rank, bootstrap); returns their exit statuses. A
+// rank exits 0 when body returns true; it writes its failure to stderr.
 std::vector<int> forkRanks(int n, const std::function<bool(int, std::shared_ptr<Bootstrap>)>& body, double timeout) {
   UniqueId id = TcpBootstrap::createUniqueId();
   std::vector<pid_t> pids;
@@ -70,7 +71,7 @@ float value(int rank, size_t i) { return static_cast<float>((i % 11) + 2 * rank 
 
 }  // namespace
 
-TEST_CASE("CPU backend across processes: default plans with malloc'd buffers", "[mp][exec]") {
+TEST_CASE("CPU across processes: default plans, malloc'd buffers", "[mp][exec]") {
   const int n = 4;
   const std::string dir = MSCCLPP_TEST_DEFAULT_PLANS;
   auto status = forkRanks(
@@ -118,7 +119,7 @@ TEST_CASE("CPU backend across processes: default plans with malloc'd buffers", "
   }
 }
 
-TEST_CASE("CPU backend across processes: a deadlocked plan times out with the wait named", "[mp][exec]") {
+TEST_CASE("CPU across processes: a deadlock times out, naming the wait", "[mp][exec]") {
   const int n = 2;
   const std::string plan = std::string(MSCCLPP_TEST_EXEC_DATA) + "/deadlock_unsignaled_wait_2.json";
   test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "1");

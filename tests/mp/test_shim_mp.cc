@@ -1,6 +1,7 @@
-// The NCCL call path in real processes: N ranks of shim_mp_worker (an NCCL program linked against libnccl.so.2,
-// here the shim's replace-mode copy; or with LD_PRELOAD=libmscclpp_nccl.so) rendezvous through our bootstrap and
-// run each scenario; every rank must report "RESULT OK".
+// The NCCL call path in real processes. N ranks of shim_mp_worker, an NCCL
+// program linked against the shim's replace-mode libnccl.so.2 or run under
+// LD_PRELOAD=libmscclpp_nccl.so, rendezvous through our bootstrap and run a
+// scenario. Every rank must report "RESULT OK".
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
@@ -57,14 +58,14 @@ void printLines(const std::vector<shimmp::RankResult>& results, const std::strin
 
 }  // namespace
 
-TEST_CASE("processes: every call reaches the real NCCL's twin with its exact arguments", "[mp][fallback]") {
+TEST_CASE("processes: every call reaches the real NCCL twin exactly", "[mp][fallback]") {
   for (int n : {2, 4, 8}) {
     INFO(n << " ranks");
     requireAllOk(runWorker("fallback", n), n);
   }
 }
 
-TEST_CASE("processes: the same program under LD_PRELOAD=libmscclpp_nccl.so", "[mp][fallback]") {
+TEST_CASE("processes: the program under LD_PRELOAD=libmscclpp_nccl.so", "[mp][fallback]") {
   requireAllOk(runWorker("fallback", 4, {std::string("LD_PRELOAD=") + SHIM_LIB_PATH}), 4);
 }
 
@@ -82,7 +83,7 @@ TEST_CASE("processes: abort returns promptly after a rank vanished", "[mp][abort
   }
 }
 
-TEST_CASE("processes: every collective through plans, checked against a reference", "[mp][plans]") {
+TEST_CASE("processes: every collective on plans, checked", "[mp][plans]") {
   for (int n : {2, 4, 8}) {
     INFO(n << " ranks");
     requireAllOk(runWorker("plans", n, {std::string("MSCCLPP_PLAN_DIR=") + SHIM_PLAN_DIRS}), n);
@@ -96,14 +97,13 @@ TEST_CASE("processes: plans under LD_PRELOAD=libmscclpp_nccl.so", "[mp][plans]")
       2);
 }
 
-TEST_CASE("processes: ranks whose plan sets differ agree on NCCL; mismatched calls fail on both (issue 13)",
-          "[mp][agree]") {
+TEST_CASE("processes: differing plan sets agree; mismatches fail both", "[mp][agree]") {
   requireAllOk(runWorker("agree", 2, {std::string("MSCCLPP_PLAN_DIR=") + SHIM_PLAN_DIRS}), 2);
 }
 
-// Issue 13's report through the NCCL API, with default settings (no MSCCLPP_TIMEOUT_S): a rank SIGKILLed mid-loop.
-TEST_CASE("processes: a rank killed mid-loop fails the others' calls with ncclRemoteError naming it (issue 13)",
-          "[mp][kill]") {
+// A rank SIGKILLed mid-loop, through the NCCL API with default settings:
+// no MSCCLPP_TIMEOUT_S.
+TEST_CASE("processes: killing a rank fails the others' calls, naming it", "[mp][kill]") {
   MarkDir marks;
   const int n = 4;
   auto results =
@@ -121,8 +121,7 @@ TEST_CASE("processes: a rank killed mid-loop fails the others' calls with ncclRe
   }
 }
 
-TEST_CASE("processes: a rank seconds late is waited for, with little CPU and a WARN naming the wait (issue 13)",
-          "[mp][slow]") {
+TEST_CASE("processes: a late rank is waited for quietly, with a WARN", "[mp][slow]") {
   MarkDir marks;
   auto results = runWorker(
       "slow", 2,
@@ -131,9 +130,7 @@ TEST_CASE("processes: a rank seconds late is waited for, with little CPU and a W
   requireAllOk(results, 2);
 }
 
-TEST_CASE(
-    "processes: one rank changing its plan registry alone fails both ranks' calls with ncclInvalidUsage (issue 13)",
-    "[mp][agree]") {
+TEST_CASE("processes: one rank's registry change fails both ranks", "[mp][agree]") {
   auto results = runWorker("reregister", 2, {std::string("MSCCLPP_PLAN_DIR=") + SHIM_PLAN_DIRS, "MSCCLPP_TIMEOUT_S=0"});
   printLines(results, "failed after");
   requireAllOk(results, 2);

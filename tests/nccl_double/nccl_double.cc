@@ -499,8 +499,9 @@ ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t datatype, int r
   Enter e;
   record(comm, "ncclBcast(buff=%p, count=%zu, datatype=%d, root=%d, comm=%p, stream=%p)", buff, count,
          static_cast<int>(datatype), root, static_cast<void*>(comm), static_cast<void*>(stream));
-  // As the real NCCL does: call our own public ncclBroadcast through the dynamic linker. Its address (read
-  // through the GOT, like the call) tells where the linker bound it.
+  // As the real NCCL does: call our own public ncclBroadcast through the
+  // dynamic linker. Its address (read through the GOT, like the call) tells
+  // where the linker bound it.
   ncclResult_t (*volatile bound)(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) =
       &ncclBroadcast;
   gBcastInside = reinterpret_cast<void*>(bound) == reinterpret_cast<void*>(&doubleBroadcastLocal) ? 1 : 0;

@@ -1,5 +1,5 @@
-// Runs a shell command from a Catch2 test and returns what it wrote to stdout; the test fails (REQUIRE)
-// when the command cannot start or does not exit 0.
+// Runs a shell command from a Catch2 test and returns what it wrote to stdout;
+// the test fails (REQUIRE) when the command cannot start or does not exit 0.
 #ifndef MSCCLPP_TESTS_SUPPORT_RUN_COMMAND_HPP_
 #define MSCCLPP_TESTS_SUPPORT_RUN_COMMAND_HPP_
 

@@ -1,6 +1,7 @@
-// Sets (or unsets, value nullptr) an environment variable for a scope and restores it after, for
-// tests that link the runtime's internals. MSCCLPP_* parameters are read once and cached
-// (runtime/core/params.hpp), so both ends reset the cache: the code under test reads the new value.
+// Sets (or unsets, value nullptr) an environment variable for a scope and
+// restores it after, for tests that link the runtime's internals. MSCCLPP_*
+// parameters are read once and cached (runtime/core/params.hpp), so both ends
+// reset the cache: the code under test reads the new value.
 #ifndef MSCCLPP_TESTS_SUPPORT_SCOPED_ENV_HPP_
 #define MSCCLPP_TESTS_SUPPORT_SCOPED_ENV_HPP_
 

@@ -1,6 +1,7 @@
-// Runs under ThreadSanitizer (meson setup -Db_sanitize=thread; see docs/executor.md): plans that
-// are correct must run with no race report in the plan or in our code (TSAN_OPTIONS makes the
-// first report fail the test), and plans with a race must be reported.
+// Runs under ThreadSanitizer (meson setup -Db_sanitize=thread; see
+// docs/executor.md): plans that are correct must run with no race report in the
+// plan or in our code (TSAN_OPTIONS makes the first report fail the test), and
+// plans with a race must be reported.
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <string>
@@ -41,8 +42,9 @@ std::string run(const std::string& cmd, int* status) {
 TEST_CASE("race-free plans run clean under ThreadSanitizer", "[tsan]") {
   const std::string ref = MSCCLPP_TEST_REFERENCE_PLANS "/mscclpp/";
   const std::string presets = MSCCLPP_TEST_DEFAULT_PLANS "/";
-  // One plan per mechanism: memory-channel signal/wait + rres, LL packets (LL16 and LL8), tbg
-  // packets, pipelines with semaphores, switch channels, barriers, port channels through the proxy.
+  // One plan per mechanism: memory-channel signal/wait + rres, LL packets (LL16
+  // and LL8), tbg packets, pipelines with semaphores, switch channels,
+  // barriers, port channels through the proxy.
   emulate(ref + "committed/allreduce.json", 2 * 4096, DataType::Float32, ReduceOp::Sum, PacketType::LL16, 3);
   emulate(ref + "committed/allreduce_packet.json", 4 * 1040, DataType::BFloat16, ReduceOp::Avg, PacketType::LL8, 3);
   emulate(ref + "committed/executor-tests-reduce_pack_tbg.json", 4 * 1040, DataType::Int32, ReduceOp::Max,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Finds comments that name files, folders or functions that do not exist.
+"""Finds comments that name what a clone does not have, and file headers that grew into essays.
 
     tools/ci/check_comment_refs.py [ROOT]   prints each; exits 1 if any
 
@@ -7,8 +7,9 @@ It reads the comments and docstrings of every tracked source file. A
 path with a folder must exist, relative to the root or to the file, or
 be the tail of a tracked path; a bare file name must be some tracked
 file's name. A function, "name()" or "Type::member", must occur in some
-file's code. Other projects' paths, placeholders such as PLAN.json and
-elided paths are skipped.
+file's code. Comments and Markdown name no issue or seed number and no
+path outside the repository; a file header is at most 12 lines. Other
+projects' paths and placeholders such as PLAN.json are skipped.
 """
 import ast
 import io
@@ -16,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import tarfile
 import tokenize
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support"))
 import script_options  # noqa: E402 - after the path it lives on
@@ -24,8 +26,16 @@ SOURCE_SUFFIXES = (".cc", ".hpp", ".h", ".cu", ".cuh", ".c", ".py", ".def", ".in
 HASH_COMMENT_NAMES = ("meson.build", "meson_options.txt")
 PATH_SUFFIXES = ("cc", "hpp", "h", "cu", "cuh", "c", "py", "md", "def", "build", "json", "map", "toml", "txt", "sh", "in")
 SKIPPED_TREES = ("tests/data/", "tests/fuzz/corpus/", "plans/")
-# Specification documents that comments may cite by name alone.
-SPEC_DOCUMENTS = {"plan-format.md", "architecture.md", "nccl-abi.md", "style.md"}
+# The compressed reference plans: comments may name the files inside.
+REFERENCE_ARCHIVE = "tests/data/reference-plans/mscclpp.tar.xz"
+# What a reader of the repository cannot look up: our tracker's numbers, the specification's seeds,
+# and the workspace beside the clone.
+OUTSIDE_REFERENCES = (
+    (re.compile(r"\bissues? #?\d+", re.I), "names an issue number"),
+    (re.compile(r"\bseeds? ?0*\d+", re.I), "names a specification seed"),
+    (re.compile(r"(\.\./)+shared/|\bshared/(docs|seeds|reference-plans)\b"), "names a path outside the repository"),
+)
+MAX_HEADER_LINES = 12
 # First folders of paths that belong to other projects or to the system, never to this repository.
 EXTERNAL_PREFIXES = (
     "src/",  # NCCL's and upstream MSCCL++'s source trees
@@ -73,6 +83,26 @@ IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 def tracked_files(root):
     out = subprocess.run(["git", "-C", root, "ls-files"], check=True, capture_output=True, text=True).stdout
     return [line for line in out.splitlines() if line]
+
+
+def archive_members(root):
+    """The paths inside the reference-plan archive, as if unpacked beside it."""
+    path = os.path.join(root, REFERENCE_ARCHIVE)
+    if not os.path.isfile(path):
+        return []
+    with tarfile.open(path) as tar:
+        return [os.path.join(os.path.dirname(REFERENCE_ARCHIVE), m.name) for m in tar.getmembers() if m.isfile()]
+
+
+def is_script(root, path):
+    """An extensionless executable with a #! line (tools/demo, .ci/run)."""
+    if "." in os.path.basename(path):
+        return False
+    try:
+        with open(os.path.join(root, path), "rb") as f:
+            return f.read(2) == b"#!"
+    except OSError:
+        return False
 
 
 def split_c(text):
@@ -194,7 +224,7 @@ class Tree:
     def exists(self, token, where):
         clean = token.rstrip("/")
         if "/" not in clean:
-            return clean in self.names or clean in self.dir_names or clean in SPEC_DOCUMENTS
+            return clean in self.names or clean in self.dir_names
         for candidate in (clean, os.path.normpath(os.path.join(os.path.dirname(where), clean))):
             if candidate in self.files or candidate in self.dirs:
                 return True
@@ -236,26 +266,61 @@ def function_problems(code_names, path, comments):
             yield f"{path}:{line}: '{match.group(1)}' names no function or member in the code"
 
 
+def outside_references(path, comments):
+    for line, comment in comments:
+        for pattern, what in OUTSIDE_REFERENCES:
+            match = pattern.search(comment)
+            if match:
+                yield f"{path}:{line}: '{match.group(0)}' {what}"
+
+
+def header_length(path, text, comments):
+    """The number of lines of the file's leading comment block (the #! line and blank lines excluded)."""
+    lines = text.split("\n")
+    commented = {number for number, _ in comments}
+    count = 0
+    for number, raw in enumerate(lines, 1):
+        stripped = raw.strip()
+        if number in commented and not stripped.startswith("#!"):
+            count += 1
+        elif stripped and not stripped.startswith("#!") and not stripped.startswith("#pragma once"):
+            break
+    return count
+
+
+def header_problems(path, text, comments):
+    count = header_length(path, text, comments)
+    if count > MAX_HEADER_LINES:
+        yield f"{path}:1: the file header has {count} comment lines (at most {MAX_HEADER_LINES}: move the design into docs/)"
+
+
 def stale_references(root):
     files = tracked_files(root)
-    tree = Tree(files)
+    tree = Tree(files + archive_members(root))
     sources = {}
     code_names = set()
+    problems = []
     for path in files:
         name = os.path.basename(path)
-        if not (name.endswith(SOURCE_SUFFIXES) or name in HASH_COMMENT_NAMES or name.endswith(".sh")):
+        markdown = name.endswith(".md")
+        if not (name.endswith(SOURCE_SUFFIXES) or name in HASH_COMMENT_NAMES or name.endswith(".sh") or markdown
+                or is_script(root, path)):
             continue
-        if path.startswith(SKIPPED_TREES):
+        if path.startswith(SKIPPED_TREES) and path != os.path.join(os.path.dirname(REFERENCE_ARCHIVE), "README.md"):
             continue
         try:
             with open(os.path.join(root, path), encoding="utf-8") as f:
                 text = f.read()
         except (OSError, UnicodeDecodeError):
             continue
+        if markdown:
+            problems.extend(outside_references(path, enumerate(text.split("\n"), 1)))
+            continue
         comments, code = split_source(path, text)
         sources[path] = comments
         code_names.update(IDENTIFIER.findall(code))
-    problems = []
+        problems.extend(outside_references(path, comments))
+        problems.extend(header_problems(path, text, comments))
     for path, comments in sources.items():
         problems.extend(path_problems(tree, path, comments))
         problems.extend(function_problems(code_names, path, comments))
@@ -269,7 +334,7 @@ def main(argv):
     for p in problems:
         print(p)
     if problems:
-        print(f"{len(problems)} stale reference(s) in comments", file=sys.stderr)
+        print(f"{len(problems)} problem(s) in comments", file=sys.stderr)
         return 1
     return 0
 

@@ -83,7 +83,7 @@ struct MemoryChannelKernel {
     }
     syncBlockThreads();
     checkArea(mem, kRecv, peer, out, kPutSignalWait);
-    // get: the peer's send area into our get area (the peer's send area is not written any more).
+    // get: the peer's send area into our get area; the peer no longer writes it.
     ch->get(/*remoteOffset=*/0, /*localOffset=*/kGetArea * 4, kChunk * 4, tid, n);
     syncBlockThreads();
     checkArea(mem, kGetArea, peer, out, kGet);

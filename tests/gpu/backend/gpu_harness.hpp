@@ -1,7 +1,8 @@
-// Helpers of the CUDA backend's GPU tests and benchmarks: n ranks as threads of this process on one
-// GPU, each with its Communicator (in-process bootstrap, CUDA device 0), its Executor on the CUDA
-// backend, its own non-blocking stream and device buffers; plans run with the emulator's reference
-// inputs and checked against its reference outputs.
+// Helpers of the CUDA backend's GPU tests and benchmarks: n ranks as threads of
+// this process on one GPU, each with its Communicator (in-process bootstrap,
+// CUDA device 0), its Executor on the CUDA backend, its own non-blocking stream
+// and device buffers; plans run with the emulator's reference inputs and
+// checked against its reference outputs.
 #ifndef MSCCLPP_TESTS_GPU_BACKEND_GPU_HARNESS_HPP_
 #define MSCCLPP_TESTS_GPU_BACKEND_GPU_HARNESS_HPP_
 
@@ -46,14 +47,15 @@ class ThreadBarrier {
   bool aborted_ = false;
 };
 
-// Runs body(rank) on n threads (device devices[rank] current in each, device 0 when devices is
-// empty); returns the errors joined ("" if none).
+// Runs body(rank) on n threads (device devices[rank] current in each, device 0
+// when devices is empty); returns the errors joined ("" if none).
 std::string onRanks(int n, const std::function<void(int)>& body, const std::vector<int>& devices = {});
 
 class GpuRanks {
  public:
-  // Collective construction of n communicators and executors; buffers of `capacity` bytes each.
-  // Rank r uses CUDA device devices[r] (all on device 0 when devices is empty).
+  // Collective construction of n communicators and executors; buffers of
+  // `capacity` bytes each. Rank r uses CUDA device devices[r] (all on device 0
+  // when devices is empty).
   GpuRanks(int n, uint64_t capacity, std::vector<int> devices = {});
   ~GpuRanks();
 
@@ -77,8 +79,9 @@ class GpuRanks {
   std::vector<char*> send_, recv_;
 };
 
-// One call of a plan: every rank's input (the emulator's deterministic fill) and the check of any
-// rank's output against the emulator's reference. The premulsum scalar is 2.
+// One call of a plan: every rank's input (the emulator's deterministic fill)
+// and the check of any rank's output against the emulator's reference. The
+// premulsum scalar is 2.
 class ReferenceCall {
  public:
   ReferenceCall(plan::PlanPtr plan, uint64_t messageBytes, DataType dtype = DataType::Float32,

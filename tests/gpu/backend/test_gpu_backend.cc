@@ -1,9 +1,9 @@
-// The CUDA backend on a real GPU, ranks as threads of this process sharing GPU 0 (each with its own
-// non-blocking stream): every preset of plans/ and every plan of the reference corpus at its rank
-// count (2, 4, 8) checked against the emulator's reference; every dtype x op; back-to-back launches
-// with LL flags; CUDA-graph capture and replay; a call captured before its context exists; LL8; every
-// preset at counts that run padded (any count).
-// Exits 77 (a Meson skip) with a message when no CUDA device is visible.
+// The CUDA backend on a real GPU, ranks as threads of this process sharing
+// GPU 0, each with its own non-blocking stream. Every preset of plans/ and
+// every reference corpus plan runs at its rank count, checked against the
+// emulator's reference; so do dtype x op, back-to-back LL launches, graph
+// capture and replay, and presets at counts that run padded.
+// Exits 77, a Meson skip, with a message when no CUDA device is visible.
 #include "catch_session.hpp"
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -22,8 +22,9 @@ namespace {
 std::string planDir() { return MSCCLPP_TEST_DEFAULT_PLANS; }
 std::string corpusDir() { return MSCCLPP_TEST_REFERENCE_PLANS; }
 
-// Corpus plans that cannot complete as written (tests/unit/executor/test_exec_corpus.cc proves it
-// on the CPU emulator), and one whose result depends on timing.
+// Corpus plans that cannot complete as written
+// (tests/unit/executor/test_exec_corpus.cc proves it on the CPU emulator), and
+// one whose result depends on timing.
 const std::map<std::string, std::string> kSkip = {
     {"ut_read_put_packet_test.json", "no op of any rank writes its LL packets"},
     {"ut_reduce_copy_packet_test.json", "no op of any rank writes its LL packets"},
@@ -38,8 +39,8 @@ const char* kRacy = "executor-tests-reduce_tbg.json";
 
 std::string baseName(const std::string& p) { return p.substr(p.find_last_of('/') + 1); }
 
-// One world per rank count, built once (communicator construction is collective and slow-ish).
-// main() destroys them before CUDA's own teardown at exit.
+// One world per rank count, built once (communicator construction is collective
+// and slow-ish). main() destroys them before CUDA's own teardown at exit.
 std::map<int, std::unique_ptr<GpuRanks>>& worlds() {
   static std::map<int, std::unique_ptr<GpuRanks>> w;
   return w;
@@ -93,9 +94,10 @@ TEST_CASE("GPU backend: every preset, ranks as threads on one GPU", "[gpu][prese
   CHECK(t.passed >= static_cast<int>(files.size()) / 2);
 }
 
-TEST_CASE("GPU backend: any count, every preset at counts that do not fit its chunks", "[gpu][anycount]") {
-  // docs/plan-core.md "Any count": the binding stages the call's parts at the plan's padded pitch
-  // (cudaMemcpy2DAsync in and out); only the call's bytes reach the user, checked against the reference.
+TEST_CASE("GPU backend: any count on every preset", "[gpu][anycount]") {
+  // docs/plan-core.md "Any count": the binding stages the call's parts at the
+  // plan's padded pitch (cudaMemcpy2DAsync in and out); only the call's bytes
+  // reach the user, checked against the reference.
   auto files = jsonFiles(planDir());
   REQUIRE(files.size() > 10);
   Tally t;
@@ -121,7 +123,7 @@ TEST_CASE("GPU backend: any count, every preset at counts that do not fit its ch
   CHECK(t.passed >= static_cast<int>(files.size()) / 2);
 }
 
-TEST_CASE("GPU backend: every reference plan, ranks as threads on one GPU", "[gpu][corpus]") {
+TEST_CASE("GPU backend: every reference plan, ranks as threads", "[gpu][corpus]") {
   auto files = jsonFiles(corpusDir() + "/mscclpp/committed");
   auto gen = jsonFiles(corpusDir() + "/mscclpp/generated");
   files.insert(files.end(), gen.begin(), gen.end());
@@ -158,7 +160,7 @@ TEST_CASE("GPU backend: every dtype x op on LL and simple allreduce", "[gpu][dty
   }
 }
 
-TEST_CASE("GPU backend: back-to-back LL launches without host synchronisation", "[gpu][ll]") {
+TEST_CASE("GPU backend: back-to-back LL launches, no host sync", "[gpu][ll]") {
   for (const char* name : {"allreduce_ll_n8_ip.json", "allgather_ll_n4_oop.json", "allreduce_ll_n2_oop.json"}) {
     for (PacketType packet : {PacketType::LL16, PacketType::LL8}) {
       RunOptions opt;
@@ -204,7 +206,7 @@ TEST_CASE("GPU backend: in-place calls", "[gpu][inplace]") {
   }
 }
 
-TEST_CASE("GPU backend: a call captured before its context exists is refused, nothing enqueued", "[gpu][graph]") {
+TEST_CASE("GPU backend: capturing a call with no context is refused", "[gpu][graph]") {
   GpuRanks& w = world(2);
   plan::PlanPtr p = plan::loadPlanFile(planDir() + "/allreduce_ll_n2_oop.json");
   const uint64_t bytes = 4096 * 3;  // a size no other test used: no context yet
@@ -229,10 +231,11 @@ TEST_CASE("GPU backend: a call captured before its context exists is refused, no
   REQUIRE(err == "");
 }
 
-TEST_CASE("GPU backend: one rank, every op list in and out of shared memory (compute-sanitizer set)",
-          "[gpu][sanitize]") {
-  // Ranks do not wait on each other here, so this set also runs where a tool serialises kernels.
-  // Blocks copy (a thread block group of 3), reduce, and pack/unpack LL packets through scratch.
+// Run under compute-sanitizer too: ranks do not wait on each other here, so
+// this set also runs where a tool serialises kernels.
+TEST_CASE("GPU backend: op lists in and out of shared memory", "[gpu][sanitize]") {
+  // Blocks copy (a thread block group of 3), reduce, and pack/unpack LL packets
+  // through scratch.
   const char* text = R"({"name": "one_rank_ops", "collective": "custom", "protocol": "LL", "inplace": false,
     "num_threads_per_block": 256, "buffer_alignment": 16,
     "gpus": [{"id": 0, "input_chunks": 4, "output_chunks": 4, "scratch_chunks": 1,
@@ -278,7 +281,8 @@ TEST_CASE("GPU backend: one rank, every op list in and out of shared memory (com
   }
 }
 
-TEST_CASE("GPU backend: two ranks sharing the GPU (compute-sanitizer set)", "[gpu][sanitize-multi]") {
+// Run under compute-sanitizer too.
+TEST_CASE("GPU backend: two ranks sharing the GPU", "[gpu][sanitize-multi]") {
   for (const char* name : {"allreduce_ll_n2_oop.json", "allreduce_allpairs_n2_ip.json", "allgather_put_n2_oop.json",
                            "alltoall_put_n2_oop.json"}) {
     RunOptions opt;

@@ -1,4 +1,4 @@
-"""The public API surface: modules, collectives, program options, aliases of the seeds."""
+"""The public API surface: modules, collectives, program options, MSCCL++'s alternative spellings."""
 import json
 
 import pytest
@@ -119,7 +119,7 @@ def test_plan_key_order_follows_the_reference():
     ]
 
 
-def test_seed_spellings():
+def test_mscclpp_spellings_are_aliases():
     with CollectiveProgram("p", AllReduce(2, 1, True), 2) as prog:
         assert Buffer.input is BufferType.input and Buffer.scratch is BufferType.scratch
         assert ChannelType.sm is ChannelType.memory and Channel.memory is ChannelType.memory
@@ -154,7 +154,7 @@ def test_reduce_operation_types():
             rank.reduce(rank.get_input_buffer()[0:1], [rank.get_input_buffer()[1:2]], tb=0, op="avg")
 
 
-def test_program_is_usable_after_its_block_and_blocks_do_not_nest():
+def test_program_outlives_its_block_and_blocks_do_not_nest():
     with CollectiveProgram("p", TestCollective(1, 1, 1), 1) as prog:
         rank = Rank(0)
         rank.copy(rank.get_output_buffer()[0:1], rank.get_input_buffer()[0:1], tb=0)

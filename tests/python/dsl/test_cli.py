@@ -20,8 +20,9 @@ def run_cli(*args, env=None):
 
 def test_compile_script_style(tmp_path):
     out = tmp_path / "plan.json"
-    # The program is a minimal one (no barrier before its puts into the peers' outputs): the verifier
-    # refutes it, so --no-verify (test_verify.py covers verification).
+    # The program is a minimal one (no barrier before its puts into the peers'
+    # outputs): the verifier refutes it, so --no-verify (test_verify.py covers
+    # verification).
     result = run_cli("compile", os.path.join(PROGRAMS, "script_style.py"), "--name", "ag", "--num_gpus", "3", "-o", str(out),
                      "--no-verify")
     assert result.returncode == 0, result.stderr
@@ -99,7 +100,7 @@ def test_tools_are_forwarded_or_reported(tmp_path):
     assert "mscclpp-emulate is not built or not found" in missing.stderr and str(tmp_path / "tools") in missing.stderr
 
 
-def test_list_is_honest_about_unreadable_files_and_missing_folders(tmp_path):
+def test_list_reports_unreadable_files_and_missing_folders(tmp_path):
     good = tmp_path / "good"
     good.mkdir()
     src = os.path.join(REPO, "plans", "allreduce_ll_n2_ip.json")

@@ -1,6 +1,6 @@
 """The rest of MSCCL++'s current DSL surface: reset(), SwitchChannelRankView,
-LoopIterationContext.add_operation, star-import names, Rank method signatures, seed 000's
-rank-less switch calls, MSCCLPPLang's collective arguments."""
+LoopIterationContext.add_operation, star-import names, Rank method signatures, the rank-less
+switch calls of the DSL concepts snippets, MSCCLPPLang's collective arguments."""
 import importlib
 import inspect
 import json
@@ -36,7 +36,7 @@ def guarded_call_line():
 
 
 @pytest.mark.parametrize("kind", [MemoryChannel, PortChannel, SwitchChannel, Semaphore])
-def test_reset_is_a_no_op_between_programs_and_refused_inside_one(kind):
+def test_reset_is_a_no_op_between_programs_refused_inside(kind):
     for _ in range(2):
         kind.reset()
         with CollectiveProgram("r", TestCollective(2, 1, 1), 2):
@@ -57,7 +57,7 @@ def test_switch_channel_rank_view_is_nested_as_in_mscclpp():
         assert (channel.rank_group.size, channel.rank_group.ranks) == (2, [0, 1])
 
 
-def test_seed_000_switch_calls_without_a_rank_run_on_the_owner_of_the_range():
+def test_rankless_switch_calls_run_on_the_range_owner():
     program = dsl_concepts_snippets.nvls_snippet_without_rank()
     plan = json.loads(program.to_json())
     for rank in range(2):
@@ -70,7 +70,7 @@ def test_seed_000_switch_calls_without_a_rank_run_on_the_owner_of_the_range():
 # ---- loops ----
 
 
-def test_loop_iteration_context_add_operation_puts_an_op_into_the_loop():
+def test_loop_context_add_operation_puts_an_op_in_the_loop():
     with CollectiveProgram("l", TestCollective(1, 2, 2), 1) as program:
         with LoopIterationContext(unit=1024, num_chunks=2) as loop:
             loop.add_operation(0, 1, Copy("copy", [("i", 0, 2)], [("o", 0, 2)], None))
@@ -87,8 +87,9 @@ def test_loop_iteration_context_add_operation_puts_an_op_into_the_loop():
 
 # ---- names and signatures ----
 
-# The names programs take from MSCCL++'s star imports (its modules have no __all__, so they also
-# give what they import; its implementation classes are left out: docs/dsl-compiler.md).
+# The names programs take from MSCCL++'s star imports (its modules have no
+# __all__, so they also give what they import; its implementation classes are
+# left out: docs/dsl-compiler.md).
 UPSTREAM_STAR_NAMES = {
     "mscclpp.language": ["AlgoSpec", "ReplicationPolicy", "MSCCLPPProgram", "chunk", "rank", "Json", "Check"],
     "mscclpp.language.channel": [
@@ -115,7 +116,7 @@ UPSTREAM_STAR_NAMES = {
     "mscclpp.language.internal.types": [
         "SyncType", "ReduceOperationType", "BufferType", "ChannelType", "Chunk", "RankGroup", "ReplicationPolicy",
     ],
-    # MSCCLPPLang's modules (seed 002)
+    # MSCCLPPLang's modules
     "mscclpp.language.buffer": ["Buffer"],
     "mscclpp.language.types": ["ChannelType", "ReplicationPolicy", "DataFormat"],
 }
@@ -131,7 +132,7 @@ def test_star_imports_give_mscclpps_names(module):
         assert name in namespace  # every listed name exists
 
 
-def test_rank_copy_and_reduce_have_real_signatures_and_work_both_ways():
+def test_rank_copy_and_reduce_signatures_work_both_ways():
     assert list(inspect.signature(Rank.copy).parameters)[:5] == ["self", "dst_chunk", "src_chunk", "tb", "tb_group"]
     assert list(inspect.signature(Rank.reduce).parameters)[:8] == [
         "self", "src_chunk", "other_chunks", "tb", "tb_group", "dst_chunk", "reduce_op", "packet",
@@ -141,7 +142,7 @@ def test_rank_copy_and_reduce_have_real_signatures_and_work_both_ways():
         rank = Rank(0)
         buffer = rank.get_input_buffer()
         Rank.copy(rank, buffer[0:1], buffer[1:2], tb=0)  # the unbound call of a plain method
-        Rank.copy(buffer[1:2], buffer[2:3], tb=0)  # seed 000's class-level form
+        Rank.copy(buffer[1:2], buffer[2:3], tb=0)  # the DSL concepts snippets' class-level form
         Rank.reduce(buffer[0:1], buffer[2:3], tb=0)
     ops = json.loads(program.to_json())["gpus"][0]["threadblocks"][0]["ops"]
     assert [(op["name"], op["dst_buff"][0]["index"]) for op in ops if op["name"] != "nop"] == [

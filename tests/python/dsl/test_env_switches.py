@@ -1,5 +1,5 @@
-"""The package's environment switches are parsed as the runtime parses its parameters (issue 15: bad values are
-rejected one way): the runtime's boolean spellings, empty = unset, and anything else an InvalidArgumentError
+"""The package's environment switches are parsed as the runtime parses its parameters, so bad values are
+rejected one way: the runtime's boolean spellings, empty = unset, and anything else an InvalidArgumentError
 worded as the runtime's, naming the variable, the value and what is accepted."""
 import pytest
 

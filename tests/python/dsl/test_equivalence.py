@@ -31,7 +31,7 @@ def test_plan_is_equivalent(plan_file):
 
 
 @pytest.mark.parametrize("plan_file", sorted(WARNED))
-def test_programs_msccl_accepts_with_unmatched_fused_signals_compile_with_a_warning(plan_file):
+def test_unmatched_fused_signals_compile_with_a_warning(plan_file):
     build, kwargs, message = WARNED[plan_file]
     with pytest.warns(DSLWarning) as caught:
         ours = normalize(json.loads(build(**kwargs).to_json()))

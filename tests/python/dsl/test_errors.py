@@ -144,9 +144,10 @@ def test_wait_without_its_signal():
     )
 
 
-def test_pairing_is_per_channel_not_per_peer_but_balanced_totals_only_warn():
-    # Two channels each way; rank 0 signals on #1 but rank 1 waits on #0: they never meet, but the
-    # totals per peer balance, which is all MSCCL++ checks: the plan is written, with a warning there.
+def test_per_channel_pairing_only_warns_when_totals_balance():
+    # Two channels each way; rank 0 signals on #1 but rank 1 waits on #0: they
+    # never meet, but the totals per peer balance, which is all MSCCL++ checks:
+    # the plan is written, with a warning there.
     with program() as prog:
         forward = [MemoryChannel(1, 0), MemoryChannel(1, 0)]
         backward = [MemoryChannel(0, 1), MemoryChannel(0, 1)]
@@ -165,7 +166,7 @@ def test_pairing_is_per_channel_not_per_peer_but_balanced_totals_only_warn():
     )
 
 
-def test_unbalanced_totals_stay_an_error_even_with_a_balanced_pair_elsewhere():
+def test_unbalanced_totals_stay_an_error():
     with program(ranks=3) as prog:
         MemoryChannel(1, 0).signal(tb=0)
         MemoryChannel(0, 1).wait(tb=0)
@@ -209,7 +210,7 @@ def test_signal_on_a_channel_without_counterpart():
     )
 
 
-def test_signals_in_loops_pair_with_waits_in_loops_of_the_same_shape():
+def test_signals_in_loops_pair_with_waits_in_like_loops():
     with program() as prog:
         a, b = MemoryChannel(1, 0), MemoryChannel(0, 1)
         with LoopIterationContext(unit=1024, num_chunks=1):

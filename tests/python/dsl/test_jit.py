@@ -35,7 +35,7 @@ def compile_seed(**overrides):
     return jit.compile(**args)
 
 
-def test_seed_004_call_compiles_with_the_arguments_applied(cache):
+def test_guide_allreduce_compiles_with_arguments_applied(cache):
     plan = compile_seed()
     assert (plan.name, plan.collective, plan.tags) == ("allreduce_nvls", "allreduce", frozenset({"nvls"}))
     assert plan.path.startswith(str(cache / "jit"))
@@ -78,7 +78,7 @@ def test_spec_style_functions_get_an_algospec():
     assert json.loads(plan.json)["protocol"] == "LL"
 
 
-def test_extra_keywords_are_forwarded_and_unknown_parameters_are_reported():
+def test_extra_keywords_forwarded_unknown_ones_reported():
     plan = jit.compile(allreduce_nvls.build, "x", "allreduce", 4, 4, num_threads_per_block=512, max_message_size=5)
     assert json.loads(plan.json)["num_threads_per_block"] == 512
     with pytest.raises(DSLError, match=r"takes no parameter\(s\) \['bogus'\]"):

@@ -1,4 +1,4 @@
-"""MSCCLPPLang (seed 002): complete programs compile to plans our loader accepts and our executor
+"""MSCCLPPLang: complete programs compile to plans our loader accepts and our executor
 (CPU emulation) runs with the right result; the API's shape and semantics; errors at the user's line."""
 import inspect
 import json
@@ -110,8 +110,9 @@ def test_json_prints_the_plan_and_check_says_it_is_right(capsys):
 
 
 def test_check_reports_a_wrong_result(capsys):
-    # The duplicated policy gives each instance a contiguous half of every buffer, which mixes up
-    # the peers' all-to-all blocks: Check() says so, as the emulator does.
+    # The duplicated policy gives each instance a contiguous half of every
+    # buffer, which mixes up the peers' all-to-all blocks: Check() says so, as
+    # the emulator does.
     with MSCCLPPProgram("a2a", AllToAll(2, 1, False), 2, 2) as program:
         for r in range(2):
             chunk(r, Buffer.input, r).copy(r, Buffer.output, r, sendtb=0)
@@ -148,7 +149,7 @@ def test_check_reports_a_deadlock_at_the_check():
 # ---- the model: sizes, layout, replication, channels ----
 
 
-def test_allreduce_has_legacy_sizes_in_msccpplang_and_current_sizes_otherwise():
+def test_allreduce_sizes_are_legacy_only_in_msccpplang():
     collective = AllReduce(4, 2, False)
     with MSCCLPPProgram("legacy", collective, 4, 1) as legacy:
         chunk(0, Buffer.input, 1).copy(0, Buffer.output, 1, sendtb=0)
@@ -173,8 +174,9 @@ def test_in_place_references_name_the_buffer_they_alias():
 
 @pytest.mark.parametrize("policy,indexes", [(None, [1, 3, 5]), (ReplicationPolicy.interleaved, [3, 4, 5])])
 def test_instances_replicate_as_the_legacy_compiler(policy, indexes):
-    # duplicated (the default): instance k works on block k (index + k*chunks); interleaved:
-    # index*instances + k*size. Threadblock t of instance k is t*instances + k.
+    # duplicated (the default): instance k works on block k (index + k*chunks);
+    # interleaved: index*instances + k*size. Threadblock t of instance k is
+    # t*instances + k.
     kwargs = {} if policy is None else {"replication_policy": policy}
     with MSCCLPPProgram("rep", AllReduce(2, 2, False), 2, 3, **kwargs) as program:
         chunk(0, Buffer.input, 1).copy(0, Buffer.output, 1, sendtb=1)
@@ -185,9 +187,10 @@ def test_instances_replicate_as_the_legacy_compiler(policy, indexes):
 
 
 def test_channels_pair_as_in_legacy_plans():
-    # A rank keeps one channel per (local buffer, remote buffer, type, threadblock, peer); both sides
-    # number them in that order, so the signal on rank 0's (input, output) channel of threadblock 1
-    # meets the wait rank 1 does on its (input, output) channel, whatever threadblock that is in.
+    # A rank keeps one channel per (local buffer, remote buffer, type,
+    # threadblock, peer); both sides number them in that order, so the signal on
+    # rank 0's (input, output) channel of threadblock 1 meets the wait rank 1
+    # does on its (input, output) channel, whatever threadblock that is in.
     with MSCCLPPProgram("pairs", AllGather(2, 1, False), 2, 1) as program:
         for r, tb in ((0, 1), (1, 3)):
             peer = 1 - r
@@ -202,10 +205,11 @@ def test_channels_pair_as_in_legacy_plans():
     assert plan["gpus"][1]["threadblocks"][3]["channels"] == [{"channel_type": "memory", "channel_ids": [0]}]
 
 
-def test_signals_on_channels_the_peer_keys_differently_get_the_pairing_error_at_the_users_line():
-    # The legacy compiler keys a wait's channel (signaller's buffer, waiter's buffer): naming the
-    # wrong buffer puts rank 1's wait on a second channel, which rank 0 does not have, so the wait
-    # never meets the signal (made on the channel of rank 0's put).
+def test_a_misnamed_wait_channel_is_a_pairing_error():
+    # The legacy compiler keys a wait's channel (signaller's buffer, waiter's
+    # buffer): naming the wrong buffer puts rank 1's wait on a second channel,
+    # which rank 0 does not have, so the wait never meets the signal (made on
+    # the channel of rank 0's put).
     with MSCCLPPProgram("bad", AllGather(2, 1, False), 2, 1) as program:
         for r in range(2):
             chunk(r, Buffer.input, 0).put(1 - r, Buffer.output, r, sendtb=0)
@@ -217,7 +221,7 @@ def test_signals_on_channels_the_peer_keys_differently_get_the_pairing_error_at_
     assert str(error.value).startswith(f"{THIS}:{line}: wait on rank 1's memory channel #1 to rank 0 cannot pair")
 
 
-def test_put_packet_over_a_port_channel_packs_into_the_temporary_buffer_first():
+def test_port_put_packet_packs_into_the_temporary_buffer():
     program = programs.sendrecv_packets(2, chunks=2, chan_type=ChannelType.proxy)
     ops = json.loads(program.to_json())["gpus"][0]["threadblocks"][0]["ops"]
     names = [op["name"] for op in ops]
@@ -333,7 +337,7 @@ def test_errors_point_at_the_users_line():
     legacy_error(unpack_plain, "copy_packet unpacks LL packets, which live only in scratch")
 
 
-def test_mixing_the_two_models_is_an_error_at_the_second_models_call():
+def test_mixing_models_fails_at_the_second_models_call():
     with pytest.raises(DSLError) as error:
         with MSCCLPPProgram("mix", AllReduce(2, 2, True), 2, 1):
             chunk(0, Buffer.input, 0)

@@ -108,8 +108,9 @@ def test_compiler_sources_spell_only_table_names():
 
 
 def test_compiled_plans_use_only_table_names():
-    # plans/ is the presets' output (test_presets checks it byte for byte) and the reference corpus is what our
-    # compiler reproduces (test_equivalence): together they exercise every op family the compiler emits.
+    # plans/ is the presets' output (test_presets checks it byte for byte) and
+    # the reference corpus is what our compiler reproduces (test_equivalence):
+    # together they exercise every op family the compiler emits.
     files = glob.glob(os.path.join(REPO, "plans", "*.json")) + glob.glob(os.path.join(REFERENCE_DIR, "*.json"))
     assert files
     used = set()

@@ -29,7 +29,7 @@ def two_ranks(inputs=4, outputs=4, **options):
 # ---- fusion ----
 
 
-def test_signals_on_distinct_channels_fuse_and_repeated_ones_do_not():
+def test_signals_on_distinct_channels_fuse_repeats_do_not():
     with two_ranks() as prog:
         chans = {(r, k): MemoryChannel(1 - r, r) for r in range(2) for k in range(2)}
         for r in range(2):
@@ -47,7 +47,7 @@ def test_signals_on_distinct_channels_fuse_and_repeated_ones_do_not():
     ]
 
 
-def test_relaxed_and_strict_signals_do_not_fuse_and_syncs_are_trimmed():
+def test_relaxed_and_strict_signals_stay_apart_syncs_trimmed():
     with two_ranks() as prog:
         for r in range(2):
             c = MemoryChannel(1 - r, r)
@@ -59,7 +59,7 @@ def test_relaxed_and_strict_signals_do_not_fuse_and_syncs_are_trimmed():
     assert op_names(compile_plan(prog)) == ["nop", "rlxsignal", "nop", "signal", "nop", "rlxwait", "nop", "wait", "nop"]
 
 
-def test_reduce_then_put_becomes_res_and_read_reduce_then_put_rres():
+def test_reduce_put_fuses_to_res_and_read_reduce_put_to_rres():
     with two_ranks() as prog:
         for r in range(2):
             rank, peer = Rank(r), Rank(1 - r)
@@ -109,7 +109,8 @@ def test_packet_fusions_respkt_recpkt_recspkt():
     ]
 
 
-def test_switch_reduce_then_broadcast_becomes_glres_and_glre_alone_keeps_both_forms():
+def test_switch_reduce_then_broadcast_fuses_to_glres():
+    # A reduce alone keeps its glre, in both forms.
     from mscclpp.language import BufferType, SwitchChannel
 
     with CollectiveProgram("p", AllReduce(2, 1, True), 2) as prog:
@@ -305,8 +306,8 @@ def test_pipeline_body_is_fused_and_synced():
     pipeline = tb["ops"][0]
     assert pipeline["iter_context"] == {"unit_size": 4096, "num_chunks": 2}
     assert [o["name"] for o in pipeline["ops"]] == ["copy", "nop", "signal", "wait", "nop"]
-    # the copy after the loop reads what the loop wrote: a nop (the body ends with one, but the
-    # dependency pass treats the pipeline as one op)
+    # the copy after the loop reads what the loop wrote: a nop (the body ends
+    # with one, but the dependency pass treats the pipeline as one op)
     assert [o["name"] for o in tb["ops"]] == ["pipeline", "nop", "copy"]
 
 
@@ -319,7 +320,7 @@ def test_threadblock_group_splits_an_op():
     assert tbs[1]["ops"] == []
 
 
-def test_json_is_indented_by_default_as_upstream_and_compact_on_request():
+def test_json_is_indented_by_default_compact_on_request():
     with CollectiveProgram("p", TestCollective(1, 1, 1), 1) as prog:
         rank = Rank(0)
         rank.copy(rank.get_output_buffer()[0:1], rank.get_input_buffer()[0:1], tb=0)

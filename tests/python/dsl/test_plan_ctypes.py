@@ -78,7 +78,7 @@ def test_register_errors_carry_the_registrys_message(registry, tmp_path):
         mplan.unregister("inline")
 
 
-def test_seed_004_selector_shape(registry, tmp_path):
+def test_a_selector_gets_the_plans_and_the_request(registry, tmp_path):
     mplan.register(preset_file(tmp_path, "allreduce_ll_n4_ip"))
     mplan.register(preset_file(tmp_path, "allreduce_nvls_n4_ip"))
     seen = []

@@ -28,7 +28,7 @@ def test_every_error_status_has_its_exception_class():
         assert cls.__name__ in errors.__all__
 
 
-def test_error_for_status_picks_the_class_and_keeps_unknown_values():
+def test_error_for_status_picks_its_class_keeps_unknown_values():
     assert isinstance(errors.error_for_status(-12, "dup"), errors.AlreadyExistsError)
     assert isinstance(errors.error_for_status(-11, "gone"), LookupError)
     unknown = errors.error_for_status(-99, "what")

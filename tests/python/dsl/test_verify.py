@@ -165,7 +165,7 @@ def lanes_of(svg_path):
 
 
 @needs_tools
-def test_show_draws_a_plan_with_one_lane_per_rank_and_threadblock(tmp_path):
+def test_show_draws_one_lane_per_rank_and_threadblock(tmp_path):
     plan_file = os.path.join(REPO, "plans", "allreduce_rsag_n4_ip.json")
     with open(plan_file) as f:
         plan = json.load(f)
@@ -199,7 +199,7 @@ def test_show_draws_a_dsl_program_with_its_lines_and_findings(tmp_path):
 
 @needs_tools
 @pytest.mark.skipif(tool("mscclpp-emulate") is None, reason="mscclpp-emulate is not built")
-def test_dropped_nops_pass_emulation_and_the_verifier_catches_them(tmp_path):
+def test_dropped_nops_pass_emulation_but_not_the_verifier(tmp_path):
     """On the CPU backend a threadblock is one thread, so a missing block-wide barrier (nop) changes
     nothing there; on a GPU the signal after a put would release only one thread's part of it."""
     caught = 0

@@ -213,7 +213,8 @@ def scenario_registry(args):
     out["registered"] = pick("allreduce", 4, 4, 0x1000, 0x1000, 4096, dtype="float32", tags=["mine"])
     out["registered_listed"] = [p.name for p in registry.plans("allreduce") if "mine" in p.tags]
 
-    # The seed's selector shape, through mscclpp.plan.set_selector.
+    # The selector of examples/python/customized_comm.py, through
+    # mscclpp.plan.set_selector.
     seen = []
 
     def prefer_nvls(plans, req):
@@ -249,13 +250,13 @@ def scenario_plan_dirs(args):
     """The plan directories as the package computes them, and the plans the runtime registered."""
     from mscclpp import _paths
 
-    plans = mscclpp.plan.plans()  # the runtime scans its directories now
+    plans = mscclpp.plan.plans()  # makes the runtime scan its directories
     return {"python": _paths.plan_directories(), "install_dir": _paths.default_install_dir(),
             "sources": sorted({os.path.dirname(p.source) for p in plans}), "count": len(plans)}
 
 
-def scenario_seed_selector(args):
-    """Seed 004's usage: jit-compile and register an nvls-tagged plan, install the seed's selector,
+def scenario_nvls_selector(args):
+    """customized_comm.py's usage: jit-compile and register an nvls-tagged plan, install its selector,
     select. The user's plan must be chosen over the installed nvls defaults."""
     from mscclpp.dsl import jit
     import allreduce_nvls
@@ -304,7 +305,7 @@ GROUP_SCENARIOS = {"info": scenario_info, "collectives": scenario_collectives,
                    "execute_errors": scenario_execute_errors}
 LONE_SCENARIOS = {"registry": scenario_registry, "lone_group": scenario_lone_group,
                   "missing_rank": scenario_missing_rank, "plan_dirs": scenario_plan_dirs,
-                  "seed_selector": scenario_seed_selector}
+                  "nvls_selector": scenario_nvls_selector}
 
 
 def main():

@@ -1,4 +1,4 @@
-"""The seed-004 examples of examples/python/: customized_comm.py runs as 2 and 4 CPU-backend processes
+"""The examples of examples/python/: customized_comm.py runs as 2 and 4 CPU-backend processes
 through its own launcher and checks its results itself; the GPU-only examples are at least valid Python
 (they need torch with CUDA and cannot run on this machine)."""
 import importlib.util
@@ -38,8 +38,9 @@ def test_customized_comm_two_ranks_with_the_jit_plan(tmp_path):
 
 @requires_runtime
 def test_customized_comm_four_ranks_with_the_default_plans():
-    # The default plans include nvls-tagged ones too; the plan the example registers comes first among
-    # the candidates, so the seed's selector (the first nvls-tagged candidate) takes it.
+    # The default plans include nvls-tagged ones too; the plan the example
+    # registers comes first among the candidates, so the example's selector,
+    # which takes the first nvls-tagged one, takes it.
     done = run_example(["--nranks", "4"])
     assert done.returncode == 0, done.stderr[-3000:]
     assert correct_ranks(done.stdout) == [0, 1, 2, 3]

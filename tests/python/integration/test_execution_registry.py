@@ -58,7 +58,7 @@ def test_run_time_registration_is_seen(registry_results):
 
 @requires_runtime
 def test_selector_through_mscclpp_plan(registry_results):
-    # the seed's selector prefers the nvls-tagged candidate
+    # customized_comm.py's selector prefers the nvls-tagged candidate
     assert registry_results["selector_choice"]["name"] == "allreduce_nvls_n4_ip"
     assert ": chosen by the user selector; chunk " in registry_results["selector_choice"]["reason"]
     assert registry_results["selector_saw"] == [["allreduce", 4, 2 << 20, 7]]

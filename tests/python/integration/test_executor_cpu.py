@@ -4,11 +4,12 @@ compared with a numpy reference computed on each rank. One job per world size ru
 import pytest
 from integration_support import requires_runtime, run_ranks
 
-# count: elements per rank (allreduce), per rank of the output (allgather, reducescatter), per peer (alltoall).
-# plan: the default plan expected to serve the case ({n}: the world size).
+# count: elements per rank (allreduce), per rank of the output (allgather,
+# reducescatter), per peer (alltoall). plan: the default plan expected to serve
+# the case ({n}: the world size).
 _TABLE = [
-    # (id, collective, dtype, count, in place, reduce op, plan)
-    # allreduce: LL below 1 MiB, all-pairs 1-16 MiB, reduce-scatter + all-gather above
+    # (id, collective, dtype, count, in place, reduce op, plan) allreduce: LL
+    # below 1 MiB, all-pairs 1-16 MiB, reduce-scatter + all-gather above
     ("allreduce_f32_4k_ip", "allreduce", "float32", 1024, True, "sum", "allreduce_ll_n{n}_ip"),
     ("allreduce_f16_128k_oop", "allreduce", "float16", 64 << 10, False, "sum", "allreduce_ll_n{n}_oop"),
     ("allreduce_i32_2m_ip", "allreduce", "int32", 512 << 10, True, "sum", "allreduce_allpairs_n{n}_ip"),

@@ -1,5 +1,5 @@
 """One plan-directory rule for the runtime (runtime/plan/plan_dirs.cc) and the package
-(mscclpp/_paths.py), and a candidate order in which the plans a user registers come first (issue 15).
+(mscclpp/_paths.py), and a candidate order in which the plans a user registers come first.
 
 The runtime's directories are read from its own log (NCCL_DEBUG=INFO, subsystem PLAN: one line per
 directory it scanned or found absent) and from the sources of the plans it registered; the package's
@@ -40,7 +40,7 @@ def test_explicit_plan_dirs_are_the_same_list(tmp_path):
 
 
 @requires_runtime
-def test_default_dirs_agree_and_install_writes_where_the_runtime_reads(tmp_path):
+def test_default_dirs_agree_and_install_fills_them(tmp_path):
     cache = tmp_path / "cache"
     env = worker_env(MSCCLPP_PLAN_DIR="", MSCCLPP_CACHE_DIR=str(cache))
     installed = subprocess.run([sys.executable, "-m", "mscclpp", "--install"], env=env, capture_output=True,
@@ -50,15 +50,16 @@ def test_default_dirs_agree_and_install_writes_where_the_runtime_reads(tmp_path)
     result, scanned = run_logged(tmp_path, MSCCLPP_PLAN_DIR="", MSCCLPP_CACHE_DIR=str(cache))
     assert [os.path.normpath(d) for d in result["python"]] == scanned
     assert len(scanned) == 2 and scanned[1] == str(cache / "plans")  # the installed plans, then the cache
-    # "installed 168", then every one of them registered (it was "0 plan(s) registered")
+    # "installed 168", then every one of them registered
     assert result["count"] == len([f for f in os.listdir(PLANS) if f.endswith(".json")])
     assert result["sources"] == [str(cache / "plans")]
 
 
 @requires_runtime
-def test_a_runtime_loaded_by_a_relative_path_gives_the_same_absolute_dirs(tmp_path):
-    # The loader names such a library by the relative path it was opened with: both sides make it absolute, so
-    # the directories do not change meaning when the process changes its working folder.
+def test_a_relatively_loaded_runtime_gives_absolute_dirs(tmp_path):
+    # The loader names such a library by the relative path it was opened with:
+    # both sides make it absolute, so the directories do not change meaning when
+    # the process changes its working folder.
     cache = tmp_path / "cache"
     result, scanned = run_logged(tmp_path, cwd=os.path.dirname(LIBRARY), MSCCLPP_PLAN_DIR="",
                                  MSCCLPP_CACHE_DIR=str(cache), MSCCLPP_LIBRARY="./" + os.path.basename(LIBRARY))
@@ -77,8 +78,8 @@ def test_without_cache_dir_both_use_the_passwd_home(tmp_path):
 
 
 @requires_runtime
-def test_the_seed_selector_sees_the_users_plan_first(tmp_path):
-    result = run_lone("seed_selector", MSCCLPP_PLAN_DIR=PLANS)
+def test_an_nvls_selector_sees_the_users_plan_first(tmp_path):
+    result = run_lone("nvls_selector", MSCCLPP_PLAN_DIR=PLANS)
     assert result["defaults_with_nvls"], "the installed defaults have nvls plans of 4 ranks"
     assert result["chosen"] == "allreduce_nvls", result["reason"]
     assert result["listed_first"] == ["allreduce_nvls"]

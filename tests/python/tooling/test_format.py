@@ -1,4 +1,4 @@
-"""The tree is formatted with the committed .clang-format (issue 16): tools/ci/format --check lists every C, C++ and
+"""The tree is formatted with the committed .clang-format: tools/ci/format --check lists every C, C++ and
 CUDA file clang-format 14 would change, and exits 1 when there is one."""
 import os
 import shutil

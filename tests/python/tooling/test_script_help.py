@@ -1,4 +1,4 @@
-"""The repository's shell and Python scripts answer --help and --version like the C++ tools (issue 15): --help prints
+"""The repository's shell and Python scripts answer --help and --version like the C++ tools: --help prints
 the script's header comment (or docstring) and exits 0 without doing any of the script's work, --version prints
 "NAME (MSCCL++) VERSION" and exits 0. The help is read from the header itself (tools/support/version.sh), so it
 stops at the header's end: no line of code leaks into it."""

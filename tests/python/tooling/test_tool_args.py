@@ -93,9 +93,9 @@ def test_bad_value_is_a_precise_usage_error(name):
 
 
 def test_demo_allreduce_ends_at_once_when_init_is_refused():
-    """A bad environment value is refused at init (rank 0's ncclGetUniqueId): every rank must end with the message at
-    once, not wait for the unique id until the timeout (the ranks used to hold each other's pipe ends open), and the
-    message must reach a redirected stdout (the ranks end with _exit, which flushes nothing)."""
+    """A bad environment value is refused at init, in rank 0's ncclGetUniqueId. Every rank must end at once with the
+    message, not wait for the unique id until the timeout, which happens when ranks hold each other's pipe ends open.
+    The message must reach a redirected stdout, although the ranks end with _exit, which flushes nothing."""
     shim = os.path.join(BUILD_DIR, "nccl_shim", "libmscclpp_nccl.so")
     if not os.path.exists(shim):
         pytest.skip("needs the shim of a build (MSCCLPP_BUILD_DIR)")

@@ -1,6 +1,6 @@
-// Fixtures of the public-API tests: two ranks (threads of this process) with memory channels over
-// shared memory and port channels through a proxy, built only with public headers, as a user
-// program would.
+// Fixtures of the public-API tests: two ranks (threads of this process) with
+// memory channels over shared memory and port channels through a proxy, built
+// only with public headers, as a user program would.
 #ifndef MSCCLPP_TESTS_UNIT_API_API_TEST_UTIL_HPP_
 #define MSCCLPP_TESTS_UNIT_API_API_TEST_UTIL_HPP_
 
@@ -21,8 +21,9 @@ inline std::vector<std::shared_ptr<Communicator>> makeHostComms(int n) {
   return comms;
 }
 
-// Two ranks; rank r's memory channel writes into rank (1 - r)'s buffer. Each buffer is `words`
-// 64-bit words of shared host memory; the channel's packet buffer is the upper half of our own.
+// Two ranks; rank r's memory channel writes into rank (1 - r)'s buffer. Each
+// buffer is `words` 64-bit words of shared host memory; the channel's packet
+// buffer is the upper half of our own.
 struct MemoryChannelPair {
   static constexpr size_t kWords = 4096;
   static constexpr size_t kPacketWordOffset = kWords / 2;
@@ -51,8 +52,9 @@ inline std::unique_ptr<MemoryChannelPair> makeMemoryChannelPair() {
   return s;
 }
 
-// Two ranks with a proxy each; rank r's port channel puts from its buffer into rank (1 - r)'s.
-// The memory ids: 0 = the peer's buffer (default destination), 1 = ours (default source).
+// Two ranks with a proxy each; rank r's port channel puts from its buffer into
+// rank (1 - r)'s. The memory ids: 0 = the peer's buffer (default destination),
+// 1 = ours (default source).
 struct PortChannelPair {
   static constexpr size_t kWords = 4096;
   std::vector<std::shared_ptr<Communicator>> comms;

@@ -1,5 +1,6 @@
-// Runs example programs as child processes (one per rank, or one holding every rank as threads)
-// and collects their exit status and output, with a deadline that kills what is still running.
+// Runs example programs as child processes (one per rank, or one holding every
+// rank as threads) and collects their exit status and output, with a deadline
+// that kills what is still running.
 #ifndef MSCCLPP_TESTS_UNIT_API_EXAMPLE_PROCESS_HPP_
 #define MSCCLPP_TESTS_UNIT_API_EXAMPLE_PROCESS_HPP_
 
@@ -36,8 +37,8 @@ inline std::string readFile(const std::string& path) {
   return s.str();
 }
 
-// `text` without the library's log lines ("host:pid:tid [rank] MSCCLPP LEVEL ..."): what the
-// program itself wrote.
+// `text` without the library's log lines ("host:pid:tid [rank] MSCCLPP LEVEL
+// ..."): what the program itself wrote.
 inline std::string withoutLogLines(const std::string& text) {
   std::istringstream in(text);
   std::string line, out;
@@ -47,8 +48,8 @@ inline std::string withoutLogLines(const std::string& text) {
   return out;
 }
 
-// Starts every command at once and waits for all of them (at most timeoutSec; then the rest are
-// killed and reported with exitCode -1).
+// Starts every command at once and waits for all of them (at most timeoutSec;
+// then the rest are killed and reported with exitCode -1).
 inline std::vector<ProcessResult> runProcesses(const std::vector<std::vector<std::string>>& commands,
                                                double timeoutSec) {
   struct Child {

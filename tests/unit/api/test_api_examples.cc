@@ -1,5 +1,5 @@
-// The seed 003 examples (examples/*.hpp), run with ranks as threads of this process on the CPU
-// backend. Each rank's data is compared here with values computed independently of the examples.
+// The examples (examples/*.hpp) with ranks as threads on the CPU backend.
+// Each rank's data is checked against values computed here, not by the examples.
 #include <catch2/catch.hpp>
 
 #include "../bootstrap/rank_threads.hpp"
@@ -24,7 +24,7 @@ Options cpuOptions(int nRanks, const std::string& transport = "auto", int iterat
 
 }  // namespace
 
-TEST_CASE("example put_signal_wait: rank 1 reads exactly the 1 KB rank 0 put, every iteration", "[api][examples]") {
+TEST_CASE("example put_signal_wait: rank 1 reads every byte put", "[api][examples]") {
   auto results = runRanksAsThreads<PutSignalWaitResult>(cpuOptions(2, "auto", 4), runPutSignalWait);
   REQUIRE(results.size() == 2);
   CHECK(results[0].mismatch == "");
@@ -38,12 +38,12 @@ TEST_CASE("example put_signal_wait: rank 1 reads exactly the 1 KB rank 0 put, ev
   CHECK(results[1].summary == "waited, then read 1024 correct bytes from rank 0, 4 times over SHM on the CPU backend");
 }
 
-TEST_CASE("example put_signal_wait refuses a world that is not two ranks", "[api][examples]") {
+TEST_CASE("example put_signal_wait needs exactly two ranks", "[api][examples]") {
   CHECK_THROWS_WITH(runRanksAsThreads<PutSignalWaitResult>(cpuOptions(3), runPutSignalWait),
                     "put_signal_wait runs on exactly 2 ranks (got 3)");
 }
 
-TEST_CASE("example packets: LL16 and LL8 packets deliver every word with fresh flags", "[api][examples]") {
+TEST_CASE("example packets: LL16 and LL8 deliver every word", "[api][examples]") {
   SECTION("LL16") {
     auto results = runRanksAsThreads<PacketsResult>(cpuOptions(2, "auto", 5), runPackets<LL16Packet>);
     CHECK(results[1].mismatch == "");
@@ -63,7 +63,7 @@ TEST_CASE("example packets: LL16 and LL8 packets deliver every word with fresh f
   }
 }
 
-TEST_CASE("example overlap: the put arrives and the product computed meanwhile is exact", "[api][examples]") {
+TEST_CASE("example overlap: the put and the product are exact", "[api][examples]") {
   std::string transport = GENERATE(std::string("shm"), std::string("tcp"));
   INFO(transport);
   auto results = runRanksAsThreads<OverlapResult>(cpuOptions(2, transport), runOverlap);
@@ -87,7 +87,7 @@ TEST_CASE("example overlap: the put arrives and the product computed meanwhile i
                                   "proxy)");
 }
 
-TEST_CASE("example alltoall: every rank receives exactly every other rank's chunk", "[api][examples]") {
+TEST_CASE("example alltoall: each rank gets every peer's chunk", "[api][examples]") {
   int nRanks = GENERATE(2, 3, 4);
   std::string transport = GENERATE(std::string("shm"), std::string("tcp"));
   INFO(nRanks << " ranks over " << transport);

@@ -1,5 +1,6 @@
-// The example programs themselves (examples/*.cu as built): ranks as threads of one process, and
-// ranks as processes joining one rendezvous, on the CPU backend; their exact output and exit status.
+// The example programs themselves (examples/*.cu as built): ranks as threads of
+// one process, and ranks as processes joining one rendezvous, on the CPU
+// backend; their exact output and exit status.
 #include <catch2/catch.hpp>
 
 #include "example_process.hpp"
@@ -70,7 +71,7 @@ TEST_CASE("example programs run with ranks as threads", "[api][examples][program
 }
 
 TEST_CASE("example programs run with ranks as processes", "[api][examples][programs]") {
-  SECTION("put_signal_wait (2 processes, memory channel over shared memory between processes)") {
+  SECTION("put_signal_wait: 2 processes, memory channel over SHM") {
     auto ps = runAsProcesses("put_signal_wait", 2, {});
     REQUIRE(ps.size() == 2);
     CHECK(ps[0].exitCode == 0);
@@ -83,13 +84,13 @@ TEST_CASE("example programs run with ranks as processes", "[api][examples][progr
           "on the CPU backend\n");
     CHECK(ps[1].err == "");
   }
-  SECTION("packets (2 processes)") {
+  SECTION("packets: 2 processes") {
     auto ps = runAsProcesses("packets", 2, {"--iterations", "4"});
     CHECK(ps[0].exitCode == 0);
     CHECK(ps[1].exitCode == 0);
     CHECK(ps[1].out == "packets: rank 1: got 1024 correct bytes from LL16 packets, flags 1..4\n");
   }
-  SECTION("overlap (2 processes, TCP port channels)") {
+  SECTION("overlap: 2 processes, TCP port channels") {
     auto ps = runAsProcesses("overlap", 2, {"--transport", "tcp"});
     for (int r = 0; r < 2; ++r) {
       CHECK(ps[r].exitCode == 0);
@@ -98,7 +99,7 @@ TEST_CASE("example programs run with ranks as processes", "[api][examples][progr
                              "correct (2 triggers handled by the proxy)\n");
     }
   }
-  SECTION("alltoall (4 processes, SHM port channels)") {
+  SECTION("alltoall: 4 processes, SHM port channels") {
     auto ps = runAsProcesses("alltoall", 4, {"--transport", "shm"});
     for (int r = 0; r < 4; ++r) {
       CHECK(ps[r].exitCode == 0);
@@ -110,7 +111,7 @@ TEST_CASE("example programs run with ranks as processes", "[api][examples][progr
   }
 }
 
-TEST_CASE("example programs report bad requests with their exit status", "[api][examples][programs]") {
+TEST_CASE("example programs report bad requests by exit status", "[api][examples][programs]") {
   ProcessResult p = runAsThreads("put_signal_wait", {"--nranks", "3"});
   CHECK(p.exitCode == 1);
   CHECK(p.out == "");

@@ -1,5 +1,6 @@
-// ExecutionPlan and Executor::execute through the installed headers only (issue 16): a user loads a
-// plan file and runs it on ranks of its own, as MSCCL++'s executor.hpp allows.
+// ExecutionPlan and Executor::execute through the installed headers only:
+// a user loads a plan file and runs it on its own ranks, as MSCCL++'s
+// executor.hpp allows.
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>

@@ -1,5 +1,5 @@
-// launchKernel on the CPU backend (mscclpp/host_launch.hpp) and the grid barrier DeviceSyncer that
-// kernels launched with it use.
+// launchKernel on the CPU backend (mscclpp/host_launch.hpp) and the grid
+// barrier DeviceSyncer that kernels launched with it use.
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <vector>
@@ -11,8 +11,8 @@ using mscclpp::test::kMs;
 
 namespace {
 
-// Records each block's position, then waits (bounded) until every block has arrived: this only
-// finishes when the blocks really run at the same time.
+// Records each block's position, then waits (bounded) until every block has
+// arrived: this only finishes when the blocks really run at the same time.
 struct PositionKernel {
   uint32_t* blockSeen;  // [block] = blockIndex() + 1
   uint32_t* shape;      // [block * 3 + ...] = gridBlocks(), threadIndex(), blockThreads()
@@ -82,7 +82,7 @@ TEST_CASE("launchKernel runs one host thread per block, all at once", "[api][lau
   CHECK(blockThreads() == 1);
 }
 
-TEST_CASE("launchKernel reports a failing block and refuses impossible launches", "[api][launch]") {
+TEST_CASE("launchKernel reports failing blocks, refuses bad launches", "[api][launch]") {
   for (uint32_t failing : {0u, 3u}) {
     try {
       launchKernel(kHostDevice, FailingKernel{failing}, {4, 1});
@@ -124,7 +124,7 @@ TEST_CASE("DeviceSyncer::sync(nBlocks) is a reusable grid barrier", "[api][devic
   CHECK(syncer.generation == 2 * rounds + 6);
 }
 
-TEST_CASE("DeviceSyncer::sync ends at its deadline or abort flag when a block never comes", "[api][device_syncer]") {
+TEST_CASE("DeviceSyncer::sync stops at its deadline or abort flag", "[api][device_syncer]") {
   DeviceSyncer lonely{};
   CHECK(lonely.sync(2, deadlineAfter(20 * kMs), nullptr) == SpinStatus::Timeout);
   DeviceSyncer aborted{};

@@ -1,6 +1,7 @@
-// Every method of the memory channel's device handle (SmChannelDeviceHandle), driven by host
-// threads as the CPU backend drives it: copies at any offset/size/thread split, read/write,
-// signal/wait with acquire/release, relaxed variants, poll, timeouts and aborts, LL packets.
+// Every method of the memory channel's device handle (SmChannelDeviceHandle),
+// driven by host threads as the CPU backend drives it: copies at any
+// offset/size/thread split, read/write, signal/wait with acquire/release,
+// relaxed variants, poll, timeouts and aborts, LL packets.
 #include <catch2/catch.hpp>
 #include <cstring>
 
@@ -10,7 +11,7 @@ using namespace mscclpp;
 using mscclpp::test::kMs;
 using mscclpp::test::runRanks;
 
-TEST_CASE("memory channel handles copy any byte range with any thread split", "[api][memory_channel]") {
+TEST_CASE("memory channel copies any byte range with any thread split", "[api][memory_channel]") {
   auto s = test::makeMemoryChannelPair();
   SmChannelDeviceHandle h0 = s->channels[0].deviceHandle();  // rank 0 -> rank 1's buffer
   unsigned char* src = reinterpret_cast<unsigned char*>(s->buf(0));
@@ -18,25 +19,25 @@ TEST_CASE("memory channel handles copy any byte range with any thread split", "[
   for (int i = 0; i < 4096; ++i) src[i] = static_cast<unsigned char>(i * 3 + 1);
   CHECK(h0.src_ == s->buf(0));
   CHECK(h0.packetBuffer_ == s->packetBuffer(0));
-  // dst_ is this process's mapping of rank 1's shared memory (its own mapping even when ranks are
-  // threads): a store through it lands in rank 1's buffer.
+  // dst_ is this process's mapping of rank 1's shared memory (its own mapping
+  // even when ranks are threads): a store through it lands in rank 1's buffer.
   static_cast<uint64_t*>(h0.dst_)[4095] = 0x5eed;
   CHECK(s->buf(1)[4095] == 0x5eed);
   s->buf(1)[4095] = 0;
 
-  SECTION("put(dstOffset, srcOffset, bytes, threadId, numThreads): three threads, odd offsets") {
+  SECTION("put with two offsets: three threads, odd offsets") {
     for (uint32_t t = 0; t < 3; ++t) h0.put(/*dstOffset=*/3, /*srcOffset=*/5, /*bytes=*/1001, t, 3);
     for (int i = 0; i < 1001; ++i) REQUIRE(dst[3 + i] == src[5 + i]);
     CHECK(dst[2] == 0);
     CHECK(dst[1004] == 0);
   }
-  SECTION("put(offset, bytes, threadId, numThreads): one thread, same offset on both sides") {
+  SECTION("put with one offset: one thread, same offset both sides") {
     h0.put(/*offset=*/64, /*bytes=*/256, 0, 1);
     for (int i = 0; i < 256; ++i) REQUIRE(dst[64 + i] == src[64 + i]);
     CHECK(dst[63] == 0);
     CHECK(dst[320] == 0);
   }
-  SECTION("get(remoteOffset, localOffset, ...) and get(offset, ...) read the peer's buffer") {
+  SECTION("get in both forms reads the peer's buffer") {
     for (int i = 0; i < 512; ++i) dst[i] = static_cast<unsigned char>(255 - i);
     for (uint32_t t = 0; t < 2; ++t) h0.get(/*remoteOffset=*/7, /*localOffset=*/3000, /*bytes=*/300, t, 2);
     for (int i = 0; i < 300; ++i) REQUIRE(src[3000 + i] == static_cast<unsigned char>(255 - (7 + i)));
@@ -44,7 +45,7 @@ TEST_CASE("memory channel handles copy any byte range with any thread split", "[
     h0.get(/*offset=*/16, /*bytes=*/8, 0, 1);
     for (int i = 0; i < 8; ++i) REQUIRE(src[16 + i] == static_cast<unsigned char>(255 - (16 + i)));
   }
-  SECTION("write<T>(index, v) and read<T>(index) access the peer's buffer by element") {
+  SECTION("write<T> and read<T> access the peer's buffer by element") {
     h0.write<uint64_t>(10, 0x1122334455667788ull);
     CHECK(s->buf(1)[10] == 0x1122334455667788ull);
     h0.write<uint32_t>(3, 0xdeadbeefu);
@@ -54,8 +55,7 @@ TEST_CASE("memory channel handles copy any byte range with any thread split", "[
   }
 }
 
-TEST_CASE("memory channel handles: signal, wait, poll and the relaxed variants count signals",
-          "[api][memory_channel]") {
+TEST_CASE("memory channel: every signal and wait form counts signals", "[api][memory_channel]") {
   auto s = test::makeMemoryChannelPair();
   SmChannelDeviceHandle h0 = s->channels[0].deviceHandle();
   SmChannelDeviceHandle h1 = s->channels[1].deviceHandle();
@@ -89,12 +89,12 @@ TEST_CASE("memory channel handles: signal, wait, poll and the relaxed variants c
   CHECK(h0.poll());
 }
 
-TEST_CASE("memory channel handles: timed waits end with Timeout or Aborted, convenience waits throw",
-          "[api][memory_channel]") {
+TEST_CASE("memory channel: timed waits return, convenience waits throw", "[api][memory_channel]") {
   auto s = test::makeMemoryChannelPair();
   SmChannelDeviceHandle h1 = s->channels[1].deviceHandle();
-  // Nobody signals: each wait below gives up. (After a failed wait the counters no longer match:
-  // a real program tears the channel down; the test only checks how each wait ends.)
+  // Nobody signals: each wait below gives up. (After a failed wait the counters
+  // no longer match: a real program tears the channel down; the test only
+  // checks how each wait ends.)
   CHECK(h1.waitFor(20 * kMs) == SpinStatus::Timeout);
   CHECK(h1.wait(deadlineAfter(20 * kMs), nullptr) == SpinStatus::Timeout);
   uint32_t abortFlag = 1;
@@ -113,16 +113,15 @@ TEST_CASE("memory channel handles: timed waits end with Timeout or Aborted, conv
                     "semaphore relaxedWait did not complete within its timeout (MSCCLPP_TIMEOUT_S)");
 }
 
-TEST_CASE("memory channel handles: a signal publishes the puts before it (ping-pong between rank threads)",
-          "[api][memory_channel]") {
+TEST_CASE("memory channel: a signal publishes the puts before it", "[api][memory_channel]") {
   auto s = test::makeMemoryChannelPair();
   const int rounds = 200;
   std::vector<std::string> errors(2);
   runRanks(2, [&](int r) {
     SmChannelDeviceHandle h = s->channels[r].deviceHandle();
     uint64_t* mine = s->buf(r);
-    // Rank 0 starts. Each round: write 64 words (the round number) into the peer, signal, wait for
-    // the peer's answer and check all of it arrived.
+    // Rank 0 starts. Each round: write 64 words (the round number) into the
+    // peer, signal, wait for the peer's answer and check all of it arrived.
     for (int round = 0; round < rounds; ++round) {
       bool myTurn = (round % 2) == r;
       if (myTurn) {
@@ -144,8 +143,7 @@ TEST_CASE("memory channel handles: a signal publishes the puts before it (ping-p
   CHECK(errors[1] == "");
 }
 
-TEST_CASE("memory channel handles: putPackets/getPackets carry data with a flag (LL16 and LL8)",
-          "[api][memory_channel][packets]") {
+TEST_CASE("memory channel: putPackets/getPackets with LL16 and LL8", "[api][memory_channel][packets]") {
   auto s = test::makeMemoryChannelPair();
   SmChannelDeviceHandle h0 = s->channels[0].deviceHandle();
   SmChannelDeviceHandle h1 = s->channels[1].deviceHandle();
@@ -154,7 +152,7 @@ TEST_CASE("memory channel handles: putPackets/getPackets carry data with a flag 
   const uint64_t packetArea = test::MemoryChannelPair::kPacketWordOffset * 8;  // in rank 1's registered buffer
   for (int i = 0; i < 1024; ++i) src[i] = static_cast<unsigned char>(i ^ 0x5a);
 
-  SECTION("LL16: 100 bytes (13 packets, the last partial), two threads on each side") {
+  SECTION("LL16: 100 bytes, a partial last packet, two threads") {
     for (uint32_t t = 0; t < 2; ++t) h0.putPackets(/*dstOffset=*/packetArea, /*srcOffset=*/0, 100, t, 2, /*flag=*/5);
     const LL16Packet* pk = reinterpret_cast<const LL16Packet*>(s->packetBuffer(1));
     CHECK(pk[12].halves[0] >> 32 == 5);

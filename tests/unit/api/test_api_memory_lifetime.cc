@@ -1,7 +1,7 @@
-// Registered memory must outlive its use by peers (docs/cpp-api.md). Found by the alltoall example
-// while it dropped its registrations too early: over TCP the peer's write was rejected, yet the
-// signal sent after it was applied, so the receiver went on with data that never arrived. The TCP
-// receiver now refuses every update that follows a rejected write on the same connection.
+// Registered memory must outlive its use by peers (docs/cpp-api.md).
+// Over TCP the receiver rejects a write into deregistered memory. It then
+// refuses every later update on that connection, so a signal never
+// announces data that did not arrive.
 #include <catch2/catch.hpp>
 
 #include "api_test_util.hpp"
@@ -9,10 +9,11 @@
 using namespace mscclpp;
 using mscclpp::test::runRanks;
 
-TEST_CASE("over TCP, a signal after a write into deregistered memory is refused, not applied", "[api][memory]") {
-  // Whether the update leaves before the peer's error comes back depends on scheduling; it usually
-  // does with 8 MiB writes (more than the socket buffers hold). Eight connections make the old
-  // behaviour (the update applied) all but certain to show; with the fix every counter stays 0.
+TEST_CASE("TCP refuses a signal after a write to deregistered memory", "[api][memory]") {
+  // Whether the update leaves before the peer's error returns depends on
+  // scheduling. It usually does with 8 MiB writes, more than socket buffers
+  // hold, and eight connections make a wrongly applied update all but certain
+  // to show. Every counter must stay 0.
   const int attempts = 8;
   const size_t words = size_t(1) << 20;
   auto comms = test::makeHostComms(2);

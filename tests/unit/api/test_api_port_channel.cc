@@ -1,6 +1,7 @@
-// Every method of the port channel's device handle (ProxyChannelDeviceHandle) against a running
-// ProxyService, over shared memory and TCP: put in its three forms, signal, putWithSignal,
-// putWithSignalAndFlush, flush, wait, poll, and how each ends when it cannot complete.
+// Every method of the port channel's device handle (ProxyChannelDeviceHandle)
+// against a running ProxyService, over shared memory and TCP: put in its three
+// forms, signal, putWithSignal, putWithSignalAndFlush, flush, wait, poll, and
+// how each ends when it cannot complete.
 #include <catch2/catch.hpp>
 
 #include "api_test_util.hpp"
@@ -20,7 +21,7 @@ bool arrived(const test::PortChannelPair& s, int from, int to, int n) {
 
 }  // namespace
 
-TEST_CASE("port channel handles move data and signals through the proxy", "[api][port_channel]") {
+TEST_CASE("port channel moves data and signals through the proxy", "[api][port_channel]") {
   Transport transport = GENERATE(Transport::HostShm, Transport::Tcp);
   INFO(transportName(transport));
   auto s = test::makePortChannelPair(transport);
@@ -81,7 +82,7 @@ TEST_CASE("port channel handles move data and signals through the proxy", "[api]
   CHECK(s->proxies[1]->errorMessage() == "");
 }
 
-TEST_CASE("port channel handles: the status variants report what the convenience ones throw", "[api][port_channel]") {
+TEST_CASE("port channel: status variants return what the others throw", "[api][port_channel]") {
   auto s = test::makePortChannelPair(Transport::HostShm);
   ProxyChannelDeviceHandle p0 = s->channels[0].deviceHandle();
   ProxyChannelDeviceHandle p1 = s->channels[1].deviceHandle();

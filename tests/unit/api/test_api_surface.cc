@@ -1,6 +1,7 @@
-// The public API's shape: the seed's spellings (SmChannel, ProxyChannel, DeviceHandle<T>), handles
-// that can be copied to a device as bytes, a communicator from a unique id or from an existing
-// bootstrap, connections over each transport, and switch channels driven by a launched kernel.
+// The public API's shape: MSCCL++'s spellings (SmChannel, ProxyChannel,
+// DeviceHandle<T>), handles copied to a device as bytes, communicators from a
+// unique id or a bootstrap, connections over each transport, and switch
+// channels driven by a launched kernel.
 #include <catch2/catch.hpp>
 #include <type_traits>
 
@@ -9,7 +10,7 @@
 using namespace mscclpp;
 using mscclpp::test::runRanks;
 
-// The seed's names are the same types, not look-alikes.
+// MSCCL++'s names are the same types, not look-alikes.
 static_assert(std::is_same<SmChannel, MemoryChannel>::value, "SmChannel is MemoryChannel");
 static_assert(std::is_same<ProxyChannel, PortChannel>::value, "ProxyChannel is PortChannel");
 static_assert(std::is_same<DeviceHandle<SmChannel>, SmChannelDeviceHandle>::value, "");
@@ -30,8 +31,7 @@ static_assert(std::is_trivially_copyable<DeviceSyncer>::value, "");
 static_assert(std::is_trivially_copyable<LL16Packet>::value && sizeof(LL16Packet) == 16, "");
 static_assert(std::is_trivially_copyable<LL8Packet>::value && sizeof(LL8Packet) == 8, "");
 
-TEST_CASE("createCommunicator joins ranks from one unique id; a communicator also wraps an existing bootstrap",
-          "[api][communicator]") {
+TEST_CASE("communicators from a unique id or an existing bootstrap", "[api][communicator]") {
   const int n = 3;
   UniqueId id = TcpBootstrap::createUniqueId();
   std::vector<std::shared_ptr<Communicator>> comms(n);
@@ -59,8 +59,7 @@ TEST_CASE("createCommunicator joins ranks from one unique id; a communicator als
   CHECK(local[0]->localRanks() == std::vector<int>({0, 1}));
 }
 
-TEST_CASE("connect over each transport: SHM and TCP work on the CPU backend; CUDA IPC says why not",
-          "[api][communicator]") {
+TEST_CASE("connect: SHM and TCP work on CPU; CUDA IPC says why not", "[api][communicator]") {
   auto comms = test::makeHostComms(2);
   std::vector<std::string> shm(2), tcp(2), ipc(2);
   runRanks(2, [&](int r) {
@@ -102,7 +101,7 @@ struct SwitchAllReduceKernel {
 
 }  // namespace
 
-TEST_CASE("a switch channel's handle serves a launched all-reduce (CPU emulation)", "[api][switch_channel]") {
+TEST_CASE("a switch channel handle serves a launched all-reduce", "[api][switch_channel]") {
   const int n = 3;
   const uint32_t count = 300;
   auto comms = test::makeHostComms(n);

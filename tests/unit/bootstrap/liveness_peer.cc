@@ -1,8 +1,10 @@
-// One TcpBootstrap rank in a process of its own, for the liveness tests (test_bootstrap_liveness.cc): the test
-// kills it, stops it or lets it leave, which threads of one process cannot do.
-// Usage: liveness_peer <unique id as 256 hex digits> <rank> <nRanks>. Prints "READY" once initialized, then reads
-// commands from stdin: "exit" (leave the process without destroying the bootstrap: a crash for the peers),
-// "destroy" (destroy the bootstrap, a goodbye, then exit 0). EOF on stdin exits like "destroy".
+// One TcpBootstrap rank in a process of its own, for the liveness tests:
+// they kill it, stop it or let it leave, which a thread cannot do.
+// Usage: liveness_peer <unique id as 256 hex digits> <rank> <nRanks>.
+// Prints "READY" once initialized, then reads commands from stdin:
+//   exit     leave without destroying the bootstrap: a crash to the peers
+//   destroy  destroy the bootstrap, which says goodbye, then exit 0
+// EOF on stdin acts like "destroy".
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>

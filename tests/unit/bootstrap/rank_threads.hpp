@@ -1,5 +1,6 @@
-// Test helpers shared by the runtime's unit suites (bootstrap, comm, transport, proxy, channel):
-// run a function as N ranks on N threads and rethrow the first failure on the calling thread.
+// Test helpers shared by the runtime's unit suites (bootstrap, comm, transport,
+// proxy, channel): run a function as N ranks on N threads and rethrow the first
+// failure on the calling thread.
 #ifndef MSCCLPP_TESTS_UNIT_RANK_THREADS_HPP_
 #define MSCCLPP_TESTS_UNIT_RANK_THREADS_HPP_
 
@@ -17,10 +18,11 @@
 
 namespace mscclpp::test {
 
-// Catch2 2.x records assertions in unsynchronised global state, and the tests below assert on
-// rank threads. Every assertion macro is redefined to take this lock, so assertions from several
-// threads are recorded one at a time. Keep blocking calls out of assertion expressions in rank
-// threads (evaluate them first): the lock is held while the expression runs.
+// Catch2 2.x records assertions in unsynchronised global state, and the tests
+// below assert on rank threads. Every assertion macro is redefined to take this
+// lock, so assertions from several threads are recorded one at a time. Keep
+// blocking calls out of assertion expressions in rank threads (evaluate them
+// first): the lock is held while the expression runs.
 inline std::recursive_mutex& catchMutex() {
   static std::recursive_mutex m;
   return m;

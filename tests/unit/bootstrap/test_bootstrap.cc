@@ -1,5 +1,5 @@
-// Bootstrap semantics, run over both implementations (TCP sockets and in-process mailboxes) with
-// ranks as threads.
+// Bootstrap semantics, run over both implementations (TCP sockets and
+// in-process mailboxes) with ranks as threads.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
@@ -22,7 +22,7 @@ std::vector<std::shared_ptr<Bootstrap>> make(const std::string& kind, int n) {
 
 }  // namespace
 
-TEST_CASE("tagged point-to-point messages keep order per tag and never mix tags", "[bootstrap]") {
+TEST_CASE("tagged messages keep order per tag and never mix tags", "[bootstrap]") {
   for (std::string kind : {"tcp", "inproc"}) {
     SECTION(kind) {
       auto bs = make(kind, 3);
@@ -61,7 +61,7 @@ TEST_CASE("tagged point-to-point messages keep order per tag and never mix tags"
   }
 }
 
-TEST_CASE("allGather, broadcast and barrier give every rank the same result", "[bootstrap]") {
+TEST_CASE("allGather, broadcast and barrier agree on every rank", "[bootstrap]") {
   for (std::string kind : {"tcp", "inproc"}) {
     for (int n : {1, 2, 5, 8}) {
       DYNAMIC_SECTION(kind << " n=" << n) {
@@ -128,7 +128,7 @@ TEST_CASE("receives are bounded in size and checked exactly", "[bootstrap]") {
   }
 }
 
-TEST_CASE("split groups ranks by color, orders them by key, and isolates their messages", "[bootstrap]") {
+TEST_CASE("split groups by color, orders by key, isolates messages", "[bootstrap]") {
   for (std::string kind : {"tcp", "inproc"}) {
     SECTION(kind) {
       const int n = 6;
@@ -194,7 +194,7 @@ TEST_CASE("named views do not see each other's messages", "[bootstrap]") {
   }
 }
 
-TEST_CASE("MSCCLPP_COMM_ID fixes the root address and rank 0 runs the root", "[bootstrap]") {
+TEST_CASE("MSCCLPP_COMM_ID fixes the root address; rank 0 runs it", "[bootstrap]") {
   // A free port: bind port 0 on loopback, read it, close it.
   int port;
   {

@@ -1,5 +1,6 @@
-// Faults: strangers and garbage on the bootstrap ports, ranks that never arrive, peers that leave,
-// abort. Each must end in a precise error (or no effect at all) within the deadline.
+// Faults: strangers and garbage on the bootstrap ports, ranks that never
+// arrive, peers that leave, abort. Each must end in a precise error (or no
+// effect at all) within the deadline.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
@@ -38,7 +39,7 @@ net::Socket rawConnect(const net::SocketAddress& addr) {
 
 }  // namespace
 
-TEST_CASE("garbage and wrong secrets at the root are dropped and the job still forms", "[bootstrap][faults]") {
+TEST_CASE("the root drops garbage and wrong secrets; the job forms", "[bootstrap][faults]") {
   UniqueId id = TcpBootstrap::createUniqueId();
   auto fields = bootstrap::decodeUniqueId(id);
   // Garbage bytes.
@@ -69,7 +70,7 @@ TEST_CASE("garbage and wrong secrets at the root are dropped and the job still f
   });
 }
 
-TEST_CASE("garbage, strangers and impostors at a rank's listener do not disturb the job", "[bootstrap][faults]") {
+TEST_CASE("a rank's listener drops garbage, strangers and impostors", "[bootstrap][faults]") {
   UniqueId id = TcpBootstrap::createUniqueId();
   auto fields = bootstrap::decodeUniqueId(id);
   std::vector<std::shared_ptr<TcpBootstrap>> bs(2);
@@ -103,7 +104,7 @@ TEST_CASE("garbage, strangers and impostors at a rank's listener do not disturb 
   });
 }
 
-TEST_CASE("a rank that never arrives fails init within the deadline, naming it", "[bootstrap][faults]") {
+TEST_CASE("a rank that never arrives fails init in time, named", "[bootstrap][faults]") {
   test::ScopedEnv timeout("MSCCLPP_TIMEOUT_S", "1");
   UniqueId id = TcpBootstrap::createUniqueId();
   auto start = Clock::now();
@@ -144,7 +145,7 @@ TEST_CASE("an unreachable root fails init within the deadline", "[bootstrap][fau
   CHECK(secondsSince(start) < 2.0);
 }
 
-TEST_CASE("a peer that leaves makes waits on it fail at once; a silent one times out", "[bootstrap][faults]") {
+TEST_CASE("a peer leaving fails waits at once; a silent one times out", "[bootstrap][faults]") {
   for (std::string kind : {"tcp", "inproc"}) {
     SECTION(kind) {
       auto bs = kind == "tcp" ? test::makeTcpBootstraps(3) : test::makeInProcessBootstraps(3);

@@ -1,7 +1,8 @@
-// Dead and unreachable peers (docs/runtime.md): a peer process killed, exiting, or stopped (standing for a host that
-// vanished without closing TCP) is reported to every rank within seconds; a peer that leaves on purpose is not a
-// failure; a rank that dies during the rendezvous fails the others at once. Peers that must die or stop run as
-// processes (liveness_peer); the others are threads of this test.
+// Dead and unreachable peers (docs/runtime.md). A peer process that is
+// killed, exits or is stopped is reported to every rank within seconds; a
+// stopped one stands for a host that vanished without closing TCP. A peer
+// that leaves on purpose is no failure. Peers that must die or stop run as
+// liveness_peer processes; the others are threads of this test.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -130,7 +131,7 @@ std::vector<std::shared_ptr<Bootstrap>> withPeerProcess(int n, std::unique_ptr<P
 
 }  // namespace
 
-TEST_CASE("a killed, exiting or stopped peer process is reported to every rank", "[bootstrap][liveness]") {
+TEST_CASE("a killed, exited or stopped peer is reported to all ranks", "[bootstrap][liveness]") {
   test::ScopedEnv interval("MSCCLPP_HEARTBEAT_INTERVAL_S", "0.2");
   test::ScopedEnv limit("MSCCLPP_HEARTBEAT_TIMEOUT_S", "1.5");
   const int n = 5;  // rank 4 is the process; ranks 0 and 3 are its ring neighbours, 1 and 2 hear it from them
@@ -196,7 +197,7 @@ TEST_CASE("a peer that destroys its bootstrap leaves: not a failure", "[bootstra
   CHECK(heard[0].waitFor(1, 1.5).empty());
 }
 
-TEST_CASE("a rank that dies during the rendezvous fails the others at once", "[bootstrap][liveness]") {
+TEST_CASE("a rank dying in the rendezvous fails the others at once", "[bootstrap][liveness]") {
   UniqueId id = TcpBootstrap::createUniqueId();
   auto fields = bootstrap::decodeUniqueId(id);
   // Rank 2 of 3 says hello to the root, then its process dies (the socket closes).
@@ -233,7 +234,7 @@ TEST_CASE("a rank that dies during the rendezvous fails the others at once", "[b
   }
 }
 
-TEST_CASE("in process: an aborted rank is a failure for its peers, in each view's numbering", "[bootstrap][liveness]") {
+TEST_CASE("in process: an aborted rank fails its peers in every view", "[bootstrap][liveness]") {
   auto bs = test::makeInProcessBootstraps(4);
   std::vector<std::shared_ptr<Bootstrap>> views(4);
   runRanks(4, [&](int r) { views[r] = bs[r]->split(r % 2, -r); });  // {0, 2} and {1, 3}, by descending rank
@@ -251,7 +252,7 @@ TEST_CASE("in process: an aborted rank is a failure for its peers, in each view'
   CHECK_FALSE(late.waitFor(2, 1).empty());
 }
 
-TEST_CASE("requests are answered by the peer's helper thread, not its application thread", "[bootstrap][liveness]") {
+TEST_CASE("the peer's helper thread answers requests, not the app's", "[bootstrap][liveness]") {
   for (std::string kind : {"tcp", "inproc"}) {
     SECTION(kind) {
       auto bs = kind == "tcp" ? test::makeTcpBootstraps(3) : test::makeInProcessBootstraps(3);
@@ -281,11 +282,11 @@ TEST_CASE("requests are answered by the peer's helper thread, not its applicatio
   }
 }
 
-// A communicator's listener may hold the communicator while it runs: if removing it did not wait, the reporting
-// thread could end up with the last reference and destroy the communicator, and its bootstrap, on the bootstrap's
-// own thread (seen as a crash in the fault sweep).
-TEST_CASE("PeerFailures: remove waits for the listener's call running on another thread, not for its own",
-          "[bootstrap][liveness]") {
+// A communicator's listener may hold the communicator while it runs. If
+// removing it did not wait, the reporting thread could drop the last
+// reference and destroy the communicator, and its bootstrap, on the
+// bootstrap's own thread.
+TEST_CASE("PeerFailures::remove waits for calls on other threads only", "[bootstrap][liveness]") {
   detail::PeerFailures failures(3);
   std::promise<void> entered, release;
   std::shared_future<void> released = release.get_future().share();

@@ -22,7 +22,7 @@ std::string errorOf(const std::function<void()>& f) {
 }
 }  // namespace
 
-TEST_CASE("socket addresses parse, print and round-trip through the wire form", "[net]") {
+TEST_CASE("socket addresses parse, print and round-trip the wire form", "[net]") {
   SocketAddress a = SocketAddress::parse("127.0.0.1:5000");
   CHECK(a.toString() == "127.0.0.1:5000");
   CHECK(a.isLoopback());
@@ -92,7 +92,7 @@ TEST_CASE("MSCCLPP_SOCKET_IFNAME matching follows NCCL's conventions", "[net]") 
   CHECK_FALSE(net::interfaceMatches("^=eth0", "eth0"));
 }
 
-TEST_CASE("the default interface is the first non-loopback, else loopback", "[net]") {
+TEST_CASE("the default interface: first non-loopback, else loopback", "[net]") {
   NetInterface lo{"lo", SocketAddress::parse("127.0.0.1:1"), true};
   NetInterface eth{"eth0", SocketAddress::parse("192.0.2.2:1"), false};
   NetInterface veth{"veth1", SocketAddress::parse("10.9.0.1:1"), false};

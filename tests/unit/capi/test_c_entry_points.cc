@@ -1,7 +1,7 @@
-// Every C entry point of MSCCL++ (the functions mscclpp/status.h, plan_api.h and mscclpp_c.h declare) called
-// with bad input: it returns the documented mscclppStatus, its message goes to errBuf and to
-// mscclppGetLastError(), and no exception escapes (the calls would end the test otherwise). The list of entry
-// points is read from the headers, so an entry point added without a case here fails the test.
+// Every C entry point of mscclpp/status.h, plan_api.h and mscclpp_c.h,
+// called with bad input. Each returns its documented mscclppStatus, puts the
+// message in errBuf and mscclppGetLastError(), and lets no exception escape.
+// The list is read from the headers, so a new entry point needs a case here.
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstring>
@@ -74,8 +74,9 @@ mscclppPlanRequest badRequest() {
   return r;
 }
 
-// One bad call per entry point that can fail. Functions that cannot fail (versions, status names, the last
-// error itself) are checked in their own test cases below and listed in kCannotFail.
+// One bad call per entry point that can fail. Functions that cannot fail
+// (versions, status names, the last error itself) are checked in their own test
+// cases below and listed in kCannotFail.
 std::map<std::string, Case> badCalls() {
   static mscclppPlanRequest request;  // outlives the calls
   request = badRequest();
@@ -164,7 +165,7 @@ TEST_CASE("every C entry point of the headers has a bad-input case here", "[capi
   for (const char* header : {"status.h", "plan_api.h", "mscclpp_c.h"}) {
     for (const std::string& f : declaredFunctions(header)) declared.insert(f);
   }
-  CHECK(declared.size() == 24);  // 2 + 9 + 13 today: the parse found them all
+  CHECK(declared.size() == 24);  // 2 + 9 + 13: the parse found them all
   std::set<std::string> covered = kCannotFail;
   for (const auto& [name, c] : badCalls()) covered.insert(name);
   for (const std::string& f : declared) {
@@ -173,11 +174,11 @@ TEST_CASE("every C entry point of the headers has a bad-input case here", "[capi
   }
   for (const std::string& f : covered) {
     INFO(f);
-    CHECK(declared.count(f) == 1);  // a case for a function the headers no longer declare
+    CHECK(declared.count(f) == 1);  // a case for a function the headers do not declare
   }
 }
 
-TEST_CASE("every failing C entry point returns its status, fills errBuf and the last error", "[capi]") {
+TEST_CASE("a failing C call returns its status, errBuf and last error", "[capi]") {
   for (const auto& [name, c] : badCalls()) {
     INFO(name);
     const Failure f = run(c);
@@ -188,7 +189,7 @@ TEST_CASE("every failing C entry point returns its status, fills errBuf and the 
   }
 }
 
-TEST_CASE("a succeeding call clears errBuf and leaves the last error as it was", "[capi]") {
+TEST_CASE("a succeeding call clears errBuf, keeps the last error", "[capi]") {
   char err[64];
   REQUIRE(mscclppExecutorBackend(nullptr, err, sizeof(err)) == mscclppInvalidArgument);
   CHECK(std::string(mscclppGetLastError()) == "mscclppExecutorBackend: the executor handle is NULL");
@@ -232,7 +233,7 @@ TEST_CASE("version 2's plan status names are aliases of mscclppStatus", "[capi]"
   STATIC_REQUIRE(mscclppPlanInternalError == mscclppInternalError);
 }
 
-TEST_CASE("a one-rank communicator through the C API: queries, then bad execute arguments", "[capi]") {
+TEST_CASE("C API on one rank: queries, then bad execute arguments", "[capi]") {
   char err[512];
   uint8_t id[MSCCLPP_C_UNIQUE_ID_BYTES];
   REQUIRE(mscclppUniqueIdCreate(id, sizeof(id), err, sizeof(err)) == mscclppSuccess);

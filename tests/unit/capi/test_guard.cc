@@ -1,5 +1,6 @@
-// The one guard of the C APIs (runtime/capi/guard.hpp): every kind of exception becomes a status, a message in
-// errBuf and the thread's last error; nothing escapes.
+// The one guard of the C APIs (runtime/capi/guard.hpp): every kind of exception
+// becomes a status, a message in errBuf and the thread's last error; nothing
+// escapes.
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <new>
@@ -39,7 +40,7 @@ TEST_CASE("guard: each exception kind maps to its status and message", "[capi][g
                  mscclppAlreadyExists) == "twice");
 }
 
-TEST_CASE("guard: the body's own value passes through and a success clears errBuf", "[capi][guard]") {
+TEST_CASE("guard: the body's value passes; a success clears errBuf", "[capi][guard]") {
   char err[16];
   std::strcpy(err, "stale");
   CHECK(guarded(err, sizeof(err), [] { return 7; }) == 7);  // a count
@@ -49,7 +50,7 @@ TEST_CASE("guard: the body's own value passes through and a success clears errBu
   STATIC_REQUIRE(noexcept(guarded(nullptr, 0, throwing)));
 }
 
-TEST_CASE("guard: a long message is truncated in errBuf and kept whole as the last error", "[capi][guard]") {
+TEST_CASE("guard: errBuf truncates a long message, the last error not", "[capi][guard]") {
   const std::string longMessage(5000, 'm');
   char err[11];
   std::memset(err, 'x', sizeof(err));
@@ -59,7 +60,7 @@ TEST_CASE("guard: a long message is truncated in errBuf and kept whole as the la
   CHECK(std::string(mscclppGetLastError()) == longMessage);
 }
 
-TEST_CASE("guard: every ErrorCode has its own status, numbered as status.h says", "[capi][guard]") {
+TEST_CASE("guard: each ErrorCode has the status status.h numbers", "[capi][guard]") {
   std::set<int> seen;
   for (int c = static_cast<int>(ErrorCode::InvalidUsage); c <= static_cast<int>(ErrorCode::Aborted); ++c) {
     const mscclppStatus s = mscclpp::capi::statusOf(static_cast<ErrorCode>(c));

@@ -1,5 +1,5 @@
-// Semaphores and channels built on real connections, with their device handles driven by host
-// threads (the CPU backend's stand-in for GPU threads).
+// Semaphores and channels built on real connections, with their device handles
+// driven by host threads (the CPU backend's stand-in for GPU threads).
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <set>
@@ -27,7 +27,7 @@ std::vector<std::shared_ptr<Communicator>> makeComms(int n, bool tcp, double tim
 
 }  // namespace
 
-TEST_CASE("the counter pool hands out zeroed counters on separate lines and reuses them", "[channel]") {
+TEST_CASE("the counter pool gives zeroed counters, one per line, reused", "[channel]") {
   auto pool = std::make_shared<comm::CounterPool>(-1);
   std::set<uintptr_t> seen;
   std::vector<std::shared_ptr<uint64_t>> held;
@@ -115,7 +115,7 @@ TEST_CASE("host-to-host semaphores signal across TCP", "[channel]") {
   });
 }
 
-TEST_CASE("semaphore construction checks the connection and the peer's kind", "[channel]") {
+TEST_CASE("semaphores check the connection and the peer's kind", "[channel]") {
   auto comms = makeComms(2, true);
   runRanks(2, [&](int r) {
     Communicator& c = *comms[r];
@@ -179,7 +179,7 @@ TEST_CASE("switch channels bind every member's buffer (CPU emulation)", "[channe
                     "SwitchChannel rank 0/3 (tag 0): rank 0 is listed twice");
 }
 
-TEST_CASE("the communicator's timeout bounds its channels' waits, and errors name the setting", "[channel]") {
+TEST_CASE("the communicator's timeout bounds channel waits, named", "[channel]") {
   test::ScopedEnv unset("MSCCLPP_TIMEOUT_S", nullptr);  // the suite sets one; the communicator's must apply alone
   auto comms = makeComms(2, true, 0.3);
   runRanks(2, [&](int r) {
@@ -209,7 +209,7 @@ TEST_CASE("the communicator's timeout bounds its channels' waits, and errors nam
   CHECK(std::string(comms[0]->timeoutSetting()) == "the communicator's timeout");
 }
 
-TEST_CASE("timeoutOf: the timeout connections and the NVLS binding keep is the communicator's", "[channel]") {
+TEST_CASE("timeoutOf: connections and NVLS keep the communicator's", "[channel]") {
   test::ScopedEnv unset("MSCCLPP_TIMEOUT_S", nullptr);
   auto comms = makeComms(1, true, 0.3);
   TimeoutSetting t = timeoutOf(*comms[0]);

@@ -25,10 +25,11 @@ struct Ring {
 
 }  // namespace
 
-TEST_CASE("trigger encoding round-trips the seed 003 layout", "[device][fifo]") {
+TEST_CASE("trigger encoding round-trips MSCCL++'s layout", "[device][fifo]") {
   ProxyTrigger t{0, 0};
   REQUIRE(ProxyTrigger::encode(TriggerPut | TriggerSignal, 511, 0xfffffff0ull, 3, 17, 4096, 1023, &t));
-  // Bit positions of seed 003: size | srcOffset in fst; dstOffset | src id | dst id | type | channel | units16.
+  // MSCCL++'s bit positions: size | srcOffset in fst;
+  // dstOffset | src id | dst id | type | channel | units16 in snd.
   REQUIRE((t.fst & 0xffffffffull) == 4096);
   REQUIRE((t.fst >> 32) == 17);
   REQUIRE((t.snd & 0xffffffffull) == 0xfffffff0ull);
@@ -52,7 +53,7 @@ TEST_CASE("trigger encoding round-trips the seed 003 layout", "[device][fifo]") 
   REQUIRE_FALSE(ProxyTrigger::encode(0, 1, 0, 2, 0, 16, 0, &t));
 }
 
-TEST_CASE("FIFO: a push checks the producers' tail replica before the consumer's tail", "[device][fifo]") {
+TEST_CASE("FIFO: a push reads the tail replica before the real tail", "[device][fifo]") {
   Ring ring(4);
   uint64_t replica = 0;
   FifoDeviceHandle h = ring.handle();
@@ -79,7 +80,7 @@ TEST_CASE("FIFO: a push checks the producers' tail replica before the consumer's
   REQUIRE(replica == 3);
 }
 
-TEST_CASE("FIFO: producers and a consumer thread exchange every request in order", "[device][fifo]") {
+TEST_CASE("FIFO: a consumer gets every producer's requests in order", "[device][fifo]") {
   Ring ring(8);  // much smaller than the request count: producers wait for free slots
   FifoDeviceHandle h = ring.handle();
   uint64_t replica = 0;  // as Fifo builds them: the producers share a tail replica
@@ -143,7 +144,7 @@ TEST_CASE("FIFO: a full ring without a consumer times out", "[device][fifo]") {
   REQUIRE_THROWS_AS(h.sync(0), TimeoutError);
 }
 
-TEST_CASE("port channel: put, signal, flush and wait through a host proxy", "[device][port_channel]") {
+TEST_CASE("port channel: put, signal, flush and wait through a proxy", "[device][port_channel]") {
   Ring ring(16);
   std::vector<char> mem[2] = {std::vector<char>(4096, 1), std::vector<char>(4096, 0)};
   uint64_t inbound = 0, expected = 0;

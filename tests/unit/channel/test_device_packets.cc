@@ -65,7 +65,7 @@ TEST_CASE("an LL16 packet is valid only when both halves carry the flag", "[devi
   REQUIRE(observed == 8);
 }
 
-TEST_CASE("a packet wait ends with Timeout or Aborted and names the packet", "[device][packets]") {
+TEST_CASE("a packet wait ends in Timeout or Aborted, naming the packet", "[device][packets]") {
   std::vector<LL16Packet> pkts(4);
   std::memset(pkts.data(), 0, sizeof(LL16Packet) * pkts.size());
   char buf[64];

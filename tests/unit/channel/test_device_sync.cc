@@ -1,5 +1,5 @@
-// The public device headers on host threads: semaphores, memory channels, the grid barrier,
-// switch-channel emulation and the bounded spin.
+// The public device headers on host threads: semaphores, memory channels, the
+// grid barrier, switch-channel emulation and the bounded spin.
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <thread>
@@ -79,7 +79,7 @@ TEST_CASE("memory channel: put, signal and wait between two threads", "[device][
   REQUIRE(cp.ch[0].read<float>(9) == 1.25f);
 }
 
-TEST_CASE("semaphore: poll consumes one signal, waits time out with the counters named", "[device][semaphore]") {
+TEST_CASE("semaphore: poll takes one signal; timeouts name the counters", "[device][semaphore]") {
   ChannelPair cp;
   REQUIRE_FALSE(cp.ch[1].poll());
   cp.ch[0].relaxedSignal();
@@ -95,7 +95,7 @@ TEST_CASE("semaphore: poll consumes one signal, waits time out with the counters
   REQUIRE_THROWS_AS(cp.ch[1].wait(), TimeoutError);
 }
 
-TEST_CASE("memory channel packets: putPackets lands in the peer's packet buffer", "[device][memory_channel]") {
+TEST_CASE("memory channel: putPackets lands in the peer's packet buffer", "[device][memory_channel]") {
   ChannelPair cp;
   for (int i = 0; i < 64; ++i) cp.buf[0][i] = i * 0.5f;
   // Our src_ -> the peer's dst_ packets: point the sender's dst_ at the receiver's packet buffer.
@@ -106,7 +106,7 @@ TEST_CASE("memory channel packets: putPackets lands in the peer's packet buffer"
   for (int i = 0; i < 64; ++i) REQUIRE(cp.buf[1][i] == i * 0.5f);
 }
 
-TEST_CASE("DeviceSyncer: a grid barrier of host threads over many rounds", "[device][syncer]") {
+TEST_CASE("DeviceSyncer: a grid barrier of host threads, many rounds", "[device][syncer]") {
   DeviceSyncer syncer{0, 0};
   constexpr int kBlocks = 6, kRounds = 200;
   std::vector<int> slots(kBlocks, 0);
@@ -131,7 +131,7 @@ TEST_CASE("DeviceSyncer: a grid barrier of host threads over many rounds", "[dev
   REQUIRE_THROWS_AS(alone.sync(2, 10000000), TimeoutError);
 }
 
-TEST_CASE("switch channel emulation: reduce and broadcast over the members", "[device][switch]") {
+TEST_CASE("switch channel emulation: reduce and broadcast to members", "[device][switch]") {
   std::vector<float> m[3] = {std::vector<float>(32), std::vector<float>(32), std::vector<float>(32)};
   void* members[3] = {m[0].data(), m[1].data(), m[2].data()};
   for (int r = 0; r < 3; ++r)

@@ -1,6 +1,7 @@
-// The FIFO's host side and ProxyService: triggers pushed by "device" code (host threads on the CPU
-// backend) become writes, signals and flushes on real connections; failures are reported with
-// their place and never leave the device side hanging.
+// The FIFO's host side and ProxyService: triggers pushed by "device" code (host
+// threads on the CPU backend) become writes, signals and flushes on real
+// connections; failures are reported with their place and never leave the
+// device side hanging.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
@@ -25,8 +26,8 @@ ProxyTrigger trigger(TriggerType type, uint32_t dst, uint64_t dstOff, uint32_t s
   return t;
 }
 
-// Two ranks, each with a proxy, a connection of `transport`, and a port channel whose destination
-// is the peer's buffer.
+// Two ranks, each with a proxy, a connection of `transport`, and a port channel
+// whose destination is the peer's buffer.
 struct PortSetup {
   std::vector<std::shared_ptr<Communicator>> comms;
   std::vector<std::unique_ptr<ProxyService>> proxies;
@@ -65,7 +66,7 @@ std::unique_ptr<PortSetup> makePortSetup(Transport transport) {
 
 }  // namespace
 
-TEST_CASE("the host FIFO hands triggers to the consumer in order and reports a full ring", "[proxy][fifo]") {
+TEST_CASE("the host FIFO keeps trigger order and reports a full ring", "[proxy][fifo]") {
   Fifo fifo(4);
   FifoDeviceHandle h = fifo.deviceHandle();
   CHECK(h.size == 4);
@@ -125,7 +126,7 @@ TEST_CASE("port channels move data through the proxy over TCP and SHM", "[proxy]
   }
 }
 
-TEST_CASE("a bad trigger is reported with its place and later triggers do not hang", "[proxy][faults]") {
+TEST_CASE("a bad trigger is reported in place; later ones do not hang", "[proxy][faults]") {
   auto s = makePortSetup(Transport::Tcp);
   std::string reported;
   s->proxies[0]->stopProxy();
@@ -157,7 +158,7 @@ TEST_CASE("a bad trigger is reported with its place and later triggers do not ha
         "over TCP): unknown memory id 50 (1 registered)");
 }
 
-TEST_CASE("a peer that leaves surfaces as the proxy's error, with the connection named", "[proxy][faults]") {
+TEST_CASE("a departed peer is the proxy's error, naming the connection", "[proxy][faults]") {
   auto s = makePortSetup(Transport::Tcp);
   ErrorCode code;
   std::string message;
@@ -196,7 +197,7 @@ TEST_CASE("registration limits and ids are checked", "[proxy]") {
   proxy.stopProxy();
 }
 
-TEST_CASE("a custom request handler replaces the dispatch; failures raise the failure flag", "[proxy]") {
+TEST_CASE("a custom handler replaces dispatch; failures raise the flag", "[proxy]") {
   ProxyService proxy(8);
   std::vector<TriggerFields> seen;
   uint32_t failureFlag = 0;
@@ -225,7 +226,7 @@ TEST_CASE("a custom request handler replaces the dispatch; failures raise the fa
   CHECK(failureFlag == 1);
 }
 
-TEST_CASE("a communicator's proxy FIFO waits as long as the communicator's timeout, and names it", "[proxy][fifo]") {
+TEST_CASE("a proxy FIFO waits the communicator's timeout, naming it", "[proxy][fifo]") {
   // The suite's MSCCLPP_TIMEOUT_S (60 s), if any, is later than the communicator's own 0.3 s.
   auto bs = test::makeTcpBootstraps(1, 0.3);
   Communicator comm(bs[0], kHostDevice);

@@ -1,5 +1,6 @@
-// Helpers of the executor tests: small plans built as JSON in code, and a harness that runs one
-// plan on the CPU backend with every rank a thread and gives the test the buffers to check.
+// Helpers of the executor tests: small plans built as JSON in code, and a
+// harness that runs one plan on the CPU backend with every rank a thread and
+// gives the test the buffers to check.
 #ifndef MSCCLPP_TESTS_UNIT_EXECUTOR_EXEC_TEST_UTIL_HPP_
 #define MSCCLPP_TESTS_UNIT_EXECUTOR_EXEC_TEST_UTIL_HPP_
 
@@ -26,8 +27,9 @@ json mref(int switchChannel, int index, int size = 1);
 
 // An op; `extra` is merged in (channel_type, channel_ids, tbg_info, barrier_id, ...).
 json op(const char* name, json src = json::array(), json dst = json::array(), json extra = json::object());
-// A threadblock: channels is a list of {"channel_type": t, "channel_ids": [...]}, remote buffer
-// refs a list of {"access_channel_type": t, "remote_buffer_ids": [...]}.
+// A threadblock: channels is a list of {"channel_type": t, "channel_ids":
+// [...]}, remote buffer refs a list of {"access_channel_type": t,
+// "remote_buffer_ids": [...]}.
 json threadblock(int id, json ops, json channels = json::array(), json remoteBufferRefs = json::array());
 json gpu(int id, int inputChunks, int outputChunks, int scratchChunks, json threadblocks, json channels = json::array(),
          json remoteBuffers = json::array(), json semaphores = json::array());

@@ -1,7 +1,9 @@
-// Any count on plans (docs/plan-core.md, "Sizing"): every default plan serves every element count,
-// the counts that do not fit its chunks on the padded geometry. Through the public Executor on the
-// CPU backend (ranks as threads), every datatype, checked against the emulator's reference (inputs
-// whose reductions are exact in every type, so results are independent of the reduction order).
+// Any count on plans (docs/plan-core.md, "Sizing"): every default plan serves
+// every element count, the counts that do not fit its chunks on the padded
+// geometry. Through the public Executor on the CPU backend (ranks as threads),
+// every datatype, checked against the emulator's reference (inputs whose
+// reductions are exact in every type, so results are independent of the
+// reduction order).
 #include <dirent.h>
 #include <catch2/catch.hpp>
 
@@ -64,8 +66,9 @@ std::vector<uint64_t> countsFor(uint64_t unit, uint64_t dense) {
   return {c.begin(), c.end()};
 }
 
-// The dense sweep's N: 67 (past four 16-byte chunks of one-byte elements, and the padded unit of every 2- and
-// 4-rank default plan for 4- and 8-byte elements); MSCCLPP_TEST_ANY_COUNT_N overrides it (a longer sweep by hand).
+// The dense sweep's N: 67 (past four 16-byte chunks of one-byte elements, and
+// the padded unit of every 2- and 4-rank default plan for 4- and 8-byte
+// elements); MSCCLPP_TEST_ANY_COUNT_N overrides it (a longer sweep by hand).
 uint64_t denseCount() {
   const char* v = std::getenv("MSCCLPP_TEST_ANY_COUNT_N");
   return v != nullptr && std::atoi(v) > 0 ? static_cast<uint64_t>(std::atoi(v)) : 67;
@@ -84,8 +87,9 @@ struct Totals {
   uint64_t calls = 0;
 };
 
-// Runs every (dtype, count) on every rank of the plan; each rank checks its own output against the
-// reference computed from every rank's (deterministic) input.
+// Runs every (dtype, count) on every rank of the plan; each rank checks its own
+// output against the reference computed from every rank's (deterministic)
+// input.
 void runPlan(const plan::PlanPtr& p, const std::vector<DataType>& dtypes, uint64_t dense, Totals* totals) {
   const int n = static_cast<int>(p->ranks.size());
   const plan::PlanHeader& h = p->header;
@@ -146,7 +150,7 @@ void runPlan(const plan::PlanPtr& p, const std::vector<DataType>& dtypes, uint64
 
 }  // namespace
 
-TEST_CASE("any count: every default plan and datatype, counts around its aligned sizes", "[exec][anycount]") {
+TEST_CASE("any count: every default plan and dtype near aligned sizes", "[exec][anycount]") {
   auto files = defaultPlans();
   REQUIRE(files.size() >= 169);
   REQUIRE(std::count(files.begin(), files.end(), "sendrecv_put_n2_oop.json") == 1);
@@ -160,9 +164,10 @@ TEST_CASE("any count: every default plan and datatype, counts around its aligned
   CHECK(totals.calls > 0);
 }
 
-TEST_CASE("any count: counts 1..67 on every default plan (the datatypes take turns)", "[exec][anycount]") {
-  // Every count up to N on every plan; plan i runs datatype i mod 12, so each datatype sweeps ~14 plans of every
-  // kind (the geometry depends on the element size, the arithmetic on the type: the case above has every pair).
+TEST_CASE("any count: counts 1..67 on every default plan", "[exec][anycount]") {
+  // Every count up to N on every plan; plan i runs datatype i mod 12, so each
+  // datatype sweeps ~14 plans of every kind (the geometry depends on the
+  // element size, the arithmetic on the type: the case above has every pair).
   auto files = defaultPlans();
   Totals totals;
   for (size_t i = 0; i < files.size(); ++i) {
@@ -174,7 +179,7 @@ TEST_CASE("any count: counts 1..67 on every default plan (the datatypes take tur
   CHECK(totals.calls > 0);
 }
 
-TEST_CASE("any count: counts 1..N across two padded geometries (one plan per collective)", "[exec][anycount]") {
+TEST_CASE("any count: counts 1..N across two padded geometries", "[exec][anycount]") {
   Totals totals;
   for (const char* f : {"allreduce_ll_n4_oop.json", "allreduce_allpairs_n2_ip.json", "allgather_ll_n4_ip.json",
                         "allgather_put_n2_oop.json", "reducescatter_ll_n4_oop.json", "reducescatter_put_n2_ip.json",
@@ -192,9 +197,10 @@ TEST_CASE("any count: counts 1..N across two padded geometries (one plan per col
   CHECK(totals.calls > 0);
 }
 
-TEST_CASE("any count: a padded call moves only the call's bytes of the user's buffers", "[exec][anycount]") {
-  // An in-place allgather of 3 floats per rank on a plan of 16-byte-aligned chunks: the parts run
-  // padded, the bytes after the receive buffer and the send buffer stay untouched.
+TEST_CASE("any count: a padded call touches only the call's bytes", "[exec][anycount]") {
+  // An in-place allgather of 3 floats per rank on a plan of 16-byte-aligned
+  // chunks: the parts run padded, the bytes after the receive buffer and the
+  // send buffer stay untouched.
   const int n = 4;
   plan::PlanPtr p = plan::loadPlanFile(defaultPlanDir() + "/allgather_ll_n4_oop.json");
   auto wiring = std::make_shared<exec::LocalWorldWiring>(n);
@@ -224,7 +230,7 @@ TEST_CASE("any count: a padded call moves only the call's bytes of the user's bu
   }
 }
 
-TEST_CASE("any count: sizes that are not whole elements are still refused", "[exec][anycount]") {
+TEST_CASE("any count: sizes of partial elements are refused", "[exec][anycount]") {
   plan::PlanPtr p = plan::loadPlanFile(defaultPlanDir() + "/allreduce_ll_n4_ip.json");
   const plan::RankPlan& r0 = p->ranks[0];
   plan::CallGeometry g;

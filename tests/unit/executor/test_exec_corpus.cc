@@ -1,8 +1,9 @@
-// Every plan of the reference corpus (tests/data/reference-plans) and of our default plans
-// (plans/) emulated on the CPU backend: standard collectives must produce the reference result at
-// several sizes (odd chunk sizes included) over several back-to-back iterations; `test` plans must
-// complete. The few corpus plans that cannot complete as written are listed with the proof the
-// emulator gives.
+// Every plan of the reference corpus (tests/data/reference-plans) and of our
+// default plans (plans/) emulated on the CPU backend: standard collectives must
+// produce the reference result at several sizes (odd chunk sizes included) over
+// several back-to-back iterations; `test` plans must complete. The few corpus
+// plans that cannot complete as written are listed with the proof the emulator
+// gives.
 #include <dirent.h>
 #include <catch2/catch.hpp>
 
@@ -33,8 +34,9 @@ std::vector<std::string> jsonFiles(const std::string& dir) {
   return out;
 }
 
-// Message sizes the plan can serve: multiples of its chunk structure times odd factors, so chunks
-// are odd multiples of the alignment (tails in every vector width).
+// Message sizes the plan can serve: multiples of its chunk structure times odd
+// factors, so chunks are odd multiples of the alignment (tails in every vector
+// width).
 std::vector<uint64_t> sizesFor(const plan::Plan& p, std::initializer_list<uint64_t> factors) {
   const plan::RankPlan& r0 = p.ranks[0];
   uint64_t l = std::max<uint64_t>(1, p.ranks.size());
@@ -68,11 +70,12 @@ const std::map<std::string, std::string> kBrokenAsWritten = {
     {"ut_signal_wait_fuse_test.json", "signals its paired channel"},
 };
 
-// Corpus plans with a data race as written: they complete, but their results depend on timing.
-// executor-tests-reduce_tbg.json: on rank 0, threadblock 1's rres reads the second half of rank
-// 1's scratch chunk 0, which rank 1's threadblock 0 writes (its tbg slice of the 2-chunk copy),
-// but it synchronises only with rank 1's threadblock 1 (channel 1). The ThreadSanitizer suite
-// reports the race; with an odd chunk (67 alignment units) the emulator also shows wrong sums.
+// Corpus plans with a data race as written: they complete, but their results
+// depend on timing. In executor-tests-reduce_tbg, rank 0's threadblock 1 rres
+// reads the second half of rank 1's scratch chunk 0. Rank 1's threadblock 0
+// writes it, as its tbg slice of the 2-chunk copy, but the reader synchronises
+// only with rank 1's threadblock 1. The ThreadSanitizer suite reports the race;
+// with an odd chunk of 67 alignment units the emulator also shows wrong sums.
 const std::map<std::string, std::string> kRacyAsWritten = {
     {"executor-tests-reduce_tbg.json", "rank 0 threadblock 1 reads rank 1 threadblock 0's scratch writes"},
 };

@@ -1,7 +1,8 @@
-// The CUDA backend's decisions that need no GPU: launch configuration and residency arithmetic over
-// mocked device properties, how a call's buffers bind to a plan (zero-copy or staged) and which
-// calls share a context, the device image's layout and relocation, the topology of ranks, the
-// context cache, and the "no device" paths of the Executor. Runs in every build (CPU-only too).
+// The CUDA backend's decisions that need no GPU: launch configuration and
+// residency arithmetic over mocked device properties, how a call's buffers bind
+// to a plan (zero-copy or staged) and which calls share a context, the device
+// image's layout and relocation, the topology of ranks, the context cache, and
+// the "no device" paths of the Executor. Runs in every build (CPU-only too).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -79,7 +80,7 @@ using ScopedEnv = mscclpp::test::ScopedEnv;
 
 // ---- launch configuration -----------------------------------------------------------------------
 
-TEST_CASE("CUDA launch config: op list bytes are the kernel's 16-byte-rounded layout", "[exec][cuda]") {
+TEST_CASE("CUDA launch: op list sizes round to 16 bytes", "[exec][cuda]") {
   CHECK(roundUpTo16(0) == 0);
   CHECK(roundUpTo16(1) == 16);
   CHECK(roundUpTo16(16) == 16);
@@ -96,7 +97,7 @@ TEST_CASE("CUDA launch config: op list bytes are the kernel's 16-byte-rounded la
   CHECK(blockOpListBytes(tb) == 0);
 }
 
-TEST_CASE("CUDA launch config: shared memory holds the lists that fit, the rest read global memory", "[exec][cuda]") {
+TEST_CASE("CUDA launch: op lists that fit go in shared memory", "[exec][cuda]") {
   SharedMemoryChoice c = chooseSharedMemory({4096, 160, 300000, 99000}, 100000);
   CHECK(c.dynamicBytes == 99000);
   CHECK(c.blocksInShared == 3);
@@ -111,7 +112,7 @@ TEST_CASE("CUDA launch config: shared memory holds the lists that fit, the rest 
   CHECK(c.blocksInGlobal == 2);
 }
 
-TEST_CASE("CUDA launch config: threads per block against the device and the compiled kernel", "[exec][cuda]") {
+TEST_CASE("CUDA launch: threads per block fit device and kernel", "[exec][cuda]") {
   const plan::PlanHeader h = header("tpb");
   GpuDeviceLimits dev = h100Like();
   GpuKernelLimits kernel;
@@ -140,7 +141,7 @@ TEST_CASE("CUDA launch config: threads per block against the device and the comp
   CHECK(contains(e.what(), "exceeds 1024, the limit of the executor kernel's __launch_bounds__"));
 }
 
-TEST_CASE("CUDA launch config: residency of every block of the ranks sharing a GPU", "[exec][cuda]") {
+TEST_CASE("CUDA launch: residency of the blocks of ranks sharing a GPU", "[exec][cuda]") {
   const plan::PlanHeader h = header("res");
   const GpuDeviceLimits dev = h100Like();
   ResidencyVerdict v = checkResidency(h, {0, 1, 2, 3, 4, 5, 6, 7}, 264, 1024, 4096, 2, dev);
@@ -163,7 +164,7 @@ TEST_CASE("CUDA launch config: residency of every block of the ranks sharing a G
   CHECK(contains(v.reason, "needs 1 blocks"));
 }
 
-TEST_CASE("CUDA launch config: group blocks count the plan's threadblocks of the given ranks", "[exec][cuda]") {
+TEST_CASE("CUDA launch: groupBlocks counts the given ranks' blocks", "[exec][cuda]") {
   auto p = plan::loadPlanFile(test::defaultPlanDir() + "/allreduce_ll_n4_ip.json");
   uint64_t all = 0;
   for (const plan::RankPlan& rp : p->ranks) all += rp.threadblocks.size();
@@ -173,7 +174,7 @@ TEST_CASE("CUDA launch config: group blocks count the plan's threadblocks of the
   CHECK(groupBlocks(*p, {}) == 0);
 }
 
-TEST_CASE("CUDA launch config: the legacy default stream deadlocks ranks sharing a GPU", "[exec][cuda]") {
+TEST_CASE("CUDA launch: the legacy stream deadlocks ranks sharing a GPU", "[exec][cuda]") {
   int legacyTag = 0, mine = 0;
   const void* legacy = &legacyTag;
   CHECK(streamProblem("plan x rank 0", {0}, nullptr, legacy).empty());  // one rank: any stream works
@@ -184,7 +185,7 @@ TEST_CASE("CUDA launch config: the legacy default stream deadlocks ranks sharing
   CHECK(streamProblem("plan x rank 1", {0, 1, 3}, legacy, legacy).find("ranks 0-1, 3") != std::string::npos);
 }
 
-TEST_CASE("CUDA launch config: rank lists are compact", "[exec][cuda]") {
+TEST_CASE("CUDA launch: rank lists are compact", "[exec][cuda]") {
   CHECK(rankList({}) == "");
   CHECK(rankList({4}) == "4");
   CHECK(rankList({3, 0, 1, 2, 5}) == "0-3, 5");
@@ -220,7 +221,7 @@ CallRequest request(const plan::Plan& p, int rank, const void* send, void* recv,
 
 }  // namespace
 
-TEST_CASE("CUDA call binding: an out-of-place plan uses the user's buffers in place", "[exec][cuda]") {
+TEST_CASE("CUDA binding: out-of-place plans use the user's buffers", "[exec][cuda]") {
   const plan::Plan p = bindingPlan(plan::Collective::AllReduce, false);
   std::vector<char> send(1024), recv(1024);
   CallBinding b = bindCall(request(p, 0, send.data(), recv.data(), 1024, 1024));
@@ -247,8 +248,8 @@ TEST_CASE("CUDA call binding: an out-of-place plan uses the user's buffers in pl
   CHECK(b.output.user == recv.data());
   CHECK(contains(b.why, "premulsum"));
 
-  // An in-place call on an out-of-place plan: the input is staged (the plan may read it after
-  // writing the output).
+  // An in-place call on an out-of-place plan: the input is staged (the plan may
+  // read it after writing the output).
   b = bindCall(request(p, 0, recv.data(), recv.data(), 1024, 1024));
   CHECK(b.input.staged);
   CHECK(b.preSrc == recv.data());
@@ -256,7 +257,7 @@ TEST_CASE("CUDA call binding: an out-of-place plan uses the user's buffers in pl
   CHECK(contains(b.why, "overlap"));
 }
 
-TEST_CASE("CUDA call binding: an in-place plan works in the receive buffer", "[exec][cuda]") {
+TEST_CASE("CUDA binding: an in-place plan works in the receive buffer", "[exec][cuda]") {
   const plan::Plan p = bindingPlan(plan::Collective::AllReduce, true);
   std::vector<char> send(512), recv(512);
   // Out-of-place call: the data buffer is recv, the send buffer is copied into it first.
@@ -277,7 +278,7 @@ TEST_CASE("CUDA call binding: an in-place plan works in the receive buffer", "[e
   CHECK(b.stagingBytes == 0);
 }
 
-TEST_CASE("CUDA call binding: in-place allgather puts the input at rank x sendBytes", "[exec][cuda]") {
+TEST_CASE("CUDA binding: in-place allgather input at rank x sendBytes", "[exec][cuda]") {
   const plan::Plan p = bindingPlan(plan::Collective::AllGather, true);
   std::vector<char> send(256), recv(1024);
   CallBinding b = bindCall(request(p, 2, send.data(), recv.data(), 256, 1024));
@@ -300,7 +301,7 @@ TEST_CASE("CUDA call binding: in-place allgather puts the input at rank x sendBy
   CHECK(contains(b.why, "overlaps"));
 }
 
-TEST_CASE("CUDA call binding: an in-place reducescatter plan stages an out-of-place call", "[exec][cuda]") {
+TEST_CASE("CUDA binding: reducescatter in-place plan, out-of-place call", "[exec][cuda]") {
   const plan::Plan p = bindingPlan(plan::Collective::ReduceScatter, true);
   std::vector<char> send(1024), recv(256);
   CallBinding b = bindCall(request(p, 3, send.data(), recv.data(), 1024, 256, ReduceOp::Avg));
@@ -324,7 +325,7 @@ TEST_CASE("CUDA call binding: an in-place reducescatter plan stages an out-of-pl
   CHECK(b.postBytes == 0);
 }
 
-TEST_CASE("CUDA call binding: a reduce's non-root rank without a receive buffer", "[exec][cuda]") {
+TEST_CASE("CUDA binding: a non-root reduce rank needs no receive buffer", "[exec][cuda]") {
   const plan::Plan oop = bindingPlan(plan::Collective::Reduce, false, /*root=*/0);
   std::vector<char> send(512);
   CallBinding b = bindCall(request(oop, 1, send.data(), nullptr, 512, 512, ReduceOp::Avg));
@@ -346,7 +347,7 @@ TEST_CASE("CUDA call binding: a reduce's non-root rank without a receive buffer"
   CHECK(contains(e.what(), "plan bind rank 1: a null send buffer of 64 bytes"));
 }
 
-TEST_CASE("CUDA call binding: gather writes only the root, scatter reads only the root", "[exec][cuda]") {
+TEST_CASE("CUDA binding: gather writes, scatter reads only the root", "[exec][cuda]") {
   // 4 ranks, 256 bytes per rank. Gather's non-root rank 1 passes no receive buffer.
   std::vector<char> part(256), all(1024);
   const plan::Plan gOop = bindingPlan(plan::Collective::Gather, false, /*root=*/2);
@@ -400,7 +401,7 @@ TEST_CASE("CUDA call binding: gather writes only the root, scatter reads only th
   CHECK(contains(b.why, "scatter's non-root rank"));
 }
 
-TEST_CASE("CUDA call binding: buffers peers cannot map are staged", "[exec][cuda]") {
+TEST_CASE("CUDA binding: buffers peers cannot map are staged", "[exec][cuda]") {
   const plan::Plan p = bindingPlan(plan::Collective::AllReduce, false);
   std::vector<char> send(300), recv(300);
   CallRequest q = request(p, 0, send.data(), recv.data(), 300, 300);
@@ -417,7 +418,7 @@ TEST_CASE("CUDA call binding: buffers peers cannot map are staged", "[exec][cuda
   CHECK(contains(b.why, "CUDA IPC"));
 }
 
-TEST_CASE("CUDA call binding: the context key follows buffers, sizes and premulsum", "[exec][cuda]") {
+TEST_CASE("CUDA binding: context key follows buffers, sizes, premulsum", "[exec][cuda]") {
   const plan::Plan p = bindingPlan(plan::Collective::AllReduce, false);
   std::vector<char> a(64), b(64), c(64);
   const BindingKey k = bindingKeyOf(request(p, 0, a.data(), b.data(), 64, 64));
@@ -518,7 +519,7 @@ const T* inImage(const PackedImage& img, const void* devicePtr) {
 
 }  // namespace
 
-TEST_CASE("CUDA device image: one relocated block with 16-byte sections, mutable state last", "[exec][cuda]") {
+TEST_CASE("CUDA image: one relocated block, mutable state last", "[exec][cuda]") {
   HostImage h;
   const uint64_t base = 0x7f0000100000ull;
   const PackedImage img = packDeviceImage(h.d, base);
@@ -563,8 +564,8 @@ TEST_CASE("CUDA device image: one relocated block with 16-byte sections, mutable
   CHECK(inImage<ResolvedRef>(img, blocks[0].refs)[4].base == h.input);
   CHECK(inImage<uint32_t>(img, blocks[1].ids)[1] == 9);
 
-  // Channel handles: the expected counters moved into the mutable section with their values; the
-  // shared counters (ours and the peer's) kept.
+  // Channel handles: the expected counters moved into the mutable section with
+  // their values; the shared counters (ours and the peer's) kept.
   const MemoryChannelDeviceHandle& mem = *inImage<MemoryChannelDeviceHandle>(img, ctx.memoryChannels);
   CHECK(mem.semaphore_.inboundCounter == &h.myCounter);
   CHECK(mem.semaphore_.outboundCounter == &h.peerCounter);
@@ -597,7 +598,7 @@ TEST_CASE("CUDA device image: one relocated block with 16-byte sections, mutable
   CHECK(other.mutableOffset == img.mutableOffset);
 }
 
-TEST_CASE("CUDA device image: refuses a misaligned base and a channel without its counter", "[exec][cuda]") {
+TEST_CASE("CUDA image: refuses a bad base or a channel without counter", "[exec][cuda]") {
   HostImage h;
   Error e = errorOf([&] { packDeviceImage(h.d, 0x1008); });
   CHECK(e.code() == ErrorCode::InternalError);
@@ -611,7 +612,7 @@ TEST_CASE("CUDA device image: refuses a misaligned base and a channel without it
   CHECK(contains(e.what(), "switch channel 0 has 3 members but no member table"));
 }
 
-TEST_CASE("CUDA device image: an empty context packs to its fixed sections", "[exec][cuda]") {
+TEST_CASE("CUDA image: an empty context packs to its fixed sections", "[exec][cuda]") {
   ExecContextDevice d{};
   ExecState st{};
   st.flag = 1;
@@ -622,7 +623,7 @@ TEST_CASE("CUDA device image: an empty context packs to its fixed sections", "[e
   CHECK(img.mutableBytes >= sizeof(ExecState));
 }
 
-TEST_CASE("CUDA device image: a real plan's context images pack every op list", "[exec][cuda]") {
+TEST_CASE("CUDA image: a real plan's contexts pack every op list", "[exec][cuda]") {
   auto p = plan::loadPlanFile(test::defaultPlanDir() + "/allreduce_ll_n4_ip.json");
   LocalWorld world(p, 4096, 4096, DataType::Float32);
   for (int r = 0; r < world.nRanks(); ++r) {
@@ -663,7 +664,7 @@ GpuRankIdentity identity(int rank, uint64_t host, int pid, uint64_t token, uint8
 
 }  // namespace
 
-TEST_CASE("CUDA topology: co-resident ranks, same GPU from other processes, other hosts", "[exec][cuda]") {
+TEST_CASE("CUDA topology: threads, other processes, GPUs and hosts", "[exec][cuda]") {
   std::vector<GpuRankIdentity> ids = {
       identity(0, 1, 100, 7, 0),  // this process, GPU 0
       identity(1, 1, 100, 7, 0),  // a thread of this process on the same GPU
@@ -686,7 +687,7 @@ TEST_CASE("CUDA topology: co-resident ranks, same GPU from other processes, othe
   CHECK(t3.sameGpuOtherProcesses().empty());
 }
 
-TEST_CASE("CUDA topology: resident ranks under MPS, process and GPU groups", "[exec][cuda]") {
+TEST_CASE("CUDA topology: MPS residency, process and GPU groups", "[exec][cuda]") {
   std::vector<GpuRankIdentity> ids = {
       identity(0, 1, 100, 7, 0),  // this process, GPU 0
       identity(1, 1, 100, 7, 0),  // a thread of this process on the same GPU
@@ -699,7 +700,7 @@ TEST_CASE("CUDA topology: resident ranks under MPS, process and GPU groups", "[e
   CHECK(t.processGpuGroups() == std::vector<std::vector<int>>{{0, 1}, {2}, {3}});
 }
 
-TEST_CASE("CUDA launch config: residency under MPS names the other processes' ranks", "[exec][cuda]") {
+TEST_CASE("CUDA launch: MPS residency names other processes' ranks", "[exec][cuda]") {
   plan::PlanHeader h;
   h.name = "p";
   h.source = "p.json";
@@ -714,7 +715,7 @@ TEST_CASE("CUDA launch config: residency under MPS names the other processes' ra
   CHECK(v.ok);
 }
 
-TEST_CASE("CUDA launch config: the streams of ranks sharing a GPU need a hardware queue each", "[exec][cuda]") {
+TEST_CASE("CUDA launch: ranks sharing a GPU need a hardware queue each", "[exec][cuda]") {
   plan::PlanPtr p = plan::loadPlanFile(std::string(MSCCLPP_TEST_DEFAULT_PLANS) + "/allreduce_2node_n4_oop.json");
   plan::PlanPtr q = plan::loadPlanFile(std::string(MSCCLPP_TEST_DEFAULT_PLANS) + "/allreduce_ll_n4_oop.json");
   CHECK(concurrentStreams(*p, {0, 1, 2, 3}) == 8);  // port channels: a proxy stream per rank
@@ -725,7 +726,7 @@ TEST_CASE("CUDA launch config: the streams of ranks sharing a GPU need a hardwar
   CHECK(contains(why, "at least 8"));
 }
 
-TEST_CASE("CUDA topology: identities that are not a GPU executor's are refused", "[exec][cuda]") {
+TEST_CASE("CUDA topology: non-GPU-executor identities are refused", "[exec][cuda]") {
   std::vector<GpuRankIdentity> ids = {identity(0, 1, 1, 1, 0), identity(1, 1, 1, 1, 0)};
   ids[1].magic = 0x1234;
   Error e = errorOf([&] { GpuTopology(0, ids); });
@@ -738,7 +739,7 @@ TEST_CASE("CUDA topology: identities that are not a GPU executor's are refused",
   CHECK(e.code() == ErrorCode::InternalError);
 }
 
-TEST_CASE("CUDA topology: the MPS daemon is seen through its control socket", "[exec][cuda]") {
+TEST_CASE("CUDA topology: the MPS daemon is found by its control socket", "[exec][cuda]") {
   char dir[] = "/tmp/mscclpp_mps_XXXXXX";
   REQUIRE(mkdtemp(dir) != nullptr);
   CHECK_FALSE(mpsDaemonVisible(""));
@@ -754,7 +755,7 @@ TEST_CASE("CUDA topology: the MPS daemon is seen through its control socket", "[
 
 // ---- context cache ---------------------------------------------------------------------------
 
-TEST_CASE("Executor context cache: least recently used first out, lookups move to the front", "[exec][cuda]") {
+TEST_CASE("context cache: LRU eviction; a lookup moves to the front", "[exec][cuda]") {
   ContextCache<int, std::string> cache(2);
   std::vector<std::unique_ptr<std::string>> evicted;
   cache.insert(1, std::make_unique<std::string>("one"), &evicted);
@@ -784,14 +785,15 @@ TEST_CASE("Executor context cache: least recently used first out, lookups move t
 
 // ---- no device -------------------------------------------------------------------------------
 
-TEST_CASE("CUDA backend without a device: clear errors, CPU communicators stay on the CPU", "[exec][cuda]") {
+TEST_CASE("CUDA without a device: clear errors; CPU comms stay on CPU", "[exec][cuda]") {
   if (cudaDeviceVisible()) {
     WARN("a CUDA device is visible: the no-device paths are checked on machines without one");
     return;
   }
-  // A CPU-only build has no device code at all; a CUDA build has it but no device to launch on.
-  // A CUDA build has the types of gpu_types: the dispatch must reach each of their kernels (a
-  // missing one means the linker left its translation unit out of the static library).
+  // A CPU-only build has no device code at all; a CUDA build has it but no
+  // device to launch on. A CUDA build has the types of gpu_types: the dispatch
+  // must reach each of their kernels (a missing one means the linker left its
+  // translation unit out of the static library).
   const std::string compiled = std::string(",") + MSCCLPP_TEST_GPU_TYPES + ",";
 #define MSCCLPP_X(E, T, S) CHECK(gpuHasDtype(DataType::E) == (compiled.find("," #S ",") != std::string::npos));
   MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)
@@ -841,7 +843,7 @@ TEST_CASE("CUDA backend without a device: clear errors, CPU communicators stay o
   }
 }
 
-TEST_CASE("CUDA backend: an Executor on a shared-memory wiring refuses the cuda backend", "[exec][cuda]") {
+TEST_CASE("CUDA: an Executor on a shared-memory wiring refuses cuda", "[exec][cuda]") {
   auto wiring = std::make_shared<LocalWorldWiring>(4);
   Executor ex(wiring, Backend::Cuda);
   CHECK(ex.backend() == Backend::Cuda);

@@ -1,6 +1,6 @@
-// The public Executor on the CPU backend: ranks as threads, wired by the emulator's shared world
-// and by a real Communicator (in-process bootstrap, host shared memory). User buffers are plain
-// malloc'd memory of each rank.
+// The public Executor on the CPU backend: ranks as threads, wired by the
+// emulator's shared world and by a real Communicator (in-process bootstrap,
+// host shared memory). User buffers are plain malloc'd memory of each rank.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
@@ -55,7 +55,7 @@ std::vector<float> values(int rank, size_t n, float scale = 1) {
 
 }  // namespace
 
-TEST_CASE("Executor: allreduce out of place on an in-place plan, malloc'd buffers, every op", "[exec][executor]") {
+TEST_CASE("Executor: out-of-place allreduce on an in-place plan", "[exec][executor]") {
   const int n = 4;
   auto plan = preset("allreduce_ll_n4_ip.json");
   auto wiring = std::make_shared<exec::LocalWorldWiring>(n);
@@ -91,12 +91,13 @@ TEST_CASE("Executor: allreduce out of place on an in-place plan, malloc'd buffer
       }
     }
   }
-  // One context per rank and op: the call's datatype and op are part of a context's identity, so that ranks
-  // calling with different ones never share a context (the call monitor then finds the mismatch).
+  // One context per rank and op: the call's datatype and op are part of a
+  // context's identity, so that ranks calling with different ones never share a
+  // context (the call monitor then finds the mismatch).
   for (int r = 0; r < n; ++r) REQUIRE(ex[r]->contextCount() == 4);
 }
 
-TEST_CASE("Executor: in-place allgather, reduce to a root with null recv elsewhere", "[exec][executor]") {
+TEST_CASE("Executor: in-place allgather; reduce with null recv off root", "[exec][executor]") {
   const int n = 4;
   auto wiring = std::make_shared<exec::LocalWorldWiring>(n);
   std::vector<std::unique_ptr<Executor>> ex;
@@ -126,7 +127,7 @@ TEST_CASE("Executor: in-place allgather, reduce to a root with null recv elsewhe
   for (size_t i = 0; i < per; ++i) REQUIRE(rootOut[i] == v0[i]);
 }
 
-TEST_CASE("Executor: gather and scatter on every root, null buffers off the root", "[exec][executor]") {
+TEST_CASE("Executor: gather, scatter on every root, null buffers off it", "[exec][executor]") {
   const int n = 4;
   auto wiring = std::make_shared<exec::LocalWorldWiring>(n);
   std::vector<std::unique_ptr<Executor>> ex;
@@ -152,8 +153,9 @@ TEST_CASE("Executor: gather and scatter on every root, null buffers off the root
         std::vector<float> v = values(k, per);
         for (size_t i = 0; i < per; ++i) REQUIRE(all[k * per + i] == v[i]);
       }
-      // Scatter: part r of the root's input reaches rank r; the others pass no send buffer, or (odd
-      // ranks) a pointer to fewer bytes than the call names, which NCCL allows and we must not read.
+      // Scatter: part r of the root's input reaches rank r; the others pass no
+      // send buffer, or (odd ranks) a pointer to fewer bytes than the call
+      // names, which NCCL allows and we must not read.
       auto scatter = preset(("scatter_put_n4_" + flavour).c_str());
       std::vector<float> src(per * n);
       for (int k = 0; k < n; ++k) {
@@ -185,7 +187,7 @@ TEST_CASE("Executor: gather and scatter on every root, null buffers off the root
                       "Executor::execute: a null send buffer of 12288 bytes on rank 2");
 }
 
-TEST_CASE("emulation reference: gather checks the root's parts, scatter every rank's part", "[exec][executor]") {
+TEST_CASE("reference: gather checks the root, scatter every rank", "[exec][executor]") {
   const int n = 3;
   const uint64_t per = 4;  // float32 elements per rank
   std::vector<std::vector<float>> inputs(n);
@@ -251,7 +253,7 @@ TEST_CASE("Executor: refused calls name the reason", "[exec][executor]") {
   }
 }
 
-TEST_CASE("Executor over a Communicator: ranks exchange host shared memory", "[exec][executor][comm]") {
+TEST_CASE("Executor over a Communicator on host shared memory", "[exec][executor][comm]") {
   const int n = 4;
   auto group = InProcessBootstrap::createGroup(n);
   std::vector<std::shared_ptr<Communicator>> comms(n);
@@ -287,9 +289,9 @@ TEST_CASE("Executor over a Communicator: ranks exchange host shared memory", "[e
   }
 }
 
-TEST_CASE("Executor::abort stops a launch waiting for a peer and refuses later calls", "[exec][executor][abort]") {
-  // Rank 0 runs alone, so its launch waits for rank 1's signals until MSCCLPP_TIMEOUT_S (60 s in
-  // the test environment) unless abort() stops it.
+TEST_CASE("Executor::abort stops a waiting launch and later calls", "[exec][executor][abort]") {
+  // Rank 0 runs alone, so its launch waits for rank 1's signals until
+  // MSCCLPP_TIMEOUT_S (60 s in the test environment) unless abort() stops it.
   const int n = 2;
   auto plan = preset("allreduce_ll_n2_ip.json");
   auto wiring = std::make_shared<exec::LocalWorldWiring>(n);
@@ -321,9 +323,10 @@ TEST_CASE("Executor::abort stops a launch waiting for a peer and refuses later c
                     Catch::Contains("rank 0: the executor was aborted"));
 }
 
-// The shim asks this before running a group's calls on one thread (docs/nccl-shim.md): a call that
-// would build its context must not wait for ranks the same thread has not reached yet.
-TEST_CASE("Executor: wouldBuildContext answers from the backend's context cache", "[exec][executor]") {
+// The shim asks this before running a group's calls on one thread
+// (docs/nccl-shim.md): a call that would build its context must not wait for
+// ranks the same thread has not reached yet.
+TEST_CASE("Executor: wouldBuildContext reads the context cache", "[exec][executor]") {
   const int n = 2;
   auto plan = preset("allreduce_ll_n2_oop.json");
   auto wiring = std::make_shared<exec::LocalWorldWiring>(n);
@@ -348,8 +351,9 @@ TEST_CASE("Executor: wouldBuildContext answers from the backend's context cache"
 
 namespace {
 
-// Two ranks of a Communicator over an in-process bootstrap, each with its Executor, and a first call that both make
-// (their contexts exist, so the next call goes straight to a launch).
+// Two ranks of a Communicator over an in-process bootstrap, each with its
+// Executor, and a first call that both make (their contexts exist, so the next
+// call goes straight to a launch).
 struct TwoRanks {
   std::vector<std::shared_ptr<InProcessBootstrap>> bootstraps;
   std::vector<std::shared_ptr<Communicator>> comms;
@@ -377,8 +381,7 @@ struct TwoRanks {
 
 }  // namespace
 
-TEST_CASE("Executor: a peer that fails stops the launch waiting for it with RemoteError naming it",
-          "[exec][executor][failure]") {
+TEST_CASE("Executor: a failed peer ends waits with RemoteError", "[exec][executor][failure]") {
   TwoRanks job;
   std::string error;
   ErrorCode code = ErrorCode::InternalError;
@@ -407,8 +410,7 @@ TEST_CASE("Executor: a peer that fails stops the launch waiting for it with Remo
                                     Catch::Contains("plan allreduce_ll_n2_ip rank 0: not run"));
 }
 
-TEST_CASE("Executor: a late peer is waited for, with a WARN per interval naming what is waited on",
-          "[exec][executor][slow]") {
+TEST_CASE("Executor: a late peer is waited for, with WARNs", "[exec][executor][slow]") {
   test::ScopedEnv warn("MSCCLPP_WAIT_WARN_S", "0.3");
   TwoRanks job;
   std::string error = "none";
@@ -458,8 +460,7 @@ std::vector<std::pair<ErrorCode, std::string>> bothRanks(const std::function<voi
 
 }  // namespace
 
-TEST_CASE("Executor: MSCCLPP_TIMEOUT_S sets a deadline on live peers: Timeout naming what was waited on",
-          "[exec][executor][slow]") {
+TEST_CASE("Executor: MSCCLPP_TIMEOUT_S bounds waits on live peers", "[exec][executor][slow]") {
   TwoRanks job;  // its first call builds the context without a deadline
   test::ScopedEnv deadline("MSCCLPP_TIMEOUT_S", "1");
   auto start = std::chrono::steady_clock::now();
@@ -481,8 +482,7 @@ TEST_CASE("Executor: MSCCLPP_TIMEOUT_S sets a deadline on live peers: Timeout na
   CHECK_FALSE(job.comms[0]->failed(&failedCode));  // a deadline that passed fails this call, not the communicator
 }
 
-TEST_CASE("Executor: the communicator's timeout (its bootstrap's) sets a deadline on live peers",
-          "[exec][executor][slow]") {
+TEST_CASE("Executor: the communicator's timeout bounds waits on peers", "[exec][executor][slow]") {
   test::ScopedEnv unset("MSCCLPP_TIMEOUT_S", nullptr);  // the default (the suite sets one)
   TwoRanks job(1.0);                                    // the bootstrap's timeout is the communicator's
   CHECK(job.comms[0]->timeoutSeconds() == 1.0);
@@ -513,10 +513,10 @@ TEST_CASE("Executor: the communicator's timeout (its bootstrap's) sets a deadlin
   CHECK(plain.comms[0]->timeoutSeconds() == 0);  // the default: no deadline
 }
 
-TEST_CASE("Executor: mismatched calls fail on every rank, naming both calls", "[exec][executor][mismatch]") {
+TEST_CASE("Executor: mismatched calls fail every rank, naming both", "[exec][executor][mismatch]") {
   TwoRanks job;
   double seconds = 0;
-  SECTION("different counts, new contexts: found when the contexts are built") {
+  SECTION("different counts, new contexts: found at the build") {
     auto errors = bothRanks(
         [&](int r) {
           std::vector<float> b(r == 0 ? 256 : 512, 1.0f);
@@ -532,7 +532,7 @@ TEST_CASE("Executor: mismatched calls fail on every rank, naming both calls", "[
     }
     CHECK(seconds < 2);
   }
-  SECTION("different counts, cached contexts: found by the call monitor") {
+  SECTION("different counts, cached contexts: found by the monitor") {
     std::vector<std::vector<float>> small(2, std::vector<float>(256, 1.0f));
     REQUIRE(onRanks(2, [&](int r) {  // both sizes have contexts on both ranks
               job.executors[r]->execute(r, small[r].data(), small[r].data(), 1024, 1024, DataType::Float32, job.plan);
@@ -569,8 +569,7 @@ TEST_CASE("Executor: mismatched calls fail on every rank, naming both calls", "[
   }
 }
 
-TEST_CASE("Executor: a plan that deadlocks with every rank alive fails with InternalError and the cycle",
-          "[exec][executor][deadlock]") {
+TEST_CASE("Executor: a deadlock of live ranks fails with the cycle", "[exec][executor][deadlock]") {
   TwoRanks job;
   std::string planFile, waits[2];
   SECTION("channel waits") {

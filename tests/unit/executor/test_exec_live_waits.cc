@@ -1,9 +1,9 @@
-// The op interpreter's GPU-context waits with several threads in one block (op_interpreter.hpp
-// reportedWait, settlePending), on host threads. The CUDA device double runs one thread per block,
-// so what only a block of several threads does is checked here: two host threads run the same
-// block as its threads 0 and 1 of 2 (BlockInterpreter with threadId/numThreads, as the kernel does),
-// against a hand-built context that has live-wait slots, as GPU contexts do. The ops used need no
-// barrier among a block's threads (syncBlockThreads is a no-op on the host).
+// The op interpreter's live waits with several threads in one block
+// (reportedWait, settlePending), on host threads. The CUDA device double runs
+// one thread per block, so two host threads play threads 0 and 1 of a block
+// here, against a hand-built context with live-wait slots as GPU contexts
+// have. The ops used need no barrier between a block's threads, since
+// syncBlockThreads does nothing on the host.
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -21,8 +21,8 @@ using namespace mscclpp::exec;
 
 namespace {
 
-// One block of one rank, its ops and references given, with what a GPU context has: a live-wait
-// slot, a block record, the state's flag.
+// One block of one rank, its ops and references given, with what a GPU context
+// has: a live-wait slot, a block record, the state's flag.
 struct OneBlock {
   std::vector<plan::Op> ops;
   std::vector<ResolvedRef> refs;
@@ -72,8 +72,9 @@ struct OneBlock {
     });
   }
 
-  // The waiting thread + 1 (0: none) and its wait's id, read consistently: the sequence count even
-  // and unchanged around the loads, as the monitor reads the slot (diagnostics.cc readSlot).
+  // The waiting thread + 1 (0: none) and its wait's id, read consistently: the
+  // sequence count even and unchanged around the loads, as the monitor reads
+  // the slot (diagnostics.cc readSlot).
   std::pair<uint32_t, uint32_t> shown() const {
     for (;;) {
       const uint32_t before = atomicLoad<uint32_t>(&slot.sequence, memoryOrderAcquire);
@@ -117,10 +118,11 @@ bool within(double seconds, Cond&& cond) {
 
 }  // namespace
 
-// Threads 0 and 1 wait on semaphores 0 and 1 (sem_acquire with two ids). The slot shows one of the
-// waits; when that one ends it clears the slot, and the other wait, still going on, fills it again
-// (kRepublishWaitNs): the block does not show as running while a thread of it waits.
-TEST_CASE("live waits: a block whose shown wait ended shows its other thread's wait again", "[exec][livewaits]") {
+// Threads 0 and 1 wait on semaphores 0 and 1 (sem_acquire with two ids). The
+// slot shows one of the waits; when that one ends it clears the slot, and the
+// other wait, still going on, fills it again (kRepublishWaitNs): the block does
+// not show as running while a thread of it waits.
+TEST_CASE("live waits: the slot shows the other thread's wait next", "[exec][livewaits]") {
   OneBlock b;
   plan::Op acquire = makeOp(plan::OpType::SemAcquire);
   acquire.nIds = 2;
@@ -149,13 +151,13 @@ TEST_CASE("live waits: a block whose shown wait ended shows its other thread's w
   CHECK(b.record.state == kBlockFinished);
 }
 
-// upkt... repkt in place with two threads: each thread takes every other group, and a packet not yet
-// come makes it leave the op at its own group; it waits for the packet out of the loop and resumes
-// at that group. Packets come in three parts, 50 ms apart, so each thread leaves and resumes more
-// than once. A thread resumed at its first group, or at the other thread's, would add some groups
-// twice.
-TEST_CASE("live waits: a packet op left by two threads at their own groups resumes each where it left",
-          "[exec][livewaits]") {
+// upkt... repkt in place with two threads: each thread takes every other group,
+// and a packet not yet come makes it leave the op at its own group; it waits
+// for the packet out of the loop and resumes at that group. Packets come in
+// three parts, 50 ms apart, so each thread leaves and resumes more than once. A
+// thread resumed at its first group, or at the other thread's, would add some
+// groups twice.
+TEST_CASE("live waits: each thread resumes a packet op at its own group", "[exec][livewaits]") {
   constexpr uint64_t kGroups = 96;  // float with LL16: one 8-byte packet payload per group (2 floats)
   std::vector<float> out(2 * kGroups);
   for (size_t e = 0; e < out.size(); ++e) out[e] = 0.5f + static_cast<float>(e);
@@ -173,8 +175,9 @@ TEST_CASE("live waits: a packet op left by two threads at their own groups resum
             localRef(reinterpret_cast<char*>(packets.data()), bytes, plan::BufferType::Scratch),
             localRef(reinterpret_cast<char*>(out.data()), bytes, plan::BufferType::Output)};
   b.wire();
-  // The launch's flag, read before the block runs: its thread 0 advances the state's flag when it
-  // finishes, which may be before the last packets are written (no block barrier on the host).
+  // The launch's flag, read before the block runs: its thread 0 advances the
+  // state's flag when it finishes, which may be before the last packets are
+  // written (no block barrier on the host).
   const uint32_t flag = b.state.flag;
   auto send = [&](uint64_t from, uint64_t to) {
     for (uint64_t g = from; g < to; ++g) {

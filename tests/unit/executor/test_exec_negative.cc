@@ -1,6 +1,7 @@
-// Plans that are wrong, and the errors that say so: a missing wait (wrong result), a wait nobody
-// signals and a wait cycle (diagnosed deadlock within a short deadline, message checked), a
-// corrupted packet flag, and calls a plan cannot serve.
+// Plans that are wrong, and the errors that say so: a missing wait (wrong
+// result), a wait nobody signals and a wait cycle (diagnosed deadlock within a
+// short deadline, message checked), a corrupted packet flag, and calls a plan
+// cannot serve.
 #include <catch2/catch.hpp>
 
 #include "core/format.hpp"
@@ -24,7 +25,7 @@ exec::EmulationResult emulate(const std::string& file, int iterations = 2, doubl
 
 }  // namespace
 
-TEST_CASE("a plan that reads before the data arrives is caught as a wrong result", "[exec][negative]") {
+TEST_CASE("reading before the data arrives is a wrong result", "[exec][negative]") {
   exec::EmulationResult r = emulate("allreduce_wrong_order_2.json");
   REQUIRE_FALSE(r.failed);
   REQUIRE_FALSE(r.passed);
@@ -33,7 +34,7 @@ TEST_CASE("a plan that reads before the data arrives is caught as a wrong result
                              Catch::Contains("rank 1 offset 0 (element 0): expected"));
 }
 
-TEST_CASE("a wait nobody signals is diagnosed as a deadlock within the deadline", "[exec][negative]") {
+TEST_CASE("a wait nobody signals is a deadlock within the deadline", "[exec][negative]") {
   bool processes = GENERATE(false, true);
   auto t0 = std::chrono::steady_clock::now();
   exec::EmulationResult r = emulate("deadlock_unsignaled_wait_2.json", 1, 0.5, processes);
@@ -64,7 +65,7 @@ TEST_CASE("a wait cycle shows every rank in the wait-for picture", "[exec][negat
   REQUIRE_THAT(r.report, Catch::Contains("(first to time out)"));
 }
 
-TEST_CASE("a corrupted packet flag stops the reader with the packet named", "[exec][negative][packets]") {
+TEST_CASE("a corrupted packet flag stops the reader, naming it", "[exec][negative][packets]") {
   json p = planJson("unpack", "custom", "LL", false,
                     {gpu(0, 1, 1, 1, {threadblock(0, {op("upkt", {lref("s", 0)}, {lref("o", 0)})})})});
   ThreadRun run(loadPlan(p), 1024, 1024);

@@ -1,5 +1,5 @@
-// Every plan op on its own, in a minimal plan built in code, run on the CPU backend and checked
-// value by value.
+// Every plan op on its own, in a minimal plan built in code, run on the CPU
+// backend and checked value by value.
 #include <catch2/catch.hpp>
 
 #include "exec_test_util.hpp"
@@ -91,8 +91,8 @@ TEST_CASE("put, signal and wait over a memory channel", "[exec][ops]") {
   }
 }
 
-TEST_CASE("get reads the remote source at its own offset into the local destination at its own", "[exec][ops]") {
-  // Defect 2 of the reference executor: remote src index 1, local dst index 0.
+TEST_CASE("get keeps the remote and the local offset apart", "[exec][ops]") {
+  // Remote src index 1, local dst index 0: a get must not swap the two offsets.
   json p = planJson("get", "custom", "Simple", false,
                     {gpu(0, 2, 2, 0, {threadblock(0, {op("signal", {}, {}, mem())}, kTbMem0)}, kMem01),
                      gpu(1, 2, 2, 0,
@@ -107,8 +107,9 @@ TEST_CASE("get reads the remote source at its own offset into the local destinat
 }
 
 TEST_CASE("res, rre and rres reduce and store across ranks", "[exec][ops]") {
-  // rank 0: o0 = i0 + i1 locally and into rank 1's o0 (res); rank 1 then reads rank 0's o0 and
-  // adds its own i0 into o1 (rre) and stores the same into rank 0's o1 (rres).
+  // rank 0: o0 = i0 + i1 locally and into rank 1's o0 (res); rank 1 then reads
+  // rank 0's o0 and adds its own i0 into o1 (rre) and stores the same into rank
+  // 0's o1 (rres).
   json p = planJson(
       "res", "custom", "Simple", false,
       {gpu(0, 2, 2, 0,
@@ -143,12 +144,13 @@ TEST_CASE("res, rre and rres reduce and store across ranks", "[exec][ops]") {
   }
 }
 
-TEST_CASE("packets: ppkt, cpkt, rppkt, upkt, repkt, respkt, recpkt, recspkt", "[exec][ops][packets]") {
+TEST_CASE("packet ops: ppkt, cpkt, rppkt, upkt and the reductions", "[exec][ops][packets]") {
   PacketType pt = GENERATE(PacketType::LL16, PacketType::LL8);
-  // rank 0 puts its i0 as packets into rank 1's s0 (ppkt), and copies its i1 to local packets s1
-  // (cpkt) which it forwards to rank 1's s1 (rppkt). Rank 1: o0 = unpack(s0) (upkt); o1 = i0 +
-  // pkts(s0) + pkts(s1) (repkt); recspkt: i1 = i1 + pkts(s1), copy as packets into its s2 and into
-  // rank 0's s2; rank 0 unpacks s2 into o0; rank 1 recpkt: o2 = i2 + pkts(s2) and packets to s3.
+  // rank 0 puts its i0 as packets into rank 1's s0 (ppkt), and copies its i1 to
+  // local packets s1 (cpkt) which it forwards to rank 1's s1 (rppkt). Rank 1:
+  // o0 = unpack(s0) (upkt); o1 = i0 + pkts(s0) + pkts(s1) (repkt); recspkt: i1
+  // = i1 + pkts(s1), copy as packets into its s2 and into rank 0's s2; rank 0
+  // unpacks s2 into o0; rank 1 recpkt: o2 = i2 + pkts(s2) and packets to s3.
   json p = planJson(
       "packets", "custom", "LL", false,
       {gpu(0, 3, 3, 3,
@@ -219,7 +221,7 @@ TEST_CASE("respkt sends the reduction as packets to a peer", "[exec][ops][packet
   }
 }
 
-TEST_CASE("port channels: put, signal, wait, flush, pws, pwsf and ppkt through the proxy", "[exec][ops][port]") {
+TEST_CASE("port channel ops through the proxy", "[exec][ops][port]") {
   json p = planJson(
       "port", "custom", "LL", false,
       {gpu(0, 4, 4, 2,
@@ -290,8 +292,9 @@ TEST_CASE("switch channel ops: glre, glres, gstore, gstorepkt", "[exec][ops][swi
   for (int r = 0; r < 3; ++r) run.fillInput<float>(r, [r](uint64_t i) { return f(i, r); });
   run.poisonOutputs();
   REQUIRE(run.launch() == "");
-  // Only chunks no rank writes concurrently are checked: glre results (chunk r of rank r), glres
-  // results (chunks 3..5 on every rank, written by their owner), gstore (6) and gstorepkt (7).
+  // Only chunks no rank writes concurrently are checked: glre results (chunk r
+  // of rank r), glres results (chunks 3..5 on every rank, written by their
+  // owner), gstore (6) and gstorepkt (7).
   for (int r = 0; r < 3; ++r) {
     for (uint64_t i = 0; i < 16; ++i) {
       const uint64_t e = r * 16 + i;
@@ -304,7 +307,7 @@ TEST_CASE("switch channel ops: glre, glres, gstore, gstorepkt", "[exec][ops][swi
   }
 }
 
-TEST_CASE("pipeline: unit smaller than the chunk with a partial last iteration", "[exec][ops][pipeline]") {
+TEST_CASE("pipeline: units smaller than the chunk, partial last unit", "[exec][ops][pipeline]") {
   // A chunk of 1040 bytes in units of 96: 10 full units and a 80-byte tail.
   json p = planJson(
       "pipe", "custom", "Simple", false,
@@ -325,7 +328,7 @@ TEST_CASE("pipeline: unit smaller than the chunk with a partial last iteration",
   }
 }
 
-TEST_CASE("thread-block groups slice references in alignment units, remainders first", "[exec][ops][tbg]") {
+TEST_CASE("thread-block groups slice by alignment unit, rest first", "[exec][ops][tbg]") {
   // 3 blocks copy one 1040-byte chunk (65 units of 16 bytes: slices of 22, 22 and 21 units).
   const int g = GENERATE(2, 3, 5);
   json tbs = json::array();
@@ -348,8 +351,9 @@ TEST_CASE("thread-block groups slice references in alignment units, remainders f
 
 namespace {
 
-// An all-pairs allreduce for n ranks built in code. LL: packets to the chunk owner, respkt back.
-// Simple: puts into the owner's scratch, signal/wait with every peer in one op, re, puts back.
+// An all-pairs allreduce for n ranks built in code. LL: packets to the chunk
+// owner, respkt back. Simple: puts into the owner's scratch, signal/wait with
+// every peer in one op, re, puts back.
 json allPairsAllreduce(int n, bool ll) {
   json gpus = json::array();
   for (int r = 0; r < n; ++r) {
@@ -406,7 +410,7 @@ json allPairsAllreduce(int n, bool ll) {
 
 }  // namespace
 
-TEST_CASE("2 to 16 ranks: all-pairs allreduce with one signal/wait op over 15 channels", "[exec][ops][ranks]") {
+TEST_CASE("2 to 16 ranks: all-pairs allreduce, one op over 15 channels", "[exec][ops][ranks]") {
   for (int n : {2, 3, 5, 8, 16}) {
     for (bool ll : {false, true}) {
       exec::EmulationOptions opt;

@@ -1,6 +1,7 @@
-// Every datatype x reduce op through the three reduction paths of the interpreter: plain data
-// (re/res/rre/rres), LL packets (respkt/repkt with LL16 and LL8) and switch channels (glres),
-// plus avg and premulsum, checked against the emulator's reference.
+// Every datatype x reduce op through the three reduction paths of the
+// interpreter: plain data (re/res/rre/rres), LL packets (respkt/repkt with LL16
+// and LL8) and switch channels (glres), plus avg and premulsum, checked against
+// the emulator's reference.
 #include <catch2/catch.hpp>
 
 #include "exec_test_util.hpp"

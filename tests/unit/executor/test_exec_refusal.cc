@@ -1,7 +1,8 @@
-// A call the executor declines is a value (Executor::tryExecute returns the refusal, nullopt when the call ran),
-// decided before any rank exchanged anything; Executor::execute throws the same text as Error(NotSupported). Each
-// refusing check is one function returning the reason, and its throwing form gives the same message. Real failures
-// (bad arguments) stay exceptions on both paths.
+// A call the executor declines is a value, decided before ranks exchange
+// anything: Executor::tryExecute returns the refusal, or nullopt when the
+// call ran, and Executor::execute throws the same text as NotSupported. Each
+// check returns its reason; its throwing form gives the same message. Bad
+// arguments stay exceptions on both paths.
 #include <catch2/catch.hpp>
 #include <functional>
 #include <memory>
@@ -49,7 +50,7 @@ std::string notSupportedOf(const std::function<void()>& f) {
 
 }  // namespace
 
-TEST_CASE("refusing checks return the reason; their throwing forms throw the same text", "[exec][refusal]") {
+TEST_CASE("refusing checks return the text their throwing forms throw", "[exec][refusal]") {
   auto plan = preset("allreduce_ll_n4_ip.json");
 
   SECTION("the plan's reduce op") {
@@ -101,7 +102,7 @@ TEST_CASE("refusing checks return the reason; their throwing forms throw the sam
   }
 }
 
-TEST_CASE("Executor::tryExecute returns refusals as values; execute throws them as NotSupported", "[exec][refusal]") {
+TEST_CASE("tryExecute returns refusals; execute throws NotSupported", "[exec][refusal]") {
   const int n = 4;
   auto wiring = std::make_shared<exec::LocalWorldWiring>(n);
   auto plan = preset("allreduce_ll_n4_ip.json");
@@ -109,8 +110,9 @@ TEST_CASE("Executor::tryExecute returns refusals as values; execute throws them 
   for (int r = 0; r < n; ++r) ex.push_back(std::make_unique<Executor>(wiring, Backend::Cpu));
   std::vector<std::vector<float>> buf(n, std::vector<float>(100, 1.0f));
 
-  // Each refusal: returned without an exception, the same text execute() throws, and nothing built (no rank
-  // started the collective build: the refusing rank returns alone, no peer needed).
+  // Each refusal: returned without an exception, the same text execute()
+  // throws, and nothing built (no rank started the collective build: the
+  // refusing rank returns alone, no peer needed).
   auto expectRefusal = [&](const plan::PlanPtr& p, size_t bytes, ReduceOp op, const char* reason) {
     std::optional<std::string> r;
     REQUIRE_NOTHROW(r = ex[0]->tryExecute(0, buf[0].data(), buf[0].data(), bytes, bytes, DataType::Float32, p, nullptr,

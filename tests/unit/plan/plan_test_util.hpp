@@ -1,5 +1,6 @@
-// Shared helpers of the plan-layer tests: two small valid plans to mutate (one per protocol), loading
-// helpers that return the error text, test data paths, and a temporary directory.
+// Shared helpers of the plan-layer tests: two small valid plans to mutate (one
+// per protocol), loading helpers that return the error text, test data paths,
+// and a temporary directory.
 #ifndef MSCCLPP_TESTS_UNIT_PLAN_PLAN_TEST_UTIL_HPP_
 #define MSCCLPP_TESTS_UNIT_PLAN_PLAN_TEST_UTIL_HPP_
 
@@ -40,8 +41,9 @@ json packetPlan();
 std::string loadError(const json& j, int onlyRank = -1, const std::string& source = "t.json");
 mscclpp::plan::PlanPtr load(const json& j, int onlyRank = -1, const std::string& source = "t.json");
 
-// A minimal valid plan for registry tests: nRanks ranks in a ring of memory channels, one threadblock per
-// rank with a copy (and a "re" with reduce_op when reduceOp is not empty).
+// A minimal valid plan for registry tests: nRanks ranks in a ring of memory
+// channels, one threadblock per rank with a copy (and a "re" with reduce_op
+// when reduceOp is not empty).
 json minimalPlan(const std::string& name, const std::string& collective, int nRanks, uint32_t inputChunks,
                  uint32_t outputChunks, bool inPlace, const std::string& reduceOp = "");
 

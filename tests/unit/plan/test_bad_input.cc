@@ -1,5 +1,6 @@
-// Bad input never crashes or hangs the loader: truncated and corrupted text, huge files, paths that are
-// not plan files, unreadable files, bad MSCCLPP_PLAN_MAX_BYTES values.
+// Bad input never crashes or hangs the loader: truncated and corrupted text,
+// huge files, paths that are not plan files, unreadable files, bad
+// MSCCLPP_PLAN_MAX_BYTES values.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -88,7 +89,7 @@ TEST_CASE("wrong top-level shapes", "[plan][bad-input]") {
   CHECK(err("{\"gpus\": [{\"threadblocks\": 5}], \"name\": \"n\"}") == "w.json: missing required key \"collective\"");
 }
 
-TEST_CASE("a file above MSCCLPP_PLAN_MAX_BYTES is refused before it is read", "[plan][bad-input]") {
+TEST_CASE("a file over MSCCLPP_PLAN_MAX_BYTES is refused unread", "[plan][bad-input]") {
   plantest::TempDir dir;
   const std::string huge = dir.file("huge.json");
   const int fd = ::open(huge.c_str(), O_CREAT | O_WRONLY, 0644);
@@ -145,7 +146,7 @@ TEST_CASE("paths that are not readable plan files", "[plan][bad-input]") {
   }
 }
 
-TEST_CASE("huge counts in a small file are refused without allocating them", "[plan][bad-input]") {
+TEST_CASE("huge counts in a small file are refused, not allocated", "[plan][bad-input]") {
   plantest::json j = plantest::simplePlan();
   j["gpus"][0]["scratch_chunks"] = 4294967295ull;
   j["gpus"][1]["scratch_chunks"] = 4294967295ull;

@@ -1,5 +1,5 @@
-// The C API (mscclpp/plan_api.h) over the process-wide registry: status codes, messages, errBuf
-// truncation, info, selection and the selector.
+// The C API (mscclpp/plan_api.h) over the process-wide registry: status codes,
+// messages, errBuf truncation, info, selection and the selector.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -57,7 +57,7 @@ mscclppPlanRequest allreduce(uint64_t bytes) {
 
 }  // namespace
 
-TEST_CASE("C API: registration, info, selection, selector and unregistration", "[plan][api]") {
+TEST_CASE("C API: register, info, select, selector and unregister", "[plan][api]") {
   GlobalPlanDir dirs(plantest::planDataDir() + "/select");
   CHECK(mscclppPlanApiVersion() == 3);
   CHECK(mscclppPlanCount() == 3);

@@ -1,5 +1,6 @@
-// Every plan of the MSCCL++ reference corpus (tests/data/reference-plans) loads and validates, per rank
-// and in full, and the MSCCL++-specific spellings are read as documented.
+// Every plan of the MSCCL++ reference corpus (tests/data/reference-plans) loads
+// and validates, per rank and in full, and the MSCCL++-specific spellings are
+// read as documented.
 #include <catch2/catch.hpp>
 #include <cstring>
 
@@ -13,7 +14,7 @@ namespace {
 std::string corpus(const std::string& rel) { return plantest::referencePlansDir() + "/mscclpp/" + rel; }
 }  // namespace
 
-TEST_CASE("every reference plan validates in full, per rank, and as a summary", "[plan][corpus]") {
+TEST_CASE("reference plans validate whole, per rank and as summaries", "[plan][corpus]") {
   const auto files = plantest::referencePlanFiles();
   REQUIRE(files.size() == 64);
   for (const std::string& file : files) {
@@ -50,7 +51,7 @@ TEST_CASE("every reference plan validates in full, per rank, and as a summary", 
   }
 }
 
-TEST_CASE("MSCCL++ spellings: legacy buff, unfused glre, rank in local refs, uint64 max size", "[plan][corpus]") {
+TEST_CASE("MSCCL++ spellings: buff, unfused glre, ranked local refs", "[plan][corpus]") {
   // "buff" instead of "buffer_type" on switch channels; no buffer_alignment/min/max keys.
   PlanPtr pipeline = loadPlanFile(corpus("committed/allreduce_pipeline.json"));
   REQUIRE(pipeline->ranks[0].switchChannels.size() == 1);
@@ -89,10 +90,11 @@ TEST_CASE("MSCCL++ spellings: legacy buff, unfused glre, rank in local refs, uin
   CHECK_FALSE(flush->ranks[0].portChannels[0].implicit);
 }
 
-TEST_CASE("per-threadblock channel lists map to rank-level channels in the all-pairs LL allreduce", "[plan][corpus]") {
+TEST_CASE("threadblock channel lists map to rank-level channels", "[plan][corpus]") {
   PlanPtr plan = loadPlanFile(corpus("generated/sn_allreduce_pkt_8.json"));
-  // threadblock 1 of rank 0 lists remote buffers [1, 0, 2, ...]; its respkt's dst[1] says buffer_id 1
-  // (rank-level 0, rank 1's scratch) and dst[2] buffer_id 0 (rank-level 1, rank 2's scratch).
+  // threadblock 1 of rank 0 lists remote buffers [1, 0, 2, ...]; its respkt's
+  // dst[1] says buffer_id 1 (rank-level 0, rank 1's scratch) and dst[2]
+  // buffer_id 0 (rank-level 1, rank 2's scratch).
   const auto& tb = plan->ranks[0].threadblocks[1];
   const Op& respkt = tb.ops[1];
   REQUIRE(respkt.type == OpType::ReduceSendPackets);

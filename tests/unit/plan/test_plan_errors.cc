@@ -27,8 +27,9 @@ json rref(int id, int index, int size = 1) { return {{"buffer_id", id}, {"index"
 const std::function<json()> S = plantest::simplePlan;
 const std::function<json()> P = plantest::packetPlan;
 
-// 3 ranks; rank 0 has port channels to ranks 1 and 2 and their output buffers as port-reachable remote
-// buffers; its threadblock lists port channels [0, 1] and remote buffers [0, 1].
+// 3 ranks; rank 0 has port channels to ranks 1 and 2 and their output buffers
+// as port-reachable remote buffers; its threadblock lists port channels [0, 1]
+// and remote buffers [0, 1].
 json threeRankPort() {
   json j = plantest::minimalPlan("three", "custom", 3, 1, 1, false);
   g(j, 0)["channels"] = json::array({{{"channel_type", "port"}, {"connected_to", {1, 2}}}});
@@ -419,7 +420,7 @@ const std::vector<Case>& cases() {
 
 }  // namespace
 
-TEST_CASE("every validation rule rejects its broken plan with the exact error", "[plan][errors]") {
+TEST_CASE("each validation rule rejects its plan with the exact error", "[plan][errors]") {
   for (const Case& c : cases()) {
     json j = c.base();
     REQUIRE(plantest::loadError(j) == "");  // the base is valid
@@ -429,9 +430,9 @@ TEST_CASE("every validation rule rejects its broken plan with the exact error", 
   }
 }
 
-TEST_CASE("cross-rank rules hold in onlyRank mode; other ranks' ops are not checked there", "[plan][errors]") {
+TEST_CASE("onlyRank keeps cross-rank rules, skips other ranks' ops", "[plan][errors]") {
   json j = plantest::simplePlan();
-  g(j, 1)["channels"].erase(2);  // rank 1 no longer joins rank 0's switch group
+  g(j, 1)["channels"].erase(2);  // rank 1 leaves rank 0's switch group
   CHECK(plantest::loadError(j, 1).find("every member of a switch group declares the same switch channels") !=
         std::string::npos);
   json k = plantest::simplePlan();

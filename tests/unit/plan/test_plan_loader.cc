@@ -1,5 +1,5 @@
-// Valid plans load into the model with every reference resolved; onlyRank and summaries agree with the
-// full load.
+// Valid plans load into the model with every reference resolved; onlyRank and
+// summaries agree with the full load.
 #include <catch2/catch.hpp>
 
 #include "plan/plan_loader.hpp"
@@ -112,7 +112,7 @@ TEST_CASE("the Simple base plan loads with every reference resolved", "[plan][lo
   CHECK(dst(r, 1, 5, 0).index == 2);
 }
 
-TEST_CASE("the LL base plan loads and the unfused glre becomes the regular form", "[plan][loader]") {
+TEST_CASE("the LL base plan loads; an unfused glre becomes regular", "[plan][loader]") {
   PlanPtr plan = plantest::load(plantest::packetPlan());
   CHECK(plan->header.protocol == Protocol::LL);
   CHECK(plan->header.useDoubleScratchBuffer);
@@ -164,7 +164,7 @@ void checkSameRank(const RankPlan& a, const RankPlan& b) {
 }
 }  // namespace
 
-TEST_CASE("onlyRank loads one rank fully and only the declarations of the others", "[plan][loader]") {
+TEST_CASE("onlyRank loads one rank fully, the others' declarations", "[plan][loader]") {
   for (const json& j : {plantest::simplePlan(), plantest::packetPlan()}) {
     PlanPtr full = plantest::load(j);
     for (int rank = 0; rank < 2; ++rank) {
@@ -183,7 +183,7 @@ TEST_CASE("onlyRank loads one rank fully and only the declarations of the others
   CHECK(plantest::loadError(plantest::simplePlan(), 2) == "t.json: cannot load rank 2: the plan has 2 ranks");
 }
 
-TEST_CASE("a summary carries the header, the chunk counts and the reduce ops found while skipping", "[plan][loader]") {
+TEST_CASE("a summary holds the header, chunk counts and reduce ops", "[plan][loader]") {
   json j = plantest::simplePlan();
   j["gpus"][1]["threadblocks"][0]["ops"][5]["reduce_op"] = "max";
   const PlanSummary s = loadPlanSummaryJson(j.dump(), "s.json");
@@ -261,7 +261,7 @@ TEST_CASE("unknown keys are ignored at every level", "[plan][loader]") {
   checkSameRank(a->ranks[0], b->ranks[0]);
 }
 
-TEST_CASE("op channel ids and remote buffer ids translate through the threadblock's lists", "[plan][loader]") {
+TEST_CASE("channel and buffer ids translate through threadblock lists", "[plan][loader]") {
   // Three ranks in a full mesh; rank 0's threadblock lists its memory channels as [1, 0].
   json j = plantest::minimalPlan("mesh", "allreduce", 3, 3, 3, false);
   for (int r = 0; r < 3; ++r) {
@@ -285,7 +285,7 @@ TEST_CASE("op channel ids and remote buffer ids translate through the threadbloc
   CHECK(r.remoteBuffers[1].rank == 2);
 }
 
-TEST_CASE("unpaired channels get implicit partners; pair indexes count per peer", "[plan][loader]") {
+TEST_CASE("unpaired channels get partners; pair indexes count per peer", "[plan][loader]") {
   // Rank 0 lists two memory channels to rank 1 and one to rank 2; rank 1 lists none, rank 2 one back.
   json j = plantest::minimalPlan("pairs", "custom", 3, 1, 0, false);
   j["gpus"][0]["channels"] = json::array({{{"channel_type", "memory"}, {"connected_to", {1, 2, 1}}}});

@@ -112,7 +112,7 @@ TEST_CASE("NCCL byte counts per collective", "[plan][sizing]") {
   CHECK(ncclDataTypeBytes(-1) == 0);
 }
 
-TEST_CASE("MSCCL++ in-place shapes follow the same rule with NCCL's sizes", "[plan][sizing]") {
+TEST_CASE("MSCCL++ in-place shapes follow the rule with NCCL sizes", "[plan][sizing]") {
   const std::string dir = plantest::referencePlansDir() + "/mscclpp/";
   uint64_t in = 0, out = 0;
   // in-place allgather, 1 input chunk and 8 output chunks per rank
@@ -141,7 +141,7 @@ TEST_CASE("MSCCL++ in-place shapes follow the same rule with NCCL's sizes", "[pl
         "96 B input is not divisible into 16 chunks of a multiple of 16 bytes");
 }
 
-TEST_CASE("the collective name list names every collective once, in enum order", "[plan][names]") {
+TEST_CASE("the collective names list each collective once, in order", "[plan][names]") {
   const std::string list = collectiveNameList();
   size_t start = 0;
   int index = 0;
@@ -163,7 +163,7 @@ TEST_CASE("the collective name list names every collective once, in enum order",
   CHECK_FALSE(isRootedCollective(Collective::AllGather));
 }
 
-TEST_CASE("sizeCall: sizes that do not fit run on the padded geometry, per rank-major part", "[plan][sizing]") {
+TEST_CASE("sizeCall: sizes that do not fit run padded, per part", "[plan][sizing]") {
   PlanHeader h = header(16, true);
   h.collective = Collective::AllReduce;
   CallGeometry g;
@@ -188,8 +188,9 @@ TEST_CASE("sizeCall: sizes that do not fit run on the padded geometry, per rank-
   CHECK(g.outputParts == 4);
   CHECK(g.paddedPartBytes == 16);
   CHECK(g.outputBytes == 64);
-  // Reducescatter on 4 ranks with 4 input chunks: parts need not be a whole chunk each when chunks do not
-  // match parts, but the whole input still splits: 8 input chunks over 4 parts -> 2 chunks per part.
+  // Reducescatter on 4 ranks with 4 input chunks: parts need not be a whole
+  // chunk each when chunks do not match parts, but the whole input still
+  // splits: 8 input chunks over 4 parts -> 2 chunks per part.
   h = header(16, true);
   h.collective = Collective::ReduceScatter;
   r = sizeCall(h, 8, 2, 0, 4, 4 * 6, 6, 2, &g);

@@ -1,5 +1,6 @@
-// The registry: directory scans, registration, the selection rules and tie-break, the user selector,
-// lazy per-rank loading, and allocation-free cached lookups.
+// The registry: directory scans, registration, the selection rules and
+// tie-break, the user selector, lazy per-rank loading, and allocation-free
+// cached lookups.
 #include <sys/stat.h>
 #include <catch2/catch.hpp>
 
@@ -88,7 +89,7 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 
 }  // namespace
 
-TEST_CASE("a directory scan skips each bad file with one WARN; the first of two names wins", "[plan][registry]") {
+TEST_CASE("a scan skips bad files with a WARN; the first name wins", "[plan][registry]") {
   plantest::TempDir dir;
   plantest::writeFile(dir.file("a.json"), plan("alpha", "allreduce", 2, true).dump());
   plantest::writeFile(dir.file("b.json"), "{ broken");
@@ -127,7 +128,7 @@ TEST_CASE("a directory scan skips each bad file with one WARN; the first of two 
   CHECK(reg.count() == 2);
 }
 
-TEST_CASE("selection: size ranges, in-place, ranks per node, and the tie-break", "[plan][registry]") {
+TEST_CASE("selection: sizes, in-place, ranks per node, tie-break", "[plan][registry]") {
   Registry reg(std::vector<std::string>{});
   add(reg, plan("small", "allreduce", 8, true, 0, 64 * KiB));
   add(reg, plan("large", "allreduce", 8, true, 64 * KiB + 1));
@@ -179,8 +180,7 @@ TEST_CASE("selection: size ranges, in-place, ranks per node, and the tie-break",
                  "to in-place)"));
 }
 
-TEST_CASE("the same plan file in two directories is no warning; a different one of the same name is",
-          "[plan][registry]") {
+TEST_CASE("a name in two directories warns only if the files differ", "[plan][registry]") {
   plantest::TempDir installed, cache, other;
   const std::string text = plan("alpha", "allreduce", 2, true).dump();
   plantest::writeFile(installed.file("alpha.json"), text);
@@ -202,7 +202,7 @@ TEST_CASE("the same plan file in two directories is no warning; a different one 
                   "registered from") == 1);
 }
 
-TEST_CASE("tie-break: explicit registrations before directory plans, then names", "[plan][registry]") {
+TEST_CASE("tie-break: registrations, then directory plans, then names", "[plan][registry]") {
   plantest::TempDir dir;
   plantest::writeFile(dir.file("b.json"), plan("b", "allgather", 2, true).dump());
   Registry reg({dir.path()});
@@ -316,7 +316,7 @@ TEST_CASE("selection: root, tags, reduce ops and datatypes", "[plan][registry]")
   CHECK(contains(reg.select(e)->reason, "12 B input is not divisible into"));
 }
 
-TEST_CASE("selection: a plan that fits the call's sizes exactly goes before one that pads them", "[plan][registry]") {
+TEST_CASE("selection: an exact fit goes before a padded one", "[plan][registry]") {
   Registry reg(std::vector<std::string>{});
   json coarse = plan("coarse", "allreduce", 2, true, 0, MiB);  // the narrower size range, 64-byte chunks
   coarse["buffer_alignment"] = 64;
@@ -335,7 +335,7 @@ TEST_CASE("selection: a plan that fits the call's sizes exactly goes before one 
   CHECK(contains(padded->reason, "the call's 44 B parts do not fit the plan's chunks: they run padded to 128 B"));
 }
 
-TEST_CASE("why no plan: nothing registered, or every candidate's reason", "[plan][registry]") {
+TEST_CASE("why no plan: none registered, or each candidate's reason", "[plan][registry]") {
   Registry reg(std::vector<std::string>{});
   add(reg, plan("a", "allreduce", 2, true, 0, KiB));
   add(reg, plan("b", "allreduce", 2, false));
@@ -381,7 +381,7 @@ int indexOf(const SelectorState& s, const std::string& name) {
 }
 }  // namespace
 
-TEST_CASE("a user selector overrides the choice, is validated, and is cached per request", "[plan][registry]") {
+TEST_CASE("a user selector overrides, is validated, cached per request", "[plan][registry]") {
   Registry reg(std::vector<std::string>{});
   add(reg, plan("a", "allreduce", 2, true));
   add(reg, plan("b", "allreduce", 2, true, 0, 64 * KiB));
@@ -434,8 +434,7 @@ TEST_CASE("a user selector overrides the choice, is validated, and is cached per
   CHECK(state.calls == before);
 }
 
-TEST_CASE("plans load lazily for the asking rank; a plan broken for any rank is skipped by every rank",
-          "[plan][registry]") {
+TEST_CASE("plans load lazily; one broken on any rank is skipped by all", "[plan][registry]") {
   Registry reg(std::vector<std::string>{});
   add(reg, plan("good", "allreduce", 2, true));
   json bad = plan("bad", "allreduce", 2, true, 0, 64 * KiB);                 // narrower: preferred
@@ -445,8 +444,9 @@ TEST_CASE("plans load lazily for the asking rank; a plan broken for any rank is 
 
   LogCapture log;
   SelectRequest r = request(Collective::AllReduce, 2, KiB);
-  // Rank 1's own part of "bad" is valid, but rank 0's is not: rank 1 must skip it too, or the two ranks would run
-  // different plans for the same call (issue 13). The warning names the plan, the rank and the JSON path.
+  // Rank 1's own part of "bad" is valid but rank 0's is not. Rank 1 must skip
+  // it too, or the two ranks would run different plans for one call. The
+  // warning names the plan, the rank and the JSON path.
   r.rank = 1;
   SelectionPtr s = reg.select(r);
   CHECK(s->name == "good");
@@ -474,7 +474,7 @@ TEST_CASE("plans load lazily for the asking rank; a plan broken for any rank is 
                  "'bad' (bad.json): it failed to load: bad.json: gpus[0].threadblocks[0].ops[0]"));
 }
 
-TEST_CASE("registration: duplicates, unregistering, bad plans and arguments", "[plan][registry]") {
+TEST_CASE("registration: duplicates, unregister, bad plans and args", "[plan][registry]") {
   Registry reg(std::vector<std::string>{});
   std::string name;
   CHECK(reg.registerJson(plan("x", "allreduce", 2, true).dump(), "x.json", {}, &name) == Registry::Status::Ok);
@@ -498,7 +498,7 @@ TEST_CASE("registration: duplicates, unregistering, bad plans and arguments", "[
   CHECK(reg.select(request(Collective::AllReduce, 2, 64))->name.empty());
 }
 
-TEST_CASE("1,000 registered plans: the right one is found and cached lookups never allocate", "[plan][registry]") {
+TEST_CASE("1,000 plans: lookups find the right one without allocating", "[plan][registry]") {
   Registry reg(std::vector<std::string>{});
   for (int i = 0; i < 1000; ++i) {
     char name[16];
@@ -530,7 +530,7 @@ TEST_CASE("1,000 registered plans: the right one is found and cached lookups nev
   CHECK(allocations == 0);
 }
 
-TEST_CASE("concurrent lookups while plans are registered and unregistered", "[plan][registry]") {
+TEST_CASE("lookups run while plans are registered and unregistered", "[plan][registry]") {
   Registry reg(std::vector<std::string>{});
   add(reg, plan("base", "allreduce", 4, true));
   std::atomic<bool> stop{false};
@@ -575,7 +575,7 @@ TEST_CASE("unknown keys are logged at TRACE; implicit channels at INFO", "[plan]
   CHECK(quiet.count("ignoring unknown key") == 0);
 }
 
-TEST_CASE("selection: gather and scatter match the root and size by the per-rank part", "[plan][registry]") {
+TEST_CASE("selection: gather, scatter match root and per-rank size", "[plan][registry]") {
   Registry reg(std::vector<std::string>{});
   for (const char* c : {"gather", "scatter"}) {
     for (int root = 0; root < 4; ++root) {

@@ -1,5 +1,6 @@
-// The verifier's entry points: the C API (mscclppPlanVerify), the registry under MSCCLPP_VERIFY_PLANS,
-// the CLI (mscclpp-plan verify / show), and the picture's model.
+// The verifier's entry points: the C API (mscclppPlanVerify), the registry
+// under MSCCLPP_VERIFY_PLANS, the CLI (mscclpp-plan verify / show), and the
+// picture's model.
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
@@ -73,7 +74,7 @@ TEST_CASE("C API: mscclppPlanVerify proves, refutes and refuses", "[verify][api]
   CHECK(mscclppPlanVerify(dir.file("p.json").c_str(), nullptr, 0, report, sizeof(report), err, sizeof(err)) == 1);
 }
 
-TEST_CASE("a model above Options::maxEvents is reported unchecked, not proven", "[verify][api]") {
+TEST_CASE("a model over Options::maxEvents is unchecked, not proven", "[verify][api]") {
   auto plan = plantest::load(allgatherPut("ok"));
   mscclpp::plan::verify::Options options;
   options.maxEvents = 10;
@@ -84,7 +85,7 @@ TEST_CASE("a model above Options::maxEvents is reported unchecked, not proven", 
   CHECK(r.findings[0].message.find("more than the verifier's limit of 10") != std::string::npos);
 }
 
-TEST_CASE("MSCCLPP_VERIFY_PLANS=1: the registry skips and refuses plans it cannot prove", "[verify][registry]") {
+TEST_CASE("MSCCLPP_VERIFY_PLANS=1 skips plans it cannot prove", "[verify][registry]") {
   plantest::TempDir dir;
   plantest::writeFile(dir.file("a_good.json"), allgatherPut("ok").dump());
   plantest::writeFile(dir.file("b_bad.json"), allgatherPut("no-signal-wait").dump());
@@ -119,7 +120,7 @@ TEST_CASE("mscclpp-plan verify: exit status and report", "[verify][cli]") {
   CHECK(runCli("verify", &out) == 2);
 }
 
-TEST_CASE("mscclpp-plan show: SVG and HTML with one lane per rank and threadblock", "[verify][show]") {
+TEST_CASE("mscclpp-plan show: SVG and HTML, a lane per threadblock", "[verify][show]") {
   plantest::TempDir dir;
   plantest::writeFile(dir.file("bad.json"), allgatherPut("no-nop-before-signal").dump());
   std::string out;
@@ -141,7 +142,7 @@ TEST_CASE("mscclpp-plan show: SVG and HTML with one lane per rank and threadbloc
   CHECK(runCli("show " + dir.file("bad.json") + " -o " + dir.file("p.svg") + " --ranks 2", &out) == 2);
 }
 
-TEST_CASE("the picture: lanes, signal arrows and columns after what comes first", "[verify][show]") {
+TEST_CASE("the picture: lanes, signal arrows, causal column order", "[verify][show]") {
   auto plan = plantest::load(allgatherPut("ok"));
   mscclpp::plan::verify::Options options;
   options.collectFlows = true;

@@ -1,5 +1,6 @@
-// The verifier's findings on small hand-written plans: each way of breaking a correct plan is named,
-// with rank, threadblock, op, buffer and chunk (and the DSL line when the plan carries it).
+// The verifier's findings on small hand-written plans: each way of breaking a
+// correct plan is named, with rank, threadblock, op, buffer and chunk (and the
+// DSL line when the plan carries it).
 #include <catch2/catch.hpp>
 #include <string>
 
@@ -32,7 +33,7 @@ TEST_CASE("a correct put/signal/wait allgather is proven for every size", "[veri
   CHECK(r.chunkSizes.size() == 1);
 }
 
-TEST_CASE("race: a signal with no nop after the put releases one thread's part", "[verify][findings]") {
+TEST_CASE("race: no nop between the put and its signal", "[verify][findings]") {
   const auto r = verify(allgatherPut("no-nop-before-signal"));
   INFO(text(r));
   const Finding& f = first(r, FindingKind::Race);
@@ -44,7 +45,7 @@ TEST_CASE("race: a signal with no nop after the put releases one thread's part",
   CHECK(contains(f.chunks, "chunk "));
 }
 
-TEST_CASE("race: nothing orders the peer's put before the host reads the output", "[verify][findings]") {
+TEST_CASE("race: nothing orders the peer's put before the host read", "[verify][findings]") {
   const auto r = verify(allgatherPut("no-signal-wait"));
   INFO(text(r));
   const Finding& f = first(r, FindingKind::Race);
@@ -101,9 +102,10 @@ TEST_CASE("findings name the DSL source line when the plan carries it", "[verify
   CHECK(contains(mscclpp::plan::verify::formatResult(*plantest::load(plan), r), "(put, allgather.py:16)"));
 }
 
-TEST_CASE("LL packets: one-way traffic reuses the scratch of the previous call", "[verify][findings][ll]") {
-  // Rank 0 broadcasts its input as packets into rank 1's scratch; rank 1 unpacks. Nothing tells rank 0
-  // that rank 1 has read the packets before the next call overwrites them.
+TEST_CASE("LL packets: one-way traffic reuses the last call's scratch", "[verify][findings][ll]") {
+  // Rank 0 broadcasts its input as packets into rank 1's scratch; rank 1
+  // unpacks. Nothing tells rank 0 that rank 1 has read the packets before the
+  // next call overwrites them.
   for (bool doubleScratch : {false, true}) {
     INFO("double scratch " << doubleScratch);
     auto plan = twoRankPlan(
@@ -165,8 +167,9 @@ TEST_CASE("semaphores: releases without acquires are left over", "[verify][findi
 }
 
 TEST_CASE("thread-block groups: every slice arrangement is checked", "[verify][findings][tbg]") {
-  // One rank's allreduce is a copy; three threadblocks copy slices 0, 1, 2 of 3 of the chunk. The broken
-  // plan copies slice 1 twice and never slice 2, which is empty at chunks of 1 or 2 alignment units.
+  // One rank's allreduce is a copy; three threadblocks copy slices 0, 1, 2 of 3
+  // of the chunk. The broken plan copies slice 1 twice and never slice 2, which
+  // is empty at chunks of 1 or 2 alignment units.
   auto make = [](int lastSlice) {
     json tbs = json::array();
     for (int t = 0; t < 3; ++t) {

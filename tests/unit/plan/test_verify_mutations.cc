@@ -1,7 +1,8 @@
-// Mutation tests of the verifier (tools/cli/plan/plan_mutations.hpp): every default plan for 2 and 4 ranks
-// broken by a dropped wait, a dropped signal, a dropped signal/wait pair, an op moved before its wait or
-// a chunk index shifted is caught; a dropped nop is caught unless it changes nothing (a reason is
-// given), which bench_verify --mutations tabulates for all plans.
+// Mutation tests of the verifier (tools/cli/plan/plan_mutations.hpp): every
+// default plan for 2 and 4 ranks broken by a dropped wait, a dropped signal, a
+// dropped signal/wait pair, an op moved before its wait or a chunk index
+// shifted is caught; a dropped nop is caught unless it changes nothing (a
+// reason is given), which bench_verify --mutations tabulates for all plans.
 #include <dirent.h>
 
 #include <algorithm>
@@ -52,8 +53,9 @@ TEST_CASE("mutants of the default plans are caught", "[verify][mutations]") {
         if (!r.proven) continue;
         INFO(plan->header.name << ": " << mutate::kindName(kind) << ": " << m.text);
         REQUIRE(kind == mutate::Kind::DropNop);
-        // The root of an out-of-place gather signals its peers, then copies its own part: nothing the
-        // peers do touches the bytes of that copy, so the nop between them orders nothing.
+        // The root of an out-of-place gather signals its peers, then copies its
+        // own part: nothing the peers do touches the bytes of that copy, so the
+        // nop between them orders nothing.
         const bool gatherRootCopy =
             plan->header.collective == Collective::Gather && !plan->header.inPlace && m.rank == plan->header.root;
         CHECK((!mutate::harmlessNop(*plan, m).empty() || gatherRootCopy));

@@ -1,6 +1,7 @@
-// The verifier on real plans: every default plan (plans/) is proven; every collective plan of the
-// MSCCL++ reference corpus is proven except those with a defect the verifier names (docs/plan-verifier.md
-// explains each); the corpus's unit-test plans get the findings their known problems deserve.
+// The verifier on real plans: every default plan (plans/) is proven; every
+// collective plan of the MSCCL++ reference corpus is proven except those with a
+// defect the verifier names (docs/plan-verifier.md explains each); the corpus's
+// unit-test plans get the findings their known problems deserve.
 #include <dirent.h>
 
 #include <algorithm>
@@ -48,14 +49,16 @@ TEST_CASE("every default plan is proven", "[verify][plans]") {
   }
 }
 
-TEST_CASE("the reference corpus: collective plans proven or their defect named", "[verify][corpus]") {
+TEST_CASE("reference corpus: each plan is proven or its defect named", "[verify][corpus]") {
   // Defects of plans as MSCCL++'s compiler wrote them (docs/plan-verifier.md, "The reference corpus"):
   const std::map<std::string, std::pair<FindingKind, const char*>> defects = {
-      // Threadblock 1 of rank 0 reads a scratch half that only threadblock 0's peer synchronises
-      // (docs/executor.md, "Findings on the reference corpus": ThreadSanitizer sees it too).
+      // Threadblock 1 of rank 0 reads a scratch half that only threadblock 0's
+      // peer synchronises (docs/executor.md, "Findings on the reference
+      // corpus": ThreadSanitizer sees it too).
       {"executor-tests-reduce_tbg.json", {FindingKind::Race, "scratch"}},
-      // reuse_resources wraps the scratch, and nothing keeps the copying threadblock from running a
-      // whole scratch ahead of the readers (the committed allreduce_pipeline.json has that credit).
+      // reuse_resources wraps the scratch, and nothing keeps the copying
+      // threadblock from running a whole scratch ahead of the readers; the
+      // corpus's committed allreduce_pipeline has that credit.
       {"sn_allreduce_pipeline.json", {FindingKind::Race, "pipeline iteration"}},
       // Unit plans: the ones docs/executor.md lists as never completing, ...
       {"ut_read_put_packet_test.json", {FindingKind::Deadlock, "no op of any rank writes"}},
@@ -98,9 +101,10 @@ TEST_CASE("the reference corpus: collective plans proven or their defect named",
   CHECK(proven == 25);
 }
 
-TEST_CASE("strict kernel boundaries: a relaxed signal does not publish multimem stores", "[verify][corpus]") {
-  // Under the PTX memory model taken strictly, the NVLS plans of the corpus publish the result of their
-  // multimem stores to the other ranks only through a relaxed signal before the launch ends.
+TEST_CASE("strict model: a relaxed signal does not publish multimem", "[verify][corpus]") {
+  // Under the PTX memory model taken strictly, the NVLS plans of the corpus
+  // publish the result of their multimem stores to the other ranks only through
+  // a relaxed signal before the launch ends.
   for (const char* name :
        {"committed/executor-tests-reduce_nvls.json", "committed/executor-tests-reduce_nvls_pipeline.json",
         "generated/sn_allgather_nvls_zero_copy_8.json", "generated/sn_allreduce_nvls_zero_copy_8.json"}) {

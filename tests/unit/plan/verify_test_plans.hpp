@@ -1,5 +1,6 @@
-// Small hand-written plans for the verifier tests: a correct 2-rank plan per pattern and the ways to
-// break it. Each builder returns plan JSON (nlohmann) that loads.
+// Small hand-written plans for the verifier tests: a correct 2-rank plan per
+// pattern and the ways to break it. Each builder returns plan JSON (nlohmann)
+// that loads.
 #ifndef MSCCLPP_TESTS_UNIT_PLAN_VERIFY_TEST_PLANS_HPP_
 #define MSCCLPP_TESTS_UNIT_PLAN_VERIFY_TEST_PLANS_HPP_
 
@@ -16,8 +17,9 @@ using nlohmann::json;
 json local(const char* type, int index, int size = 1);
 json remote(int id, int index, int size = 1);
 
-// A 2-rank plan of `collective` whose rank r runs the ops ops(r) in one threadblock with one memory
-// channel to the peer and remote buffers {peer input, peer output, peer scratch} (ids 0, 1, 2).
+// A 2-rank plan of `collective` whose rank r runs the ops ops(r) in one
+// threadblock with one memory channel to the peer and remote buffers {peer
+// input, peer output, peer scratch} (ids 0, 1, 2).
 json twoRankPlan(const std::string& name, const std::string& collective, bool inPlace, const std::string& protocol,
                  int inputChunks, int outputChunks, int scratchChunks, const std::vector<json>& ops0,
                  const std::vector<json>& ops1);

@@ -1,5 +1,6 @@
-// Helpers shared by the shim's tests: the test-double libnccl's inspection API (reached in the copy the shim
-// loaded), one-rank communicators, and last-error access.
+// Helpers shared by the shim's tests: the test-double libnccl's inspection API
+// (reached in the copy the shim loaded), one-rank communicators, and last-error
+// access.
 #ifndef MSCCLPP_TESTS_SHIM_TEST_UTIL_HPP_
 #define MSCCLPP_TESTS_SHIM_TEST_UTIL_HPP_
 
@@ -9,8 +10,9 @@
 #include <string>
 #include <vector>
 
-// Sanitized builds (ASan, TSan, MSan) cannot use RTLD_DEEPBIND (their dlopen interceptor aborts): the shim then
-// keeps the real library's internal calls inside it with its re-entry guard alone.
+// Sanitized builds (ASan, TSan, MSan) cannot use RTLD_DEEPBIND (their dlopen
+// interceptor aborts): the shim then keeps the real library's internal calls
+// inside it with its re-entry guard alone.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SHIMTEST_SANITIZED 1
 #elif defined(__has_feature)
@@ -61,8 +63,9 @@ std::string lastError();
 // The text of a log file, which is then removed ("" when it does not exist).
 std::string takeLog(const std::string& path);
 
-// Sets or unsets an environment variable for the scope. The shim reads MSCCLPP_* variables once: both
-// ends call ncclResetDebugInit, which makes it read them again.
+// Sets or unsets an environment variable for the scope. The shim reads
+// MSCCLPP_* variables once: both ends call ncclResetDebugInit, which makes it
+// read them again.
 class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value);

@@ -1,8 +1,8 @@
-// Any count through the shim (tag [anycount], run with the default plans; CPU backend, ranks of one process
-// driven in a group): every collective on the default plans at element counts that do and do not fit the
-// plans' chunks runs on a plan (the NCCL double receives no collective) and gives NCCL's result, computed
-// here on the host. Also the documented two-rank exchange (grouped ncclSend + ncclRecv) on the default
-// plans alone ([defaultplans]).
+// Any count through the shim, on the default plans and the CPU backend,
+// ranks of one process driven in a group. Every collective at counts that
+// do and do not fit the plans' chunks runs on a plan, never on the NCCL
+// double, and gives NCCL's result as computed here. [defaultplans] runs the
+// documented two-rank exchange (grouped ncclSend + ncclRecv).
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <string>
@@ -55,8 +55,9 @@ T valueOf(int rank, size_t i) {
   return static_cast<T>((rank * 3 + static_cast<int>(i % 7)) % 11);  // small: sums of 4 fit every type
 }
 
-// NCCL's result for rank r (root 1 for rooted collectives); `defined` is false where NCCL leaves the
-// receive buffer untouched (a reduce's or gather's non-root rank).
+// NCCL's result for rank r (root 1 for rooted collectives); `defined` is false
+// where NCCL leaves the receive buffer untouched (a reduce's or gather's
+// non-root rank).
 template <class T>
 std::vector<T> expected(Coll c, int n, int r, size_t count, bool* defined) {
   const int root = 1;
@@ -154,19 +155,17 @@ void sweep(int n, ncclDataType_t dt, size_t maxCount) {
 
 }  // namespace
 
-TEST_CASE("any count: every collective on 4 ranks, int32 counts 1..40 and some larger", "[anycount]") {
+TEST_CASE("any count: 4 ranks, int32, counts 1..40 and a few larger", "[anycount]") {
   sweep<int32_t>(4, ncclInt32, 40);
 }
 
-TEST_CASE("any count: every collective on 2 ranks, int8 counts 1..70 and some larger", "[anycount]") {
-  sweep<int8_t>(2, ncclInt8, 70);
-}
+TEST_CASE("any count: 2 ranks, int8, counts 1..70 and a few larger", "[anycount]") { sweep<int8_t>(2, ncclInt8, 70); }
 
-TEST_CASE("any count: every collective on 8 ranks, float32 counts 1..9 and some larger", "[anycount]") {
+TEST_CASE("any count: 8 ranks, float32, counts 1..9 and a few larger", "[anycount]") {
   sweep<float>(8, ncclFloat32, 9);
 }
 
-TEST_CASE("the documented two-rank exchange runs on the default plans at any count", "[defaultplans]") {
+TEST_CASE("the two-rank exchange runs on default plans at any count", "[defaultplans]") {
   std::vector<ncclComm_t> comms = initAll(2);
   for (size_t count : {1, 3, 64, 1001, 4096}) {
     std::vector<std::vector<float>> send(2, std::vector<float>(count)), recv(2, std::vector<float>(count, -1));

@@ -1,6 +1,7 @@
-// The C ABI without a fallback in play: version, error strings and last error, NCCL's argument checks and result
-// codes. Where the real libnccl.so.2 can answer without a GPU, the shim's result code and message are compared
-// with the real library's own.
+// The C ABI without a fallback in play: version, error strings and last error,
+// NCCL's argument checks and result codes. Where the real libnccl.so.2 can
+// answer without a GPU, the shim's result code and message are compared with
+// the real library's own.
 #include <dlfcn.h>
 
 #include <catch2/catch.hpp>
@@ -19,8 +20,9 @@ using shimtest::soloComm;
 
 namespace {
 
-// The real NCCL loaded on its own (RTLD_DEEPBIND: its internal calls stay inside it), or nullptr. Not in
-// sanitized builds: there the comparison is skipped (its internal calls would reach the shim).
+// The real NCCL loaded on its own (RTLD_DEEPBIND: its internal calls stay
+// inside it), or nullptr. Not in sanitized builds: there the comparison is
+// skipped (its internal calls would reach the shim).
 void* realNccl() {
   static void* h = SHIMTEST_SANITIZED ? nullptr : dlopen(REAL_NCCL_PATH, RTLD_LAZY | RTLD_LOCAL | RTLD_DEEPBIND);
   return h;
@@ -35,7 +37,7 @@ std::string realLastError() { return realFn<const char* (*)(ncclComm_t)>("ncclGe
 
 }  // namespace
 
-TEST_CASE("ncclGetVersion reports the NCCL headers the shim was built with", "[basics]") {
+TEST_CASE("ncclGetVersion reports the shim's NCCL headers", "[basics]") {
   int v = 0;
   REQUIRE(ncclGetVersion(&v) == ncclSuccess);
   CHECK(v == 22809);
@@ -59,7 +61,7 @@ TEST_CASE("ncclGetErrorString is worded like NCCL's", "[basics]") {
   }
 }
 
-TEST_CASE("same result and message as the real NCCL for the mistakes it can judge without a GPU", "[basics]") {
+TEST_CASE("GPU-free mistakes get the real NCCL's result and message", "[basics]") {
   if (realNccl() == nullptr) {
     WARN("no real libnccl.so.2 at " << REAL_NCCL_PATH << ": skipping the side-by-side comparison");
     return;
@@ -124,7 +126,7 @@ TEST_CASE("same result and message as the real NCCL for the mistakes it can judg
   CHECK(ncclCommRevoke(nullptr, 0) == ncclSuccess);
 }
 
-TEST_CASE("ncclGetLastError holds the last error's message, process-wide", "[basics]") {
+TEST_CASE("ncclGetLastError holds the last error, process-wide", "[basics]") {
   CHECK(ncclAllGather(nullptr, nullptr, 4, ncclInt8, nullptr, 0) == ncclInvalidArgument);
   CHECK(lastError() == "AllGather : comm argument is NULL");
   // Another thread sees the same text (NCCL's last error is process-wide).

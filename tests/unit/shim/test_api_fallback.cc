@@ -1,6 +1,8 @@
-// The fallback path against the test-double libnccl (MSCCLPP_NCCL_LIB_PATH points at it; no plan directory has
-// plans): every call reaches the real NCCL's counterpart with the caller's exact arguments and the real
-// communicator (never ours), user ops translated, internal calls kept inside the library, decisions logged.
+// The fallback path against the test-double libnccl (MSCCLPP_NCCL_LIB_PATH
+// points at it; no plan directory has plans): every call reaches the real
+// NCCL's counterpart with the caller's exact arguments and the real
+// communicator (never ours), user ops translated, internal calls kept inside
+// the library, decisions logged.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -71,8 +73,7 @@ auto fakeStream = reinterpret_cast<cudaStream_t>(0x5151);
 
 }  // namespace
 
-TEST_CASE("every collective reaches the real NCCL with the caller's arguments and the real communicator",
-          "[fallback]") {
+TEST_CASE("every collective reaches the real NCCL and communicator", "[fallback]") {
   Solo s = makeSolo();
   std::vector<int32_t> in(64), out(64, -1);
   for (int i = 0; i < 64; ++i) in[i] = i * 3 + 1;
@@ -120,7 +121,7 @@ TEST_CASE("every collective reaches the real NCCL with the caller's arguments an
   CHECK(ncclCommDestroy(s.comm) == ncclSuccess);
 }
 
-TEST_CASE("ncclBcast goes to the real ncclBcast, whose internal ncclBroadcast stays inside it", "[fallback]") {
+TEST_CASE("ncclBcast reaches the real one; its inner call stays inside", "[fallback]") {
   Solo s = makeSolo();
   std::vector<float> buf(16, 2.5f);
   REQUIRE(ncclBcast(buf.data(), 16, ncclFloat32, 0, s.comm, fakeStream) == ncclSuccess);
@@ -134,14 +135,14 @@ TEST_CASE("ncclBcast goes to the real ncclBcast, whose internal ncclBroadcast st
                                "stream=%p)",
                                p, p, s.real, (void*)fakeStream));
   CHECK(dbl().depth(1) == 1);
-  // Loaded with RTLD_DEEPBIND by the shim: the dynamic linker bound the library's own name inside it. (Sanitized
-  // builds cannot use RTLD_DEEPBIND: the call then went through the shim's re-entry guard and came back, as
-  // the records above show.)
+  // The shim loads it with RTLD_DEEPBIND, so the library's own name binds
+  // inside it. Sanitized builds cannot use RTLD_DEEPBIND: there the call goes
+  // through the shim's re-entry guard and back, as the records above show.
   CHECK(dbl().bcastBoundInside() == (SHIMTEST_SANITIZED ? 0 : 1));
   CHECK(ncclCommDestroy(s.comm) == ncclSuccess);
 }
 
-TEST_CASE("calls inside a group are issued at the outermost end, in order, in one real group", "[fallback]") {
+TEST_CASE("grouped calls are issued in order at the outermost end", "[fallback]") {
   Solo s = makeSolo();
   std::vector<double> a(8, 1.0), b(8, 0.0), c(8, 0.0);
   REQUIRE(ncclGroupStart() == ncclSuccess);
@@ -166,7 +167,7 @@ TEST_CASE("calls inside a group are issued at the outermost end, in order, in on
   CHECK(ncclCommDestroy(s.comm) == ncclSuccess);
 }
 
-TEST_CASE("an error inside a group is returned by the call and by the outermost end; nothing is issued", "[fallback]") {
+TEST_CASE("an error in a group fails the call and the end; none issued", "[fallback]") {
   Solo s = makeSolo();
   float a = 1, b = 0;
   REQUIRE(ncclGroupStart() == ncclSuccess);
@@ -227,7 +228,7 @@ TEST_CASE("PreMulSum ops exist in both worlds and are translated", "[fallback]")
   CHECK(ncclCommDestroy(s.comm) == ncclSuccess);
 }
 
-TEST_CASE("a bad MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION fails init with a message", "[fallback]") {
+TEST_CASE("a bad forced-fallback list fails init with a message", "[fallback]") {
   ScopedEnv env("MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION", "allreduce,bogus");
   ncclUniqueId id;
   REQUIRE(ncclGetUniqueId(&id) == ncclSuccess);
@@ -238,7 +239,7 @@ TEST_CASE("a bad MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION fails init with a message
                          "'bogus'") == 0);
 }
 
-TEST_CASE("MSCCLPP_DEBUG=INFO logs every decision and a per-collective summary at destroy", "[fallback]") {
+TEST_CASE("MSCCLPP_DEBUG=INFO logs decisions and a summary at destroy", "[fallback]") {
   std::string path = "/tmp/mscclpp-shim-test-" + std::to_string(getpid()) + ".log";
   std::remove(path.c_str());
   {
@@ -264,7 +265,7 @@ TEST_CASE("MSCCLPP_DEBUG=INFO logs every decision and a per-collective summary a
   CHECK(log.find("rank 0 of 1 destroyed; allreduce: 2 calls, 3.0 MiB, 0 via plans, 2 via NCCL") != std::string::npos);
 }
 
-TEST_CASE("a bad NCCL_DEBUG fails init with ncclInvalidArgument naming the variable", "[fallback]") {
+TEST_CASE("a bad NCCL_DEBUG fails init with ncclInvalidArgument", "[fallback]") {
   ScopedEnv level("NCCL_DEBUG", "LOUD");
   ncclUniqueId id;
   CHECK(ncclGetUniqueId(&id) == ncclInvalidArgument);
@@ -276,7 +277,7 @@ TEST_CASE("a bad NCCL_DEBUG fails init with ncclInvalidArgument naming the varia
   CHECK(comm == nullptr);
 }
 
-TEST_CASE("NCCL_DEBUG=WARN prints the details the error strings point to", "[fallback]") {
+TEST_CASE("NCCL_DEBUG=WARN prints the details error strings point to", "[fallback]") {
   const std::string path = "/tmp/mscclpp-shim-warn-" + std::to_string(getpid()) + ".log";
   std::remove(path.c_str());
   {
@@ -337,7 +338,7 @@ TEST_CASE("device API calls go to the real communicator", "[fallback]") {
   CHECK(ncclCommDestroy(s.comm) == ncclSuccess);
 }
 
-TEST_CASE("ncclMemAlloc gives host memory on the CPU backend without a GPU", "[fallback]") {
+TEST_CASE("ncclMemAlloc gives host memory on the CPU backend", "[fallback]") {
   void* p = nullptr;
   REQUIRE(ncclMemAlloc(&p, 1000) == ncclSuccess);
   REQUIRE(p != nullptr);
@@ -352,7 +353,7 @@ TEST_CASE("ncclMemAlloc gives host memory on the CPU backend without a GPU", "[f
   CHECK(lastError() == "MemAlloc : ptr argument is NULL");
 }
 
-TEST_CASE("ncclGroupSimulateEnd asks the real NCCL when every call goes there", "[fallback]") {
+TEST_CASE("ncclGroupSimulateEnd asks NCCL when all calls go there", "[fallback]") {
   Solo s = makeSolo();
   float a[4] = {}, b[4] = {};
   ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
@@ -380,7 +381,7 @@ TEST_CASE("the real NCCL's async error is reported", "[fallback]") {
   CHECK(ncclCommDestroy(s.comm) == ncclSuccess);
 }
 
-TEST_CASE("when the real NCCL cannot build its communicator, ours works and a fallback call says why", "[fallback]") {
+TEST_CASE("without a real communicator ours works; fallbacks say why", "[fallback]") {
   REQUIRE(dbl().loaded());
   dbl().failInit(-1, ncclSystemError);
   ncclComm_t comm = soloComm();

@@ -1,6 +1,8 @@
-// A communicator's life through the C ABI: nonblocking init, groups of inits from one thread, ncclCommInitAll,
-// split (colors, keys, NOCOLOR), shrink, finalize, revoke, destroy and abort (prompt, peers gone), with the real
-// NCCL twin (the test double) carried along. Ranks are threads of this process over our TCP bootstrap.
+// A communicator's life through the C ABI: nonblocking init, groups of inits
+// from one thread, ncclCommInitAll, split (colors, keys, NOCOLOR), shrink,
+// finalize, revoke, destroy and abort (prompt, peers gone), with the real NCCL
+// twin (the test double) carried along. Ranks are threads of this process over
+// our TCP bootstrap.
 #include <dlfcn.h>
 
 #include <atomic>
@@ -66,7 +68,7 @@ int realRankOf(void* realComm) {
 
 }  // namespace
 
-TEST_CASE("one thread creates four ranks in a group; grouped collectives reach each rank's real twin", "[lifecycle]") {
+TEST_CASE("one thread, four ranks in a group; calls reach each twin", "[lifecycle]") {
   std::vector<ncclComm_t> comms = groupInit(4);
   for (int r = 0; r < 4; ++r) {
     int rank = -1, count = -1;
@@ -113,7 +115,7 @@ TEST_CASE("ncclCommInitAll creates a working clique", "[lifecycle]") {
   CHECK(ncclCommInitAll(none.data(), 0, nullptr) == ncclSuccess);
 }
 
-TEST_CASE("nonblocking init: the handle is valid at once, GetAsyncError reports progress", "[lifecycle]") {
+TEST_CASE("nonblocking init: a valid handle at once, progress reported", "[lifecycle]") {
   ncclUniqueId id;
   REQUIRE(ncclGetUniqueId(&id) == ncclSuccess);
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
@@ -148,7 +150,7 @@ TEST_CASE("nonblocking init: the handle is valid at once, GetAsyncError reports 
   CHECK(ncclCommDestroy(c1) == ncclSuccess);
 }
 
-TEST_CASE("split: colors, keys (reversed order), NOCOLOR gets NULL, the real split is issued", "[lifecycle]") {
+TEST_CASE("split: colors, reversed keys, NOCOLOR is NULL, real split", "[lifecycle]") {
   std::vector<ncclComm_t> comms = groupInit(4);
   dbl().reset();
   std::vector<ncclComm_t> children(4, reinterpret_cast<ncclComm_t>(0x1));
@@ -213,7 +215,7 @@ TEST_CASE("split inside a group, from one thread", "[lifecycle]") {
   destroyAll(comms);
 }
 
-TEST_CASE("shrink: the survivors build a new communicator without the excluded ranks", "[lifecycle]") {
+TEST_CASE("shrink: survivors form a communicator without the excluded", "[lifecycle]") {
   std::vector<ncclComm_t> comms = groupInit(4);
   dbl().reset();
   std::vector<ncclComm_t> children(3, nullptr);
@@ -292,7 +294,7 @@ TEST_CASE("abort returns promptly when a peer is gone", "[lifecycle]") {
   CHECK(seconds < 5.0);
 }
 
-TEST_CASE("abort during a nonblocking init whose peer never comes returns promptly", "[lifecycle]") {
+TEST_CASE("abort in a nonblocking init missing a peer returns promptly", "[lifecycle]") {
   ncclUniqueId id;
   REQUIRE(ncclGetUniqueId(&id) == ncclSuccess);
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
@@ -308,7 +310,7 @@ TEST_CASE("abort during a nonblocking init whose peer never comes returns prompt
   CHECK(seconds < 5.0);  // far below the 60 s deadline the rendezvous would otherwise wait
 }
 
-TEST_CASE("ncclCommGetAsyncError from a watchdog thread while the communicator works", "[lifecycle][concurrency]") {
+TEST_CASE("a watchdog polls ncclCommGetAsyncError during collectives", "[lifecycle][concurrency]") {
   std::vector<ncclComm_t> comms = groupInit(2);
   std::atomic<bool> stop{false};
   std::atomic<long> polls{0};
@@ -359,7 +361,7 @@ TEST_CASE("ncclCommInitRankScalable creates ranks from one id", "[lifecycle]") {
   destroyAll(comms);
 }
 
-TEST_CASE("an init inside a group whose rendezvous fails is reported by the group end", "[lifecycle]") {
+TEST_CASE("a grouped init whose rendezvous fails fails the group end", "[lifecycle]") {
   ncclUniqueId id;
   REQUIRE(ncclGetUniqueId(&id) == ncclSuccess);
   // Rank 1 of 2 never comes: with a short deadline the group end fails (and names the problem) instead of hanging.

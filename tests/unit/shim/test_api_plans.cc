@@ -1,6 +1,8 @@
-// The plan path through the C ABI with ranks as threads of this process (CPU backend; MSCCLPP_PLAN_DIR = the
-// default plans and tests/data/shim/plans): one thread driving several ranks in a group, one thread per rank,
-// the two-rank exchange plan, forced fallback with a plan available, and the INFO decision lines.
+// The plan path through the C ABI with ranks as threads of this process (CPU
+// backend; MSCCLPP_PLAN_DIR = the default plans and tests/data/shim/plans): one
+// thread driving several ranks in a group, one thread per rank, the two-rank
+// exchange plan, forced fallback with a plan available, and the INFO decision
+// lines.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -55,7 +57,7 @@ bool ncclGotCollective() {
 
 }  // namespace
 
-TEST_CASE("one thread drives four ranks: a grouped allreduce runs each rank's plan concurrently", "[plans]") {
+TEST_CASE("one thread, four ranks: a grouped allreduce runs each plan", "[plans]") {
   std::vector<ncclComm_t> comms = groupInit(4);
   const size_t count = 4096;
   std::vector<std::vector<float>> in(4, std::vector<float>(count)), out(4, std::vector<float>(count, -1));
@@ -108,7 +110,7 @@ TEST_CASE("one thread per rank: ungrouped collectives on plans", "[plans]") {
   destroyAll(comms);
 }
 
-TEST_CASE("gather and scatter run on plans for 2 and 4 ranks, every root, in and out of place", "[plans]") {
+TEST_CASE("gather and scatter on plans: every root, in and out of place", "[plans]") {
   for (int n : {2, 4}) {
     std::vector<ncclComm_t> comms = groupInit(n);
     const size_t count = 1000;  // int32 elements per rank (4000 B: a multiple of the plans' 16-byte alignment)
@@ -171,7 +173,7 @@ TEST_CASE("gather and scatter run on plans for 2 and 4 ranks, every root, in and
   }
 }
 
-TEST_CASE("MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION=gather,scatter sends them to NCCL although plans exist", "[plans]") {
+TEST_CASE("forced fallback of gather and scatter skips their plans", "[plans]") {
   std::vector<ncclComm_t> comms;
   {
     ScopedEnv force("MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION", "gather,scatter");
@@ -195,7 +197,7 @@ TEST_CASE("MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION=gather,scatter sends them to NC
   destroyAll(comms);
 }
 
-TEST_CASE("a grouped send and recv between two ranks runs the sendrecv plan", "[plans]") {
+TEST_CASE("a grouped send and recv on two ranks runs the sendrecv plan", "[plans]") {
   std::vector<ncclComm_t> comms(2, nullptr);
   REQUIRE(ncclCommInitAll(comms.data(), 2, nullptr) == ncclSuccess);
   std::vector<std::vector<double>> send(2, std::vector<double>(512)), recv(2, std::vector<double>(512, -1));
@@ -217,7 +219,7 @@ TEST_CASE("a grouped send and recv between two ranks runs the sendrecv plan", "[
   destroyAll(comms);
 }
 
-TEST_CASE("MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION sends a collective to NCCL even when a plan exists", "[plans]") {
+TEST_CASE("forced fallback sends a collective to NCCL despite its plan", "[plans]") {
   std::vector<ncclComm_t> comms;
   {
     ScopedEnv force("MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION", "AllReduce");  // read when a communicator is made
@@ -246,7 +248,7 @@ TEST_CASE("MSCCLPP_FORCE_NCCL_FALLBACK_OPERATION sends a collective to NCCL even
   destroyAll(comms);
 }
 
-TEST_CASE("NCCL_DEBUG=INFO names the plan that ran (MSCCLPP_DEBUG_SUBSYS narrows it)", "[plans]") {
+TEST_CASE("NCCL_DEBUG=INFO names the plan that ran", "[plans]") {
   auto runLogged = [](std::initializer_list<std::pair<const char*, const char*>> vars) {
     const std::string path = "/tmp/mscclpp-shim-plans-" + std::to_string(getpid()) + ".log";
     std::remove(path.c_str());
@@ -297,14 +299,16 @@ TEST_CASE("revoke stops a plan waiting for a peer that never calls", "[plans]") 
   for (auto& t : threads) t.join();
   REQUIRE(warm == std::vector<ncclResult_t>(2, ncclSuccess));
   REQUIRE(bufs[0][7] == 2.0f);
-  // Rank 0 calls again alone: its plan waits for rank 1 (MSCCLPP_TIMEOUT_S is 60 s) until the revoke,
-  // whether it comes before the launch (refused at once) or during it (stopped within a backoff).
+  // Rank 0 calls again alone: its plan waits for rank 1 (MSCCLPP_TIMEOUT_S is
+  // 60 s) until the revoke, whether it comes before the launch (refused at
+  // once) or during it (stopped within a backoff).
   ncclResult_t alone = ncclSuccess;
   auto start = std::chrono::steady_clock::now();
   std::thread rank0(
       [&] { alone = ncclAllReduce(bufs[0].data(), bufs[0].data(), count, ncclFloat32, ncclSum, comms[0], nullptr); });
-  // Not synchronisation (either order must return promptly): a moment for the call to reach its launch, so
-  // the revoke usually meets a plan in flight. test_exec_executor's [abort] case covers that path deterministically.
+  // Not synchronisation (either order must return promptly): a moment for the
+  // call to reach its launch, so the revoke usually meets a plan in flight.
+  // test_exec_executor's [abort] case covers that path deterministically.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const ncclResult_t revoked = ncclCommRevoke(comms[0], NCCL_REVOKE_DEFAULT);
   const std::string revokeError = revoked == ncclSuccess ? std::string() : lastError();
@@ -317,7 +321,7 @@ TEST_CASE("revoke stops a plan waiting for a peer that never calls", "[plans]") 
   destroyAll(comms);
 }
 
-TEST_CASE("a peer that aborts fails the others' calls with ncclRemoteError naming it (issue 13)", "[plans]") {
+TEST_CASE("an aborting peer fails the others with ncclRemoteError", "[plans]") {
   std::string path = "/tmp/mscclpp-shim-failure-" + std::to_string(getpid()) + ".log";
   std::remove(path.c_str());
   std::string log;
@@ -338,8 +342,9 @@ TEST_CASE("a peer that aborts fails the others' calls with ncclRemoteError namin
     }
     for (auto& t : threads) t.join();
     REQUIRE(warm == std::vector<ncclResult_t>(2, ncclSuccess));
-    // Rank 0 waits in its plan for rank 1 (no deadline by default); rank 1 aborts, which for its peers is what a
-    // crash looks like (its connections close without a goodbye). Rank 0's call must fail promptly.
+    // Rank 0 waits in its plan for rank 1 (no deadline by default); rank 1
+    // aborts, which for its peers is what a crash looks like (its connections
+    // close without a goodbye). Rank 0's call must fail promptly.
     ncclResult_t waiting = ncclSuccess;
     std::string waitingError;
     auto start = std::chrono::steady_clock::now();

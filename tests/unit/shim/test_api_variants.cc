@@ -16,7 +16,7 @@ using shimtest::Double;
 using shimtest::lastError;
 using shimtest::soloComm;
 
-TEST_CASE("an older real NCCL: present functions work, a missing one is ncclInvalidUsage naming it", "[old]") {
+TEST_CASE("older NCCL: a missing function is ncclInvalidUsage, named", "[old]") {
   ncclComm_t comm = soloComm();
   Double dbl(NCCL_DOUBLE_OLD_PATH);
   REQUIRE(dbl.loaded());
@@ -36,7 +36,7 @@ TEST_CASE("an older real NCCL: present functions work, a missing one is ncclInva
   CHECK(ncclCommDestroy(comm) == ncclSuccess);
 }
 
-TEST_CASE("no real NCCL: our communicators work and fallback calls say why they cannot run", "[nofallback]") {
+TEST_CASE("no real NCCL: our communicators work; fallbacks say why", "[nofallback]") {
   ncclComm_t comm = soloComm();
   int n = 0;
   CHECK(ncclCommCount(comm, &n) == ncclSuccess);
@@ -71,9 +71,10 @@ TEST_CASE("no real NCCL: our communicators work and fallback calls say why they 
   CHECK(ncclCommDestroy(comm) == ncclSuccess);
 }
 
-TEST_CASE("a real NCCL the application loaded itself: internal calls come back and are passed through", "[preloaded]") {
-  // As an application linked against libnccl.so.2 would have it: loaded before the shim opens it, without
-  // RTLD_DEEPBIND, so its internal calls bind to the first definition in the process: the shim's.
+TEST_CASE("app-loaded NCCL: its internal calls are passed straight back", "[preloaded]") {
+  // As an application linked against libnccl.so.2 would have it: loaded before
+  // the shim opens it, without RTLD_DEEPBIND, so its internal calls bind to the
+  // first definition in the process: the shim's.
   void* h = dlopen(NCCL_DOUBLE_PATH, RTLD_NOW | RTLD_GLOBAL);
   REQUIRE(h != nullptr);
   Double dbl(NCCL_DOUBLE_PATH);

@@ -1,6 +1,7 @@
-// The shim's ABI surface: exactly the dynamic symbols of libnccl.so.2 2.28.9 plus the runtime's C APIs (the
-// Python package finds them in a process that preloaded the shim), no more, no less, in both the preload
-// library and the replace-mode copy (whose soname must be NCCL's).
+// The shim's ABI surface: exactly the dynamic symbols of libnccl.so.2 2.28.9
+// plus the runtime's C APIs (the Python package finds them in a process that
+// preloaded the shim), no more, no less, in both the preload library and the
+// replace-mode copy (whose soname must be NCCL's).
 #include <dlfcn.h>
 
 #include <catch2/catch.hpp>
@@ -81,14 +82,14 @@ TEST_CASE("the checked-in NCCL 2.28.9 export list is complete", "[exports]") {
   CHECK(profiling == 52);
 }
 
-TEST_CASE("the shim exports exactly NCCL's symbols and the runtime's C APIs", "[exports]") {
+TEST_CASE("the shim exports exactly NCCL's symbols and our C APIs", "[exports]") {
   std::set<std::string> want = shimExports();
   std::set<std::string> got = exportsOf(SHIM_LIB_PATH);
   INFO("difference:" << describeDiff(want, got));
   CHECK(got == want);
 }
 
-TEST_CASE("the replace-mode library exports NCCL's symbols under NCCL's soname", "[exports]") {
+TEST_CASE("the replace-mode library has NCCL's symbols and soname", "[exports]") {
   std::set<std::string> want = shimExports();
   std::set<std::string> got = exportsOf(SHIM_REPLACE_LIB_PATH);
   INFO("difference:" << describeDiff(want, got));
@@ -120,7 +121,7 @@ TEST_CASE("the checked-in list matches the installed real libnccl.so.2", "[expor
   CHECK(got == want);
 }
 
-TEST_CASE("every export of the shim resolves and nccl names alias their pnccl names", "[exports]") {
+TEST_CASE("every shim export resolves; nccl names alias pnccl ones", "[exports]") {
   void* h = dlopen(SHIM_LIB_PATH, RTLD_LAZY | RTLD_LOCAL);
   INFO(dlerror());
   REQUIRE(h != nullptr);

@@ -1,5 +1,6 @@
-// The shim's parts on their own: ncclConfig_t reading, routing rules, grouped send/recv patterns, user reduce op
-// handles, byte and in-place arithmetic, counters and thread-local group state.
+// The shim's parts on their own: ncclConfig_t reading, routing rules, grouped
+// send/recv patterns, user reduce op handles, byte and in-place arithmetic,
+// counters and thread-local group state.
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -162,7 +163,7 @@ TEST_CASE("forced fallback list", "[route]") {
   CHECK(code == ErrorCode::InvalidArgument);
 }
 
-TEST_CASE("two-rank exchange: recognised only when both sides see the mirror pair", "[patterns]") {
+TEST_CASE("two-rank exchange: found only when both sides mirror it", "[patterns]") {
   char a[64], b[64];
   CollCall send = p2p(CollKind::Send, 1, 16, ncclFloat32, a);
   CollCall recv = p2p(CollKind::Recv, 1, 16, ncclFloat32, b);
@@ -300,7 +301,7 @@ TEST_CASE("group state: depth, latching, ordering", "[group]") {
   CHECK(g.takeLatched() == ncclSuccess);
 }
 
-TEST_CASE("runConcurrently runs jobs together and reports the first failure", "[group]") {
+TEST_CASE("runConcurrently runs jobs together, reports the first error", "[group]") {
   std::atomic<int> arrived{0};
   std::vector<std::function<void()>> jobs;
   for (int i = 0; i < 4; ++i) {

@@ -1,7 +1,8 @@
-// The shim's "plan or NCCL" decision is a value: a plan that refuses a call (RankLink::runPlan returns
-// PlanRun::refused) sends the call to the real NCCL, while an exception from running a plan, NotSupported
-// included, is an error and never a fallback. A one-rank communicator over a scripted link and the test-double
-// libnccl as the real NCCL.
+// The shim's "plan or NCCL" decision is a value: a plan that refuses a call
+// (RankLink::runPlan returns PlanRun::refused) sends the call to the real NCCL,
+// while an exception from running a plan, NotSupported included, is an error
+// and never a fallback. A one-rank communicator over a scripted link and the
+// test-double libnccl as the real NCCL.
 #include <dlfcn.h>
 
 #include <catch2/catch.hpp>
@@ -78,7 +79,7 @@ int doubleCallsNamed(const char* prefix) {
 
 }  // namespace
 
-TEST_CASE("a refusing plan sends the call to NCCL; a plan that throws is an error, not a fallback", "[dispatch]") {
+TEST_CASE("a refusal falls back to NCCL; a throw is an error", "[dispatch]") {
   // The Meson test sets MSCCLPP_NCCL_LIB_PATH to the double (read when the shim first looks for the real NCCL).
   ScriptedLink::Outcome outcome = ScriptedLink::Outcome::Run;
   int runs = 0;

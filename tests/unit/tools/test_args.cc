@@ -1,5 +1,6 @@
-// The tools' shared argument parser: checked integers, the one size syntax, reals, options with values, flags,
-// lists, required options, positional arguments, commands, --help / --version and the usage errors.
+// The tools' shared argument parser: checked integers, the one size syntax,
+// reals, options with values, flags, lists, required options, positional
+// arguments, commands, --help / --version and the usage errors.
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstring>
@@ -199,7 +200,7 @@ TEST_CASE("options, flags, positional arguments and required options", "[args]")
   }
 }
 
-TEST_CASE("--help and --version print and end the parse with 0, wherever they are", "[args]") {
+TEST_CASE("--help and --version end the parse with 0 anywhere", "[args]") {
   int n = 0;
   for (const auto& args : std::vector<std::vector<std::string>>{{"--help"}, {"-h"}, {"--n", "3", "--help"}}) {
     ArgParser p("tool", kUsage);
@@ -243,7 +244,7 @@ TEST_CASE("'--' ends the options; lists; repeated options", "[args]") {
             .err.rfind("tool: --ranks '2,99': item '99': above the largest allowed value, 64", 0) == 0);
 }
 
-TEST_CASE("commands: the first argument that is not an option, then the command's own parser", "[args]") {
+TEST_CASE("commands: the first non-option picks the command's parser", "[args]") {
   std::string command;
   ArgParser top("tool", kUsage);
   top.command({"validate", "select"}, &command);

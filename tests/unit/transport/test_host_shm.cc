@@ -43,7 +43,7 @@ TEST_CASE("allocSharedHost gives zeroed, page-aligned, findable memory", "[shm]"
   CHECK_THROWS_WITH(allocSharedHost<char>(0), "allocSharedHost: 0 bytes requested");
 }
 
-TEST_CASE("imports map the exporter's pages and fail clearly once it is gone", "[shm]") {
+TEST_CASE("imports map the exporter's pages; a gone one fails clearly", "[shm]") {
   auto p = allocSharedHost<int>(1024);
   transport::host_shm::HostShmRecord e;
   REQUIRE(transport::host_shm::exportRange(p.get(), 4096, &e));
@@ -78,7 +78,7 @@ TEST_CASE("imports map the exporter's pages and fail clearly once it is gone", "
                     "forged: range [4096, +8) is outside its shared memory segment of 4096 bytes");
 }
 
-TEST_CASE("POSIX mode names segments and unlinks them on free or on request", "[shm]") {
+TEST_CASE("POSIX mode names segments, unlinks on free or request", "[shm]") {
   test::ScopedEnv mode("MSCCLPP_HOST_SHM", "posix");
   auto p = allocSharedHost<char>(100);
   transport::host_shm::HostShmRecord e;
@@ -103,7 +103,7 @@ TEST_CASE("POSIX mode names segments and unlinks them on free or on request", "[
                     Catch::StartsWith("late: cannot open POSIX shared memory /mscclpp."));
 }
 
-TEST_CASE("the shared-memory connection writes, signals in order and checks bounds", "[shm][connection]") {
+TEST_CASE("the SHM connection writes, signals in order, checks bounds", "[shm][connection]") {
   auto bs = test::makeInProcessBootstraps(2);
   std::vector<std::shared_ptr<Communicator>> comms(2);
   runRanks(2, [&](int r) { comms[r] = std::make_shared<Communicator>(bs[r], kHostDevice); });

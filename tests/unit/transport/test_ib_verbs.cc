@@ -1,5 +1,5 @@
-// InfiniBand without a device: loading rdma-core, resolving symbols and the errors when there is no
-// HCA. CUDA IPC without CUDA (or without a device).
+// InfiniBand without a device: loading rdma-core, resolving symbols and the
+// errors when there is no HCA. CUDA IPC without CUDA (or without a device).
 #include <catch2/catch.hpp>
 
 #include "../../support/scoped_env.hpp"
@@ -48,7 +48,7 @@ TEST_CASE("no HCA: opening a device fails naming what is missing", "[ib]") {
   CHECK_THROWS_WITH(ib_verbs::openDevice(9, "libibverbs.so.1"), "InfiniBand: device index 9 is not in 0..7");
 }
 
-TEST_CASE("the communicator reports IB failures with the call and the library", "[ib]") {
+TEST_CASE("IB failures name the call and the library", "[ib]") {
   test::ScopedEnv lib("MSCCLPP_IBVERBS_LIBRARY", "libmscclpp-no-such-verbs.so.1");
   auto bs = test::makeInProcessBootstraps(1);
   Communicator c(bs[0], kHostDevice);

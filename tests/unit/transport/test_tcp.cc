@@ -1,5 +1,5 @@
-// The TCP transport: ordered writes and updates, flush, remote rejections, peers leaving,
-// strangers at the engine port, abort.
+// The TCP transport: ordered writes and updates, flush, remote rejections,
+// peers leaving, strangers at the engine port, abort.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
@@ -68,7 +68,7 @@ bool warnedAbout(const std::string& text, const std::string& also = "") {
 
 }  // namespace
 
-TEST_CASE("TCP writes and counter updates arrive in order, both directions at once", "[tcp][connection]") {
+TEST_CASE("TCP writes and updates arrive in order, both ways at once", "[tcp][connection]") {
   const size_t half = (8 << 20) / 8;  // 8 MiB sent each way
   const size_t words = 2 * half + 1;  // [0, half): our data; [half, 2 half): the peer's; then a flag
   auto p = makePair(words);
@@ -93,7 +93,7 @@ TEST_CASE("TCP writes and counter updates arrive in order, both directions at on
   });
 }
 
-TEST_CASE("TCP rejects bad requests locally or at the peer, with the place", "[tcp][connection]") {
+TEST_CASE("TCP rejects bad requests locally or at the peer, in place", "[tcp][connection]") {
   auto p = makePair(128, 3);
   runRanks(3, [&](int r) {
     Communicator& c = *p->comms[r];
@@ -114,8 +114,9 @@ TEST_CASE("TCP rejects bad requests locally or at the peer, with the place", "[t
     RegisteredMemory fromRank2 = c.recvMemory(2, 5).get();
     CHECK_THROWS_WITH(conn.write(fromRank2, 0, p->local[0], 0, 8),
                       "rank 0 -> rank 1 over TCP: the destination memory belongs to rank 2, not to the peer");
-    // A registration whose key the peer does not know (a stale or forged one): the peer rejects it,
-    // the stream stays in sync, and the error surfaces at flush with the peer's reason.
+    // A registration whose key the peer does not know (a stale or forged one):
+    // the peer rejects it, the stream stays in sync, and the error surfaces at
+    // flush with the peer's reason.
     auto forged = std::make_shared<RegisteredMemory::Impl>(*p->remote[0].impl());
     auto forgedKey =
         std::make_shared<transport::tcp::TcpRecord>(*forged->record<transport::tcp::TcpRecord>(Transport::Tcp));
@@ -135,7 +136,7 @@ TEST_CASE("TCP rejects bad requests locally or at the peer, with the place", "[t
   });
 }
 
-TEST_CASE("a TCP peer that leaves fails flush at once, not at the deadline", "[tcp][faults]") {
+TEST_CASE("a departed TCP peer fails flush at once, not at the deadline", "[tcp][faults]") {
   auto p = makePair(16);
   p->conns[1].reset();
   p->comms[1].reset();  // rank 1 is gone: its sockets close
@@ -152,7 +153,7 @@ TEST_CASE("a TCP peer that leaves fails flush at once, not at the deadline", "[t
   CHECK(secondsSince(start) < 5.0);
 }
 
-TEST_CASE("strangers at the TCP engine port are dropped; the connection keeps working", "[tcp][faults]") {
+TEST_CASE("the TCP engine drops strangers; the connection keeps working", "[tcp][faults]") {
   auto p = makePair(16);
   net::SocketAddress addr = transport::tcp::engineOf(*p->comms[1]->impl().session(Transport::Tcp))->address();
   net::Socket garbage = net::Socket::connectTo(addr, Deadline(5), "test", false);
@@ -194,7 +195,7 @@ TEST_CASE("both sides must ask for the same transport", "[tcp][connection]") {
   });
 }
 
-TEST_CASE("a TCP connection to oneself works (loopback through the engine)", "[tcp][connection]") {
+TEST_CASE("a TCP connection to oneself works through the engine", "[tcp][connection]") {
   auto bs = test::makeTcpBootstraps(1);
   Communicator c(bs[0], kHostDevice);
   std::vector<uint64_t> a(8, 5), b(8, 0);
@@ -207,7 +208,7 @@ TEST_CASE("a TCP connection to oneself works (loopback through the engine)", "[t
   CHECK(b == a);
 }
 
-TEST_CASE("a TCP connection's handshake waits as long as its communicator's timeout, and names it", "[tcp][timeout]") {
+TEST_CASE("a TCP handshake waits the communicator's timeout, naming it", "[tcp][timeout]") {
   test::ScopedEnv longer("MSCCLPP_TIMEOUT_S", "5");
   auto bs = test::makeTcpBootstraps(2, 0.3);  // the communicators' own timeout: 0.3 s
   std::vector<std::shared_ptr<Communicator>> comms(2);
@@ -226,7 +227,7 @@ TEST_CASE("a TCP connection's handshake waits as long as its communicator's time
   CHECK_THAT(error, Catch::EndsWith("within 0.2 s (MSCCLPP_TIMEOUT_S)"));
 }
 
-TEST_CASE("a TCP connection's flush waits as long as its communicator's timeout, and names it", "[tcp][timeout]") {
+TEST_CASE("a TCP flush waits the communicator's timeout, naming it", "[tcp][timeout]") {
   test::ScopedEnv longer("MSCCLPP_TIMEOUT_S", "5");
   auto bs = test::makeTcpBootstraps(1, 0.3);
   Communicator c(bs[0], kHostDevice);

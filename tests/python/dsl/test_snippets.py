@@ -1,4 +1,5 @@
-"""Every DSL snippet of seeds 000, 001, 002 and 004 compiles (completed minimally, calls unchanged)."""
+"""Every snippet of the DSL concepts, the DSL guide and MSCCLPPLang, and the integration guide's allreduce,
+compiles: completed minimally, every DSL call unchanged."""
 import json
 import subprocess
 
@@ -18,7 +19,7 @@ def test_snippet_compiles(snippet):
 
 
 @pytest.mark.parametrize("snippet", mscclpplang_snippets.SNIPPETS, ids=lambda f: f"mscclpplang_snippets.{f.__name__}")
-def test_seed_002_snippet_compiles_and_leaves_the_collective_result(snippet, tmp_path):
+def test_mscclpplang_snippet_leaves_the_collective_result(snippet, tmp_path):
     program = snippet()
     plan = json.loads(program.to_json())
     assert plan["format_version"] == 1 and program.model == "legacy"
@@ -30,7 +31,7 @@ def test_seed_002_snippet_compiles_and_leaves_the_collective_result(snippet, tmp
     emulate, _ = find_tool("mscclpp-emulate")
     if emulate is None:
         pytest.skip("mscclpp-emulate not built (set MSCCLPP_BUILD_DIR)")
-    path = tmp_path / "seed002.json"
+    path = tmp_path / "mscclpplang.json"
     path.write_text(program.to_json(indent=None))
     size = plan["gpus"][0]["output_chunks" if plan["collective"] == "allgather" else "input_chunks"] * 512
     result = subprocess.run([emulate, str(path), "--ranks", "2", "--size", str(size), "--iterations", "3"],
@@ -38,7 +39,7 @@ def test_seed_002_snippet_compiles_and_leaves_the_collective_result(snippet, tmp
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_seed_001_allreduce_is_pipelined_through_semaphores_and_switch():
+def test_guide_allreduce_pipelines_semaphores_and_switch():
     plan = json.loads(dsl_guide_snippets.allreduce_snippet().to_json())
     tbs = plan["gpus"][0]["threadblocks"]
     bodies = [[op["name"] for op in tb["ops"][0]["ops"]] for tb in tbs]
@@ -46,7 +47,7 @@ def test_seed_001_allreduce_is_pipelined_through_semaphores_and_switch():
     assert bodies[2][:5] == ["nop", "sem_acquire", "nop", "wait", "nop"]
 
 
-def test_seed_004_allreduce_example():
+def test_integration_guide_allreduce_plan():
     program = integration_guide_allreduce.allreduce_example("allreduce_nvls", 8, 1024, 1 << 20, 48 << 30)
     plan = json.loads(program.to_json())
     assert (plan["name"], plan["collective"], len(plan["gpus"])) == ("allreduce_nvls", "allreduce", 8)
@@ -57,13 +58,13 @@ def test_seed_004_allreduce_example():
     assert glres["src_buff"] == [{"switch_channel_id": 0, "index": 3 * 8 + 5, "size": 1}]
 
 
-def test_seed_004_plan_passes_the_emulator(tmp_path):
+def test_integration_guide_plan_passes_the_emulator(tmp_path):
     from mscclpp.cli.tools import find_tool
 
     emulate, _ = find_tool("mscclpp-emulate")
     if emulate is None:
         pytest.skip("mscclpp-emulate not built (set MSCCLPP_BUILD_DIR)")
-    path = tmp_path / "seed004.json"
+    path = tmp_path / "guide_allreduce.json"
     path.write_text(integration_guide_allreduce.allreduce_example("allreduce_nvls", 8, 1024, 0, 2**64 - 1).to_json())
     result = subprocess.run([emulate, str(path), "--ranks", "8", "--size", str(1 << 20), "--iterations", "2"],
                             capture_output=True, text=True, timeout=300)
