@@ -5,13 +5,13 @@
 // across processes, graphs and user objects. Test kernels are host functions
 // registered the way nvcc's generated code registers device kernels. This
 // binary is also the child process of the IPC test, with its own main().
-#include "catch_session.hpp"
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <catch2/catch.hpp>
+#include "catch_session.hpp"
 
 #include <atomic>
 #include <chrono>

@@ -5,9 +5,9 @@
 // A fault is a sticky error that leaves the double's device context
 // unusable, so meson.build runs the cases that may fault in processes of
 // their own.
-#include "catch_session.hpp"
 #include <cuda_runtime.h>
 #include <catch2/catch.hpp>
+#include "catch_session.hpp"
 
 #include <cstdlib>
 #include <functional>

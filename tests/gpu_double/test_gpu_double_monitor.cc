@@ -6,9 +6,9 @@
 // gets InvalidUsage naming both calls within seconds, or InternalError with
 // the wait-for cycle for a deadlock. The same source builds for a real GPU as
 // test gpu_monitor (MSCCLPP_TEST_ON_GPU), which skips (77) without a device.
-#include "catch_session.hpp"
 #include <cuda_runtime.h>
 #include <catch2/catch.hpp>
+#include "catch_session.hpp"
 
 #include <chrono>
 #include <cstdio>

@@ -5,10 +5,10 @@
 // build the four together, never one after another on the calling thread.
 // meson.build sets MSCCLPP_PLAN_DIR to plans/, no fallback NCCL and a short
 // MSCCLPP_TIMEOUT_S.
-#include "catch_session.hpp"
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <catch2/catch.hpp>
+#include "catch_session.hpp"
 
 #include <cmath>
 #include <vector>

@@ -4,10 +4,10 @@
 // emulator's reference; so do dtype x op, back-to-back LL launches, graph
 // capture and replay, and presets at counts that run padded.
 // Exits 77, a Meson skip, with a message when no CUDA device is visible.
-#include "catch_session.hpp"
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <map>
+#include "catch_session.hpp"
 
 #include "executor/cuda/gpu_launch.hpp"
 #include "gpu_harness.hpp"
