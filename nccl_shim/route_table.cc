@@ -3,7 +3,7 @@
 #include <strings.h>
 
 #include "core/enforce.hpp"
-#include "shim_params.hpp"
+#include "core/params.hpp"
 
 namespace mscclpp::shim {
 

@@ -7,7 +7,6 @@
 #include <mutex>
 
 #include "bootstrap/group_ops.hpp"
-#include "bootstrap/params.hpp"
 #include "bootstrap/root.hpp"
 #include "bootstrap/tcp_endpoint.hpp"
 #include "bootstrap/unique_id.hpp"

@@ -4,10 +4,10 @@
 #include <mutex>
 
 #include "comm/communicator_impl.hpp"
-#include "comm/params.hpp"
 #include "core/enforce.hpp"
 #include "core/env_check.hpp"
 #include "core/logger.hpp"
+#include "core/params.hpp"
 #include "executor/backend.hpp"
 #include "executor/call_monitor.hpp"
 #include "executor/cpu/context_wiring.hpp"

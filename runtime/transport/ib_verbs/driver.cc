@@ -3,9 +3,9 @@
 // pairs (connection.hpp). rdma-core is loaded with dlopen (verbs_library.hpp).
 #include "transport/transport.hpp"
 
+#include "core/params.hpp"
 #include "transport/ib_verbs/connection.hpp"
 #include "transport/ib_verbs/memory.hpp"
-#include "transport/params.hpp"
 
 namespace mscclpp::transport::ib_verbs {
 
