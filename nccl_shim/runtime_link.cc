@@ -11,10 +11,10 @@
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "executor/call_descriptor.hpp"
+#include "executor/executor_internal.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
 #include "mscclpp/datatype.hpp"
-#include "mscclpp/executor.hpp"
 #include "plan/registry.hpp"
 #include "plan_agreement.hpp"
 #include "rank_link.hpp"
@@ -208,13 +208,14 @@ class RuntimeLink final : public RankLink {
   static const void* sendBufferOf(const CollCall& call) {
     return call.kind == CollKind::Broadcast && call.sendbuff == nullptr ? call.recvbuff : call.sendbuff;
   }
-  // Executor::tryExecute returns the executor's refusal as a value (it comes before any rank exchanged anything,
-  // from facts every rank shares: mscclpp/executor.hpp), so the shim decides on values from here up; exceptions are
-  // failures of the call and propagate. The agreed call ends here when no plan runs it (the real NCCL does).
+  // RuntimeExecutor::tryExecute returns the executor's refusal as a value (it comes before any rank exchanged
+  // anything, from facts every rank shares: executor/executor_internal.hpp), so the shim decides on values from here
+  // up; exceptions are failures of the call and propagate. The agreed call ends here when no plan runs it (the real
+  // NCCL does).
   PlanRun execute(const void* send, const CollCall& call, int n, const plan::PlanPtr& plan, ReduceOp op,
                   const void* scalar) {
     struct EndAgreementUnlessRan {
-      Executor& executor;
+      exec::RuntimeExecutor& executor;
       bool ran = false;
       ~EndAgreementUnlessRan() {
         if (!ran) executor.endAgreement();
@@ -242,7 +243,7 @@ class RuntimeLink final : public RankLink {
 
   std::shared_ptr<Communicator> comm_;
   std::shared_ptr<Bootstrap> control_;
-  Executor executor_;
+  exec::RuntimeExecutor executor_;
   PlanAgreement agreement_;
   std::shared_ptr<void> failureHook_;
 };

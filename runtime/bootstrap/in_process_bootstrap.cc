@@ -7,6 +7,7 @@
 #include "bootstrap/mailbox.hpp"
 #include "core/enforce.hpp"
 #include "core/params.hpp"
+#include "core/visibility.hpp"
 #include "mscclpp/bootstrap.hpp"
 
 namespace mscclpp {
@@ -102,7 +103,7 @@ class InProcessEndpoint : public detail::MessageEndpoint {
 
 }  // namespace
 
-struct InProcessBootstrap::Impl {
+struct MSCCLPP_INTERNAL InProcessBootstrap::Impl {
   std::unique_ptr<detail::GroupOps> ops;
 };
 

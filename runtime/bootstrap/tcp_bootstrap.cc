@@ -16,6 +16,7 @@
 #include "core/logger.hpp"
 #include "core/net/net_interface.hpp"
 #include "core/params.hpp"
+#include "core/visibility.hpp"
 #include "mscclpp/bootstrap.hpp"
 
 namespace mscclpp {
@@ -23,7 +24,7 @@ namespace mscclpp {
 using bootstrap::RootListener;
 using bootstrap::TcpEndpoint;
 
-struct TcpBootstrap::Impl {
+struct MSCCLPP_INTERNAL TcpBootstrap::Impl {
   int rank;
   int nRanks;
   double timeout = 0;

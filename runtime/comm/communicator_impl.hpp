@@ -16,12 +16,14 @@
 #include "comm/counter_pool.hpp"
 #include "comm/ordered_receiver.hpp"
 #include "core/deadline.hpp"
+#include "core/visibility.hpp"
 #include "mscclpp/communicator.hpp"
+#include "transport/registration.hpp"
 #include "transport/transport.hpp"
 
 namespace mscclpp {
 
-struct Communicator::Impl {
+struct MSCCLPP_INTERNAL Communicator::Impl {
   std::shared_ptr<Bootstrap> userBootstrap;       // what the user gave (split() splits it)
   std::shared_ptr<Bootstrap> bootstrap;           // our own namespace of it: never mixes with user tags
   std::shared_ptr<Bootstrap> semaphoreBootstrap;  // semaphore exchanges (channel layer)
@@ -40,7 +42,8 @@ struct Communicator::Impl {
   std::array<std::shared_ptr<transport::Session>, static_cast<size_t>(Transport::NumTransports)> sessions;
   // By (address, size, transports, CUDA allocation id): a buffer freed and allocated again at the same
   // address is a new registration (its old IPC handle and memory registrations name the old memory).
-  std::map<std::tuple<uintptr_t, size_t, uint32_t, uint64_t>, std::weak_ptr<RegisteredMemory::Impl>> registrations;
+  std::map<std::tuple<uintptr_t, size_t, uint32_t, uint64_t>, std::weak_ptr<RegisteredMemoryAccess::Impl>>
+      registrations;
   std::map<std::pair<int, int>, std::shared_ptr<comm::OrderedReceiver>> receivers;
   uint64_t registrationCount = 0;  // new registrations made (tests: cache hits make none)
   std::shared_ptr<comm::CounterPool> counterPool;
@@ -81,6 +84,12 @@ struct Communicator::Impl {
 // The communicator's timeout as the objects built on it keep it (its connections, the NVLS binding): the earlier of
 // MSCCLPP_TIMEOUT_S and its own (Communicator::timeoutSeconds(), read now), with the setting that gave it.
 TimeoutSetting timeoutOf(const Communicator& comm);
+
+// The runtime's way into a Communicator, whose public header names no accessor.
+class CommunicatorAccess {
+ public:
+  static Communicator::Impl& impl(const Communicator& c) { return *c.pimpl_; }
+};
 
 }  // namespace mscclpp
 

@@ -3,7 +3,7 @@
 // rank of the plan shares (the plan, sizes, datatype, op, the ranks' hosts), so every rank refuses alike.
 // Failures (a dead peer, a timeout, a bad argument) stay exceptions. Each check that refuses is one function
 // returning a Refusal; its throwing form, where one exists, is built on it (no condition written twice), and
-// Executor::tryExecute hands the value to callers that decide on it (the NCCL shim falls back to the real NCCL).
+// RuntimeExecutor::tryExecute hands the value to callers that decide on it (the NCCL shim falls back to the real NCCL).
 #ifndef MSCCLPP_EXECUTOR_REFUSAL_HPP_
 #define MSCCLPP_EXECUTOR_REFUSAL_HPP_
 

@@ -4,6 +4,7 @@
 
 #include "core/enforce.hpp"
 #include "core/params.hpp"
+#include "core/visibility.hpp"
 #include "mscclpp/proxy.hpp"
 #include "mscclpp_config.h"
 
@@ -13,7 +14,7 @@
 
 namespace mscclpp {
 
-struct Fifo::Impl {
+struct MSCCLPP_INTERNAL Fifo::Impl {
   int size = 0;
   int device = kHostDevice;
   ProxyTrigger* hostRing = nullptr;    // what the consumer reads

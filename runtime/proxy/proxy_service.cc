@@ -7,6 +7,7 @@
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
+#include "core/visibility.hpp"
 #include "mscclpp/channel.hpp"
 #include "mscclpp/proxy.hpp"
 
@@ -30,7 +31,7 @@ std::string describeTrigger(const TriggerFields& f) {
 }
 }  // namespace
 
-struct ProxyService::Impl {
+struct MSCCLPP_INTERNAL ProxyService::Impl {
   Impl(int fifoSize, int device, double timeoutSeconds, const char* timeoutSetting)
       : fifo(fifoSize, device, timeoutSeconds, timeoutSetting), memories(kMaxMemories), semaphores(kMaxSemaphores) {}
 

@@ -29,10 +29,10 @@
 #include "executor/dtypes.hpp"
 #include "executor/emulation/local_world.hpp"
 #include "executor/emulation/local_world_wiring.hpp"
+#include "executor/executor_internal.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
 #include "mscclpp/errors.hpp"
-#include "mscclpp/executor.hpp"
 #include "mscclpp_config.h"
 #include "plan/plan_loader.hpp"
 
@@ -820,7 +820,7 @@ TEST_CASE("CUDA backend without a device: clear errors, CPU communicators stay o
   auto p = plan::loadPlanFile(test::defaultPlanDir() + "/allreduce_ll_n4_ip.json");
   {
     ScopedEnv env("MSCCLPP_BACKEND", "auto");
-    Executor ex(comm);
+    exec::RuntimeExecutor ex(comm);
     CHECK(ex.backend() == Backend::Cpu);
     std::string message = "untouched";
     CHECK_FALSE(ex.pollAsyncError(&message));
@@ -829,7 +829,7 @@ TEST_CASE("CUDA backend without a device: clear errors, CPU communicators stay o
   {
     // Forced: the executor says cuda, and the first call says why it cannot run.
     ScopedEnv env("MSCCLPP_BACKEND", "cuda");
-    Executor ex(comm);
+    exec::RuntimeExecutor ex(comm);
     CHECK(ex.backend() == Backend::Cuda);
     std::vector<float> buf(64);
     e = errorOf([&] {
@@ -843,7 +843,7 @@ TEST_CASE("CUDA backend without a device: clear errors, CPU communicators stay o
 
 TEST_CASE("CUDA backend: an Executor on a shared-memory wiring refuses the cuda backend", "[exec][cuda]") {
   auto wiring = std::make_shared<LocalWorldWiring>(4);
-  Executor ex(wiring, Backend::Cuda);
+  exec::RuntimeExecutor ex(wiring, Backend::Cuda);
   CHECK(ex.backend() == Backend::Cuda);
   auto p = plan::loadPlanFile(test::defaultPlanDir() + "/allreduce_ll_n4_ip.json");
   std::vector<float> buf(64);

@@ -1,4 +1,4 @@
-// A call the executor declines is a value (Executor::tryExecute returns the refusal, nullopt when the call ran),
+// A call the executor declines is a value (RuntimeExecutor::tryExecute returns the refusal, nullopt when the call ran),
 // decided before any rank exchanged anything; Executor::execute throws the same text as Error(NotSupported). Each
 // refusing check is one function returning the reason, and its throwing form gives the same message. Real failures
 // (bad arguments) stay exceptions on both paths.
@@ -16,9 +16,9 @@
 #include "executor/cuda/gpu_launch.hpp"
 #include "executor/cuda/launch_config.hpp"
 #include "executor/emulation/local_world_wiring.hpp"
+#include "executor/executor_internal.hpp"
 #include "executor/scale_steps.hpp"
 #include "mscclpp/errors.hpp"
-#include "mscclpp/executor.hpp"
 #include "plan/plan_loader.hpp"
 
 using namespace mscclpp;
@@ -101,12 +101,13 @@ TEST_CASE("refusing checks return the reason; their throwing forms throw the sam
   }
 }
 
-TEST_CASE("Executor::tryExecute returns refusals as values; execute throws them as NotSupported", "[exec][refusal]") {
+TEST_CASE("RuntimeExecutor::tryExecute returns refusals as values; execute throws them as NotSupported",
+          "[exec][refusal]") {
   const int n = 4;
   auto wiring = std::make_shared<exec::LocalWorldWiring>(n);
   auto plan = preset("allreduce_ll_n4_ip.json");
-  std::vector<std::unique_ptr<Executor>> ex;
-  for (int r = 0; r < n; ++r) ex.push_back(std::make_unique<Executor>(wiring, Backend::Cpu));
+  std::vector<std::unique_ptr<exec::RuntimeExecutor>> ex;
+  for (int r = 0; r < n; ++r) ex.push_back(std::make_unique<exec::RuntimeExecutor>(wiring, Backend::Cpu));
   std::vector<std::vector<float>> buf(n, std::vector<float>(100, 1.0f));
 
   // Each refusal: returned without an exception, the same text execute() throws, and nothing built (no rank
@@ -132,7 +133,7 @@ TEST_CASE("Executor::tryExecute returns refusals as values; execute throws them 
                        Catch::Predicate<Error>([](const Error& e) { return e.code() == ErrorCode::InvalidArgument; }));
 
   // The CUDA backend on a wiring without a communicator (and in builds without CUDA): refused, not thrown.
-  Executor cuda(wiring, Backend::Cuda);
+  exec::RuntimeExecutor cuda(wiring, Backend::Cuda);
   std::optional<std::string> r;
   REQUIRE_NOTHROW(r = cuda.tryExecute(0, buf[0].data(), buf[0].data(), 400, 400, DataType::Float32, plan));
   REQUIRE(r.has_value());
