@@ -14,9 +14,9 @@
 
 #include "api_common.hpp"
 #include "comm.hpp"
-#include "comm/params.hpp"
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
+#include "core/params.hpp"
 #include "cuda_glue.hpp"
 
 using namespace mscclpp;        // NOLINT: entry points are thin wrappers

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "core/enforce.hpp"
-#include "shim_params.hpp"
+#include "core/params.hpp"
 
 namespace mscclpp::shim {
 

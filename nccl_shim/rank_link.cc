@@ -17,10 +17,10 @@
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "executor/call_descriptor.hpp"
+#include "executor/executor_internal.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
 #include "mscclpp/datatype.hpp"
-#include "mscclpp/executor.hpp"
 #include "plan/registry.hpp"
 #include "plan_agreement.hpp"
 #include "real_nccl.hpp"
@@ -221,14 +221,14 @@ class RuntimeLink final : public RankLink {
   static const void* sendBufferOf(const CollCall& call) {
     return call.kind == CollKind::Broadcast && call.sendbuff == nullptr ? call.recvbuff : call.sendbuff;
   }
-  // Executor::tryExecute returns its refusal as a
+  // RuntimeExecutor::tryExecute returns its refusal as a
   // value, so the shim decides on values from here
   // up; exceptions are the call's failures. When no
   // plan runs the agreed call, the call ends here.
   PlanRun execute(const void* send, const CollCall& call, int n, const plan::PlanPtr& plan, ReduceOp op,
                   const void* scalar) {
     struct EndAgreementUnlessRan {
-      Executor& executor;
+      exec::RuntimeExecutor& executor;
       bool ran = false;
       ~EndAgreementUnlessRan() {
         if (!ran) executor.endAgreement();
@@ -257,7 +257,7 @@ class RuntimeLink final : public RankLink {
 
   std::shared_ptr<Communicator> comm_;
   std::shared_ptr<Bootstrap> control_;
-  Executor executor_;
+  exec::RuntimeExecutor executor_;
   PlanAgreement agreement_;
   std::shared_ptr<void> failureHook_;
 };

@@ -9,7 +9,7 @@
 
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
-#include "shim_params.hpp"
+#include "core/params.hpp"
 
 namespace mscclpp::shim {
 

@@ -8,6 +8,7 @@
 #include "bootstrap/message_endpoint.hpp"
 #include "core/enforce.hpp"
 #include "core/params.hpp"
+#include "core/visibility.hpp"
 #include "mscclpp/bootstrap.hpp"
 
 namespace mscclpp {
@@ -105,7 +106,7 @@ class InProcessEndpoint : public detail::MessageEndpoint {
 
 }  // namespace
 
-struct InProcessBootstrap::Impl {
+struct MSCCLPP_INTERNAL InProcessBootstrap::Impl {
   std::unique_ptr<detail::GroupOps> ops;
 };
 

@@ -7,7 +7,6 @@
 #include <mutex>
 
 #include "bootstrap/group_ops.hpp"
-#include "bootstrap/params.hpp"
 #include "bootstrap/root.hpp"
 #include "bootstrap/tcp_endpoint.hpp"
 #include "bootstrap/wire.hpp"
@@ -16,6 +15,7 @@
 #include "core/logger.hpp"
 #include "core/net/net_interface.hpp"
 #include "core/params.hpp"
+#include "core/visibility.hpp"
 #include "mscclpp/bootstrap.hpp"
 
 namespace mscclpp {
@@ -23,7 +23,7 @@ namespace mscclpp {
 using bootstrap::RootListener;
 using bootstrap::TcpEndpoint;
 
-struct TcpBootstrap::Impl {
+struct MSCCLPP_INTERNAL TcpBootstrap::Impl {
   int rank;
   int nRanks;
   double timeout = 0;

@@ -8,10 +8,10 @@
 #include <cerrno>
 #include <cstring>
 
-#include "bootstrap/params.hpp"
 #include "bootstrap/tcp_endpoint.hpp"
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
+#include "core/params.hpp"
 
 namespace mscclpp::bootstrap {
 

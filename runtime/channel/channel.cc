@@ -10,6 +10,7 @@
 #include "comm/communicator_impl.hpp"
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
+#include "core/visibility.hpp"
 #include "mscclpp/channel.hpp"
 #include "mscclpp_config.h"
 
@@ -73,7 +74,7 @@ PortChannel::DeviceHandle PortChannel::deviceHandle() const {
 
 // ---- SwitchChannel -------------------------------------------------------------------------------
 
-struct SwitchChannel::State {
+struct MSCCLPP_INTERNAL SwitchChannel::State {
   std::vector<RegisteredMemory> members;   // ours and the imports: keeps the mappings alive
   std::vector<void*> memberPtrs;           // host array, for the CPU backend
   std::shared_ptr<void> deviceMemberPtrs;  // device copy of memberPtrs, on a GPU
@@ -85,7 +86,7 @@ struct SwitchChannel::State {
 
 SwitchChannel SwitchChannel::create(Communicator& communicator, const std::vector<int>& ranks, void* buffer,
                                     size_t bytes, int tag) {
-  Communicator::Impl& m = communicator.impl();
+  auto& m = CommunicatorAccess::impl(communicator);
   const std::string who = strFormat("SwitchChannel rank %d/%d (tag %d)", m.rank, m.size, tag);
   MSCCLPP_ENFORCE(buffer != nullptr && bytes > 0, ErrorCode::InvalidArgument, "%s: null buffer or zero size",
                   who.c_str());

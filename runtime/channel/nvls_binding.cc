@@ -196,7 +196,7 @@ void sendFd(const std::string& abstractName, int fd) {
 
 std::shared_ptr<NvlsBinding> NvlsBinding::tryCreate(Communicator& comm, const std::vector<int>& ranks, int myIndex,
                                                     size_t bytes, int tag, void* buffer) {
-  Communicator::Impl& m = comm.impl();
+  auto& m = CommunicatorAccess::impl(comm);
   auto exchange = m.bootstrap->withNamespace("mscclpp.nvls");
   size_t offset = 0;
   CUmemGenericAllocationHandle mem{};

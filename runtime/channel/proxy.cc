@@ -13,6 +13,7 @@
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
+#include "core/visibility.hpp"
 #include "mscclpp/channel.hpp"
 #include "mscclpp/proxy.hpp"
 #include "mscclpp_config.h"
@@ -24,7 +25,7 @@
 namespace mscclpp {
 
 // ---- Fifo: the ring and its counters ----------------------------------------------------------
-struct Fifo::Impl {
+struct MSCCLPP_INTERNAL Fifo::Impl {
   int size = 0;
   int device = kHostDevice;
   ProxyTrigger* hostRing = nullptr;    // what the consumer reads
@@ -166,7 +167,7 @@ std::string describeTrigger(const TriggerFields& f) {
 }
 }  // namespace
 
-struct ProxyService::Impl {
+struct MSCCLPP_INTERNAL ProxyService::Impl {
   Impl(int fifoSize, int device, double timeoutSeconds, const char* timeoutSetting)
       : fifo(fifoSize, device, timeoutSeconds, timeoutSetting), memories(kMaxMemories), semaphores(kMaxSemaphores) {}
 

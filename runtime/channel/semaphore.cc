@@ -64,7 +64,7 @@ const char* semaphoreKindName(SemaphoreKind kind) {
 std::shared_ptr<SemaphoreCounters> setupSemaphore(Communicator& comm, const std::shared_ptr<Connection>& connection,
                                                   SemaphoreKind kind) {
   MSCCLPP_ENFORCE(connection != nullptr, ErrorCode::InvalidArgument, "%s: null connection", semaphoreKindName(kind));
-  Communicator::Impl& m = comm.impl();
+  auto& m = CommunicatorAccess::impl(comm);
   m.checkAlive(semaphoreKindName(kind));
   auto s = std::make_shared<SemaphoreCounters>();
   s->who = std::string(semaphoreKindName(kind)) + " " + connection->describe();

@@ -6,7 +6,6 @@
 
 #include "comm/communicator_impl.hpp"
 #include "comm/host_identity.hpp"
-#include "comm/params.hpp"
 #include "core/enforce.hpp"
 #include "core/env_check.hpp"
 #include "core/logger.hpp"

@@ -16,8 +16,10 @@
 
 #include "comm/counter_pool.hpp"
 #include "core/deadline.hpp"
+#include "core/visibility.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
+#include "transport/registration.hpp"
 #include "transport/transport.hpp"
 
 namespace mscclpp {
@@ -63,7 +65,7 @@ class OrderedReceiver {
 
 }  // namespace comm
 
-struct Communicator::Impl {
+struct MSCCLPP_INTERNAL Communicator::Impl {
   std::shared_ptr<Bootstrap> userBootstrap;       // what the user gave; split() splits it
   std::shared_ptr<Bootstrap> bootstrap;           // our own namespace of it: never mixes with user tags
   std::shared_ptr<Bootstrap> semaphoreBootstrap;  // the channel layer's semaphore exchanges
@@ -84,7 +86,8 @@ struct Communicator::Impl {
   // By (address, size, transports, CUDA allocation id). A buffer freed
   // and allocated again at the same address is a new registration: its
   // old IPC handle and memory regions name the old memory.
-  std::map<std::tuple<uintptr_t, size_t, uint32_t, uint64_t>, std::weak_ptr<RegisteredMemory::Impl>> registrations;
+  std::map<std::tuple<uintptr_t, size_t, uint32_t, uint64_t>, std::weak_ptr<RegisteredMemoryAccess::Impl>>
+      registrations;
   std::map<std::pair<int, int>, std::shared_ptr<comm::OrderedReceiver>> receivers;
   uint64_t registrationCount = 0;  // new registrations made; tests check cache hits make none
   std::shared_ptr<comm::CounterPool> counterPool;
@@ -130,6 +133,12 @@ struct Communicator::Impl {
 // of MSCCLPP_TIMEOUT_S and Communicator::timeoutSeconds(), read
 // now, with the setting that gave it.
 TimeoutSetting timeoutOf(const Communicator& comm);
+
+// The runtime's way into a Communicator, whose public header names no accessor.
+class CommunicatorAccess {
+ public:
+  static Communicator::Impl& impl(const Communicator& c) { return *c.pimpl_; }
+};
 
 }  // namespace mscclpp
 

@@ -83,10 +83,10 @@ RegisteredMemory Communicator::registerMemory(void* ptr, size_t size, TransportF
     std::lock_guard<std::mutex> lock(m.mutex);
     auto it = m.registrations.find(cacheKey);
     if (it != m.registrations.end()) {
-      if (auto alive = it->second.lock()) return RegisteredMemory(alive);
+      if (auto alive = it->second.lock()) return RegisteredMemoryAccess::make(alive);
     }
   }
-  auto r = std::make_shared<RegisteredMemory::Impl>();
+  auto r = std::make_shared<RegisteredMemoryAccess::Impl>();
   comm::ProcessIdentity me = comm::thisProcess();
   r->data = ptr;
   r->originalData = reinterpret_cast<uintptr_t>(ptr);
@@ -120,7 +120,7 @@ RegisteredMemory Communicator::registerMemory(void* ptr, size_t size, TransportF
       it = it->second.expired() ? m.registrations.erase(it) : std::next(it);
     }
   }
-  return RegisteredMemory(std::move(r));
+  return RegisteredMemoryAccess::make(std::move(r));
 }
 
 void Communicator::sendMemory(const RegisteredMemory& memory, int remoteRank, int tag) {

@@ -6,7 +6,6 @@
 #include <fstream>
 #include <mutex>
 
-#include "comm/params.hpp"
 #include "core/enforce.hpp"
 #include "core/hash.hpp"
 #include "core/params.hpp"

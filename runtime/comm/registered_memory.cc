@@ -88,7 +88,7 @@ RegisteredMemory RegisteredMemory::deserialize(const std::vector<char>& data) {
     if (imported.keepAlive) m->keepAlive.push_back(std::move(imported.keepAlive));
     break;
   }
-  return RegisteredMemory(std::move(m));
+  return RegisteredMemoryAccess::make(std::move(m));
 }
 
 }  // namespace mscclpp

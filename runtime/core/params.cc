@@ -1,3 +1,4 @@
+// The parameter table, its parsers and the accessors of core/params.def.
 #include "core/params.hpp"
 
 #include <strings.h>
@@ -12,15 +13,17 @@
 namespace mscclpp::params {
 namespace {
 
-struct Registry {
-  std::mutex mutex;
-  std::vector<ParamDescriptor> params;  // in registration order
-};
+// The table: one descriptor a row of params.def.
+#define MSCCLPP_PARAM_ROW(owner, type, typeName, parse, accessor, env, def, doc) \
+  const ParamDescriptor k_##accessor{env, typeName, def, doc, #owner};
+#include "core/params.def"
+#undef MSCCLPP_PARAM_ROW
 
-Registry& registry() {
-  static Registry* r = new Registry();  // never destroyed: registrations run during static init
-  return *r;
-}
+const ParamDescriptor* const kTable[] = {
+#define MSCCLPP_PARAM_ROW(owner, type, typeName, parse, accessor, env, def, doc) &k_##accessor,
+#include "core/params.def"
+#undef MSCCLPP_PARAM_ROW
+};
 
 std::atomic<uint64_t> generationCounter{1};
 
@@ -79,20 +82,10 @@ std::string parseChoiceText(const ParamDescriptor& p, const char* text) {
 
 }  // namespace
 
-Registration::Registration(const ParamDescriptor* table, size_t count) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  r.params.insert(r.params.end(), table, table + count);
-}
-
 std::vector<ParamDescriptor> allParams() {
-  Registry& r = registry();
   std::vector<ParamDescriptor> out;
-  {
-    std::lock_guard<std::mutex> lock(r.mutex);
-    out = r.params;
-  }
-  // Registration order depends on link order: sort by owner, keeping each layer's own order.
+  for (const ParamDescriptor* p : kTable) out.push_back(*p);
+  // By owner, keeping each layer's own order.
   std::stable_sort(out.begin(), out.end(), [](const ParamDescriptor& a, const ParamDescriptor& b) {
     return std::strcmp(a.owner, b.owner) < 0;
   });
@@ -126,8 +119,12 @@ void checkValue(const ParamDescriptor& param) {
   }
 }
 
+// The accessors, each with its own cache.
+#define MSCCLPP_PARAM_ROW(owner, type, typeName, parse, accessor, env, def, doc) \
+  type accessor() {                                                              \
+    static Cached<type> cache;                                                   \
+    return cache.get(k_##accessor, parse);                                       \
+  }
+#include "core/params.def"
+#undef MSCCLPP_PARAM_ROW
 }  // namespace mscclpp::params
-
-#define MSCCLPP_PARAMS_DEF "core/params_core.def"
-#define MSCCLPP_PARAMS_OWNER "core"
-#include "core/params_define.inc"

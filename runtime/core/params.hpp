@@ -1,16 +1,10 @@
-// Environment parameters. Every MSCCLPP_* variable the C++ code reads is declared exactly once, by
-// the layer that owns it, in that layer's params_<layer>.def (type, default, one line of doc), and
-// read through the accessor its <layer>/params.hpp declares (no getenv elsewhere). Each layer's
-// params.cc registers its declarations at load time (params_define.inc), so the core names no
-// other layer; `mscclpp-info --params` lists every registered parameter.
-//
-// Values are read once: the first call of an accessor parses the variable and keeps the value for
-// the life of the process, like NCCL's parameters (cheap on hot paths, and every thread sees one
-// value). resetCache() makes the next calls read the environment again (tests;
-// ncclResetDebugInit). A value that does not parse throws Error(InvalidArgument) naming the
-// variable, the value and what is accepted, at every call (errors are not cached).
-//
-// This header declares the core's own parameters (params_core.def) and the registry.
+// Environment parameters: every variable the C++ code reads is a row of core/params.def (layer,
+// type, default, one line of doc) and is read through its accessor here, never with getenv.
+// The first call of an accessor parses the variable and keeps the value for the process, like
+// NCCL's parameters: cheap on hot paths, and every thread sees one value. resetCache() makes the
+// next calls read the environment again (tests, ncclResetDebugInit). A value that does not parse
+// throws Error(InvalidArgument) naming the variable, the value and what is accepted, at every
+// call: errors are not cached. Thread-safe. docs/environment.md has the rules users see.
 #ifndef MSCCLPP_CORE_PARAMS_HPP_
 #define MSCCLPP_CORE_PARAMS_HPP_
 
@@ -28,34 +22,28 @@ struct ParamDescriptor {
   const char* typeName;      // "bool", "int", "double", "string", or the choices "a|b|c"
   const char* defaultValue;  // as text
   const char* doc;
-  const char* owner;  // the layer that declared it ("core", "plan", ...)
+  const char* owner;  // the layer that reads it: "core", "plan", ..., "nccl_shim"
 };
 
-// Every registered parameter, by owner and then in declaration order.
+// Every parameter, by owner and then in the table's order.
 std::vector<ParamDescriptor> allParams();
 
-// The raw value of the variable if set (and not empty), else nullptr.
+// The raw value of the variable if set and not empty, else nullptr.
 const char* rawValue(const ParamDescriptor& param);
 
-// Parses and checks the current value of the parameter (throws like the accessors do).
+// Parses and checks the current value of the parameter, and throws as the accessors do.
 void checkValue(const ParamDescriptor& param);
 
 // Forgets every cached value: the next call of each accessor reads the environment again.
 void resetCache();
 
-// ---- used by params_define.inc ---------------------------------------------------------------
-
-// Adds a layer's table (static storage) to allParams().
-struct Registration {
-  Registration(const ParamDescriptor* table, size_t count);
-};
+// ---- what the accessors are made of
 
 bool parseBool(const ParamDescriptor& param);
 int64_t parseInt(const ParamDescriptor& param);
 double parseDouble(const ParamDescriptor& param);
 std::string parseString(const ParamDescriptor& param);
-// A string restricted to the '|'-separated choices, compared case-insensitively; returns the
-// choice as spelled in the declaration.
+// One of the '|'-separated choices, compared case-insensitively; returns it as the table spells it.
 std::string parseChoice(const ParamDescriptor& param);
 
 // Bumped by resetCache().
@@ -83,8 +71,35 @@ class Cached {
 
 }  // namespace mscclpp::params
 
-#define MSCCLPP_PARAMS_DEF "core/params_core.def"
-#include "core/params_declare.inc"
-#undef MSCCLPP_PARAMS_DEF
+// The rows of params.def, each in terms of MSCCLPP_PARAM_ROW(owner, C++ type, type name, parser,
+// accessor, variable, default, doc), which the file including params.def defines.
+#define MSCCLPP_PARAM_BOOL(owner, accessor, env, def, doc) \
+  MSCCLPP_PARAM_ROW(owner, bool, "bool", parseBool, accessor, env, def, doc)
+#define MSCCLPP_PARAM_INT(owner, accessor, env, def, doc) \
+  MSCCLPP_PARAM_ROW(owner, int64_t, "int", parseInt, accessor, env, def, doc)
+#define MSCCLPP_PARAM_DOUBLE(owner, accessor, env, def, doc) \
+  MSCCLPP_PARAM_ROW(owner, double, "double", parseDouble, accessor, env, def, doc)
+#define MSCCLPP_PARAM_STRING(owner, accessor, env, def, doc) \
+  MSCCLPP_PARAM_ROW(owner, std::string, "string", parseString, accessor, env, def, doc)
+#define MSCCLPP_PARAM_CHOICE(owner, accessor, env, def, choices, doc) \
+  MSCCLPP_PARAM_ROW(owner, std::string, choices, parseChoice, accessor, env, def, doc)
+
+// The accessors: params::timeoutSeconds(), params::backend(), ...
+namespace mscclpp::params {
+#define MSCCLPP_PARAM_ROW(owner, type, typeName, parse, accessor, env, def, doc) type accessor();
+#include "core/params.def"
+#undef MSCCLPP_PARAM_ROW
+
+// The rendezvous deadline for ranks that have not arrived: MSCCLPP_TIMEOUT_S when set, else
+// MSCCLPP_INIT_TIMEOUT_S (a rank that never arrived cannot be told from a late one).
+inline double rendezvousTimeoutSeconds() {
+  const double t = timeoutSeconds();
+  return t > 0 ? t : initTimeoutSeconds();
+}
+// The variable rendezvousTimeoutSeconds() comes from, for messages.
+inline const char* rendezvousTimeoutName() {
+  return timeoutSeconds() > 0 ? "MSCCLPP_TIMEOUT_S" : "MSCCLPP_INIT_TIMEOUT_S";
+}
+}  // namespace mscclpp::params
 
 #endif  // MSCCLPP_CORE_PARAMS_HPP_

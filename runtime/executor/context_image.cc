@@ -5,9 +5,7 @@
 
 #include "core/enforce.hpp"
 #include "core/params.hpp"
-#include "executor/params.hpp"
 #include "plan/op_rules.hpp"
-#include "plan/params.hpp"
 #include "plan/plan_sizing.hpp"
 
 namespace mscclpp::exec {

@@ -1,13 +1,13 @@
-#include "mscclpp/executor.hpp"
+#include "executor/executor_internal.hpp"
 
 #include <atomic>
 #include <mutex>
 
 #include "comm/communicator_impl.hpp"
-#include "comm/params.hpp"
 #include "core/enforce.hpp"
 #include "core/env_check.hpp"
 #include "core/logger.hpp"
+#include "core/params.hpp"
 #include "executor/backend.hpp"
 #include "executor/call_monitor.hpp"
 #include "executor/cpu/context_wiring.hpp"
@@ -62,7 +62,7 @@ exec::ExecCall callOf(int rank, const void* send, void* recv, size_t sendBytes, 
 
 }  // namespace
 
-struct Executor::Impl {
+struct MSCCLPP_INTERNAL Executor::Impl {
   Backend backend = Backend::Cpu;
   std::shared_ptr<exec::ContextWiring> wiring;
   std::mutex mutex;  // serialises calls (held for a whole CPU launch)
@@ -97,6 +97,44 @@ struct Executor::Impl {
     std::string why;
     if (comm && comm->failed(&code, &why)) throw Error(code, detail.empty() ? why : why + "\n" + detail);
   }
+
+  // The one path of every call: a refusal as a value, every other failure thrown.
+  exec::Refusal tryExecute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes,
+                           DataType dtype, const plan::PlanPtr& plan, void* stream, PacketType packetType, ReduceOp op,
+                           const void* scalar) {
+    MSCCLPP_ENFORCE(plan != nullptr, ErrorCode::InvalidArgument, "Executor::execute: the plan is null");
+    const plan::PlanHeader& h = plan->header;
+    MSCCLPP_ENFORCE(dataTypeSize(dtype) > 0, ErrorCode::InvalidArgument, "Executor::execute: datatype %d is not valid",
+                    static_cast<int>(dtype));
+    MSCCLPP_ENFORCE(reduceOpName(op) != nullptr, ErrorCode::InvalidArgument,
+                    "Executor::execute: reduce op %d is not valid", static_cast<int>(op));
+    MSCCLPP_ENFORCE(packetType == PacketType::LL16 || packetType == PacketType::LL8, ErrorCode::InvalidArgument,
+                    "Executor::execute: packet type %d is not valid", static_cast<int>(packetType));
+    MSCCLPP_ENFORCE(static_cast<int>(plan->ranks.size()) == wiring->worldSize(), ErrorCode::InvalidArgument,
+                    "plan %s is written for %zu ranks; the executor's world has %d", h.name.c_str(), plan->ranks.size(),
+                    wiring->worldSize());
+    MSCCLPP_ENFORCE(rank >= 0 && rank < static_cast<int>(plan->ranks.size()), ErrorCode::InvalidArgument,
+                    "Executor::execute: rank %d of a %zu-rank plan", rank, plan->ranks.size());
+    MSCCLPP_ENFORCE(!exec::readsInput(h.collective, rank, h.root) || sendBytes == 0 || sendBuff != nullptr,
+                    ErrorCode::InvalidArgument, "Executor::execute: a null send buffer of %zu bytes on rank %d",
+                    sendBytes, rank);
+    MSCCLPP_ENFORCE(!exec::writesOutput(h.collective, rank, h.root) || recvBytes == 0 || recvBuff != nullptr,
+                    ErrorCode::InvalidArgument, "Executor::execute: a null receive buffer of %zu bytes on rank %d",
+                    recvBytes, rank);
+    if (exec::Refusal r = exec::planOpRefusal(h, op)) return r;
+    MSCCLPP_ENFORCE(op != ReduceOp::PreMulSum || scalar != nullptr, ErrorCode::InvalidArgument,
+                    "Executor::execute: premulsum needs a scalar (got a null pointer)");
+    MSCCLPP_ENFORCE(!abort.aborted(), ErrorCode::Aborted, "plan %s rank %d: the executor was aborted", h.name.c_str(),
+                    rank);
+    throwIfCommFailed(strFormat("plan %s rank %d: not run", h.name.c_str(), rank));
+    exec::ExecCall call = callOf(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan, op);
+    call.stream = stream;
+    call.packet = packetType;
+    call.scalar = scalar;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (exec::Refusal r = makeBackend()) return r;
+    return runner->execute(call);
+  }
 };
 
 Executor::Executor(std::shared_ptr<Communicator> comm) : impl_(std::make_unique<Impl>()) {
@@ -110,17 +148,24 @@ Executor::Executor(std::shared_ptr<Communicator> comm) : impl_(std::make_unique<
   if (comm != nullptr) {
     // Executors are made in the same order on every rank, so the index
     // names the monitor's bootstrap view alike everywhere.
-    impl_->monitor = std::make_unique<exec::CallMonitor>(comm, comm->impl().executorCount.fetch_add(1));
+    impl_->monitor =
+        std::make_unique<exec::CallMonitor>(comm, CommunicatorAccess::impl(*comm).executorCount.fetch_add(1));
   }
   impl_->wiring = std::make_shared<exec::CommunicatorWiring>(std::move(comm));
 }
 
-Executor::Executor(std::shared_ptr<exec::ContextWiring> wiring, Backend backend) : impl_(std::make_unique<Impl>()) {
+exec::RuntimeExecutor::RuntimeExecutor(std::shared_ptr<ContextWiring> wiring, Backend backend)
+    : Executor(wiredImpl(std::move(wiring), backend)) {}
+
+std::unique_ptr<Executor::Impl> exec::RuntimeExecutor::wiredImpl(std::shared_ptr<ContextWiring> wiring,
+                                                                 Backend backend) {
   MSCCLPP_ENFORCE(wiring != nullptr, ErrorCode::InvalidArgument, "Executor: the wiring is null");
   checkEnvironment();
-  impl_->backend = backend == Backend::Auto ? resolveBackend() : backend;
-  impl_->comm = wiring->communicator();
-  impl_->wiring = std::move(wiring);
+  auto impl = std::make_unique<Impl>();
+  impl->backend = backend == Backend::Auto ? resolveBackend() : backend;
+  impl->comm = wiring->communicator();
+  impl->wiring = std::move(wiring);
+  return impl;
 }
 
 Executor::~Executor() = default;
@@ -138,15 +183,17 @@ bool Executor::launchInFlight() const { return impl_->abort.inFlight(); }
 
 bool Executor::aborted() const { return impl_->abort.aborted(); }
 
-bool Executor::wouldBuildContext(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes,
-                                 DataType dtype, const std::shared_ptr<const plan::Plan>& plan, ReduceOp op) const {
+bool exec::RuntimeExecutor::wouldBuildContext(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes,
+                                              size_t recvBytes, DataType dtype, const plan::PlanPtr& plan,
+                                              ReduceOp op) const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   // No backend yet: the first call makes it and builds the call's context.
   return impl_->runner == nullptr ||
          !impl_->runner->hasContext(callOf(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan, op));
 }
 
-void Executor::beginAgreement(int collective, size_t sendBytes, size_t recvBytes, DataType dtype, int op, int root) {
+void exec::RuntimeExecutor::beginAgreement(int collective, size_t sendBytes, size_t recvBytes, DataType dtype, int op,
+                                           int root) {
   if (!impl_->monitor) return;
   exec::CallDescriptor call;
   call.collective = collective;
@@ -158,7 +205,7 @@ void Executor::beginAgreement(int collective, size_t sendBytes, size_t recvBytes
   impl_->monitor->agree(call);
 }
 
-void Executor::endAgreement() {
+void exec::RuntimeExecutor::endAgreement() {
   if (impl_->monitor) impl_->monitor->endAgreement();
 }
 
@@ -170,52 +217,25 @@ bool Executor::pollAsyncError(std::string* message) {
 void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes,
                        DataType dtype, const ExecutionPlan& plan, void* stream, PacketType packetType, ReduceOp op,
                        const void* scalar) {
-  execute(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan.plan_, stream, packetType, op, scalar);
-}
-
-void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes,
-                       DataType dtype, const std::shared_ptr<const plan::Plan>& plan, void* stream,
-                       PacketType packetType, ReduceOp op, const void* scalar) {
-  if (exec::Refusal r =
-          tryExecute(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan, stream, packetType, op, scalar))
+  const plan::PlanPtr& loaded = plan.impl_ ? plan.impl_->plan : nullptr;
+  if (exec::Refusal r = impl_->tryExecute(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, loaded, stream,
+                                          packetType, op, scalar))
     throw Error(ErrorCode::NotSupported, *r);
 }
 
-std::optional<std::string> Executor::tryExecute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes,
-                                                size_t recvBytes, DataType dtype,
-                                                const std::shared_ptr<const plan::Plan>& plan, void* stream,
-                                                PacketType packetType, ReduceOp op, const void* scalar) {
-  MSCCLPP_ENFORCE(plan != nullptr, ErrorCode::InvalidArgument, "Executor::execute: the plan is null");
-  const plan::PlanHeader& h = plan->header;
-  MSCCLPP_ENFORCE(dataTypeSize(dtype) > 0, ErrorCode::InvalidArgument, "Executor::execute: datatype %d is not valid",
-                  static_cast<int>(dtype));
-  MSCCLPP_ENFORCE(reduceOpName(op) != nullptr, ErrorCode::InvalidArgument,
-                  "Executor::execute: reduce op %d is not valid", static_cast<int>(op));
-  MSCCLPP_ENFORCE(packetType == PacketType::LL16 || packetType == PacketType::LL8, ErrorCode::InvalidArgument,
-                  "Executor::execute: packet type %d is not valid", static_cast<int>(packetType));
-  MSCCLPP_ENFORCE(static_cast<int>(plan->ranks.size()) == impl_->wiring->worldSize(), ErrorCode::InvalidArgument,
-                  "plan %s is written for %zu ranks; the executor's world has %d", h.name.c_str(), plan->ranks.size(),
-                  impl_->wiring->worldSize());
-  MSCCLPP_ENFORCE(rank >= 0 && rank < static_cast<int>(plan->ranks.size()), ErrorCode::InvalidArgument,
-                  "Executor::execute: rank %d of a %zu-rank plan", rank, plan->ranks.size());
-  MSCCLPP_ENFORCE(!exec::readsInput(h.collective, rank, h.root) || sendBytes == 0 || sendBuff != nullptr,
-                  ErrorCode::InvalidArgument, "Executor::execute: a null send buffer of %zu bytes on rank %d",
-                  sendBytes, rank);
-  MSCCLPP_ENFORCE(!exec::writesOutput(h.collective, rank, h.root) || recvBytes == 0 || recvBuff != nullptr,
-                  ErrorCode::InvalidArgument, "Executor::execute: a null receive buffer of %zu bytes on rank %d",
-                  recvBytes, rank);
-  if (exec::Refusal r = exec::planOpRefusal(h, op)) return r;
-  MSCCLPP_ENFORCE(op != ReduceOp::PreMulSum || scalar != nullptr, ErrorCode::InvalidArgument,
-                  "Executor::execute: premulsum needs a scalar (got a null pointer)");
-  MSCCLPP_ENFORCE(!aborted(), ErrorCode::Aborted, "plan %s rank %d: the executor was aborted", h.name.c_str(), rank);
-  impl_->throwIfCommFailed(strFormat("plan %s rank %d: not run", h.name.c_str(), rank));
-  exec::ExecCall call = callOf(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan, op);
-  call.stream = stream;
-  call.packet = packetType;
-  call.scalar = scalar;
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  if (exec::Refusal r = impl_->makeBackend()) return r;
-  return impl_->runner->execute(call);
+void exec::RuntimeExecutor::execute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes,
+                                    DataType dtype, const plan::PlanPtr& plan, void* stream, PacketType packetType,
+                                    ReduceOp op, const void* scalar) {
+  if (exec::Refusal r = impl_->tryExecute(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan, stream,
+                                          packetType, op, scalar))
+    throw Error(ErrorCode::NotSupported, *r);
+}
+
+std::optional<std::string> exec::RuntimeExecutor::tryExecute(int rank, const void* sendBuff, void* recvBuff,
+                                                             size_t sendBytes, size_t recvBytes, DataType dtype,
+                                                             const plan::PlanPtr& plan, void* stream,
+                                                             PacketType packetType, ReduceOp op, const void* scalar) {
+  return impl_->tryExecute(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan, stream, packetType, op, scalar);
 }
 
 }  // namespace mscclpp

@@ -2,7 +2,8 @@
 // A refusal is decided before this rank exchanges anything for the call, from
 // facts every rank of the plan shares, so every rank refuses alike. Failures
 // stay exceptions. Each refusing check is one function; its throwing form is
-// built on it (docs/executor.md, "Refusals are values").
+// built on it; RuntimeExecutor::tryExecute hands the value to the shim.
+// docs/executor.md, "Refusals are values".
 #ifndef MSCCLPP_EXECUTOR_REFUSAL_HPP_
 #define MSCCLPP_EXECUTOR_REFUSAL_HPP_
 

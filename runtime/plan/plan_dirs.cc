@@ -7,8 +7,8 @@
 
 #include <filesystem>
 
+#include "core/params.hpp"
 #include "mscclpp_config.h"
-#include "plan/params.hpp"
 
 namespace mscclpp::plan {
 

@@ -8,7 +8,7 @@
 
 #include "core/enforce.hpp"
 #include "core/format.hpp"
-#include "plan/params.hpp"
+#include "core/params.hpp"
 
 namespace mscclpp::plan {
 namespace {

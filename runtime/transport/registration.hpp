@@ -12,12 +12,13 @@
 #include <memory>
 #include <vector>
 
+#include "core/visibility.hpp"
 #include "mscclpp/memory.hpp"
 #include "transport/transport.hpp"
 
 namespace mscclpp {
 
-struct RegisteredMemory::Impl {
+struct MSCCLPP_INTERNAL RegisteredMemory::Impl {
   void* data = nullptr;  // usable here; null when not mapped in this process
   uint64_t originalData = 0;
   uint64_t size = 0;
@@ -41,6 +42,18 @@ struct RegisteredMemory::Impl {
   template <class R>
   const R* record(Transport t) const {
     return static_cast<const R*>(records[static_cast<size_t>(t)].get());
+  }
+};
+
+// The runtime's way into a RegisteredMemory, whose public header names no accessor.
+class RegisteredMemoryAccess {
+ public:
+  using Impl = RegisteredMemory::Impl;
+  static const std::shared_ptr<Impl>& impl(const RegisteredMemory& m) { return m.impl_; }
+  static RegisteredMemory make(std::shared_ptr<Impl> impl) {
+    RegisteredMemory m;
+    m.impl_ = std::move(impl);
+    return m;
   }
 };
 

@@ -17,11 +17,11 @@
 
 #include "executor/emulation/emulator.hpp"
 #include "executor/emulation/reference.hpp"
+#include "executor/executor_internal.hpp"
 #include "gpu_harness.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
 #include "mscclpp/errors.hpp"
-#include "mscclpp/executor.hpp"
 #include "plan/plan_loader.hpp"
 
 using namespace mscclpp;
@@ -46,7 +46,7 @@ int envInt(const char* name) {
 struct Job {
   std::shared_ptr<TcpBootstrap> bootstrap;
   std::shared_ptr<Communicator> comm;
-  std::unique_ptr<Executor> ex;
+  std::unique_ptr<exec::RuntimeExecutor> ex;
   cudaStream_t stream = nullptr;
 };
 
@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
     job.bootstrap = std::make_shared<TcpBootstrap>(gRank, size);
     job.bootstrap->initialize(TcpBootstrap::createUniqueId(), 0);  // the id comes from MSCCLPP_COMM_ID
     job.comm = std::make_shared<Communicator>(job.bootstrap, 0);
-    job.ex = std::make_unique<Executor>(job.comm);
+    job.ex = std::make_unique<exec::RuntimeExecutor>(job.comm);
     if (job.ex->backend() != Backend::Cuda) fail("the Executor is not on the CUDA backend");
     GPUTEST_CUDA(cudaStreamCreateWithFlags(&job.stream, cudaStreamNonBlocking));
     if (scenario == "realloc")

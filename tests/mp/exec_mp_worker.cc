@@ -18,10 +18,10 @@
 #include <thread>
 #include <vector>
 
+#include "executor/executor_internal.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
 #include "mscclpp/errors.hpp"
-#include "mscclpp/executor.hpp"
 #include "plan/plan_loader.hpp"
 
 using namespace mscclpp;
@@ -76,7 +76,7 @@ struct Job {
   // the victim.
   std::shared_ptr<TcpBootstrap> bootstrap;
   std::shared_ptr<Communicator> comm;
-  std::unique_ptr<Executor> executor;
+  std::unique_ptr<exec::RuntimeExecutor> executor;
 };
 
 Job join() {
@@ -84,7 +84,7 @@ Job join() {
   auto bootstrap = std::make_shared<TcpBootstrap>(gRank, gSize);
   bootstrap->initialize(TcpBootstrap::createUniqueId(), 0);  // the id comes from MSCCLPP_COMM_ID
   j.comm = std::make_shared<Communicator>(bootstrap, kHostDevice);
-  j.executor = std::make_unique<Executor>(j.comm);
+  j.executor = std::make_unique<exec::RuntimeExecutor>(j.comm);
   return j;
 }
 
@@ -96,7 +96,7 @@ plan::PlanPtr load(const std::string& path) {
 }
 
 // One allreduce call of `bytes` on plan p; returns the first mismatch ("" when every element is right).
-std::string runAllReduce(Executor& ex, const plan::PlanPtr& p, size_t bytes, std::vector<float>& send,
+std::string runAllReduce(exec::RuntimeExecutor& ex, const plan::PlanPtr& p, size_t bytes, std::vector<float>& send,
                          std::vector<float>& recv, const std::vector<float>& expect, double* seconds = nullptr) {
   const size_t count = bytes / 4;
   const bool inPlace = p->header.inPlace;
@@ -331,7 +331,7 @@ int scenarioFault(const std::string& path, int victim, const std::string& phase,
     }
     if (victimHere && phase == "init") killSelfAfter(delayUs);
     job.comm = std::make_shared<Communicator>(bootstrap, kHostDevice);
-    job.executor = std::make_unique<Executor>(job.comm);
+    job.executor = std::make_unique<exec::RuntimeExecutor>(job.comm);
   } catch (const Error& e) {
     survivorFailed(e, job, p, victim, "init");
   }

@@ -14,10 +14,10 @@
 
 #include "../support/scoped_env.hpp"
 #include "core/deadline.hpp"
+#include "executor/executor_internal.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
 #include "mscclpp/errors.hpp"
-#include "mscclpp/executor.hpp"
 #include "plan/plan_loader.hpp"
 
 using namespace mscclpp;
@@ -78,7 +78,7 @@ TEST_CASE("CPU across processes: default plans, malloc'd buffers", "[mp][exec]")
       n,
       [&](int rank, std::shared_ptr<Bootstrap> b) {
         auto comm = std::make_shared<Communicator>(b, kHostDevice);
-        Executor ex(comm);
+        exec::RuntimeExecutor ex(comm);
         const size_t count = 32768;  // 128 KiB per rank
         for (const char* name :
              {"allreduce_ll_n4_ip.json", "allreduce_allpairs_n4_oop.json", "allreduce_rsag_n4_ip.json",
@@ -127,7 +127,7 @@ TEST_CASE("CPU across processes: a deadlock times out, naming the wait", "[mp][e
       n,
       [&](int rank, std::shared_ptr<Bootstrap> b) {
         auto comm = std::make_shared<Communicator>(b, kHostDevice);
-        Executor ex(comm);
+        exec::RuntimeExecutor ex(comm);
         auto p = plan::loadPlanFile(plan);
         std::vector<float> in(1024, 1.f), out(1024);
         try {

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "executor/emulation/local_world_wiring.hpp"
+#include "executor/executor_internal.hpp"
 #include "mscclpp/errors.hpp"
-#include "mscclpp/executor.hpp"
 #include "plan/plan_loader.hpp"
 #include "support/args.hpp"
 
@@ -51,7 +51,7 @@ Timing timeCalls(const plan::PlanPtr& plan, uint64_t count, int iterations, int 
     threads.emplace_back([&, rank] {
       std::vector<float> send(sendBytes / sizeof(float), 1.0f + rank), recv(recvBytes / sizeof(float), 0.0f);
       try {
-        Executor ex(wiring, Backend::Cpu);
+        exec::RuntimeExecutor ex(wiring, Backend::Cpu);
         auto call = [&] { ex.execute(rank, send.data(), recv.data(), sendBytes, recvBytes, DataType::Float32, plan); };
         for (int i = 0; i < 3; ++i) call();  // the context is built by the first call: not timed
         for (int r = 0; r < rounds; ++r) {

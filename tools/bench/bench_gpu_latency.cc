@@ -79,7 +79,7 @@ Sample measure(GpuRanks& w, const plan::PlanPtr& p, uint64_t bytes, int iters, i
   ThreadBarrier bar(n);
   std::string err = onRanks(n, [&](int r) {
     cudaStream_t s = w.stream(r);
-    Executor& ex = w.executor(r);
+    exec::RuntimeExecutor& ex = w.executor(r);
     auto call = [&] { ex.execute(r, w.send(r), w.recv(r), bytes, bytes, DataType::Float32, p, s); };
     for (int i = 0; i < 10; ++i) call();  // warm-up: context build, first launches
     GPUTEST_CUDA(cudaStreamSynchronize(s));

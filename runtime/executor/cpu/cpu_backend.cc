@@ -8,7 +8,6 @@
 #include "core/logger.hpp"
 #include "core/params.hpp"
 #include "executor/call_monitor.hpp"
-#include "executor/params.hpp"
 #include "executor/scale_steps.hpp"
 #include "mscclpp/communicator.hpp"
 

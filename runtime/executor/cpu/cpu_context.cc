@@ -10,7 +10,6 @@
 #include "executor/cpu/host_block_runner.hpp"
 #include "executor/cpu/remote_port_peers.hpp"
 #include "executor/diagnostics.hpp"
-#include "executor/params.hpp"
 
 namespace mscclpp::exec {
 namespace {

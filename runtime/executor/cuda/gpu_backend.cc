@@ -15,7 +15,6 @@
 #include "executor/cuda/cuda_check.hpp"
 #include "executor/cuda/gpu_context.hpp"
 #include "executor/cuda/gpu_world.hpp"
-#include "executor/params.hpp"
 #include "executor/scale_steps.hpp"
 #include "mscclpp/communicator.hpp"
 #include "transport/cuda_ipc/memory.hpp"

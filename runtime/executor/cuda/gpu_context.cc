@@ -18,7 +18,6 @@
 #include "executor/cuda/cuda_check.hpp"
 #include "executor/cuda/device_image.hpp"
 #include "executor/diagnostics.hpp"
-#include "executor/params.hpp"
 #include "executor/scale_steps.hpp"
 
 namespace mscclpp::exec {

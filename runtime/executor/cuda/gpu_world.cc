@@ -11,7 +11,6 @@
 #include "core/logger.hpp"
 #include "core/params.hpp"
 #include "executor/cuda/cuda_check.hpp"
-#include "executor/params.hpp"
 
 namespace mscclpp::exec {
 

@@ -17,7 +17,6 @@
 #include "executor/diagnostics.hpp"
 #include "executor/emulation/local_world.hpp"
 #include "executor/emulation/reference.hpp"
-#include "executor/params.hpp"
 #include "executor/scale_steps.hpp"
 #include "plan/plan_sizing.hpp"
 

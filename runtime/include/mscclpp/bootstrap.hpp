@@ -1,29 +1,10 @@
-// Bootstrap: how ranks find each other and exchange small control messages (addresses, memory
-// handles, endpoint descriptions) before and beside the data path.
-//
-// `Bootstrap` is the interface (MSCCL++'s name and roles). `TcpBootstrap` is the production
-// implementation: a TCP rendezvous from a 128-byte UniqueId, then direct rank-to-rank sockets.
-// `InProcessBootstrap` serves ranks that are threads of one process (tests, the CPU backend)
-// without sockets.
-//
-// Semantics shared by every implementation:
-// - Messages are tagged. send(peer, tag) / recv(peer, tag) match by (sender, tag) and keep the
-//   order of sends with the same (sender, tag). Messages with different tags never mix, so several
-//   users of one bootstrap (the communicator, the executor, a split) can talk at the same time by
-//   using different tags or, better, different namespaces (withNamespace, split).
-// - allGather, broadcast, barrier and split are collective: every rank of the bootstrap calls them
-//   in the same order. They use internal tags, so they never consume user messages.
-// - A blocking call waits for a live peer without a deadline unless one is set (MSCCLPP_TIMEOUT_S
-//   or setTimeout; docs/failure-handling.md) and throws mscclpp::Error naming the operation and the
-//   peer: Timeout when a set deadline passed, RemoteError when the peer died or its host became
-//   unreachable (connection closed, no heartbeat) before sending what was awaited, Aborted after
-//   abort(). Every receive is bounded in size.
-//
-// Thread-safety: all methods may be called concurrently from several threads (e.g. two threads
-// receiving with different tags). Collectives on one bootstrap object must not run concurrently
-// with each other (they share internal tags); use withNamespace() to get an independent view.
-// Ownership: bootstraps are shared (std::shared_ptr); views created by split/withNamespace keep
-// the underlying connections alive.
+// Bootstrap: how ranks find each other and exchange small control messages beside the data path.
+// `Bootstrap` is MSCCL++'s interface; `TcpBootstrap` joins ranks through a TCP rendezvous from a
+// UniqueId, and `InProcessBootstrap` serves ranks that are threads of one process.
+// Messages are tagged and never mix across tags or views; collectives run in the same order on
+// every rank; a wait on a live peer has no deadline unless one is set. docs/runtime.md has the
+// rules in full. Thread-safety: any method from any thread, but collectives on one object must
+// not overlap: take a view with withNamespace(). Ownership: shared; views keep the connections.
 #ifndef MSCCLPP_BOOTSTRAP_HPP_
 #define MSCCLPP_BOOTSTRAP_HPP_
 
@@ -41,8 +22,8 @@ namespace mscclpp {
 
 #define MSCCLPP_UNIQUE_ID_BYTES 128
 
-// 128 opaque bytes: magic, version, the root's address and a 128-bit random secret (see
-// docs/runtime.md for the layout). Pass it by value to every rank (like ncclUniqueId).
+// 128 opaque bytes: magic, version, the root's address and a random secret (docs/runtime.md).
+// Pass it by value to every rank, as an ncclUniqueId.
 using UniqueId = std::array<uint8_t, MSCCLPP_UNIQUE_ID_BYTES>;
 
 class MSCCLPP_API Bootstrap : public std::enable_shared_from_this<Bootstrap> {
@@ -52,71 +33,65 @@ class MSCCLPP_API Bootstrap : public std::enable_shared_from_this<Bootstrap> {
   virtual int getRank() const = 0;
   virtual int getNranks() const = 0;
 
-  // Sends `size` bytes to `peer` with `tag`. Returns when the bytes are handed to the transport
-  // (the peer may not have received them yet). A message may be sent to oneself.
+  // Sends `size` bytes to `peer` with `tag`. Returns once the transport has the bytes, perhaps
+  // before the peer received them. A rank may send to itself.
   virtual void send(const void* data, size_t size, int peer, int tag) = 0;
-  // Receives the next message from `peer` with `tag`; fails (InvalidArgument, naming peer, tag and
-  // both sizes) when it is longer than maxBytes.
+  // Receives the next message from `peer` with `tag`. A message longer than maxBytes fails with
+  // InvalidArgument naming peer, tag and both sizes.
   virtual std::vector<char> recv(int peer, int tag, size_t maxBytes) = 0;
   // Receives exactly `size` bytes; a message of any other length is an error naming both sizes.
   void recv(void* data, size_t size, int peer, int tag);
   void send(const std::vector<char>& data, int peer, int tag) { send(data.data(), data.size(), peer, tag); }
 
-  // allData holds getNranks() slots of `size` bytes; this rank's slot (rank * size) is sent and the
-  // others are filled.
+  // allData holds getNranks() slots of `size` bytes: this rank's slot is sent, the others filled.
   virtual void allGather(void* allData, size_t size) = 0;
   // The root's `size` bytes at data are copied into data on every rank.
   virtual void broadcast(void* data, size_t size, int root) = 0;
   virtual void barrier() = 0;
 
-  // Collective over all ranks of this bootstrap (like ncclCommSplit): ranks with the same color form
-  // a new bootstrap, ordered by key then by rank here. A negative color returns nullptr (the rank
-  // still takes part in the exchange). The new bootstrap reuses this one's connections with its own
-  // tag namespace: no new sockets. Requires this bootstrap to be owned by a std::shared_ptr.
+  // Collective, as ncclCommSplit: ranks with the same color form a new bootstrap, ordered by key
+  // then by rank. A negative color returns nullptr, though the rank still takes part. The new
+  // bootstrap reuses this one's connections under its own tags: no new sockets. This bootstrap
+  // must be owned by a std::shared_ptr.
   virtual std::shared_ptr<Bootstrap> split(int color, int key) = 0;
-  // A view with the same ranks whose messages (user tags and collectives) never mix with this
-  // one's or with views of other names. Local (no communication); every rank must use the same name.
+  // A view with the same ranks whose messages never mix with this one's or other views'. No
+  // communication; every rank must use the same name.
   virtual std::shared_ptr<Bootstrap> withNamespace(const std::string& name) = 0;
 
-  // Wakes every blocked call (they throw Aborted) without waiting for peers. On a bootstrap made by
-  // TcpBootstrap/InProcessBootstrap it also closes the connections and stops helper threads, which
-  // ends every view derived from it; on a view (split, withNamespace) it ends that view and the
-  // views derived from it, leaving the shared connections to the others. Idempotent.
+  // Wakes every blocked call, which throws Aborted, without waiting for peers. On the bootstrap
+  // itself it also closes the connections and stops helper threads, ending every view of it; on
+  // a view it ends that view and its own views only. Idempotent.
   virtual void abort() = 0;
 
-  // The deadline, in seconds, applied to each blocking call (<= 0: no deadline). Default:
-  // MSCCLPP_TIMEOUT_S read when the bootstrap was created (0: none, a live peer is waited for).
+  // The deadline in seconds of each blocking call; 0 or less is none. The default is
+  // MSCCLPP_TIMEOUT_S when the bootstrap was made, itself 0: a live peer is waited for.
   virtual double timeoutSeconds() const = 0;
   virtual void setTimeout(double seconds) = 0;
 
-  // Failed peers: a rank whose process died (its connections closed without a goodbye: exit, crash,
-  // kill, abort) or whose host stopped answering (no heartbeat for MSCCLPP_HEARTBEAT_TIMEOUT_S).
-  // listener(rank, reason) runs once per failed rank of this bootstrap (its rank numbers; failures
-  // known before the call included), on a helper thread or the thread that learned of it: it must
-  // return quickly and must not call the bootstrap. Returns an id for removePeerFailureListener.
-  // The default implementation (a bootstrap that cannot tell) never calls it and returns 0.
+  // Failed peers: a rank whose connections closed without a goodbye, or whose host sent no
+  // heartbeat for MSCCLPP_HEARTBEAT_TIMEOUT_S. listener(rank, reason) runs once per failed rank,
+  // earlier failures included, on whichever thread learned of it: it must return quickly and
+  // not call the bootstrap. Returns an id for removal. A bootstrap that cannot tell returns 0.
   using PeerFailureListener = std::function<void(int rank, const std::string& reason)>;
   virtual uint64_t addPeerFailureListener(PeerFailureListener listener);
   virtual void removePeerFailureListener(uint64_t id);
 
-  // Requests answered without the peer's application thread (the runtime's call monitor asks a
-  // stuck peer what it is doing with them). serve(handler): requests to this bootstrap (this view)
-  // are answered by handler(peer, request) on a helper thread; it must be quick and must not block.
-  // An empty handler stops serving. ask() sends one request and returns the answer (empty when the
-  // peer serves none), failing like recv (RemoteError for a failed peer, Timeout after
-  // timeoutSeconds). The defaults throw Error(NotSupported).
+  // Requests answered without the peer's application thread: the call monitor asks a stuck peer
+  // what it is doing. serve(handler) answers requests to this view with handler(peer, request)
+  // on a helper thread; it must not block, and an empty handler stops serving. ask() sends one
+  // request and returns the answer, empty when the peer serves none, and fails as recv does.
+  // The defaults throw Error(NotSupported).
   using RequestHandler = std::function<std::vector<char>(int peer, const std::vector<char>& request)>;
   virtual void serve(RequestHandler handler);
   virtual std::vector<char> ask(int peer, const std::vector<char>& request, double timeoutSeconds);
 };
 
-// TCP rendezvous. Typical use (like ncclGetUniqueId / ncclCommInitRank):
+// TCP rendezvous, used as ncclGetUniqueId and ncclCommInitRank are:
 //   rank 0:      UniqueId id = TcpBootstrap::createUniqueId();   // starts the root listener
 //   everyone:    auto b = std::make_shared<TcpBootstrap>(rank, nRanks); b->initialize(id);
-// createUniqueId() binds the root listener on the interface chosen by MSCCLPP_SOCKET_IFNAME (or
-// the address of MSCCLPP_COMM_ID, in which case rank 0's initialize() runs the root instead) and
-// starts a thread that lives until all ranks have arrived or the deadline passed. Connections
-// that do not present the id's secret are dropped and logged at WARN without disturbing the job.
+// The root listens on the interface MSCCLPP_SOCKET_IFNAME picks until every rank arrived; with
+// MSCCLPP_COMM_ID, rank 0's initialize() runs it there instead. A connection without the id's
+// secret is dropped with a WARN and does not disturb the job.
 class MSCCLPP_API TcpBootstrap : public Bootstrap {
  public:
   static UniqueId createUniqueId();
@@ -126,11 +101,11 @@ class MSCCLPP_API TcpBootstrap : public Bootstrap {
   TcpBootstrap(const TcpBootstrap&) = delete;
   TcpBootstrap& operator=(const TcpBootstrap&) = delete;
 
-  // Joins the job described by the id. Fails within the deadline (timeoutSec, or MSCCLPP_TIMEOUT_S
-  // when <= 0) with an error naming the missing ranks when some never arrive.
+  // Joins the job the id describes. Ranks that never arrive fail it at the deadline, timeoutSec
+  // or else MSCCLPP_TIMEOUT_S, with an error naming them.
   void initialize(const UniqueId& uniqueId, double timeoutSec = 0);
-  // Joins the job whose root listens at "host:port" ("[v6addr]:port" for IPv6); rank 0 runs the
-  // root there. The secret is derived from the address, so use this only on trusted networks.
+  // Joins the job whose root listens at "host:port" or "[v6addr]:port"; rank 0 runs the root.
+  // The secret is derived from the address: for trusted networks only.
   void initialize(const std::string& hostPort, double timeoutSec = 0);
   // The id this bootstrap was initialized with.
   UniqueId getUniqueId() const;
@@ -154,17 +129,17 @@ class MSCCLPP_API TcpBootstrap : public Bootstrap {
   void serve(RequestHandler handler) override;
   std::vector<char> ask(int peer, const std::vector<char>& request, double timeoutSeconds) override;
 
-  // "host:port" of this rank's listener ("" before initialize): diagnostics and tests.
+  // "host:port" of this rank's listener, "" before initialize.
   std::string listenAddress() const;
 
  private:
-  struct MSCCLPP_INTERNAL Impl;
+  struct Impl;
   std::unique_ptr<Impl> pimpl_;
 };
 
-// Ranks as threads of one process, exchanging through in-memory mailboxes. Create one group and
-// one bootstrap per rank: `auto g = InProcessBootstrap::createGroup(n); bootstrap(r) =
-// std::make_shared<InProcessBootstrap>(g, r)`. Same semantics and deadlines as TcpBootstrap.
+// Ranks as threads of one process, exchanging through in-memory mailboxes, with TcpBootstrap's
+// semantics and deadlines. One group, one bootstrap per rank:
+//   auto g = InProcessBootstrap::createGroup(n);  auto b = std::make_shared<InProcessBootstrap>(g, r);
 class MSCCLPP_API InProcessBootstrap : public Bootstrap {
  public:
   struct Group;
@@ -184,8 +159,8 @@ class MSCCLPP_API InProcessBootstrap : public Bootstrap {
   void barrier() override;
   std::shared_ptr<Bootstrap> split(int color, int key) override;
   std::shared_ptr<Bootstrap> withNamespace(const std::string& name) override;
-  // Marks this rank as failed for its peers (a crash stand-in for tests): their waits on it fail with
-  // RemoteError and their failure listeners are told. Destroying it is a goodbye, not a failure.
+  // Marks this rank as failed for its peers, a crash for tests: their waits on it fail with
+  // RemoteError and their listeners are told. Destroying it is a goodbye, not a failure.
   void abort() override;
   double timeoutSeconds() const override;
   void setTimeout(double seconds) override;
@@ -195,7 +170,7 @@ class MSCCLPP_API InProcessBootstrap : public Bootstrap {
   std::vector<char> ask(int peer, const std::vector<char>& request, double timeoutSeconds) override;
 
  private:
-  struct MSCCLPP_INTERNAL Impl;
+  struct Impl;
   std::unique_ptr<Impl> pimpl_;
 };
 

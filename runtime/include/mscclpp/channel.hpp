@@ -1,10 +1,7 @@
-// Channels, host side: objects that own (or share) what a channel needs and produce the trivially
-// copyable device handles of memory_channel_device.hpp, port_channel_device.hpp and
-// switch_channel_device.hpp.
-//
-// Ownership: a channel keeps its semaphore, memories and (for switch channels) the member pointer
-// array alive; the device handle is a view valid while the channel object (or a copy) lives.
-// Thread-safety: channels are immutable after construction; deviceHandle() may be called anywhere.
+// Channels, host side: they own or share what a channel needs and make the trivially copyable
+// device handles of the *_channel_device.hpp headers.
+// Ownership: a channel keeps its semaphore and memories alive; a device handle is a view, valid
+// while the channel or a copy of it lives. Thread-safety: immutable once built.
 #ifndef MSCCLPP_CHANNEL_HPP_
 #define MSCCLPP_CHANNEL_HPP_
 
@@ -21,14 +18,14 @@
 
 namespace mscclpp {
 
-// Direct access to one peer's memory (seed 003's SmChannel).
+// Direct access to one peer's memory: MSCCL++'s SmChannel.
 class MSCCLPP_API MemoryChannel {
  public:
   using DeviceHandle = MemoryChannelDeviceHandle;
 
   MemoryChannel() = default;
-  // dst: the peer's memory, imported and mapped here (SHM or IPC); src: our buffer; packetBuffer:
-  // where the peer's putPackets land in our memory (nullptr when unused).
+  // dst: the peer's memory, imported and mapped here; src: our buffer; packetBuffer: where the
+  // peer's putPackets land in our memory, or nullptr.
   MemoryChannel(std::shared_ptr<MemoryDevice2DeviceSemaphore> semaphore, RegisteredMemory dst, void* src,
                 void* packetBuffer = nullptr);
 
@@ -58,7 +55,7 @@ class MSCCLPP_API BasePortChannel {
   FifoDeviceHandle fifo_{};
 };
 
-// Requests to the proxy (seed 003's ProxyChannel), with default destination and source memories.
+// Requests to the proxy, with default destination and source memories: MSCCL++'s ProxyChannel.
 class MSCCLPP_API PortChannel : public BasePortChannel {
  public:
   using DeviceHandle = PortChannelDeviceHandle;
@@ -74,31 +71,28 @@ class MSCCLPP_API PortChannel : public BasePortChannel {
 };
 using ProxyChannel = PortChannel;
 
-// One buffer per member of a group, bound together (NVLS on sm_90 GPUs; emulated with the members'
-// buffers on the CPU backend). Collective over `ranks` (every member calls it with the same list,
-// the same size and the same tag).
+// One buffer per member of a group, bound together: NVLS on sm_90 GPUs, the members' buffers
+// elsewhere. create() is collective over `ranks`: every member passes the same list, size and tag.
 class MSCCLPP_API SwitchChannel {
  public:
   using DeviceHandle = SwitchChannelDeviceHandle;
 
   SwitchChannel() = default;
-  // buffer: ours, bytes long. CPU backend: from allocSharedHost; GPU: device memory (CUDA IPC), and
-  // the multicast binding when the device supports it.
+  // buffer: ours, bytes long; from allocSharedHost on the CPU backend, device memory on a GPU.
   static SwitchChannel create(Communicator& communicator, const std::vector<int>& ranks, void* buffer, size_t bytes,
                               int tag);
 
   DeviceHandle deviceHandle() const;
-  // Whether the handle carries a multicast address (NVLS) or only the members' buffers.
+  // Whether the handle carries an NVLS multicast address, or only the members' buffers.
   bool hasMulticast() const;
 
-  struct MSCCLPP_INTERNAL State;
-
  private:
+  struct State;
   std::shared_ptr<State> state_;
 };
 
-// MSCCL++'s spelling of a channel's (or semaphore's) device handle type, as in seed 003:
-// `DeviceHandle<mscclpp::ProxyChannel>` is PortChannelDeviceHandle, `DeviceHandle<SmChannel>` is
+// MSCCL++'s spelling of a channel's or semaphore's device handle type:
+// `DeviceHandle<ProxyChannel>` is PortChannelDeviceHandle, `DeviceHandle<SmChannel>` is
 // MemoryChannelDeviceHandle.
 template <class T>
 using DeviceHandle = typename T::DeviceHandle;

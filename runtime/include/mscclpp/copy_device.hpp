@@ -1,9 +1,7 @@
-// Cooperative copies: numThreads threads (a block on the GPU; usually one host thread in the CPU
-// backend) each copy a strided share of the bytes. 16-byte vectors where both pointers allow it,
-// narrower words otherwise, and exact byte tails: any size and any alignment is copied correctly.
-//
-// Ordering: plain (non-atomic) loads and stores. Data moved by copy() is published to a peer by a
-// later release operation (semaphore signal, FIFO push) after a block barrier, never by the copy.
+// Cooperative copies: numThreads threads each copy a strided share of the bytes, 16-byte vectors
+// where both pointers allow, narrower words otherwise, and exact byte tails, so any size and
+// alignment copies correctly. Plain loads and stores: the data is published to a peer by a later
+// release, a semaphore signal or a FIFO push after a block barrier, never by the copy.
 #ifndef MSCCLPP_COPY_DEVICE_HPP_
 #define MSCCLPP_COPY_DEVICE_HPP_
 
@@ -14,7 +12,7 @@
 
 namespace mscclpp {
 
-// A 16-byte vector usable on both sides (uint4 exists only with the CUDA headers).
+// A 16-byte vector for both compilers: uint4 exists only with the CUDA headers.
 struct alignas(16) Vec16 {
   uint64_t lo, hi;
 };
@@ -37,14 +35,14 @@ MSCCLPP_HOST_DEVICE_INLINE void copy(void* dst, const void* src, uint64_t bytes,
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);
 #if !defined(MSCCLPP_DEVICE_COMPILE)
-  // One host thread per block: the C library copy is the fastest correct loop there is.
+  // One host thread per block: the C library's copy is the fastest correct loop.
   if (numThreads == 1) {
     std::memmove(d, s, bytes);
     return;
   }
 #endif
   uintptr_t misalign = (reinterpret_cast<uintptr_t>(d) | reinterpret_cast<uintptr_t>(s));
-  // Both pointers share a 16-byte phase: copy a head bytewise up to 16-byte alignment, then vectors.
+  // Both pointers share a 16-byte phase: bytes up to 16-byte alignment, then vectors.
   if (((reinterpret_cast<uintptr_t>(d) ^ reinterpret_cast<uintptr_t>(s)) & 15) == 0) {
     uint64_t head = (16 - (reinterpret_cast<uintptr_t>(d) & 15)) & 15;
     if (head > bytes) head = bytes;

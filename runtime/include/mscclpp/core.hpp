@@ -1,6 +1,5 @@
-// The whole host-side runtime API in one include (MSCCL++'s core.hpp role): bootstrap, transports
-// and registered memory, connections, the communicator, semaphores, the proxy service and channels.
-// See each header for ownership, thread-safety and memory ordering; docs/runtime.md for the guide.
+// The whole host-side API in one include, as MSCCL++'s core.hpp: bootstrap, transports and
+// registered memory, connections, the communicator, semaphores, the proxy service and channels.
 #ifndef MSCCLPP_CORE_HPP_
 #define MSCCLPP_CORE_HPP_
 

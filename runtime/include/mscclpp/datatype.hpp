@@ -1,5 +1,5 @@
-// Datatypes, reduce operations and packet types of collective calls. Numbering follows NCCL
-// (ncclDataType_t, ncclRedOp_t), so the shim converts with a cast.
+// Datatypes, reduce operations and packet types of collective calls. They are numbered as NCCL's
+// ncclDataType_t and ncclRedOp_t, so the shim converts with a cast.
 #ifndef MSCCLPP_DATATYPE_HPP_
 #define MSCCLPP_DATATYPE_HPP_
 
@@ -31,20 +31,20 @@ enum class ReduceOp : int {
   Prod = 1,
   Max = 2,
   Min = 3,
-  Avg = 4,        // sum, then the result divided by the number of ranks (integers: truncating division)
-  PreMulSum = 5,  // each input multiplied by a scalar (given with the call), then summed
+  Avg = 4,        // sum, then divided by the number of ranks; integers truncate
+  PreMulSum = 5,  // each input multiplied by the call's scalar, then summed
 };
 constexpr int kNumReduceOps = 6;
 
-// LL packet format used by a launch (packet_device.hpp).
+// The LL packet format of a launch (packet_device.hpp).
 enum class PacketType : int { LL16 = 0, LL8 = 1 };
 
 MSCCLPP_API size_t dataTypeSize(DataType type);
-// "float32", "bfloat16", ...; nullptr for a value outside the enum.
+// "float32", "bfloat16", ...; nullptr outside the enum.
 MSCCLPP_API const char* dataTypeName(DataType type);
 // Accepts the names above, the short forms f32, f16, bf16, f64, i8, u8, i32, u32, i64, u64,
-// f8e4m3, f8e5m2, and NCCL's spellings (ncclFloat32, ncclBfloat16, ncclHalf, ncclChar, ...), all
-// case-insensitive. Returns false for anything else.
+// f8e4m3 and f8e5m2, and NCCL's spellings such as ncclFloat32 or ncclHalf, in any case.
+// Returns false for anything else.
 MSCCLPP_API bool dataTypeFromName(const char* name, DataType* type);
 MSCCLPP_API const char* reduceOpName(ReduceOp op);  // "sum", "prod", "max", "min", "avg", "premulsum"
 MSCCLPP_API bool reduceOpFromName(const char* name, ReduceOp* op);

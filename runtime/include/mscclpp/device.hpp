@@ -1,13 +1,9 @@
-// Basic building blocks of every device-side header: function qualifiers, atomics with explicit
-// memory order and scope, a nanosecond clock, and a bounded spin.
-//
-// Every header under mscclpp/*_device.hpp is written once as __host__ __device__ code: nvcc compiles
-// it for GPU kernels (users' kernels and our op interpreter) and g++ compiles the same code for the
-// CPU backend, where host threads stand in for thread blocks. The atomics are thin wrappers over
-// cuda::atomic_ref (libcu++), which works in both compilers; on the host they become the compiler's
-// __atomic builtins, so ThreadSanitizer sees the same ordering the GPU code asks for.
-//
-// Thread-safety: everything here is stateless; callers own the memory they pass.
+// The building blocks of every device header: function qualifiers, atomics with explicit memory
+// order and scope, a nanosecond clock and a bounded spin. Each *_device.hpp header is written
+// once as __host__ __device__ code: nvcc compiles it into kernels, and the host compiler compiles
+// the same text for the CPU backend, where host threads stand in for thread blocks. The atomics
+// wrap libcu++'s cuda::atomic_ref, which both compilers build; on the host they become __atomic
+// builtins, so ThreadSanitizer checks the ordering the GPU code asks for. Stateless.
 #ifndef MSCCLPP_DEVICE_HPP_
 #define MSCCLPP_DEVICE_HPP_
 
@@ -27,7 +23,7 @@
 #define MSCCLPP_HOST_DEVICE_INLINE __forceinline__ __host__ __device__
 #define MSCCLPP_DEVICE_INLINE __forceinline__ __device__
 #define MSCCLPP_HOST_DEVICE __host__ __device__
-// A function the GPU compiler must keep out of line (large bodies called from several places).
+// A function the GPU compiler must keep out of line: a large body called from several places.
 #define MSCCLPP_HOST_DEVICE_NOINLINE __noinline__ __host__ __device__
 #else
 #define MSCCLPP_HOST_DEVICE_INLINE inline
@@ -36,13 +32,13 @@
 #define MSCCLPP_HOST_DEVICE_NOINLINE inline
 #endif
 
-// Defined while nvcc compiles device code (the GPU pass); absent for g++ and for nvcc's host pass.
+// Defined while nvcc compiles device code; absent for g++ and for nvcc's host pass.
 #if defined(__CUDA_ARCH__)
 #define MSCCLPP_DEVICE_COMPILE 1
 #endif
 
-// Before a loop whose body waits (a spin): the GPU compiler must not unroll it, which would only
-// multiply the live registers of a kernel that has 64 per thread at 1024 threads (and spill).
+// Before a loop whose body waits: unrolling a spin only multiplies the live registers of a
+// kernel that has 64 per thread at 1024 threads, and makes it spill.
 #if defined(MSCCLPP_DEVICE_COMPILE)
 #define MSCCLPP_NO_UNROLL _Pragma("unroll 1")
 #else
@@ -52,11 +48,12 @@
 namespace mscclpp {
 
 // ---- Memory order and scope ------------------------------------------------------------------
-// Orders are cuda::memory_order values; scopes say which agents must observe an access:
-//   scopeBlock  - threads of one block (CPU backend: the one host thread of the block),
-//   scopeDevice - all blocks of one GPU (CPU backend: all threads of the process),
-//   scopeSystem - other GPUs and the host (CPU backend: other processes through shared memory).
-// Counters that a peer or the proxy touches use scopeSystem.
+// Orders are cuda::memory_order values; a scope says which agents must observe an access. On the
+// CPU backend a block is one host thread, the device is the process, and the system includes
+// other processes through shared memory:
+//   scopeBlock  - threads of one block,
+//   scopeDevice - all blocks of one GPU,
+//   scopeSystem - other GPUs and the host. Counters a peer or the proxy touches use it.
 constexpr cuda::memory_order memoryOrderRelaxed = cuda::memory_order_relaxed;
 constexpr cuda::memory_order memoryOrderAcquire = cuda::memory_order_acquire;
 constexpr cuda::memory_order memoryOrderRelease = cuda::memory_order_release;
@@ -66,7 +63,7 @@ constexpr cuda::thread_scope scopeBlock = cuda::thread_scope_block;
 constexpr cuda::thread_scope scopeDevice = cuda::thread_scope_device;
 constexpr cuda::thread_scope scopeSystem = cuda::thread_scope_system;
 
-// T must be a 1, 2, 4 or 8-byte trivially copyable type and ptr naturally aligned.
+// T: a trivially copyable type of 1, 2, 4 or 8 bytes; ptr naturally aligned.
 template <class T, cuda::thread_scope Scope = scopeSystem>
 MSCCLPP_HOST_DEVICE_INLINE T atomicLoad(const T* ptr, cuda::memory_order order) {
   return cuda::atomic_ref<T, Scope>(*const_cast<T*>(ptr)).load(order);
@@ -99,9 +96,9 @@ MSCCLPP_HOST_DEVICE_INLINE bool atomicCompareExchange(T* ptr, T* expected, T des
 }
 
 // ---- Clock and deadlines -----------------------------------------------------------------------
-// Nanoseconds of a monotonic clock: %globaltimer on the GPU, steady_clock on the host. The two
-// clocks have different epochs: pass durations between host and device and turn them into a
-// deadline on the side that waits (deadlineAfter).
+// Nanoseconds of a monotonic clock: %globaltimer on the GPU, steady_clock on the host. Their
+// epochs differ, so host and device pass durations, and the side that waits turns one into a
+// deadline with deadlineAfter.
 MSCCLPP_HOST_DEVICE_INLINE uint64_t clockNs() {
 #if defined(MSCCLPP_DEVICE_COMPILE)
   uint64_t t;
@@ -114,18 +111,18 @@ MSCCLPP_HOST_DEVICE_INLINE uint64_t clockNs() {
 #endif
 }
 
-// A deadline that never passes: waits on live peers when MSCCLPP_TIMEOUT_S is 0 (the default).
+// A deadline that never passes: waits on live peers when MSCCLPP_TIMEOUT_S is 0, the default.
 constexpr uint64_t kNoDeadline = UINT64_MAX;
 
-// The timeout used by the convenience wait()/sync() methods when a handle carries none (0). The
-// host-side code that fills handles sets their timeout from MSCCLPP_TIMEOUT_S.
+// The timeout of the convenience wait() and sync() when a handle carries 0. Host code that
+// fills a handle sets its timeout from MSCCLPP_TIMEOUT_S.
 #ifndef MSCCLPP_DEFAULT_TIMEOUT_NS
 #define MSCCLPP_DEFAULT_TIMEOUT_NS 120000000000ull
 #endif
 
-// What set a handle's timeoutNs, named when its convenience methods time out (FifoDeviceHandle::timeoutSource).
-constexpr uint32_t kTimeoutFromEnvironment = 0;   // MSCCLPP_TIMEOUT_S (or the built-in default)
-constexpr uint32_t kTimeoutFromCommunicator = 1;  // the communicator's own timeout (Communicator::timeoutSeconds())
+// What set a handle's timeoutNs, named when its convenience methods time out.
+constexpr uint32_t kTimeoutFromEnvironment = 0;   // MSCCLPP_TIMEOUT_S or the built-in default
+constexpr uint32_t kTimeoutFromCommunicator = 1;  // Communicator::timeoutSeconds()
 
 MSCCLPP_HOST_DEVICE_INLINE const char* timeoutSourceName(uint32_t source) {
   return source == kTimeoutFromCommunicator ? "the communicator's timeout" : "MSCCLPP_TIMEOUT_S";
@@ -143,8 +140,8 @@ MSCCLPP_HOST_DEVICE_INLINE uint64_t deadlineAfter(uint64_t timeoutNs) {
 enum class SpinStatus : uint32_t {
   Ok = 0,       // the condition became true
   Timeout = 1,  // the deadline passed first
-  Aborted = 2,  // *abortFlag became nonzero first (another block or rank failed)
-  Invalid = 3,  // the request could not be made at all (e.g. a FIFO trigger that cannot encode it)
+  Aborted = 2,  // *abortFlag became nonzero first: another block or rank failed
+  Invalid = 3,  // the request could not be made at all, such as a trigger that does not encode
 };
 
 MSCCLPP_HOST_DEVICE_INLINE const char* spinStatusName(SpinStatus s) {
@@ -161,11 +158,11 @@ MSCCLPP_HOST_DEVICE_INLINE const char* spinStatusName(SpinStatus s) {
 }
 
 #if !defined(MSCCLPP_DEVICE_COMPILE)
-// The host's pause after `iteration` unsuccessful polls: spin 16 polls (latency), yield up to the
-// 1024th (the thread waited for may need this core: the CPU backend runs more threads than there
-// are cores), then sleep, 5 us at first and twice as long every 128 sleeps, capped at 1 ms. A wait
-// that lasts seconds (a slow or dead peer) wakes about a thousand times a second and burns no core;
-// the cap is reached about 0.2 s into a wait, so short waits keep their latency.
+// The host's pause after `iteration` failed polls. Spin 16 polls for latency; yield up to the
+// 1024th, because the thread waited for may need this core and the CPU backend runs more threads
+// than there are cores; then sleep, 5 us at first and twice as long every 128 sleeps, up to 1 ms.
+// A wait of seconds wakes about a thousand times a second and burns no core; the cap comes about
+// 0.2 s into a wait, so short waits keep their latency.
 inline void hostBackoffPause(uint32_t iteration) {
   if (iteration < 16) return;
   if (iteration < 1024) {
@@ -178,8 +175,8 @@ inline void hostBackoffPause(uint32_t iteration) {
 }
 #endif
 
-// Pause between polls: on the GPU a short __nanosleep after many polls; on the host
-// hostBackoffPause (spin, yield, then sleeps growing to 1 ms).
+// Pause between polls: a short __nanosleep after many polls on the GPU, hostBackoffPause on
+// the host.
 struct SpinBackoff {
   uint32_t iteration = 0;
 
@@ -195,8 +192,8 @@ struct SpinBackoff {
   }
 };
 
-// Polls ready() until it returns true, deadlineNs (clockNs() domain) passes, or *abortFlag
-// (optional, read relaxed: it only stops the spin, it publishes no data) becomes nonzero.
+// Polls ready() until it returns true, deadlineNs on clockNs() passes, or the optional
+// *abortFlag becomes nonzero. The flag is read relaxed: it stops the spin, it publishes no data.
 template <class Ready>
 MSCCLPP_HOST_DEVICE_INLINE SpinStatus spinUntil(Ready&& ready, uint64_t deadlineNs, const uint32_t* abortFlag) {
   SpinBackoff backoff;
@@ -207,7 +204,7 @@ MSCCLPP_HOST_DEVICE_INLINE SpinStatus spinUntil(Ready&& ready, uint64_t deadline
     if ((i & 31) == 31) {
       if (abortFlag != nullptr && atomicLoad<uint32_t>(abortFlag, memoryOrderRelaxed) != 0) return SpinStatus::Aborted;
       if (deadlineNs != kNoDeadline && clockNs() >= deadlineNs) {
-        // One last look: a slow scheduler may have delayed us past the deadline right after the
+        // One last look: the scheduler may have delayed us past the deadline just after the
         // condition became true.
         return ready() ? SpinStatus::Ok : SpinStatus::Timeout;
       }
@@ -216,10 +213,9 @@ MSCCLPP_HOST_DEVICE_INLINE SpinStatus spinUntil(Ready&& ready, uint64_t deadline
   }
 }
 
-// The failure path of the convenience methods (wait(), sync(), push() without a status out
-// parameter): on the GPU it prints what was stuck and traps (the launch fails with an error the
-// host sees); on the host it throws mscclpp::Error (Timeout or Aborted) from the calling thread.
-// timeoutSource (kTimeoutFrom*): the setting a timeout names.
+// The failure path of the convenience methods that return no status: on the GPU it prints what
+// was stuck and traps, which fails the launch; on the host it throws mscclpp::Error, Timeout or
+// Aborted. timeoutSource, a kTimeoutFrom* value, is the setting a timeout names.
 [[noreturn]] MSCCLPP_API void throwSpinFailure(SpinStatus status, const char* what);  // defined in libmscclpp
 [[noreturn]] MSCCLPP_API void throwSpinFailure(SpinStatus status, const char* what, uint32_t timeoutSource);
 
@@ -227,7 +223,7 @@ MSCCLPP_HOST_DEVICE_INLINE void failSpin(SpinStatus status, const char* what,
                                          uint32_t timeoutSource = kTimeoutFromEnvironment) {
 #if defined(MSCCLPP_DEVICE_COMPILE)
   printf("mscclpp: %s: %s (block %d thread %d)\n", what, spinStatusName(status), (int)blockIdx.x, (int)threadIdx.x);
-  (void)timeoutSource;  // a trap carries no text: the host names the launch's own timeout
+  (void)timeoutSource;  // a trap carries no text: the host names the launch's timeout
   __trap();
 #else
   throwSpinFailure(status, what, timeoutSource);
@@ -235,8 +231,7 @@ MSCCLPP_HOST_DEVICE_INLINE void failSpin(SpinStatus status, const char* what,
 }
 
 // ---- Block-level helpers ---------------------------------------------------------------------
-// A barrier among the threads of one block. The CPU backend runs a block as one host thread, so
-// on the host it is a no-op.
+// A barrier among the threads of one block; a no-op on the host, where a block is one thread.
 MSCCLPP_HOST_DEVICE_INLINE void syncBlockThreads() {
 #if defined(MSCCLPP_DEVICE_COMPILE)
   __syncthreads();

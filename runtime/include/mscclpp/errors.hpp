@@ -1,6 +1,6 @@
-// The one error hierarchy of the runtime. Code inside the library throws mscclpp::Error (or a
-// subclass); every C entry point (the plan C API, the NCCL shim) catches it in one guard and maps
-// ErrorCode to its own result codes. Nothing else is thrown across module boundaries on purpose.
+// The one error hierarchy of the runtime. The library throws mscclpp::Error or a subclass; each C
+// entry point, the C APIs' and the NCCL shim's, catches it in one guard and maps ErrorCode to its
+// own result codes.
 #ifndef MSCCLPP_ERRORS_HPP_
 #define MSCCLPP_ERRORS_HPP_
 
@@ -20,7 +20,7 @@ enum class ErrorCode {
   Timeout,          // a wait passed its deadline (MSCCLPP_TIMEOUT_S)
   CudaError,        // the CUDA runtime or driver reported an error
   InvalidPlan,      // a plan file failed to load or validate
-  NotSupported,     // a request we deliberately do not serve (fallback or clear failure)
+  NotSupported,     // a request we deliberately do not serve: a fallback or a clear failure
   Aborted,          // the communicator was aborted while the call was in progress
 };
 

@@ -1,28 +1,9 @@
-// The FIFO between device producers (port channel calls in kernels, or CPU-backend block threads)
-// and the host proxy that performs the requests. The whole protocol lives in this header: the
-// trigger encoding, the device-side push/sync, and the host-side consumer (poll/pop) that the
-// proxy service (runtime/proxy) drives.
-//
-// Trigger layout (128 bits, seed 003):
-//   fst: size (bits 0-31) | srcOffset (bits 32-63)
-//   snd: dstOffset (bits 0-31) | srcMemoryId (32-40) | dstMemoryId (41-49) | type (50-52)
-//        | channelId (53-62) | units16 (bit 63)
-// type is a combination of TriggerPut (1), TriggerSignal (2), TriggerFlush (4); a slot is valid
-// when its type bits are nonzero (so every trigger has at least one type bit). When units16 is set,
-// size and both offsets are in 16-byte units, which makes buffers beyond 4 GiB reachable.
-//
-// Memory: `triggers` (size slots, zeroed), `head` and `tail` are allocated by the proxy's owner:
-// on the GPU the ring and tail live in host-pinned memory mapped for the device and head in device
-// memory; on the CPU backend all three are host memory. Writers: producers write a slot and bump
-// head; only the consumer clears slots and writes tail. `tailReplica` (optional; device memory on
-// the GPU) is the producers' copy of the last tail one of them read: a push checks it first and
-// reads the real tail (host memory, a PCIe round trip from the GPU) only when the ring looks full
-// by the replica, so a push whose ring has room costs no host-memory read.
-//
-// Ordering: a producer claims an index with a relaxed fetch_add on head, waits (acquire on tail)
-// until the slot is free, writes fst, then stores snd with release. The consumer acquires snd,
-// reads fst, handles the request, clears the slot, and publishes tail + 1 with release; so tail > i
-// means request i is complete (that is what sync() and flush rely on).
+// The FIFO between device producers, port channel calls in kernels or CPU-backend block threads,
+// and the host proxy that performs their requests. This header is the whole protocol: the 128-bit
+// trigger encoding, the producers' push and sync, and the consumer the proxy service drives.
+// Producers claim an index on `head` and publish a slot with release; the one consumer acquires
+// it, performs the request, clears the slot and releases `tail`, so tail > i means request i is
+// complete. Layout, memory placement and ordering in full: docs/cpp-api.md, "The FIFO".
 #ifndef MSCCLPP_FIFO_DEVICE_HPP_
 #define MSCCLPP_FIFO_DEVICE_HPP_
 
@@ -62,9 +43,9 @@ struct alignas(16) ProxyTrigger {
   uint64_t fst;
   uint64_t snd;
 
-  // Encodes a request. Returns false when a value cannot be represented: a memory id > 511, a
-  // channel id > 1023, no type bit, or an offset/size >= 4 GiB that is not a multiple of 16 (or
-  // >= 64 GiB). Callers split transfers larger than maxChunkBytes() themselves.
+  // Encodes a request. Returns false when a value does not fit: a memory id over 511, a channel
+  // id over 1023, no type bit, or an offset or size of 4 GiB or more that is not a multiple of
+  // 16 or reaches 64 GiB. Callers split transfers larger than maxChunkBytes().
   MSCCLPP_HOST_DEVICE_INLINE static bool encode(TriggerType type, uint32_t dstMemoryId, uint64_t dstOffset,
                                                 uint32_t srcMemoryId, uint64_t srcOffset, uint64_t size,
                                                 uint32_t channelId, ProxyTrigger* out) {
@@ -99,30 +80,30 @@ struct alignas(16) ProxyTrigger {
     return f;
   }
 
-  // The largest size one trigger can carry (in 16-byte units; callers use 16-aligned pieces).
+  // The largest size one trigger carries, in 16-byte units: callers use 16-aligned pieces.
   MSCCLPP_HOST_DEVICE_INLINE static uint64_t maxChunkBytes() { return 0xffffffffull << 4; }
 };
 static_assert(sizeof(ProxyTrigger) == 16, "a trigger is 128 bits");
 
 // Device-side producer handle. Trivially copyable; copies share the ring.
 struct FifoDeviceHandle {
-  ProxyTrigger* triggers;  // the ring (see the header comment for ownership)
+  ProxyTrigger* triggers;  // the ring
   uint64_t* head;          // next index to claim; bumped by producers
   uint64_t* tail;          // first index not yet completed; written by the consumer only
-  uint32_t size;           // slots in the ring (> 0)
-  uint32_t timeoutSource;  // what set timeoutNs (kTimeoutFromEnvironment or kTimeoutFromCommunicator), for messages
-  uint64_t timeoutNs;      // of the convenience push()/sync(); 0 = MSCCLPP_DEFAULT_TIMEOUT_NS
-  uint64_t* tailReplica;   // optional (null: none): the producers' copy of the tail (see the header)
+  uint32_t size;           // slots in the ring, at least 1
+  uint32_t timeoutSource;  // kTimeoutFrom*: what set timeoutNs, for messages
+  uint64_t timeoutNs;      // of the convenience push() and sync(); 0 = MSCCLPP_DEFAULT_TIMEOUT_NS
+  uint64_t* tailReplica;   // the producers' copy of the tail, or null
 
-  // Claims a slot and publishes trigger t there; *index receives its position for sync(). Waits
-  // (bounded) while the ring is full. On Timeout/Aborted nothing was published but the claimed
-  // index is lost: the FIFO's owner must be torn down.
+  // Claims a slot and publishes trigger t there; *index receives its position for sync(). Waits,
+  // bounded, while the ring is full. After Timeout or Aborted nothing was published but the
+  // claimed index is lost: the FIFO's owner must be torn down.
   MSCCLPP_HOST_DEVICE_INLINE SpinStatus push(const ProxyTrigger& t, uint64_t deadlineNs, const uint32_t* abortFlag,
                                              uint64_t* index) {
     uint64_t idx = atomicFetchAdd<uint64_t, scopeDevice>(head, 1, memoryOrderRelaxed);
     if (index != nullptr) *index = idx;
-    // Acquire on the replica: the producer that raised it acquired the real tail first, which the
-    // consumer released after clearing the slots below it (so the slot is free here too).
+    // Acquire on the replica: its raiser acquired the real tail, which the consumer released
+    // after clearing the slots below it, so this slot is free too.
     if (tailReplica == nullptr || idx >= atomicLoad<uint64_t, scopeDevice>(tailReplica, memoryOrderAcquire) + size) {
       // Acquire: the consumer cleared the slot before publishing the tail that frees it.
       SpinStatus st = spinUntil(
@@ -137,7 +118,7 @@ struct FifoDeviceHandle {
     }
     ProxyTrigger* slot = &triggers[idx % size];
     slot->fst = t.fst;
-    // Release: fst (and the data the request refers to) is visible before the slot turns valid.
+    // Release: fst, and the data the request names, is visible before the slot turns valid.
     atomicStore<uint64_t>(&slot->snd, t.snd, memoryOrderRelease);
     return SpinStatus::Ok;
   }
@@ -149,7 +130,7 @@ struct FifoDeviceHandle {
     return idx;
   }
 
-  // Waits until the consumer completed request `index` (acquire: the proxy's work is visible).
+  // Waits until the consumer completed request `index`; acquire, so the proxy's work is visible.
   MSCCLPP_HOST_DEVICE_INLINE SpinStatus sync(uint64_t index, uint64_t deadlineNs, const uint32_t* abortFlag,
                                              uint64_t* observedTail = nullptr) {
     uint64_t seen = 0;
@@ -166,7 +147,7 @@ struct FifoDeviceHandle {
 };
 static_assert(std::is_trivially_copyable<FifoDeviceHandle>::value, "device handles are copied as bytes");
 
-// Host-side consumer of one ring: exactly one thread (the proxy) uses it.
+// Host-side consumer of one ring: exactly one thread, the proxy's, uses it.
 struct FifoConsumer {
   ProxyTrigger* triggers = nullptr;
   uint64_t* tail = nullptr;
@@ -192,7 +173,7 @@ struct FifoConsumer {
   }
 
   // Marks the request returned by the last poll() complete: clears its slot and publishes the
-  // new tail. Call it only after the request's work is done (flush and sync rely on it).
+  // new tail. Call it only once the request's work is done: flush and sync rely on it.
   void pop() {
     ProxyTrigger* slot = &triggers[position % size];
     slot->fst = 0;

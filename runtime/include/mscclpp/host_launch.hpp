@@ -1,36 +1,12 @@
-// Launching a kernel body written once, as __host__ __device__ code, on either backend:
-//  * a GPU (device >= 0): a real <<<blocks, threadsPerBlock>>> launch. Only a translation unit
-//    compiled by nvcc can do it (the launch is instantiated there).
-//  * the CPU backend (device == kHostDevice, -1): the body runs once per block, each block on its
-//    own host thread, all blocks at the same time (grid barriers such as DeviceSyncer need every
-//    block running). A block is ONE host thread, as in the executor's CPU backend: threadIndex()
-//    is 0 and blockThreads() is 1 whatever threadsPerBlock says, syncBlockThreads() is a no-op, and
-//    cooperative copies (put/get/putPackets with threadId/numThreads) do the whole range alone.
-//
-// A kernel is a trivially copyable functor (it is copied by value into the launch, like kernel
-// arguments) with `MSCCLPP_HOST_DEVICE void operator()() const`. It reads its position with
-// blockIndex() / gridBlocks() / threadIndex() / blockThreads() instead of CUDA's blockIdx / gridDim
-// / threadIdx / blockDim, which do not exist on the host:
-//
-//   struct PutKernel {
-//     mscclpp::MemoryChannelDeviceHandle* chans;   // device memory on a GPU, host memory on the CPU
-//     MSCCLPP_HOST_DEVICE void operator()() const {
-//       chans[0].put(0, 0, 1024, mscclpp::threadIndex(), mscclpp::blockThreads());
-//       mscclpp::syncBlockThreads();
-//       if (mscclpp::threadIndex() == 0) chans[0].signal();
-//     }
-//   };
-//   mscclpp::launchKernel(comm.device(), PutKernel{chans}, {/*blocks=*/1, /*threadsPerBlock=*/256});
-//
-// launchKernel returns when the kernel has completed, on both backends, and reports a failure of
-// the kernel as mscclpp::Error: on the host the first exception a block threw (a wait() that
-// passed its deadline throws Timeout), on a GPU the CUDA error of the launch or of the kernel (a
-// wait() that passed its deadline traps, which CUDA reports as a launch failure).
-//
-// Thread-safety: launchKernel may be called from several threads at once (e.g. one per rank when
-// ranks are threads); each launch has its own block threads. The position functions read
-// thread-local state on the host, so they are valid only inside a kernel body run by launchKernel
-// (elsewhere they describe a grid of one block of one thread).
+// launchKernel: one kernel body, written as __host__ __device__ code, on either backend. On a GPU
+// it is a real <<<blocks, threadsPerBlock>>> launch from a file nvcc compiles; on the CPU backend
+// each block runs on its own host thread, all at once, because grid barriers need every block.
+// A host block is ONE thread: threadIndex() is 0, blockThreads() 1, syncBlockThreads() a no-op.
+// A kernel is a trivially copyable functor with `MSCCLPP_HOST_DEVICE void operator()() const`
+// that reads its place with blockIndex(), gridBlocks(), threadIndex() and blockThreads().
+// launchKernel returns when the kernel completed and throws mscclpp::Error for a failed block.
+// Thread-safety: several threads may launch at once; the position functions are valid only in
+// a body launchKernel runs. Example and details: docs/cpp-api.md, "Writing a kernel".
 #ifndef MSCCLPP_HOST_LAUNCH_HPP_
 #define MSCCLPP_HOST_LAUNCH_HPP_
 
@@ -54,14 +30,14 @@ constexpr uint32_t kMaxHostLaunchBlocks = 1024;
 
 struct LaunchConfig {
   uint32_t blocks = 1;
-  uint32_t threadsPerBlock = 1;  // GPU only (the CPU backend runs a block as one thread)
+  uint32_t threadsPerBlock = 1;  // GPU only: the CPU backend runs a block as one thread
   size_t sharedMemBytes = 0;     // GPU only: dynamic shared memory
-  void* stream = nullptr;        // GPU only: a cudaStream_t (nullptr: a non-blocking stream per launch)
+  void* stream = nullptr;        // GPU only: a cudaStream_t, or null for a fresh stream per launch
 };
 
 namespace detail {
 
-// Where the calling host thread is in the grid of the launch it runs (CPU backend).
+// Where the calling host thread is in the grid of the launch it runs, on the CPU backend.
 struct HostGridPosition {
   uint32_t block = 0;
   uint32_t blocks = 1;
@@ -107,9 +83,9 @@ MSCCLPP_HOST_DEVICE_INLINE uint32_t blockThreads() {
 #endif
 }
 
-// Runs kernel() once per block on `blocks` host threads (block 0 on the calling thread) and
-// returns when all have finished. Rethrows the first exception a block threw (in time order);
-// the other blocks still run to their end (their waits are bounded by their own deadlines).
+// Runs kernel() once per block on `blocks` host threads, block 0 on the calling thread, and
+// returns when all have finished. Rethrows the first exception a block threw; the other blocks
+// still run to their end, bounded by their own deadlines.
 template <class Kernel>
 void launchOnHost(const Kernel& kernel, uint32_t blocks) {
   static_assert(std::is_trivially_copyable<Kernel>::value,
@@ -167,11 +143,10 @@ inline void throwIfCudaError(cudaError_t err, const char* what, int device) {
 }
 }  // namespace detail
 
-// Launches kernel on `device` (made current on the calling thread) and waits for it. Available
-// in translation units compiled by nvcc. Without config.stream the launch gets a fresh
-// non-blocking stream: kernels of ranks that are threads of one process, sharing a GPU, must not
-// queue behind each other (or behind another thread's cudaMemcpy) on the legacy default stream,
-// since each may wait for another's signal.
+// Launches kernel on `device`, made current on the calling thread, and waits for it; nvcc only.
+// Without config.stream the launch gets a fresh non-blocking stream: ranks that are threads
+// sharing a GPU must not queue behind each other on the legacy default stream, since each may
+// wait for another's signal.
 template <class Kernel>
 void launchOnDevice(int device, const Kernel& kernel, const LaunchConfig& config) {
   static_assert(std::is_trivially_copyable<Kernel>::value,
@@ -191,9 +166,9 @@ void launchOnDevice(int device, const Kernel& kernel, const LaunchConfig& config
 }
 #endif
 
-// Runs kernel on the backend of `device`: kHostDevice (-1) for the CPU backend (launchOnHost),
-// a CUDA device ordinal for a GPU (launchOnDevice; needs this translation unit compiled by nvcc).
-// Returns when the kernel has completed; failures are thrown as mscclpp::Error.
+// Runs kernel on the backend of `device`: kHostDevice for the CPU backend, or a CUDA device
+// ordinal, which needs this translation unit compiled by nvcc. Returns when the kernel has
+// completed; failures are thrown as mscclpp::Error.
 template <class Kernel>
 void launchKernel(int device, const Kernel& kernel, const LaunchConfig& config = LaunchConfig{}) {
   if (device == -1) {

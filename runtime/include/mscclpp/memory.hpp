@@ -1,15 +1,10 @@
-// Transports, registered memory and shared host memory.
-//
-// A RegisteredMemory describes a buffer and how peers may reach it: per transport, what a peer
-// needs (a shared-memory segment name and offset, a CUDA IPC handle of the allocation base and the
-// offset, an InfiniBand rkey, a TCP memory key). It is created by Communicator::registerMemory on
-// the owner, serialised, sent (Communicator::sendMemory or any channel), and deserialised by the
-// peer, which maps it where it can (same host: shared memory or CUDA IPC).
-//
-// Ownership: a RegisteredMemory never owns the buffer it describes; the buffer must outlive every
-// copy of it (local and imported). Copies share one registration (cheap to copy). Imported
-// mappings are cached per process and per peer allocation: importing the same allocation twice
-// maps it once. Thread-safety: RegisteredMemory objects are immutable; any thread may use them.
+// Transports, registered memory and shared host memory. A RegisteredMemory describes a buffer and,
+// per transport, what a peer needs to reach it: a shared-memory name, a CUDA IPC handle, an
+// InfiniBand rkey, a TCP key. Communicator::registerMemory makes it on the owner; it is serialised,
+// sent, and deserialised by the peer, which maps it where it can on the same host.
+// Ownership: a RegisteredMemory never owns its buffer, which must outlive every copy, local or
+// imported. Copies share one registration. Imported mappings are cached per process and per peer
+// allocation, so importing one allocation twice maps it once. Thread-safety: immutable.
 #ifndef MSCCLPP_MEMORY_HPP_
 #define MSCCLPP_MEMORY_HPP_
 
@@ -23,8 +18,8 @@
 
 namespace mscclpp {
 
-// MSCCL++'s transport names, plus HostShm (same-host shared memory for the CPU backend).
-// Ethernet is the TCP transport (alias Transport::Tcp).
+// MSCCL++'s transport names, plus HostShm: same-host shared memory for the CPU backend.
+// Ethernet is the TCP transport, also spelled Transport::Tcp.
 enum class Transport : uint8_t {
   Unknown = 0,
   CudaIpc,
@@ -46,7 +41,7 @@ enum class Transport : uint8_t {
 // "IPC", "NVLS", "IB0".."IB7", "TCP", "SHM", "UNK".
 MSCCLPP_API const char* transportName(Transport t);
 MSCCLPP_API bool isIbTransport(Transport t);
-// The IB device index of IB0..IB7 (0..7).
+// The IB device index of IB0..IB7: 0..7.
 MSCCLPP_API int ibDeviceIndex(Transport t);
 
 class MSCCLPP_API TransportFlags {
@@ -85,47 +80,41 @@ constexpr TransportFlags AllIBTransports = Transport::IB0 | Transport::IB1 | Tra
 
 class MSCCLPP_API RegisteredMemory {
  public:
-  struct MSCCLPP_INTERNAL Impl;  // internal (runtime/transport/registration.hpp)
-
   RegisteredMemory() = default;
-  explicit RegisteredMemory(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
   bool valid() const { return impl_ != nullptr; }
   // The buffer's address in this process: the original pointer on the owner, the mapping on a
-  // same-host importer (shared memory, CUDA IPC), nullptr where it is not mapped (another host:
-  // reach it through a connection).
+  // same-host importer, nullptr where it is not mapped: reach it through a connection.
   void* data() const;
-  // The owner's address (for diagnostics; meaningless in another process).
+  // The owner's address, for diagnostics: meaningless in another process.
   void* originalDataPtr() const;
   size_t size() const;
   TransportFlags transports() const;
-  // The rank that registered it (in the communicator it was registered with).
+  // The rank that registered it, in its communicator.
   int rank() const;
   // True on the process and communicator that registered it.
   bool isLocal() const;
   // True when the buffer is CUDA device memory.
   bool isDeviceMemory() const;
 
-  // A self-describing byte string (versioned, bounds-checked on the way back in).
+  // A self-describing, versioned byte string, checked when read back.
   std::vector<char> serialize() const;
-  // Imports a serialised registration: maps it when it lives on this host and a mappable transport
-  // (HostShm, CudaIpc) is among its transports. Throws Error(InvalidArgument) naming the field for
-  // malformed bytes, and a precise error when a mapping fails.
+  // Imports a serialised registration, mapped when it lives on this host with HostShm or CudaIpc
+  // among its transports. Throws Error(InvalidArgument) naming the field for malformed bytes, and
+  // a precise error when a mapping fails.
   static RegisteredMemory deserialize(const std::vector<char>& data);
 
-  const std::shared_ptr<Impl>& impl() const { return impl_; }
-
  private:
+  friend class RegisteredMemoryAccess;  // the runtime's own layers (runtime/transport/registration.hpp)
+  struct Impl;
   std::shared_ptr<Impl> impl_;
 };
 
-// Shared host memory: zeroed, page-aligned memory that same-host processes can map after
-// registerMemory(ptr, bytes, Transport::HostShm) + send + deserialize. Backed by memfd (peers open
-// it through /proc/<pid>/fd, so nothing is left behind even after a crash) or, with
-// MSCCLPP_HOST_SHM=posix, by a POSIX shm name unlinked when the memory is freed (or earlier with
-// unlinkSharedHostName). The memory is unmapped when the last shared_ptr goes; peers' mappings
-// keep the pages alive until they unmap too.
-// Thread-safety: allocation and lookup may be called from any thread.
+// Shared host memory: zeroed, page-aligned memory that same-host processes map after
+// registerMemory(ptr, bytes, Transport::HostShm), a send and deserialize. Backed by memfd, which
+// peers open through /proc/<pid>/fd, so nothing is left behind even after a crash; or, with
+// MSCCLPP_HOST_SHM=posix, by a POSIX shm name unlinked when the memory is freed. It is unmapped
+// when the last shared_ptr goes; peers' mappings keep the pages until they unmap. Any thread.
 MSCCLPP_API std::shared_ptr<void> allocSharedHostBytes(size_t bytes);
 template <class T = char>
 std::shared_ptr<T> allocSharedHost(size_t count) {
@@ -133,8 +122,8 @@ std::shared_ptr<T> allocSharedHost(size_t count) {
 }
 // True when [ptr, ptr+bytes) lies in one live shared host allocation.
 MSCCLPP_API bool isSharedHost(const void* ptr, size_t bytes = 1);
-// POSIX mode: removes the allocation's name now (call once every peer imported it, e.g. after a
-// barrier); later imports fail. No effect for memfd-backed memory. Returns whether a name was removed.
+// POSIX mode: removes the allocation's name now, once every peer imported it; later imports fail.
+// No effect on memfd memory. Returns whether a name was removed.
 MSCCLPP_API bool unlinkSharedHostName(const void* ptr);
 
 }  // namespace mscclpp

@@ -1,13 +1,10 @@
-// The device handle of a memory channel (MSCCL++'s SmChannel): this side's threads read and write
-// the peer's memory directly (NVLink/PCIe peer mapping on GPUs, shared memory on the CPU backend).
-//
-// Filled by the host (channel layer or executor context builder) and immutable afterwards;
-// trivially copyable. Offsets are bytes; every copy method is cooperative: call it from
-// numThreads threads with distinct threadId in [0, numThreads).
-//
-// Ordering: put/get/read/write are plain accesses. To publish data written into the peer's memory,
-// finish the copy in all participating threads (block barrier), then signal(): its release
-// pairs with the peer's acquire in wait(). Packets (putPackets/getPackets) need no signal.
+// The device handle of a memory channel, MSCCL++'s SmChannel: this side's threads read and write
+// the peer's memory directly, through a GPU peer mapping or shared memory on the CPU backend.
+// Filled by host code, then immutable and trivially copyable. Offsets are bytes; copy methods are
+// cooperative: call them from numThreads threads with distinct threadId in [0, numThreads).
+// put, get, read and write are plain accesses. To publish data written into the peer's memory,
+// finish the copy in every thread with a block barrier, then signal(): its release pairs with the
+// peer's acquire in wait(). Packets need no signal.
 #ifndef MSCCLPP_MEMORY_CHANNEL_DEVICE_HPP_
 #define MSCCLPP_MEMORY_CHANNEL_DEVICE_HPP_
 
@@ -22,12 +19,12 @@ namespace mscclpp {
 
 struct MemoryChannelDeviceHandle {
   MemoryDevice2DeviceSemaphoreDeviceHandle semaphore_;
-  // The peer's registered buffer mapped into our address space (we write/read it remotely).
+  // The peer's registered buffer, mapped into our address space.
   void* dst_;
-  // Our registered buffer (the origin of put, the destination of get).
+  // Our registered buffer: the origin of put, the destination of get.
   void* src_;
-  // Our packet buffer: where the peer's putPackets land and our getPackets read (may be null
-  // when the channel does not use packets).
+  // Our packet buffer, where the peer's putPackets land and our getPackets read; null when the
+  // channel uses no packets.
   void* packetBuffer_;
 
   // ---- data ----
@@ -60,15 +57,15 @@ struct MemoryChannelDeviceHandle {
   }
 
   // ---- packets ----
-  // Local src_ + srcOffset (srcBytes of data) -> packets at the peer's dst_ + dstOffset (bytes
-  // into its packet area: twice the data bytes are written).
+  // srcBytes of data at src_ + srcOffset -> packets at the peer's dst_ + dstOffset, an offset
+  // into its packet area. Twice the data bytes are written.
   template <class Packet = LL16Packet>
   MSCCLPP_HOST_DEVICE_INLINE void putPackets(uint64_t dstOffset, uint64_t srcOffset, uint64_t srcBytes,
                                              uint32_t threadId, uint32_t numThreads, uint32_t flag) const {
     mscclpp::putPackets<Packet>(dst_, dstOffset, src_, srcOffset, srcBytes, threadId, numThreads, flag);
   }
 
-  // Packets at our packetBuffer_ + packetOffset -> local src_ + dstOffset (dstBytes of data).
+  // Packets at our packetBuffer_ + packetOffset -> dstBytes of data at src_ + dstOffset.
   template <class Packet = LL16Packet>
   MSCCLPP_HOST_DEVICE_INLINE SpinStatus getPackets(uint64_t packetOffset, uint64_t dstOffset, uint64_t dstBytes,
                                                    uint32_t threadId, uint32_t numThreads, uint32_t flag,
@@ -85,12 +82,12 @@ struct MemoryChannelDeviceHandle {
     if (st != SpinStatus::Ok) failSpin(st, "MemoryChannel::getPackets: waiting for packet flags");
   }
 
-  // ---- synchronisation (one thread calls these) ----
+  // ---- synchronisation, by one thread ----
   MSCCLPP_HOST_DEVICE_INLINE void signal() { semaphore_.signal(); }
   MSCCLPP_HOST_DEVICE_INLINE void relaxedSignal() { semaphore_.relaxedSignal(); }
   MSCCLPP_HOST_DEVICE_INLINE void wait() { semaphore_.wait(); }
   MSCCLPP_HOST_DEVICE_INLINE void relaxedWait() { semaphore_.relaxedWait(); }
-  // The timeout variant: Ok, or Timeout/Aborted without throwing or trapping.
+  // The status variant: Ok, Timeout or Aborted, without throwing or trapping.
   MSCCLPP_HOST_DEVICE_INLINE SpinStatus wait(uint64_t deadlineNs, const uint32_t* abortFlag) {
     return semaphore_.wait(deadlineNs, abortFlag);
   }

@@ -1,13 +1,7 @@
-// The whole public C++/CUDA API in one include (docs/cpp-api.md is the guide):
-//  * host setup (core.hpp): bootstrap, communicator, registered memory, connections, semaphores,
-//    the proxy service and the channels whose deviceHandle() kernels use;
-//  * device handles, usable in CUDA kernels and, compiled by a host compiler, on the CPU backend:
-//    memory/port/switch channel handles, semaphores, the FIFO, LL packets, cooperative copies and
-//    the grid barrier DeviceSyncer;
-//  * launchKernel (host_launch.hpp): one kernel body for both backends;
-//  * the executor of JSON execution plans (executor.hpp) and the datatypes of collectives.
-// Nothing here includes the library's internal headers: the installed include/ directory and the
-// flags of `pkg-config --cflags mscclpp` are all a program needs.
+// The whole public C++/CUDA API in one include: host setup (core.hpp), the device handles that
+// CUDA kernels and the CPU backend both use, launchKernel, and the executor of JSON execution
+// plans. It includes no internal header: the installed include folder and the flags of
+// `pkg-config --cflags mscclpp` are all a program needs. docs/cpp-api.md is the guide.
 #ifndef MSCCLPP_MSCCLPP_HPP_
 #define MSCCLPP_MSCCLPP_HPP_
 

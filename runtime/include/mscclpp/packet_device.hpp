@@ -1,21 +1,11 @@
-// LL ("low latency") packets: data travels with a flag in the same store, so a reader knows the
-// data is there by looking at the flag; no separate signal and no fence is needed.
-//
-//   LL16Packet: 16 bytes {data u32, flag u32, data u32, flag u32}, 8 payload bytes. It is two
-//               self-validating 64-bit halves: a half is valid when its flag equals the expected
-//               flag, so a reader never needs 16-byte single-copy atomicity (the host has none).
-//   LL8Packet:  8 bytes {data u32, flag u32}, 4 payload bytes.
-// A packet is twice the size of its payload; plans place packet data at twice the data offset.
-//
-// Memory: packet buffers are written by peers (or by the local block) and read by the owner; they
-// must start zeroed (flag 0 is never a valid flag). Ordering: each 64-bit half is written and read
-// with one system-scope access. On the GPU it is volatile (relaxed): a matching flag proves its own
-// half's data, and what a block does with that data is ordered after the read by the data
-// dependency (the payload it stores is the value it loaded), as is the writer's earlier load of the
-// payload before its store. On the host the same order is spelled as release (write) / acquire
-// (read) of each half, which costs nothing on x86 and makes that dependency chain a happens-before
-// edge the C++ model and ThreadSanitizer see. Plans must not use a packet's arrival to publish
-// OTHER data: that is unsound on a GPU (the emulator cannot flag it; docs/executor.md).
+// LL ("low latency") packets: data and a flag travel in one store, so a reader knows the data is
+// there from the flag, with no separate signal or fence. LL16Packet is 16 bytes, two
+// self-validating 64-bit halves {data, flag} carrying 8 payload bytes, so no reader needs 16-byte
+// atomicity, which the host lacks; LL8Packet is one {data, flag} word carrying 4. A packet is twice
+// its payload, and buffers must start zeroed: flag 0 is never valid. Each half is one system-scope
+// access: volatile on the GPU, where the data dependency orders what a block does with the payload;
+// release and acquire on the host, free on x86, so C++ and ThreadSanitizer see that edge. A
+// packet's arrival must never publish OTHER data: unsound on a GPU (docs/cpp-api.md, "LL packets").
 #ifndef MSCCLPP_PACKET_DEVICE_HPP_
 #define MSCCLPP_PACKET_DEVICE_HPP_
 
@@ -31,7 +21,7 @@ MSCCLPP_HOST_DEVICE_INLINE uint64_t packHalf(uint32_t data, uint32_t flag) {
 }
 
 struct alignas(16) LL16Packet {
-  uint64_t halves[2];  // each: data (bits 0-31) | flag (bits 32-63)
+  uint64_t halves[2];  // each: data in bits 0-31, flag in bits 32-63
 
   using Payload = uint64_t;
   static constexpr uint32_t kPayloadBytes = 8;
@@ -48,9 +38,9 @@ struct alignas(16) LL16Packet {
 #endif
   }
 
-  // True when both halves carry flag; *payload gets the data read either way (meaningful only when
-  // true), *observed (optional) a flag seen. Assigning the payload on every path keeps it one
-  // register through a spin: a value defined only on success made ptxas spill it in the loop.
+  // True when both halves carry flag. *payload gets the data read either way, meaningful only on
+  // true; the optional *observed gets a flag seen. Assigning the payload on every path keeps it
+  // in one register through a spin: a value set only on success made ptxas spill it.
   MSCCLPP_HOST_DEVICE_INLINE bool readOnce(uint32_t flag, uint64_t* payload, uint32_t* observed = nullptr) const {
     uint32_t d0, f0, d1, f1;
 #if defined(MSCCLPP_DEVICE_COMPILE)
@@ -72,14 +62,14 @@ struct alignas(16) LL16Packet {
 static_assert(sizeof(LL16Packet) == 16, "LL16Packet is 16 bytes");
 
 struct alignas(8) LL8Packet {
-  uint64_t word;  // data (bits 0-31) | flag (bits 32-63)
+  uint64_t word;  // data in bits 0-31, flag in bits 32-63
 
   using Payload = uint32_t;
   static constexpr uint32_t kPayloadBytes = 4;
 
   MSCCLPP_HOST_DEVICE_INLINE void write(uint32_t payload, uint32_t flag) {
 #if defined(MSCCLPP_DEVICE_COMPILE)
-    atomicStore(&word, packHalf(payload, flag), memoryOrderRelaxed);  // dependency-ordered (see above)
+    atomicStore(&word, packHalf(payload, flag), memoryOrderRelaxed);  // ordered by the data dependency
 #else
     atomicStore(&word, packHalf(payload, flag), memoryOrderRelease);
 #endif
@@ -88,7 +78,7 @@ struct alignas(8) LL8Packet {
   // As LL16Packet::readOnce: *payload is assigned whatever the flag says.
   MSCCLPP_HOST_DEVICE_INLINE bool readOnce(uint32_t flag, uint32_t* payload, uint32_t* observed = nullptr) const {
 #if defined(MSCCLPP_DEVICE_COMPILE)
-    uint64_t w = atomicLoad(&word, memoryOrderRelaxed);  // dependency-ordered (see above)
+    uint64_t w = atomicLoad(&word, memoryOrderRelaxed);  // ordered by the data dependency
 #else
     uint64_t w = atomicLoad(&word, memoryOrderAcquire);
 #endif
@@ -115,7 +105,7 @@ MSCCLPP_HOST_DEVICE_INLINE SpinStatus readPacket(const Packet* pkt, uint32_t fla
 
 namespace detail {
 
-// Loads n (<= sizeof(P)) bytes into a zero-padded payload; aligned full payloads take one load.
+// Loads n bytes, at most sizeof(P), into a zero-padded payload; a full aligned one is one load.
 template <class P>
 MSCCLPP_HOST_DEVICE_INLINE P loadPayload(const char* src, uint64_t n) {
   P v = 0;
@@ -135,21 +125,21 @@ MSCCLPP_HOST_DEVICE_INLINE void storePayload(char* dst, P v, uint64_t n) {
 
 }  // namespace detail
 
-// Number of packets that carry `bytes` payload bytes (the last one possibly partial).
+// The packets that carry `bytes` payload bytes; the last may be partial.
 template <class Packet>
 MSCCLPP_HOST_DEVICE_INLINE uint64_t packetCount(uint64_t bytes) {
   return (bytes + Packet::kPayloadBytes - 1) / Packet::kPayloadBytes;
 }
 
-// Writes srcBytes of plain data from src as packets at dstPackets (any tail byte count; the
-// padding of a partial last packet is zero). Cooperative over numThreads threads.
+// Writes srcBytes of plain data from src as packets at dstPackets, cooperatively over numThreads
+// threads. Any byte count: a partial last packet is padded with zeros.
 template <class Packet = LL16Packet>
 MSCCLPP_HOST_DEVICE_INLINE void putPackets(void* dstPackets, const void* src, uint64_t srcBytes, uint32_t threadId,
                                            uint32_t numThreads, uint32_t flag) {
   using P = typename Packet::Payload;
   Packet* dst = static_cast<Packet*>(dstPackets);
   const char* s = static_cast<const char*>(src);
-  // Whole payloads in the main loop (one load each when src is aligned), the partial last one apart.
+  // Whole payloads in the main loop, one load each when src is aligned; the partial last apart.
   const uint64_t nFull = srcBytes / Packet::kPayloadBytes;
   if (reinterpret_cast<uintptr_t>(s) % sizeof(P) == 0) {
     const P* words = reinterpret_cast<const P*>(s);
@@ -163,7 +153,7 @@ MSCCLPP_HOST_DEVICE_INLINE void putPackets(void* dstPackets, const void* src, ui
     dst[nFull].write(detail::loadPayload<P>(s + nFull * Packet::kPayloadBytes, tail), flag);
 }
 
-// MSCCL++-style offsets: dst + dstOffset (bytes into the packet buffer), src + srcOffset.
+// With MSCCL++'s offsets: dstOffset bytes into the packet buffer, srcOffset into src.
 template <class Packet = LL16Packet>
 MSCCLPP_HOST_DEVICE_INLINE void putPackets(void* dst, uint64_t dstOffset, const void* src, uint64_t srcOffset,
                                            uint64_t srcBytes, uint32_t threadId, uint32_t numThreads, uint32_t flag) {
@@ -171,10 +161,10 @@ MSCCLPP_HOST_DEVICE_INLINE void putPackets(void* dst, uint64_t dstOffset, const 
                      numThreads, flag);
 }
 
-// Waits for and unpacks dstBytes of payload from srcPackets into dst: this thread takes packets
-// firstIndex, firstIndex + numThreads, ... (firstIndex: its thread index, or a later packet of its
-// own to resume at). Returns the first spin that did not complete (Timeout/Aborted) with *info
-// naming the packet; Ok when all arrived.
+// Waits for and unpacks dstBytes of payload from srcPackets into dst. This thread takes packets
+// firstIndex, firstIndex + numThreads, ...: firstIndex is its thread index, or a later packet of
+// its own to resume at. Returns Ok when all arrived, else the first failed spin's status with
+// *info naming the packet.
 template <class Packet = LL16Packet>
 MSCCLPP_HOST_DEVICE_INLINE SpinStatus getPackets(void* dst, const void* srcPackets, uint64_t dstBytes,
                                                  uint64_t firstIndex, uint32_t numThreads, uint32_t flag,
@@ -196,7 +186,7 @@ MSCCLPP_HOST_DEVICE_INLINE SpinStatus getPackets(void* dst, const void* srcPacke
       return st;
     }
     if (aligned && i < nFull) {
-      reinterpret_cast<P*>(d)[i] = v;  // a whole payload, one store
+      reinterpret_cast<P*>(d)[i] = v;  // a whole payload in one store
     } else {
       const uint64_t off = i * Packet::kPayloadBytes;
       detail::storePayload<P>(d + off, v, i < nFull ? Packet::kPayloadBytes : dstBytes - off);
@@ -205,8 +195,8 @@ MSCCLPP_HOST_DEVICE_INLINE SpinStatus getPackets(void* dst, const void* srcPacke
   return SpinStatus::Ok;
 }
 
-// Convenience form with MSCCL++'s argument order (src = packet buffer); waits up to timeoutNs
-// (0: MSCCLPP_DEFAULT_TIMEOUT_NS) and fails like wait() does (trap on the GPU, throw on the host).
+// MSCCL++'s convenience form, src being the packet buffer. Waits up to timeoutNs, 0 meaning
+// MSCCLPP_DEFAULT_TIMEOUT_NS, then fails as wait() does.
 template <class Packet = LL16Packet>
 MSCCLPP_HOST_DEVICE_INLINE void getPackets(const void* src, uint64_t srcOffset, void* dst, uint64_t dstOffset,
                                            uint64_t dstBytes, uint32_t threadId, uint32_t numThreads, uint32_t flag,

@@ -1,16 +1,10 @@
-// The device handle of a port channel (MSCCL++'s ProxyChannel): one thread pushes requests into
-// the proxy's FIFO; the host proxy performs the copy (cudaMemcpy, RDMA write, or a host memcpy on
-// the CPU backend) and the signal, in FIFO order.
-//
-// Filled by the host (channel layer or executor context builder); immutable and trivially
-// copyable. Memory ids name buffers registered with the proxy serving this channel (9 bits each);
-// offsets are bytes. Transfers of 4 GiB or more are split into several requests; offsets or sizes
-// beyond 4 GiB must then be multiples of 16 (otherwise the status variants return Invalid and the
-// convenience variants fail like wait()).
-//
-// Ordering: put() only enqueues; the data is read by the proxy later, so the source must not be
-// overwritten before a flush() (or a wait for a reply) says the copy completed. A signal pushed
-// after a put is performed after that put completed; the peer's wait() acquires it.
+// The device handle of a port channel, MSCCL++'s ProxyChannel: one thread pushes requests into the
+// proxy's FIFO, and the host proxy performs the copy and the signal in FIFO order. Filled by host
+// code, then immutable and trivially copyable. Memory ids name buffers registered with the proxy;
+// offsets are bytes. Transfers of 4 GiB or more are split, and offsets or sizes past 4 GiB must
+// then be multiples of 16, else the status variants return Invalid. put() only enqueues: the
+// proxy reads the source later, so do not overwrite it before a flush() says the copy completed.
+// A signal pushed after a put is performed after that put completed; the peer's wait() acquires it.
 #ifndef MSCCLPP_PORT_CHANNEL_DEVICE_HPP_
 #define MSCCLPP_PORT_CHANNEL_DEVICE_HPP_
 
@@ -25,18 +19,18 @@ namespace mscclpp {
 using MemoryId = uint32_t;
 
 struct PortChannelDeviceHandle {
-  uint32_t channelId_;  // the proxy's id for this channel's semaphore (10 bits in the trigger)
-  MemoryId dst_;        // default remote memory id (the peer's buffer registered with the proxy)
+  uint32_t channelId_;  // the proxy's id for this channel's semaphore, 10 bits of the trigger
+  MemoryId dst_;        // default remote memory id: the peer's buffer, registered with the proxy
   MemoryId src_;        // default local memory id
   uint32_t reserved_;
   Host2DeviceSemaphoreDeviceHandle semaphore_;  // incremented by the peer's proxy on its signal
   FifoDeviceHandle fifo_;                       // our proxy's request ring
 
-  // Pushes one request (split as needed); *lastIndex gets the FIFO index of the final piece.
+  // Pushes one request, split as needed; *lastIndex gets the FIFO index of the final piece.
   MSCCLPP_HOST_DEVICE_INLINE SpinStatus push(TriggerType type, MemoryId dst, uint64_t dstOffset, MemoryId src,
                                              uint64_t srcOffset, uint64_t size, uint64_t deadlineNs,
                                              const uint32_t* abortFlag, uint64_t* lastIndex = nullptr) {
-    constexpr uint64_t kPiece = 0xfffffff0ull;  // < 4 GiB and a multiple of 16
+    constexpr uint64_t kPiece = 0xfffffff0ull;  // under 4 GiB and a multiple of 16
     for (;;) {
       uint64_t piece = size > kPiece ? kPiece : size;
       bool last = piece == size;
@@ -49,7 +43,7 @@ struct PortChannelDeviceHandle {
     }
   }
 
-  // ---- status variants (the op interpreter uses these) ----
+  // ---- status variants, which the op interpreter uses ----
   MSCCLPP_HOST_DEVICE_INLINE SpinStatus put(MemoryId dst, uint64_t dstOffset, MemoryId src, uint64_t srcOffset,
                                             uint64_t size, uint64_t deadlineNs, const uint32_t* abortFlag) {
     return push(TriggerPut, dst, dstOffset, src, srcOffset, size, deadlineNs, abortFlag);
@@ -82,7 +76,7 @@ struct PortChannelDeviceHandle {
     return semaphore_.wait(deadlineNs, abortFlag);
   }
 
-  // ---- convenience variants (seed 003); they trap (GPU) or throw (host) on failure ----
+  // ---- MSCCL++'s convenience variants: they trap on the GPU or throw on the host on failure ----
   MSCCLPP_HOST_DEVICE_INLINE void put(MemoryId dst, uint64_t dstOffset, MemoryId src, uint64_t srcOffset,
                                       uint64_t size) {
     check(put(dst, dstOffset, src, srcOffset, size, deadlineAfter(fifo_.timeoutNs), nullptr), "PortChannel::put");

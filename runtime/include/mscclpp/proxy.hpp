@@ -1,23 +1,12 @@
-// The host side of port channels: the FIFO of 128-bit triggers (fifo_device.hpp holds the
-// protocol) and ProxyService, the thread that performs the requests.
-//
-// Fifo memory: on the CPU backend (device -1) the ring and both counters are host memory; with a
-// CUDA device the ring and the tail are pinned host memory mapped into the device (cudaHostAlloc
-// mapped) and the head lives in device memory, as seed 003 describes.
-//
-// ProxyService: one thread per service. Register memories (addMemory -> MemoryId, at most 512) and
-// semaphores (addSemaphore / buildAndAddSemaphore -> SemaphoreId, the trigger's channel id, at most
-// 1024), build PortChannels from them, start the proxy, push triggers from the device side. For each
-// trigger, in FIFO order: put -> connection->write(dst, src); signal -> semaphore->signal() (after
-// the put of the same trigger and every earlier one: connections keep order); flush ->
-// connection->flush(); then the slot is popped, which advances the tail the device's flush/sync
-// waits on. A failing trigger (unknown id, transport error, peer gone) is recorded with its place
-// (trigger index, op, channel, peer, memories) and reported once to the error handler; the proxy
-// then keeps popping triggers without performing them, so device code waiting on the FIFO does not
-// hang (the error, not the data, is the result).
-//
-// Thread-safety: addMemory/addSemaphore may be called from any thread, also while the proxy runs
-// (entries are published with release and never change); start/stop from one thread.
+// The host side of port channels: the FIFO of 128-bit triggers (fifo_device.hpp) and
+// ProxyService, one thread that performs the requests. Register memories (at most 512) and
+// semaphores (at most 1024), build PortChannels from them and start the proxy. For each trigger,
+// in FIFO order, it writes, signals after those writes, or flushes over the connection, then pops
+// the slot, which advances the tail the device's flush waits on. A failing trigger is reported
+// once, naming its place; later triggers are popped unperformed, so device code never hangs.
+// Fifo memory is host memory on the CPU backend; on a GPU the ring and tail are mapped pinned host
+// memory and the head device memory. Thread-safety: addMemory and addSemaphore from any thread,
+// also while the proxy runs, since entries are published with release; start and stop from one.
 #ifndef MSCCLPP_PROXY_HPP_
 #define MSCCLPP_PROXY_HPP_
 
@@ -38,23 +27,23 @@ constexpr int kDefaultFifoSize = 512;
 
 class MSCCLPP_API Fifo {
  public:
-  // Its handle's timeout (push()/sync() and the port channels on it) is MSCCLPP_TIMEOUT_S, read now.
+  // Its handle's timeout, for push(), sync() and the port channels on it, is MSCCLPP_TIMEOUT_S now.
   explicit Fifo(int size = kDefaultFifoSize, int device = kHostDevice);
-  // The same with the timeout given: timeoutSeconds <= 0 for none, timeoutSetting the setting a timeout names as
-  // Communicator::timeoutSetting() gives it ("MSCCLPP_TIMEOUT_S", "the communicator's timeout" or "").
+  // The same with the timeout given: 0 or less for none. timeoutSetting is what a timeout names,
+  // as Communicator::timeoutSetting() gives it.
   Fifo(int size, int device, double timeoutSeconds, const char* timeoutSetting);
   ~Fifo();
   Fifo(const Fifo&) = delete;
   Fifo& operator=(const Fifo&) = delete;
 
   int size() const;
-  // For producers (device code, CPU-backend block threads), with the FIFO's timeout.
+  // For producers, device code or CPU-backend block threads, with the FIFO's timeout.
   FifoDeviceHandle deviceHandle() const;
   // For the one consumer thread.
   FifoConsumer& consumer();
 
  private:
-  struct MSCCLPP_INTERNAL Impl;
+  struct Impl;
   std::unique_ptr<Impl> pimpl_;
 };
 
@@ -66,21 +55,21 @@ class BasePortChannel;
 
 class MSCCLPP_API ProxyService {
  public:
-  // A FIFO of MSCCLPP_TIMEOUT_S (Fifo(fifoSize, device)).
+  // A FIFO with MSCCLPP_TIMEOUT_S as its timeout.
   explicit ProxyService(int fifoSize = kDefaultFifoSize, int device = kHostDevice);
-  // For the port channels of `communicator`: its device, and its timeout (timeoutSeconds(), read now) bounds the
-  // FIFO's waits, so they end with the rest of the communicator's waits and name the same setting.
+  // For the port channels of `communicator`: its device, and its timeout, read now, bounds the
+  // FIFO's waits, so they end with the communicator's other waits and name the same setting.
   explicit ProxyService(const Communicator& communicator, int fifoSize = kDefaultFifoSize);
-  // A FIFO with the timeout given (see Fifo).
+  // A FIFO with the timeout given, as Fifo's.
   ProxyService(int fifoSize, int device, double timeoutSeconds, const char* timeoutSetting);
   ~ProxyService();  // stops the proxy
   ProxyService(const ProxyService&) = delete;
   ProxyService& operator=(const ProxyService&) = delete;
 
-  // Local memories (sources) and imported peer memories (destinations).
+  // Local memories, the sources, and imported peer memories, the destinations.
   MemoryId addMemory(RegisteredMemory memory);
   SemaphoreId addSemaphore(std::shared_ptr<Host2DeviceSemaphore> semaphore);
-  // Builds a Host2DeviceSemaphore on the connection (pairwise with the peer) and adds it.
+  // Builds a Host2DeviceSemaphore on the connection, pairwise with the peer, and adds it.
   SemaphoreId buildAndAddSemaphore(Communicator& communicator, std::shared_ptr<Connection> connection);
   std::shared_ptr<Host2DeviceSemaphore> semaphore(SemaphoreId id) const;
   RegisteredMemory memory(MemoryId id) const;
@@ -94,23 +83,23 @@ class MSCCLPP_API ProxyService {
   void stopProxy();
   bool running() const;
 
-  // Called once, on the proxy thread, with the first failure (e.g. Communicator::setAsyncError).
+  // Called once, on the proxy thread, with the first failure: wire Communicator::setAsyncError.
   void setErrorHandler(std::function<void(const Error&)> handler);
-  // Replaces the built-in dispatch (memory/semaphore tables) with `handler` for every trigger, for
-  // owners with their own tables (the executor). Failures are reported like built-in ones.
+  // Replaces the built-in memory and semaphore tables with `handler` for every trigger, for
+  // owners with tables of their own such as the executor. Failures are reported alike.
   void setRequestHandler(ProxyRequestHandler handler);
-  // *flag is set to 1 (release, system scope) at the first failure, so device-side waits that pass
-  // it as their abort flag stop at once instead of at their deadline. It must outlive the proxy
-  // thread (host memory on the CPU backend, mapped host memory on a GPU). Set before startProxy.
+  // Stores 1 to *flag, release at system scope, at the first failure, so device waits that pass
+  // it as their abort flag stop at once instead of at their deadline. Host memory, mapped on a
+  // GPU, that outlives the proxy thread. Set before startProxy.
   void setFailureFlag(uint32_t* flag);
   bool failed() const;
   // "" when nothing failed.
   std::string errorMessage() const;
-  // Triggers popped so far (performed or, after a failure, skipped).
+  // Triggers popped so far, performed or, after a failure, skipped.
   uint64_t triggersHandled() const;
 
  private:
-  struct MSCCLPP_INTERNAL Impl;
+  struct Impl;
   std::unique_ptr<Impl> pimpl_;
 };
 

@@ -1,13 +1,9 @@
-/* The one status code of MSCCL++'s C APIs (mscclpp_c.h and plan_api.h), and the last error.
- *
- * Every C entry point runs inside one guard (runtime/capi/guard.hpp): a C++ exception never leaves
- * it. A failing call returns a negative mscclppStatus, writes its message (naming rank, plan,
- * argument and values) to the caller's errBuf where the function takes one, and records it as this
- * thread's last error (mscclppGetLastError). Functions that return a count or a yes/no answer say
- * so; those values are never negative.
- *
- * The numbering is stable: a value once given is never reused for another meaning (bindings such
- * as the Python package map values to exception classes). New statuses get new negative values. */
+/* The one status code of MSCCL++'s C APIs, mscclpp_c.h and plan_api.h, and the last error. Every C
+ * entry point runs inside one guard, so a C++ exception never leaves it. A failing call returns a
+ * negative mscclppStatus, writes its message to the caller's errBuf where it takes one, and
+ * records it as this thread's mscclppGetLastError(). Counts and yes/no answers are never negative.
+ * The numbering is stable: bindings such as the Python package map values to exception classes,
+ * so a value is never reused and a new status gets a new negative value. */
 #ifndef MSCCLPP_STATUS_H_
 #define MSCCLPP_STATUS_H_
 
@@ -17,8 +13,8 @@
 extern "C" {
 #endif
 
-/* One status per mscclpp::ErrorCode (runtime/include/mscclpp/errors.hpp), plus the registry's two
- * outcomes that are not errors of the runtime (NotFound, AlreadyExists). */
+/* One status per mscclpp::ErrorCode (mscclpp/errors.hpp), plus the registry's two outcomes that
+ * are not errors of the runtime: NotFound and AlreadyExists. */
 typedef enum mscclppStatus {
   mscclppSuccess = 0,
   mscclppInvalidUsage = -1,    /* the API was used in the wrong order or state */
@@ -35,13 +31,12 @@ typedef enum mscclppStatus {
   mscclppAlreadyExists = -12   /* an object of that name exists (a plan name registered twice) */
 } mscclppStatus;
 
-/* "mscclppInvalidArgument" for mscclppInvalidArgument, ...; "unknown status" for a value that is
- * not one. Never NULL; the string is static. */
+/* "mscclppInvalidArgument" for mscclppInvalidArgument, ...; "unknown status" for any other value.
+ * Never NULL; static storage. */
 MSCCLPP_API const char* mscclppStatusName(int status);
 
-/* The message of the most recent call of this thread that failed (returned a negative status), ""
- * when none has. A call that succeeds leaves it as it was (as errno). The pointer stays valid until
- * the thread's next failing call. */
+/* The message of this thread's latest failed call, "" when none failed. A call that succeeds
+ * leaves it as it was, as errno. Valid until the thread's next failing call. */
 MSCCLPP_API const char* mscclppGetLastError(void);
 
 #ifdef __cplusplus

@@ -1,16 +1,11 @@
 // The device handle of a switch channel (NVLS): one buffer bound into a multicast group of ranks.
-// On sm_90+ GPUs with NVSwitch multicast, a load-reduce through the multicast address reads and
-// reduces the element from every member in the switch, and a store through it writes every
-// member. The same struct also carries the members' buffers as plain pointers: the CPU backend
-// (and GPU code for a type/op the switch cannot reduce) emulates reduce and broadcast elementwise
-// over them. One struct, both paths.
-//
-// Filled by the host (channel layer or executor context builder); immutable and trivially
-// copyable. memberPtrs points to an array (nMembers entries, in group order) that the filler owns
-// and keeps alive as long as the handle.
-//
-// Ordering: multimem accesses are relaxed at system scope; so are the emulated member accesses
-// (plain loads and stores). Plans order them with semaphores / signals around the switch ops.
+// On sm_90+ GPUs with NVSwitch multicast, a load-reduce through the multicast address reduces the
+// element of every member in the switch, and a store through it writes every member. The handle
+// also carries the members' buffers as plain pointers, over which the CPU backend, and GPU code
+// for a type or op the switch cannot reduce, emulates reduce and broadcast elementwise.
+// Filled by host code, then immutable and trivially copyable; the filler owns memberPtrs' array
+// and keeps it alive as long as the handle. Both paths are relaxed at system scope: plans order
+// switch ops with semaphores around them.
 #ifndef MSCCLPP_SWITCH_CHANNEL_DEVICE_HPP_
 #define MSCCLPP_SWITCH_CHANNEL_DEVICE_HPP_
 
@@ -22,25 +17,25 @@
 
 namespace mscclpp {
 
-// Element types the switch can reduce natively (multimem.ld_reduce): what the tag names.
+// Element types the switch reduces natively with multimem.ld_reduce.
 enum class MultimemElem : uint32_t { F32, F16, BF16, S32, U32 };
 enum class MultimemOp : uint32_t { Sum, Min, Max };
 
-// Whether multimem.ld_reduce supports (elem, op): sum for all five; min/max not for f32.
+// Whether multimem.ld_reduce supports (elem, op): sum for all five, min and max not for f32.
 MSCCLPP_HOST_DEVICE_INLINE bool multimemSupports(MultimemElem elem, MultimemOp op) {
   return op == MultimemOp::Sum || elem != MultimemElem::F32;
 }
 
 struct SwitchChannelDeviceHandle {
-  void* devicePtr;          // our member buffer (the bound buffer's base)
-  void* mcPtr;              // the multicast address of the binding; null without NVLS (CPU backend)
+  void* devicePtr;          // our member buffer: the bound buffer's base
+  void* mcPtr;              // the multicast address of the binding; null without NVLS
   uint64_t bufferSize;      // bytes bound
-  void* const* memberPtrs;  // every member's buffer base in group order (null: multicast only)
+  void* const* memberPtrs;  // every member's buffer base in group order; null for multicast only
   uint32_t nMembers;        // group size
   uint32_t myIndex;         // our position in the group
 
-  // ---- emulated elementwise path (host and device) ----
-  // Reduces the T at byte offset across all members with fn(T, T) (member 0 first).
+  // ---- emulated elementwise path, host and device ----
+  // Reduces the T at byte offset across all members with fn(T, T), member 0 first.
   template <class T, class Fn>
   MSCCLPP_HOST_DEVICE_INLINE T reduceMembers(uint64_t byteOffset, Fn fn) const {
     T acc = *reinterpret_cast<const T*>(static_cast<const char*>(memberPtrs[0]) + byteOffset);
@@ -53,7 +48,7 @@ struct SwitchChannelDeviceHandle {
   MSCCLPP_HOST_DEVICE_INLINE void storeMembers(uint64_t byteOffset, const T& v) const {
     for (uint32_t m = 0; m < nMembers; ++m) *reinterpret_cast<T*>(static_cast<char*>(memberPtrs[m]) + byteOffset) = v;
   }
-  // Copies bytes from src into every member at byteOffset (cooperative).
+  // Copies bytes from src into every member at byteOffset, cooperatively.
   MSCCLPP_HOST_DEVICE_INLINE void broadcastBytes(uint64_t byteOffset, const void* src, uint64_t bytes,
                                                  uint32_t threadId, uint32_t numThreads) const {
 #if defined(MSCCLPP_DEVICE_COMPILE) && __CUDA_ARCH__ >= 900
@@ -68,7 +63,7 @@ struct SwitchChannelDeviceHandle {
       copy(static_cast<char*>(memberPtrs[m]) + byteOffset, src, bytes, threadId, numThreads);
   }
 
-  // MSCCL++-style element access: sum-reduce / broadcast element `index` of T.
+  // MSCCL++'s element access: sum-reduce or broadcast element `index` of T.
   template <class T>
   MSCCLPP_HOST_DEVICE_INLINE T reduce(uint64_t index) const {
     return reduceMembers<T>(index * sizeof(T), [](T a, T b) { return static_cast<T>(a + b); });
@@ -79,7 +74,7 @@ struct SwitchChannelDeviceHandle {
   }
 
 #if defined(MSCCLPP_DEVICE_COMPILE) && __CUDA_ARCH__ >= 900
-  // ---- multimem path (sm_90+): 16 bytes per access, relaxed at system scope ----
+  // ---- multimem path on sm_90+: 16 bytes per access, relaxed at system scope ----
   template <MultimemElem E, MultimemOp O>
   MSCCLPP_DEVICE_INLINE static Vec16 multimemLoadReduce16(const void* mc) {
     uint32_t r0, r1, r2, r3;
@@ -141,7 +136,7 @@ struct SwitchChannelDeviceHandle {
     return v;
   }
 
-  // A store of raw bits to every member (f32 lanes carry any bit pattern unchanged).
+  // A store of raw bits to every member: f32 lanes carry any bit pattern unchanged.
   MSCCLPP_DEVICE_INLINE static void multimemStore16(void* mc, const Vec16& v) {
     asm volatile("multimem.st.relaxed.sys.global.v4.f32 [%0], {%1,%2,%3,%4};" ::"l"(mc), "r"((uint32_t)v.lo),
                  "r"((uint32_t)(v.lo >> 32)), "r"((uint32_t)v.hi), "r"((uint32_t)(v.hi >> 32))

@@ -5,7 +5,7 @@
 #include "core/enforce.hpp"
 #include "core/format.hpp"
 #include "core/logger.hpp"
-#include "plan/params.hpp"
+#include "core/params.hpp"
 #include "plan/plan_loader.hpp"
 #include "plan/verify/verify.hpp"
 

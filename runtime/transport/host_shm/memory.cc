@@ -14,8 +14,8 @@
 
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
+#include "core/params.hpp"
 #include "core/random.hpp"
-#include "transport/params.hpp"
 
 namespace mscclpp::transport::host_shm {
 

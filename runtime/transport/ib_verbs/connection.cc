@@ -154,7 +154,9 @@ class IbConnection : public Connection {
 
  private:
   // Called after checkRegistered: the record exists.
-  const IbRecord& recordOf(const RegisteredMemory& m) const { return *m.impl()->record<IbRecord>(transport_); }
+  const IbRecord& recordOf(const RegisteredMemory& m) const {
+    return *RegisteredMemoryAccess::impl(m)->record<IbRecord>(transport_);
+  }
   void checkRegistered(const RegisteredMemory& m, const char* which) const {
     MSCCLPP_ENFORCE(m.transports().has(transport_), ErrorCode::InvalidArgument,
                     "%s: the %s (rank %d) is not registered for %s (transports %s)", describe().c_str(), which,

@@ -3,9 +3,9 @@
 // reliable-connected queue pairs. rdma-core is loaded with dlopen.
 #include "transport/transport.hpp"
 
+#include "core/params.hpp"
 #include "transport/ib_verbs/connection.hpp"
 #include "transport/ib_verbs/memory.hpp"
-#include "transport/params.hpp"
 
 namespace mscclpp::transport::ib_verbs {
 

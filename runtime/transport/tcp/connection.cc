@@ -87,7 +87,7 @@ TcpConnection::~TcpConnection() {
 Deadline TcpConnection::opDeadline() const { return timeout_.start(); }
 
 uint64_t TcpConnection::remoteKey(const RegisteredMemory& dst, const char* op) const {
-  const auto& m = *dst.impl();
+  const auto& m = *RegisteredMemoryAccess::impl(dst);
   const TcpRecord* record = m.record<TcpRecord>(Transport::Ethernet);
   MSCCLPP_ENFORCE(record != nullptr, ErrorCode::InvalidArgument,
                   "%s: %s: the destination memory (rank %d, %llu bytes) is not registered for TCP (transports %s)",

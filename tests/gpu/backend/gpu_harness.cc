@@ -95,7 +95,7 @@ GpuRanks::GpuRanks(int n, uint64_t capacity, std::vector<int> devices)
   if (!err.empty()) throw std::runtime_error("building " + std::to_string(n) + " communicators:\n" + err);
   for (int r = 0; r < n; ++r) {
     GPUTEST_CUDA(cudaSetDevice(devices_[r]));
-    execs_.push_back(std::make_unique<Executor>(comms_[r]));
+    execs_.push_back(std::make_unique<exec::RuntimeExecutor>(comms_[r]));
     if (execs_.back()->backend() != Backend::Cuda)
       throw std::runtime_error("the Executor of rank " + std::to_string(r) + " is not on the CUDA backend");
     GPUTEST_CUDA(cudaStreamCreateWithFlags(&streams_[r], cudaStreamNonBlocking));
@@ -205,7 +205,7 @@ RunResult runPlan(GpuRanks& ranks, const plan::PlanPtr& plan, const RunOptions& 
         cudaStream_t s = ranks.stream(r);
         char* recv = ranks.recv(r);
         char* send = opt.inPlaceCall ? recv : ranks.send(r);
-        Executor& ex = ranks.executor(r);
+        exec::RuntimeExecutor& ex = ranks.executor(r);
         std::vector<char> host(out + 16);
         cudaGraphExec_t graphExec = nullptr;
         auto call = [&] { ex.execute(r, send, recv, in, out, opt.dtype, plan, s, opt.packet, opt.op, scalar); };

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "executor/emulation/reference.hpp"
+#include "executor/executor_internal.hpp"
 #include "mscclpp/communicator.hpp"
 #include "mscclpp/datatype.hpp"
-#include "mscclpp/executor.hpp"
 #include "plan/plan.hpp"
 
 namespace mscclpp::gputest {
@@ -63,7 +63,7 @@ class GpuRanks {
   int device(int r) const { return devices_[r]; }
   const std::vector<int>& devices() const { return devices_; }
   Communicator& comm(int r) { return *comms_[r]; }
-  Executor& executor(int r) { return *execs_[r]; }
+  exec::RuntimeExecutor& executor(int r) { return *execs_[r]; }
   cudaStream_t stream(int r) const { return streams_[r]; }
   char* send(int r) const { return send_[r]; }
   char* recv(int r) const { return recv_[r]; }
@@ -74,7 +74,7 @@ class GpuRanks {
   uint64_t capacity_;
   std::vector<int> devices_;
   std::vector<std::shared_ptr<Communicator>> comms_;
-  std::vector<std::unique_ptr<Executor>> execs_;
+  std::vector<std::unique_ptr<exec::RuntimeExecutor>> execs_;
   std::vector<cudaStream_t> streams_;
   std::vector<char*> send_, recv_;
 };

@@ -18,11 +18,11 @@
 
 #include "executor/emulation/emulator.hpp"
 #include "executor/emulation/reference.hpp"
+#include "executor/executor_internal.hpp"
 #include "gpu_harness.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
 #include "mscclpp/errors.hpp"
-#include "mscclpp/executor.hpp"
 #include "plan/plan_loader.hpp"
 
 using namespace mscclpp;
@@ -48,8 +48,8 @@ int envInt(const char* name) {
   return static_cast<int>(x);
 }
 
-void runPlanFile(const std::string& path, Communicator& comm, Executor& ex, cudaStream_t s, char* send, char* recv,
-                 uint64_t capacity) {
+void runPlanFile(const std::string& path, Communicator& comm, exec::RuntimeExecutor& ex, cudaStream_t s, char* send,
+                 char* recv, uint64_t capacity) {
   const int n = comm.size();
   plan::PlanPtr p = plan::loadPlanFile(path);
   if (static_cast<int>(p->ranks.size()) != n) fail(path + ": written for another rank count");
@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
     auto bootstrap = std::make_shared<TcpBootstrap>(gRank, size);
     bootstrap->initialize(TcpBootstrap::createUniqueId(), 0);  // the id comes from MSCCLPP_COMM_ID
     auto comm = std::make_shared<Communicator>(bootstrap, 0);
-    auto ex = std::make_unique<Executor>(comm);
+    auto ex = std::make_unique<exec::RuntimeExecutor>(comm);
     if (ex->backend() != Backend::Cuda) fail("the Executor is not on the CUDA backend");
     const uint64_t capacity = 40u << 20;
     cudaStream_t s = nullptr;

@@ -20,7 +20,7 @@ using mscclpp::test::runRanks;
 namespace {
 
 const transport::host_shm::HostShmRecord& shmRecord(const RegisteredMemory& m) {
-  const auto* r = m.impl()->record<transport::host_shm::HostShmRecord>(Transport::HostShm);
+  const auto* r = RegisteredMemoryAccess::impl(m)->record<transport::host_shm::HostShmRecord>(Transport::HostShm);
   REQUIRE(r != nullptr);
   return *r;
 }
@@ -107,20 +107,21 @@ TEST_CASE("registerMemory caches per buffer and checks its arguments", "[comm][m
   Communicator& c = *comms[0];
   auto shm = allocSharedHost<char>(4096);
   RegisteredMemory a = c.registerMemory(shm.get(), 4096, Transport::HostShm | Transport::Tcp);
-  uint64_t made = c.impl().registrationCount;
+  uint64_t made = CommunicatorAccess::impl(c).registrationCount;
   RegisteredMemory b = c.registerMemory(shm.get(), 4096, Transport::HostShm | Transport::Tcp);
-  CHECK(a.impl() == b.impl());  // the same registration: no new TCP key, no new lookup
-  CHECK(c.impl().registrationCount == made);
+  CHECK(RegisteredMemoryAccess::impl(a) ==
+        RegisteredMemoryAccess::impl(b));  // the same registration: no new TCP key, no new lookup
+  CHECK(CommunicatorAccess::impl(c).registrationCount == made);
   CHECK(a.data() == shm.get());
   CHECK(a.isLocal());
   CHECK(a.rank() == 0);
   CHECK(a.transports() == (Transport::HostShm | Transport::Tcp));
   CHECK(shmRecord(a).offset == 0);
   RegisteredMemory sub = c.registerMemory(shm.get() + 1024, 512, Transport::HostShm);
-  CHECK(sub.impl() != a.impl());
+  CHECK(RegisteredMemoryAccess::impl(sub) != RegisteredMemoryAccess::impl(a));
   CHECK(shmRecord(sub).offset == 1024);
   CHECK(shmRecord(sub).segmentName == shmRecord(a).segmentName);
-  CHECK(c.impl().registrationCount == made + 1);
+  CHECK(CommunicatorAccess::impl(c).registrationCount == made + 1);
 
   std::vector<char> plain(64);
   CHECK_THROWS_WITH(c.registerMemory(plain.data(), 64, Transport::HostShm),
@@ -182,9 +183,10 @@ TEST_CASE("serialised registrations are checked field by field", "[comm][memory]
   CHECK(back.originalDataPtr() == buf.data());
   CHECK(back.data() == nullptr);  // TCP only: not mapped
   using transport::tcp::TcpRecord;
-  CHECK(back.impl()->record<TcpRecord>(Transport::Tcp)->key == m.impl()->record<TcpRecord>(Transport::Tcp)->key);
-  CHECK(back.impl()->record<TcpRecord>(Transport::Tcp)->engineId ==
-        m.impl()->record<TcpRecord>(Transport::Tcp)->engineId);
+  CHECK(RegisteredMemoryAccess::impl(back)->record<TcpRecord>(Transport::Tcp)->key ==
+        RegisteredMemoryAccess::impl(m)->record<TcpRecord>(Transport::Tcp)->key);
+  CHECK(RegisteredMemoryAccess::impl(back)->record<TcpRecord>(Transport::Tcp)->engineId ==
+        RegisteredMemoryAccess::impl(m)->record<TcpRecord>(Transport::Tcp)->engineId);
 
   std::vector<char> truncated(bytes.begin(), bytes.end() - 3);
   CHECK_THROWS_WITH(RegisteredMemory::deserialize(truncated),
@@ -206,7 +208,7 @@ TEST_CASE("serialised registrations are checked field by field", "[comm][memory]
 }
 
 TEST_CASE("IB and IPC registrations round-trip through the wire form", "[comm][memory]") {
-  auto impl = std::make_shared<RegisteredMemory::Impl>();
+  auto impl = std::make_shared<RegisteredMemoryAccess::Impl>();
   impl->size = 1 << 20;
   impl->originalData = 0x7f0000001000;
   impl->ownerRank = 5;
@@ -224,16 +226,17 @@ TEST_CASE("IB and IPC registrations round-trip through the wire form", "[comm][m
   ipc->allocationSize = 1 << 21;
   ipc->device = 2;
   impl->records[static_cast<size_t>(Transport::CudaIpc)] = ipc;
-  RegisteredMemory back = RegisteredMemory::deserialize(RegisteredMemory(impl).serialize());
+  RegisteredMemory back = RegisteredMemory::deserialize(RegisteredMemoryAccess::make(impl).serialize());
   CHECK(back.rank() == 5);
   CHECK(back.isDeviceMemory());
   CHECK(back.data() == nullptr);
-  const auto* backIb = back.impl()->record<transport::ib_verbs::IbRecord>(Transport::IB3);
+  const auto* backIb = RegisteredMemoryAccess::impl(back)->record<transport::ib_verbs::IbRecord>(Transport::IB3);
   REQUIRE(backIb != nullptr);
   CHECK(backIb->address == 0x7f0000001000);
   CHECK(backIb->rkey == 0x1234);
   CHECK(backIb->lkey == 0);  // never sent
-  const auto* backIpc = back.impl()->record<transport::cuda_ipc::CudaIpcRecord>(Transport::CudaIpc);
+  const auto* backIpc =
+      RegisteredMemoryAccess::impl(back)->record<transport::cuda_ipc::CudaIpcRecord>(Transport::CudaIpc);
   REQUIRE(backIpc != nullptr);
   CHECK(backIpc->handle == ipc->handle);
   CHECK(backIpc->baseOffset == 4096);

@@ -1,3 +1,5 @@
+// The parameter table (core/params.def): typed parsing, defaults, caching, precise errors, and
+// mscclpp-info --params listing every row.
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -10,27 +12,21 @@
 #include "core/params.hpp"
 #include "mscclpp/errors.hpp"
 
-// This test's own parameters, declared and registered like a layer's (params_test.def).
-#define MSCCLPP_PARAMS_DEF "params_test.def"
-#include "core/params_declare.inc"
-#define MSCCLPP_PARAMS_OWNER "test"
-#include "core/params_define.inc"
-#undef MSCCLPP_PARAMS_OWNER
-#undef MSCCLPP_PARAMS_DEF
-
 using namespace mscclpp;
 
 using EnvGuard = test::ScopedEnv;
 
 TEST_CASE("defaults apply when a variable is unset or empty", "[params]") {
   EnvGuard unset("MSCCLPP_TIMEOUT_S", nullptr);
-  CHECK(params::timeoutSeconds() == 0.0);  // live peers are waited for (issue 13)
+  CHECK(params::timeoutSeconds() == 0.0);  // live peers are waited for
   EnvGuard g("MSCCLPP_TIMEOUT_S", "");
   CHECK(params::timeoutSeconds() == 0.0);
-  EnvGuard unsetChoice("MSCCLPP_TEST_CHOICE", nullptr);
-  CHECK(params::testChoice() == "auto");
-  CHECK(params::testInt() == 7);
-  CHECK_FALSE(params::testBool());
+  EnvGuard unsetChoice("MSCCLPP_BACKEND", nullptr);
+  EnvGuard unsetInt("MSCCLPP_PLAN_MAX_BYTES", nullptr);
+  EnvGuard unsetBool("MSCCLPP_VERIFY_PLANS", nullptr);
+  CHECK(params::backend() == "auto");
+  CHECK(params::planMaxBytes() == 268435456);
+  CHECK_FALSE(params::verifyPlans());
 }
 
 TEST_CASE("typed parsing and precise errors", "[params]") {
@@ -43,44 +39,45 @@ TEST_CASE("typed parsing and precise errors", "[params]") {
     CHECK_THROWS_WITH(params::timeoutSeconds(), "MSCCLPP_TIMEOUT_S='abc' is not valid: expected a number (default 0)");
   }
   {
-    EnvGuard g("MSCCLPP_TEST_CHOICE", "CPU");
-    CHECK(params::testChoice() == "cpu");
+    EnvGuard g("MSCCLPP_BACKEND", "CPU");
+    CHECK(params::backend() == "cpu");
   }
   {
-    EnvGuard g("MSCCLPP_TEST_CHOICE", "gpu");
+    EnvGuard g("MSCCLPP_BACKEND", "gpu");
     try {
-      params::testChoice();
+      params::backend();
       FAIL("no throw");
     } catch (const Error& e) {
       CHECK(e.code() == ErrorCode::InvalidArgument);
       CHECK(std::string(e.what()) ==
-            "MSCCLPP_TEST_CHOICE='gpu' is not valid: expected one of auto|cuda|cpu (default auto)");
+            "MSCCLPP_BACKEND='gpu' is not valid: expected one of auto|cuda|cpu (default auto)");
     }
   }
   {
-    EnvGuard g("MSCCLPP_TEST_INT", "12x");
-    CHECK_THROWS_WITH(params::testInt(), "MSCCLPP_TEST_INT='12x' is not valid: expected an integer (default 7)");
+    EnvGuard g("MSCCLPP_PLAN_MAX_BYTES", "12x");
+    CHECK_THROWS_WITH(params::planMaxBytes(),
+                      "MSCCLPP_PLAN_MAX_BYTES='12x' is not valid: expected an integer (default 268435456)");
   }
   {
-    EnvGuard g("MSCCLPP_TEST_BOOL", "On");
-    CHECK(params::testBool());
+    EnvGuard g("MSCCLPP_VERIFY_PLANS", "On");
+    CHECK(params::verifyPlans());
   }
 }
 
 TEST_CASE("values are read once and kept until the cache is reset", "[params]") {
-  EnvGuard g("MSCCLPP_TEST_INT", "11");
-  CHECK(params::testInt() == 11);
-  setenv("MSCCLPP_TEST_INT", "12", 1);
-  CHECK(params::testInt() == 11);  // cached: the environment is not read again
+  EnvGuard g("MSCCLPP_PLAN_MAX_BYTES", "11");
+  CHECK(params::planMaxBytes() == 11);
+  setenv("MSCCLPP_PLAN_MAX_BYTES", "12", 1);
+  CHECK(params::planMaxBytes() == 11);  // cached: the environment is not read again
   params::resetCache();
-  CHECK(params::testInt() == 12);
+  CHECK(params::planMaxBytes() == 12);
   // A bad value is not cached: every read reports it, and a fixed environment is read again.
-  setenv("MSCCLPP_TEST_INT", "many", 1);
+  setenv("MSCCLPP_PLAN_MAX_BYTES", "many", 1);
   params::resetCache();
-  CHECK_THROWS(params::testInt());
-  CHECK_THROWS(params::testInt());
-  setenv("MSCCLPP_TEST_INT", "13", 1);
-  CHECK(params::testInt() == 13);
+  CHECK_THROWS(params::planMaxBytes());
+  CHECK_THROWS(params::planMaxBytes());
+  setenv("MSCCLPP_PLAN_MAX_BYTES", "13", 1);
+  CHECK(params::planMaxBytes() == 13);
 }
 
 TEST_CASE("every registered parameter is declared once, documented, and its default parses", "[params]") {
@@ -96,10 +93,12 @@ TEST_CASE("every registered parameter is declared once, documented, and its defa
     EnvGuard g(p.envName, p.defaultValue);
     if (p.defaultValue[0] != '\0') CHECK_NOTHROW(params::checkValue(p));
   }
-  // The core's own and this test's: each layer registers its own, nothing names the layers above.
+  // One table: a binary of the core alone lists every layer's variables, the shim's too.
   CHECK(names.count("MSCCLPP_DEBUG") == 1);
   CHECK(names.count("NCCL_DEBUG") == 1);
-  CHECK(names.count("MSCCLPP_TEST_CHOICE") == 1);
+  CHECK(names.count("MSCCLPP_BACKEND") == 1);
+  CHECK(names.count("MSCCLPP_NCCL_LIB_PATH") == 1);
+  CHECK(names.size() == 31);
 }
 
 TEST_CASE("mscclpp-info --params lists every layer's parameters, the shim's too", "[params]") {
@@ -111,7 +110,6 @@ TEST_CASE("mscclpp-info --params lists every layer's parameters, the shim's too"
     CHECK(out.find(std::string(name) + " ") != std::string::npos);
   }
   CHECK(out.find("declared by nccl_shim") != std::string::npos);
-  CHECK(out.find("MSCCLPP_TEST_CHOICE") == std::string::npos);
 }
 
 TEST_CASE("deadlines expire and waitUntil names what it waited for", "[params]") {

@@ -19,7 +19,7 @@
 #include "executor/emulation/local_world.hpp"
 #include "executor/emulation/local_world_wiring.hpp"
 #include "executor/emulation/reference.hpp"
-#include "mscclpp/executor.hpp"
+#include "executor/executor_internal.hpp"
 #include "plan/plan_loader.hpp"
 #include "plan/plan_sizing.hpp"
 
@@ -100,7 +100,7 @@ void runPlan(const plan::PlanPtr& p, const std::vector<DataType>& dtypes, uint64
   std::vector<std::thread> threads;
   for (int rank = 0; rank < n; ++rank) {
     threads.emplace_back([&, rank] {
-      Executor ex(wiring, Backend::Cpu);
+      exec::RuntimeExecutor ex(wiring, Backend::Cpu);
       try {
         for (size_t d = 0; d < dtypes.size(); ++d) {
           const DataType dtype = dtypes[d];
@@ -212,7 +212,7 @@ TEST_CASE("any count: a padded call touches only the call's bytes", "[exec][anyc
     send[r] = {r + 0.5f, r + 1.5f, r + 2.5f, 99.f};
     threads.emplace_back([&, r] {
       try {
-        Executor ex(wiring, Backend::Cpu);
+        exec::RuntimeExecutor ex(wiring, Backend::Cpu);
         ex.execute(r, send[r].data(), recv[r].data(), 3 * 4, n * 3 * 4, DataType::Float32, p);
       } catch (const std::exception& e) {
         std::lock_guard<std::mutex> lock(m);

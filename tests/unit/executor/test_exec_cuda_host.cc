@@ -30,10 +30,10 @@
 #include "executor/dtypes.hpp"
 #include "executor/emulation/local_world.hpp"
 #include "executor/emulation/local_world_wiring.hpp"
+#include "executor/executor_internal.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
 #include "mscclpp/errors.hpp"
-#include "mscclpp/executor.hpp"
 #include "mscclpp_config.h"
 #include "plan/plan_loader.hpp"
 
@@ -822,7 +822,7 @@ TEST_CASE("CUDA without a device: clear errors; CPU comms stay on CPU", "[exec][
   auto p = plan::loadPlanFile(test::defaultPlanDir() + "/allreduce_ll_n4_ip.json");
   {
     ScopedEnv env("MSCCLPP_BACKEND", "auto");
-    Executor ex(comm);
+    exec::RuntimeExecutor ex(comm);
     CHECK(ex.backend() == Backend::Cpu);
     std::string message = "untouched";
     CHECK_FALSE(ex.pollAsyncError(&message));
@@ -831,7 +831,7 @@ TEST_CASE("CUDA without a device: clear errors; CPU comms stay on CPU", "[exec][
   {
     // Forced: the executor says cuda, and the first call says why it cannot run.
     ScopedEnv env("MSCCLPP_BACKEND", "cuda");
-    Executor ex(comm);
+    exec::RuntimeExecutor ex(comm);
     CHECK(ex.backend() == Backend::Cuda);
     std::vector<float> buf(64);
     e = errorOf([&] {
@@ -845,7 +845,7 @@ TEST_CASE("CUDA without a device: clear errors; CPU comms stay on CPU", "[exec][
 
 TEST_CASE("CUDA: an Executor on a shared-memory wiring refuses cuda", "[exec][cuda]") {
   auto wiring = std::make_shared<LocalWorldWiring>(4);
-  Executor ex(wiring, Backend::Cuda);
+  exec::RuntimeExecutor ex(wiring, Backend::Cuda);
   CHECK(ex.backend() == Backend::Cuda);
   auto p = plan::loadPlanFile(test::defaultPlanDir() + "/allreduce_ll_n4_ip.json");
   std::vector<float> buf(64);

@@ -16,9 +16,9 @@
 #include "executor/cpu/context_wiring.hpp"
 #include "executor/emulation/local_world_wiring.hpp"
 #include "executor/emulation/reference.hpp"
+#include "executor/executor_internal.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
-#include "mscclpp/executor.hpp"
 #include "plan/plan_loader.hpp"
 
 using namespace mscclpp;
@@ -59,8 +59,8 @@ TEST_CASE("Executor: out-of-place allreduce on an in-place plan", "[exec][execut
   const int n = 4;
   auto plan = preset("allreduce_ll_n4_ip.json");
   auto wiring = std::make_shared<exec::LocalWorldWiring>(n);
-  std::vector<std::unique_ptr<Executor>> ex;
-  for (int r = 0; r < n; ++r) ex.push_back(std::make_unique<Executor>(wiring, Backend::Cpu));
+  std::vector<std::unique_ptr<exec::RuntimeExecutor>> ex;
+  for (int r = 0; r < n; ++r) ex.push_back(std::make_unique<exec::RuntimeExecutor>(wiring, Backend::Cpu));
   const size_t count = 4096;
   for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Avg, ReduceOp::PreMulSum}) {
     std::vector<std::vector<float>> out(n, std::vector<float>(count, -1));
@@ -100,8 +100,8 @@ TEST_CASE("Executor: out-of-place allreduce on an in-place plan", "[exec][execut
 TEST_CASE("Executor: in-place allgather; reduce with null recv off root", "[exec][executor]") {
   const int n = 4;
   auto wiring = std::make_shared<exec::LocalWorldWiring>(n);
-  std::vector<std::unique_ptr<Executor>> ex;
-  for (int r = 0; r < n; ++r) ex.push_back(std::make_unique<Executor>(wiring, Backend::Cpu));
+  std::vector<std::unique_ptr<exec::RuntimeExecutor>> ex;
+  for (int r = 0; r < n; ++r) ex.push_back(std::make_unique<exec::RuntimeExecutor>(wiring, Backend::Cpu));
   const size_t per = 2048;
   auto ag = preset("allgather_put_n4_ip.json");
   std::vector<std::vector<float>> buf(n, std::vector<float>(per * n, 0));
@@ -130,8 +130,8 @@ TEST_CASE("Executor: in-place allgather; reduce with null recv off root", "[exec
 TEST_CASE("Executor: gather, scatter on every root, null buffers off it", "[exec][executor]") {
   const int n = 4;
   auto wiring = std::make_shared<exec::LocalWorldWiring>(n);
-  std::vector<std::unique_ptr<Executor>> ex;
-  for (int r = 0; r < n; ++r) ex.push_back(std::make_unique<Executor>(wiring, Backend::Cpu));
+  std::vector<std::unique_ptr<exec::RuntimeExecutor>> ex;
+  for (int r = 0; r < n; ++r) ex.push_back(std::make_unique<exec::RuntimeExecutor>(wiring, Backend::Cpu));
   const size_t per = 768;
   for (int root = 0; root < n; ++root) {
     for (bool inPlace : {false, true}) {
@@ -230,7 +230,7 @@ TEST_CASE("reference: gather checks the root, scatter every rank", "[exec][execu
 
 TEST_CASE("Executor: refused calls name the reason", "[exec][executor]") {
   auto wiring = std::make_shared<exec::LocalWorldWiring>(4);
-  Executor cpu(wiring, Backend::Cpu);
+  exec::RuntimeExecutor cpu(wiring, Backend::Cpu);
   auto plan = preset("allreduce_ll_n4_ip.json");
   std::vector<float> a(100);
   REQUIRE_THROWS_WITH(cpu.execute(0, a.data(), a.data(), 100 * 4 + 2, 100 * 4 + 2, DataType::Float32, plan),
@@ -243,7 +243,7 @@ TEST_CASE("Executor: refused calls name the reason", "[exec][executor]") {
       Catch::Contains("written for 2 ranks; the executor's world has 4"));
   REQUIRE_THROWS_WITH(cpu.execute(0, nullptr, a.data(), 400, 400, DataType::Float32, plan),
                       Catch::Contains("a null send buffer of 400 bytes"));
-  Executor cuda(wiring, Backend::Cuda);
+  exec::RuntimeExecutor cuda(wiring, Backend::Cuda);
   try {
     cuda.execute(0, a.data(), a.data(), 400, 400, DataType::Float32, plan);
     FAIL("the cuda backend ran without contexts");
@@ -266,7 +266,7 @@ TEST_CASE("Executor over a Communicator on host shared memory", "[exec][executor
     const bool a2a = plan->header.collective == plan::Collective::AllToAll;
     std::vector<std::vector<float>> out(n, std::vector<float>(count, -1));
     REQUIRE(onRanks(n, [&](int r) {
-              Executor ex(comms[r]);
+              exec::RuntimeExecutor ex(comms[r]);
               if (ex.backend() != Backend::Cpu) throw std::runtime_error("not the CPU backend");
               std::vector<float> in = values(r, count);
               for (int it = 0; it < 3; ++it)
@@ -295,7 +295,7 @@ TEST_CASE("Executor::abort stops a waiting launch and later calls", "[exec][exec
   const int n = 2;
   auto plan = preset("allreduce_ll_n2_ip.json");
   auto wiring = std::make_shared<exec::LocalWorldWiring>(n);
-  Executor ex(wiring, Backend::Cpu);
+  exec::RuntimeExecutor ex(wiring, Backend::Cpu);
   std::vector<float> buf = values(0, 1024);
   std::string error;
   ErrorCode code = ErrorCode::InternalError;  // overwritten by the expected Error(Aborted)
@@ -330,8 +330,8 @@ TEST_CASE("Executor: wouldBuildContext reads the context cache", "[exec][executo
   const int n = 2;
   auto plan = preset("allreduce_ll_n2_oop.json");
   auto wiring = std::make_shared<exec::LocalWorldWiring>(n);
-  std::vector<std::unique_ptr<Executor>> ex;
-  for (int r = 0; r < n; ++r) ex.push_back(std::make_unique<Executor>(wiring, Backend::Cpu));
+  std::vector<std::unique_ptr<exec::RuntimeExecutor>> ex;
+  for (int r = 0; r < n; ++r) ex.push_back(std::make_unique<exec::RuntimeExecutor>(wiring, Backend::Cpu));
   const size_t count = 1024;
   std::vector<std::vector<float>> in(n), out(n, std::vector<float>(count));
   for (int r = 0; r < n; ++r) in[r] = values(r, count);
@@ -357,7 +357,7 @@ namespace {
 struct TwoRanks {
   std::vector<std::shared_ptr<InProcessBootstrap>> bootstraps;
   std::vector<std::shared_ptr<Communicator>> comms;
-  std::vector<std::unique_ptr<Executor>> executors;
+  std::vector<std::unique_ptr<exec::RuntimeExecutor>> executors;
   std::shared_ptr<const plan::Plan> plan = preset("allreduce_ll_n2_ip.json");
   std::vector<std::vector<float>> bufs{values(0, 1024), values(1, 1024)};
 
@@ -372,7 +372,7 @@ struct TwoRanks {
     executors.resize(2);
     REQUIRE(onRanks(2, [&](int r) {
               comms[r] = std::make_shared<Communicator>(bootstraps[r], kHostDevice);
-              executors[r] = std::make_unique<Executor>(comms[r]);
+              executors[r] = std::make_unique<exec::RuntimeExecutor>(comms[r]);
               run(r);
             }) == "");
   }

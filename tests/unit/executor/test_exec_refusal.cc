@@ -1,5 +1,5 @@
 // A call the executor declines is a value, decided before ranks exchange
-// anything: Executor::tryExecute returns the refusal, or nullopt when the
+// anything: RuntimeExecutor::tryExecute returns the refusal, or nullopt when the
 // call ran, and Executor::execute throws the same text as NotSupported. Each
 // check returns its reason; its throwing form gives the same message. Bad
 // arguments stay exceptions on both paths.
@@ -17,9 +17,9 @@
 #include "executor/cuda/gpu_launch.hpp"
 #include "executor/cuda/launch_config.hpp"
 #include "executor/emulation/local_world_wiring.hpp"
+#include "executor/executor_internal.hpp"
 #include "executor/scale_steps.hpp"
 #include "mscclpp/errors.hpp"
-#include "mscclpp/executor.hpp"
 #include "plan/plan_loader.hpp"
 
 using namespace mscclpp;
@@ -106,8 +106,8 @@ TEST_CASE("tryExecute returns refusals; execute throws NotSupported", "[exec][re
   const int n = 4;
   auto wiring = std::make_shared<exec::LocalWorldWiring>(n);
   auto plan = preset("allreduce_ll_n4_ip.json");
-  std::vector<std::unique_ptr<Executor>> ex;
-  for (int r = 0; r < n; ++r) ex.push_back(std::make_unique<Executor>(wiring, Backend::Cpu));
+  std::vector<std::unique_ptr<exec::RuntimeExecutor>> ex;
+  for (int r = 0; r < n; ++r) ex.push_back(std::make_unique<exec::RuntimeExecutor>(wiring, Backend::Cpu));
   std::vector<std::vector<float>> buf(n, std::vector<float>(100, 1.0f));
 
   // Each refusal: returned without an exception, the same text execute()
@@ -134,7 +134,7 @@ TEST_CASE("tryExecute returns refusals; execute throws NotSupported", "[exec][re
                        Catch::Predicate<Error>([](const Error& e) { return e.code() == ErrorCode::InvalidArgument; }));
 
   // The CUDA backend on a wiring without a communicator (and in builds without CUDA): refused, not thrown.
-  Executor cuda(wiring, Backend::Cuda);
+  exec::RuntimeExecutor cuda(wiring, Backend::Cuda);
   std::optional<std::string> r;
   REQUIRE_NOTHROW(r = cuda.tryExecute(0, buf[0].data(), buf[0].data(), 400, 400, DataType::Float32, plan));
   REQUIRE(r.has_value());

@@ -117,12 +117,12 @@ TEST_CASE("TCP rejects bad requests locally or at the peer, in place", "[tcp][co
     // A registration whose key the peer does not know (a stale or forged one):
     // the peer rejects it, the stream stays in sync, and the error surfaces at
     // flush with the peer's reason.
-    auto forged = std::make_shared<RegisteredMemory::Impl>(*p->remote[0].impl());
+    auto forged = std::make_shared<RegisteredMemoryAccess::Impl>(*RegisteredMemoryAccess::impl(p->remote[0]));
     auto forgedKey =
         std::make_shared<transport::tcp::TcpRecord>(*forged->record<transport::tcp::TcpRecord>(Transport::Tcp));
     forgedKey->key += 1000;
     forged->records[static_cast<size_t>(Transport::Tcp)] = forgedKey;
-    conn.write(RegisteredMemory(forged), 0, p->local[0], 0, 64);
+    conn.write(RegisteredMemoryAccess::make(forged), 0, p->local[0], 0, 64);
     try {
       conn.flush();
       FAIL("flush did not report the rejected write");
@@ -155,7 +155,8 @@ TEST_CASE("a departed TCP peer fails flush at once, not at the deadline", "[tcp]
 
 TEST_CASE("the TCP engine drops strangers; the connection keeps working", "[tcp][faults]") {
   auto p = makePair(16);
-  net::SocketAddress addr = transport::tcp::engineOf(*p->comms[1]->impl().session(Transport::Tcp))->address();
+  net::SocketAddress addr =
+      transport::tcp::engineOf(*CommunicatorAccess::impl(*p->comms[1]).session(Transport::Tcp))->address();
   net::Socket garbage = net::Socket::connectTo(addr, Deadline(5), "test", false);
   garbage.sendAll("\x01\x02\x03\x04garbage!", 12, Deadline(5), "test");
   CHECK(warnedAbout("rank 1 TCP transport: dropped connection from", "bad magic"));
@@ -231,7 +232,9 @@ TEST_CASE("a TCP flush waits the communicator's timeout, naming it", "[tcp][time
   test::ScopedEnv longer("MSCCLPP_TIMEOUT_S", "5");
   auto bs = test::makeTcpBootstraps(1, 0.3);
   Communicator c(bs[0], kHostDevice);
-  auto pending = c.impl().session(Transport::Tcp)->connect(1, timeoutOf(c));  // what Communicator::connect passes
+  auto pending = CommunicatorAccess::impl(c)
+                     .session(Transport::Tcp)
+                     ->connect(1, timeoutOf(c));  // what Communicator::connect passes
   const transport::tcp::EndpointInfo mine = transport::tcp::decodeEndpoint(pending->localEndpoint(), "endpoint");
   // The peer: a test thread that opens both sockets of the connection, then reads nothing and acknowledges nothing.
   net::SocketAddress loopback = mine.address;

@@ -1,9 +1,8 @@
-// Our libraries export only their APIs, and nothing of theirs can be interposed (issue 16):
-//  * the dynamic symbol tables of libmscclpp.so and the shim (both sonames) name no internal
-//    namespace (mscclpp::plan::, mscclpp::exec::, ...) and no nested implementation type;
-//  * in one process where another library defining the same internal names was loaded first
-//    (interposer.cc), libmscclpp.so and libmscclpp_nccl.so still behave as themselves, and each keeps
-//    its own plan registry. victim.cc shows that the setup does interpose an unprotected library.
+// Our libraries export only their APIs, and nothing of theirs can be interposed. The dynamic symbol
+// tables of libmscclpp.so and the shim name no internal namespace and no nested implementation
+// type, and the public headers name none either. In one process where another library defining
+// the same internal names was loaded first (interposer.cc), both libraries still behave as
+// themselves and keep their own plan registries; victim.cc shows that the setup does interpose.
 // This binary links none of our libraries: it loads them with dlopen, as an application would.
 #include <dlfcn.h>
 #include <nccl.h>
@@ -11,6 +10,8 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 #include <vector>
@@ -86,6 +87,25 @@ TEST_CASE("the libraries export no internal name", "[visibility]") {
     INFO(name);
     CHECK(found);
   }
+}
+
+TEST_CASE("the public headers name no internal type or member", "[visibility]") {
+  // What a user of the installed headers must never see: the runtime's namespaces, members
+  // hidden from the library's exports, or an accessor to a class's implementation.
+  static const std::regex internal(R"(\b(plan|exec)::|MSCCLPP_INTERNAL|\bimpl\s*\(\s*\))");
+  int headers = 0;
+  std::string found;
+  for (const auto& entry : std::filesystem::directory_iterator(PUBLIC_HEADER_DIR)) {
+    ++headers;
+    std::ifstream in(entry.path());
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n)
+      if (std::regex_search(line, internal))
+        found += "\n  " + entry.path().filename().string() + ":" + std::to_string(n) + ": " + line;
+  }
+  CHECK(headers > 20);
+  INFO("public headers that name internals:" << found);
+  CHECK(found.empty());
 }
 
 TEST_CASE("another library's definitions of our internal names interpose on neither library", "[visibility]") {
