@@ -73,3 +73,16 @@ def test_checker_exit_status(tmp_path):
     run = subprocess.run(["python3", os.path.join(REPO_ROOT, "tools", "ci", "check_comment_refs.py"), root],
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stdout
+
+
+def test_checker_finds_outside_references_and_long_headers(tmp_path):
+    long_header = "".join(f"// line {k}\n" for k in range(13)) + "int x;\n"
+    root = _git_tree(tmp_path, {
+        "a.cc": "// Fixes issue 12 (seed 003).\nint a;\n",
+        "b.py": '"""Reads ../shared/docs/plan-format.md."""\nb = 1\n',
+        "docs/c.md": "See shared/seeds/README.md and issue #7.\n",
+        "long.hpp": long_header,
+        "short.hpp": "".join(f"// line {k}\n" for k in range(12)) + "int y;\n",
+    })
+    found = sorted(p.split(": ", 1)[0] for p in _checker().stale_references(root))
+    assert found == sorted(["a.cc:1", "a.cc:1", "b.py:1", "docs/c.md:1", "docs/c.md:1", "long.hpp:1"])

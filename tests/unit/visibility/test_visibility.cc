@@ -108,7 +108,7 @@ TEST_CASE("the public headers name no internal type or member", "[visibility]") 
   CHECK(found.empty());
 }
 
-TEST_CASE("another library's definitions of our internal names interpose on neither library", "[visibility]") {
+TEST_CASE("internal names cannot be interposed by another library", "[visibility]") {
   setenv("MSCCLPP_PLAN_DIR", EMPTY_PLAN_DIR, 1);
   setenv("MSCCLPP_NCCL_LIB_PATH", NCCL_DOUBLE_PATH, 1);
   setenv("MSCCLPP_BACKEND", "cpu", 1);
