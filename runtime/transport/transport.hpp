@@ -118,6 +118,9 @@ class Driver {
   // Maps the memory in this process when this transport can; false when
   // it cannot, as from another host. Throws when it should map and fails.
   virtual bool importMemory(const ExportRecord&, const ImportContext&, Imported*) const { return false; }
+  // A peer process died: whatever it left that no live process
+  // uses (a named shared memory segment) may go now.
+  virtual void peerDied() const {}
 };
 
 // Every driver, in the order registrations list

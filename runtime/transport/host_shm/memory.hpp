@@ -29,6 +29,7 @@ struct HostShmRecord : ExportRecord {
 std::shared_ptr<void> allocate(size_t bytes);
 bool isShared(const void* ptr, size_t bytes);
 bool unlinkName(const void* ptr);
+bool hasName(const void* ptr);
 
 // Fills `out` for [ptr, ptr+bytes) when it lies
 // in one live allocation, else returns false.
@@ -42,6 +43,13 @@ std::shared_ptr<void> importRange(const HostShmRecord& e, size_t bytes, void** d
 // Allocations imported and still mapped in
 // this process; tests check "mapped once".
 size_t liveImportCount();
+
+// Removes the POSIX segments in /dev/shm that no process maps: left by
+// processes that were killed. Returns how many went.
+size_t sweepUnusedSegments();
+// The same, only if this process uses POSIX segments: for a
+// communicator whose peer died, whose segments may be among them.
+void sweepIfPosixUsed();
 
 }  // namespace mscclpp::transport::host_shm
 
