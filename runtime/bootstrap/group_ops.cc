@@ -41,9 +41,9 @@ int viewRankOf(const std::vector<int>& worldRanks, int worldRank) {
 
 uint64_t GroupOps::addPeerFailureListener(Bootstrap::PeerFailureListener listener) {
   return endpoint_->failures().add(
-      [ranks = worldRanks_, listener = std::move(listener)](int w, const std::string& why) {
+      [ranks = worldRanks_, listener = std::move(listener)](int w, const std::string& why, bool left) {
         const int r = viewRankOf(ranks, w);
-        if (r >= 0) listener(r, why);
+        if (r >= 0) listener(r, why, left);
       });
 }
 

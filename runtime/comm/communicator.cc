@@ -87,9 +87,10 @@ Communicator::Communicator(std::shared_ptr<Bootstrap> bootstrap, int device) : p
   // whichever rank it is waiting on. The listener holds the state
   // weakly, so a late notice after destruction finds nothing to fail.
   std::weak_ptr<Impl> weak = pimpl_;
-  m.peerFailureListener = m.userBootstrap->addPeerFailureListener([weak](int peer, const std::string& reason) {
-    if (auto impl = weak.lock()) impl->peerFailed(peer, reason);
-  });
+  m.peerFailureListener =
+      m.userBootstrap->addPeerFailureListener([weak](int peer, const std::string& reason, bool left) {
+        if (auto impl = weak.lock()) impl->peerFailed(peer, reason, left);
+      });
   auto endExchange = onFailure([view = std::weak_ptr<Bootstrap>(m.bootstrap)]() {
     if (auto b = view.lock()) b->abort();
   });
@@ -138,29 +139,35 @@ void Communicator::exchangeHostIds() {
 
 Communicator::~Communicator() { pimpl_->userBootstrap->removePeerFailureListener(pimpl_->peerFailureListener); }
 
-void Communicator::Impl::peerFailed(int peer, const std::string& reason) {
+void Communicator::Impl::peerFailed(int peer, const std::string& reason, bool left) {
   std::string host;  // unknown until the host ids are exchanged; the reason names its address
   {
     std::lock_guard<std::mutex> lock(errorMutex);
     if (peer >= 0 && peer < static_cast<int>(peerHostIds.size())) host = peerHostIds[peer];
   }
+  // What a dead process left, such as named shared memory, goes once no live one uses it.
+  if (!left) {
+    for (const transport::Driver* d : transport::drivers()) d->peerDied();
+  }
+  const char* verb = left ? "left" : "failed";
   if (host.empty()) {
-    fail(ErrorCode::RemoteError, strFormat("%s: rank %d failed: %s", who().c_str(), peer, reason.c_str()));
+    fail(ErrorCode::RemoteError, strFormat("%s: rank %d %s: %s", who().c_str(), peer, verb, reason.c_str()), left);
     return;
   }
   fail(ErrorCode::RemoteError,
-       strFormat("%s: rank %d (host %s) failed: %s", who().c_str(), peer, host.c_str(), reason.c_str()));
+       strFormat("%s: rank %d (host %s) %s: %s", who().c_str(), peer, host.c_str(), verb, reason.c_str()), left);
 }
 
-void Communicator::Impl::fail(ErrorCode code, const std::string& message) {
+void Communicator::Impl::fail(ErrorCode code, const std::string& message, bool departure) {
   std::vector<std::shared_ptr<const std::function<void()>>> callbacks;
   {
     std::lock_guard<std::mutex> lock(errorMutex);
     if (hasFailed.load(std::memory_order_relaxed)) return;
     failureCode = code;
     failureMessage = message;
+    failureIsDeparture = departure;
     hasFailed.store(true, std::memory_order_release);
-    if (!hasError) {
+    if (!hasError && !departure) {
       hasError = true;
       errorCode = code;
       errorMessage = message;
@@ -191,9 +198,18 @@ void Communicator::throwIfFailedAfter(const Error& error) const {
 }
 
 bool Communicator::failed(ErrorCode* code, std::string* message) const {
-  if (!pimpl_->hasFailed.load(std::memory_order_acquire)) return false;
-  if (code) *code = pimpl_->failureCode;  // written before the flag, never again
-  if (message) *message = pimpl_->failureMessage;
+  Impl& m = *pimpl_;
+  if (!m.hasFailed.load(std::memory_order_acquire)) return false;
+  if (code) *code = m.failureCode;  // written before the flag, never again
+  if (message) *message = m.failureMessage;
+  if (m.failureIsDeparture && !m.departureSeen.exchange(true)) {
+    std::lock_guard<std::mutex> lock(m.errorMutex);
+    if (!m.hasError) {
+      m.hasError = true;
+      m.errorCode = m.failureCode;
+      m.errorMessage = m.failureMessage;
+    }
+  }
   return true;
 }
 

@@ -86,7 +86,9 @@ class MSCCLPP_API Communicator {
   // (InternalError). The first failure is kept and is also the async error; every later call
   // should fail with it, as the executor's do. Any thread.
   void fail(ErrorCode code, const std::string& message);
-  // One atomic load when the communicator is fine.
+  // For calls: one atomic load when the communicator is fine. A peer that left (destroyed its
+  // communicator or exited) fails it too (RemoteError), but becomes the async error only once a
+  // call asks here: a rank idle while its peers tear down keeps no error.
   bool failed(ErrorCode* code = nullptr, std::string* message = nullptr) const;
   // For an error a call met talking to peers: throws the communicator's failure, with the error
   // as detail, when it failed. A channel often meets a dead peer a moment before the bootstrap
