@@ -85,13 +85,20 @@ class RankLink {
   // here. A negative color takes part and returns nullptr.
   virtual std::unique_ptr<RankLink> split(int color, int key) = 0;
 
-  // Whether the communicator failed as a whole,
-  // with the error: a dead peer, mismatched calls,
-  // a deadlock. One atomic load; any thread.
+  // For calls: whether the communicator failed as a whole,
+  // with the error: a dead or departed peer, mismatched
+  // calls, a deadlock. One atomic load; any thread.
   virtual bool failed(ErrorCode* code, std::string* message) const = 0;
+  // For ncclCommGetAsyncError: the same, but a peer that
+  // left counts only once a call met it. Any thread.
+  virtual bool asyncFailure(ErrorCode* code) const { return failed(code, nullptr); }
 
   // Stops everything promptly, even with peers gone.
   virtual void abort() = 0;
+  // Says goodbye to the peers and closes this rank's bootstrap,
+  // which it must own alone, so that their calls fail saying it
+  // left; later calls on this link fail. For ncclCommFinalize.
+  virtual void leave() {}
   // Makes a running plan return Error(Aborted)
   // soon, for revoke. The bootstrap stays usable.
   virtual void interruptInflight() = 0;
