@@ -71,7 +71,7 @@ ncclResult_t Comm::asyncError() const {
   // link_ is set before the release store of ncclSuccess and stays
   // until destroy, so the acquire load above makes it safe to read.
   ErrorCode code;
-  if (link_ && link_->asyncFailure(&code)) return toNcclResult(code);
+  if (link_ && link_->failed(&code, nullptr)) return toNcclResult(code);
   return fallback_.asyncError();
 }
 

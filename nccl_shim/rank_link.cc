@@ -101,7 +101,6 @@ class RuntimeLink final : public RankLink {
   }
 
   bool failed(ErrorCode* code, std::string* message) const override { return comm_->failed(code, message); }
-  bool asyncFailure(ErrorCode* code) const override { return comm_->asyncError(code, nullptr); }
   void leave() override {
     if (auto tcp = std::dynamic_pointer_cast<TcpBootstrap>(comm_->bootstrap())) tcp->leave();
   }

@@ -85,13 +85,10 @@ class RankLink {
   // here. A negative color takes part and returns nullptr.
   virtual std::unique_ptr<RankLink> split(int color, int key) = 0;
 
-  // For calls: whether the communicator failed as a whole,
-  // with the error: a dead or departed peer, mismatched
-  // calls, a deadlock. One atomic load; any thread.
+  // Whether the communicator failed as a whole, with the
+  // error: a dead peer, a departed one a call needed,
+  // mismatched calls, a deadlock. One atomic load; any thread.
   virtual bool failed(ErrorCode* code, std::string* message) const = 0;
-  // For ncclCommGetAsyncError: the same, but a peer that
-  // left counts only once a call met it. Any thread.
-  virtual bool asyncFailure(ErrorCode* code) const { return failed(code, nullptr); }
 
   // Stops everything promptly, even with peers gone.
   virtual void abort() = 0;

@@ -164,6 +164,11 @@ void InProcessBootstrap::serve(RequestHandler handler) { pimpl_->ops->serve(std:
 std::vector<char> InProcessBootstrap::ask(int peer, const std::vector<char>& request, double timeoutSeconds) {
   return pimpl_->ops->ask(peer, request, timeoutSeconds);
 }
+std::vector<std::vector<char>> InProcessBootstrap::askEach(const std::vector<int>& peers,
+                                                           const std::vector<char>& request, double timeoutSeconds,
+                                                           std::vector<std::string>* errors) {
+  return pimpl_->ops->askEach(peers, request, timeoutSeconds, errors);
+}
 double InProcessBootstrap::timeoutSeconds() const { return pimpl_->ops->timeoutSeconds(); }
 void InProcessBootstrap::setTimeout(double seconds) { pimpl_->ops->setTimeout(seconds); }
 

@@ -24,10 +24,11 @@ struct NeighbourFacts {
 // timeoutSeconds <= 0: never anything but Alive.
 NeighbourState classifyNeighbour(const NeighbourFacts& facts, double timeoutSeconds);
 
-// How long bytes we sent on `fd` have waited for the peer's kernel to
-// acknowledge them: 0 when nothing is in flight, else the time since the
-// last ACK arrived. *emptySinceMs (steady ms) remembers when nothing was
-// last seen in flight, which bounds that time when ACKs are old news.
+// How long bytes we queued on `fd` have waited for the peer's kernel to
+// acknowledge them: 0 when the queue is empty or held back by a full
+// window the peer keeps answering, else the time since the last ACK.
+// *emptySinceMs (steady ms) remembers when the queue was last empty,
+// which bounds that time when ACKs are old news.
 double unacknowledgedSeconds(int fd, int64_t nowMs, int64_t* emptySinceMs);
 
 }  // namespace mscclpp::bootstrap

@@ -339,6 +339,10 @@ void TcpBootstrap::serve(RequestHandler handler) { pimpl_->checked().serve(std::
 std::vector<char> TcpBootstrap::ask(int peer, const std::vector<char>& request, double timeoutSeconds) {
   return pimpl_->checked().ask(peer, request, timeoutSeconds);
 }
+std::vector<std::vector<char>> TcpBootstrap::askEach(const std::vector<int>& peers, const std::vector<char>& request,
+                                                     double timeoutSeconds, std::vector<std::string>* errors) {
+  return pimpl_->checked().askEach(peers, request, timeoutSeconds, errors);
+}
 double TcpBootstrap::timeoutSeconds() const { return pimpl_->ops ? pimpl_->ops->timeoutSeconds() : pimpl_->timeout; }
 void TcpBootstrap::setTimeout(double seconds) {
   pimpl_->timeout = seconds;

@@ -137,37 +137,48 @@ void Communicator::exchangeHostIds() {
                m.localRanks.size(), m.device);
 }
 
-Communicator::~Communicator() { pimpl_->userBootstrap->removePeerFailureListener(pimpl_->peerFailureListener); }
+Communicator::~Communicator() {
+  pimpl_->userBootstrap->removePeerFailureListener(pimpl_->peerFailureListener);
+  if (pimpl_->peerDied.load()) {
+    for (const transport::Driver* d : transport::drivers()) d->afterPeerDeath();
+  }
+}
 
 void Communicator::Impl::peerFailed(int peer, const std::string& reason, bool left) {
+  // What a dead process left, such as named shared memory, goes once no live one uses it.
+  if (!left) {
+    peerDied.store(true);
+    for (const transport::Driver* d : transport::drivers()) d->peerDied();
+  }
   std::string host;  // unknown until the host ids are exchanged; the reason names its address
   {
     std::lock_guard<std::mutex> lock(errorMutex);
     if (peer >= 0 && peer < static_cast<int>(peerHostIds.size())) host = peerHostIds[peer];
   }
-  // What a dead process left, such as named shared memory, goes once no live one uses it.
-  if (!left) {
-    for (const transport::Driver* d : transport::drivers()) d->peerDied();
-  }
-  const char* verb = left ? "left" : "failed";
-  if (host.empty()) {
-    fail(ErrorCode::RemoteError, strFormat("%s: rank %d %s: %s", who().c_str(), peer, verb, reason.c_str()), left);
+  const std::string whom =
+      host.empty() ? strFormat("rank %d", peer) : strFormat("rank %d (host %s)", peer, host.c_str());
+  if (left) {
+    {
+      std::lock_guard<std::mutex> lock(errorMutex);
+      if (departures.emplace(peer, strFormat("%s left: %s", whom.c_str(), reason.c_str())).second)
+        departureOrder.push_back(peer);
+      anyDeparture.store(true, std::memory_order_release);
+    }
+    MSCCLPP_INFO(LogInit, "%s: %s left: %s; a call that needs it fails", who().c_str(), whom.c_str(), reason.c_str());
     return;
   }
-  fail(ErrorCode::RemoteError,
-       strFormat("%s: rank %d (host %s) %s: %s", who().c_str(), peer, host.c_str(), verb, reason.c_str()), left);
+  fail(ErrorCode::RemoteError, strFormat("%s: %s failed: %s", who().c_str(), whom.c_str(), reason.c_str()));
 }
 
-void Communicator::Impl::fail(ErrorCode code, const std::string& message, bool departure) {
+void Communicator::Impl::fail(ErrorCode code, const std::string& message) {
   std::vector<std::shared_ptr<const std::function<void()>>> callbacks;
   {
     std::lock_guard<std::mutex> lock(errorMutex);
     if (hasFailed.load(std::memory_order_relaxed)) return;
     failureCode = code;
     failureMessage = message;
-    failureIsDeparture = departure;
     hasFailed.store(true, std::memory_order_release);
-    if (!hasError && !departure) {
+    if (!hasError) {
       hasError = true;
       errorCode = code;
       errorMessage = message;
@@ -184,8 +195,46 @@ void Communicator::Impl::fail(ErrorCode code, const std::string& message, bool d
 
 void Communicator::fail(ErrorCode code, const std::string& message) { pimpl_->fail(code, message); }
 
+bool Communicator::departed() const { return pimpl_->anyDeparture.load(std::memory_order_acquire); }
+
+bool Communicator::hasDeparted(int rank) const {
+  if (!departed()) return false;
+  std::lock_guard<std::mutex> lock(pimpl_->errorMutex);
+  return pimpl_->departures.count(rank) != 0;
+}
+
+std::vector<int> Communicator::departedRanks() const {
+  if (!departed()) return {};
+  std::lock_guard<std::mutex> lock(pimpl_->errorMutex);
+  return pimpl_->departureOrder;
+}
+
+void Communicator::failForDeparture(int rank) {
+  std::string message;
+  {
+    std::lock_guard<std::mutex> lock(pimpl_->errorMutex);
+    auto it = pimpl_->departures.find(rank);
+    if (it == pimpl_->departures.end()) return;
+    message = it->second;
+  }
+  pimpl_->fail(ErrorCode::RemoteError, pimpl_->who() + ": " + message);
+}
+
 void Communicator::throwIfFailedAfter(const Error& error) const {
   const ErrorCode c = error.code();
+  // A call that met a departed peer (an exchange or a connection it needed)
+  // fails the communicator for it: the one the error names, else the first to leave.
+  if (!failed() && departed() && (c == ErrorCode::RemoteError || c == ErrorCode::SystemError)) {
+    const std::vector<int> gone = departedRanks();
+    int rank = gone.front();
+    for (int r : gone) {
+      if (std::strstr(error.what(), strFormat("rank %d ", r).c_str()) != nullptr) {
+        rank = r;
+        break;
+      }
+    }
+    const_cast<Communicator*>(this)->failForDeparture(rank);
+  }
   if (c == ErrorCode::SystemError || c == ErrorCode::RemoteError || c == ErrorCode::Timeout ||
       c == ErrorCode::Aborted) {
     constexpr int kGraceMs = 1000;
@@ -198,18 +247,9 @@ void Communicator::throwIfFailedAfter(const Error& error) const {
 }
 
 bool Communicator::failed(ErrorCode* code, std::string* message) const {
-  Impl& m = *pimpl_;
-  if (!m.hasFailed.load(std::memory_order_acquire)) return false;
-  if (code) *code = m.failureCode;  // written before the flag, never again
-  if (message) *message = m.failureMessage;
-  if (m.failureIsDeparture && !m.departureSeen.exchange(true)) {
-    std::lock_guard<std::mutex> lock(m.errorMutex);
-    if (!m.hasError) {
-      m.hasError = true;
-      m.errorCode = m.failureCode;
-      m.errorMessage = m.failureMessage;
-    }
-  }
+  if (!pimpl_->hasFailed.load(std::memory_order_acquire)) return false;
+  if (code) *code = pimpl_->failureCode;  // written before the flag, never again
+  if (message) *message = pimpl_->failureMessage;
   return true;
 }
 

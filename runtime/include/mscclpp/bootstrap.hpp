@@ -86,6 +86,10 @@ class MSCCLPP_API Bootstrap : public std::enable_shared_from_this<Bootstrap> {
   using RequestHandler = std::function<std::vector<char>(int peer, const std::vector<char>& request)>;
   virtual void serve(RequestHandler handler);
   virtual std::vector<char> ask(int peer, const std::vector<char>& request, double timeoutSeconds);
+  // ask() of several peers at once: every request goes out before any answer is awaited. An
+  // answer a peer cannot give is empty, with the reason in (*errors)[i]; it throws nothing else.
+  virtual std::vector<std::vector<char>> askEach(const std::vector<int>& peers, const std::vector<char>& request,
+                                                 double timeoutSeconds, std::vector<std::string>* errors);
 };
 
 // TCP rendezvous, used as ncclGetUniqueId and ncclCommInitRank are:
@@ -134,6 +138,8 @@ class MSCCLPP_API TcpBootstrap : public Bootstrap {
   void removePeerFailureListener(uint64_t id) override;
   void serve(RequestHandler handler) override;
   std::vector<char> ask(int peer, const std::vector<char>& request, double timeoutSeconds) override;
+  std::vector<std::vector<char>> askEach(const std::vector<int>& peers, const std::vector<char>& request,
+                                         double timeoutSeconds, std::vector<std::string>* errors) override;
 
   // "host:port" of this rank's listener, "" before initialize.
   std::string listenAddress() const;
@@ -178,6 +184,8 @@ class MSCCLPP_API InProcessBootstrap : public Bootstrap {
   void removePeerFailureListener(uint64_t id) override;
   void serve(RequestHandler handler) override;
   std::vector<char> ask(int peer, const std::vector<char>& request, double timeoutSeconds) override;
+  std::vector<std::vector<char>> askEach(const std::vector<int>& peers, const std::vector<char>& request,
+                                         double timeoutSeconds, std::vector<std::string>* errors) override;
 
  private:
   struct Impl;

@@ -86,10 +86,17 @@ class MSCCLPP_API Communicator {
   // (InternalError). The first failure is kept and is also the async error; every later call
   // should fail with it, as the executor's do. Any thread.
   void fail(ErrorCode code, const std::string& message);
-  // For calls: one atomic load when the communicator is fine. A peer that left (destroyed its
-  // communicator or exited) fails it too (RemoteError), but becomes the async error only once a
-  // call asks here: a rank idle while its peers tear down keeps no error.
+  // One atomic load when the communicator is fine.
   bool failed(ErrorCode* code = nullptr, std::string* message = nullptr) const;
+  // Peers that left (destroyed or finalized their communicator, or exited) while this rank still
+  // has it. No failure by itself: calls a departed peer completed still complete here, and a rank
+  // idle while its peers tear down keeps no error. A call that needs a departed peer fails the
+  // communicator with failForDeparture: RemoteError "rank R (host H) left: ...". One atomic load
+  // when none left.
+  bool departed() const;
+  bool hasDeparted(int rank) const;
+  std::vector<int> departedRanks() const;  // in the order they left
+  void failForDeparture(int rank);
   // For an error a call met talking to peers: throws the communicator's failure, with the error
   // as detail, when it failed. A channel often meets a dead peer a moment before the bootstrap
   // names it, so for errors that can be that symptom it waits up to a second for the name.
