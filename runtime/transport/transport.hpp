@@ -119,8 +119,10 @@ class Driver {
   // it cannot, as from another host. Throws when it should map and fails.
   virtual bool importMemory(const ExportRecord&, const ImportContext&, Imported*) const { return false; }
   // A peer process died: whatever it left that no live process
-  // uses (a named shared memory segment) may go now.
+  // uses (a named shared memory segment) may go now, or soon.
   virtual void peerDied() const {}
+  // A communicator that saw a peer die ends: the same, waited for.
+  virtual void afterPeerDeath() const {}
 };
 
 // Every driver, in the order registrations list

@@ -45,6 +45,7 @@ class HostShmDriver : public Driver {
   bool serves(Transport t) const override { return t == Transport::HostShm; }
   bool sameHostOnly() const override { return true; }
   void peerDied() const override { sweepIfPosixUsed(); }
+  void afterPeerDeath() const override { sweepIfPosixUsed(/*wait=*/true); }
   std::shared_ptr<Session> openSession(Transport, const RankInfo& self) const override {
     return std::make_shared<HostShmSession>(self.rank);
   }

@@ -2,18 +2,22 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "core/enforce.hpp"
@@ -54,18 +58,58 @@ constexpr char kShmDir[] = "/dev/shm";
 
 std::atomic<bool> posixUsed{false};  // this process made or mapped a named segment
 
-// Removes `name` ("/mscclpp-shm...") when no process holds it. A
-// non-blocking exclusive lock succeeds only when nobody maps it.
-bool unlinkIfUnused(const std::string& name) {
+// Whether a live process we can see holds a flock on the file of fd.
+// /proc/locks names each holder's pid; it leaves out holders whose pid is
+// gone (a killed process's locks outlive it by a moment, until the kernel
+// closes its files) and those in other PID namespaces.
+bool liveHolderVisible(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return true;
+  const std::string file =
+      strFormat("%02x:%02x:%llu", major(st.st_dev), minor(st.st_dev), static_cast<unsigned long long>(st.st_ino));
+  FILE* locks = std::fopen("/proc/locks", "re");
+  if (locks == nullptr) return true;
+  char line[256];
+  bool live = false;
+  while (!live && std::fgets(line, sizeof(line), locks) != nullptr) {
+    char kind[16], mode[16], access[16], id[64];
+    long pid = 0;
+    if (std::sscanf(line, "%*[^:]: %15s %15s %15s %ld %63s", kind, mode, access, &pid, id) != 5) continue;
+    live = std::strcmp(kind, "FLOCK") == 0 && file == id && (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) == 0);
+  }
+  std::fclose(locks);
+  return live;
+}
+
+// Removes `name` ("/mscclpp-shm...") when no process holds it: a
+// non-blocking exclusive lock succeeds only when nobody maps it. A lock
+// no live process we see holds may be a killed one's on its way out:
+// it is tried again for up to waitMs.
+bool unlinkIfUnused(const std::string& name, int waitMs = 0) {
   const int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
   if (fd < 0) return false;
-  const bool unused = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+  bool unused = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+  if (!unused && waitMs > 0 && !liveHolderVisible(fd)) {
+    for (int waited = 0; !unused && waited < waitMs; waited += 5) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      unused = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    }
+  }
   if (unused) ::shm_unlink(name.c_str());
   ::close(fd);
   return unused;
 }
 
 void unlinkOwnNamesAtExit();
+
+// How long a sweep after a peer's death waits for locks no live process holds.
+constexpr int kDeadHolderWaitMs = 200;
+std::atomic<int> sweepsRunning{0};
+
+void ensureExitHandler() {
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit(unlinkOwnNamesAtExit); });
+}
 
 // A segment whose name appears only once its creator holds the lock:
 // an unnamed file in /dev/shm, locked, then linked under `name`. Where
@@ -169,8 +213,8 @@ std::shared_ptr<void> allocateMemfd(size_t size, int* errOut) {
 std::shared_ptr<void> allocatePosix(size_t size) {
   static std::atomic<uint64_t> counter{0};
   if (!posixUsed.exchange(true)) {
-    sweepUnusedSegments();  // what killed jobs left
-    std::atexit(unlinkOwnNamesAtExit);
+    sweepUnusedSegments(0);  // what killed jobs left
+    ensureExitHandler();
   }
   uint32_t tag = static_cast<uint32_t>(randomU64("a shared memory name"));
   std::string name =
@@ -343,7 +387,10 @@ namespace {
 
 // At a normal exit, names this process made go: whoever still maps them
 // keeps the memory, and nobody can join a dead process's memory anyway.
+// A sweep still running finishes first, bounded.
 void unlinkOwnNamesAtExit() {
+  for (int waited = 0; sweepsRunning.load() > 0 && waited < 2 * kDeadHolderWaitMs; waited += 5)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   std::lock_guard<std::mutex> lock(allocations().mutex);
   for (auto& [base, a] : allocations().byBase) {
     if (!a.unlinked && !a.posixName.empty()) ::shm_unlink(a.posixName.c_str());
@@ -353,7 +400,7 @@ void unlinkOwnNamesAtExit() {
 
 }  // namespace
 
-size_t sweepUnusedSegments() {
+size_t sweepUnusedSegments(int waitMs) {
   DIR* d = ::opendir(kShmDir);
   if (d == nullptr) return 0;
   std::vector<std::string> names;
@@ -362,7 +409,7 @@ size_t sweepUnusedSegments() {
   }
   ::closedir(d);
   size_t removed = 0;
-  for (const std::string& n : names) removed += unlinkIfUnused("/" + n) ? 1 : 0;
+  for (const std::string& n : names) removed += unlinkIfUnused("/" + n, waitMs) ? 1 : 0;
   if (removed > 0) {
     MSCCLPP_INFO(LogTransport, "removed %zu POSIX shared memory segment(s) that no process uses from %s", removed,
                  kShmDir);
@@ -370,8 +417,21 @@ size_t sweepUnusedSegments() {
   return removed;
 }
 
-void sweepIfPosixUsed() {
-  if (posixUsed.load(std::memory_order_relaxed)) sweepUnusedSegments();
+void sweepIfPosixUsed(bool wait) {
+  // Also before this process made any: the dead peer may have.
+  if (!posixUsed.load(std::memory_order_relaxed) && params::hostShmMode() != "posix") return;
+  if (wait) {
+    sweepUnusedSegments(kDeadHolderWaitMs);
+    return;
+  }
+  ensureExitHandler();
+  // On a thread of its own: a dead peer's locks may take a moment to go,
+  // and the caller (the bootstrap's) must not wait. Exit waits for it.
+  sweepsRunning.fetch_add(1);
+  std::thread([] {
+    sweepUnusedSegments(kDeadHolderWaitMs);
+    sweepsRunning.fetch_sub(1);
+  }).detach();
 }
 
 size_t liveImportCount() {

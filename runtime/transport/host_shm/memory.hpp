@@ -45,11 +45,14 @@ std::shared_ptr<void> importRange(const HostShmRecord& e, size_t bytes, void** d
 size_t liveImportCount();
 
 // Removes the POSIX segments in /dev/shm that no process maps: left by
-// processes that were killed. Returns how many went.
-size_t sweepUnusedSegments();
-// The same, only if this process uses POSIX segments: for a
-// communicator whose peer died, whose segments may be among them.
-void sweepIfPosixUsed();
+// processes that were killed. A lock that no live process we see holds
+// is waited for up to waitMs: a process just killed still holds its own.
+// Returns how many went.
+size_t sweepUnusedSegments(int waitMs = 0);
+// The same, waiting, only if this process uses POSIX segments or is set
+// to (MSCCLPP_HOST_SHM=posix): for a communicator whose peer died, whose
+// segments may be among them. On a thread of its own unless `wait`.
+void sweepIfPosixUsed(bool wait = false);
 
 }  // namespace mscclpp::transport::host_shm
 

@@ -169,7 +169,7 @@ TEST_CASE("a POSIX name goes with the last process that maps it", "[shm]") {
     waitpid(owner.pid, nullptr, 0);
     owner.pid = -1;
     REQUIRE(shmNameExists(owner.name));
-    CHECK(transport::host_shm::sweepUnusedSegments() >= 1);
+    CHECK(transport::host_shm::sweepUnusedSegments(200) >= 1);  // its lock may outlive it a moment
     CHECK_FALSE(shmNameExists(owner.name));
   }
   SECTION("its maker exits with it alive") {
