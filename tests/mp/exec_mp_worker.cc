@@ -228,13 +228,21 @@ void recordFaultTime() {
 
 // Stops this process for `seconds` (SIGSTOP, then SIGCONT from a child of
 // its own) `delayUs` microseconds from the call, while it goes on with its
-// phase: a debugger or py-spy attached, a VM migrating.
-void pauseSelfAfter(long delayUs, double seconds) {
+// phase: a debugger or py-spy attached, a VM migrating. Returns the read end
+// of a pipe the child writes once it stopped us: reading it waits for the stop.
+int pauseSelfAfter(long delayUs, double seconds) {
+  int stopped[2];
+  if (pipe(stopped) != 0) fail("pause: pipe failed");
   const pid_t parent = getpid();
   const pid_t child = fork();
-  if (child != 0) return;
+  if (child != 0) {
+    close(stopped[1]);
+    return stopped[0];
+  }
+  close(stopped[0]);
   usleep(static_cast<useconds_t>(delayUs));
   kill(parent, SIGSTOP);
+  (void)!write(stopped[1], "s", 1);
   usleep(static_cast<useconds_t>(seconds * 1e6));
   kill(parent, SIGCONT);
   std::_Exit(0);
@@ -379,11 +387,19 @@ int scenarioFault(const std::string& path, int victim, const std::string& phase,
     survivorFailed(e, job, p, victim, "init");
   }
   double longest = 0;
+  int pausePipe = -1;
   for (int it = 0; it < iterations; ++it) {
     if (victimHere && it == killAt) killSelfAfter(delayUs);
     if (victimHere && phase == "pause" && it == iterations / 2) {
       const char* seconds = std::getenv("MSCCLPP_TEST_PAUSE_S");
-      pauseSelfAfter(delayUs, seconds ? std::atof(seconds) : 2.0);
+      pausePipe = pauseSelfAfter(delayUs, seconds ? std::atof(seconds) : 2.0);
+    }
+    if (pausePipe >= 0 && it == iterations / 2 + 1) {
+      // Stopped during collective K/2 or before K/2+1 starts: the others wait in a call.
+      char c;
+      (void)!read(pausePipe, &c, 1);
+      close(pausePipe);
+      pausePipe = -1;
     }
     if (leave && victimHere && it == leaveAfter + 1) {
       // Leaves on purpose while the others go on: as ncclCommDestroy and a clean exit.

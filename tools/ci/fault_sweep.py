@@ -79,8 +79,10 @@ def one_run(args, rng, index, phase, ranks):
                      f"MSCCLPP_TEST_PAUSE_S={args.pause:g}"]
         if phase == "hostcut":
             envs += ["MSCCLPP_HEARTBEAT_INTERVAL_S=0.2", "MSCCLPP_HEARTBEAT_TIMEOUT_S=1"]
-            cmd = [NETNS_RUN, "--ranks-per-host", str(ranks // 2), "--timeout", str(args.run_timeout), "--launcher",
-                   args.launcher, "--cut-link-after", "0.2"]
+            # Taking a link down waits for the kernel's network lock: 30-60 s on a
+            # machine busy with other namespaces' work. Errors are timed from the cut.
+            cmd = [NETNS_RUN, "--ranks-per-host", str(ranks // 2), "--timeout", str(max(args.run_timeout, 120)),
+                   "--launcher", args.launcher, "--cut-link-after", "0.2"]
             for e in envs:
                 cmd += ["--env", e]
             cmd += ["--", args.worker, "unreachable", plan]
@@ -93,7 +95,7 @@ def one_run(args, rng, index, phase, ranks):
                     str(args.iterations)]
         start = time.monotonic()
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              timeout=args.run_timeout + 60)
+                              timeout=max(args.run_timeout, 120) + 60)
         wall = time.monotonic() - start
         out = proc.stdout
         pids = [int(m.group(1)) for m in re.finditer(r"exec_mp_worker rank \d+: pid (\d+)", out)]
