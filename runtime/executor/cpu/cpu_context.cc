@@ -4,6 +4,7 @@
 
 #include "core/deadline.hpp"
 #include "core/enforce.hpp"
+#include "core/format.hpp"
 #include "core/hash.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
@@ -13,8 +14,6 @@
 
 namespace mscclpp::exec {
 namespace {
-
-unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); }
 
 uint64_t secondsToNs(double s) { return s <= 0 ? kNoDeadline : static_cast<uint64_t>(s * 1e9); }
 

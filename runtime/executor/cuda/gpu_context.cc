@@ -11,6 +11,7 @@
 #include "channel/nvls_binding.hpp"
 #include "core/deadline.hpp"
 #include "core/enforce.hpp"
+#include "core/format.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
 #include "core/serial.hpp"
@@ -38,8 +39,6 @@ constexpr uint64_t kDirectoryVersion = 2;                    // 2: the call's de
 constexpr size_t kMaxDirectoryBytes = 1 << 20;
 constexpr uint64_t kNone = UINT64_MAX;
 constexpr uint64_t kReachRaw = 1, kReachIpc = 2;
-
-unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); }
 
 uint64_t reserve(uint64_t* size, uint64_t bytes, uint64_t align) {
   *size = (*size + align - 1) / align * align;

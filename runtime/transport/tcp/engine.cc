@@ -13,7 +13,6 @@ namespace mscclpp::transport::tcp {
 namespace {
 constexpr double kControlSeconds = 10.0;  // hello acks, ACK and ERROR frames, frame tails
 constexpr size_t kMaxPending = 64;
-constexpr size_t kStagingBytes = 4 << 20;
 constexpr uint64_t kReadBudget = 64ull << 20;  // per link per wakeup, for fairness between peers
 }  // namespace
 

@@ -28,6 +28,9 @@
 
 namespace mscclpp::transport::tcp {
 
+// The bounce buffer between a link and device memory, per direction.
+inline constexpr size_t kStagingBytes = 4 << 20;
+
 // A 32-byte frame header, then a WRITE's payload or an ERROR's text.
 // Fields a, b, c: WRITE(key, offset, size), UPDATE(key, offset, value),
 // FLUSH(seq), ACK(seq), ERROR(seq of the rejected frame, text length).
