@@ -66,12 +66,17 @@ def ptxas_table(log):
     return [(n,) + r[1:] for n, r in zip(names, rows)], registers
 
 
-def kept_ptx(ptx_dir, short, arch):
-    path = os.path.join(ptx_dir, "kernel_inst_%s.compute_%s.ptx" % (short, arch))
-    if not os.path.isfile(path):
-        print("FAILED: %s is missing: build the executor first (ninja)" % path)
-        sys.exit(1)
-    return path
+def kept_ptx(ptx_dir, short, arch, single_arch):
+    """The PTX nvcc -keep left: named per arch, or without one when the build targets one arch."""
+    names = ["kernel_inst_%s.compute_%s.ptx" % (short, arch)]
+    if single_arch:
+        names.append("kernel_inst_%s.ptx" % short)
+    for name in names:
+        path = os.path.join(ptx_dir, name)
+        if os.path.isfile(path):
+            return path
+    print("FAILED: %s is missing: build the executor first (ninja)" % os.path.join(ptx_dir, names[0]))
+    sys.exit(1)
 
 
 def local_memory(ptx, short, arch):
@@ -119,7 +124,7 @@ def main():
     types = [t.strip() for t in types.split(",") if t.strip()]
     failures = []
     jobs = max(1, os.cpu_count() or 1)
-    ptx_files = {(short, arch): kept_ptx(ptx_dir, short, arch) for short in types for arch in archs}
+    ptx_files = {(short, arch): kept_ptx(ptx_dir, short, arch, len(archs) == 1) for short in types for arch in archs}
 
     # Instruction checks on f32, f16 and bf16 at sm_90, which multimem needs.
     # Data-moving handlers use 16-byte global accesses, half and bfloat16
