@@ -80,6 +80,10 @@ Communicator::Communicator(std::shared_ptr<Bootstrap> bootstrap, int device) : p
                     "%s: device %d requested but %d CUDA devices are visible", m.who().c_str(), device, n);
     m.device = device;
   }
+  // The stream the runtime zeroes and copies device memory on takes its
+  // hardware queue now, before the streams of the calls: created later, it
+  // would move a rank's proxy stream onto the queue of a spinning kernel.
+  if (m.device >= 0) transport::createDeviceStream(m.device);
   m.hostId = comm::computeHostId();
   m.hostHash = comm::hostIdHash(m.hostId);
   // Listening from before the first exchange: a peer that dies while

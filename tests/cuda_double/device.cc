@@ -62,6 +62,18 @@ int attributeOf(int attr, int device) {
   }
 }
 
+// Runtime API, cudaDeviceGetAttribute: an attribute the runtime does not
+// define is cudaErrorInvalidValue. The runtime's header reserves the values
+// the driver uses for its own attributes (the stream memory operations'
+// among them: CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS is 122,
+// cudaDevAttrReserved122) and skips withdrawn ones: those are asked of the
+// driver, cuDeviceGetAttribute.
+bool runtimeKnows(int attr) {
+  static const std::set<int> unknown = {44,  92,  93,  94,  96,  102, 103, 104, 105, 107, 110, 122,
+                                        123, 124, 127, 128, 129, 132, 136, 137, 141, 145, 146};
+  return attr > 0 && attr < cudaDevAttrMax && unknown.count(attr) == 0;
+}
+
 struct Peers {
   std::mutex m;
   std::set<std::pair<int, int>> enabled;  // (from, to)
@@ -210,6 +222,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
   if (value == nullptr) return fail(cudaErrorInvalidValue);
   if (!validDevice(device)) return fail(cudaErrorInvalidDevice);
   CD_ENTER();
+  if (!runtimeKnows(static_cast<int>(attr))) return fail(cudaErrorInvalidValue);
   *value = attributeOf(static_cast<int>(attr), device);
   return cudaSuccess;
 }

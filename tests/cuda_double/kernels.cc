@@ -1,6 +1,6 @@
 // Kernels in the CUDA double: the registration calls of nvcc's generated
-// host code, the launch path of <<<>>> and cudaLaunchKernel, function
-// attributes, occupancy, and the block scheduler. A kernel runs as the host
+// host code, lazy loading, the launch path of <<<>>> and cudaLaunchKernel,
+// function attributes, occupancy, and the block scheduler. A kernel runs as the host
 // body registered for its name, one host thread per block. Blocks occupy
 // SMs by the hardware's occupancy rules, so a grid whose blocks wait on
 // blocks not yet resident deadlocks exactly as on a GPU. The launch checks
@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,7 @@ struct Registry {
   std::map<const void*, KernelRecord*> byHostFun;
   std::map<std::string, HostKernel> bodies;
   std::map<std::pair<const void*, int>, int> maxDynamicShared;  // (function, device) -> bytes
+  std::set<std::pair<const void*, int>> loaded;                 // (function, device) loaded there
 };
 
 Registry& registry() {
@@ -102,6 +104,29 @@ const HostKernel* requireBody(Registry& r, const KernelRecord& k) {
   const HostKernel* body = bodyOf(r, k);
   if (body == nullptr) misuse("kernel %s has no host body registered with the double", k.key.c_str());
   return body;
+}
+
+// Lazy loading (Programming Guide, "Lazy Loading", the default since CUDA
+// 12.2): a kernel is loaded on a device at its first use there, a launch or a
+// query of the function (cudaFuncGetAttributes, cudaFuncSetAttribute,
+// occupancy), and "loading kernels might require context synchronization":
+// the double waits for all earlier work of the device. Loads at a launch are
+// counted apart (Stats::loadsAtLaunch): a launch that waits so deadlocks with
+// a running kernel that waits for work issued after it.
+cudaError_t ensureLoaded(const KernelRecord& k, int device, bool atLaunch) {
+  Registry& r = registry();
+  {
+    std::lock_guard<std::mutex> lock(r.m);
+    if (r.loaded.count({k.hostFun, device}) != 0) return cudaSuccess;
+  }
+  const std::string what = "loading kernel " + k.key + (atLaunch ? " at its first launch" : "");
+  const cudaError_t e = deviceSync(device, what.c_str(), true);
+  std::lock_guard<std::mutex> lock(r.m);
+  if (r.loaded.insert({k.hostFun, device}).second) {
+    counters().kernelLoads.fetch_add(1);
+    if (atLaunch) counters().loadsAtLaunch.fetch_add(1);
+  }
+  return e;
 }
 
 int maxDynamicSharedLocked(Registry& r, const void* fn, int device) {
@@ -285,6 +310,7 @@ cudaError_t launch(KernelRecord* k, dim3 grid, dim3 block, void** args, size_t d
     return fail(cudaErrorInvalidValue);
   const Demand demand = demandOf(kernel, block, dynamicShared);
   if (demand.regs > kRegistersPerSm) return fail(cudaErrorLaunchOutOfResources);
+  if (cudaError_t e = ensureLoaded(*k, device, true); e != cudaSuccess) return e;
   // Kernel parameters are copied at launch (the caller's variables may go away at once).
   auto bytes = std::make_shared<std::vector<char>>();
   std::vector<size_t> offsets;
@@ -324,6 +350,9 @@ Stats stats() {
   s.deviceSyncs = c.deviceSyncs.load();
   s.kernelsLaunched = c.kernelsLaunched.load();
   s.streamsCreated = c.streamsCreated.load();
+  s.pageTableChanges = c.pageTableChanges.load();
+  s.kernelLoads = c.kernelLoads.load();
+  s.loadsAtLaunch = c.loadsAtLaunch.load();
   return s;
 }
 
@@ -393,6 +422,7 @@ cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int v
   CD_ENTER();
   KernelRecord* k = recordOf(func);
   if (k == nullptr) return fail(cudaErrorInvalidDeviceFunction);
+  if (cudaError_t e = ensureLoaded(*k, currentDevice(), false); e != cudaSuccess) return e;
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.m);
   const HostKernel* body = bodyOf(r, *k);
@@ -415,6 +445,7 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
   CD_ENTER();
   KernelRecord* k = recordOf(func);
   if (attr == nullptr || k == nullptr) return fail(cudaErrorInvalidDeviceFunction);
+  if (cudaError_t e = ensureLoaded(*k, currentDevice(), false); e != cudaSuccess) return e;
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.m);
   const HostKernel* body = requireBody(r, *k);
@@ -434,6 +465,7 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* numBlock
   CD_ENTER();
   KernelRecord* k = recordOf(func);
   if (numBlocks == nullptr || k == nullptr || blockSize <= 0) return fail(cudaErrorInvalidValue);
+  if (cudaError_t e = ensureLoaded(*k, currentDevice(), false); e != cudaSuccess) return e;
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.m);
   const HostKernel* body = bodyOf(r, *k);

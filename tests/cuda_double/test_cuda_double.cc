@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -35,6 +36,7 @@ void check(cudaError_t e, const char* what) {
 #define CK(call) check((call), #call)
 
 // A test kernel: its handle is the address of a static byte, as a host stub's address is.
+// Not loaded on any device until its first use (lazy loading).
 const void* defineKernel(const char* name, cudadouble::HostBlockFn body, std::vector<size_t> argSizes, int regs = 32,
                          size_t staticShared = 0) {
   static char handles[32];
@@ -93,19 +95,51 @@ void addBody(void* const* args, dim3, dim3, unsigned block, size_t, const void*)
   p[block] += arg<int>(args, 1);
 }
 
+// Loads the kernel on every device, as a program does before kernels that
+// must run concurrently (a first launch may synchronise the device).
+const void* loadedEverywhere(const void* kernel) {
+  int current = 0, n = 0;
+  CK(cudaGetDevice(&current));
+  CK(cudaGetDeviceCount(&n));
+  for (int d = 0; d < n; ++d) {
+    cudaFuncAttributes a{};
+    CK(cudaSetDevice(d));
+    CK(cudaFuncGetAttributes(&a, kernel));
+  }
+  CK(cudaSetDevice(current));
+  return kernel;
+}
+
 const void* gateKernel() {
-  static const void* k = defineKernel("testGate", &gateBody, {sizeof(void*), sizeof(void*)});
+  static const void* k = loadedEverywhere(defineKernel("testGate", &gateBody, {sizeof(void*), sizeof(void*)}));
   return k;
 }
 const void* barrierKernel() {
-  static const void* k =
-      defineKernel("testBarrier", &barrierBody, {sizeof(void*), sizeof(int), sizeof(void*), sizeof(int)}, 64);
+  static const void* k = loadedEverywhere(
+      defineKernel("testBarrier", &barrierBody, {sizeof(void*), sizeof(int), sizeof(void*), sizeof(int)}, 64));
   return k;
 }
 const void* addKernel() {
-  static const void* k = defineKernel("testAdd", &addBody, {sizeof(int*), sizeof(int)});
+  static const void* k = loadedEverywhere(defineKernel("testAdd", &addBody, {sizeof(int*), sizeof(int)}));
   return k;
 }
+
+// Runs f on a thread of its own (device 0 current); done() tells whether it returned.
+class Async {
+ public:
+  explicit Async(std::function<void()> f)
+      : thread_([this, f = std::move(f)] {
+          cudaSetDevice(0);
+          f();
+          done_.store(true);
+        }) {}
+  ~Async() { thread_.join(); }
+  bool done() const { return done_.load(); }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
 
 cudaError_t launchGate(cudaStream_t s, std::atomic<int>* gate, std::atomic<int>* started, unsigned blocks = 1) {
   void* args[] = {&gate, &started};
@@ -166,7 +200,7 @@ TEST_CASE("streams run in issue order and asynchronously", "[double][streams]") 
   std::atomic<int> gate{0}, started{0};
   int* d = nullptr;
   CK(cudaMalloc(&d, sizeof(int)));
-  CK(cudaMemset(d, 0, sizeof(int)));
+  CK(cudaMemsetAsync(d, 0, sizeof(int), s));
   CK(launchGate(s, &gate, &started));
   CK(launchAdd(s, d, 5));  // runs after the gate kernel, in issue order
   REQUIRE(waitFor([&] { return started.load() == 1; }, 2000));
@@ -216,7 +250,7 @@ TEST_CASE("the legacy stream syncs with blocking streams only", "[double][stream
   CK(cudaStreamDestroy(nonBlocking));
 }
 
-TEST_CASE("cudaMalloc, cudaFree, memset and memcpy wait for all streams", "[double][sync]") {
+TEST_CASE("page-table changes wait for all streams", "[double][sync]") {
   CK(cudaSetDevice(0));
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -224,27 +258,25 @@ TEST_CASE("cudaMalloc, cudaFree, memset and memcpy wait for all streams", "[doub
   CK(cudaMalloc(&d, 64));
   for (int which = 0; which < 4; ++which) {
     std::atomic<int> gate{0}, started{0};
+    void* p = nullptr;
+    if (which == 1) CK(cudaMalloc(&p, 64));
+    if (which == 3) CK(cudaHostAlloc(&p, 64, cudaHostAllocMapped));
     CK(launchGate(s, &gate, &started));
     REQUIRE(waitFor([&] { return started.load() == 1; }, 2000));
-    std::atomic<bool> returned{false};
-    std::thread t([&] {
-      cudaSetDevice(0);
-      int host = 0;
-      void* p = nullptr;
-      if (which == 0) CK(cudaMalloc(&p, 64));
-      if (which == 1) CK(cudaMemset(d, 0, 64));
-      if (which == 2) CK(cudaMemcpy(&host, d, sizeof(int), cudaMemcpyDeviceToHost));
-      if (which == 3) CK(cudaHostAlloc(&p, 64, cudaHostAllocMapped));
-      returned.store(true);
-      if (which == 0) CK(cudaFree(p));
-      if (which == 3) CK(cudaFreeHost(p));
-    });
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    INFO("call " << which);
-    CHECK(!returned.load());  // blocked behind the non-blocking stream's running kernel
-    gate.store(1);
-    t.join();
-    CHECK(returned.load());
+    {
+      Async call([&] {
+        if (which == 0) CK(cudaMalloc(&p, 64));
+        if (which == 1) CK(cudaFree(p));
+        if (which == 2) CK(cudaHostAlloc(&p, 64, cudaHostAllocMapped));
+        if (which == 3) CK(cudaFreeHost(p));
+      });
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      INFO("call " << which);
+      CHECK(!call.done());  // blocked behind the non-blocking stream's running kernel
+      gate.store(1);
+    }
+    if (which == 0) CK(cudaFree(p));
+    if (which == 2) CK(cudaFreeHost(p));
   }
   // Stream-ordered allocation does not synchronise the device.
   std::atomic<int> gate{0}, started{0};
@@ -261,6 +293,154 @@ TEST_CASE("cudaMalloc, cudaFree, memset and memcpy wait for all streams", "[doub
   CK(cudaFree(d));
   CK(cudaStreamDestroy(s));
   CK(cudaStreamDestroy(other));
+}
+
+TEST_CASE("a page-table change blocks other threads' calls", "[double][page-table]") {
+  CK(cudaSetDevice(0));
+  cudaStream_t s, other;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  int* d = nullptr;
+  void* p = nullptr;
+  CK(cudaMalloc(&d, 64));
+  CK(cudaMalloc(&p, 64));
+  std::atomic<int> gate{0}, started{0};
+  CK(launchGate(s, &gate, &started));
+  REQUIRE(waitFor([&] { return started.load() == 1; }, 2000));
+  CK(launchAdd(other, d, 1));  // no page-table change in progress: returns at once
+  CK(cudaStreamSynchronize(other));
+  const uint64_t changes = cudadouble::stats().pageTableChanges;
+  {
+    Async freeing([&] { CK(cudaFree(p)); });  // waits for the gate kernel, holding the driver's lock
+    REQUIRE(waitFor([&] { return cudadouble::stats().pageTableChanges == changes + 1; }, 2000));
+    Async launch([&] { CK(launchAdd(other, d, 1)); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(!freeing.done());
+    CHECK(!launch.done());  // a launch on another stream waits for the lock too
+    gate.store(1);
+  }
+  CK(cudaStreamSynchronize(other));
+  CK(cudaFree(d));
+  CK(cudaStreamDestroy(s));
+  CK(cudaStreamDestroy(other));
+}
+
+TEST_CASE("cudaMalloc memory is not cleared", "[double][memory]") {
+  CK(cudaSetDevice(0));
+  unsigned char* d = nullptr;
+  CK(cudaMalloc(reinterpret_cast<void**>(&d), 256));
+  std::vector<unsigned char> host(256, 0);
+  CK(cudaMemcpy(host.data(), d, host.size(), cudaMemcpyDeviceToHost));
+  REQUIRE(host[0] != 0);
+  REQUIRE(host[255] != 0);
+  CK(cudaFree(d));
+}
+
+TEST_CASE("cudaMemset and cudaMemcpy are legacy-stream work", "[double][legacy]") {
+  CK(cudaSetDevice(0));
+  cudaStream_t nonBlocking, blocking;
+  CK(cudaStreamCreateWithFlags(&nonBlocking, cudaStreamNonBlocking));
+  CK(cudaStreamCreate(&blocking));
+  int* d = nullptr;
+  CK(cudaMalloc(&d, 64));
+  int host = 0;
+  auto value = [&] {
+    int v = 0;
+    std::memcpy(&v, d, sizeof(v));  // device memory is host memory in the double
+    return v;
+  };
+  {
+    // A non-blocking stream's running kernel orders neither call.
+    std::atomic<int> gate{0}, started{0};
+    CK(launchGate(nonBlocking, &gate, &started));
+    REQUIRE(waitFor([&] { return started.load() == 1; }, 2000));
+    CK(cudaMemset(d, 0, sizeof(int)));
+    REQUIRE(waitFor([&] { return value() == 0; }, 2000));
+    CK(cudaMemcpy(&host, d, sizeof(int), cudaMemcpyDeviceToHost));
+    gate.store(1);
+    CK(cudaStreamSynchronize(nonBlocking));
+  }
+  {
+    // A blocking stream's kernel orders both: cudaMemset returns at once and
+    // lands after it; a copy to the host returns only once it ran.
+    std::atomic<int> gate{0}, started{0};
+    CK(launchGate(blocking, &gate, &started));
+    REQUIRE(waitFor([&] { return started.load() == 1; }, 2000));
+    CK(cudaMemset(d, 1, sizeof(int)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    CHECK(value() == 0);
+    {
+      Async copy([&] { CK(cudaMemcpy(&host, d, sizeof(int), cudaMemcpyDeviceToHost)); });
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      CHECK(!copy.done());
+      gate.store(1);
+    }
+    REQUIRE(host == 0x01010101);
+  }
+  {
+    // Adversarial ordering: a non-blocking stream's kernel overtakes a
+    // cudaMemset issued before it.
+    cudadouble::setAdversarialLegacy(200);
+    CK(cudaMemset(d, 0, sizeof(int)));
+    CK(launchAdd(nonBlocking, d, 5));
+    CK(cudaStreamSynchronize(nonBlocking));
+    const int overtaken = value();
+    CK(cudaDeviceSynchronize());
+    cudadouble::setAdversarialLegacy(0);
+    CHECK(overtaken == 0x01010101 + 5);
+    CHECK(value() == 0);
+  }
+  CK(cudaFree(d));
+  CK(cudaStreamDestroy(nonBlocking));
+  CK(cudaStreamDestroy(blocking));
+}
+
+TEST_CASE("a kernel's first launch loads it, waiting for the device", "[double][lazy]") {
+  CK(cudaSetDevice(0));
+  const void* lazy = defineKernel("testLazyAdd", &addBody, {sizeof(int*), sizeof(int)});
+  const void* queried = defineKernel("testQueriedAdd", &addBody, {sizeof(int*), sizeof(int)});
+  cudaFuncAttributes a{};
+  CK(cudaFuncGetAttributes(&a, queried));  // loads it now, while nothing runs
+  cudaStream_t s, other;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  int* d = nullptr;
+  CK(cudaMalloc(&d, 64));
+  std::atomic<int> gate{0}, started{0};
+  CK(launchGate(s, &gate, &started));
+  REQUIRE(waitFor([&] { return started.load() == 1; }, 2000));
+  const uint64_t loads = cudadouble::stats().loadsAtLaunch;
+  int one = 1;
+  void* args[] = {&d, &one};
+  CK(cudaLaunchKernel(queried, dim3(1), dim3(32), args, 0, other));  // loaded: returns at once
+  {
+    Async first([&] { CK(cudaLaunchKernel(lazy, dim3(1), dim3(32), args, 0, other)); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(!first.done());  // its loading waits for the gate kernel
+    gate.store(1);
+  }
+  CK(cudaDeviceSynchronize());
+  REQUIRE(cudadouble::stats().loadsAtLaunch == loads + 1);
+  CK(cudaFree(d));
+  CK(cudaStreamDestroy(s));
+  CK(cudaStreamDestroy(other));
+}
+
+TEST_CASE("an attribute the runtime lacks is asked of the driver", "[double][attributes]") {
+  int v = -1;
+  const auto memOps = static_cast<cudaDeviceAttr>(CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS);
+  REQUIRE(cudaDeviceGetAttribute(&v, memOps, 0) == cudaErrorInvalidValue);
+  REQUIRE(cudaGetLastError() == cudaErrorInvalidValue);
+  using DeviceGetAttribute = CUresult (*)(int*, CUdevice_attribute, CUdevice);
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult st{};
+  CK(cudaGetDriverEntryPointByVersion("cuDeviceGetAttribute", &fn, 12000, cudaEnableDefault, &st));
+  REQUIRE(st == cudaDriverEntryPointSuccess);
+  REQUIRE(reinterpret_cast<DeviceGetAttribute>(fn)(&v, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, 0) ==
+          CUDA_SUCCESS);
+  REQUIRE(v == 1);
+  CK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, 0));
+  REQUIRE(v > 0);
 }
 
 TEST_CASE("blocks beyond resident capacity wait for earlier ones", "[double][blocks]") {
@@ -389,7 +569,8 @@ TEST_CASE("graph replay; user objects outlive graphs and launches", "[double][gr
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   int* d = nullptr;
   CK(cudaMalloc(&d, 4 * sizeof(int)));
-  CK(cudaMemset(d, 0, 4 * sizeof(int)));
+  CK(cudaMemsetAsync(d, 0, 4 * sizeof(int), s));
+  CK(cudaStreamSynchronize(s));
   CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   CK(launchAdd(s, d, 2, 4));
   CK(launchAdd(s, d, 3, 2));
@@ -483,6 +664,7 @@ TEST_CASE("IPC handles map across processes; stale ones are refused", "[double][
   const size_t bytes = 1 << 20;
   CK(cudaMalloc(reinterpret_cast<void**>(&d), bytes));
   CK(cudaMemset(d, 0x5A, bytes));
+  CK(cudaDeviceSynchronize());  // the memset is legacy-stream work: landed before the child reads
   cudaIpcMemHandle_t h;
   CK(cudaIpcGetMemHandle(&h, d));
   auto child = [&](const cudaIpcMemHandle_t& handle) {
@@ -513,8 +695,8 @@ TEST_CASE("IPC handles map across processes; stale ones are refused", "[double][
   CK(cudaFree(d));
   char* again = nullptr;
   CK(cudaMalloc(reinterpret_cast<void**>(&again), bytes));
-  REQUIRE(again == d);     // the same address...
-  REQUIRE(child(h) == 2);  // ...but the old handle names a freed allocation
+  REQUIRE(static_cast<void*>(again) == static_cast<void*>(d));  // the same address...
+  REQUIRE(child(h) == 2);                                       // ...but the old handle names a freed allocation
   CK(cudaFree(again));
 }
 
@@ -553,5 +735,9 @@ int main(int argc, char** argv) {
     if (cudaIpcCloseMemHandle(p) != cudaSuccess) return 6;
     return 0;
   }
+  // Loaded before any test runs a kernel: a load meeting a running kernel waits for it.
+  gateKernel();
+  barrierKernel();
+  addKernel();
   return mscclpp::test::runCatchSession(argc, argv);
 }

@@ -39,7 +39,8 @@ TEST_CASE("finding 2: one thread drives four communicators in a group", "[findin
     CK(cudaMalloc(&recv[i], count * sizeof(float)));
     std::vector<float> host(count);
     for (size_t k = 0; k < count; ++k) host[k] = static_cast<float>((i + 1) * (k % 17));
-    CK(cudaMemcpy(send[i], host.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+    CK(cudaMemcpyAsync(send[i], host.data(), count * sizeof(float), cudaMemcpyHostToDevice, streams[i]));
+    CK(cudaStreamSynchronize(streams[i]));  // cudaMemcpy would land on the legacy stream, unordered with ours
   }
   for (int iteration = 0; iteration < 3; ++iteration) {  // the first builds, the others reuse
     REQUIRE(ncclGroupStart() == ncclSuccess);

@@ -43,8 +43,11 @@ class GpuBackendImpl final : public GpuBackend {
       : world_(std::make_shared<GpuWorld>(std::move(comm))),
         monitor_(monitor),
         cache_(static_cast<size_t>(std::max<int64_t>(1, params::contextCacheSize()))) {
-    if (monitor_ == nullptr) return;
     DeviceGuard guard(world_->device());
+    // Before this rank's first collective, so that no launch loads a kernel
+    // (lazy loading: a first launch may synchronise the device).
+    loadGpuKernels();
+    if (monitor_ == nullptr) return;
     // Before any context of this rank exists (mapped host memory synchronises the device).
     completion_ = std::make_unique<CallCompletion>(world_->device(), CallMonitor::kRecentCalls,
                                                    strFormat("rank %d: call completion marks", world_->rank()));

@@ -3,10 +3,10 @@
 // then launched any number of times with no host synchronisation or allocation.
 // Nothing after the build's directory exchange may synchronise the device:
 // peers may already spin on this rank (docs/cuda-backend.md, "Execution contexts").
-// Ownership: owns its device memory, image, abort flag, live-wait slots and
-// proxy; keeps peers' mappings and its world alive. Shared by the backend's
-// cache and by graphs that captured it; destroyed only on the ContextReleaser's
-// thread. Thread-safety: one thread at a time (the Executor serialises calls).
+// Ownership: its memory comes from and returns to its world's ContextMemory;
+// owns its proxy; keeps peers' mappings and its world alive. Shared by the
+// backend's cache and by graphs that captured it; destroyed on the
+// ContextReleaser's thread. Thread-safety: one thread at a time.
 #ifndef MSCCLPP_EXECUTOR_CUDA_GPU_CONTEXT_HPP_
 #define MSCCLPP_EXECUTOR_CUDA_GPU_CONTEXT_HPP_
 
@@ -137,8 +137,8 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
 
   std::unique_ptr<ContextImage> image_;
   std::unique_ptr<DeviceAllocation> imageMemory_;
-  std::vector<char> hostImage_;      // the uploaded bytes, kept while the upload may read them
-  std::vector<int> quiesceDevices_;  // the devices of this process's ranks: idle before we free
+  std::unique_ptr<PinnedAllocation> imageUpload_;  // what the upload reads, kept while it may
+  std::vector<int> quiesceDevices_;                // the devices of this process's ranks: idle before we go
   // NVLS: per switch channel, the multicast address of its binding (null: the members'
   // buffers are used); the bindings stay alive with the context.
   std::vector<void*> multicast_;

@@ -48,6 +48,15 @@ struct GpuKernelQuery {
 // Throws like launchExecutorKernel. Host-only CUDA calls (allowed while a stream is captured).
 GpuKernelQuery queryExecutorKernel(DataType dtype, ReduceOp op, int threadsPerBlock, uint32_t sharedBytes);
 
+// Loads every kernel the backend launches (the executor kernel of every
+// compiled datatype and native op, the premulsum and avg steps) on the
+// current device. With lazy loading, CUDA's default since 12.2, a kernel's
+// first launch may synchronise the context, which never returns while a
+// running kernel waits for work issued after that launch. Called before a
+// rank's first collective, so that no launch of a call loads a kernel.
+// Throws Error(CudaError).
+void loadGpuKernels();
+
 // Elementwise steps around a plan, enqueued on `stream`, graph-capturable.
 // scalar: one host element of dtype, passed by value. Throw
 // Error(CudaError) when the launch fails.

@@ -36,12 +36,15 @@ GpuWorld::GpuWorld(std::shared_ptr<Communicator> comm) : comm_(std::move(comm)) 
                   comm_->rank());
   limits_ = queryDeviceLimits(device_);
   exchange_ = comm_->bootstrap()->withNamespace("mscclpp.executor.gpu");
+  buildBarrier_ = comm_->bootstrap()->withNamespace("mscclpp.executor.gpu.builds");
   // An exchange waiting for a live peer has no deadline. A failed
   // communicator ends it: a dead peer, or a mismatch the monitor found.
-  std::weak_ptr<Bootstrap> view = exchange_;
-  failureHook_ = comm_->onFailure([view]() {
+  std::weak_ptr<Bootstrap> view = exchange_, barrierView = buildBarrier_;
+  failureHook_ = comm_->onFailure([view, barrierView]() {
     if (auto b = view.lock()) b->abort();
+    if (auto b = barrierView.lock()) b->abort();
   });
+  memory_ = std::make_unique<ContextMemory>(device_);
   const std::string mps = params::gpuMps();
   mps_ = mps == "on" || (mps == "auto" && mpsDaemonVisible(params::mpsPipeDirectory()));
   // CUDA's own variable, read here as CUDA reads it at initialisation, to
@@ -50,6 +53,27 @@ GpuWorld::GpuWorld(std::shared_ptr<Communicator> comm) : comm_(std::move(comm)) 
     char* end = nullptr;
     const long n = std::strtol(v, &end, 10);
     if (end != v && *end == 0 && n >= 1) hardwareQueues_ = static_cast<int>(std::min<long>(n, 32));
+  }
+}
+
+void GpuWorld::awaitBuild(int tag, const std::string& who) {
+  const uint64_t mine = static_cast<uint64_t>(tag);
+  for (int q = 0; q < size(); ++q)
+    if (q != rank()) buildBarrier_->send(&mine, sizeof(mine), q, tag);
+  for (int q = 0; q < size(); ++q) {
+    if (q == rank()) continue;
+    std::vector<char> got;
+    try {
+      got = buildBarrier_->recv(q, tag, sizeof(uint64_t));
+    } catch (const Error& e) {
+      throw Error(e.code(), strFormat("%s: waiting for rank %d to reach context build #%d (every rank must make the "
+                                      "same calls in the same order, with buffers that change together): %s",
+                                      who.c_str(), q, tag, e.what()));
+    }
+    uint64_t theirs = UINT64_MAX;
+    if (got.size() == sizeof(theirs)) std::memcpy(&theirs, got.data(), sizeof(theirs));
+    MSCCLPP_ENFORCE(theirs == mine, ErrorCode::RemoteError, "%s: rank %d's build message is not for build #%d",
+                    who.c_str(), q, tag);
   }
 }
 

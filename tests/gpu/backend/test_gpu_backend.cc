@@ -263,7 +263,7 @@ TEST_CASE("GPU backend: op lists in and out of shared memory", "[gpu][sanitize]"
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i % 97) + 0.5f;
   std::string err = onRanks(1, [&](int r) {
     cudaStream_t s = w.stream(r);
-    GPUTEST_CUDA(cudaMemcpy(w.send(r), in.data(), bytes, cudaMemcpyHostToDevice));
+    GPUTEST_CUDA(cudaMemcpyAsync(w.send(r), in.data(), bytes, cudaMemcpyHostToDevice, s));  // ordered before the calls
     for (int it = 0; it < 3; ++it) {  // LL flags advance across launches
       GPUTEST_CUDA(cudaMemsetAsync(w.recv(r), 0xA5, bytes, s));
       w.executor(r).execute(r, w.send(r), w.recv(r), bytes, bytes, DataType::Float32, p, s);
