@@ -10,6 +10,7 @@ from .collectives import *  # noqa: F401,F403 (re-exported, as MSCCL++'s program
 from .collectives import Collective
 from .errors import DSLError, user_location
 from .internal import emit, locations, passes
+from .internal import indent as indent_json
 from .internal.pairing import check_pairing
 from .internal.rank_state import RankState
 from .internal.state import active_program, get_program, set_program
@@ -273,7 +274,18 @@ class CollectiveProgram:
         self.post_process_operations()
         if indent is None and not kwargs:
             return self._json
+        if type(indent) is int and not kwargs:
+            return indent_json.dumps(json.loads(self._json), indent)
         return json.dumps(json.loads(self._json), indent=indent, **kwargs)
+
+    def to_json_without_locations(self, indent=None):
+        """to_json's text without the ops' "source" keys, for a program compiled with source locations
+        whose plan is to be written without them."""
+        self.post_process_operations()
+        if self._locations is None:
+            return self.to_json(indent=indent)
+        text = emit.plan_json(self, self.ranks)  # locations.ACTIVE is None outside _compile
+        return text if indent is None else indent_json.dumps(json.loads(text), indent)
 
     def to_dict(self):
         self.post_process_operations()
