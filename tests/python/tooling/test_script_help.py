@@ -96,3 +96,18 @@ def test_python_script_help_and_version(script, tmp_path):
 def test_ci_scripts_refuse_arguments_instead_of_running(script, tmp_path):
     run = _run(script, "--frobnicate", tmp_path)
     assert run.returncode == 2 and "unknown argument --frobnicate" in run.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--ranks", "x"], "--ranks 'x': not a whole number"),
+    (["--ranks", "0"], "--ranks '0': not a whole number"),
+    (["--bytes", "4Q"], "--bytes '4Q': not a byte count"),
+    (["--iters", "-1"], "--iters '-1': not a positive whole number"),
+    (["--iters"], "--iters needs a value"),
+])
+def test_demo_refuses_bad_arguments_before_building(args, message, tmp_path):
+    build = tmp_path / "build"
+    run = subprocess.run([os.path.join(REPO_ROOT, "tools/demo"), "--build", str(build), *args], capture_output=True,
+                         text=True, timeout=60, cwd=tmp_path)
+    assert run.returncode == 2 and f"tools/demo: {message}" in run.stderr, run.stderr
+    assert not build.exists() and "[demo]" not in run.stdout
