@@ -8,15 +8,27 @@ compile, write compact JSON": the best and median wall-clock time,
 and the best CPU time, ``cpu``, which an idle machine would take.
 ``ops`` counts emitted ops; ``us/op`` shows the time grows linearly.
 
-    python3 tools/bench/bench_compiler.py [--repeat 3] [--quick]
+    python3 tools/bench/bench_compiler.py [--repeat 3] [--quick] [--json-ranks 64,128] [--json-repeat 5]
+                                          [--mscclpp-python PYTHON]
+
+The second table times what MSCCL++'s example scripts do at 64 and 128 ranks: build the all-pairs
+AllReduce (8 threadblocks, one chunk per threadblock and rank) and print it with JSON(), indented.
+"json.dumps" is the indented text as Python's json module writes it (its pure-Python encoder, what
+to_json(indent=2) used), "ours" our writer of the same bytes; the medians of --json-repeat runs,
+both in one run. With --mscclpp-python, an interpreter where MSCCL++'s own DSL is installed, the
+third table runs tools/bench/allpairs_json_program.py as a whole process under it and under ours.
 """
 import argparse
 import gc
+import json
 import os
+import statistics
+import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "dsl_compiler"))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "dsl_compiler"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples", "dsl"))
 
 import allreduce_allpairs  # noqa: E402
@@ -38,6 +50,43 @@ def measure(build, repeat, **kwargs):
     return times[0], times[len(times) // 2], min(cpu_times), text
 
 
+def json_path(n, repeat):
+    """Medians of repeat runs of the MSCCL++ example path at n ranks: (build + compact text, indent by
+    json.dumps, indent by ours); checks both indented texts are equal."""
+    from mscclpp.language.internal import indent
+
+    build_times, dumps_times, ours_times = [], [], []
+    for _ in range(repeat):
+        gc.collect()
+        start = time.perf_counter()
+        compact = allreduce_allpairs.build(num_gpus=n).to_json(indent=None)
+        built = time.perf_counter()
+        slow = json.dumps(json.loads(compact), indent=2)
+        slow_done = time.perf_counter()
+        fast = indent.dumps(json.loads(compact), 2)
+        fast_done = time.perf_counter()
+        if fast != slow:
+            raise SystemExit(f"the indented texts differ at {n} ranks")
+        build_times.append(built - start)
+        dumps_times.append(slow_done - built)
+        ours_times.append(fast_done - slow_done)
+    return statistics.median(build_times), statistics.median(dumps_times), statistics.median(ours_times)
+
+
+def whole_process(python, n, repeat, env):
+    """Median wall-clock seconds of repeat runs of allpairs_json_program.py under python."""
+    program = os.path.join(os.path.dirname(os.path.abspath(__file__)), "allpairs_json_program.py")
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        done = subprocess.run([python, program, str(n)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              env=env)
+        if done.returncode != 0:
+            raise SystemExit(f"{python} {program} {n} failed (is the DSL installed for it?):\n{done.stderr[-2000:]}")
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def count_ops(text):
     # Every op object starts with {"name": and so does nothing else but the plan's own name.
     return text.count('{"name":') - 1
@@ -48,6 +97,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="fewer rows (8 and 64 ranks, 1 and 16 instances)")
+    parser.add_argument("--json-ranks", default="64,128", help="rank counts of the JSON() table ('' skips it)")
+    parser.add_argument("--json-repeat", type=int, default=5)
+    parser.add_argument("--mscclpp-python", help="an interpreter with MSCCL++'s DSL installed")
     args = parser.parse_args()
     ranks = (8, 64) if args.quick else (8, 16, 32, 64)
     instances = (1, 16) if args.quick else (1, 2, 4, 8, 16)
@@ -67,7 +119,29 @@ def main():
             f"{name:<16} {n:>5} {k:>4} {best:>8.3f} {median:>8.3f} {cpu:>8.3f} {ops:>9} {best / ops * 1e6:>6.2f} "
             f"{size / 1e6:>8.2f}"
         )
+    json_ranks = [int(n) for n in args.json_ranks.split(",") if n]
+    if json_ranks:
+        print()
+        print(f"JSON() of the all-pairs AllReduce, medians of {args.json_repeat} (seconds): build, then the indented text")
+        print(f"{'ranks':>5} {'build':>8} {'json.dumps':>10} {'ours':>8} {'total before':>12} {'total now':>9} "
+              f"{'speedup':>7}")
+        for n in json_ranks:
+            build, dumps, ours = json_path(n, args.json_repeat)
+            print(f"{n:>5} {build:>8.3f} {dumps:>10.3f} {ours:>8.3f} {build + dumps:>12.3f} {build + ours:>9.3f} "
+                  f"{(build + dumps) / (build + ours):>6.2f}x")
+    if args.mscclpp_python and json_ranks:
+        ours_env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "dsl_compiler"))
+        theirs_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        print()
+        print(f"allpairs_json_program.py as a process, medians of {args.json_repeat} (seconds, wall clock)")
+        print(f"{'ranks':>5} {'MSCCL++':>8} {'ours':>8} {'ratio':>7}")
+        for n in json_ranks:
+            theirs = whole_process(args.mscclpp_python, n, args.json_repeat, theirs_env)
+            ours = whole_process(sys.executable, n, args.json_repeat, ours_env)
+            print(f"{n:>5} {theirs:>8.3f} {ours:>8.3f} {theirs / ours:>6.2f}x")
 
 
 if __name__ == "__main__":
     main()
+
+
