@@ -2,7 +2,7 @@
 as indented plan JSON: what MSCCL++'s example scripts do, written against the module layout both
 MSCCL++'s DSL and ours provide, so bench_compiler.py can time either compiler on it.
 
-    python3 tools/bench/allpairs_json_program.py N > plan.json
+    python3 tools/bench/allpairs_json_program.py N    # the plan on standard output
 """
 import os
 import sys

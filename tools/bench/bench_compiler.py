@@ -1,22 +1,13 @@
 #!/usr/bin/env python3
-"""Compile-time benchmark of the DSL compiler: prints a table.
+"""Compile-time benchmark of the DSL compiler: prints tables (docs/dsl-compiler.md, "Compile speed").
 
-Programs: the all-pairs AllReduce (examples/dsl), Simple with 8
-threadblocks per rank, at 8 to 64 ranks with 1 to 16 instances, and the LL all-pairs
-AllReduce at 64 ranks. A row times --repeat runs of "run the program,
-compile, write compact JSON": the best and median wall-clock time,
-and the best CPU time, ``cpu``, which an idle machine would take.
-``ops`` counts emitted ops; ``us/op`` shows the time grows linearly.
+Rows: the all-pairs AllReduce (examples/dsl) at 8 to 64 ranks and 1 to 16 instances, and the LL
+all-pairs at 64 ranks: best and median wall-clock and best CPU seconds of --repeat runs. Then the
+JSON() path of MSCCL++'s examples at --json-ranks (json.dumps against our writer, medians of
+--json-repeat), and with --mscclpp-python that path as a process under MSCCL++'s compiler and ours.
 
     python3 tools/bench/bench_compiler.py [--repeat 3] [--quick] [--json-ranks 64,128] [--json-repeat 5]
                                           [--mscclpp-python PYTHON]
-
-The second table times what MSCCL++'s example scripts do at 64 and 128 ranks: build the all-pairs
-AllReduce (8 threadblocks, one chunk per threadblock and rank) and print it with JSON(), indented.
-"json.dumps" is the indented text as Python's json module writes it (its pure-Python encoder, what
-to_json(indent=2) used), "ours" our writer of the same bytes; the medians of --json-repeat runs,
-both in one run. With --mscclpp-python, an interpreter where MSCCL++'s own DSL is installed, the
-third table runs tools/bench/allpairs_json_program.py as a whole process under it and under ours.
 """
 import argparse
 import gc
