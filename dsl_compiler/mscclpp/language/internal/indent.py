@@ -97,11 +97,12 @@ def _list(value, outer, step, out):
 def _flat_dicts(value, outer, step):
     """The items of a list of non-empty objects with string keys and scalar values, written at
     ``outer``; None when that does not hold or a string holds a separator or an escape."""
-    # The first object's values, a cheap guess before encoding: the counts below decide.
-    if not set(map(type, value[0].values())) <= _SCALAR_SET or 0 in map(len, value):
+    # Cheap guesses before encoding (objects of one size, the first one flat); the counts decide.
+    sizes = set(map(len, value))
+    if len(sizes) != 1 or 0 in sizes or not set(map(type, value[0].values())) <= _SCALAR_SET:
         return None
     n = len(value)
-    keys = sum(map(len, value))
+    keys = n * sizes.pop()
     full = _compact(value)
     if (
         full.count(":") != keys
