@@ -42,26 +42,25 @@ def measure(build, repeat, **kwargs):
 
 
 def json_path(n, repeat):
-    """Medians of repeat runs of the MSCCL++ example path at n ranks: (build + compact text, indent by
-    json.dumps, indent by ours); checks both indented texts are equal."""
+    """Medians of repeat runs of the MSCCL++ example path at n ranks, wall-clock and CPU seconds of:
+    build + compact text, indent by json.dumps, indent by ours. Checks both indented texts are equal."""
     from mscclpp.language.internal import indent
 
-    build_times, dumps_times, ours_times = [], [], []
+    samples = []
     for _ in range(repeat):
         gc.collect()
-        start = time.perf_counter()
+        marks = [(time.perf_counter(), time.process_time())]
         compact = allreduce_allpairs.build(num_gpus=n).to_json(indent=None)
-        built = time.perf_counter()
+        marks.append((time.perf_counter(), time.process_time()))
         slow = json.dumps(json.loads(compact), indent=2)
-        slow_done = time.perf_counter()
+        marks.append((time.perf_counter(), time.process_time()))
         fast = indent.dumps(json.loads(compact), 2)
-        fast_done = time.perf_counter()
+        marks.append((time.perf_counter(), time.process_time()))
         if fast != slow:
             raise SystemExit(f"the indented texts differ at {n} ranks")
-        build_times.append(built - start)
-        dumps_times.append(slow_done - built)
-        ours_times.append(fast_done - slow_done)
-    return statistics.median(build_times), statistics.median(dumps_times), statistics.median(ours_times)
+        samples.append([(b[0] - a[0], b[1] - a[1]) for a, b in zip(marks, marks[1:])])
+    # [phase] -> (median wall, median cpu)
+    return [tuple(statistics.median(s[phase][k] for s in samples) for k in (0, 1)) for phase in range(3)]
 
 
 def whole_process(python, n, repeat, env):
@@ -113,13 +112,20 @@ def main():
     json_ranks = [int(n) for n in args.json_ranks.split(",") if n]
     if json_ranks:
         print()
-        print(f"JSON() of the all-pairs AllReduce, medians of {args.json_repeat} (seconds): build, then the indented text")
-        print(f"{'ranks':>5} {'build':>8} {'json.dumps':>10} {'ours':>8} {'total before':>12} {'total now':>9} "
+        print(f"JSON() of the all-pairs AllReduce, medians of {args.json_repeat}, seconds wall-clock (CPU): "
+              f"build, then the indented text")
+        print(f"{'ranks':>5} {'build':>15} {'json.dumps':>15} {'ours':>15} {'total before':>15} {'total now':>15} "
               f"{'speedup':>7}")
         for n in json_ranks:
             build, dumps, ours = json_path(n, args.json_repeat)
-            print(f"{n:>5} {build:>8.3f} {dumps:>10.3f} {ours:>8.3f} {build + dumps:>12.3f} {build + ours:>9.3f} "
-                  f"{(build + dumps) / (build + ours):>6.2f}x")
+
+            def pair(wall, cpu):
+                return f"{wall:.3f} ({cpu:.3f})"
+
+            before = (build[0] + dumps[0], build[1] + dumps[1])
+            now = (build[0] + ours[0], build[1] + ours[1])
+            print(f"{n:>5} {pair(*build):>15} {pair(*dumps):>15} {pair(*ours):>15} {pair(*before):>15} "
+                  f"{pair(*now):>15} {before[1] / now[1]:>6.2f}x")
     if args.mscclpp_python and json_ranks:
         ours_env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "dsl_compiler"))
         theirs_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
