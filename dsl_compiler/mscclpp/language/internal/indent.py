@@ -5,8 +5,11 @@ pure-Python encoder. A plan is mostly long lists of numbers and of small flat ob
 references), so this writes each such list from its compact C encoding with a few ``str.replace``
 calls, and walks only the rest in Python. A list is taken whole only when counting its ``,``,
 ``:`` and brackets proves that no string in it holds one of them or an escape; else it is walked.
+``dumps_text`` goes further for the compiler's own compact text, whose strings it vouches for: it
+cuts those lists out of the text before parsing, so only the plan's skeleton is parsed and walked.
 """
 import json
+import re
 
 _compact = json.JSONEncoder(separators=(",", ":")).encode
 _encode = json.JSONEncoder().encode
@@ -19,6 +22,73 @@ _WRITERS = {
 }
 
 _SCALAR_SET = {str, int, float, bool, type(None)}
+
+
+# A list of numbers, or of flat non-empty objects, in compact text.
+_LIST_SPAN = re.compile(r"\[(?:\{[^\[\]{}]+\}(?:,\{[^\[\]{}]+\})*|-?\d+(?:,-?\d+)*)\]")
+_MARK = "\x01"  # a cut-out list's place in the skeleton: "\x01<index>"
+_NOT_PLAIN = re.compile(r'[\[\]{},:"\\\x00-\x1f\x7f-\U0010ffff]')
+
+
+def plain_string(text):
+    """Whether json.dumps writes text as is between quotes, and no separator or bracket is in it."""
+    return isinstance(text, str) and _NOT_PLAIN.search(text) is None
+
+
+def dumps_text(text, indent=2):
+    """``json.dumps(json.loads(text), indent=indent)`` for compact text (no whitespace, "," and ":"
+    as separators) in which every string is plain (``plain_string``): the caller vouches for that,
+    as the plan emitter can for its own vocabulary. Lists of numbers and of flat objects are cut
+    out, the rest is parsed and walked, and each list is written back from its text."""
+    spans = []
+
+    def cut(match):
+        spans.append(match.group(0))
+        return '"\\u0001%d"' % (len(spans) - 1)
+
+    out = []
+    _skeleton(json.loads(_LIST_SPAN.sub(cut, text)), "\n", " " * indent, out, spans)
+    return "".join(out)
+
+
+def _skeleton(value, outer, step, out, spans):
+    kind = type(value)
+    if kind is str and value[:1] == _MARK:
+        out.append(_span(spans[int(value[1:])], outer, step))
+    elif kind is dict:
+        if not value:
+            out.append("{}")
+            return
+        inner = outer + step
+        separator = "{" + inner
+        for key, v in value.items():
+            out.append(separator + json.encoder.encode_basestring_ascii(key) + ": ")
+            _skeleton(v, inner, step, out, spans)
+            separator = "," + inner
+        out.append(outer + "}")
+    elif kind is list:
+        if not value:
+            out.append("[]")
+            return
+        inner = outer + step
+        separator = "[" + inner
+        for v in value:
+            out.append(separator)
+            _skeleton(v, inner, step, out, spans)
+            separator = "," + inner
+        out.append(outer + "]")
+    else:
+        out.append(_WRITERS[kind](value))
+
+
+def _span(text, outer, step):
+    """A cut-out list, indented: its items at outer + step, an object's keys one step further."""
+    inner = outer + step
+    if text[1] != "{":
+        return "[" + inner + text[1:-1].replace(",", "," + inner) + outer + "]"
+    deeper = inner + step
+    body = text[2:-2].replace("},{", "\0").replace(",", "," + deeper).replace(":", ": ")
+    return "[" + inner + "{" + deeper + body.replace("\0", inner + "}," + inner + "{" + deeper) + inner + "}" + outer + "]"
 
 
 class _Unusual(Exception):
