@@ -275,11 +275,18 @@ class CollectiveProgram:
         if indent is None and not kwargs:
             return self._json
         if type(indent) is int and not kwargs:
-            # The emitter's own strings are plain; the user's name and tags, and source locations, may
-            # not be.
-            if self._locations is None and all(map(indent_json.plain_string, [self.name, *self.tags])):
-                return indent_json.dumps_text(self._json, indent)
-            return indent_json.dumps(json.loads(self._json), indent)
+            # Many small objects, no cycles: the collector would only walk the program's heap again.
+            gc_was_enabled = gc.isenabled()
+            gc.disable()
+            try:
+                # The emitter's own strings are plain; the user's name and tags, and source locations,
+                # may not be.
+                if self._locations is None and all(map(indent_json.plain_string, [self.name, *self.tags])):
+                    return indent_json.dumps_text(self._json, indent)
+                return indent_json.dumps(json.loads(self._json), indent)
+            finally:
+                if gc_was_enabled:
+                    gc.enable()
         return json.dumps(json.loads(self._json), indent=indent, **kwargs)
 
     def to_json_without_locations(self, indent=None):
