@@ -1,5 +1,5 @@
-// mscclpp-perf: nccl-tests' sweep through the NCCL API, so it runs with
-// the shim preloaded, as an unchanged NCCL program, or with the real NCCL.
+// mscclpp-perf: nccl-tests' sweep through the NCCL API, an unchanged NCCL
+// program: linked with the shim's libnccl.so.2, or the real NCCL preloaded.
 //
 //   mscclpp-perf [COLLECTIVE...|all] [-b MIN] [-e MAX] [-f FACTOR|-i STEP] [-g RANKS] [-c 0|1]
 //                [-n ITERS] [-w WARMUP] [-R REPEATS] [-d TYPE] [-o OP] [-r ROOT] [--device cpu|gpu]
@@ -33,8 +33,8 @@ const char kUsage[] =
     "                    [-n ITERS] [-w WARMUP] [-R REPEATS] [-d TYPE] [-o OP] [-r ROOT] [--device cpu|gpu]\n"
     "                    [--timeout S]\n"
     "  COLLECTIVE: all_reduce (default), all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv;\n"
-    "    all: each in turn. Run with LD_PRELOAD=libmscclpp_nccl.so for our plans, without it for the NCCL\n"
-    "    the tool was linked with.\n"
+    "    all: each in turn. It runs our plans through the shim's libnccl.so.2; preload the real NCCL's\n"
+    "    libnccl.so.2 (LD_PRELOAD) to measure that instead.\n"
     "  -b, -e: first and last size in bytes (4K, 1M, 128M; default 32M and 32M); -f: multiply the size by\n"
     "    FACTOR (default 2), or -i: add STEP; -g: ranks, one thread each (default 2); -c: check results\n"
     "    (default 1); -n: timed calls per run (default 20); -w: warm-up calls (default 5); -R: runs, of\n"

@@ -51,6 +51,9 @@ reach the C++ plan tools.
   python3 -m mscclpp info [--params]   ->  mscclpp-info [--params] (this build, the environment variables)
   python3 -m mscclpp emulate ARGS...   ->  mscclpp-emulate ARGS...
   python3 -m mscclpp perf ARGS...      ->  mscclpp-perf ARGS... (nccl-tests' sweep through the NCCL API)
+  python3 -m mscclpp perf --versus LIBNCCL ARGS...
+      mscclpp-perf twice, through our libnccl.so.2 and with LIBNCCL (the real NCCL's libnccl.so.2)
+      preloaded instead, printed side by side: median times, bus bandwidths, their ratio.
   python3 -m mscclpp plan ARGS...      ->  mscclpp-plan ARGS...
       A pip install also puts mscclpp-plan, mscclpp-emulate, mscclpp-info and mscclpp-perf on PATH.
   python3 -m mscclpp paths
@@ -205,6 +208,28 @@ def cmd_info(argv):
     return _forward("mscclpp-info", [], argv)
 
 
+def cmd_perf(argv):
+    """mscclpp-perf, or with --versus LIBNCCL both ways side by side."""
+    if not argv or argv[0] not in ("--versus",) and not argv[0].startswith("--versus="):
+        return _forward("mscclpp-perf", [], argv)
+    from .perf_compare import compare
+    from .tools import find_tool
+
+    if argv[0] == "--versus":
+        if len(argv) < 2:
+            raise SystemExit("perf: --versus needs the path of a libnccl.so.2")
+        versus, rest = argv[1], argv[2:]
+    else:
+        versus, rest = argv[0].split("=", 1)[1], argv[1:]
+    if not os.path.isfile(versus):
+        raise SystemExit(f"perf: --versus {versus}: no such file")
+    path, looked = find_tool("mscclpp-perf")
+    if path is None:
+        print(f"error: mscclpp-perf is not built or not found (looked in: {'; '.join(looked)})", file=sys.stderr)
+        return 127
+    return compare(path, versus, rest)
+
+
 def _forward(tool, prefix_args, argv):
     from .tools import find_tool
 
@@ -274,7 +299,7 @@ _COMMANDS = {
     "explain": lambda argv: _forward("mscclpp-plan", ["explain"], argv),
     "plan": lambda argv: _forward("mscclpp-plan", [], argv),
     "info": cmd_info,
-    "perf": lambda argv: _forward("mscclpp-perf", [], argv),
+    "perf": lambda argv: cmd_perf(argv),
     "paths": cmd_paths,
     "--shim-path": cmd_shim_path,
     "--nccl-dir": cmd_nccl_dir,

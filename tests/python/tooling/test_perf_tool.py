@@ -107,3 +107,21 @@ def test_the_error_names_what_the_plan_scan_skipped(tmp_path):
     assert "the plan scan skipped 2 thing(s): " in run.stdout
     assert f"{tmp_path / 'broken' / 'typo.json'}: invalid JSON at line 2, column 16" in run.stdout
     assert f"plan directory {tmp_path / 'missing'}: No such file or directory" in run.stdout
+
+
+def test_side_by_side_prints_both_runs_per_size():
+    # On this machine the "other NCCL" is our own libnccl.so.2 again: the
+    # table's shape is what is checked.
+    if not BUILD_DIR:
+        pytest.skip("MSCCLPP_BUILD_DIR is not set (the Meson test sets it)")
+    env = dict(os.environ, MSCCLPP_BACKEND="cpu", MSCCLPP_PLAN_DIR=os.path.join(REPO_ROOT, "plans"),
+               PYTHONPATH=os.path.join(REPO_ROOT, "dsl_compiler"))
+    run = subprocess.run([sys.executable, "-m", "mscclpp", "perf", "--versus",
+                          os.path.join(BUILD_DIR, "nccl_shim", "libnccl.so.2"), "all_reduce", "broadcast", "-g", "2",
+                          "-b", "1K", "-e", "2K", "-n", "1", "-w", "0", "-R", "1"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = [line.split() for line in run.stdout.splitlines() if not line.startswith("#")]
+    assert [(cells[0], cells[1]) for cells in lines] == [("all_reduce", "1024"), ("all_reduce", "2048"),
+                                                          ("broadcast", "1024"), ("broadcast", "2048")]
+    assert all(len(cells) == 14 and cells[4] == "|" and cells[10] == "|" for cells in lines)
