@@ -283,7 +283,8 @@ def scenario_nvls_selector(args):
 def scenario_users_plan(args):
     """The user's 4-rank all-pairs allreduce for every size, compiled with jit and registered (and saved
     with args["save"]) unless args["compile"] is false; then the plans chosen for the calls where the
-    installed defaults' narrower ranges (4 KiB, 1 MiB) and exact in/out-of-place (32 MiB) used to win."""
+    installed defaults would win by the rules after the first: a narrower range (4 KiB, 1 MiB), no copy
+    (32 MiB out-of-place)."""
     if args.get("compile", True):
         from mscclpp.dsl import jit
         import allreduce_allpairs
