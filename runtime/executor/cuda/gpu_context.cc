@@ -449,7 +449,8 @@ void GpuContext::bindSwitchChannels(const CallShape& shape, int tag) {
       if (s.ranks[k] == rank_) myIndex = static_cast<int>(k);
     // Collective over the group: all members bind or none does. It comes
     // before the exchange, after which nothing may synchronise the device.
-    const int nvlsTag = (1 << 30) | ((tag & 0xffffff) << 4) | static_cast<int>(made.size() & 15);
+    // Each binding takes five tags (NvlsBinding::tryCreate): eight per binding, 32 bindings per build.
+    const int nvlsTag = (1 << 30) | ((tag & 0x1fffff) << 8) | static_cast<int>((made.size() & 31) << 3);
     std::shared_ptr<detail::NvlsBinding> b =
         buffer != nullptr && bytes > 0
             ? detail::NvlsBinding::tryCreate(world_->comm(), s.ranks, myIndex, bytes, nvlsTag, buffer)
