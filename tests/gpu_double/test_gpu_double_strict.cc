@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "channel/bindable_memory.hpp"
+#include "core/params.hpp"
 #include "cuda_double.h"
 #include "executor/emulation/reference.hpp"
 #include "gpu_harness.hpp"
@@ -256,7 +257,8 @@ TEST_CASE("waiting multi-block plans launch cooperatively", "[cooperative]") {
 }
 
 // Without cooperative launch (cudaDevAttrCooperativeLaunch 0) such a plan is
-// refused on every rank, before anything runs; one-block plans still run.
+// refused on every rank, before anything runs; one-block plans still run,
+// and MSCCLPP_GPU_COOPERATIVE=off runs it with ordinary launches.
 TEST_CASE("no cooperative launch: waiting blocks are refused", "[no-cooperative]") {
   GpuRanks w(2, 1 << 20);
   RunOptions o;
@@ -271,6 +273,16 @@ TEST_CASE("no cooperative launch: waiting blocks are refused", "[no-cooperative]
   const plan::PlanPtr put = plan::loadPlanFile(planPath("allgather_put_n2_oop.json"));
   o.messageBytes = messageSizeFor(*put, 4);
   r = runPlan(w, put, o);
+  CHECK(r.error == "");
+  CHECK(r.mismatches == 0);
+  // MSCCLPP_GPU_COOPERATIVE=off: ordinary launches, on the residency check alone.
+  setenv("MSCCLPP_GPU_COOPERATIVE", "off", 1);
+  params::resetCache();
+  GpuRanks off(2, 1 << 20);
+  o.messageBytes = messageSizeFor(*pairs, 4);
+  r = runPlan(off, pairs, o);
+  unsetenv("MSCCLPP_GPU_COOPERATIVE");
+  params::resetCache();
   CHECK(r.error == "");
   CHECK(r.mismatches == 0);
 }

@@ -148,16 +148,17 @@ Refusal GpuContext::admit(DataType dtype, ReduceOp nativeOp) {
   for (int q : coResident_)
     if (!topo.sameProcess(q)) residentElsewhere_.push_back(q);
   load_ = residentLoadOf(*plan_, coResident_, 0);
-  // Blocks that wait on each other need a cooperative launch, on every rank's GPU.
+  // Blocks that wait on each other need a cooperative launch, on every
+  // rank's GPU, unless that rank's process turned them off.
   std::vector<bool> cooperative;
   std::vector<int> devices;
   for (int q = 0; q < topo.size(); ++q) {
-    cooperative.push_back((topo.of(q).flags & kGpuCooperativeLaunch) != 0);
+    cooperative.push_back((topo.of(q).flags & (kGpuCooperativeLaunch | kGpuCooperativeOff)) != 0);
     devices.push_back(topo.of(q).device);
   }
   const std::string noGang = cooperativeProblem(*plan_, cooperative, devices);
-  if (!noGang.empty()) return strFormat("%s: %s", name_.c_str(), noGang.c_str());
-  cooperative_ = blocksWaitOnEachOther(*plan_, rank_);
+  if (!noGang.empty()) return strFormat("%s: %s (or set MSCCLPP_GPU_COOPERATIVE=off)", name_.c_str(), noGang.c_str());
+  cooperative_ = (topo.of(rank_).flags & kGpuCooperativeOff) == 0 && blocksWaitOnEachOther(*plan_, rank_);
   // Hardware queues: checked for every process and GPU group of the plan,
   // so a rank whose own group is fine refuses with the others.
   for (const std::vector<int>& group : topo.processGpuGroups()) {

@@ -98,7 +98,8 @@ const GpuTopology& GpuWorld::topology() {
   me.rank = comm_->rank();
   me.smCount = limits_.smCount;
   me.hardwareQueues = hardwareQueues_;
-  me.flags = limits_.cooperativeLaunch ? kGpuCooperativeLaunch : 0;
+  me.flags = (limits_.cooperativeLaunch ? kGpuCooperativeLaunch : 0) |
+             (params::gpuCooperative() == "off" ? kGpuCooperativeOff : 0);
   cudaDeviceProp prop{};
   MSCCLPP_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_), "GPU executor: the UUID of CUDA device %d", device_);
   static_assert(sizeof(prop.uuid) == sizeof(me.uuid), "a CUDA UUID is 16 bytes");
