@@ -46,10 +46,13 @@ struct Stats {
   std::string lastMisuse;
   uint64_t faults = 0;  // kernel or copy accesses to unmapped (freed) device memory
   std::string lastFault;
-  uint64_t liveAllocations = 0;  // device and host allocations not yet freed (IPC imports not counted)
+  uint64_t liveAllocations =
+      0;  // device and host allocations, mappings and cuMem handles not yet freed (IPC imports not counted)
   uint64_t liveBytes = 0;
   uint64_t deviceSyncs = 0;  // device-wide synchronisations (explicit and implicit)
   uint64_t kernelsLaunched = 0;
+  uint64_t cooperativeLaunches = 0;  // of kernelsLaunched, through cudaLaunchCooperativeKernel
+  uint64_t multicastBinds = 0;       // successful cuMulticastBindMem calls
   uint64_t streamsCreated = 0;
   uint64_t pageTableChanges = 0;  // cudaMalloc, cudaFree, cudaHostAlloc, cudaFreeHost, cudaIpcCloseMemHandle
   uint64_t kernelLoads = 0;       // kernels loaded on a device (lazy loading), by any use

@@ -3,8 +3,9 @@
 // function attributes, occupancy, and the block scheduler. A kernel runs as the host
 // body registered for its name, one host thread per block. Blocks occupy
 // SMs by the hardware's occupancy rules, so a grid whose blocks wait on
-// blocks not yet resident deadlocks exactly as on a GPU. The launch checks
-// and the rules followed are in docs/cuda-double.md, "What it implements".
+// blocks not yet resident deadlocks exactly as on a GPU; a cooperative
+// grid's blocks become resident all at once. The launch checks and the
+// rules followed are in docs/cuda-double.md, "What it implements".
 #include <cxxabi.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "cuda_double.h"
 #include "memory.hpp"
 #include "streams.hpp"
+#include "vmm.hpp"
 
 namespace cudadouble {
 namespace {
@@ -225,6 +227,33 @@ size_t acquireSm(SmPool& p, const Demand& d) {
   }
 }
 
+// A cooperative grid: places all n blocks at once, waiting until they fit
+// together (the Programming Guide's co-residency guarantee for grids
+// launched with cudaLaunchCooperativeKernel). Returns each block's SM.
+std::vector<size_t> acquireAllSms(SmPool& p, const Demand& d, unsigned n) {
+  std::unique_lock<std::mutex> lock(p.m);
+  for (;;) {
+    std::vector<size_t> placed;
+    std::vector<Sm> trial = p.sms;
+    for (size_t i = 0; i < trial.size() && placed.size() < n; ++i) {
+      const size_t k = (p.next + i) % trial.size();
+      while (placed.size() < n && trial[k].fits(d)) {
+        trial[k].blocks += 1;
+        trial[k].threads += d.threads;
+        trial[k].regs += d.regs;
+        trial[k].shared += d.shared;
+        placed.push_back(k);
+      }
+    }
+    if (placed.size() == n) {
+      p.sms = std::move(trial);
+      p.next = (placed.back() + 1) % p.sms.size();
+      return placed;
+    }
+    p.cv.wait(lock);  // not all fit yet: none starts
+  }
+}
+
 void releaseSm(SmPool& p, size_t k, const Demand& d) {
   std::lock_guard<std::mutex> lock(p.m);
   Sm& sm = p.sms[k];
@@ -244,9 +273,22 @@ Demand demandOf(const HostKernel& k, dim3 block, size_t dynamicShared) {
   return d;
 }
 
+// Blocks per SM of a kernel configuration, by the rules the scheduler enforces
+// (cudaOccupancyMaxActiveBlocksPerMultiprocessor); 0 when it cannot run.
+int blocksPerSmOf(const HostKernel& k, int blockSize, size_t dynamicShared) {
+  const Demand d = demandOf(k, dim3(static_cast<unsigned>(blockSize)), dynamicShared);
+  int n = kMaxBlocksPerSm;
+  n = std::min(n, kMaxThreadsPerSm / d.threads);
+  if (d.regs > 0) n = std::min(n, kRegistersPerSm / d.regs);
+  n = std::min(n, static_cast<int>(kSharedPerSm / d.shared));
+  if (blockSize > k.maxThreadsPerBlock || k.staticSharedBytes + dynamicShared > kSharedPerBlockOptin) n = 0;
+  return n;
+}
+
 // Runs every block of one launch and returns when all finished (on the queue's worker).
 void runGrid(int device, std::string name, HostKernel kernel, dim3 grid, dim3 block, size_t dynamicShared,
-             std::shared_ptr<std::vector<char>> argBytes, std::vector<size_t> argOffsets, std::thread::id launcher) {
+             std::shared_ptr<std::vector<char>> argBytes, std::vector<size_t> argOffsets, std::thread::id launcher,
+             bool cooperative) {
   std::vector<void*> args;
   for (size_t off : argOffsets) args.push_back(argBytes->data() + off);
   const unsigned nBlocks = grid.x * grid.y * grid.z;
@@ -256,8 +298,9 @@ void runGrid(int device, std::string name, HostKernel kernel, dim3 grid, dim3 bl
   std::mutex m;
   std::condition_variable cv;
   unsigned remaining = nBlocks;
+  const std::vector<size_t> gang = cooperative ? acquireAllSms(pool, demand, nBlocks) : std::vector<size_t>();
   for (unsigned b = 0; b < nBlocks; ++b) {
-    const size_t sm = acquireSm(pool, demand);
+    const size_t sm = cooperative ? gang[b] : acquireSm(pool, demand);
     workers().run([&, b, sm] {
       setCurrentDevice(device);
       const std::string what = "kernel " + name + " block " + std::to_string(b);
@@ -282,7 +325,11 @@ void runGrid(int device, std::string name, HostKernel kernel, dim3 grid, dim3 bl
 // Checks the configuration as the runtime does, then enqueues the launch.
 // Dynamic shared memory above 48 KiB needs the attribute raised for the
 // function on the current device, since function attributes are per device.
-cudaError_t launch(KernelRecord* k, dim3 grid, dim3 block, void** args, size_t dynamicShared, cudaStream_t stream) {
+// A cooperative launch also needs the device's cudaDevAttrCooperativeLaunch
+// and a grid that fits the device at once (Runtime API
+// cudaLaunchCooperativeKernel).
+cudaError_t launch(KernelRecord* k, dim3 grid, dim3 block, void** args, size_t dynamicShared, cudaStream_t stream,
+                   bool cooperative = false) {
   CD_ENTER();
   if (k == nullptr) {
     misuse("a launch of a function that is not a registered kernel");
@@ -310,6 +357,11 @@ cudaError_t launch(KernelRecord* k, dim3 grid, dim3 block, void** args, size_t d
     return fail(cudaErrorInvalidValue);
   const Demand demand = demandOf(kernel, block, dynamicShared);
   if (demand.regs > kRegistersPerSm) return fail(cudaErrorLaunchOutOfResources);
+  if (cooperative) {
+    if (!config().cooperative) return fail(cudaErrorNotSupported);
+    const uint64_t capacity = uint64_t(blocksPerSmOf(kernel, static_cast<int>(threads), dynamicShared)) * config().sms;
+    if (uint64_t{grid.x} * grid.y * grid.z > capacity) return fail(cudaErrorCooperativeLaunchTooLarge);
+  }
   if (cudaError_t e = ensureLoaded(*k, device, true); e != cudaSuccess) return e;
   // Kernel parameters are copied at launch (the caller's variables may go away at once).
   auto bytes = std::make_shared<std::vector<char>>();
@@ -321,10 +373,12 @@ cudaError_t launch(KernelRecord* k, dim3 grid, dim3 block, void** args, size_t d
     offsets.push_back(off);
   }
   counters().kernelsLaunched.fetch_add(1);
+  if (cooperative) counters().cooperativeLaunches.fetch_add(1);
   const std::thread::id launcher = std::this_thread::get_id();
   const std::string name = k->key;
   return enqueue(
-      s, [=] { runGrid(device, name, kernel, grid, block, dynamicShared, bytes, offsets, launcher); }, true);
+      s, [=] { runGrid(device, name, kernel, grid, block, dynamicShared, bytes, offsets, launcher, cooperative); },
+      true);
 }
 
 thread_local std::vector<std::tuple<dim3, dim3, size_t, cudaStream_t>> tCallConfigurations;
@@ -345,10 +399,12 @@ Stats stats() {
   s.faults = c.faults.load();
   s.lastFault = lastFaultText();
   MemoryStats m = memoryStats();
-  s.liveAllocations = m.liveAllocations;
+  s.liveAllocations = m.liveAllocations + vmmLiveHandles();
   s.liveBytes = m.liveBytes;
   s.deviceSyncs = c.deviceSyncs.load();
   s.kernelsLaunched = c.kernelsLaunched.load();
+  s.cooperativeLaunches = c.cooperativeLaunches.load();
+  s.multicastBinds = multicastBinds();
   s.streamsCreated = c.streamsCreated.load();
   s.pageTableChanges = c.pageTableChanges.load();
   s.kernelLoads = c.kernelLoads.load();
@@ -418,6 +474,17 @@ cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void
   return launch(recordOf(func), gridDim, blockDim, args, sharedMem, stream);
 }
 
+cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
+                                        cudaStream_t stream) {
+  return launch(recordOf(func), gridDim, blockDim, args, sharedMem, stream, true);
+}
+
+cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
+                                             size_t sharedMem, cudaStream_t stream) {
+  return launch(recordOf(func), gridDim, blockDim, args, sharedMem, stream == nullptr ? cudaStreamPerThread : stream,
+                true);
+}
+
 cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value) {
   CD_ENTER();
   KernelRecord* k = recordOf(func);
@@ -470,13 +537,7 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* numBlock
   std::lock_guard<std::mutex> lock(r.m);
   const HostKernel* body = bodyOf(r, *k);
   if (body == nullptr) return fail(cudaErrorInvalidDeviceFunction);
-  const Demand d = demandOf(*body, dim3(static_cast<unsigned>(blockSize)), dynamicSMemSize);
-  int n = kMaxBlocksPerSm;
-  n = std::min(n, kMaxThreadsPerSm / d.threads);
-  if (d.regs > 0) n = std::min(n, kRegistersPerSm / d.regs);
-  n = std::min(n, static_cast<int>(kSharedPerSm / d.shared));
-  if (blockSize > body->maxThreadsPerBlock || body->staticSharedBytes + dynamicSMemSize > kSharedPerBlockOptin) n = 0;
-  *numBlocks = n;
+  *numBlocks = blocksPerSmOf(*body, blockSize, dynamicSMemSize);
   return cudaSuccess;
 }
 

@@ -147,12 +147,13 @@ cudaError_t allocate(size_t bytes, int device, MemKind kind, bool streamOrdered,
 }
 
 // Unmaps a live allocation (memory mutex held); its address becomes reusable.
+// A mapping's address stays in its reserved range.
 void release(Memory& mem, std::map<uintptr_t, Allocation>::iterator it) {
   const Allocation al = it->second;
   mem.live.erase(it);
   poison(al.base, al.capacity);
   if (al.fd >= 0) close(al.fd);
-  if (al.kind != MemKind::Import) {
+  if (al.kind == MemKind::Device || al.kind == MemKind::Host) {
     mem.liveBytes -= al.size;
     Slice& slice = mem.slices[al.kind == MemKind::Host ? hostSlice() : static_cast<size_t>(al.device)];
     slice.freeByCapacity[al.capacity].push_back(al.base);
@@ -309,8 +310,82 @@ bool deviceAccessible(const void* p, size_t n) {
   memory();
   if (!inArena(p)) return true;
   Allocation a;
-  if (!lookup(p, &a)) return false;
+  if (!lookup(p, &a) || a.kind == MemKind::Multicast || !a.accessible) return false;
   return reinterpret_cast<uintptr_t>(p) + n <= a.base + a.capacity;
+}
+
+uintptr_t reserveRange(size_t bytes, size_t alignment) {
+  Memory& mem = memory();
+  std::lock_guard<std::mutex> lock(mem.m);
+  Slice& s = mem.slices[importSlice()];
+  size_t got = 0;
+  const size_t align = alignment > kGranule ? alignment : kGranule;
+  // Fresh space, aligned; the bytes skipped for alignment stay unused.
+  auto exact = s.freeByCapacity.find(bytes);
+  if (exact != s.freeByCapacity.end() && exact->second.back() % align == 0) return takeAddress(s, bytes, &got);
+  const uintptr_t start = (s.bump + align - 1) / align * align;
+  if (start > s.end || s.end - start < bytes) return 0;
+  s.bump = start + bytes;
+  return start;
+}
+
+void freeRange(uintptr_t base, size_t bytes) {
+  Memory& mem = memory();
+  std::lock_guard<std::mutex> lock(mem.m);
+  mem.slices[importSlice()].freeByCapacity[bytes].push_back(base);
+}
+
+bool addMapping(uintptr_t addr, size_t bytes, int fd, size_t offset, int device, MemKind kind) {
+  Memory& mem = memory();
+  std::lock_guard<std::mutex> lock(mem.m);
+  std::map<uintptr_t, Allocation>::iterator it;
+  if (lookupLocked(mem, addr, &it) || lookupLocked(mem, addr + bytes - 1, &it)) return false;
+  auto next = mem.live.lower_bound(addr);
+  if (next != mem.live.end() && next->first < addr + bytes) return false;
+  if (fd >= 0) {
+    void* p =
+        mmap(reinterpret_cast<void*>(addr), bytes, PROT_NONE, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(offset));
+    if (p == MAP_FAILED) return false;
+  }
+  Allocation al;
+  al.base = addr;
+  al.size = bytes;
+  al.capacity = bytes;
+  al.device = device;
+  al.kind = kind;
+  al.bufferId = mem.nextBufferId++;
+  al.accessible = false;
+  mem.live[addr] = al;
+  return true;
+}
+
+bool removeMapping(uintptr_t addr, size_t bytes) {
+  Memory& mem = memory();
+  std::lock_guard<std::mutex> lock(mem.m);
+  auto it = mem.live.find(addr);
+  if (it == mem.live.end() || it->second.capacity != bytes ||
+      (it->second.kind != MemKind::Mapped && it->second.kind != MemKind::Multicast))
+    return false;
+  release(mem, it);
+  return true;
+}
+
+bool allowMapping(uintptr_t addr, size_t bytes) {
+  Memory& mem = memory();
+  std::lock_guard<std::mutex> lock(mem.m);
+  for (uintptr_t a = addr; a < addr + bytes;) {
+    std::map<uintptr_t, Allocation>::iterator it;
+    if (!lookupLocked(mem, a, &it) || it->second.kind != MemKind::Mapped) return false;
+    a = it->second.base + it->second.capacity;
+  }
+  for (uintptr_t a = addr; a < addr + bytes;) {
+    std::map<uintptr_t, Allocation>::iterator it;
+    lookupLocked(mem, a, &it);
+    mprotect(reinterpret_cast<void*>(it->second.base), it->second.capacity, PROT_READ | PROT_WRITE);
+    it->second.accessible = true;
+    a = it->second.base + it->second.capacity;
+  }
+  return true;
 }
 
 MemoryStats memoryStats() {
@@ -593,6 +668,8 @@ cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t* handle, void* devPtr) {
   auto it = mem.live.find(reinterpret_cast<uintptr_t>(devPtr));
   // "Takes a pointer to the base of an existing device memory allocation"
   // (cudaMalloc, not a stream-ordered pool): anything else is refused.
+  // cuMemCreate memory is shared through its own handles (cuMemExportToShareableHandle).
+  if (it != mem.live.end() && it->second.kind == MemKind::Mapped) return fail(cudaErrorInvalidValue);
   if (it == mem.live.end() || it->second.kind != MemKind::Device || it->second.streamOrdered) {
     misuse("cudaIpcGetMemHandle(%p): not the base of a live cudaMalloc allocation", devPtr);
     return fail(cudaErrorInvalidValue);

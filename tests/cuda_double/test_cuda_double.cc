@@ -469,6 +469,44 @@ TEST_CASE("blocks beyond resident capacity wait for earlier ones", "[double][blo
   CK(cudaStreamDestroy(s));
 }
 
+TEST_CASE("a cooperative grid starts only when all its blocks fit", "[double][blocks][cooperative]") {
+  CK(cudaSetDevice(0));
+  int cooperative = 0, sms = 0;
+  CK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, 0));
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  REQUIRE(cooperative == 1);
+  REQUIRE(sms > 32);
+  cudaStream_t s, other;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  // Gate blocks on all but 32 SMs: a barrier block needs a whole SM's registers.
+  std::atomic<int> gate{0}, started{0};
+  CK(launchGate(other, &gate, &started, static_cast<unsigned>(sms - 32)));
+  REQUIRE(waitFor([&] { return started.load() == sms - 32; }, 10000));
+  std::atomic<int> arrived{0}, failed{0};
+  int total = 64, timeoutMs = 20000;
+  std::atomic<int>* arrivedPtr = &arrived;
+  std::atomic<int>* failedPtr = &failed;
+  void* args[] = {&arrivedPtr, &total, &failedPtr, &timeoutMs};
+  CK(cudaLaunchCooperativeKernel(barrierKernel(), dim3(total), dim3(1024), args, 0, s));
+  // An ordinary launch would start 32 blocks now; the cooperative one starts none until 64 fit.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(arrived.load() == 0);
+  gate.store(1);
+  CK(cudaStreamSynchronize(s));
+  CHECK(arrived.load() == total);
+  CHECK(failed.load() == 0);
+  // A grid larger than the device holds at once is refused at launch.
+  int tooMany = sms + 1;
+  void* args2[] = {&arrivedPtr, &tooMany, &failedPtr, &timeoutMs};
+  CHECK(cudaLaunchCooperativeKernel(barrierKernel(), dim3(tooMany), dim3(1024), args2, 0, s) ==
+        cudaErrorCooperativeLaunchTooLarge);
+  CHECK(cudaGetLastError() == cudaErrorCooperativeLaunchTooLarge);
+  CK(cudaStreamSynchronize(other));
+  CK(cudaStreamDestroy(s));
+  CK(cudaStreamDestroy(other));
+}
+
 TEST_CASE("over 48 KiB of dynamic smem needs the attribute per device", "[double][attributes]") {
   int* d = nullptr;
   for (int dev : {0, 1}) {
@@ -698,6 +736,131 @@ TEST_CASE("IPC handles map across processes; stale ones are refused", "[double][
   REQUIRE(static_cast<void*>(again) == static_cast<void*>(d));  // the same address...
   REQUIRE(child(h) == 2);                                       // ...but the old handle names a freed allocation
   CK(cudaFree(again));
+}
+
+// A driver function through the runtime's entry-point query, as the runtime gets them.
+template <class Fn>
+Fn driverFn(const char* name) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult status{};
+  CK(cudaGetDriverEntryPointByVersion(name, &p, 12010, cudaEnableDefault, &status));
+  REQUIRE(status == cudaDriverEntryPointSuccess);
+  return reinterpret_cast<Fn>(p);
+}
+#define CU_FN(name) driverFn<decltype(&name)>(#name)
+
+CUmemAllocationProp deviceMemory(int device, bool shareable) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device;
+  prop.requestedHandleTypes = shareable ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR : CU_MEM_HANDLE_TYPE_NONE;
+  return prop;
+}
+
+TEST_CASE("cuMem memory: granular, reachable after cuMemSetAccess", "[double][vmm]") {
+  CK(cudaSetDevice(0));
+  const uint64_t live = cudadouble::stats().liveAllocations;
+  const CUmemAllocationProp prop = deviceMemory(0, true);
+  size_t granularity = 0;
+  REQUIRE(CU_FN(cuMemGetAllocationGranularity)(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS);
+  REQUIRE(granularity == (2u << 20));
+  CUmemGenericAllocationHandle h{};
+  CHECK(CU_FN(cuMemCreate)(&h, granularity + 4096, &prop, 0) == CUDA_ERROR_INVALID_VALUE);
+  REQUIRE(CU_FN(cuMemCreate)(&h, 2 * granularity, &prop, 0) == CUDA_SUCCESS);
+  CUdeviceptr va = 0;
+  REQUIRE(CU_FN(cuMemAddressReserve)(&va, 2 * granularity, granularity, 0, 0) == CUDA_SUCCESS);
+  REQUIRE(CU_FN(cuMemMap)(va, 2 * granularity, 0, h, 0) == CUDA_SUCCESS);
+  // Mapped but no access granted yet: the memory cannot be touched.
+  std::vector<char> host(4096, 7);
+  CHECK(cudaMemcpy(reinterpret_cast<void*>(va), host.data(), host.size(), cudaMemcpyHostToDevice) ==
+        cudaErrorInvalidValue);
+  (void)cudaGetLastError();
+  CUmemAccessDesc access{};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = 0;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  REQUIRE(CU_FN(cuMemSetAccess)(va, 2 * granularity, &access, 1) == CUDA_SUCCESS);
+  CK(cudaMemcpy(reinterpret_cast<void*>(va + granularity), host.data(), host.size(), cudaMemcpyHostToDevice));
+  // Any address of the mapping retains its handle; cudaMalloc memory has none.
+  CUmemGenericAllocationHandle again{};
+  REQUIRE(CU_FN(cuMemRetainAllocationHandle)(&again, reinterpret_cast<void*>(va + 100)) == CUDA_SUCCESS);
+  CHECK(again == h);
+  CHECK(CU_FN(cuMemRelease)(again) == CUDA_SUCCESS);
+  void* plain = nullptr;
+  CK(cudaMalloc(&plain, 1 << 20));
+  CHECK(CU_FN(cuMemRetainAllocationHandle)(&again, plain) == CUDA_ERROR_INVALID_VALUE);
+  cudaIpcMemHandle_t ipc;
+  CHECK(cudaIpcGetMemHandle(&ipc, reinterpret_cast<void*>(va)) == cudaErrorInvalidValue);  // shared by its own handles
+  (void)cudaGetLastError();
+  CK(cudaFree(plain));
+  // Released while mapped: the memory stays until unmapped.
+  REQUIRE(CU_FN(cuMemRelease)(h) == CUDA_SUCCESS);
+  CK(cudaMemcpy(host.data(), reinterpret_cast<void*>(va + granularity), host.size(), cudaMemcpyDeviceToHost));
+  CHECK(host[0] == 7);
+  CHECK(CU_FN(cuMemAddressFree)(va, 2 * granularity) == CUDA_ERROR_INVALID_VALUE);  // still mapped
+  REQUIRE(CU_FN(cuMemUnmap)(va, 2 * granularity) == CUDA_SUCCESS);
+  REQUIRE(CU_FN(cuMemAddressFree)(va, 2 * granularity) == CUDA_SUCCESS);
+  CHECK(cudadouble::stats().liveAllocations == live);
+}
+
+TEST_CASE("a multicast team: each GPU once, binds wait for all", "[double][vmm][multicast]") {
+  CK(cudaSetDevice(0));
+  const uint64_t live = cudadouble::stats().liveAllocations;
+  int supported = 0;
+  REQUIRE(CU_FN(cuDeviceGetAttribute)(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, 0) == CUDA_SUCCESS);
+  REQUIRE(supported == 1);
+  const size_t g = 2u << 20;
+  CUmulticastObjectProp prop{};
+  prop.numDevices = 2;
+  prop.size = g + 4096;
+  prop.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CUmemGenericAllocationHandle mc{};
+  CHECK(CU_FN(cuMulticastCreate)(&mc, &prop) == CUDA_ERROR_INVALID_VALUE);  // not a multiple of the granularity
+  prop.size = g;
+  REQUIRE(CU_FN(cuMulticastCreate)(&mc, &prop) == CUDA_SUCCESS);
+  // Shared as a file descriptor: the imported handle is the same team.
+  int fd = -1;
+  REQUIRE(CU_FN(cuMemExportToShareableHandle)(&fd, mc, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) == CUDA_SUCCESS);
+  CUmemGenericAllocationHandle imported{};
+  REQUIRE(CU_FN(cuMemImportFromShareableHandle)(&imported, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
+                                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) == CUDA_SUCCESS);
+  close(fd);
+  REQUIRE(CU_FN(cuMulticastAddDevice)(mc, 0) == CUDA_SUCCESS);
+  CHECK(CU_FN(cuMulticastAddDevice)(imported, 0) == CUDA_ERROR_INVALID_VALUE);  // a GPU joins once
+  CUmemGenericAllocationHandle mem0{}, mem1{}, plain{};
+  const CUmemAllocationProp p0 = deviceMemory(0, true), p1 = deviceMemory(1, true), pPlain = deviceMemory(0, false);
+  REQUIRE(CU_FN(cuMemCreate)(&mem0, g, &p0, 0) == CUDA_SUCCESS);
+  REQUIRE(CU_FN(cuMemCreate)(&mem1, g, &p1, 0) == CUDA_SUCCESS);
+  REQUIRE(CU_FN(cuMemCreate)(&plain, g, &pPlain, 0) == CUDA_SUCCESS);
+  // A bind blocks until the whole team joined.
+  std::atomic<int> bound{-1};
+  auto bindMem = CU_FN(cuMulticastBindMem);
+  std::thread binder([&] { bound = bindMem(mc, 0, mem0, 0, g, 0); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK(bound.load() == -1);
+  REQUIRE(CU_FN(cuMulticastAddDevice)(imported, 1) == CUDA_SUCCESS);
+  binder.join();
+  CHECK(bound.load() == CUDA_SUCCESS);
+  CHECK(CU_FN(cuMulticastAddDevice)(mc, 2) == CUDA_ERROR_INVALID_VALUE);  // the team is full
+  // A shareable object binds only shareable memory, of a member GPU, once per GPU.
+  CHECK(CU_FN(cuMulticastBindMem)(imported, 0, plain, 0, g, 0) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(CU_FN(cuMulticastBindMem)(mc, 0, mem0, 0, g, 0) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(CU_FN(cuMulticastBindMem)(imported, 0, mem1, 0, g, 0) == CUDA_SUCCESS);
+  // Its mapping exists, but the double carries no multimem traffic: never accessible.
+  CUdeviceptr va = 0;
+  REQUIRE(CU_FN(cuMemAddressReserve)(&va, g, g, 0, 0) == CUDA_SUCCESS);
+  REQUIRE(CU_FN(cuMemMap)(va, g, 0, mc, 0) == CUDA_SUCCESS);
+  char byte = 1;
+  CHECK(cudaMemcpy(reinterpret_cast<void*>(va), &byte, 1, cudaMemcpyHostToDevice) == cudaErrorInvalidValue);
+  (void)cudaGetLastError();
+  REQUIRE(CU_FN(cuMemUnmap)(va, g) == CUDA_SUCCESS);
+  REQUIRE(CU_FN(cuMemAddressFree)(va, g) == CUDA_SUCCESS);
+  CHECK(CU_FN(cuMulticastUnbind)(mc, 0, 0, g) == CUDA_SUCCESS);
+  CHECK(CU_FN(cuMulticastUnbind)(mc, 1, 0, g) == CUDA_SUCCESS);
+  for (CUmemGenericAllocationHandle h : {mc, imported, mem0, mem1, plain})
+    CHECK(CU_FN(cuMemRelease)(h) == CUDA_SUCCESS);
+  CHECK(cudadouble::stats().liveAllocations == live);
 }
 
 TEST_CASE("touching freed memory is a sticky illegal address", "[double][poison]") {

@@ -147,7 +147,18 @@ Refusal GpuContext::admit(DataType dtype, ReduceOp nativeOp) {
   coResident_ = topo.residentRanks(world_->mpsActive());
   for (int q : coResident_)
     if (!topo.sameProcess(q)) residentElsewhere_.push_back(q);
-  groupBlocks_ = groupBlocks(*plan_, coResident_);
+  load_ = residentLoadOf(*plan_, coResident_, 0);
+  // Blocks that wait on each other need a cooperative launch, on every
+  // rank's GPU, unless that rank's process turned them off.
+  std::vector<bool> cooperative;
+  std::vector<int> devices;
+  for (int q = 0; q < topo.size(); ++q) {
+    cooperative.push_back((topo.of(q).flags & (kGpuCooperativeLaunch | kGpuCooperativeOff)) != 0);
+    devices.push_back(topo.of(q).device);
+  }
+  const std::string noGang = cooperativeProblem(*plan_, cooperative, devices);
+  if (!noGang.empty()) return strFormat("%s: %s (or set MSCCLPP_GPU_COOPERATIVE=off)", name_.c_str(), noGang.c_str());
+  cooperative_ = (topo.of(rank_).flags & kGpuCooperativeOff) == 0 && blocksWaitOnEachOther(*plan_, rank_);
   // Hardware queues: checked for every process and GPU group of the plan,
   // so a rank whose own group is fine refuses with the others.
   for (const std::vector<int>& group : topo.processGpuGroups()) {
@@ -354,22 +365,36 @@ Refusal GpuContext::decideKernel(DataType dtype, ReduceOp op, KernelChoice* choi
   k = KernelChoice();
   k.sharedBytes = smem.dynamicBytes;
   GpuKernelQuery q = k.sharedBytes ? queryExecutorKernel(dtype, op, threads_, k.sharedBytes) : q0;
-  ResidencyVerdict v = checkResidency(plan_->header, coResident_, groupBlocks_, threads_, k.sharedBytes, q.blocksPerSm,
-                                      dev, residentElsewhere_);
+  // The blocks of every call that can be in flight: ours and those of the
+  // plans this rank's cache holds, each rank at its largest.
+  const std::vector<ResidentLoad> cached = world_->loadsExcept(this);
+  auto verdict = [&](uint32_t sharedBytes, int blocksPerSm, InFlightBlocks* out) {
+    ResidentLoad mine = load_;
+    mine.blocksPerSm = mine.blocksPerSm > 0 ? std::min(mine.blocksPerSm, blocksPerSm) : blocksPerSm;
+    *out = inFlightBlocks(mine, cached);
+    return checkResidency(plan_->header, coResident_, out->blocks, threads_, sharedBytes, out->blocksPerSm, dev,
+                          residentElsewhere_, out->others);
+  };
+  InFlightBlocks inFlight;
+  ResidencyVerdict v = verdict(k.sharedBytes, q.blocksPerSm, &inFlight);
+  int blocksPerSm = q.blocksPerSm;
   if (!v.ok && k.sharedBytes > 0) {
     // Op lists in shared memory cost residency: read them from global memory instead.
-    ResidencyVerdict v0 =
-        checkResidency(plan_->header, coResident_, groupBlocks_, threads_, 0, q0.blocksPerSm, dev, residentElsewhere_);
+    InFlightBlocks inFlight0;
+    ResidencyVerdict v0 = verdict(0, q0.blocksPerSm, &inFlight0);
     if (v0.ok) {
       MSCCLPP_INFO(LogExec,
                    "%s: op lists read from global memory (%u shared bytes per block would not let %llu blocks "
                    "be resident)",
-                   name_.c_str(), k.sharedBytes, ull(groupBlocks_));
+                   name_.c_str(), k.sharedBytes, ull(inFlight0.blocks));
       k.sharedBytes = 0;
       v = v0;
+      blocksPerSm = q0.blocksPerSm;
     }
   }
   if (!v.ok) return v.reason;
+  load_.blocksPerSm = load_.blocksPerSm > 0 ? std::min(load_.blocksPerSm, blocksPerSm) : blocksPerSm;
+  world_->updateLoad(this, load_);
   if (smem.blocksInGlobal > 0 && k.sharedBytes > 0) {
     MSCCLPP_INFO(LogExec, "%s: %u blocks read their op lists from global memory (largest %llu bytes > %llu available)",
                  name_.c_str(), smem.blocksInGlobal, ull(smem.largestBlockBytes), ull(available));
@@ -453,7 +478,8 @@ void GpuContext::bindSwitchChannels(const CallShape& shape, int tag) {
       if (s.ranks[k] == rank_) myIndex = static_cast<int>(k);
     // Collective over the group: all members bind or none does. It comes
     // before the exchange, after which nothing may synchronise the device.
-    const int nvlsTag = (1 << 30) | ((tag & 0xffffff) << 4) | static_cast<int>(made.size() & 15);
+    // Each binding takes five tags (NvlsBinding::tryCreate): eight per binding, 32 bindings per build.
+    const int nvlsTag = (1 << 30) | ((tag & 0x1fffff) << 8) | static_cast<int>((made.size() & 31) << 3);
     std::shared_ptr<detail::NvlsBinding> b =
         buffer != nullptr && bytes > 0
             ? detail::NvlsBinding::tryCreate(world_->comm(), s.ranks, myIndex, bytes, nvlsTag, buffer)
@@ -870,6 +896,7 @@ Refusal GpuContext::launch(const GpuCallArgs& a) {
     l.nBlocks = nBlocks;
     l.threadsPerBlock = static_cast<uint32_t>(threads_);
     l.sharedBytes = k.sharedBytes;
+    l.cooperative = cooperative_ && nBlocks > 1;
     l.args = LaunchArgs{timeoutNs_, static_cast<uint32_t>(a.packet), a.call};
     l.stream = a.stream;
     launchExecutorKernel(a.dtype, native, l);

@@ -77,6 +77,8 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   const ContextImage& image() const { return *image_; }
   uint32_t sharedBytes() const { return sharedBytes_; }
   uint32_t blocks() const { return image_ ? image_->device().nBlocks : 0; }
+  // The blocks its kernels put on this GPU, for the residency of later calls.
+  const ResidentLoad& residentLoad() const { return load_; }
   // Device memory this context allocated (region + image).
   uint64_t deviceBytes() const;
 
@@ -112,8 +114,9 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   std::vector<uint64_t> blockListBytes_;
   std::vector<int> coResident_;         // ranks whose blocks share this GPU's SMs with ours
   std::vector<int> residentElsewhere_;  // those of them in other processes (MPS)
-  uint64_t groupBlocks_ = 0;
-  uint32_t sharedBytes_ = 0;  // the choice made for the building call's kernel
+  ResidentLoad load_;                   // our plan's blocks per resident rank, the smallest blocksPerSm of our kernels
+  bool cooperative_ = false;            // launch cooperatively: our blocks wait on each other
+  uint32_t sharedBytes_ = 0;            // the choice made for the building call's kernel
   KernelChoice kernels_[kNumDataTypes][kNumNativeOps];
 
   // Our device memory: [scratch | counters | staging].

@@ -18,6 +18,7 @@ struct GpuLaunch {
   uint32_t nBlocks = 0;
   uint32_t threadsPerBlock = 1024;
   uint32_t sharedBytes = 0;  // dynamic shared memory for the largest block's ops/refs/ids (0: global)
+  bool cooperative = false;  // cudaLaunchCooperativeKernel: every block resident at once
   LaunchArgs args{};
   void* stream = nullptr;  // cudaStream_t
 };

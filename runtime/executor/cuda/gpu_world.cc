@@ -25,6 +25,7 @@ GpuDeviceLimits queryDeviceLimits(int device) {
   l.sharedPerBlockOptin = prop.sharedMemPerBlockOptin;
   l.ccMajor = prop.major;
   l.ccMinor = prop.minor;
+  l.cooperativeLaunch = prop.cooperativeLaunch != 0;
   return l;
 }
 
@@ -77,6 +78,33 @@ void GpuWorld::awaitBuild(int tag, const std::string& who) {
   }
 }
 
+void GpuWorld::recordLoad(const void* owner, const ResidentLoad& load) {
+  for (auto& [o, l] : loads_) {
+    if (o == owner) {
+      l = load;
+      return;
+    }
+  }
+  loads_.emplace_back(owner, load);
+}
+
+void GpuWorld::updateLoad(const void* owner, const ResidentLoad& load) {
+  for (auto& [o, l] : loads_)
+    if (o == owner) l = load;
+}
+
+void GpuWorld::forgetLoad(const void* owner) {
+  loads_.erase(std::remove_if(loads_.begin(), loads_.end(), [&](const auto& e) { return e.first == owner; }),
+               loads_.end());
+}
+
+std::vector<ResidentLoad> GpuWorld::loadsExcept(const void* owner) const {
+  std::vector<ResidentLoad> v;
+  for (const auto& [o, l] : loads_)
+    if (o != owner) v.push_back(l);
+  return v;
+}
+
 cudaStream_t GpuWorld::proxyStream() {
   if (!proxyStream_) proxyStream_ = std::make_unique<OwnedStream>(strFormat("rank %d: proxy copies", rank()));
   return proxyStream_->get();
@@ -94,6 +122,8 @@ const GpuTopology& GpuWorld::topology() {
   me.rank = comm_->rank();
   me.smCount = limits_.smCount;
   me.hardwareQueues = hardwareQueues_;
+  me.flags = (limits_.cooperativeLaunch ? kGpuCooperativeLaunch : 0) |
+             (params::gpuCooperative() == "off" ? kGpuCooperativeOff : 0);
   cudaDeviceProp prop{};
   MSCCLPP_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_), "GPU executor: the UUID of CUDA device %d", device_);
   static_assert(sizeof(prop.uuid) == sizeof(me.uuid), "a CUDA UUID is 16 bytes");

@@ -1,12 +1,14 @@
 // The GPU executor's view of its communicator: this rank's device and its
 // limits, the ranks' topology, the namespace contexts exchange on, the build
-// counter that tags each exchange, and the memory its contexts reuse.
-// Compiled only in CUDA builds.
+// counter that tags each exchange, the memory its contexts reuse, and the
+// blocks its cached contexts put on the GPU. Compiled only in CUDA builds.
 // Thread-safety: its executor's thread only (the Executor serialises calls).
 #ifndef MSCCLPP_EXECUTOR_CUDA_GPU_WORLD_HPP_
 #define MSCCLPP_EXECUTOR_CUDA_GPU_WORLD_HPP_
 
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "executor/cuda/context_memory.hpp"
 #include "executor/cuda/gpu_memory.hpp"
@@ -56,6 +58,14 @@ class GpuWorld {
   // spinning kernels.
   cudaStream_t proxyStream();
 
+  // The kernels this rank's cached contexts may still run when a new call
+  // starts: the residency check counts them with the new one. Every rank
+  // caches the same plans, so every rank counts alike. Keyed by context.
+  void recordLoad(const void* owner, const ResidentLoad& load);
+  void updateLoad(const void* owner, const ResidentLoad& load);  // only when recorded
+  void forgetLoad(const void* owner);
+  std::vector<ResidentLoad> loadsExcept(const void* owner) const;
+
  private:
   std::shared_ptr<Communicator> comm_;
   std::shared_ptr<Bootstrap> exchange_;
@@ -69,6 +79,7 @@ class GpuWorld {
   bool mps_ = false;
   int hardwareQueues_ = 8;
   std::unique_ptr<OwnedStream> proxyStream_;
+  std::vector<std::pair<const void*, ResidentLoad>> loads_;
   std::unique_ptr<ContextMemory> memory_;  // last: freed first, while the communicator still exists
 };
 
