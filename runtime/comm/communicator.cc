@@ -33,7 +33,7 @@ void Communicator::Impl::checkAlive(const char* op) const {
 std::shared_ptr<transport::Session> Communicator::Impl::session(Transport t) {
   std::lock_guard<std::mutex> lock(mutex);
   std::shared_ptr<transport::Session>& s = sessions[static_cast<size_t>(t)];
-  if (!s) s = transport::driverFor(t)->openSession(t, transport::RankInfo{rank, device});
+  if (!s) s = transport::driverFor(t)->openSession(t, transport::RankInfo{rank, device, localRank});
   return s;
 }
 
@@ -262,6 +262,15 @@ bool Communicator::isSameHost(int peer) const {
 }
 const std::vector<int>& Communicator::localRanks() const { return pimpl_->localRanks; }
 int Communicator::device() const { return pimpl_->device; }
+
+Transport Communicator::nearestIbTransport(std::string* why) const {
+  const Impl& m = *pimpl_;
+  std::string reason;
+  Transport t =
+      transport::driverFor(Transport::IB0)->nearest(transport::RankInfo{m.rank, m.device, m.localRank}, &reason);
+  if (why) *why = reason;
+  return t;
+}
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   pimpl_->checkAlive("split");

@@ -52,6 +52,8 @@ bool parseDevice(const std::string& text, DeviceSpec* d, std::string* error) {
       d->maxQpWr = static_cast<int>(x);
     } else if (key == "max_cqe" && parseInt(value, 1, 1 << 22, &x)) {
       d->maxCqe = static_cast<int>(x);
+    } else if (key == "max_msg" && parseInt(value, 1, 1l << 31, &x)) {
+      d->maxMsg = static_cast<uint32_t>(x);
     } else if (key == "state" && (value == "active" || value == "down")) {
       d->portActive = value == "active";
     } else if (key == "sysfs" && !value.empty() && value.size() < IBV_SYSFS_PATH_MAX) {

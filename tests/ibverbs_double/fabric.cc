@@ -317,7 +317,11 @@ void pump(Qp* qp, int64_t now) {
     if (isReadOrAtomic(w.opcode) && readsOut >= depth) break;
     if ((w.flags & IBV_SEND_FENCE) && readsOut > 0) break;
     std::string payload;
-    if (carriesData(w.opcode)) {
+    // A message longer than the port's max_msg_sz (ibv_query_port(3))
+    // cannot be sent: a local length error.
+    if (w.length > config().devices[static_cast<size_t>(qp->ctx->device)].maxMsg) {
+      w.localError = IBV_WC_LOC_LEN_ERR;
+    } else if (carriesData(w.opcode)) {
       if (w.isInline) {
         payload = w.inlineData;
       } else {

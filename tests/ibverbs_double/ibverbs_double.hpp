@@ -27,6 +27,7 @@ struct DeviceSpec {
   bool atomics = true;         // atomic_cap HCA, else NONE
   int maxQpWr = 32768;
   int maxCqe = 4194303;
+  uint32_t maxMsg = 1u << 31;  // the port's max_msg_sz
   bool portActive = true;
   std::string sysfsPath;  // ibdev_path; default /sys/class/infiniband/<name>
 };

@@ -134,7 +134,7 @@ int queryPortFull(ibv_context* context, uint8_t portNum, ibv_port_attr* out, siz
   a.active_mtu = d.mtu;
   a.gid_tbl_len = kGidTableLen;
   a.port_cap_flags = 0;
-  a.max_msg_sz = 1u << 31;
+  a.max_msg_sz = d.maxMsg;
   a.pkey_tbl_len = 128;
   a.lid = portLid(c->device, portNum);
   a.sm_lid = d.linkLayer == IBV_LINK_LAYER_INFINIBAND ? 1 : 0;
