@@ -112,3 +112,37 @@ TEST_CASE("a failed IB connection fails every later call at once", "[ib][finding
     bs[r]->barrier();
   });
 }
+
+TEST_CASE("a signal posted as its connection closes arrives", "[ib][finding]") {
+  // Rank 0 writes, signals and drops the connection without a flush, as a
+  // process that exits after a plan's last signal: the queue pair dies with
+  // the connection, so what the HCA had not sent yet would be lost.
+  for (int round = 0; round < 20; ++round) {
+    auto bs = test::makeInProcessBootstraps(2);
+    test::runRanks(2, [&](int r) {
+      Communicator c(bs[r], kHostDevice);
+      std::vector<uint64_t> buf(513, 0);
+      RegisteredMemory mem = c.registerMemory(buf.data(), buf.size() * 8, Transport::IB0);
+      auto conn = c.connect(1 - r, 0, Transport::IB0);
+      c.sendMemory(mem, 1 - r, 0);
+      RegisteredMemory peer = c.recvMemory(1 - r, 0).get();
+      std::shared_ptr<Connection> cn = conn.get();
+      conn = {};
+      bs[r]->barrier();
+      if (r == 0) {
+        for (size_t i = 0; i < 512; ++i) buf[i] = i + 1;
+        uint64_t value = 0;
+        cn->write(peer, 0, mem, 0, 512 * 8);
+        cn->updateAndSync(peer, 512 * 8, &value, 1);
+        cn.reset();
+      } else {
+        auto t = std::chrono::steady_clock::now();
+        while (__atomic_load_n(&buf[512], __ATOMIC_ACQUIRE) != 1 && since(t) < 5) {
+        }
+        CHECK(buf[512] == 1);
+        CHECK(buf[511] == 512);
+      }
+      bs[r]->barrier();
+    });
+  }
+}

@@ -164,6 +164,18 @@ class IbConnection : public Connection {
     maxMessage_ = maxMsg > 0 ? maxMsg : (1u << 31);
   }
 
+  // Requests still posted when the connection goes, such as a plan's last
+  // signal, die with the queue pair unless the HCA sent them: wait for them
+  // briefly, as a closed socket still delivers what it was given.
+  ~IbConnection() override {
+    if (!failure_.empty() || outstanding_ == 0 || qp_->aborted->load()) return;
+    try {
+      drain(0, Deadline(0.1, "closing the connection"), "close");
+    } catch (const std::exception&) {
+      // The peer is gone or slow: nothing more to do for it.
+    }
+  }
+
   void write(RegisteredMemory dst, uint64_t dstOffset, RegisteredMemory src, uint64_t srcOffset,
              uint64_t size) override {
     checkWrite(dst, dstOffset, src, srcOffset, size);

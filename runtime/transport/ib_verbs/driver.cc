@@ -1,7 +1,7 @@
-// The InfiniBand transport's Driver, one for IB0..IB7. A Session opens
-// HCA port <n> of the host's list (hca_list.hpp) and registers memory
-// regions on it; connections are reliable-connected queue pairs.
-// rdma-core is loaded with dlopen.
+// The InfiniBand transport's Driver, one for IB0..IB7. A Session
+// opens HCA port <n> of the host's list (transport/ib_verbs/hca_list.hpp)
+// and registers memory regions on it; connections are reliable-connected
+// queue pairs. rdma-core is loaded with dlopen.
 #include "transport/transport.hpp"
 
 #include <map>
@@ -63,7 +63,7 @@ class IbDriver : public Driver {
   std::shared_ptr<const ExportRecord> readRecord(Transport, ByteReader& r) const override { return IbRecord::read(r); }
 
   // The port nearest the rank's GPU or CPUs, decided once per device,
-  // local rank and setting in a process (nic_choice.hpp).
+  // local rank and setting in a process (transport/ib_verbs/nic_choice.hpp).
   Transport nearest(const RankInfo& self, std::string* why) const override {
     if (params::ibDisable()) {
       *why = "MSCCLPP_IB_DISABLE=1";
