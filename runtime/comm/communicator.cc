@@ -171,6 +171,14 @@ void Communicator::Impl::fail(ErrorCode code, const std::string& message) {
   // WARN. A peer that exits while nothing is pending here,
   // at the end of a job, is no news worth a warning.
   MSCCLPP_INFO(LogInit, "%s; every pending and later call on this communicator fails", message.c_str());
+  decltype(sessions) open;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    open = sessions;
+  }
+  for (auto& s : open) {
+    if (s) s->communicatorFailed();
+  }
   std::lock_guard<std::mutex> running(callbackMutex);
   for (const auto& callback : callbacks) (*callback)();
 }

@@ -99,6 +99,9 @@ class Session {
   virtual std::unique_ptr<PendingConnection> connect(int remoteRank, const TimeoutSetting& timeout) = 0;
   // Makes blocked and later calls fail promptly (the communicator was aborted).
   virtual void abort() {}
+  // The communicator failed (a peer is gone): a connection waiting for a peer
+  // to open its side ends at once; established connections go on.
+  virtual void communicatorFailed() {}
 };
 
 // The code of one transport: stateless, one per kind. It reads its own

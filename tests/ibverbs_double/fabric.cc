@@ -137,7 +137,8 @@ ibv_wc_opcode completionOpcode(ibv_wr_opcode op) {
   }
 }
 
-// IBA vol. 1, 9.7.6.1.3: the local ACK timeout is 4.096 us x 2^timeout, 0
+// IBA vol. 1, ch. 9 (reliable service, transport timer): the local ACK
+// timeout is 4.096 us x 2^timeout, 0
 // meaning infinite. A responder here is a thread, not silicon, so the double
 // never waits less than IBV_DOUBLE_MIN_ACK_TIMEOUT_MS for an answer.
 int64_t ackTimeoutMs(const Qp* qp) {
@@ -299,7 +300,7 @@ void linkUp(Qp* qp, Link* l) {
 }
 
 // Sends what the queue allows: in order, at most max_rd_atomic reads and
-// atomics outstanding (IBA vol. 1, 9.7.4: the initiator depth), nothing past
+// atomics outstanding (IBA vol. 1, ch. 9: the initiator depth), nothing past
 // a fenced request until the reads and atomics before it completed.
 void pump(Qp* qp, int64_t now) {
   if (qp->state != IBV_QPS_RTS || qp->sq.empty()) return;
@@ -405,7 +406,7 @@ void onResponse(Qp* qp, const Response& r, const std::string& payload) {
       failFront(qp, IBV_WC_REM_OP_ERR);
       return;
     case kRnr:
-      // IBA vol. 1, 9.7.5.2.8: RNR NAK; rnr_retry 7 retries forever.
+      // IBA vol. 1, ch. 9 (RNR NAK); rnr_retry 7 retries forever.
       if (qp->attr.rnr_retry < 7 && ++qp->rnrRetries > qp->attr.rnr_retry) {
         failFront(qp, IBV_WC_RNR_RETRY_EXC_ERR);
         return;
@@ -432,7 +433,7 @@ void onResponse(Qp* qp, const Response& r, const std::string& payload) {
 }
 
 // The transport timer of every QP waiting for an answer (IBA vol. 1,
-// 9.7.6.1: after retry_cnt retries the request completes with
+// ch. 9, reliable service: after retry_cnt retries the request completes with
 // IBV_WC_RETRY_EXC_ERR). A lost connection is opened again at each expiry.
 void onTimers(int64_t now) {
   Fabric& f = fabric();
@@ -525,8 +526,8 @@ bool pagesMapped(const void* p, size_t n) {
   return mincore(reinterpret_cast<void*>(start), end - start, v.data()) == 0;
 }
 
-// The responder's checks of an RDMA request (IBA vol. 1, 9.7.5.1 and
-// 10.6.3: the R_Key names a region of the QP's PD on this HCA, which grants
+// The responder's checks of an RDMA request (IBA vol. 1, ch. 9 and 10,
+// memory protection: the R_Key names a region of the QP's PD on this HCA, which grants
 // the access, as the QP does, and holds the whole range). A zero-length
 // RDMA write checks no R_Key.
 Mr* remoteMr(const Qp* qp, uint32_t rkey, uint64_t addr, uint64_t len, int access) {
@@ -635,7 +636,7 @@ void finishRequest(Inbound* in) {
   }
   if (in->duplicate) {
     // A request answered before: answered again, not carried out again
-    // (IBA vol. 1, 9.9.2.1: duplicate requests); an atomic's saved result.
+    // (IBA vol. 1, ch. 9: duplicate requests); an atomic's saved result.
     uint64_t value = 0;
     for (auto& [psn, v] : qp->atomicResults)
       if (psn == rq.psn) value = v;

@@ -40,7 +40,7 @@ struct Config {
 };
 const Config& config();
 
-// GID table entry kinds of a port (IBA vol. 1, 4.1.1 and annex A17 for RoCE).
+// GID table entry kinds of a port (IBA vol. 1, ch. 4 addressing; annex A17, RoCE v2).
 constexpr int kGidTableLen = 16;
 struct GidEntry {
   ibv_gid gid{};

@@ -90,7 +90,7 @@ int checkAttributes(Qp* qp, const ibv_qp_attr& a, int mask, ibv_qp_state to) {
 
 // Flushes (ibv_poll_cq: IBV_WC_WR_FLUSH_ERR) every outstanding request: a
 // request completing in error always makes a completion, signaled or not
-// (IBA vol. 1, 10.8.3: completion of a WQE in error).
+// (IBA vol. 1, ch. 10: work requests completed in error).
 void enterError(Qp* qp) {
   qp->state = IBV_QPS_ERR;
   qp->qp.state = IBV_QPS_ERR;
@@ -146,7 +146,7 @@ int pollCq(ibv_cq* handle, int n, ibv_wc* wc) {
 }
 
 // ibv_post_send(3). Immediate errors (the request is not posted; *bad names
-// it): a QP in RESET, INIT or RTR (IBA vol. 1, 10.3.1, which states accept send
+// it): a QP in RESET, INIT or RTR (IBA vol. 1, 10.3: which states accept send
 // requests), a full send queue (ENOMEM), more s/g entries than max_send_sge,
 // inline data beyond max_inline_data or on an opcode that takes none, an
 // opcode RC does not carry, an atomic on an HCA without atomics or not of 8

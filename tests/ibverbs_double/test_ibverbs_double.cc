@@ -5,6 +5,7 @@
 // The program links the double directly and is also its own peer process:
 // `test_ibverbs_double responder DEVICE` serves one QP over stdin/stdout.
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -212,7 +213,12 @@ struct Child {
   FILE* out = nullptr;  // its stdout
 };
 
+Child spawnChild(const char* mode, const std::vector<std::string>& env, const char* device = "");
 Child spawnResponder(const char* device, const std::vector<std::string>& env) {
+  return spawnChild("responder", env, device);
+}
+
+Child spawnChild(const char* mode, const std::vector<std::string>& env, const char* device) {
   int toChild[2], fromChild[2];
   REQUIRE(pipe2(toChild, O_CLOEXEC) == 0);  // the child keeps only its stdin and stdout
   REQUIRE(pipe2(fromChild, O_CLOEXEC) == 0);
@@ -223,7 +229,7 @@ Child spawnResponder(const char* device, const std::vector<std::string>& env) {
     dup2(toChild[0], 0);
     dup2(fromChild[1], 1);
     for (const std::string& kv : env) putenv(const_cast<char*>(kv.c_str()));
-    execl("/proc/self/exe", "test_ibverbs_double", "responder", device, static_cast<char*>(nullptr));
+    execl("/proc/self/exe", "test_ibverbs_double", mode, device, static_cast<char*>(nullptr));
     _exit(127);
   }
   close(toChild[0]);
@@ -314,8 +320,8 @@ TEST_CASE("devices, ports and GID tables follow the configuration", "[devices]")
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
   REQUIRE(list != nullptr);
-  REQUIRE(n == 2);
-  CHECK(list[2] == nullptr);
+  REQUIRE(n == 3);
+  CHECK(list[3] == nullptr);
   CHECK(std::string(ibv_get_device_name(list[0])) == "mlx5_0");
   CHECK(std::string(list[1]->ibdev_path) == "/sys/class/infiniband/mlx5_1");
   ibv_free_device_list(list);
@@ -352,6 +358,18 @@ TEST_CASE("devices, ports and GID tables follow the configuration", "[devices]")
   CHECK(ibv_query_gid_ex(roce.ctx, 1, 4, &e, 0) == ENODATA);
   ibv_gid g{};
   CHECK(ibv_query_gid(roce.ctx, 1, 99, &g) == -1);
+}
+
+TEST_CASE("no device, or a bad configuration, as rdma-core says it", "[devices]") {
+  for (const char* env : {"IBV_DOUBLE_DEVICES=", "IBV_DOUBLE_DEVICES=mlx5_0:link=fddi"}) {
+    Child c = spawnChild("count", {env});
+    char line[256] = {};
+    REQUIRE(std::fgets(line, sizeof(line), c.out) != nullptr);
+    INFO(env);
+    // ibv_get_device_list(3): no device is a non-NULL empty list; a failure is NULL with errno.
+    CHECK(std::string(line) == (std::string(env).back() == '=' ? "list 0\n" : "NULL EINVAL\n"));
+    endChild(c);
+  }
 }
 
 TEST_CASE("memory registration checks access flags and memory", "[mr]") {
@@ -568,6 +586,27 @@ TEST_CASE("a bad rkey or range is a remote access error", "[errors]") {
   }
 }
 
+TEST_CASE("messages beyond max_msg_sz fail; no atomics, no post", "[errors]") {
+  Pair p = connectedPair("mlx5_2");
+  ibv_port_attr pa{};
+  REQUIRE(ibv_query_port(p.h.ctx, 1, &pa) == 0);
+  CHECK(pa.max_msg_sz == 4096);
+  ibv_device_attr da{};
+  REQUIRE(ibv_query_device(p.h.ctx, &da) == 0);
+  CHECK(da.atomic_cap == IBV_ATOMIC_NONE);
+  std::vector<char> src(8192), dst(8192);
+  ibv_mr* s = ibv_reg_mr(p.h.pd, src.data(), src.size(), IBV_ACCESS_LOCAL_WRITE);
+  ibv_mr* d = ibv_reg_mr(p.h.pd, dst.data(), dst.size(), kAllAccess);
+  REQUIRE((s && d));
+  CHECK(post(p.a.qp, IBV_WR_ATOMIC_FETCH_AND_ADD, src.data(), 8, s->lkey, reinterpret_cast<uint64_t>(dst.data()),
+             d->rkey) == EINVAL);
+  REQUIRE(post(p.a.qp, IBV_WR_RDMA_WRITE, src.data(), 4097, s->lkey, reinterpret_cast<uint64_t>(dst.data()), d->rkey) ==
+          0);
+  std::vector<ibv_wc> wc = waitFor(p.a.cq, 1);
+  REQUIRE(wc.size() == 1);
+  CHECK(wc[0].status == IBV_WC_LOC_LEN_ERR);
+}
+
 TEST_CASE("a bad lkey is a local protection error", "[errors]") {
   Pair p = connectedPair();
   std::vector<uint64_t> src(8, 3), dst(8, 0);
@@ -697,7 +736,21 @@ TEST_CASE("RoCE v2 GIDs route between hosts, v1 GIDs do not", "[process][roce]")
   }
 }
 
+// "count": what ibv_get_device_list gives this process.
+int countMain() {
+  int n = -1;
+  ibv_device** list = ibv_get_device_list(&n);
+  if (list == nullptr) {
+    std::printf("NULL %s\n", errno == EINVAL ? "EINVAL" : "other");
+  } else {
+    std::printf("list %d\n", n);
+    ibv_free_device_list(list);
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "responder") return responderMain(argv[2]);
+  if (argc == 3 && std::string(argv[1]) == "count") return countMain();
   return mscclpp::test::runCatchSession(argc, argv);
 }

@@ -115,7 +115,7 @@ rm -f "$CUT_FILE"
 cleanup() {
   for h in $(seq 0 $(( H - 1 ))); do ip netns del "$NS-${LETTERS[$h]}" 2>/dev/null; done
   ip netns del "$NS-sw" 2>/dev/null
-  rm -f "$CUT_FILE" "$CUT_FILE".ready.*
+  rm -f "$CUT_FILE" "$CUT_FILE".ready.* "$CUT_FILE".failed.*
 }
 trap cleanup EXIT
 

@@ -25,7 +25,7 @@ namespace mscclpp::exec {
 namespace {
 
 constexpr uint64_t kMagic = 0x4d53434c45584543ull;  // "MSCLEXEC"
-constexpr uint64_t kVersion = 3;                    // 3: the rank's IB transport follows the call
+constexpr uint64_t kVersion = 2;                    // 2: the building call's descriptor follows the rank
 constexpr size_t kMaxMessage = 1 << 20;
 
 // One rank's region as its peers see it.
@@ -39,7 +39,6 @@ struct Remote {
   RegisteredMemory memory;
   char* base = nullptr;
   Directory dir;
-  Transport ib = Transport::Unknown;  // its HCA port for port channels across hosts, if any
 };
 
 uint64_t reserve(uint64_t* size, uint64_t bytes, uint64_t align) {
@@ -224,7 +223,6 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
     msg.insert(msg.end(), w.bytes().begin(), w.bytes().end());
     msg.resize((msg.size() + 7) / 8 * 8, 0);
   }
-  put64(&msg, static_cast<uint64_t>(myIb));
   std::vector<char> wire = reg.serialize();
   put64(&msg, wire.size());
   msg.insert(msg.end(), wire.begin(), wire.end());
@@ -241,6 +239,28 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
   }
   const std::shared_ptr<Bootstrap>& bs = bootstrap_;
   const int tag = static_cast<int>(sequence_++ & 0x3fffffff);
+  // Each pair across hosts first tells each other its HCA port, so both ends
+  // pick the same kind: IB when both have one, else TCP. On the executor's
+  // view, which a failed communicator aborts, as the directories below.
+  std::map<int, Transport> kinds;
+  for (int q : crossHostPeers) {
+    const uint64_t v = static_cast<uint64_t>(myIb);
+    bs->send(&v, sizeof(v), q, tag | 0x40000000);
+  }
+  for (int q : crossHostPeers) {
+    uint64_t v = 0;
+    bs->recv(&v, sizeof(v), q, tag | 0x40000000);
+    const Transport theirs = static_cast<Transport>(v);
+    MSCCLPP_ENFORCE(theirs == Transport::Unknown || isIbTransport(theirs), ErrorCode::RemoteError,
+                    "executor wiring: rank %d's HCA port %llu is not IB0..IB7", q, static_cast<unsigned long long>(v));
+    kinds[q] = myIb != Transport::Unknown && theirs != Transport::Unknown ? myIb : Transport::Tcp;
+  }
+  // Connections before the directories: connect() posts our endpoint at
+  // once, and the futures are read only once every directory arrived, so
+  // every peer posted its endpoint before we wait for it.
+  std::map<int, std::shared_future<std::shared_ptr<Connection>>> pending;
+  // The high tag bit keeps the executor's connections apart from ones the user makes on this communicator.
+  for (int q : crossHostPeers) pending[q] = comm_->connect(q, tag | 0x40000000, kinds[q]);
   for (int q = 0; q < n; ++q)
     if (q != rank) bs->send(msg, q, tag);
 
@@ -266,11 +286,6 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
                       rank, call.describe().c_str(), q, theirs.describe().c_str());
     }
     Remote& rm = remotes[q];
-    const uint64_t ib = r.u64("IB transport");
-    MSCCLPP_ENFORCE(ib == static_cast<uint64_t>(Transport::Unknown) || isIbTransport(static_cast<Transport>(ib)),
-                    ErrorCode::RemoteError, "executor wiring: rank %d's IB transport %llu is not IB0..IB7", q,
-                    static_cast<unsigned long long>(ib));
-    rm.ib = static_cast<Transport>(ib);
     rm.memory = RegisteredMemory::deserialize(r.bytes(r.u64("registration size"), "registration"));
     rm.base = static_cast<char*>(rm.memory.data());
     MSCCLPP_ENFORCE(rm.base != nullptr || !comm_->isSameHost(q), ErrorCode::NotSupported,
@@ -298,16 +313,6 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
                       "executor wiring: rank %d's counter offset %llu is outside its region or unaligned", q,
                       static_cast<unsigned long long>(off));
     }
-  }
-
-  // Connections: every rank knows both ends' HCAs, so both pick the same
-  // kind. connect() posts our endpoint at once; the futures are read below.
-  std::map<int, std::shared_future<std::shared_ptr<Connection>>> pending;
-  std::map<int, Transport> kinds;
-  for (int q : crossHostPeers) {
-    kinds[q] = myIb != Transport::Unknown && remotes[q].ib != Transport::Unknown ? myIb : Transport::Tcp;
-    // The high tag bit keeps the executor's connections apart from ones the user makes on this communicator.
-    pending[q] = comm_->connect(q, tag | 0x40000000, kinds[q]);
   }
 
   RankResources res;

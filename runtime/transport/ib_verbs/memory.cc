@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
@@ -210,6 +211,14 @@ std::shared_ptr<void> registerRegion(const std::shared_ptr<Device>& device, void
     throw SystemError(strFormat("InfiniBand: %s(%s, %p, %zu%s)", how, device->name.c_str(), ptr, bytes,
                                 deviceMemory ? ", device memory" : ""),
                       errno);
+  }
+  if (deviceMemory) {
+    static std::once_flag said;
+    std::call_once(said, [&] {
+      MSCCLPP_INFO(LogTransport, "InfiniBand: GPU memory registered on %s through %s (GPUDirect RDMA)",
+                   device->name.c_str(),
+                   std::strcmp(how, "ibv_reg_mr") == 0 ? "ibv_reg_mr, which needs nvidia-peermem" : "a dma-buf");
+    });
   }
   out->address = reinterpret_cast<uint64_t>(ptr);
   out->rkey = mr->rkey;
