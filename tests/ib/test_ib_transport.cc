@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../support/scoped_env.hpp"
 #include "../unit/bootstrap/rank_threads.hpp"
 #include "mscclpp/communicator.hpp"
 #include "mscclpp/errors.hpp"
@@ -58,6 +59,23 @@ void exchange(Transport t0, Transport t1, size_t words = kWords) {
 }  // namespace
 
 TEST_CASE("IB writes and signals reach the peer", "[ib]") { exchange(Transport::IB0, Transport::IB0); }
+
+TEST_CASE("an IBn beyond the host's ports names what there is", "[ib]") {
+  auto bs = test::makeInProcessBootstraps(1);
+  Communicator c(bs[0], kHostDevice);
+  std::vector<char> buf(64);
+  CHECK_THROWS_WITH(c.registerMemory(buf.data(), 64, Transport::IB7),
+                    Catch::Contains("InfiniBand: IB7 requested but this host has 4 HCA port(s) (IB0=mlx5_0:1, "
+                                    "IB1=mlx5_1:1, IB2=mlx5_2:1, IB3=mlx5_3:1); use "
+                                    "Communicator::nearestIbTransport(), or MSCCLPP_HCA_DEVICES to choose them"));
+  std::string why;
+  CHECK(c.nearestIbTransport(&why) != Transport::Unknown);
+  CHECK_THAT(why, Catch::Contains(" of 4 port(s) as near"));
+  // MSCCLPP_HCA_DEVICES chooses the ports, in its own order.
+  test::ScopedEnv hcas("MSCCLPP_HCA_DEVICES", "=mlx5_3,mlx5_1");
+  CHECK_THROWS_WITH(c.registerMemory(buf.data(), 64, Transport::IB2),
+                    Catch::Contains("IB2 requested but this host has 2 HCA port(s) (IB0=mlx5_3:1, IB1=mlx5_1:1)"));
+}
 
 TEST_CASE("ranks on different HCAs connect to each other", "[ib][finding]") {
   // One end on IB0, the other on IB1, as automatic NIC choice gives ranks
