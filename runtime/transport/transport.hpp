@@ -36,7 +36,8 @@ class ExportRecord {
 // This rank as the transports see it.
 struct RankInfo {
   int rank = 0;
-  int device = -1;  // CUDA device, or -1 (host)
+  int device = -1;    // CUDA device, or -1 (host)
+  int localRank = 0;  // among the ranks of its host
 };
 
 // Local memory being registered.
@@ -98,6 +99,9 @@ class Session {
   virtual std::unique_ptr<PendingConnection> connect(int remoteRank, const TimeoutSetting& timeout) = 0;
   // Makes blocked and later calls fail promptly (the communicator was aborted).
   virtual void abort() {}
+  // The communicator failed (a peer is gone): a connection waiting for a peer
+  // to open its side ends at once; established connections go on.
+  virtual void communicatorFailed() {}
 };
 
 // The code of one transport: stateless, one per kind. It reads its own
@@ -123,6 +127,13 @@ class Driver {
   virtual void peerDied() const {}
   // A communicator that saw a peer die ends: the same, waited for.
   virtual void afterPeerDeath() const {}
+  // The transport of this driver the rank should use, for drivers with a
+  // choice among devices (IB: the HCA port nearest its GPU or CPUs);
+  // Unknown, with the reason in *why, when it has none here. Never throws.
+  virtual Transport nearest(const RankInfo&, std::string* why) const {
+    *why = "this transport has no devices to choose among";
+    return Transport::Unknown;
+  }
 };
 
 // Every driver, in the order registrations list

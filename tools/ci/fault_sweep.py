@@ -5,9 +5,10 @@ killed at a random time into a random phase, or in the steady state leaves,
 is paused, or has its host's link cut. Exits 0 only without hangs, wrong
 results, other failures or files left in /dev/shm and /tmp.
 
-  tools/ci/fault_sweep.py --launcher build/tests/mp/runtime_launch --worker build/tests/mp/exec_mp_worker \
-      --plan plans/allreduce_2node_n4_ip.json [--plan ...] [--ranks 4[,8]] [--runs 200] [--seed S]
-      [--phases rendezvous,init,first,steady,destroy,leave,pause,hostcut] [--cycle] [--host-shm memfd,posix]
+  tools/ci/fault_sweep.py --launcher build/tests/mp/runtime_launch --worker build/tests/mp/exec_mp_worker \\
+      --plan plans/allreduce_2node_n4_ip.json [--plan ...] [--ranks 4[,8]] [--runs 200] [--seed S] \\
+      [--phases rendezvous,init,first,steady,destroy,leave,pause,hostcut] [--cycle] [--host-shm memfd,posix] \\
+      [--hosts 2 --hosts-runner tests/mp/runtime_netns_run.sh]
 """
 import argparse
 import json
@@ -87,8 +88,12 @@ def one_run(args, rng, index, phase, ranks):
                 cmd += ["--env", e]
             cmd += ["--", args.worker, "unreachable", plan]
         else:
-            cmd = [args.launcher, "--nranks", str(ranks), "--allow-fail", str(victim), "--timeout",
-                   str(args.run_timeout)]
+            if args.hosts > 1:
+                cmd = [args.hosts_runner, "--loopback", "--hosts", str(args.hosts), "--ranks-per-host",
+                       str(ranks // args.hosts), "--launcher", args.launcher]
+            else:
+                cmd = [args.launcher, "--nranks", str(ranks)]
+            cmd += ["--allow-fail", str(victim), "--timeout", str(args.run_timeout)]
             for e in envs:
                 cmd += ["--env", e]
             cmd += ["--", args.worker, "fault", plan, str(victim), phase, str(delay), "--iterations",
@@ -158,6 +163,10 @@ def main():
                    help="go through every (phase, ranks) pair in turn instead of picking them at random")
     p.add_argument("--host-shm", default="auto", help="comma-separated MSCCLPP_HOST_SHM values to pick from")
     p.add_argument("--pause", type=float, default=1.0, help="seconds a paused victim stays stopped")
+    p.add_argument("--hosts", type=int, default=1,
+                   help="spread the ranks over this many loopback hosts (runtime_netns_run.sh --loopback): port "
+                   "channels then cross hosts, over TCP, or InfiniBand where the environment gives ranks an HCA")
+    p.add_argument("--hosts-runner", default=None, help="tests/mp/runtime_netns_run.sh, for --hosts")
     p.add_argument("--init-timeout", type=float, default=3.0,
                    help="MSCCLPP_INIT_TIMEOUT_S of the ranks: how long they wait for a victim that never arrived")
     args = p.parse_args()
@@ -179,8 +188,11 @@ def main():
         p.error("--ranks: hostcut splits the ranks over two hosts, so each count must be even")
     if any(s not in ("auto", "memfd", "posix") for s in args.host_shm):
         p.error("--host-shm: each must be auto, memfd or posix")
+    if args.hosts > 1 and (any(r % args.hosts for r in rank_counts) or not args.hosts_runner):
+        p.error("--hosts needs --hosts-runner and rank counts it divides")
     seed = args.seed if args.seed is not None else random.randrange(1 << 31)
-    print(f"fault sweep: seed {seed}, {args.runs} runs of {args.ranks} ranks, phases {','.join(args.phases)}",
+    where = f" on {args.hosts} hosts" if args.hosts > 1 else ""
+    print(f"fault sweep: seed {seed}, {args.runs} runs of {args.ranks} ranks{where}, phases {','.join(args.phases)}",
           flush=True)
     rng = random.Random(seed)
     pairs = [(ph, r) for ph in args.phases for r in rank_counts]
