@@ -1,5 +1,7 @@
 #include "executor/segment_binding.hpp"
 
+#include <algorithm>
+
 #include "core/format.hpp"
 #include "plan/variable_sizes.hpp"
 
@@ -29,11 +31,18 @@ Refusal tryShapeVariableCall(const plan::Plan& plan, int rank, uint64_t inputByt
   return std::nullopt;
 }
 
-uint64_t variableCapacity(uint64_t bytes) {
-  if (bytes <= 1) return bytes;
-  if (bytes > (UINT64_MAX >> 1) + 1) return bytes;
+uint64_t variableCapacity(const plan::Plan& plan, const uint64_t* counts, size_t elementBytes) {
+  const int n = plan.header.worldSize;
+  uint64_t largest = 0;
+  for (int r = 0; r < n; ++r) {
+    uint64_t in = 0, out = 0;
+    if (!plan::variableCallBytes(plan.header.collective, n, counts, elementBytes, r, &in, &out)) return UINT64_MAX;
+    largest = std::max(largest, std::max(in, out));
+  }
+  if (largest <= 1) return largest;
+  if (largest > (UINT64_MAX >> 1) + 1) return largest;
   uint64_t c = 1;
-  while (c < bytes) c <<= 1;
+  while (c < largest) c <<= 1;
   return c;
 }
 

@@ -41,9 +41,11 @@ struct SegmentRef {
 Refusal tryShapeVariableCall(const plan::Plan& plan, int rank, uint64_t inputBytes, uint64_t outputBytes,
                              DataType dtype, CallShape* shape);
 
-// A context's capacity for a buffer of `bytes`: the next power of two, so
-// calls whose totals vary share one context.
-uint64_t variableCapacity(uint64_t bytes);
+// The buffer capacity of a context that serves these counts: the next power
+// of two of the largest input or output any rank needs. Every rank computes
+// the same from the same counts, so all build a new context at the same call,
+// and calls whose totals vary share one context.
+uint64_t variableCapacity(const plan::Plan& plan, const uint64_t* counts, size_t elementBytes);
 
 // Checks the counts of one call for `rank`: the collective's rule, and the
 // rank's own segments within its buffers. "" or the error, naming the plan.

@@ -40,6 +40,9 @@ CpuContext& CpuBackend::build(const ExecCall& c, const CallShape& shape, const C
 }
 
 Refusal CpuBackend::execute(const ExecCall& c) {
+  MSCCLPP_ENFORCE(!c.countsOnDevice, ErrorCode::InvalidArgument,
+                  "plan %s rank %d: the CPU backend reads the counts from host memory, not device memory",
+                  c.plan->header.name.c_str(), c.rank);
   // Refusals come before the call begins. A new context is first shaped
   // and its wiring asked, so no rank starts a build the plan cannot serve.
   CpuContext* ctx = cache_.find(keyOf(c));
@@ -85,9 +88,6 @@ void CpuBackend::launch(const ExecCall& c, CpuContext& ctx) {
 
 void CpuBackend::bindCounts(const ExecCall& c, CpuContext& ctx, uint64_t* inBytes, uint64_t* outBytes) {
   const plan::Plan& p = *c.plan;
-  MSCCLPP_ENFORCE(!c.countsOnDevice, ErrorCode::InvalidArgument,
-                  "plan %s rank %d: the CPU backend reads the counts from host memory, not device memory",
-                  p.header.name.c_str(), c.rank);
   const size_t elem = dataTypeSize(c.dtype);
   std::string why = checkCounts(p, c.rank, c.counts, elem, c.sendBytes, c.recvBytes);
   if (why.empty()) why = ctx.bindSegments(c.counts, elem);

@@ -55,10 +55,14 @@ class CpuBackend final : public ExecutionBackend {
              outputBytes == o.outputBytes && dtype == o.dtype && op == o.op;
     }
   };
-  // A variable-size plan's context serves every call up to its capacities.
+  // A variable-size plan's context serves every call up to its capacity,
+  // which the counts decide alike on every rank (host counts: the CPU
+  // backend refuses others before it looks).
   static Key keyOf(const ExecCall& c) {
-    if (c.plan->header.variableSizes)
-      return Key{c.plan, c.rank, variableCapacity(c.sendBytes), variableCapacity(c.recvBytes), c.dtype, c.op};
+    if (c.plan->header.variableSizes && c.counts != nullptr && !c.countsOnDevice) {
+      const uint64_t capacity = variableCapacity(*c.plan, c.counts, dataTypeSize(c.dtype));
+      return Key{c.plan, c.rank, capacity, capacity, c.dtype, c.op};
+    }
     return Key{c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype, c.op};
   }
   // Variable-size plans: binds the call's counts and returns the bytes to
