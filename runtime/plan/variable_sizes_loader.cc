@@ -1,4 +1,4 @@
-// The loader's rules for variable-size plans (docs/plan-core.md, "Variable
+// The loader's rules for variable-size plans (docs/plan-format.md, "Variable
 // sizes"): the header's declaration, one chunk per input and output buffer,
 // and every data reference placed by segment.
 #include "core/format.hpp"
