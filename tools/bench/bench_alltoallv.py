@@ -46,13 +46,15 @@ def rank_main(rank, args, queue):
     group = mscclpp_comm.CommGroup(interfaceIpPortTrio=f"127.0.0.1:{args.port}", rank=rank, size=n)
     registry = mscclpp.ExecutionPlanRegistry()
     executor = mscclpp.Executor(group.communicator)
-    capacity = args.tokens * args.token_bytes * 2
+    random = np.random.RandomState(args.seed)  # the same draws on every rank: one matrix per call
+    matrices = [splits(random, n, args.tokens, args.token_bytes, args.zero_share)
+                for _ in range(args.warmup + args.iters)]
+    # Every rank's buffers hold what any call sends or receives (an expert rank may receive many tokens).
+    capacity = int(max(max(m.sum(axis=1).max(), m.sum(axis=0).max()) for m in matrices))
     send = np.arange(capacity, dtype=np.uint8)
     recv = np.zeros(capacity, dtype=np.uint8)
-    random = np.random.RandomState(args.seed)  # the same draws on every rank: one matrix per call
     times = {}
-    for call in range(args.warmup + args.iters):
-        counts = splits(random, n, args.tokens, args.token_bytes, args.zero_share)
+    for call, counts in enumerate(matrices):
         handle = registry.select("alltoallv", n, group.nranks_per_node, send.ctypes.data, recv.ctypes.data,
                                  int(counts.max()), dtype=np.int8)
         if handle is None:

@@ -327,7 +327,8 @@ def scenario_missing_rank(args):
 def scenario_alltoallv(group, args):
     """All-to-all-v calls with random uneven counts (zeros, empty rows, full segments), the same matrix on
     every rank, through Executor.execute(..., splits=...): numpy matrices, nested lists, in place; each
-    checked with numpy. Then counts too large for the buffers, the same on every rank."""
+    checked with numpy. Then small calls back to back with many empty pairs, and counts too large for
+    the buffers, the same on every rank."""
     rank, n = group.my_rank, group.nranks
     executor = mscclpp.Executor(group.communicator)
     registry = mscclpp.ExecutionPlanRegistry()
@@ -363,6 +364,26 @@ def scenario_alltoallv(group, args):
         got = recv[: expected.size]
         ok = bool(np.array_equal(got, expected)) and (in_place or bool((recv[expected.size:] == 77).all()))
         results.append({"ok": ok, "plan": handle.name, "in_place": in_place, "largest": largest})
+    # Back to back small calls, many pairs empty: a rank that sends a peer nothing must still not run
+    # calls ahead of it and overwrite a scratch slot the peer has not read.
+    random = np.random.RandomState(77)
+    back_to_back = {"calls": 0, "wrong": 0}
+    send = np.zeros(64 * n, dtype=np.int32)
+    recv = np.zeros(64 * n, dtype=np.int32)
+    for call in range(args.get("back_to_back", 0)):
+        counts = random.randint(1, 65, size=(n, n)).astype(np.uint64)
+        counts[random.rand(n, n) < 0.4] = 0
+        mine = counts[rank, :]
+        send[: int(mine.sum())] = np.concatenate([call * 100000 + rank * 1000 + p * 64 + np.arange(int(c))
+                                                   for p, c in enumerate(mine)])
+        handle = registry.select("alltoallv", n, group.nranks_per_node, send.ctypes.data, recv.ctypes.data,
+                                 int(counts.max()) * 4, dtype=send.dtype)
+        executor.execute(rank, send.ctypes.data, recv.ctypes.data, send.nbytes, recv.nbytes, send.dtype, handle.plan,
+                         splits=counts)
+        expected = np.concatenate([call * 100000 + s * 1000 + rank * 64 + np.arange(int(c))
+                                   for s, c in enumerate(counts[:, rank])])
+        back_to_back["calls"] += 1
+        back_to_back["wrong"] += int(not np.array_equal(recv[: expected.size], expected))
     small = np.zeros(4, dtype=np.float32)
     counts = np.full((n, n), 100, dtype=np.uint64)
     handle = registry.select("alltoallv", n, group.nranks_per_node, small.ctypes.data, small.ctypes.data, 400,
@@ -373,7 +394,7 @@ def scenario_alltoallv(group, args):
         too_large = {"type": None}
     except MscclppError as error:
         too_large = error_report(error)
-    return {"results": results, "too_large": too_large}
+    return {"results": results, "back_to_back": back_to_back, "too_large": too_large}
 
 
 GROUP_SCENARIOS = {"info": scenario_info, "collectives": scenario_collectives,

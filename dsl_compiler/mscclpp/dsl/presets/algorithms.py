@@ -410,11 +410,14 @@ def alltoallv_direct(name, n, inplace, size_range, tags):
 
 def alltoallv_ll(name, n, inplace, size_range, tags, slot_bytes):
     """All-to-all-v staged through scratch for small segments: the segment for rank p goes to p's
-    scratch slot as LL packets, which p unpacks into its output; no signal round trip. A segment
-    fits one slot of slot_bytes; the plan's size range stops there."""
+    scratch slot as LL packets, which p unpacks into its output. A pair with a zero count moves no
+    packet, so packets alone would let a rank run calls ahead of a peer and overwrite a slot the
+    peer has not read: a relaxed handshake first keeps every rank within one call of its peers,
+    which double scratch covers. A segment fits one slot of slot_bytes; the size range stops there."""
     with _program(name, AllToAllV(n, slot_bytes), n, size_range, tags, protocol="LL") as program:
         scratch = [Buffer(r, n - 1) for r in range(n)]
         channels = _channels(n)
+        _handshake(channels, n, lambda r, p: _slot(p, r))
         for r in range(n):
             rank = Rank(r)
             inp, out = rank.get_input_buffer(), rank.get_output_buffer()
