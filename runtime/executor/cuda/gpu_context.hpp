@@ -42,6 +42,9 @@ struct GpuCallArgs {
   const void* scalar = nullptr;  // premulsum: one element of dtype, host memory
   bool capturing = false;        // the stream is being captured into a CUDA graph
   uint32_t call = 0;             // LaunchArgs::call: the call's tag for its published waits (launchCallTag)
+  // Variable-size plans: the count matrix, in host or device memory.
+  const uint64_t* counts = nullptr;
+  bool countsOnDevice = false;
 };
 
 class GpuContext : public std::enable_shared_from_this<GpuContext> {
@@ -99,6 +102,7 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   Refusal decideKernel(DataType dtype, ReduceOp op, KernelChoice* choice);
   void bindBuffers(const CallRequest& request, bool crossProcessPeers);
   void retainInCapturedGraph(void* stream);
+  Refusal bindCounts(const GpuCallArgs& a);
   void bindSwitchChannels(const CallShape& shape, int tag);
   void exchange(const CallShape& shape, int tag, const CallDescriptor& call);
   void writeSignal(uint32_t channel, uint64_t value, std::string* error);
@@ -147,6 +151,11 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   std::vector<void*> multicast_;
   std::vector<std::shared_ptr<detail::NvlsBinding>> nvls_;
   const ExecContextDevice* deviceContext_ = nullptr;
+  // Variable-size plans (else null), after the image in imageMemory_: the
+  // count matrix host counts are stored in, the segment table.
+  uint64_t* deviceCounts_ = nullptr;
+  const uint32_t* deviceSegmentBegin_ = nullptr;
+  const DeviceSegment* deviceSegments_ = nullptr;
   uint64_t mutableOffset_ = 0, mutableBytes_ = 0, stateOffset_ = 0, recordsOffset_ = 0;
   uint64_t timeoutNs_ = 0;
   double timeoutSeconds_ = 0;
