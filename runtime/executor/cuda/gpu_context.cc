@@ -315,8 +315,8 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
   // synchronous copy, or one from pageable memory, may wait for work that
   // waits for the peers' kernels, which wait for ours. imageUpload_ lives
   // as long as the context.
-  MSCCLPP_CUDA_CHECK(cudaMemcpyAsync(imageMemory_->get(), imageUpload_->host(), uploadBytes,
-                                     cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)),
+  MSCCLPP_CUDA_CHECK(cudaMemcpyAsync(imageMemory_->get(), imageUpload_->host(), uploadBytes, cudaMemcpyHostToDevice,
+                                     static_cast<cudaStream_t>(stream)),
                      "%s: uploading the %llu-byte device image", name_.c_str(), ull(uploadBytes));
   deviceContext_ = reinterpret_cast<const ExecContextDevice*>(imageMemory_->get() + packed.contextOffset);
   mutableOffset_ = packed.mutableOffset;

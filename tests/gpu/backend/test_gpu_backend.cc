@@ -430,8 +430,8 @@ std::string runA2av(const std::string& name, int calls, bool onDevice, uint64_t 
         splits.onDevice = true;
       }
       barrier.arriveAndWait();
-      auto refused = w.executor(r).tryExecuteVariable(r, w.send(r), w.recv(r), capacity, capacity,
-                                                      DataType::Float32, p, splits, s);
+      auto refused = w.executor(r).tryExecuteVariable(r, w.send(r), w.recv(r), capacity, capacity, DataType::Float32, p,
+                                                      splits, s);
       if (refused) throw std::runtime_error("refused: " + *refused);
       GPUTEST_CUDA(cudaStreamSynchronize(s));
       problem = checkA2avRecv(r, n, c, w.recv(r), capacity);
@@ -477,8 +477,8 @@ TEST_CASE("GPU backend: all-to-all-v graph replays new device splits", "[gpu][al
       resetA2avRecv(w.recv(r), capacity, s);
       fillA2avSend(r, n, counts[0], w.send(r), s);
       barrier.arriveAndWait();
-      auto refused = w.executor(r).tryExecuteVariable(r, w.send(r), w.recv(r), capacity, capacity,
-                                                      DataType::Float32, p, splits, s);
+      auto refused = w.executor(r).tryExecuteVariable(r, w.send(r), w.recv(r), capacity, capacity, DataType::Float32, p,
+                                                      splits, s);
       if (refused) throw std::runtime_error("refused: " + *refused);
       GPUTEST_CUDA(cudaStreamSynchronize(s));
       std::string problem = checkA2avRecv(r, n, counts[0], w.recv(r), capacity);
@@ -509,4 +509,38 @@ TEST_CASE("GPU backend: all-to-all-v graph replays new device splits", "[gpu][al
     });
     CHECK(err == "");
   }
+}
+
+TEST_CASE("GPU backend: device splits past a buffer fail the call", "[gpu][alltoallv]") {
+  const plan::PlanPtr p = plan::loadPlanFile(planDir() + "/alltoallv_direct_n2_oop.json");
+  GpuRanks w(2, 1u << 20);  // its own world: the failure must not reach the other tests'
+  const uint64_t capacity = 64 * 1024;
+  // Each rank's segment to the other needs 4 MiB of a 64 KiB buffer.
+  const std::vector<uint64_t> counts = {16, 1u << 20, 1u << 20, 16};
+  std::string err = onRanks(2, [&](int r) {
+    cudaStream_t s = w.stream(r);
+    uint64_t* dev = nullptr;
+    GPUTEST_CUDA(cudaMalloc(&dev, counts.size() * 8));
+    GPUTEST_CUDA(cudaMemcpy(dev, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice));
+    resetA2avRecv(w.recv(r), capacity, s);
+    SplitSizes splits;
+    splits.counts = dev;
+    splits.onDevice = true;
+    auto refused =
+        w.executor(r).tryExecuteVariable(r, w.send(r), w.recv(r), capacity, capacity, DataType::Float32, p, splits, s);
+    if (refused) throw std::runtime_error("refused: " + *refused);
+    GPUTEST_CUDA(cudaStreamSynchronize(s));
+    std::string message;
+    const bool failed = w.executor(r).pollAsyncError(&message);
+    std::vector<float> h(capacity / 4);
+    GPUTEST_CUDA(cudaMemcpy(h.data(), w.recv(r), capacity, cudaMemcpyDeviceToHost));
+    GPUTEST_CUDA(cudaFree(dev));
+    const std::string expected = strFormat("could not place the segment rank %d sends to rank %d", r, 1 - r);
+    if (!failed || message.find(expected) == std::string::npos)
+      throw std::runtime_error("expected a failure naming \"" + expected + "\", got: " + message);
+    for (float v : h) {
+      if (v != kUntouched) throw std::runtime_error("the failed call wrote the receive buffer");
+    }
+  });
+  CHECK(err == "");
 }
