@@ -546,3 +546,18 @@ TEST_CASE("GPU backend: device splits past a buffer fail the call", "[gpu][allto
   });
   CHECK(err == "");
 }
+
+TEST_CASE("GPU backend: in-place all-to-all-v calls are refused", "[gpu][alltoallv]") {
+  const plan::PlanPtr p = plan::loadPlanFile(planDir() + "/alltoallv_direct_n2_oop.json");
+  GpuRanks& w = world(2);
+  const std::vector<uint64_t> counts = {4, 8, 0, 4};
+  std::string err = onRanks(2, [&](int r) {
+    SplitSizes splits;
+    splits.counts = counts.data();
+    auto refused = w.executor(r).tryExecuteVariable(r, w.recv(r), w.recv(r), 4096, 4096, DataType::Float32, p, splits,
+                                                    w.stream(r));
+    if (!refused || refused->find("would be staged") == std::string::npos)
+      throw std::runtime_error("expected a refusal naming staging, got: " + (refused ? *refused : std::string("none")));
+  });
+  CHECK(err == "");
+}
