@@ -24,6 +24,7 @@ struct Config {
   int queues = 8;                         // CUDA_DEVICE_MAX_CONNECTIONS: hardware queues per device (CUDA's default 8)
   bool streamMemOps = true;               // CUDA_DOUBLE_STREAM_MEM_OPS: CAN_USE_64_BIT_STREAM_MEM_OPS
   std::atomic<int> adversarialSyncMs{0};  // CUDA_DOUBLE_ADVERSARIAL_SYNC_MS
+  bool nullKernels = false;               // CUDA_DOUBLE_NULL_KERNELS: launches complete without running
 };
 Config& config();
 
@@ -50,12 +51,24 @@ cudaError_t lastError(bool reset);
 void setSticky(int device, cudaError_t e, const std::string& why);
 cudaError_t stickyOf(int device);
 
+// Times and counts the calling thread's outermost API call (cuda_double.h,
+// cudadouble_api_tally). Every exported entry point declares one, through
+// CD_ENTER() or, where it checks nothing on entry, CD_TALLY().
+class ApiCall {
+ public:
+  explicit ApiCall(const char* name);
+  ~ApiCall();
+  ApiCall(const ApiCall&) = delete;
+  ApiCall& operator=(const ApiCall&) = delete;
+};
+#define CD_TALLY_AS(name) ::cudadouble::ApiCall cdApiCall_(name)
+#define CD_TALLY() CD_TALLY_AS(__func__)
+
 // The entry check of every API call on `device` (-1: the current device).
 cudaError_t enter(int device = -1);
-#define CD_ENTER()                                                                              \
-  do {                                                                                          \
-    if (cudaError_t cdEnter_ = ::cudadouble::enter(); cdEnter_ != cudaSuccess) return cdEnter_; \
-  } while (0)
+#define CD_ENTER() \
+  CD_TALLY();      \
+  if (cudaError_t cdEnter_ = ::cudadouble::enter(); cdEnter_ != cudaSuccess) return cdEnter_
 
 // Marks the calling thread as the one that runs user-object destructors.
 void markCallbackThread();
