@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "core/enforce.hpp"
+#include "core/format.hpp"
 #include "core/params.hpp"
 #include "plan/op_rules.hpp"
 #include "plan/plan_sizing.hpp"
@@ -16,8 +17,6 @@ using plan::ChannelType;
 using plan::OpType;
 using plan::RefKind;
 using plan::RefSlot;
-
-unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); }
 
 bool isPacketSlot(RefSlot s) {
   return s == RefSlot::LocalPackets || s == RefSlot::RemotePackets || s == RefSlot::MulticastPackets;

@@ -11,8 +11,6 @@
 namespace mscclpp::exec {
 namespace {
 
-unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); }
-
 int peerOf(const std::vector<plan::ChannelDecl>& channels, uint32_t c) {
   return c < channels.size() ? channels[c].peer : -1;
 }

@@ -4,6 +4,7 @@
 
 #include "core/deadline.hpp"
 #include "core/enforce.hpp"
+#include "core/format.hpp"
 #include "core/hash.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
@@ -13,8 +14,6 @@
 
 namespace mscclpp::exec {
 namespace {
-
-unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); }
 
 uint64_t secondsToNs(double s) { return s <= 0 ? kNoDeadline : static_cast<uint64_t>(s * 1e9); }
 
@@ -118,8 +117,8 @@ std::string CpuContext::handleRemoteRequest(const TriggerFields& f) {
       ch.connection->flush(s <= 0 ? kNoFlushDeadlineUsec : static_cast<int64_t>(s * 1e6));
     }
   } catch (const std::exception& e) {
-    return strFormat("plan %s rank %d: %s on port channel %u to rank %d (on another host) failed: %s",
-                     peers.planName.c_str(), peers.rank, op, f.channelId, ch.peer, e.what());
+    return strFormat("plan %s rank %d: %s on port channel %u to rank %d (host %s) failed: %s", peers.planName.c_str(),
+                     peers.rank, op, f.channelId, ch.peer, ch.peerHost.c_str(), e.what());
   }
   return std::string();
 }

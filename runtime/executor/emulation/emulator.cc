@@ -11,6 +11,7 @@
 
 #include "core/deadline.hpp"
 #include "core/enforce.hpp"
+#include "core/format.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
 #include "executor/cpu/cpu_context.hpp"
@@ -22,8 +23,6 @@
 
 namespace mscclpp::exec {
 namespace {
-
-unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); }
 
 void copyText(char* dst, size_t cap, const std::string& s) {
   size_t n = std::min(cap - 1, s.size());

@@ -9,8 +9,6 @@
 namespace mscclpp::plan::verify {
 namespace {
 
-unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); }
-
 // A reference's thread-block-group slice, cut as context_image.cc cuts it:
 // in units of the buffer alignment,
 // the first units mod g slices one unit longer.

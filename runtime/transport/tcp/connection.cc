@@ -14,7 +14,6 @@ namespace mscclpp::transport::tcp {
 
 namespace {
 constexpr uint32_t kEndpointMagic = 0x5045544d;  // "MTEP"
-constexpr size_t kStagingBytes = 4 << 20;
 }  // namespace
 
 std::vector<char> encodeEndpoint(const EndpointInfo& e) {

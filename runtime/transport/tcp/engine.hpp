@@ -28,6 +28,9 @@
 
 namespace mscclpp::transport::tcp {
 
+// The bounce buffer between a link and device memory, per direction.
+inline constexpr size_t kStagingBytes = 4 << 20;
+
 // A 32-byte frame header, then a WRITE's payload or an ERROR's text.
 // Fields a, b, c: WRITE(key, offset, size), UPDATE(key, offset, value),
 // FLUSH(seq), ACK(seq), ERROR(seq of the rejected frame, text length).
@@ -154,6 +157,8 @@ class Engine {
   // without waiting for peers. Idempotent.
   void abort();
   bool aborted() const { return aborted_.load(); }
+  // Ends claim() waits, now and later, with RemoteError: the communicator failed.
+  void failSetup();
 
  private:
   // The receiver thread's steps: EventLoop hooks and callbacks.
@@ -174,6 +179,7 @@ class Engine {
   net::SocketAddress address_;
   std::shared_ptr<KeyRegistry> keys_;
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> setupFailed_{false};
 
   std::mutex mutex_;  // guards links_, parked_
   std::condition_variable parkedCv_;

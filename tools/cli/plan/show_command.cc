@@ -16,7 +16,7 @@
 
 namespace {
 
-const char* const kUsage =
+const char* const kShowUsage =
     "usage: mscclpp-plan show FILE -o OUT.svg|OUT.html [--ranks 0,2-3] [--no-verify]\n"
     "  draws the plan: one lane per rank and threadblock, ops coloured by channel type, signal -> wait and data\n"
     "  arrows, the verifier's findings in red (docs/plan-verifier.md); .html adds zoom, pan and details on hover.\n"
@@ -34,7 +34,7 @@ int showCommand(int argc, char** argv, int first) {
   std::string out, ranks;
   bool noVerify = false;
   std::vector<std::string> files;
-  mscclpp::tools::ArgParser args("mscclpp-plan show", kUsage);
+  mscclpp::tools::ArgParser args("mscclpp-plan show", kShowUsage);
   args.text("-o", &out)
       .text("--output", &out)
       .text("--ranks", &ranks)

@@ -15,7 +15,7 @@ namespace {
 
 namespace mpv = mscclpp::plan::verify;
 
-const char* const kUsage =
+const char* const kVerifyUsage =
     "usage: mscclpp-plan verify [--max-findings N] [--reuse-scratch-bytes B] [--strict-kernel-boundaries] [--stats]\n"
     "                           FILE...\n"
     "  proves each plan race-free, deadlock-free, with no leftover counts and a correct result for every message\n"
@@ -31,7 +31,7 @@ int verifyCommand(int argc, char** argv, int first) {
   mpv::Options options;
   bool stats = false;
   std::vector<std::string> files;
-  mscclpp::tools::ArgParser args("mscclpp-plan verify", kUsage);
+  mscclpp::tools::ArgParser args("mscclpp-plan verify", kVerifyUsage);
   args.integer("--max-findings", &options.maxFindings, 1, 100000)
       .size("--reuse-scratch-bytes", &options.reuseScratchBytes, 1)
       .flag("--strict-kernel-boundaries", &options.strictKernelBoundaries)
