@@ -35,7 +35,8 @@ tools/gpu/prepare-gpu-deps "$tmp/deps" >"$tmp/deps.log" 2>&1 || fail "prepare-gp
 
 # ---- a fresh configuration, as the first call makes on a bare machine ----
 say "configure in a scratch folder"
-if ! tools/gpu/gpu-check --build "$tmp/configure" --steps configure >"$tmp/configure.out" 2>&1; then
+mkdir -p "$tmp/out0"
+if ! OUT=$tmp/out0 tools/gpu/gpu-check --build "$tmp/configure" --steps configure >"$tmp/configure.out" 2>&1; then
   cat "$tmp/configure.out"
   fail "gpu-check could not configure a fresh build with its own arguments"
 fi
