@@ -22,6 +22,7 @@
 #include "mscclpp/communicator.hpp"
 #include "mscclpp/datatype.hpp"
 #include "plan/registry.hpp"
+#include "plan/variable_sizes.hpp"
 #include "plan_agreement.hpp"
 #include "real_nccl.hpp"
 
@@ -132,14 +133,16 @@ class RuntimeLink final : public RankLink {
     req.sendBuffer = call.sendbuff;
     req.recvBuffer = call.recvbuff;
     plan::SelectionPtr sel = plan::Registry::instance().select(req);
-    if (!sel->plan) {
-      if (why) *why = sel->reason;
-      return PlanChoice();
+    if (!sel->plan && req.collective == plan::Collective::AllToAll) {
+      // An all-to-all is an all-to-all-v with equal counts.
+      plan::SelectRequest v = req;
+      v.collective = plan::Collective::AllToAllV;
+      v.messageBytes = elementBytes(call);
+      v.inPlace = false;
+      plan::SelectionPtr variable = plan::Registry::instance().select(v);
+      if (variable->plan) return choiceOf(variable, why);
     }
-    PlanChoice choice;
-    choice.name = sel->name.c_str();  // lives as long as the selection it holds
-    choice.selection = sel;
-    return choice;
+    return choiceOf(sel, why);
   }
 
   PlanChoice agreedPlan(const CollCall& call, const char* forcedReason, std::string* why) override {
@@ -200,6 +203,7 @@ class RuntimeLink final : public RankLink {
       }
       scalar = op.scalarIsPtr ? op.scalarPtr : op.scalarBytes;
     }
+    if (planOf(choice)->header.variableSizes) return runUniform(choice, call);
     return execute(sendBufferOf(call), call, comm_->size(), planOf(choice), executorOp(op), scalar);
   }
   bool planRunWaitsForPeers(const PlanChoice& choice, const CollCall& call, const ExecReduceOp& op) const override {
@@ -209,6 +213,33 @@ class RuntimeLink final : public RankLink {
                                        recvBytes(call, n), static_cast<DataType>(call.dtype), planOf(choice),
                                        executorOp(op));
   }
+  PlanChoice selectAllToAllVPlan(const std::vector<uint64_t>& counts, int dtype, std::string* why) override {
+    const int n = comm_->size();
+    plan::SelectRequest req;
+    req.collective = plan::Collective::AllToAllV;
+    req.worldSize = n;
+    req.nRanksPerNode = comm_->nRanksPerNode();
+    if (!plan::variableMessageBytes(n, counts.data(), dtypeSize(dtype), &req.messageBytes)) {
+      if (why) *why = "the counts' bytes exceed 2^64";
+      return PlanChoice();
+    }
+    req.dtype = dtype;
+    req.rank = comm_->rank();
+    return choiceOf(plan::Registry::instance().select(req), why);
+  }
+  PlanRun runAllToAllVPlan(const PlanChoice& choice, const void* send, void* recv, const std::vector<uint64_t>& counts,
+                           int dtype, cudaStream_t stream) override {
+    const int n = comm_->size();
+    uint64_t in = 0, out = 0;
+    plan::variableCallBytes(plan::Collective::AllToAllV, n, counts.data(), dtypeSize(dtype), comm_->rank(), &in, &out);
+    SplitSizes splits;
+    splits.counts = counts.data();
+    std::optional<std::string> refusal = executor_.tryExecuteVariable(
+        comm_->rank(), send, recv, in, out, static_cast<DataType>(dtype), planOf(choice), splits, stream);
+    if (refusal) return PlanRun::refused(std::move(*refusal));
+    return PlanRun::ran();
+  }
+
   // The CPU backend completes every plan before execute()
   // returns. The CUDA backend enqueues on the caller's
   // streams, which the caller synchronises: NCCL's
@@ -216,6 +247,16 @@ class RuntimeLink final : public RankLink {
   void flush() override {}
 
  private:
+  static PlanChoice choiceOf(const plan::SelectionPtr& sel, std::string* why) {
+    if (!sel->plan) {
+      if (why) *why = sel->reason;
+      return PlanChoice();
+    }
+    PlanChoice choice;
+    choice.name = sel->name.c_str();  // lives as long as the selection it holds
+    choice.selection = sel;
+    return choice;
+  }
   static const plan::PlanPtr& planOf(const PlanChoice& choice) {
     return static_cast<const plan::Selection*>(choice.selection.get())->plan;
   }
@@ -245,6 +286,27 @@ class RuntimeLink final : public RankLink {
     return PlanRun::ran();
   }
 
+  // ncclAlltoAll on an alltoallv plan: every count is the call's.
+  PlanRun runUniform(const PlanChoice& choice, const CollCall& call) {
+    struct EndAgreementUnlessRan {
+      exec::RuntimeExecutor& executor;
+      bool ran = false;
+      ~EndAgreementUnlessRan() {
+        if (!ran) executor.endAgreement();
+      }
+    } agreement{executor_};
+    const int n = comm_->size();
+    uniformCounts_.assign(static_cast<size_t>(n) * n, call.count);
+    SplitSizes splits;
+    splits.counts = uniformCounts_.data();
+    std::optional<std::string> refusal = executor_.tryExecuteVariable(
+        comm_->rank(), call.sendbuff, call.recvbuff, sendBytes(call, n), recvBytes(call, n),
+        static_cast<DataType>(call.dtype), planOf(choice), splits, call.stream);
+    if (refusal) return PlanRun::refused(std::move(*refusal));
+    agreement.ran = true;
+    return PlanRun::ran();
+  }
+
   // NCCL's in-place gather and scatter exist only on the root;
   // other ranks often pass NULL for the buffer it compares.
   // Ranks would pick different plans, so every rank asks for
@@ -263,6 +325,7 @@ class RuntimeLink final : public RankLink {
   exec::RuntimeExecutor executor_;
   PlanAgreement agreement_;
   std::shared_ptr<void> failureHook_;
+  std::vector<uint64_t> uniformCounts_;  // runUniform's counts, kept between calls
 };
 
 }  // namespace

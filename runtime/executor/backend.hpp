@@ -28,6 +28,9 @@ struct ExecCall {
   PacketType packet = PacketType::LL16;
   ReduceOp op = ReduceOp::Sum;
   const void* scalar = nullptr;
+  // Variable-size plans: the count matrix (host or device memory).
+  const uint64_t* counts = nullptr;
+  bool countsOnDevice = false;
 };
 
 class ExecutionBackend {
