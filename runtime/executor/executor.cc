@@ -133,7 +133,8 @@ struct MSCCLPP_INTERNAL Executor::Impl {
                     "Executor::execute: premulsum needs a scalar (got a null pointer)");
     MSCCLPP_ENFORCE(!abort.aborted(), ErrorCode::Aborted, "plan %s rank %d: the executor was aborted", h.name.c_str(),
                     rank);
-    throwIfCommFailed(strFormat("plan %s rank %d: not run", h.name.c_str(), rank));
+    // The detail is formatted only for a failed communicator: a call allocates nothing.
+    if (comm && comm->failed()) throwIfCommFailed(strFormat("plan %s rank %d: not run", h.name.c_str(), rank));
     exec::ExecCall call = callOf(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan, op);
     call.stream = stream;
     call.packet = packetType;

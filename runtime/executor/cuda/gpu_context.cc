@@ -913,18 +913,17 @@ Refusal GpuContext::launch(const GpuCallArgs& a) {
     char* recv = binding_.postDst != nullptr ? binding_.postDst : output;
     launchDivide(a.dtype, recv, binding_.divideBytes, static_cast<uint32_t>(plan_->ranks.size()), s);
   }
-  if (a.capturing) retainInCapturedGraph(a.stream);
+  if (a.capturing) retainInCapturedGraph(a.captureId, a.graph);
   lastStream_ = a.stream;
   launched_ = true;
   return std::nullopt;
 }
 
-void GpuContext::retainInCapturedGraph(void* stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  cudaGraph_t graph = nullptr;
-  MSCCLPP_CUDA_CHECK(cudaStreamGetCaptureInfo(static_cast<cudaStream_t>(stream), &status, nullptr, &graph),
-                     "%s: the graph being captured", name_.c_str());
-  if (status != cudaStreamCaptureStatusActive || graph == nullptr) return;
+void GpuContext::retainInCapturedGraph(uint64_t captureId, void* graph) {
+  // One reference per capture sequence: the graph holds it until the graph,
+  // its executable graphs and their launches are gone, so the sequence's
+  // later calls on this context need none (no allocation, no CUDA call).
+  if (graph == nullptr || (retainedAny_ && captureId == retainedCapture_)) return;
   // The destructor runs on a CUDA thread, which must not call CUDA: it only
   // hands the reference to the releaser.
   auto* held = new std::shared_ptr<GpuContext>(shared_from_this());
@@ -941,11 +940,13 @@ void GpuContext::retainInCapturedGraph(void* stream) {
     delete held;
     MSCCLPP_CUDA_CHECK(e, "%s: a user object keeping the context alive for the captured graph", name_.c_str());
   }
-  e = cudaGraphRetainUserObject(graph, object, 1, cudaGraphUserObjectMove);
+  e = cudaGraphRetainUserObject(static_cast<cudaGraph_t>(graph), object, 1, cudaGraphUserObjectMove);
   if (e != cudaSuccess) {
     cudaUserObjectRelease(object, 1);
     MSCCLPP_CUDA_CHECK(e, "%s: cudaGraphRetainUserObject for the captured graph", name_.c_str());
   }
+  retainedAny_ = true;
+  retainedCapture_ = captureId;
 }
 
 }  // namespace mscclpp::exec

@@ -41,6 +41,8 @@ struct GpuCallArgs {
   void* stream = nullptr;
   const void* scalar = nullptr;  // premulsum: one element of dtype, host memory
   bool capturing = false;        // the stream is being captured into a CUDA graph
+  uint64_t captureId = 0;        // while capturing: the capture sequence (unique in the process)
+  void* graph = nullptr;         // while capturing: its graph (cudaGraph_t)
   uint32_t call = 0;             // LaunchArgs::call: the call's tag for its published waits (launchCallTag)
 };
 
@@ -98,7 +100,7 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   Refusal kernelFor(DataType dtype, ReduceOp op, const KernelChoice** choice);
   Refusal decideKernel(DataType dtype, ReduceOp op, KernelChoice* choice);
   void bindBuffers(const CallRequest& request, bool crossProcessPeers);
-  void retainInCapturedGraph(void* stream);
+  void retainInCapturedGraph(uint64_t captureId, void* graph);
   void bindSwitchChannels(const CallShape& shape, int tag);
   void exchange(const CallShape& shape, int tag, const CallDescriptor& call);
   void writeSignal(uint32_t channel, uint64_t value, std::string* error);
@@ -152,6 +154,8 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   double timeoutSeconds_ = 0;
   const char* timeoutSetting_ = "MSCCLPP_TIMEOUT_S";  // where timeoutSeconds_ came from, for messages
   void* lastStream_ = nullptr;
+  bool retainedAny_ = false;      // a captured graph was handed a reference to this context
+  uint64_t retainedCapture_ = 0;  // the last such graph's capture sequence
   bool launched_ = false;
   bool failed_ = false;
 };
