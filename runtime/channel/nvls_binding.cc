@@ -300,7 +300,20 @@ std::shared_ptr<NvlsBinding> NvlsBinding::tryCreate(Communicator& comm, const st
   return b;
 }
 
+std::string NvlsBinding::incapability(int device, const void* buffer, size_t bytes, size_t members) {
+  size_t offset = 0;
+  CUmemGenericAllocationHandle mem{};
+  const std::string why =
+      ::mscclpp::detail::incapability(device, const_cast<void*>(buffer), bytes, members, &offset, &mem);
+  if (why.empty()) driver().memRelease(mem);
+  return why;
+}
+
 #else
+
+std::string NvlsBinding::incapability(int, const void*, size_t, size_t) {
+  return "this build has no CUDA >= 12.1 for NVLS multicast";
+}
 
 std::shared_ptr<NvlsBinding> NvlsBinding::tryCreate(Communicator& comm, const std::vector<int>&, int, size_t, int,
                                                     void*) {
