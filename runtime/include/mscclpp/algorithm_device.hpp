@@ -271,6 +271,13 @@ class AlgorithmBlock {
         SpinStatus st = spin(early);
         if (st != SpinStatus::Timeout) return st;
         publishWait(kind, what, expected, *observed, detail);
+#if !defined(MSCCLPP_DEVICE_COMPILE)
+        // A host block is one thread: nobody else clears its slot, and one
+        // long spin keeps backing off to sleeps.
+        st = spin(deadline_);
+        clearWait();
+        return st;
+#endif
         for (;;) {
           const uint64_t round = clockNs() + kRepublishWaitNs;
           st = spin(round < deadline_ ? round : deadline_);

@@ -98,7 +98,8 @@ TEST_CASE("each parameter is declared once, documented, default parses", "[param
   CHECK(names.count("NCCL_DEBUG") == 1);
   CHECK(names.count("MSCCLPP_BACKEND") == 1);
   CHECK(names.count("MSCCLPP_NCCL_LIB_PATH") == 1);
-  CHECK(names.size() == 31);
+  CHECK(names.count("MSCCLPP_NATIVE_ENABLE") == 1);
+  CHECK(names.size() == 33);
 }
 
 TEST_CASE("mscclpp-info --params lists every layer's parameters", "[params]") {
