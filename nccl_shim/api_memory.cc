@@ -1,10 +1,11 @@
 // Entry points for memory: allocation, registration and windows.
 //
-// ncclMemAlloc uses cudaMalloc with a GPU. Both our
-// plans and the real NCCL can use that memory: the
-// runtime shares it through CUDA IPC, which the real
-// NCCL's cuMem allocations would not support. Without a
-// GPU, the CPU backend gets page-aligned host memory,
+// ncclMemAlloc gives, as NCCL does, memory NVLS can bind
+// on a GPU that offers multicast: cuMemCreate with a
+// shareable handle type, at the multicast granularity.
+// Other GPUs get cudaMalloc memory, which the runtime
+// shares with other processes through CUDA IPC. Without
+// a GPU, the CPU backend gets page-aligned host memory,
 // since its plans run on host buffers. ncclMemFree
 // forwards memory it did not allocate to the real NCCL.
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <unordered_set>
 
 #include "api_common.hpp"
+#include "channel/bindable_memory.hpp"
 #include "comm.hpp"
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
@@ -81,7 +83,15 @@ ncclResult_t pncclMemAlloc(void** ptr, size_t size) {
     MSCCLPP_ENFORCE(noDevice.empty(), ErrorCode::CudaError,
                     "MemAlloc : cannot allocate %zu bytes: no CUDA device (%s) and MSCCLPP_BACKEND=%s", size,
                     noDevice.c_str(), params::backend().c_str());
+    std::string noMulticast;
+    *ptr = mscclpp::detail::allocateBindable(size, currentCudaDevice(), &noMulticast);
+    if (*ptr != nullptr) {
+      MSCCLPP_INFO(LogShim, "ncclMemAlloc(%zu): %p, multicast-capable (cuMemCreate)", size, *ptr);
+      return ncclSuccess;
+    }
     *ptr = cudaAllocate(size);
+    MSCCLPP_INFO(LogShim, "ncclMemAlloc(%zu): %p from cudaMalloc (%s: NVLS cannot bind it)", size, *ptr,
+                 noMulticast.c_str());
     return ncclSuccess;
   });
 }
@@ -92,6 +102,7 @@ ncclResult_t pncclMemFree(void* ptr) {
   return guarded([&] {
     if (ptr == nullptr) return ncclSuccess;
     if (HostBlocks::instance().release(ptr)) return ncclSuccess;
+    if (mscclpp::detail::releaseBindable(ptr)) return ncclSuccess;
     if (isCudaPointer(ptr)) {
       cudaRelease(ptr);
       return ncclSuccess;

@@ -141,15 +141,39 @@ def split_directories(text):
     return [d for d in (text or "").split(":") if d]
 
 
+def _paths_module():
+    """This installation's _install_paths module, else the one in $MSCCLPP_BUILD_DIR, or None."""
+    paths = installed()
+    return paths if paths is not None else _build_paths()
+
+
 def installed_plan_dir(library=None):
     """The default plans installed with the runtime library (the one loaded in this process when
-    there is one, else the first candidate), or None when unknown."""
+    there is one, else the first candidate), or None when unknown. A library in its build folder
+    uses the source tree's plans, as the runtime does."""
     if library is None:
         library = runtime_library_file()
     relative = plans_from_libdir(library)
     if relative is None or library is None:
         return None
+    paths = _paths_module()
+    build_root = getattr(paths, "BUILD_ROOT", None)
+    if build_root and os.path.abspath(library).startswith(build_root + os.sep):
+        return paths.SOURCE_PLAN_DIR
     return os.path.normpath(os.path.join(os.path.dirname(library), relative))
+
+
+def is_default_plan_dir(directory):
+    """Whether directory holds the installed default plans (the runtime's rule: their plans rank
+    after the user's)."""
+    paths = _paths_module()
+    for defaults in (installed_plan_dir(), getattr(paths, "SOURCE_PLAN_DIR", None)):
+        try:
+            if defaults and os.path.samefile(directory, defaults):
+                return True
+        except OSError:
+            pass
+    return False
 
 
 def runtime_library_file():

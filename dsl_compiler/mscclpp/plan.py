@@ -1,21 +1,25 @@
 """Registering plans with the runtime of this process and choosing among them.
 
     plan = mscclpp.dsl.jit.compile(algo, ...)
-    mscclpp.plan.register(plan)
+    mscclpp.plan.register(plan)                 # this process
+    mscclpp.plan.register(plan, save=True)      # and every later one: saved into the user's plan directory
     mscclpp.plan.set_selector(lambda plans, req: ...)
 
 Everything goes through the C plan registry (plan_api.h) that ``mscclpp._runtime_lib.load()``
 finds: the same registry the NCCL shim and the executor use.
 """
 import ctypes
+import json
+import os
 import sys
+import tempfile
 import traceback
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
 from . import _runtime_lib as rt
 
-__all__ = ["register", "register_json", "unregister", "set_selector", "plans", "select", "PlanHandle", "Request", "PlanError"]
+__all__ = ["register", "save", "register_json", "unregister", "set_selector", "plans", "select", "PlanHandle", "Request", "PlanError"]
 
 _ERROR_LENGTH = 1024
 
@@ -102,14 +106,63 @@ def _check(status, buffer, what):
         raise PlanError(f"{what} failed ({status}): {_text(buffer.value)}", status)
 
 
-def register(plan, tags=None):
+def save(plan, directory=None, tags=None):
+    """Writes a plan (as ``register`` takes it) into a plan directory as ``<name>.json``, so that
+    every process started later finds it, the NCCL shim preloaded into an unchanged program too:
+    by default the directory the runtime reads first, the first ``$MSCCLPP_PLAN_DIR`` entry, else
+    the user's plan cache (``$MSCCLPP_CACHE_DIR/plans``, else ``~/.cache/mscclpp/plans``). Plans
+    there rank before the installed defaults. ``tags`` join the plan's own in the file. The file
+    is replaced whole (written aside, then renamed), so a process scanning meanwhile never reads
+    half of it. Returns the path written; needs no runtime."""
+    from . import _paths
+
+    directory = directory or _paths.default_install_dir()
+    if directory is None:
+        raise PlanError("no plan directory to save into: set MSCCLPP_CACHE_DIR or MSCCLPP_PLAN_DIR (this user "
+                        "has no home directory)")
+    source = str(getattr(plan, "path", plan))
+    with open(source, encoding="utf-8") as f:
+        document = json.load(f)
+    name = document.get("name")
+    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
+        raise PlanError(f"{source}: the plan's name {name!r} cannot name a file")
+    extra = set(getattr(plan, "tags", ()) or ()) | set(tags or ())
+    if extra:
+        document["tags"] = list(document.get("tags", [])) + sorted(extra - set(document.get("tags", [])))
+    os.makedirs(directory, exist_ok=True)
+    target = os.path.join(directory, name + ".json")
+    fd, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(document, separators=(",", ":")) + "\n")
+        os.replace(temporary, target)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+    return target
+
+
+_save = save  # register's keyword of the same name hides it there
+
+
+def register(plan, tags=None, save=False):
     """Registers a plan: an object with ``path`` (and ``tags``) as jit.compile returns, or a path.
 
-    ``tags`` adds to the plan's own tags.
+    ``tags`` adds to the plan's own tags. With ``save=True`` the plan is first saved into the
+    user's plan directory (``save()``), so that later processes find it too, and registered from
+    there; the copy this process's scan may have found there already (the same file, saved by an
+    earlier run) is replaced, so a job that saves its plan at every start runs again.
     """
     lib = rt.load()
     path = getattr(plan, "path", plan)
     all_tags = set(getattr(plan, "tags", ()) or ()) | set(tags or ())
+    if save:
+        path = _save(plan, tags=tags)
+        all_tags = set()  # the saved file holds them
+        with open(path, encoding="utf-8") as f:
+            name = json.load(f)["name"]
+        if any(p.name == name and os.path.realpath(p.source) == os.path.realpath(path) for p in plans()):
+            unregister(name)
     array, count = _tag_array(all_tags)
     error = ctypes.create_string_buffer(_ERROR_LENGTH)
     status = lib.mscclppPlanRegisterFile(str(path).encode(), array, count, error, _ERROR_LENGTH)

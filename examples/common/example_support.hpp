@@ -31,8 +31,9 @@ namespace examples {
 //                       every rank is a thread of this process
 // --device auto|cpu|gpu auto: a GPU when built by nvcc and one is visible;
 //                       gpu: require one, else exit 77 ("skipped")
-// --transport T         port channels: auto|shm|tcp|ipc|ib0..ib7; auto is the mapping
-//                       transport when the peer shares the host, else TCP
+// --transport T         port channels: auto|shm|tcp|ipc|ib|ib0..ib7; auto is the mapping
+//                       transport when the peer shares the host, else TCP; ib is the
+//                       InfiniBand port nearest this rank (Communicator::nearestIbTransport)
 // --iterations N        repetitions where an example has them
 struct Options {
   int nRanks = 2;
@@ -199,10 +200,16 @@ struct RankContext {
     if (t == "shm") return Transport::HostShm;
     if (t == "tcp") return Transport::Tcp;
     if (t == "ipc") return Transport::CudaIpc;
+    if (t == "ib") {
+      std::string why;
+      Transport ib = comm->nearestIbTransport(&why);
+      if (ib == Transport::Unknown) throw Error(ErrorCode::NotSupported, "--transport ib: " + why);
+      return ib;
+    }
     if (t.size() == 3 && t.compare(0, 2, "ib") == 0 && t[2] >= '0' && t[2] <= '7') {
       return static_cast<Transport>(static_cast<int>(Transport::IB0) + (t[2] - '0'));
     }
-    throw Error(ErrorCode::InvalidArgument, "--transport: expected auto, shm, tcp, ipc or ib0..ib7, got " + t);
+    throw Error(ErrorCode::InvalidArgument, "--transport: expected auto, shm, tcp, ipc, ib or ib0..ib7, got " + t);
   }
 
   // Fails unless the job has exactly n ranks (the two-rank examples).

@@ -13,6 +13,7 @@
 #include "core/visibility.hpp"
 #include "mscclpp/channel.hpp"
 #include "mscclpp_config.h"
+#include "transport/device_memory.hpp"
 
 #if MSCCLPP_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -131,10 +132,11 @@ SwitchChannel SwitchChannel::create(Communicator& communicator, const std::vecto
     void* d = nullptr;
     size_t arrayBytes = state->memberPtrs.size() * sizeof(void*);
     cudaError_t e = cudaMalloc(&d, arrayBytes);
-    if (e == cudaSuccess) e = cudaMemcpy(d, state->memberPtrs.data(), arrayBytes, cudaMemcpyHostToDevice);
     MSCCLPP_ENFORCE(e == cudaSuccess, ErrorCode::CudaError, "%s: member pointer array: %s", who.c_str(),
                     cudaGetErrorString(e));
     state->deviceMemberPtrs = std::shared_ptr<void>(d, [](void* q) { cudaFree(q); });
+    // Landed before this returns: kernels on any stream may read it.
+    transport::copyHostToDevice(d, state->memberPtrs.data(), arrayBytes, (who + ": member pointer array").c_str());
 #endif
     state->multicast = detail::NvlsBinding::tryCreate(communicator, ranks, myIndex, bytes, tag, buffer);
   }

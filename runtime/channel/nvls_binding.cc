@@ -52,6 +52,8 @@ struct Driver {
       driverEntry<decltype(&cuMemRetainAllocationHandle)>("cuMemRetainAllocationHandle");
   decltype(&cuMemGetAddressRange) memGetAddressRange =
       driverEntry<decltype(&cuMemGetAddressRange)>("cuMemGetAddressRange");
+  decltype(&cuMemGetAllocationPropertiesFromHandle) memGetAllocationPropertiesFromHandle =
+      driverEntry<decltype(&cuMemGetAllocationPropertiesFromHandle)>("cuMemGetAllocationPropertiesFromHandle");
   decltype(&cuMemExportToShareableHandle) memExport =
       driverEntry<decltype(&cuMemExportToShareableHandle)>("cuMemExportToShareableHandle");
   decltype(&cuMemImportFromShareableHandle) memImport =
@@ -65,8 +67,9 @@ struct Driver {
 
   bool complete() const {
     return deviceGet && deviceGetAttribute && multicastCreate && multicastAddDevice && multicastBindMem &&
-           multicastUnbind && multicastGetGranularity && memRetainAllocationHandle && memGetAddressRange && memExport &&
-           memImport && memAddressReserve && memAddressFree && memMap && memUnmap && memSetAccess && memRelease;
+           multicastUnbind && multicastGetGranularity && memRetainAllocationHandle && memGetAddressRange &&
+           memGetAllocationPropertiesFromHandle && memExport && memImport && memAddressReserve && memAddressFree &&
+           memMap && memUnmap && memSetAccess && memRelease;
   }
 };
 
@@ -75,29 +78,23 @@ const Driver& driver() {
   return d;
 }
 
-void check(CUresult r, const char* what) {
-  MSCCLPP_ENFORCE(r == CUDA_SUCCESS, ErrorCode::CudaError, "NVLS: %s failed (CUresult %d)", what, int(r));
-}
-
 class Binding : public NvlsBinding {
  public:
   ~Binding() override {
     const Driver& d = driver();
-    if (mcPtr_) {
-      d.memUnmap(mcPtr_, size_);
-      d.memAddressFree(mcPtr_, size_);
-    }
+    if (mapped_) d.memUnmap(mcPtr_, size_);
+    if (mcPtr_) d.memAddressFree(mcPtr_, size_);
     if (bound_) d.multicastUnbind(mc_, device_, 0, size_);
     if (mcValid_) d.memRelease(mc_);
     if (memValid_) d.memRelease(mem_);
   }
-  void* multicastPointer() const override { return reinterpret_cast<void*>(mcPtr_); }
+  void* multicastPointer() const override { return mapped_ ? reinterpret_cast<void*>(mcPtr_) : nullptr; }
 
   CUmemGenericAllocationHandle mc_{};
   CUmemGenericAllocationHandle mem_{};
-  bool mcValid_ = false, memValid_ = false, bound_ = false;
+  bool mcValid_ = false, memValid_ = false, bound_ = false, mapped_ = false;
   CUdevice device_ = 0;
-  CUdeviceptr mcPtr_ = 0;
+  CUdeviceptr mcPtr_ = 0;  // reserved
   size_t size_ = 0;
 };
 
@@ -113,7 +110,15 @@ std::string incapability(int deviceOrdinal, void* buffer, size_t bytes, size_t m
   if (!supported) return "the device does not support multicast (NVLS needs sm_90 with NVSwitch)";
   CUmemGenericAllocationHandle mem;
   if (d.memRetainAllocationHandle(&mem, buffer) != CUDA_SUCCESS) {
-    return "the buffer was not allocated with cuMemCreate (cudaMalloc memory cannot be bound)";
+    return "the buffer was not allocated with cuMemCreate (cudaMalloc memory cannot be bound; ncclMemAlloc's can)";
+  }
+  // A shareable multicast object binds only shareable memory.
+  CUmemAllocationProp props{};
+  if (d.memGetAllocationPropertiesFromHandle(&props, mem) != CUDA_SUCCESS ||
+      (props.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) == 0) {
+    d.memRelease(mem);
+    return "the buffer's allocation has no POSIX file descriptor handle type (cuMemCreate's requestedHandleTypes), "
+           "which a shareable multicast object needs";
   }
   CUdeviceptr base = 0;
   size_t allocSize = 0;
@@ -133,6 +138,40 @@ std::string incapability(int deviceOrdinal, void* buffer, size_t bytes, size_t m
   *offsetOut = offset;
   *memOut = mem;
   return "";
+}
+
+// One message from every other member of the group, in group order (ours
+// is `mine`). Collective.
+std::vector<std::string> gather(Bootstrap& exchange, const std::vector<int>& ranks, int self, int tag,
+                                const std::string& mine) {
+  for (int r : ranks)
+    if (r != self) exchange.send(mine.data(), mine.size(), r, tag);
+  std::vector<std::string> all;
+  for (int r : ranks) {
+    if (r == self) {
+      all.push_back(mine);
+      continue;
+    }
+    std::vector<char> theirs = exchange.recv(r, tag, 4096);
+    all.emplace_back(theirs.begin(), theirs.end());
+  }
+  return all;
+}
+
+// Every member's outcome of a step: "" when every member succeeded, else
+// the first failing member's rank and reason, the same on every member.
+std::string agree(Bootstrap& exchange, const std::vector<int>& ranks, int self, int tag, const std::string& failure) {
+  const std::vector<std::string> all = gather(exchange, ranks, self, tag, failure.empty() ? "+" : "-" + failure);
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].empty() || all[i][0] != '+')
+      return strFormat("rank %d: %s", ranks[i], all[i].empty() ? "no answer" : all[i].c_str() + 1);
+  }
+  return "";
+}
+
+// The failure of a driver call, or "".
+std::string failure(CUresult r, const char* what) {
+  return r == CUDA_SUCCESS ? std::string() : strFormat("%s failed (CUresult %d)", what, int(r));
 }
 
 // File descriptors cross processes only through a Unix socket, with SCM_RIGHTS.
@@ -198,50 +237,80 @@ std::shared_ptr<NvlsBinding> NvlsBinding::tryCreate(Communicator& comm, const st
                                                     size_t bytes, int tag, void* buffer) {
   auto& m = CommunicatorAccess::impl(comm);
   auto exchange = m.bootstrap->withNamespace("mscclpp.nvls");
-  size_t offset = 0;
-  CUmemGenericAllocationHandle mem{};
-  std::string why = incapability(m.device, buffer, bytes, ranks.size(), &offset, &mem);
-  // Everyone learns everyone's verdict: the binding is all or nothing.
-  char mine = why.empty() ? 1 : 0;
-  bool all = mine;
-  for (int r : ranks)
-    if (r != m.rank) exchange->send(&mine, 1, r, tag);
-  for (int r : ranks) {
-    if (r == m.rank) continue;
-    char theirs = 0;
-    exchange->recv(&theirs, 1, r, tag);
-    if (!theirs && why.empty()) why = "rank " + std::to_string(r) + " cannot bind";
-    all = all && theirs;
-  }
-  if (!all) {
-    if (mine) driver().memRelease(mem);
-    MSCCLPP_INFO(LogInit, "SwitchChannel rank %d: no NVLS multicast: %s", m.rank, why.c_str());
-    return nullptr;
-  }
   const Driver& d = driver();
   auto b = std::make_shared<Binding>();
-  b->mem_ = mem;
-  b->memValid_ = true;
   b->size_ = bytes;
-  check(d.deviceGet(&b->device_, m.device), "cuDeviceGet");
+  size_t offset = 0;
+  std::string why = incapability(m.device, buffer, bytes, ranks.size(), &offset, &b->mem_);
+  b->memValid_ = why.empty();
+  // Every member learns every verdict and device: the binding is all or
+  // nothing, and a team has one member per GPU. Each later step that can
+  // fail ends in an exchange of outcomes too, so that every member binds or
+  // every member falls back, whichever step failed where.
+  std::string mine(16, '\0');
+  cudaDeviceProp devProp{};
+  if (why.empty() && cudaGetDeviceProperties(&devProp, m.device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    why = "cudaGetDeviceProperties failed";
+  }
+  std::memcpy(&mine[0], &devProp.uuid, 16);
+  mine += why.empty() ? "+" : "-" + why;
+  const std::vector<std::string> verdicts = gather(*exchange, ranks, m.rank, tag, mine);
+  std::string refusal;
+  for (size_t i = 0; i < verdicts.size() && refusal.empty(); ++i) {
+    if (verdicts[i].size() < 17 || verdicts[i][16] != '+') {
+      refusal = strFormat("rank %d cannot bind: %s", ranks[i],
+                          verdicts[i].size() > 17 ? verdicts[i].c_str() + 17 : "no verdict");
+      continue;
+    }
+    for (size_t j = 0; j < i && refusal.empty(); ++j) {
+      if (verdicts[j].compare(0, 16, verdicts[i], 0, 16) == 0)
+        refusal =
+            strFormat("ranks %d and %d share one GPU, and a multicast team has one member per GPU", ranks[j], ranks[i]);
+    }
+  }
+  if (!refusal.empty()) {
+    MSCCLPP_INFO(LogInit, "SwitchChannel rank %d: no NVLS multicast: %s", m.rank, refusal.c_str());
+    return nullptr;
+  }
+  std::string failed;
+  if (d.deviceGet(&b->device_, m.device) != CUDA_SUCCESS) failed = "cuDeviceGet failed";
   CUmulticastObjectProp prop{};
   prop.numDevices = static_cast<unsigned>(ranks.size());
   prop.size = bytes;
   prop.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   // The communicator's timeout, like every wait built
-  // on it; the exchanges above use its bootstrap's.
+  // on it; the exchanges use its bootstrap's.
   const Deadline deadline = timeoutOf(comm).start();
+  // The team: the first member creates the object and hands it to the
+  // others as a file descriptor; each adds its device.
   if (myIndex == 0) {
-    check(d.multicastCreate(&b->mc_, &prop), "cuMulticastCreate");
-    b->mcValid_ = true;
-    int fd = -1;
-    check(d.memExport(&fd, b->mc_, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), "cuMemExportToShareableHandle");
+    std::vector<std::string> names;
     for (int r : ranks) {
       if (r == m.rank) continue;
-      std::vector<char> name = exchange->recv(r, tag, 108);
-      sendFd(std::string(name.begin(), name.end()), fd);
+      std::vector<char> name = exchange->recv(r, tag + 1, 108);
+      names.emplace_back(name.begin(), name.end());
     }
-    ::close(fd);
+    int fd = -1;
+    if (failed.empty()) failed = failure(d.multicastCreate(&b->mc_, &prop), "cuMulticastCreate");
+    b->mcValid_ = failed.empty();
+    if (failed.empty())
+      failed = failure(d.memExport(&fd, b->mc_, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+                       "cuMemExportToShareableHandle");
+    const std::string status = failed.empty() ? "+" : "-";
+    size_t k = 0;
+    for (int r : ranks) {
+      if (r == m.rank) continue;
+      exchange->send(status.data(), status.size(), r, tag + 2);
+      const std::string& name = names[k++];
+      if (!failed.empty()) continue;
+      try {
+        sendFd(name, fd);
+      } catch (const Error& e) {
+        failed = e.what();  // that member waits for the descriptor until the communicator's deadline
+      }
+    }
+    if (fd >= 0) ::close(fd);
   } else {
     uint32_t rnd = static_cast<uint32_t>(randomU64("an NVLS socket name"));
     std::string name = strFormat("%cmscclpp-nvls-%d-%08x", '\0', int(getpid()), rnd);
@@ -256,47 +325,55 @@ std::shared_ptr<NvlsBinding> NvlsBinding::tryCreate(Communicator& comm, const st
       ::close(s);
       throw SystemError("NVLS: bind/listen of the handle socket", e);
     }
-    exchange->send(name.data(), name.size(), ranks[0], tag);
-    int fd;
-    try {
-      fd = receiveFd(s, deadline);
-    } catch (...) {
-      ::close(s);
-      throw;
+    exchange->send(name.data(), name.size(), ranks[0], tag + 1);
+    std::vector<char> status = exchange->recv(ranks[0], tag + 2, 1);
+    if (status.size() == 1 && status[0] == '+') {
+      int fd = -1;
+      try {
+        fd = receiveFd(s, deadline);
+      } catch (const Error& e) {
+        if (failed.empty()) failed = e.what();
+      }
+      if (fd >= 0) {
+        CUresult r = d.memImport(&b->mc_, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
+                                 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+        ::close(fd);
+        if (failed.empty()) failed = failure(r, "cuMemImportFromShareableHandle");
+        b->mcValid_ = r == CUDA_SUCCESS;
+      }
+    } else if (failed.empty()) {
+      failed = "the multicast object was not created";
     }
     ::close(s);
-    CUresult r = d.memImport(&b->mc_, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
-                             CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-    ::close(fd);
-    check(r, "cuMemImportFromShareableHandle");
-    b->mcValid_ = true;
   }
-  check(d.multicastAddDevice(b->mc_, b->device_), "cuMulticastAddDevice");
-  // Every device must be added before anyone binds memory.
-  for (int r : ranks)
-    if (r != m.rank) exchange->send(&mine, 1, r, tag + 1);
-  for (int r : ranks) {
-    if (r == m.rank) continue;
-    char ok;
-    exchange->recv(&ok, 1, r, tag + 1);
+  if (failed.empty()) failed = failure(d.multicastAddDevice(b->mc_, b->device_), "cuMulticastAddDevice");
+  // Every device joined before anyone binds memory.
+  std::string outcome = agree(*exchange, ranks, m.rank, tag + 3, failed);
+  if (outcome.empty()) {
+    failed = failure(d.multicastBindMem(b->mc_, 0, b->mem_, offset, bytes, 0), "cuMulticastBindMem");
+    b->bound_ = failed.empty();
+    size_t granularity = 0;
+    if (failed.empty())
+      failed = failure(d.multicastGetGranularity(&granularity, &prop, CU_MULTICAST_GRANULARITY_RECOMMENDED),
+                       "cuMulticastGetGranularity");
+    if (failed.empty())
+      failed = failure(d.memAddressReserve(&b->mcPtr_, bytes, granularity, 0, 0), "cuMemAddressReserve");
+    if (failed.empty()) failed = failure(d.memMap(b->mcPtr_, bytes, 0, b->mc_, 0), "cuMemMap");
+    b->mapped_ = failed.empty();
+    if (failed.empty()) {
+      CUmemAccessDesc access{};
+      access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+      access.location.id = m.device;
+      access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+      failed = failure(d.memSetAccess(b->mcPtr_, bytes, &access, 1), "cuMemSetAccess");
+    }
+    outcome = agree(*exchange, ranks, m.rank, tag + 4, failed);
   }
-  check(d.multicastBindMem(b->mc_, 0, b->mem_, offset, bytes, 0), "cuMulticastBindMem");
-  b->bound_ = true;
-  size_t granularity = 0;
-  check(d.multicastGetGranularity(&granularity, &prop, CU_MULTICAST_GRANULARITY_RECOMMENDED),
-        "cuMulticastGetGranularity");
-  check(d.memAddressReserve(&b->mcPtr_, bytes, granularity, 0, 0), "cuMemAddressReserve");
-  CUresult r = d.memMap(b->mcPtr_, bytes, 0, b->mc_, 0);
-  if (r != CUDA_SUCCESS) {
-    d.memAddressFree(b->mcPtr_, bytes);
-    b->mcPtr_ = 0;
-    check(r, "cuMemMap");
+  if (!outcome.empty()) {
+    // The members' buffers serve; b releases what this member made.
+    MSCCLPP_INFO(LogInit, "SwitchChannel rank %d: no NVLS multicast: %s", m.rank, outcome.c_str());
+    return nullptr;
   }
-  CUmemAccessDesc access{};
-  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  access.location.id = m.device;
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  check(d.memSetAccess(b->mcPtr_, bytes, &access, 1), "cuMemSetAccess");
   return b;
 }
 

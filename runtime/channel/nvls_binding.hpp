@@ -4,9 +4,10 @@
 // socket; every member adds its device and binds its buffer, and
 // the multicast range is mapped here. The driver API comes through
 // the runtime's entry-point query, so nothing links libcuda.
-// Every member must pass the capability check, listed in
-// docs/runtime.md, "Channels"; otherwise tryCreate returns null,
-// logs why at INFO, and the channel uses the members' buffers only.
+// Every member must pass the capability check (docs/runtime.md,
+// "Channels"), on a GPU of its own; every step after it ends in an
+// exchange of outcomes. Any failure anywhere: every member's tryCreate
+// returns null, logs why at INFO, and the channel uses the members' buffers.
 #ifndef MSCCLPP_CHANNEL_NVLS_BINDING_HPP_
 #define MSCCLPP_CHANNEL_NVLS_BINDING_HPP_
 
@@ -21,6 +22,7 @@ namespace mscclpp::detail {
 class NvlsBinding {
  public:
   // Collective over `ranks`, with the same arguments on every member.
+  // Exchanges on the bootstrap namespace "mscclpp.nvls" with tags tag to tag + 4.
   static std::shared_ptr<NvlsBinding> tryCreate(Communicator& comm, const std::vector<int>& ranks, int myIndex,
                                                 size_t bytes, int tag, void* buffer = nullptr);
   // Why this process's buffer of `bytes` on `device` cannot join a group

@@ -17,6 +17,7 @@
 #include "mscclpp/channel.hpp"
 #include "mscclpp/proxy.hpp"
 #include "mscclpp_config.h"
+#include "transport/device_memory.hpp"
 
 #if MSCCLPP_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -116,11 +117,12 @@ Fifo::Fifo(int size, int device, double timeoutSeconds, const char* timeoutSetti
     m.tailMemory = mappedZeroed(sizeof(uint64_t), &d);
     m.deviceTail = static_cast<uint64_t*>(d);
     m.hostTail = static_cast<uint64_t*>(m.tailMemory.get());
-    // head and the tail replica: two device counters in one allocation, zeroed.
+    // head and the tail replica: two device counters in one allocation, zeroed
+    // before the constructor returns (on a stream of ours, not the legacy one).
     void* counters = nullptr;
     cudaCheck(cudaMalloc(&counters, 64), "cudaMalloc(head, tail replica)");
     m.headMemory = std::shared_ptr<void>(counters, [](void* q) { cudaFree(q); });
-    cudaCheck(cudaMemset(counters, 0, 64), "cudaMemset(head, tail replica)");
+    transport::zeroDeviceMemory(device, counters, 64, "Fifo: the head and tail replica counters");
     m.head = static_cast<uint64_t*>(counters);
     m.tailReplica = static_cast<uint64_t*>(counters) + 4;  // its own 32-byte sector
 #else

@@ -33,7 +33,7 @@ void Communicator::Impl::checkAlive(const char* op) const {
 std::shared_ptr<transport::Session> Communicator::Impl::session(Transport t) {
   std::lock_guard<std::mutex> lock(mutex);
   std::shared_ptr<transport::Session>& s = sessions[static_cast<size_t>(t)];
-  if (!s) s = transport::driverFor(t)->openSession(t, transport::RankInfo{rank, device});
+  if (!s) s = transport::driverFor(t)->openSession(t, transport::RankInfo{rank, device, localRank});
   return s;
 }
 
@@ -80,6 +80,10 @@ Communicator::Communicator(std::shared_ptr<Bootstrap> bootstrap, int device) : p
                     "%s: device %d requested but %d CUDA devices are visible", m.who().c_str(), device, n);
     m.device = device;
   }
+  // The stream the runtime zeroes and copies device memory on takes its
+  // hardware queue now, before the streams of the calls: created later, it
+  // would move a rank's proxy stream onto the queue of a spinning kernel.
+  if (m.device >= 0) transport::createDeviceStream(m.device);
   m.hostId = comm::computeHostId();
   m.hostHash = comm::hostIdHash(m.hostId);
   // Listening from before the first exchange: a peer that dies while
@@ -171,6 +175,14 @@ void Communicator::Impl::fail(ErrorCode code, const std::string& message) {
   // WARN. A peer that exits while nothing is pending here,
   // at the end of a job, is no news worth a warning.
   MSCCLPP_INFO(LogInit, "%s; every pending and later call on this communicator fails", message.c_str());
+  decltype(sessions) open;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    open = sessions;
+  }
+  for (auto& s : open) {
+    if (s) s->communicatorFailed();
+  }
   std::lock_guard<std::mutex> running(callbackMutex);
   for (const auto& callback : callbacks) (*callback)();
 }
@@ -262,6 +274,15 @@ bool Communicator::isSameHost(int peer) const {
 }
 const std::vector<int>& Communicator::localRanks() const { return pimpl_->localRanks; }
 int Communicator::device() const { return pimpl_->device; }
+
+Transport Communicator::nearestIbTransport(std::string* why) const {
+  const Impl& m = *pimpl_;
+  std::string reason;
+  Transport t =
+      transport::driverFor(Transport::IB0)->nearest(transport::RankInfo{m.rank, m.device, m.localRank}, &reason);
+  if (why) *why = reason;
+  return t;
+}
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   pimpl_->checkAlive("split");

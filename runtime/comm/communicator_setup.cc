@@ -175,7 +175,10 @@ std::shared_future<std::shared_ptr<Connection>> Communicator::connect(int remote
                       std::shared_ptr<Connection> conn;
                       try {
                         EndpointHeader peer = decodeEndpoint(receiver->take(ticket), what);
-                        MSCCLPP_ENFORCE(peer.transport == transport, ErrorCode::InvalidArgument,
+                        // Two IB ends may be on different HCAs: the connection exchanges which.
+                        const bool sameKind =
+                            peer.transport == transport || (isIbTransport(peer.transport) && isIbTransport(transport));
+                        MSCCLPP_ENFORCE(sameKind, ErrorCode::InvalidArgument,
                                         "rank %d connected with %s on this tag: both sides must use the same transport",
                                         remoteRank, transportName(peer.transport));
                         MSCCLPP_ENFORCE(peer.rank == remoteRank, ErrorCode::RemoteError,

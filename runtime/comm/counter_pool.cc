@@ -3,6 +3,7 @@
 #include "core/enforce.hpp"
 #include "mscclpp/memory.hpp"
 #include "mscclpp_config.h"
+#include "transport/device_memory.hpp"
 
 #if MSCCLPP_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -24,7 +25,6 @@ std::shared_ptr<void> allocateBlock(int device) {
   void* p = nullptr;
   cudaError_t e = cudaSetDevice(device);
   if (e == cudaSuccess) e = cudaMalloc(&p, CounterPool::kBlockBytes);
-  if (e == cudaSuccess) e = cudaMemset(p, 0, CounterPool::kBlockBytes);
   MSCCLPP_ENFORCE(e == cudaSuccess, ErrorCode::CudaError,
                   "semaphore counters: cudaMalloc of %zu bytes on device %d: %s", CounterPool::kBlockBytes, device,
                   cudaGetErrorString(e));
@@ -35,14 +35,14 @@ std::shared_ptr<void> allocateBlock(int device) {
 #endif
 }
 
+// A slot is zeroed as it is handed out: on a GPU, on a stream of ours and
+// waited for, so the counter reads 0 before any kernel can use it.
 void zeroSlot(int device, void* p) {
   if (device < 0) {
     __atomic_store_n(static_cast<uint64_t*>(p), 0, __ATOMIC_RELAXED);
     return;
   }
-#if MSCCLPP_HAVE_CUDA
-  cudaMemset(p, 0, sizeof(uint64_t));
-#endif
+  transport::zeroDeviceMemory(device, p, sizeof(uint64_t), "semaphore counter");
 }
 
 }  // namespace
@@ -66,8 +66,9 @@ std::shared_ptr<uint64_t> CounterPool::allocate() {
     block->memory = allocateBlock(device_);
     blocks_.push_back(block);
   }
-  block->used[slot] = true;
   uint64_t* p = reinterpret_cast<uint64_t*>(block->base() + slot * kSlotBytes);
+  zeroSlot(device_, p);
+  block->used[slot] = true;
   std::weak_ptr<CounterPool> pool = weak_from_this();
   return std::shared_ptr<uint64_t>(p, [pool, block, slot](uint64_t*) {
     if (auto self = pool.lock()) self->release(block, slot);
@@ -75,7 +76,6 @@ std::shared_ptr<uint64_t> CounterPool::allocate() {
 }
 
 void CounterPool::release(const std::shared_ptr<Block>& block, size_t slot) {
-  zeroSlot(device_, block->base() + slot * kSlotBytes);
   std::lock_guard<std::mutex> lock(mutex_);
   block->used[slot] = false;
 }

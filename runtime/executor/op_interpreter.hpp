@@ -59,6 +59,9 @@ class BlockInterpreter {
                                               uint32_t blockIndex, uint32_t threadId, uint32_t numThreads,
                                               const LaunchArgs& args)
       : ctx_(ctx), tb_(tb), block_(blockIndex), tid_(threadId), nthreads_(numThreads), call_(args.call) {
+    // GPU contexts' waits poll the abort flag's device-memory copy; the host
+    // raises the mapped flag, which long waits read once per round (hostAbortSeen).
+    waitAbort_ = ctx.liveWaits != nullptr ? &ctx.state->abortCopy : ctx.abortFlag;
     deadline_ = deadlineAfter(args.timeoutNs);
     packetDeadline_ = ctx.liveWaits == nullptr ? deadline_ : minU(deadline_, clockNs() + kReportWaitAfterNs);
     resume_ = threadId;
@@ -157,9 +160,11 @@ class BlockInterpreter {
   // GPU contexts have a live-wait slot per block; CPU contexts have none.
   // A wait still going after kReportWaitAfterNs writes what it waits for
   // into its block's slot for the call monitor. It then spins on for the
-  // same claimed signal and clears the slot when it ends. One slot shows one
-  // waiting thread; if that wait ends first and clears it, a wait that goes
-  // on fills it again within kRepublishWaitNs. A short wait costs one clock
+  // same claimed signal, in rounds of kWaitRoundNs, and clears the slot when
+  // it ends. After the first millisecond and each round it looks at the
+  // host's abort flag (hostAbortSeen), which the spins do not read. One slot
+  // shows one waiting thread; if that wait ends first and clears it, a wait
+  // that goes on fills it again within a round. A short wait costs one clock
   // read. CPU contexts wait in one go: the host reads their counters live.
   template <class Spin>
   MSCCLPP_HOST_DEVICE_INLINE SpinStatus reportedWait(WaitKind kind, uint32_t what, uint64_t expected,
@@ -169,11 +174,16 @@ class BlockInterpreter {
       if (early < deadline_) {
         SpinStatus st = spin(early);
         if (st != SpinStatus::Timeout) return st;
+        if (hostAbortSeen()) return SpinStatus::Aborted;
         publishWait(kind, what, expected, *observed, detail);
         for (;;) {
-          const uint64_t round = clockNs() + kRepublishWaitNs;
+          const uint64_t round = clockNs() + kWaitRoundNs;
           st = spin(round < deadline_ ? round : deadline_);
           if (st != SpinStatus::Timeout || round >= deadline_) break;
+          if (hostAbortSeen()) {
+            st = SpinStatus::Aborted;
+            break;
+          }
           republishWait(kind, what, expected, *observed, detail);
         }
         clearWait();
@@ -181,6 +191,26 @@ class BlockInterpreter {
       }
     }
     return spin(deadline_);
+  }
+
+  // Whether the host raised the context's abort flag (a proxy failure, a
+  // failed communicator); if so, raises the device copy the spins poll, so
+  // every wait of the launch stops within kAbortPollMask polls. The flag is
+  // host-mapped: one lane of the warp reads it across PCIe and shares it.
+  MSCCLPP_HOST_DEVICE_NOINLINE bool hostAbortSeen() {
+    uint32_t raised = 0;
+#if defined(MSCCLPP_DEVICE_COMPILE)
+    const unsigned active = __activemask();
+    const int leader = __ffs(active) - 1;
+    if (static_cast<int>(threadIdx.x & 31u) == leader)
+      raised = atomicLoad<uint32_t>(ctx_.abortFlag, memoryOrderRelaxed);
+    raised = __shfl_sync(active, raised, leader);
+#else
+    raised = atomicLoad<uint32_t>(ctx_.abortFlag, memoryOrderRelaxed);
+#endif
+    if (raised != 0 && waitAbort_ != ctx_.abortFlag)
+      atomicStore<uint32_t, scopeDevice>(waitAbort_, 1u, memoryOrderRelaxed);
+    return raised != 0;
   }
 
   // Relaxed system-scope stores into host-mapped memory, between two
@@ -234,7 +264,7 @@ class BlockInterpreter {
     for (;;) {
       uint32_t free = 0;
       if (atomicCompareExchange<uint32_t, scopeDevice>(lock, &free, 1u, memoryOrderAcquire)) return true;
-      if (ctx_.abortFlag != nullptr && atomicLoad<uint32_t>(ctx_.abortFlag, memoryOrderRelaxed) != 0) return false;
+      if (atomicLoad<uint32_t>(waitAbort_, memoryOrderRelaxed) != 0) return false;
     }
   }
   MSCCLPP_HOST_DEVICE_INLINE void unlockSlot() {
@@ -292,7 +322,9 @@ class BlockInterpreter {
       uint32_t none = UINT32_MAX;
       atomicCompareExchange<uint32_t, scopeDevice>(&ctx_.state->firstFailedBlock, &none, block_, memoryOrderRelaxed);
       // Relaxed: the flag only makes other spins give up; it publishes no data.
+      // The host reads the mapped flag; this launch's waits poll the copy.
       atomicStore<uint32_t, scopeSystem>(ctx_.abortFlag, 1u, memoryOrderRelaxed);
+      if (waitAbort_ != ctx_.abortFlag) atomicStore<uint32_t, scopeDevice>(waitAbort_, 1u, memoryOrderRelaxed);
     }
   }
 
@@ -463,7 +495,7 @@ class BlockInterpreter {
     // A long wait at a barrier is published too: it waits on this rank's
     // other blocks, which the monitor's wait-for analysis follows.
     const uint64_t none = 0;
-    SpinStatus st = ctx_.barriers[op.barrierId].syncWith(op.numThreadblocks, ctx_.abortFlag, [&](auto&& spin) {
+    SpinStatus st = ctx_.barriers[op.barrierId].syncWith(op.numThreadblocks, waitAbort_, [&](auto&& spin) {
       return reportedWait(WaitKind::Barrier, op.barrierId, op.numThreadblocks, &none, spin);
     });
     if (st != SpinStatus::Ok) fail(st, op, WaitKind::Barrier, op.barrierId, op.numThreadblocks, 0, 0);
@@ -502,15 +534,15 @@ class BlockInterpreter {
         auto& sem = ctx_.memoryChannels[c].semaphore_;
         expected = sem.claimNextExpected();
         st = reportedWait(kind, c, expected, &observed, [&](uint64_t deadline) {
-          return relaxed ? sem.relaxedWaitClaimed(expected, deadline, ctx_.abortFlag, &observed)
-                         : sem.waitClaimed(expected, deadline, ctx_.abortFlag, &observed);
+          return relaxed ? sem.relaxedWaitClaimed(expected, deadline, waitAbort_, &observed)
+                         : sem.waitClaimed(expected, deadline, waitAbort_, &observed);
         });
       } else {
         kind = WaitKind::PortChannel;
         auto& sem = ctx_.portChannels[c].semaphore_;
         expected = sem.claimNextExpected();
         st = reportedWait(kind, c, expected, &observed, [&](uint64_t deadline) {
-          return sem.waitClaimed(expected, deadline, ctx_.abortFlag, &observed);
+          return sem.waitClaimed(expected, deadline, waitAbort_, &observed);
         });
       }
       if (st != SpinStatus::Ok) {
@@ -549,7 +581,7 @@ class BlockInterpreter {
               seen = v;
               return false;
             },
-            deadline, ctx_.abortFlag);
+            deadline, waitAbort_);
       });
       if (st != SpinStatus::Ok) {
         fail(st, op, WaitKind::Semaphore, s, 1, seen, 0);
@@ -674,7 +706,7 @@ class BlockInterpreter {
   MSCCLPP_HOST_DEVICE_INLINE bool readPkt(const Pkt* p, uint32_t refPos, uint64_t packetByteOff, uint64_t resumeAt,
                                           typename Pkt::Payload* v) {
     uint32_t observed = 0;
-    SpinStatus st = readPacket(p, flag_, v, packetDeadline_, ctx_.abortFlag, &observed);
+    SpinStatus st = readPacket(p, flag_, v, packetDeadline_, waitAbort_, &observed);
     if (st == SpinStatus::Ok) return true;
     deferFail(st, WaitKind::Packet, refPos, flag_, observed, packetByteOff, resumeAt);
     return false;
@@ -725,7 +757,7 @@ class BlockInterpreter {
   template <class Pkt>
   MSCCLPP_HOST_DEVICE_INLINE SpinStatus awaitPacket(const char* at, uint64_t deadline, uint32_t* seen) {
     typename Pkt::Payload v;
-    return readPacket(reinterpret_cast<const Pkt*>(at), flag_, &v, deadline, ctx_.abortFlag, seen);
+    return readPacket(reinterpret_cast<const Pkt*>(at), flag_, &v, deadline, waitAbort_, seen);
   }
 
   template <class Pkt>
@@ -768,7 +800,7 @@ class BlockInterpreter {
     Span ss = span(s), ds = span(d);
     PacketWaitInfo info;
     SpinStatus st = getPackets<Pkt>(addr(d, ds.off, false), addr(s, ss.off, true), minU(ss.bytes, ds.bytes),
-                                    firstIndex(), nthreads_, flag_, packetDeadline_, ctx_.abortFlag, &info);
+                                    firstIndex(), nthreads_, flag_, packetDeadline_, waitAbort_, &info);
     if (st != SpinStatus::Ok)
       deferFail(st, WaitKind::Packet, 0, flag_, info.observedFlag,
                 bufferOffset(s, ss.off, true) + info.packetIndex * sizeof(Pkt), info.packetIndex);
@@ -997,6 +1029,10 @@ class BlockInterpreter {
   uint32_t tid_;
   uint32_t nthreads_;
   uint32_t call_;  // LaunchArgs::call, for the live-wait slot
+  // The abort flag the waits poll: GPU contexts' device-memory copy
+  // (ExecState::abortCopy), else the context's flag. FIFO waits, which wait
+  // for the host's proxy anyway, read the host's flag itself.
+  uint32_t* waitAbort_ = nullptr;
   uint64_t deadline_ = 0;
   // Per thread: packet waits spin until packetDeadline_, then leave their
   // op, which runs again from resume_.

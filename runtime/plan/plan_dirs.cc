@@ -52,9 +52,20 @@ std::string installedPlanDirectory() {
   } else if (file.filename().string().rfind("libnccl.so", 0) == 0) {
     fromFolder = MSCCLPP_PLANS_FROM_NCCL_DIR;
   }
+  // Not installed: the build folder knows its source tree.
+  const std::string buildRoot = std::string(MSCCLPP_BUILD_ROOT) + "/";
+  if (file.string().compare(0, buildRoot.size(), buildRoot) == 0) return MSCCLPP_SOURCE_PLAN_DIR;
   // Normalized as Python's os.path.normpath does,
   // so the package computes the same path.
   return (file.parent_path() / fromFolder).lexically_normal().string();
+}
+
+bool isDefaultPlanDirectory(const std::string& dir) {
+  for (const std::string& defaults : {installedPlanDirectory(), std::string(MSCCLPP_SOURCE_PLAN_DIR)}) {
+    std::error_code error;
+    if (!defaults.empty() && std::filesystem::equivalent(dir, defaults, error)) return true;
+  }
+  return false;
 }
 
 std::string userPlanCacheDirectory() {

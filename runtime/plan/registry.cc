@@ -27,6 +27,8 @@ namespace {
 // A larger cache is dropped and rebuilt:
 // a job uses a handful of message sizes.
 constexpr size_t kMaxCachedSelections = 4096;
+// Scan problems a "no plan" reason names; the WARNs name them all.
+constexpr size_t kMaxScanProblems = 4;
 
 uint64_t indexKey(Collective c, int worldSize) {
   return (static_cast<uint64_t>(c) << 32) | static_cast<uint32_t>(worldSize);
@@ -138,6 +140,10 @@ PlanPtr Registry::Entry::planFor(int rank) {
   return future.get();
 }
 
+const char* Registry::Entry::originName() const {
+  return installedDefault ? "installed default" : fromDirectory ? "your plan directory" : "registered";
+}
+
 void Registry::Entry::fillInfo() {
   const PlanHeader& h = summary.header;
   tagPointers.clear();
@@ -189,12 +195,12 @@ struct Registry::Impl {
     e->order = nextOrder++;
     e->fillInfo();
     // Registry order, which a selector sees too: registrations first,
-    // then directory plans.
+    // then the user's directory plans, then the installed defaults.
     // A user's plan is never hidden behind an
     // installed default of its collective:
     // a selector may well take the first candidate it likes.
     auto before = [](const std::shared_ptr<Entry>& a, const std::shared_ptr<Entry>& b) {
-      return a->fromDirectory != b->fromDirectory ? b->fromDirectory : a->order < b->order;
+      return a->originRank() != b->originRank() ? a->originRank() < b->originRank() : a->order < b->order;
     };
     entries.insert(std::upper_bound(entries.begin(), entries.end(), e, before), e);
     byName.emplace(e->header().name, e);
@@ -216,15 +222,42 @@ struct Registry::Impl {
     changedLocked();
   }
 
-  void scanDirectory(const std::string& dir, bool warnIfMissing);
+  // What the scan skipped, for the reason of a call no plan serves:
+  // the first kMaxScanProblems, and how many in all.
+  std::vector<std::string> scanProblems;
+  size_t scanProblemCount = 0;
+  void noteScanProblem(std::string what) {
+    std::unique_lock<std::shared_mutex> lock(mutex);
+    if (scanProblems.size() < kMaxScanProblems) scanProblems.push_back(std::move(what));
+    ++scanProblemCount;
+  }
+  std::string scanProblemsLocked() const;
+
+  std::vector<std::string> scannedDirectories;  // with their origin, for explain()
+
+  void scanDirectory(const std::string& dir, bool warnIfMissing, bool installedDefaults);
 };
 
-void Registry::Impl::scanDirectory(const std::string& dir, bool warnIfMissing) {
+std::string Registry::Impl::scanProblemsLocked() const {
+  if (scanProblemCount == 0) return "";
+  std::string text = strFormat("; the plan scan skipped %zu thing(s): ", scanProblemCount);
+  for (size_t i = 0; i < scanProblems.size(); ++i) text += (i ? "; " : "") + scanProblems[i];
+  if (scanProblemCount > scanProblems.size())
+    text += strFormat("; and %zu more", scanProblemCount - scanProblems.size());
+  return text;
+}
+
+void Registry::Impl::scanDirectory(const std::string& dir, bool warnIfMissing, bool installedDefaults) {
+  {
+    std::unique_lock<std::shared_mutex> lock(mutex);
+    scannedDirectories.push_back(dir + (installedDefaults ? " (installed defaults)" : " (your plan directory)"));
+  }
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0) {
     const int err = errno;
     if (warnIfMissing) {
       MSCCLPP_WARN(LogPlan, "plan directory %s cannot be used: %s", dir.c_str(), std::strerror(err));
+      noteScanProblem(strFormat("plan directory %s: %s", dir.c_str(), std::strerror(err)));
     } else {
       MSCCLPP_INFO(LogPlan, "default plan directory %s is absent (%s)", dir.c_str(), std::strerror(err));
     }
@@ -232,11 +265,14 @@ void Registry::Impl::scanDirectory(const std::string& dir, bool warnIfMissing) {
   }
   if (!S_ISDIR(st.st_mode)) {
     MSCCLPP_WARN(LogPlan, "plan directory %s is not a directory; skipped", dir.c_str());
+    noteScanProblem(strFormat("plan directory %s: not a directory", dir.c_str()));
     return;
   }
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) {
-    MSCCLPP_WARN(LogPlan, "plan directory %s cannot be read: %s", dir.c_str(), std::strerror(errno));
+    const int err = errno;
+    MSCCLPP_WARN(LogPlan, "plan directory %s cannot be read: %s", dir.c_str(), std::strerror(err));
+    noteScanProblem(strFormat("plan directory %s: %s", dir.c_str(), std::strerror(err)));
     return;
   }
   std::vector<std::string> names;
@@ -252,14 +288,13 @@ void Registry::Impl::scanDirectory(const std::string& dir, bool warnIfMissing) {
     auto e = std::make_shared<Entry>();
     e->path = path;
     e->fromDirectory = true;
+    e->installedDefault = installedDefaults;
     try {
       e->summary = loadPlanSummaryFile(path);
       verify::checkForRegistry(path, "", path);
-    } catch (const Error& err) {
-      MSCCLPP_WARN(LogPlan, "skipping plan file %s: %s", path.c_str(), err.what());
-      continue;
     } catch (const std::exception& err) {
       MSCCLPP_WARN(LogPlan, "skipping plan file %s: %s", path.c_str(), err.what());
+      noteScanProblem(err.what());
       continue;
     }
     std::unique_lock<std::shared_mutex> lock(mutex);
@@ -273,6 +308,10 @@ void Registry::Impl::scanDirectory(const std::string& dir, bool warnIfMissing) {
       MSCCLPP_WARN(LogPlan,
                    "skipping plan file %s: plan name '%s' is already registered from %s (the first one found wins)",
                    path.c_str(), e->header().name.c_str(), existing->second->header().source.c_str());
+      std::string what = strFormat("%s: plan name '%s' is already registered from %s", path.c_str(),
+                                   e->header().name.c_str(), existing->second->header().source.c_str());
+      lock.unlock();
+      noteScanProblem(std::move(what));
       continue;
     }
     insertLocked(e);
@@ -287,6 +326,10 @@ Registry& Registry::instance() {
 }
 
 Registry::Registry(FromEnvironment) : impl_(std::make_unique<Impl>()) { impl_->fromEnvironment = true; }
+
+std::unique_ptr<Registry> Registry::fromEnvironment() {
+  return std::unique_ptr<Registry>(new Registry(FromEnvironment{}));
+}
 
 Registry::Registry(std::vector<std::string> directories) : impl_(std::make_unique<Impl>()) {
   impl_->directories = std::move(directories);
@@ -305,7 +348,7 @@ void Registry::ensureScanned() {
     dirs = found.dirs;
     explicitDirs = found.fromEnvironment;
   }
-  for (const auto& dir : dirs) impl_->scanDirectory(dir, explicitDirs);
+  for (const auto& dir : dirs) impl_->scanDirectory(dir, explicitDirs, isDefaultPlanDirectory(dir));
   impl_->scanned.store(true, std::memory_order_release);
 }
 
@@ -318,6 +361,9 @@ void Registry::rescan() {
       if (e->fromDirectory) fromDirs.push_back(e);
     }
     for (const auto& e : fromDirs) impl_->eraseLocked(e);
+    impl_->scanProblems.clear();
+    impl_->scanProblemCount = 0;
+    impl_->scannedDirectories.clear();
     impl_->scanned.store(false, std::memory_order_release);
   }
   ensureScanned();
@@ -419,6 +465,7 @@ SelectionPtr Registry::select(const SelectRequest& request) {
     void* selectorData;
     uint64_t generation;
     size_t total;
+    std::string scanProblems;
     {
       std::shared_lock<std::shared_mutex> lock(impl_->mutex);
       auto it = impl_->index.find(indexKey(request.collective, request.worldSize));
@@ -427,6 +474,7 @@ SelectionPtr Registry::select(const SelectRequest& request) {
       selectorData = impl_->selectorData;
       generation = impl_->generation;
       total = impl_->entries.size();
+      scanProblems = impl_->scanProblemsLocked();
     }
     std::vector<const Entry*> candidates;
     for (const auto& e : held) candidates.push_back(e.get());
@@ -464,11 +512,13 @@ SelectionPtr Registry::select(const SelectRequest& request) {
       if (answer == -1) {
         why = "the user selector chose no plan";
         decided = true;
+        selection->bySelector = true;
       } else if (answer >= 0 && answer < static_cast<int>(candidates.size())) {
         if (verdicts[static_cast<size_t>(answer)].serves) {
           chosen = answer;
           why = "chosen by the user selector";
           decided = true;
+          selection->bySelector = true;
         } else {
           MSCCLPP_WARN(LogPlan,
                        "the plan selector chose %s for %s, which cannot serve it: %s; using the default choice",
@@ -549,6 +599,7 @@ SelectionPtr Registry::select(const SelectRequest& request) {
       selection->reason = strFormat("no plan for %s: %s", detail::describeRequest(request).c_str(), list.c_str());
     }
     selection->reason += skipped;
+    if (chosen < 0) selection->reason += scanProblems;
     MSCCLPP_INFO(LogPlan, "%s", selection->reason.c_str());
 
     std::unique_lock<std::shared_mutex> lock(impl_->mutex);
@@ -568,6 +619,39 @@ SelectionPtr Registry::select(const SelectRequest& request) {
     }
     return selection;
   }
+}
+
+std::string Registry::explain(const SelectRequest& request) {
+  SelectRequest noLoad = request;
+  noLoad.rank = -1;
+  const SelectionPtr decision = select(noLoad);
+  std::vector<std::shared_ptr<Entry>> held;
+  std::string problems, dirs;
+  {
+    std::shared_lock<std::shared_mutex> lock(impl_->mutex);
+    auto it = impl_->index.find(indexKey(request.collective, request.worldSize));
+    if (it != impl_->index.end()) held = it->second;
+    for (const std::string& d : impl_->scannedDirectories) dirs += "  " + d + "\n";
+    problems = impl_->scanProblemsLocked();
+  }
+  std::vector<const Entry*> candidates;
+  std::vector<detail::Verdict> verdicts;
+  int chosen = -1;
+  for (const auto& e : held) {
+    if (e->header().name == decision->name) chosen = static_cast<int>(candidates.size());
+    candidates.push_back(e.get());
+    verdicts.push_back(detail::judge(*e, noLoad));
+  }
+  std::string text = "call: " + detail::describeRequest(request) + "\n";
+  text += decision->name.empty() ? "runs: no plan (NCCL runs it)\n" : "runs: '" + decision->name + "'\n";
+  text += strFormat("candidates (%zu plan(s) for %s on %d ranks; the user's plans go before installed defaults):\n",
+                    candidates.size(), collectiveName(request.collective), request.worldSize);
+  text += detail::explainCandidates(candidates, verdicts, chosen,
+                                    decision->bySelector ? "the user selector" : "the default rule");
+  text += "plan directories:\n" + (dirs.empty() ? std::string("  (none)\n") : dirs);
+  if (!problems.empty()) text += problems.substr(2) + "\n";
+  text += "reason: " + decision->reason + "\n";
+  return text;
 }
 
 }  // namespace mscclpp::plan

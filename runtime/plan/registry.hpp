@@ -42,11 +42,12 @@ struct SelectRequest {
 };
 
 struct Selection {
-  PlanPtr plan;            // loaded for request.rank; null without a choice or a rank
-  std::string name;        // "" when no plan was chosen
-  std::string source;      // file path or the name given at registration
-  std::string reason;      // why this plan, or why none
-  bool copyInput = false;  // copy send into recv first: an in-place plan serves an out-of-place call
+  PlanPtr plan;             // loaded for request.rank; null without a choice or a rank
+  std::string name;         // "" when no plan was chosen
+  std::string source;       // file path or the name given at registration
+  std::string reason;       // why this plan, or why none
+  bool copyInput = false;   // copy send into recv first: an in-place plan serves an out-of-place call
+  bool bySelector = false;  // the user selector decided, plan or none
   uint64_t chunkBytes = 0;
   uint64_t inputBytes = 0;
   uint64_t outputBytes = 0;
@@ -61,6 +62,8 @@ class Registry {
   static Registry& instance();
   // A registry over exactly these directories, scanned on first use.
   explicit Registry(std::vector<std::string> directories);
+  // A registry over the directories instance() scans (plan_dirs.hpp), for tools.
+  static std::unique_ptr<Registry> fromEnvironment();
   ~Registry();
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
@@ -88,6 +91,11 @@ class Registry {
   // A plan that fails to load is skipped with one WARN.
   // Throws InvalidArgument for a world size or ranks per node below 1.
   SelectionPtr select(const SelectRequest& request);
+
+  // Every candidate for request and why it runs, loses or cannot serve,
+  // one per line; then the directories scanned and what the scan skipped.
+  // Loads nothing; may call the user selector.
+  std::string explain(const SelectRequest& request);
 
   // Scans the directories again; registrations stay.
   void rescan();

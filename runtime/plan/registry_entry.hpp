@@ -22,7 +22,8 @@ struct Registry::Entry {
   std::string path;     // the file; "" for a plan registered from a string
   std::string json;     // the text of a plan registered from a string
   bool fromDirectory = false;
-  uint64_t order = 0;  // registration order, the last tie-break
+  bool installedDefault = false;  // from the installed default plans: the user's plans come first
+  uint64_t order = 0;             // registration order, the last tie-break
   std::vector<const char*> tagPointers;
   mscclppPlanInfo info{};  // the C view; its strings point into summary
 
@@ -32,6 +33,11 @@ struct Registry::Entry {
   std::string brokenReason;
 
   const PlanHeader& header() const { return summary.header; }
+  // 0: registered at run time, 1: from the user's plan directories,
+  // 2: an installed default. Registry order and selection follow it.
+  int originRank() const { return installedDefault ? 2 : fromDirectory ? 1 : 0; }
+  // "registered", "your plan directory" or "installed default"
+  const char* originName() const;
   // This rank's plan, loaded on first use.
   // Concurrent callers wait for one load, at most MSCCLPP_TIMEOUT_S.
   // Throws the load error; the caller marks the entry broken.

@@ -159,41 +159,51 @@ Verdict judge(const Registry::Entry& e, const SelectRequest& r) {
   return v;
 }
 
+int comparePlans(const Registry::Entry& a, const Verdict& va, const Registry::Entry& b, const Verdict& vb,
+                 std::string* rule) {
+  const PlanHeader& ha = a.header();
+  const PlanHeader& hb = b.header();
+  // The user's plans first, whatever the other rules say:
+  // a plan the user wrote serves every call it can.
+  if (a.installedDefault != b.installedDefault) {
+    *rule = strFormat("it is the user's plan (%s) and the other an installed default",
+                      (a.installedDefault ? b : a).originName());
+    return a.installedDefault ? 1 : -1;
+  }
+  if (va.copyInput != vb.copyInput) {
+    *rule = "it needs no copy of the send buffer (exactly in-place or out-of-place like the call)";
+    return va.copyInput ? 1 : -1;
+  }
+  if (va.geometry.padded != vb.geometry.padded) {
+    *rule = "it fits the call's sizes exactly (the other runs them padded)";
+    return va.geometry.padded ? 1 : -1;
+  }
+  if ((ha.nRanksPerNode != 0) != (hb.nRanksPerNode != 0)) {
+    *rule = "it states nranks_per_node (the other serves any)";
+    return ha.nRanksPerNode != 0 ? -1 : 1;
+  }
+  const uint64_t wa = ha.maxMessageSize - ha.minMessageSize, wb = hb.maxMessageSize - hb.minMessageSize;
+  if (wa != wb) {
+    *rule = strFormat("its size range %s is narrower than %s", range(wa < wb ? ha : hb).c_str(),
+                      range(wa < wb ? hb : ha).c_str());
+    return wa < wb ? -1 : 1;
+  }
+  if (a.fromDirectory != b.fromDirectory) {
+    *rule = "it was registered explicitly (directory plans come after)";
+    return a.fromDirectory ? 1 : -1;
+  }
+  if (ha.name != hb.name) {
+    *rule = "its name comes first";
+    return ha.name < hb.name ? -1 : 1;
+  }
+  *rule = "it was registered first";
+  return a.order < b.order ? -1 : 1;
+}
+
 int pickDefault(const std::vector<const Registry::Entry*>& candidates, const std::vector<Verdict>& verdicts,
                 std::string* decidedBy) {
-  // Returns < 0 when a goes first, > 0 when b does;
-  // *rule names the deciding rule.
-  auto compare = [&](size_t a, size_t b, std::string* rule) -> int {
-    const PlanHeader& ha = candidates[a]->header();
-    const PlanHeader& hb = candidates[b]->header();
-    if (verdicts[a].copyInput != verdicts[b].copyInput) {
-      *rule = "it needs no copy of the send buffer (exactly in-place or out-of-place like the call)";
-      return verdicts[a].copyInput ? 1 : -1;
-    }
-    if (verdicts[a].geometry.padded != verdicts[b].geometry.padded) {
-      *rule = "it fits the call's sizes exactly (the other runs them padded)";
-      return verdicts[a].geometry.padded ? 1 : -1;
-    }
-    if ((ha.nRanksPerNode != 0) != (hb.nRanksPerNode != 0)) {
-      *rule = "it states nranks_per_node (the other serves any)";
-      return ha.nRanksPerNode != 0 ? -1 : 1;
-    }
-    const uint64_t wa = ha.maxMessageSize - ha.minMessageSize, wb = hb.maxMessageSize - hb.minMessageSize;
-    if (wa != wb) {
-      *rule = strFormat("its size range %s is narrower than %s", range(wa < wb ? ha : hb).c_str(),
-                        range(wa < wb ? hb : ha).c_str());
-      return wa < wb ? -1 : 1;
-    }
-    if (candidates[a]->fromDirectory != candidates[b]->fromDirectory) {
-      *rule = "it was registered explicitly (directory plans come after)";
-      return candidates[a]->fromDirectory ? 1 : -1;
-    }
-    if (ha.name != hb.name) {
-      *rule = "its name comes first";
-      return ha.name < hb.name ? -1 : 1;
-    }
-    *rule = "it was registered first";
-    return candidates[a]->order < candidates[b]->order ? -1 : 1;
+  auto compare = [&](size_t a, size_t b, std::string* rule) {
+    return comparePlans(*candidates[a], verdicts[a], *candidates[b], verdicts[b], rule);
   };
   int best = -1, second = -1;
   std::string rule;
@@ -209,6 +219,48 @@ int pickDefault(const std::vector<const Registry::Entry*>& candidates, const std
   decidedBy->clear();
   if (best >= 0 && second >= 0) compare(static_cast<size_t>(best), static_cast<size_t>(second), decidedBy);
   return best;
+}
+
+std::string explainCandidates(const std::vector<const Registry::Entry*>& candidates,
+                              const std::vector<Verdict>& verdicts, int chosen, const std::string& how) {
+  // Those that serve in the default rule's order, then those that cannot.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < candidates.size(); ++i) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (verdicts[a].serves != verdicts[b].serves) return verdicts[a].serves;
+    if (!verdicts[a].serves) return false;
+    std::string unused;
+    return comparePlans(*candidates[a], verdicts[a], *candidates[b], verdicts[b], &unused) < 0;
+  });
+  std::string text;
+  for (size_t i : order) {
+    const Registry::Entry& e = *candidates[i];
+    const Verdict& v = verdicts[i];
+    text += strFormat("  %-6s %s [%s]: ",
+                      static_cast<int>(i) == chosen ? "RUNS"
+                      : v.serves                    ? "loses"
+                                                    : "cannot",
+                      describePlan(e).c_str(), e.originName());
+    if (!v.serves) {
+      text += v.why;
+    } else if (static_cast<int>(i) == chosen) {
+      text += "chosen by " + how;
+    } else if (chosen < 0) {
+      text += "could serve, but " + how + " chose no plan";
+    } else {
+      std::string rule;
+      comparePlans(*candidates[static_cast<size_t>(chosen)], verdicts[static_cast<size_t>(chosen)], e, v, &rule);
+      text +=
+          how == "the default rule"
+              ? strFormat("'%s' goes first because %s", candidates[static_cast<size_t>(chosen)]->header().name.c_str(),
+                          rule.c_str())
+              : "could serve, but " + how + " chose '" + candidates[static_cast<size_t>(chosen)]->header().name + "'";
+    }
+    if (v.serves && v.copyInput) text += " (needs a copy of the send buffer)";
+    if (v.serves && v.geometry.padded) text += " (runs the call padded)";
+    text += "\n";
+  }
+  return text;
 }
 
 }  // namespace mscclpp::plan::detail

@@ -26,11 +26,22 @@ struct Verdict {
 
 Verdict judge(const Registry::Entry& entry, const SelectRequest& request);
 
+// The default rule between two candidates that both serve:
+// < 0 when a goes first, > 0 when b does. *rule names the deciding rule.
+int comparePlans(const Registry::Entry& a, const Verdict& va, const Registry::Entry& b, const Verdict& vb,
+                 std::string* rule);
+
 // The best candidate that serves,
 // or -1. *decidedBy names the rule that put it ahead of the runner-up;
 // "" when alone.
 int pickDefault(const std::vector<const Registry::Entry*>& candidates, const std::vector<Verdict>& verdicts,
                 std::string* decidedBy);
+
+// Every candidate, one per line, with why it won, lost or cannot serve.
+// chosen: the index that runs, or -1; how: who decided
+// ("the default rule", "the user selector").
+std::string explainCandidates(const std::vector<const Registry::Entry*>& candidates,
+                              const std::vector<Verdict>& verdicts, int chosen, const std::string& how);
 
 // "allreduce on 8 ranks (8 per node), 1 MiB, in-place, float32, sum"
 std::string describeRequest(const SelectRequest& request);

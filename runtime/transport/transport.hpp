@@ -36,7 +36,8 @@ class ExportRecord {
 // This rank as the transports see it.
 struct RankInfo {
   int rank = 0;
-  int device = -1;  // CUDA device, or -1 (host)
+  int device = -1;    // CUDA device, or -1 (host)
+  int localRank = 0;  // among the ranks of its host
 };
 
 // Local memory being registered.
@@ -98,6 +99,9 @@ class Session {
   virtual std::unique_ptr<PendingConnection> connect(int remoteRank, const TimeoutSetting& timeout) = 0;
   // Makes blocked and later calls fail promptly (the communicator was aborted).
   virtual void abort() {}
+  // The communicator failed (a peer is gone): a connection waiting for a peer
+  // to open its side ends at once; established connections go on.
+  virtual void communicatorFailed() {}
 };
 
 // The code of one transport: stateless, one per kind. It reads its own
@@ -118,6 +122,13 @@ class Driver {
   // Maps the memory in this process when this transport can; false when
   // it cannot, as from another host. Throws when it should map and fails.
   virtual bool importMemory(const ExportRecord&, const ImportContext&, Imported*) const { return false; }
+  // The transport of this driver the rank should use, for drivers with a
+  // choice among devices (IB: the HCA port nearest its GPU or CPUs);
+  // Unknown, with the reason in *why, when it has none here. Never throws.
+  virtual Transport nearest(const RankInfo&, std::string* why) const {
+    *why = "this transport has no devices to choose among";
+    return Transport::Unknown;
+  }
 };
 
 // Every driver, in the order registrations list

@@ -70,7 +70,11 @@ Config& config() {
     // most 32).
     p->queues = static_cast<int>(envInt("CUDA_DEVICE_MAX_CONNECTIONS", 8, 1, 32));
     p->streamMemOps = envInt("CUDA_DOUBLE_STREAM_MEM_OPS", 1, 0, 1) != 0;
+    p->cooperative = envInt("CUDA_DOUBLE_COOPERATIVE", 1, 0, 1) != 0;
+    p->multicast = envInt("CUDA_DOUBLE_MULTICAST", 1, 0, 1) != 0;
+    p->multicastObjects = static_cast<int>(envInt("CUDA_DOUBLE_MULTICAST_OBJECTS", 1024, 0, 1 << 20));
     p->adversarialSyncMs.store(static_cast<int>(envInt("CUDA_DOUBLE_ADVERSARIAL_SYNC_MS", 0, 0, 600000)));
+    p->adversarialLegacyMs.store(static_cast<int>(envInt("CUDA_DOUBLE_ADVERSARIAL_LEGACY_MS", 0, 0, 600000)));
     return p;
   }();
   return *c;
@@ -164,6 +168,7 @@ std::string lastFaultText() {
 }
 
 void setAdversarialSync(int ms) { config().adversarialSyncMs.store(ms < 0 ? 0 : ms); }
+void setAdversarialLegacy(int ms) { config().adversarialLegacyMs.store(ms < 0 ? 0 : ms); }
 bool active() { return true; }
 
 }  // namespace cudadouble

@@ -23,7 +23,11 @@ struct Config {
   int sms = 132;                          // CUDA_DOUBLE_SMS: streaming multiprocessors per device (H100 SXM)
   int queues = 8;                         // CUDA_DEVICE_MAX_CONNECTIONS: hardware queues per device (CUDA's default 8)
   bool streamMemOps = true;               // CUDA_DOUBLE_STREAM_MEM_OPS: CAN_USE_64_BIT_STREAM_MEM_OPS
+  bool cooperative = true;                // CUDA_DOUBLE_COOPERATIVE: cudaDevAttrCooperativeLaunch
+  bool multicast = true;                  // CUDA_DOUBLE_MULTICAST: CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED
+  int multicastObjects = 1024;            // CUDA_DOUBLE_MULTICAST_OBJECTS: live multicast objects per process
   std::atomic<int> adversarialSyncMs{0};  // CUDA_DOUBLE_ADVERSARIAL_SYNC_MS
+  std::atomic<int> adversarialLegacyMs{0};  // CUDA_DOUBLE_ADVERSARIAL_LEGACY_MS
 };
 Config& config();
 
@@ -68,6 +72,8 @@ void fault(int device, const std::string& what);
 
 struct Counters {
   std::atomic<uint64_t> misuses{0}, faults{0}, deviceSyncs{0}, kernelsLaunched{0}, streamsCreated{0};
+  std::atomic<uint64_t> pageTableChanges{0}, kernelLoads{0}, loadsAtLaunch{0};
+  std::atomic<uint64_t> cooperativeLaunches{0};
 };
 Counters& counters();
 std::string lastMisuseText();

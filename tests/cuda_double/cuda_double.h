@@ -46,11 +46,17 @@ struct Stats {
   std::string lastMisuse;
   uint64_t faults = 0;  // kernel or copy accesses to unmapped (freed) device memory
   std::string lastFault;
-  uint64_t liveAllocations = 0;  // device and host allocations not yet freed (IPC imports not counted)
+  uint64_t liveAllocations =
+      0;  // device and host allocations, mappings and cuMem handles not yet freed (IPC imports not counted)
   uint64_t liveBytes = 0;
   uint64_t deviceSyncs = 0;  // device-wide synchronisations (explicit and implicit)
   uint64_t kernelsLaunched = 0;
+  uint64_t cooperativeLaunches = 0;  // of kernelsLaunched, through cudaLaunchCooperativeKernel
+  uint64_t multicastBinds = 0;       // successful cuMulticastBindMem calls
   uint64_t streamsCreated = 0;
+  uint64_t pageTableChanges = 0;  // cudaMalloc, cudaFree, cudaHostAlloc, cudaFreeHost, cudaIpcCloseMemHandle
+  uint64_t kernelLoads = 0;       // kernels loaded on a device (lazy loading), by any use
+  uint64_t loadsAtLaunch = 0;     // of those, loaded by their first launch rather than a query before it
 };
 Stats stats();
 
@@ -59,6 +65,11 @@ Stats stats();
 // another host thread to be running on the device, so a synchronisation that a
 // concurrently launched kernel could deadlock deadlocks every time.
 void setAdversarialSync(int ms);
+
+// Adversarial ordering of the legacy default stream (also
+// CUDA_DOUBLE_ADVERSARIAL_LEGACY_MS): every operation on it starts `ms` late,
+// so work on non-blocking streams that it does not order overtakes it.
+void setAdversarialLegacy(int ms);
 
 // The hardware queue a stream was mapped to (streams share CUDA_DEVICE_MAX_CONNECTIONS queues).
 int queueOf(cudaStream_t stream);

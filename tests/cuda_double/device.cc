@@ -2,8 +2,7 @@
 // access, and the driver functions the runtime gets through
 // cudaGetDriverEntryPoint[ByVersion]: cuMemGetAddressRange,
 // cuPointerGetAttribute, cuStreamWriteValue64, cuDeviceGet and
-// cuDeviceGetAttribute. Multicast (NVLS) is reported unsupported, so its
-// entry points are absent.
+// cuDeviceGetAttribute here, virtual memory and multicast in vmm.cc.
 #include <cuda.h>
 
 #include <cstring>
@@ -15,6 +14,7 @@
 #include "core.hpp"
 #include "memory.hpp"
 #include "streams.hpp"
+#include "vmm.hpp"
 
 namespace cudadouble {
 namespace {
@@ -49,6 +49,8 @@ int attributeOf(int attr, int device) {
       return 1;
     case cudaDevAttrConcurrentKernels:
       return 1;
+    case cudaDevAttrCooperativeLaunch:
+      return config().cooperative ? 1 : 0;
     case cudaDevAttrMemoryPoolsSupported:
       return 1;
     case cudaDevAttrPciBusId:
@@ -56,10 +58,22 @@ int attributeOf(int attr, int device) {
     case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
       return config().streamMemOps ? 1 : 0;
     case CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED:
-      return 0;
+      return config().multicast ? 1 : 0;
     default:
       return 0;
   }
+}
+
+// Runtime API, cudaDeviceGetAttribute: an attribute the runtime does not
+// define is cudaErrorInvalidValue. The runtime's header reserves the values
+// the driver uses for its own attributes (the stream memory operations'
+// among them: CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS is 122,
+// cudaDevAttrReserved122) and skips withdrawn ones: those are asked of the
+// driver, cuDeviceGetAttribute.
+bool runtimeKnows(int attr) {
+  static const std::set<int> unknown = {44,  92,  93,  94,  96,  102, 103, 104, 105, 107, 110, 122,
+                                        123, 124, 127, 128, 129, 132, 136, 137, 141, 145, 146};
+  return attr > 0 && attr < cudaDevAttrMax && unknown.count(attr) == 0;
 }
 
 struct Peers {
@@ -157,9 +171,14 @@ const std::map<std::string, void*>& entryPoints() {
 
 cudaError_t entryPoint(const char* symbol, void** funcPtr, cudaDriverEntryPointQueryResult* status) {
   if (symbol == nullptr || funcPtr == nullptr) return fail(cudaErrorInvalidValue);
-  auto it = entryPoints().find(symbol);
-  *funcPtr = it == entryPoints().end() ? nullptr : it->second;
-  if (status) *status = it == entryPoints().end() ? cudaDriverEntryPointSymbolNotFound : cudaDriverEntryPointSuccess;
+  void* fn = nullptr;
+  for (const auto* table : {&entryPoints(), &vmmEntryPoints()}) {
+    auto it = table->find(symbol);
+    if (it != table->end()) fn = it->second;
+  }
+  const bool found = fn != nullptr;
+  *funcPtr = fn;
+  if (status) *status = found ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
   return cudaSuccess;
 }
 
@@ -201,6 +220,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   prop->unifiedAddressing = 1;
   prop->canMapHostMemory = 1;
   prop->concurrentKernels = 1;
+  prop->cooperativeLaunch = config().cooperative ? 1 : 0;
   prop->asyncEngineCount = 2;
   prop->pciBusID = device;
   return cudaSuccess;
@@ -210,6 +230,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
   if (value == nullptr) return fail(cudaErrorInvalidValue);
   if (!validDevice(device)) return fail(cudaErrorInvalidDevice);
   CD_ENTER();
+  if (!runtimeKnows(static_cast<int>(attr))) return fail(cudaErrorInvalidValue);
   *value = attributeOf(static_cast<int>(attr), device);
   return cudaSuccess;
 }

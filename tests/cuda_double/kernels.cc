@@ -1,10 +1,11 @@
 // Kernels in the CUDA double: the registration calls of nvcc's generated
-// host code, the launch path of <<<>>> and cudaLaunchKernel, function
-// attributes, occupancy, and the block scheduler. A kernel runs as the host
+// host code, lazy loading, the launch path of <<<>>> and cudaLaunchKernel,
+// function attributes, occupancy, and the block scheduler. A kernel runs as the host
 // body registered for its name, one host thread per block. Blocks occupy
 // SMs by the hardware's occupancy rules, so a grid whose blocks wait on
-// blocks not yet resident deadlocks exactly as on a GPU. The launch checks
-// and the rules followed are in docs/cuda-double.md, "What it implements".
+// blocks not yet resident deadlocks exactly as on a GPU; a cooperative
+// grid's blocks become resident all at once. The launch checks and the
+// rules followed are in docs/cuda-double.md, "What it implements".
 #include <cxxabi.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,7 @@
 #include "cuda_double.h"
 #include "memory.hpp"
 #include "streams.hpp"
+#include "vmm.hpp"
 
 namespace cudadouble {
 namespace {
@@ -37,6 +40,7 @@ struct Registry {
   std::map<const void*, KernelRecord*> byHostFun;
   std::map<std::string, HostKernel> bodies;
   std::map<std::pair<const void*, int>, int> maxDynamicShared;  // (function, device) -> bytes
+  std::set<std::pair<const void*, int>> loaded;                 // (function, device) loaded there
 };
 
 Registry& registry() {
@@ -102,6 +106,29 @@ const HostKernel* requireBody(Registry& r, const KernelRecord& k) {
   const HostKernel* body = bodyOf(r, k);
   if (body == nullptr) misuse("kernel %s has no host body registered with the double", k.key.c_str());
   return body;
+}
+
+// Lazy loading (Programming Guide, "Lazy Loading", the default since CUDA
+// 12.2): a kernel is loaded on a device at its first use there, a launch or a
+// query of the function (cudaFuncGetAttributes, cudaFuncSetAttribute,
+// occupancy), and "loading kernels might require context synchronization":
+// the double waits for all earlier work of the device. Loads at a launch are
+// counted apart (Stats::loadsAtLaunch): a launch that waits so deadlocks with
+// a running kernel that waits for work issued after it.
+cudaError_t ensureLoaded(const KernelRecord& k, int device, bool atLaunch) {
+  Registry& r = registry();
+  {
+    std::lock_guard<std::mutex> lock(r.m);
+    if (r.loaded.count({k.hostFun, device}) != 0) return cudaSuccess;
+  }
+  const std::string what = "loading kernel " + k.key + (atLaunch ? " at its first launch" : "");
+  const cudaError_t e = deviceSync(device, what.c_str(), true);
+  std::lock_guard<std::mutex> lock(r.m);
+  if (r.loaded.insert({k.hostFun, device}).second) {
+    counters().kernelLoads.fetch_add(1);
+    if (atLaunch) counters().loadsAtLaunch.fetch_add(1);
+  }
+  return e;
 }
 
 int maxDynamicSharedLocked(Registry& r, const void* fn, int device) {
@@ -200,6 +227,33 @@ size_t acquireSm(SmPool& p, const Demand& d) {
   }
 }
 
+// A cooperative grid: places all n blocks at once, waiting until they fit
+// together (the Programming Guide's co-residency guarantee for grids
+// launched with cudaLaunchCooperativeKernel). Returns each block's SM.
+std::vector<size_t> acquireAllSms(SmPool& p, const Demand& d, unsigned n) {
+  std::unique_lock<std::mutex> lock(p.m);
+  for (;;) {
+    std::vector<size_t> placed;
+    std::vector<Sm> trial = p.sms;
+    for (size_t i = 0; i < trial.size() && placed.size() < n; ++i) {
+      const size_t k = (p.next + i) % trial.size();
+      while (placed.size() < n && trial[k].fits(d)) {
+        trial[k].blocks += 1;
+        trial[k].threads += d.threads;
+        trial[k].regs += d.regs;
+        trial[k].shared += d.shared;
+        placed.push_back(k);
+      }
+    }
+    if (placed.size() == n) {
+      p.sms = std::move(trial);
+      p.next = (placed.back() + 1) % p.sms.size();
+      return placed;
+    }
+    p.cv.wait(lock);  // not all fit yet: none starts
+  }
+}
+
 void releaseSm(SmPool& p, size_t k, const Demand& d) {
   std::lock_guard<std::mutex> lock(p.m);
   Sm& sm = p.sms[k];
@@ -219,9 +273,22 @@ Demand demandOf(const HostKernel& k, dim3 block, size_t dynamicShared) {
   return d;
 }
 
+// Blocks per SM of a kernel configuration, by the rules the scheduler enforces
+// (cudaOccupancyMaxActiveBlocksPerMultiprocessor); 0 when it cannot run.
+int blocksPerSmOf(const HostKernel& k, int blockSize, size_t dynamicShared) {
+  const Demand d = demandOf(k, dim3(static_cast<unsigned>(blockSize)), dynamicShared);
+  int n = kMaxBlocksPerSm;
+  n = std::min(n, kMaxThreadsPerSm / d.threads);
+  if (d.regs > 0) n = std::min(n, kRegistersPerSm / d.regs);
+  n = std::min(n, static_cast<int>(kSharedPerSm / d.shared));
+  if (blockSize > k.maxThreadsPerBlock || k.staticSharedBytes + dynamicShared > kSharedPerBlockOptin) n = 0;
+  return n;
+}
+
 // Runs every block of one launch and returns when all finished (on the queue's worker).
 void runGrid(int device, std::string name, HostKernel kernel, dim3 grid, dim3 block, size_t dynamicShared,
-             std::shared_ptr<std::vector<char>> argBytes, std::vector<size_t> argOffsets, std::thread::id launcher) {
+             std::shared_ptr<std::vector<char>> argBytes, std::vector<size_t> argOffsets, std::thread::id launcher,
+             bool cooperative) {
   std::vector<void*> args;
   for (size_t off : argOffsets) args.push_back(argBytes->data() + off);
   const unsigned nBlocks = grid.x * grid.y * grid.z;
@@ -231,8 +298,9 @@ void runGrid(int device, std::string name, HostKernel kernel, dim3 grid, dim3 bl
   std::mutex m;
   std::condition_variable cv;
   unsigned remaining = nBlocks;
+  const std::vector<size_t> gang = cooperative ? acquireAllSms(pool, demand, nBlocks) : std::vector<size_t>();
   for (unsigned b = 0; b < nBlocks; ++b) {
-    const size_t sm = acquireSm(pool, demand);
+    const size_t sm = cooperative ? gang[b] : acquireSm(pool, demand);
     workers().run([&, b, sm] {
       setCurrentDevice(device);
       const std::string what = "kernel " + name + " block " + std::to_string(b);
@@ -257,7 +325,11 @@ void runGrid(int device, std::string name, HostKernel kernel, dim3 grid, dim3 bl
 // Checks the configuration as the runtime does, then enqueues the launch.
 // Dynamic shared memory above 48 KiB needs the attribute raised for the
 // function on the current device, since function attributes are per device.
-cudaError_t launch(KernelRecord* k, dim3 grid, dim3 block, void** args, size_t dynamicShared, cudaStream_t stream) {
+// A cooperative launch also needs the device's cudaDevAttrCooperativeLaunch
+// and a grid that fits the device at once (Runtime API
+// cudaLaunchCooperativeKernel).
+cudaError_t launch(KernelRecord* k, dim3 grid, dim3 block, void** args, size_t dynamicShared, cudaStream_t stream,
+                   bool cooperative = false) {
   CD_ENTER();
   if (k == nullptr) {
     misuse("a launch of a function that is not a registered kernel");
@@ -285,6 +357,12 @@ cudaError_t launch(KernelRecord* k, dim3 grid, dim3 block, void** args, size_t d
     return fail(cudaErrorInvalidValue);
   const Demand demand = demandOf(kernel, block, dynamicShared);
   if (demand.regs > kRegistersPerSm) return fail(cudaErrorLaunchOutOfResources);
+  if (cooperative) {
+    if (!config().cooperative) return fail(cudaErrorNotSupported);
+    const uint64_t capacity = uint64_t(blocksPerSmOf(kernel, static_cast<int>(threads), dynamicShared)) * config().sms;
+    if (uint64_t{grid.x} * grid.y * grid.z > capacity) return fail(cudaErrorCooperativeLaunchTooLarge);
+  }
+  if (cudaError_t e = ensureLoaded(*k, device, true); e != cudaSuccess) return e;
   // Kernel parameters are copied at launch (the caller's variables may go away at once).
   auto bytes = std::make_shared<std::vector<char>>();
   std::vector<size_t> offsets;
@@ -295,10 +373,12 @@ cudaError_t launch(KernelRecord* k, dim3 grid, dim3 block, void** args, size_t d
     offsets.push_back(off);
   }
   counters().kernelsLaunched.fetch_add(1);
+  if (cooperative) counters().cooperativeLaunches.fetch_add(1);
   const std::thread::id launcher = std::this_thread::get_id();
   const std::string name = k->key;
   return enqueue(
-      s, [=] { runGrid(device, name, kernel, grid, block, dynamicShared, bytes, offsets, launcher); }, true);
+      s, [=] { runGrid(device, name, kernel, grid, block, dynamicShared, bytes, offsets, launcher, cooperative); },
+      true);
 }
 
 thread_local std::vector<std::tuple<dim3, dim3, size_t, cudaStream_t>> tCallConfigurations;
@@ -319,11 +399,16 @@ Stats stats() {
   s.faults = c.faults.load();
   s.lastFault = lastFaultText();
   MemoryStats m = memoryStats();
-  s.liveAllocations = m.liveAllocations;
+  s.liveAllocations = m.liveAllocations + vmmLiveHandles();
   s.liveBytes = m.liveBytes;
   s.deviceSyncs = c.deviceSyncs.load();
   s.kernelsLaunched = c.kernelsLaunched.load();
+  s.cooperativeLaunches = c.cooperativeLaunches.load();
+  s.multicastBinds = multicastBinds();
   s.streamsCreated = c.streamsCreated.load();
+  s.pageTableChanges = c.pageTableChanges.load();
+  s.kernelLoads = c.kernelLoads.load();
+  s.loadsAtLaunch = c.loadsAtLaunch.load();
   return s;
 }
 
@@ -389,10 +474,22 @@ cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void
   return launch(recordOf(func), gridDim, blockDim, args, sharedMem, stream);
 }
 
+cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
+                                        cudaStream_t stream) {
+  return launch(recordOf(func), gridDim, blockDim, args, sharedMem, stream, true);
+}
+
+cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
+                                             size_t sharedMem, cudaStream_t stream) {
+  return launch(recordOf(func), gridDim, blockDim, args, sharedMem, stream == nullptr ? cudaStreamPerThread : stream,
+                true);
+}
+
 cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value) {
   CD_ENTER();
   KernelRecord* k = recordOf(func);
   if (k == nullptr) return fail(cudaErrorInvalidDeviceFunction);
+  if (cudaError_t e = ensureLoaded(*k, currentDevice(), false); e != cudaSuccess) return e;
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.m);
   const HostKernel* body = bodyOf(r, *k);
@@ -415,6 +512,7 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
   CD_ENTER();
   KernelRecord* k = recordOf(func);
   if (attr == nullptr || k == nullptr) return fail(cudaErrorInvalidDeviceFunction);
+  if (cudaError_t e = ensureLoaded(*k, currentDevice(), false); e != cudaSuccess) return e;
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.m);
   const HostKernel* body = requireBody(r, *k);
@@ -434,17 +532,12 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* numBlock
   CD_ENTER();
   KernelRecord* k = recordOf(func);
   if (numBlocks == nullptr || k == nullptr || blockSize <= 0) return fail(cudaErrorInvalidValue);
+  if (cudaError_t e = ensureLoaded(*k, currentDevice(), false); e != cudaSuccess) return e;
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.m);
   const HostKernel* body = bodyOf(r, *k);
   if (body == nullptr) return fail(cudaErrorInvalidDeviceFunction);
-  const Demand d = demandOf(*body, dim3(static_cast<unsigned>(blockSize)), dynamicSMemSize);
-  int n = kMaxBlocksPerSm;
-  n = std::min(n, kMaxThreadsPerSm / d.threads);
-  if (d.regs > 0) n = std::min(n, kRegistersPerSm / d.regs);
-  n = std::min(n, static_cast<int>(kSharedPerSm / d.shared));
-  if (blockSize > body->maxThreadsPerBlock || body->staticSharedBytes + dynamicSMemSize > kSharedPerBlockOptin) n = 0;
-  *numBlocks = n;
+  *numBlocks = blocksPerSmOf(*body, blockSize, dynamicSMemSize);
   return cudaSuccess;
 }
 

@@ -25,6 +25,7 @@ namespace cudadouble {
 namespace {
 
 constexpr size_t kGranule = 64 * 1024;
+constexpr int kUnclearedByte = 0xCD;              // what a new device allocation holds
 constexpr size_t kSliceBytes = size_t{32} << 30;  // per device, for host allocations, for imports
 
 uintptr_t gArenaBase = 0, gArenaEnd = 0;  // written once, read by the fault handler
@@ -128,6 +129,9 @@ cudaError_t allocate(size_t bytes, int device, MemKind kind, bool streamOrdered,
     al.fd = memfd_create(name.c_str(), MFD_CLOEXEC);
     if (al.fd >= 0 && ftruncate(al.fd, static_cast<off_t>(got)) == 0)
       p = mmap(reinterpret_cast<void*>(a), got, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, al.fd, 0);
+    // Runtime API, cudaMalloc: "The memory is not cleared." Whoever needs
+    // zeros must write them, and a zeroing that lands late is seen.
+    if (p != MAP_FAILED) std::memset(p, kUnclearedByte, got);
   } else {
     p = mmap(reinterpret_cast<void*>(a), got, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
   }
@@ -143,12 +147,13 @@ cudaError_t allocate(size_t bytes, int device, MemKind kind, bool streamOrdered,
 }
 
 // Unmaps a live allocation (memory mutex held); its address becomes reusable.
+// A mapping's address stays in its reserved range.
 void release(Memory& mem, std::map<uintptr_t, Allocation>::iterator it) {
   const Allocation al = it->second;
   mem.live.erase(it);
   poison(al.base, al.capacity);
   if (al.fd >= 0) close(al.fd);
-  if (al.kind != MemKind::Import) {
+  if (al.kind == MemKind::Device || al.kind == MemKind::Host) {
     mem.liveBytes -= al.size;
     Slice& slice = mem.slices[al.kind == MemKind::Host ? hostSlice() : static_cast<size_t>(al.device)];
     slice.freeByCapacity[al.capacity].push_back(al.base);
@@ -239,6 +244,52 @@ struct IpcHandle {
 static_assert(sizeof(IpcHandle) == sizeof(cudaIpcMemHandle_t), "an IPC handle is 64 bytes");
 constexpr uint32_t kIpcMagic = 0x43444950;  // "CDIP"
 
+bool pinnedHost(const void* p) {
+  Allocation a;
+  return inArena(p) && lookup(p, &a) && a.kind == MemKind::Host;
+}
+
+// A copy in stream order. From pageable host memory to the device, CUDA "may
+// synchronize with the stream and stage the copy into pinned memory" (Runtime
+// API, "API synchronization behavior"): the double always does, so the caller
+// may reuse its buffer at once, but the call waits for the stream's earlier
+// work. *out: the operation (null when captured).
+cudaError_t copyOn(CUstream_st* s, void* dst, const void* src, size_t count, OpPtr* out) {
+  const int device = s->device;
+  if (captureOf(s) == nullptr && !inArena(src) && inArena(dst)) {
+    streamWait(s);
+    auto staged =
+        std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + count);
+    return enqueue(
+        s,
+        [device, dst, staged] {
+          if (!checkDeviceRange(device, dst, staged->size(), "cudaMemcpyAsync")) return;
+          guarded(device, "cudaMemcpyAsync", [&] { std::memcpy(dst, staged->data(), staged->size()); });
+        },
+        false, out);
+  }
+  return enqueue(
+      s,
+      [device, dst, src, count] {
+        if (!checkDeviceRange(device, dst, count, "cudaMemcpyAsync") ||
+            !checkDeviceRange(device, src, count, "cudaMemcpyAsync"))
+          return;
+        guarded(device, "cudaMemcpyAsync", [&] { std::memmove(dst, src, count); });
+      },
+      false, out);
+}
+
+cudaError_t memsetOn(CUstream_st* s, void* devPtr, int value, size_t count, OpPtr* out) {
+  const int device = s->device;
+  return enqueue(
+      s,
+      [device, devPtr, value, count] {
+        if (!checkDeviceRange(device, devPtr, count, "cudaMemsetAsync")) return;
+        guarded(device, "cudaMemsetAsync", [&] { std::memset(devPtr, value, count); });
+      },
+      false, out);
+}
+
 }  // namespace
 
 bool inArena(const void* p) {
@@ -259,8 +310,82 @@ bool deviceAccessible(const void* p, size_t n) {
   memory();
   if (!inArena(p)) return true;
   Allocation a;
-  if (!lookup(p, &a)) return false;
+  if (!lookup(p, &a) || a.kind == MemKind::Multicast || !a.accessible) return false;
   return reinterpret_cast<uintptr_t>(p) + n <= a.base + a.capacity;
+}
+
+uintptr_t reserveRange(size_t bytes, size_t alignment) {
+  Memory& mem = memory();
+  std::lock_guard<std::mutex> lock(mem.m);
+  Slice& s = mem.slices[importSlice()];
+  size_t got = 0;
+  const size_t align = alignment > kGranule ? alignment : kGranule;
+  // Fresh space, aligned; the bytes skipped for alignment stay unused.
+  auto exact = s.freeByCapacity.find(bytes);
+  if (exact != s.freeByCapacity.end() && exact->second.back() % align == 0) return takeAddress(s, bytes, &got);
+  const uintptr_t start = (s.bump + align - 1) / align * align;
+  if (start > s.end || s.end - start < bytes) return 0;
+  s.bump = start + bytes;
+  return start;
+}
+
+void freeRange(uintptr_t base, size_t bytes) {
+  Memory& mem = memory();
+  std::lock_guard<std::mutex> lock(mem.m);
+  mem.slices[importSlice()].freeByCapacity[bytes].push_back(base);
+}
+
+bool addMapping(uintptr_t addr, size_t bytes, int fd, size_t offset, int device, MemKind kind) {
+  Memory& mem = memory();
+  std::lock_guard<std::mutex> lock(mem.m);
+  std::map<uintptr_t, Allocation>::iterator it;
+  if (lookupLocked(mem, addr, &it) || lookupLocked(mem, addr + bytes - 1, &it)) return false;
+  auto next = mem.live.lower_bound(addr);
+  if (next != mem.live.end() && next->first < addr + bytes) return false;
+  if (fd >= 0) {
+    void* p =
+        mmap(reinterpret_cast<void*>(addr), bytes, PROT_NONE, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(offset));
+    if (p == MAP_FAILED) return false;
+  }
+  Allocation al;
+  al.base = addr;
+  al.size = bytes;
+  al.capacity = bytes;
+  al.device = device;
+  al.kind = kind;
+  al.bufferId = mem.nextBufferId++;
+  al.accessible = false;
+  mem.live[addr] = al;
+  return true;
+}
+
+bool removeMapping(uintptr_t addr, size_t bytes) {
+  Memory& mem = memory();
+  std::lock_guard<std::mutex> lock(mem.m);
+  auto it = mem.live.find(addr);
+  if (it == mem.live.end() || it->second.capacity != bytes ||
+      (it->second.kind != MemKind::Mapped && it->second.kind != MemKind::Multicast))
+    return false;
+  release(mem, it);
+  return true;
+}
+
+bool allowMapping(uintptr_t addr, size_t bytes) {
+  Memory& mem = memory();
+  std::lock_guard<std::mutex> lock(mem.m);
+  for (uintptr_t a = addr; a < addr + bytes;) {
+    std::map<uintptr_t, Allocation>::iterator it;
+    if (!lookupLocked(mem, a, &it) || it->second.kind != MemKind::Mapped) return false;
+    a = it->second.base + it->second.capacity;
+  }
+  for (uintptr_t a = addr; a < addr + bytes;) {
+    std::map<uintptr_t, Allocation>::iterator it;
+    lookupLocked(mem, a, &it);
+    mprotect(reinterpret_cast<void*>(it->second.base), it->second.capacity, PROT_READ | PROT_WRITE);
+    it->second.accessible = true;
+    a = it->second.base + it->second.capacity;
+  }
+  return true;
 }
 
 MemoryStats memoryStats() {
@@ -309,8 +434,9 @@ cudaError_t cudaMalloc(void** devPtr, size_t size) {
   if (devPtr == nullptr) return fail(cudaErrorInvalidValue);
   // Programming Guide, "Implicit Synchronization": a device memory allocation
   // between two commands of different streams keeps them from running
-  // concurrently.
-  if (cudaError_t e = deviceSync(currentDevice(), "cudaMalloc"); e != cudaSuccess) return e;
+  // concurrently. A page-table change: the driver's lock is held meanwhile.
+  PageTableChange change(currentDevice(), "cudaMalloc");
+  if (change.result() != cudaSuccess) return change.result();
   if (size == 0) {
     *devPtr = nullptr;
     return cudaSuccess;
@@ -320,11 +446,12 @@ cudaError_t cudaMalloc(void** devPtr, size_t size) {
 
 cudaError_t cudaFree(void* devPtr) {
   CD_ENTER();
+  if (devPtr == nullptr) return cudaSuccess;  // "If devPtr is 0, no operation is performed."
   int device = deviceOfPointer(devPtr, currentDevice());
   // Programming Guide, "Stream-Ordered Memory Allocator": cudaFree synchronizes
-  // the GPU across all executing streams.
-  if (cudaError_t e = deviceSync(device, "cudaFree"); e != cudaSuccess) return e;
-  if (devPtr == nullptr) return cudaSuccess;
+  // the GPU across all executing streams, holding the driver's lock.
+  PageTableChange change(device, "cudaFree");
+  if (change.result() != cudaSuccess) return change.result();
   Memory& mem = memory();
   std::lock_guard<std::mutex> lock(mem.m);
   auto it = mem.live.find(reinterpret_cast<uintptr_t>(devPtr));
@@ -342,6 +469,7 @@ cudaError_t cudaMallocAsync(void** devPtr, size_t size, cudaStream_t stream) {
   if (devPtr == nullptr) return fail(cudaErrorInvalidValue);
   if (cudaError_t e = resolveStream(stream, &s); e != cudaSuccess) return e;
   if (s->capture) return fail(cudaErrorNotSupported);  // graph memory nodes are not modelled
+  awaitDriverLock(s->device, "cudaMallocAsync");
   // Runtime API, cudaMallocAsync: stream-ordered, no device synchronisation;
   // the memory may be used by work ordered after the allocation in this stream.
   return fail(allocate(size == 0 ? 1 : size, s->device, MemKind::Device, true, devPtr));
@@ -376,8 +504,10 @@ cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t stream) {
 cudaError_t cudaHostAlloc(void** pHost, size_t size, unsigned int flags) {
   CD_ENTER();
   if (pHost == nullptr || (flags & ~0xfu) != 0) return fail(cudaErrorInvalidValue);
-  // "Implicit Synchronization": a page-locked host memory allocation.
-  if (cudaError_t e = deviceSync(currentDevice(), "cudaHostAlloc"); e != cudaSuccess) return e;
+  // "Implicit Synchronization": a page-locked host memory allocation, mapped
+  // into the device's context (a page-table change).
+  PageTableChange change(currentDevice(), "cudaHostAlloc");
+  if (change.result() != cudaSuccess) return change.result();
   return fail(allocate(size == 0 ? 1 : size, currentDevice(), MemKind::Host, false, pHost));
 }
 
@@ -385,8 +515,9 @@ cudaError_t cudaMallocHost(void** ptr, size_t size) { return cudaHostAlloc(ptr, 
 
 cudaError_t cudaFreeHost(void* ptr) {
   CD_ENTER();
-  if (cudaError_t e = deviceSync(currentDevice(), "cudaFreeHost"); e != cudaSuccess) return e;
   if (ptr == nullptr) return cudaSuccess;
+  PageTableChange change(currentDevice(), "cudaFreeHost");
+  if (change.result() != cudaSuccess) return change.result();
   Memory& mem = memory();
   std::lock_guard<std::mutex> lock(mem.m);
   auto it = mem.live.find(reinterpret_cast<uintptr_t>(ptr));
@@ -411,18 +542,29 @@ cudaError_t cudaHostGetDevicePointer(void** pDevice, void* pHost, unsigned int f
 
 // ---- copies and sets ----------------------------------------------------------------------------
 
+// Runtime API, "API synchronization behavior" (Memcpy): on the legacy default
+// stream of the current device; from pageable host memory to the device the
+// stream's earlier work is waited for and the bytes staged, and the copy may
+// land after the call returns; from pinned host memory to the device, and from
+// the device to host memory, the call returns once the copy completed; device
+// to device, it returns at once; host to host is a plain copy.
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
   CD_ENTER();
   (void)kind;  // unified addressing: the pointers say where they are
-  const int dd = deviceOfPointer(dst, currentDevice()), sd = deviceOfPointer(src, currentDevice());
-  // "Implicit Synchronization": the double treats every synchronous copy as device-synchronising.
-  if (cudaError_t e = deviceSync(dd, "cudaMemcpy"); e != cudaSuccess) return e;
-  if (sd != dd)
-    if (cudaError_t e = deviceSync(sd, "cudaMemcpy"); e != cudaSuccess) return e;
   if (count == 0) return cudaSuccess;
+  const bool dstHost = !inArena(dst) || pinnedHost(dst), srcHost = !inArena(src) || pinnedHost(src);
+  if (dstHost && srcHost) {
+    std::memmove(dst, src, count);
+    return cudaSuccess;
+  }
   if (!deviceAccessible(dst, count) || !deviceAccessible(src, count)) return fail(cudaErrorInvalidValue);
-  std::memmove(dst, src, count);
-  return cudaSuccess;
+  CUstream_st* legacy = nullptr;
+  if (cudaError_t e = resolveStream(cudaStreamLegacy, &legacy); e != cudaSuccess) return e;
+  OpPtr op;
+  if (cudaError_t e = copyOn(legacy, dst, src, count, &op); e != cudaSuccess) return e;
+  if (op && (dstHost || pinnedHost(src))) op->wait();
+  const cudaError_t sticky = stickyOf(legacy->device);
+  return sticky != cudaSuccess ? fail(sticky) : cudaSuccess;
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
@@ -431,31 +573,8 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpy
   CUstream_st* s = nullptr;
   if (cudaError_t e = resolveStream(stream, &s); e != cudaSuccess) return e;
   if (count == 0) return cudaSuccess;
-  const int device = s->device;
-  if (!s->capture && !inArena(src) && inArena(dst)) {
-    // Driver API, "API synchronization behavior": from pageable host memory the
-    // bytes are staged at once, so the caller may reuse its buffer when the
-    // call returns.
-    auto staged =
-        std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + count);
-    return enqueue(
-        s,
-        [device, dst, staged] {
-          if (!checkDeviceRange(device, dst, staged->size(), "cudaMemcpyAsync")) return;
-          guarded(device, "cudaMemcpyAsync", [&] { std::memcpy(dst, staged->data(), staged->size()); });
-        },
-        false);
-  }
   OpPtr op;
-  cudaError_t e = enqueue(
-      s,
-      [device, dst, src, count] {
-        if (!checkDeviceRange(device, dst, count, "cudaMemcpyAsync") ||
-            !checkDeviceRange(device, src, count, "cudaMemcpyAsync"))
-          return;
-        guarded(device, "cudaMemcpyAsync", [&] { std::memmove(dst, src, count); });
-      },
-      false, &op);
+  cudaError_t e = copyOn(s, dst, src, count, &op);
   // To pageable host memory the call returns only once the copy completed.
   if (e == cudaSuccess && op && !inArena(dst) && inArena(src)) op->wait();
   return e;
@@ -489,14 +608,19 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t 
       false);
 }
 
+// Runtime API, "API synchronization behavior" (Memset): asynchronous to the
+// host except when the target is pinned host memory; on the legacy default
+// stream, so ordered after blocking streams' earlier work and not against
+// non-blocking streams.
 cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
   CD_ENTER();
-  const int device = deviceOfPointer(devPtr, currentDevice());
-  // "Implicit Synchronization": a device memory set.
-  if (cudaError_t e = deviceSync(device, "cudaMemset"); e != cudaSuccess) return e;
   if (count == 0) return cudaSuccess;
   if (!inArena(devPtr) || !deviceAccessible(devPtr, count)) return fail(cudaErrorInvalidValue);
-  std::memset(devPtr, value, count);
+  CUstream_st* legacy = nullptr;
+  if (cudaError_t e = resolveStream(cudaStreamLegacy, &legacy); e != cudaSuccess) return e;
+  OpPtr op;
+  if (cudaError_t e = memsetOn(legacy, devPtr, value, count, &op); e != cudaSuccess) return e;
+  if (op && pinnedHost(devPtr)) op->wait();
   return cudaSuccess;
 }
 
@@ -505,14 +629,7 @@ cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t 
   CUstream_st* s = nullptr;
   if (cudaError_t e = resolveStream(stream, &s); e != cudaSuccess) return e;
   if (count == 0) return cudaSuccess;
-  const int device = s->device;
-  return enqueue(
-      s,
-      [device, devPtr, value, count] {
-        if (!checkDeviceRange(device, devPtr, count, "cudaMemsetAsync")) return;
-        guarded(device, "cudaMemsetAsync", [&] { std::memset(devPtr, value, count); });
-      },
-      false);
+  return memsetOn(s, devPtr, value, count, nullptr);
 }
 
 // ---- attributes ---------------------------------------------------------------------------------
@@ -545,11 +662,14 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const vo
 cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t* handle, void* devPtr) {
   CD_ENTER();
   if (handle == nullptr) return fail(cudaErrorInvalidValue);
+  awaitDriverLock(currentDevice(), "cudaIpcGetMemHandle");
   Memory& mem = memory();
   std::lock_guard<std::mutex> lock(mem.m);
   auto it = mem.live.find(reinterpret_cast<uintptr_t>(devPtr));
   // "Takes a pointer to the base of an existing device memory allocation"
   // (cudaMalloc, not a stream-ordered pool): anything else is refused.
+  // cuMemCreate memory is shared through its own handles (cuMemExportToShareableHandle).
+  if (it != mem.live.end() && it->second.kind == MemKind::Mapped) return fail(cudaErrorInvalidValue);
   if (it == mem.live.end() || it->second.kind != MemKind::Device || it->second.streamOrdered) {
     misuse("cudaIpcGetMemHandle(%p): not the base of a live cudaMalloc allocation", devPtr);
     return fail(cudaErrorInvalidValue);
@@ -573,6 +693,7 @@ cudaError_t cudaIpcOpenMemHandle(void** devPtr, cudaIpcMemHandle_t handle, unsig
   std::memcpy(&h, &handle, sizeof(h));
   if (devPtr == nullptr || h.magic != kIpcMagic) return fail(cudaErrorInvalidValue);
   if (h.pid == getpid()) return fail(cudaErrorInvalidResourceHandle);  // CUDA refuses a process's own handles
+  awaitDriverLock(currentDevice(), "cudaIpcOpenMemHandle");
   Memory& mem = memory();
   std::lock_guard<std::mutex> lock(mem.m);
   auto known = mem.imports.find({h.pid, h.bufferId});
@@ -622,6 +743,10 @@ cudaError_t cudaIpcOpenMemHandle(void** devPtr, cudaIpcMemHandle_t handle, unsig
 
 cudaError_t cudaIpcCloseMemHandle(void* devPtr) {
   CD_ENTER();
+  // Unmapping the peer's memory is a page-table change: it waits for the
+  // device holding the driver's lock.
+  PageTableChange change(deviceOfPointer(devPtr, currentDevice()), "cudaIpcCloseMemHandle");
+  if (change.result() != cudaSuccess) return change.result();
   Memory& mem = memory();
   std::lock_guard<std::mutex> lock(mem.m);
   for (auto it = mem.imports.begin(); it != mem.imports.end(); ++it) {

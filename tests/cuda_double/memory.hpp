@@ -14,7 +14,9 @@
 
 namespace cudadouble {
 
-enum class MemKind { Device, Host, Import };
+// Mapped: physical memory cuMemMap put in a reserved range (vmm.cc);
+// Multicast: a multicast object's range, which the double cannot carry.
+enum class MemKind { Device, Host, Import, Mapped, Multicast };
 
 struct Allocation {
   uintptr_t base = 0;
@@ -25,6 +27,7 @@ struct Allocation {
   uint64_t bufferId = 0;  // unique per allocation in this process (CU_POINTER_ATTRIBUTE_BUFFER_ID)
   MemKind kind = MemKind::Device;
   bool streamOrdered = false;
+  bool accessible = true;  // Mapped: once cuMemSetAccess granted it
 };
 
 // The live allocation containing p.
@@ -34,6 +37,20 @@ bool inArena(const void* p);
 // Whether the device may touch [p, p + n): inside one live allocation, or host
 // memory outside the arena (which the double cannot check).
 bool deviceAccessible(const void* p, size_t n);
+
+// ---- virtual memory management (vmm.cc) ----
+// A range of `bytes` for cuMemAddressReserve, aligned to `alignment` (a
+// power of two); 0 when none is left. Freed ranges are reused.
+uintptr_t reserveRange(size_t bytes, size_t alignment);
+void freeRange(uintptr_t base, size_t bytes);
+// Maps [offset, offset + bytes) of the memfd `fd` at addr as a live
+// allocation of `kind` on `device`, with no access until allowMapping
+// (Multicast: never; fd -1 maps nothing). False when addr is taken.
+bool addMapping(uintptr_t addr, size_t bytes, int fd, size_t offset, int device, MemKind kind);
+// Unmaps the live mapping at addr (its range stays reserved); false when there is none.
+bool removeMapping(uintptr_t addr, size_t bytes);
+// Read and write access to the mappings covering [addr, addr + bytes); false when a byte is not mapped.
+bool allowMapping(uintptr_t addr, size_t bytes);
 
 struct MemoryStats {
   uint64_t liveAllocations = 0, liveBytes = 0;

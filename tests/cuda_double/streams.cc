@@ -34,6 +34,12 @@ struct Device {
   uint64_t created = 0;
   std::mutex runningMutex;
   std::multiset<std::thread::id> running;  // launchers of the kernels running now
+  // The driver's lock: held by a page-table change while it waits for the device.
+  std::mutex lockMutex;
+  std::condition_variable lockCv;
+  bool locked = false;
+  std::thread::id lockHolder;
+  const char* lockWhat = "";
 };
 
 void queueLoop(Queue* q) {
@@ -166,8 +172,18 @@ cudaError_t resolveStream(cudaStream_t stream, CUstream_st** out) {
 }
 
 OpPtr submit(CUstream_st* s, std::function<void()> work, bool kernel) {
+  awaitDriverLock(s->device, "an operation enqueued on a stream");
   Device& dev = deviceOf(s->device);
   Queue& q = *dev.queues.at(static_cast<size_t>(s->queue));
+  const int legacyDelay = config().adversarialLegacyMs.load();
+  if (s->legacy && legacyDelay > 0) {
+    // Adversarial ordering: the legacy stream's work starts late, as it may
+    // when queued work runs there; non-blocking streams overtake it.
+    work = [legacyDelay, inner = std::move(work)] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(legacyDelay));
+      if (inner) inner();
+    };
+  }
   OpPtr op;
   {
     std::lock_guard<std::mutex> lock(dev.m);
@@ -240,44 +256,112 @@ std::vector<CUstream_st*> blockingStreams(int device) {
   return dev.blocking;
 }
 
-cudaError_t deviceSync(int device, const char* what) {
-  if (cudaError_t e = checkUnsafeDuringCapture(what); e != cudaSuccess) return e;
-  Device& dev = deviceOf(device);
+namespace {
+
+// Adversarial scheduling: gives a kernel another thread is about to launch the
+// time to start, so that a synchronisation it would deadlock with deadlocks
+// now rather than by chance.
+void adversarialWait(Device& dev) {
   const int adversarial = config().adversarialSyncMs.load();
-  if (adversarial > 0) {
-    // Give a kernel another thread is about to launch the time to start, so
-    // that a synchronisation it would deadlock with deadlocks now rather than
-    // by chance.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(adversarial);
-    const std::thread::id me = std::this_thread::get_id();
-    while (std::chrono::steady_clock::now() < until) {
-      {
-        std::lock_guard<std::mutex> lock(dev.runningMutex);
-        bool other = false;
-        for (const std::thread::id& t : dev.running) other = other || t != me;
-        if (other) break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (adversarial <= 0) return;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(adversarial);
+  const std::thread::id me = std::this_thread::get_id();
+  while (std::chrono::steady_clock::now() < until) {
+    {
+      std::lock_guard<std::mutex> lock(dev.runningMutex);
+      bool other = false;
+      for (const std::thread::id& t : dev.running) other = other || t != me;
+      if (other) return;
     }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+}
+
+// Waits for all work issued on the device so far. A wait that lasts is usually
+// a deadlock in the making (a running kernel waits for work this thread has
+// not issued yet): say so while it lasts.
+void waitForDevice(Device& dev, const char* what) {
   counters().deviceSyncs.fetch_add(1);
   std::vector<OpPtr> newest;
   for (auto& q : dev.queues) {
     std::lock_guard<std::mutex> lock(q->m);
     if (q->newest) newest.push_back(q->newest);
   }
-  // A synchronisation that waits long is usually a deadlock in the making (a
-  // running kernel waits for work this thread has not issued yet): say so while
-  // it lasts.
   const auto start = std::chrono::steady_clock::now();
   for (const OpPtr& op : newest) {
     while (!op->waitFor(std::chrono::seconds(1))) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::fprintf(stderr, "cuda-double: %s on device %d has waited %.0f s for earlier work of the device\n", what,
-                   device, s);
+                   dev.ordinal, s);
     }
   }
+}
+
+}  // namespace
+
+cudaError_t deviceSync(int device, const char* what, bool duringCapture) {
+  if (!duringCapture)
+    if (cudaError_t e = checkUnsafeDuringCapture(what); e != cudaSuccess) return e;
+  Device& dev = deviceOf(device);
+  adversarialWait(dev);
+  waitForDevice(dev, what);
   return stickyOf(device) != cudaSuccess ? fail(stickyOf(device)) : cudaSuccess;
+}
+
+namespace {
+
+// Waits, lock held, until no other thread holds the device's driver lock.
+void waitUnlocked(Device& dev, std::unique_lock<std::mutex>& lock, const char* what) {
+  const std::thread::id me = std::this_thread::get_id();
+  const auto start = std::chrono::steady_clock::now();
+  while (dev.locked && dev.lockHolder != me) {
+    if (!dev.lockCv.wait_for(lock, std::chrono::seconds(1), [&] { return !dev.locked || dev.lockHolder == me; })) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::fprintf(stderr,
+                   "cuda-double: %s on device %d has waited %.0f s for %s on another thread (a page-table change "
+                   "holds the driver's lock while it waits for the device)\n",
+                   what, dev.ordinal, s, dev.lockWhat);
+    }
+  }
+}
+
+}  // namespace
+
+PageTableChange::PageTableChange(int device, const char* what) : device_(device) {
+  if (cudaError_t e = checkUnsafeDuringCapture(what); e != cudaSuccess) {
+    result_ = e;
+    return;
+  }
+  Device& dev = deviceOf(device);
+  // The adversarial wait comes before the lock: a kernel launched meanwhile is
+  // on the device when the lock is taken, as it may be on a GPU.
+  adversarialWait(dev);
+  {
+    std::unique_lock<std::mutex> lock(dev.lockMutex);
+    waitUnlocked(dev, lock, what);
+    dev.locked = true;
+    dev.lockHolder = std::this_thread::get_id();
+    dev.lockWhat = what;
+  }
+  held_ = true;
+  counters().pageTableChanges.fetch_add(1);
+  waitForDevice(dev, what);
+  if (stickyOf(device) != cudaSuccess) result_ = fail(stickyOf(device));
+}
+
+PageTableChange::~PageTableChange() {
+  if (!held_) return;
+  Device& dev = deviceOf(device_);
+  std::lock_guard<std::mutex> lock(dev.lockMutex);
+  dev.locked = false;
+  dev.lockCv.notify_all();
+}
+
+void awaitDriverLock(int device, const char* what) {
+  if (!validDevice(device)) return;
+  Device& dev = deviceOf(device);
+  std::unique_lock<std::mutex> lock(dev.lockMutex);
+  waitUnlocked(dev, lock, what);
 }
 
 std::shared_ptr<Capture> captureOf(CUstream_st* s) {
@@ -305,6 +389,7 @@ extern "C" {
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned int flags, int priority) {
   CD_ENTER();
   if (stream == nullptr || (flags & ~1u) != 0) return fail(cudaErrorInvalidValue);
+  awaitDriverLock(currentDevice(), "cudaStreamCreate");
   *stream = createStream(currentDevice(), flags, priority);
   return cudaSuccess;
 }
@@ -323,6 +408,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
     return fail(cudaErrorInvalidResourceHandle);
   }
   if (cudaError_t e = resolveStream(stream, &s); e != cudaSuccess) return e;
+  awaitDriverLock(s->device, "cudaStreamDestroy");
   // CUDA Runtime API, cudaStreamDestroy: returns at once; work already in the
   // stream completes. The object stays (never reused) so later uses of the
   // handle are caught as misuses.
@@ -348,6 +434,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   CD_ENTER();
   CUstream_st* s = nullptr;
   if (cudaError_t e = resolveStream(stream, &s); e != cudaSuccess) return e;
+  awaitDriverLock(s->device, "cudaStreamSynchronize");
   {
     std::lock_guard<std::mutex> lock(deviceOf(s->device).m);
     if (s->capture) {
@@ -364,6 +451,7 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
   CD_ENTER();
   CUstream_st* s = nullptr;
   if (cudaError_t e = resolveStream(stream, &s); e != cudaSuccess) return e;
+  awaitDriverLock(s->device, "cudaStreamQuery");
   OpPtr last;
   {
     std::lock_guard<std::mutex> lock(deviceOf(s->device).m);

@@ -4,8 +4,8 @@
 // worker thread that runs its operations one at a time, in order. Streams
 // map to queues round-robin in creation order, the legacy default stream
 // first. deviceSync is the device-wide wait that cudaDeviceSynchronize does
-// explicitly and cudaMalloc, cudaFree, cudaMemset and cudaMemcpy do
-// implicitly: it waits for all earlier work of the device, on every stream.
+// explicitly; a PageTableChange (cudaMalloc, cudaFree, ...) does it holding
+// the device's driver lock, which blocks other threads' calls on the device.
 #ifndef CUDA_DOUBLE_STREAMS_HPP_
 #define CUDA_DOUBLE_STREAMS_HPP_
 
@@ -80,10 +80,33 @@ cudaError_t enqueue(CUstream_st* stream, std::function<void()> work, bool kernel
 // Enqueues without looking at capture (graph launches).
 OpPtr submit(CUstream_st* stream, std::function<void()> work, bool kernel);
 
-// The implicit device-wide synchronisation of `what` on `device` (see the
-// header comment). Refused (cudaErrorStreamCaptureUnsupported) while a capture
-// forbids it.
-cudaError_t deviceSync(int device, const char* what);
+// The device-wide synchronisation of `what` on `device` (see the header
+// comment). Refused (cudaErrorStreamCaptureUnsupported) while a capture forbids
+// it, unless `duringCapture` (a kernel's lazy loading, which capture allows).
+cudaError_t deviceSync(int device, const char* what, bool duringCapture = false);
+
+// A page-table change: memory mapped or unmapped in the device's context. It
+// takes the device's driver lock, then waits for all earlier work of the
+// device, and keeps the lock until destroyed; meanwhile every other thread's
+// call that reaches the device waits (awaitDriverLock). result() is the
+// call's error (the capture refusal, a sticky error), cudaSuccess otherwise.
+class PageTableChange {
+ public:
+  PageTableChange(int device, const char* what);
+  ~PageTableChange();
+  PageTableChange(const PageTableChange&) = delete;
+  PageTableChange& operator=(const PageTableChange&) = delete;
+  cudaError_t result() const { return result_; }
+
+ private:
+  int device_;
+  bool held_ = false;
+  cudaError_t result_ = cudaSuccess;
+};
+
+// Waits while another thread holds the device's driver lock; `what` names the
+// waiting call in the diagnosis printed every second.
+void awaitDriverLock(int device, const char* what);
 
 // Waits until everything issued on the stream so far has run.
 void streamWait(CUstream_st* stream);

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -35,6 +36,7 @@ void check(cudaError_t e, const char* what) {
 #define CK(call) check((call), #call)
 
 // A test kernel: its handle is the address of a static byte, as a host stub's address is.
+// Not loaded on any device until its first use (lazy loading).
 const void* defineKernel(const char* name, cudadouble::HostBlockFn body, std::vector<size_t> argSizes, int regs = 32,
                          size_t staticShared = 0) {
   static char handles[32];
@@ -93,19 +95,51 @@ void addBody(void* const* args, dim3, dim3, unsigned block, size_t, const void*)
   p[block] += arg<int>(args, 1);
 }
 
+// Loads the kernel on every device, as a program does before kernels that
+// must run concurrently (a first launch may synchronise the device).
+const void* loadedEverywhere(const void* kernel) {
+  int current = 0, n = 0;
+  CK(cudaGetDevice(&current));
+  CK(cudaGetDeviceCount(&n));
+  for (int d = 0; d < n; ++d) {
+    cudaFuncAttributes a{};
+    CK(cudaSetDevice(d));
+    CK(cudaFuncGetAttributes(&a, kernel));
+  }
+  CK(cudaSetDevice(current));
+  return kernel;
+}
+
 const void* gateKernel() {
-  static const void* k = defineKernel("testGate", &gateBody, {sizeof(void*), sizeof(void*)});
+  static const void* k = loadedEverywhere(defineKernel("testGate", &gateBody, {sizeof(void*), sizeof(void*)}));
   return k;
 }
 const void* barrierKernel() {
-  static const void* k =
-      defineKernel("testBarrier", &barrierBody, {sizeof(void*), sizeof(int), sizeof(void*), sizeof(int)}, 64);
+  static const void* k = loadedEverywhere(
+      defineKernel("testBarrier", &barrierBody, {sizeof(void*), sizeof(int), sizeof(void*), sizeof(int)}, 64));
   return k;
 }
 const void* addKernel() {
-  static const void* k = defineKernel("testAdd", &addBody, {sizeof(int*), sizeof(int)});
+  static const void* k = loadedEverywhere(defineKernel("testAdd", &addBody, {sizeof(int*), sizeof(int)}));
   return k;
 }
+
+// Runs f on a thread of its own (device 0 current); done() tells whether it returned.
+class Async {
+ public:
+  explicit Async(std::function<void()> f)
+      : thread_([this, f = std::move(f)] {
+          cudaSetDevice(0);
+          f();
+          done_.store(true);
+        }) {}
+  ~Async() { thread_.join(); }
+  bool done() const { return done_.load(); }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
 
 cudaError_t launchGate(cudaStream_t s, std::atomic<int>* gate, std::atomic<int>* started, unsigned blocks = 1) {
   void* args[] = {&gate, &started};
@@ -166,7 +200,7 @@ TEST_CASE("streams run in issue order and asynchronously", "[double][streams]") 
   std::atomic<int> gate{0}, started{0};
   int* d = nullptr;
   CK(cudaMalloc(&d, sizeof(int)));
-  CK(cudaMemset(d, 0, sizeof(int)));
+  CK(cudaMemsetAsync(d, 0, sizeof(int), s));
   CK(launchGate(s, &gate, &started));
   CK(launchAdd(s, d, 5));  // runs after the gate kernel, in issue order
   REQUIRE(waitFor([&] { return started.load() == 1; }, 2000));
@@ -216,7 +250,7 @@ TEST_CASE("the legacy stream syncs with blocking streams only", "[double][stream
   CK(cudaStreamDestroy(nonBlocking));
 }
 
-TEST_CASE("cudaMalloc, cudaFree, memset and memcpy wait for all streams", "[double][sync]") {
+TEST_CASE("page-table changes wait for all streams", "[double][sync]") {
   CK(cudaSetDevice(0));
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -224,27 +258,25 @@ TEST_CASE("cudaMalloc, cudaFree, memset and memcpy wait for all streams", "[doub
   CK(cudaMalloc(&d, 64));
   for (int which = 0; which < 4; ++which) {
     std::atomic<int> gate{0}, started{0};
+    void* p = nullptr;
+    if (which == 1) CK(cudaMalloc(&p, 64));
+    if (which == 3) CK(cudaHostAlloc(&p, 64, cudaHostAllocMapped));
     CK(launchGate(s, &gate, &started));
     REQUIRE(waitFor([&] { return started.load() == 1; }, 2000));
-    std::atomic<bool> returned{false};
-    std::thread t([&] {
-      cudaSetDevice(0);
-      int host = 0;
-      void* p = nullptr;
-      if (which == 0) CK(cudaMalloc(&p, 64));
-      if (which == 1) CK(cudaMemset(d, 0, 64));
-      if (which == 2) CK(cudaMemcpy(&host, d, sizeof(int), cudaMemcpyDeviceToHost));
-      if (which == 3) CK(cudaHostAlloc(&p, 64, cudaHostAllocMapped));
-      returned.store(true);
-      if (which == 0) CK(cudaFree(p));
-      if (which == 3) CK(cudaFreeHost(p));
-    });
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    INFO("call " << which);
-    CHECK(!returned.load());  // blocked behind the non-blocking stream's running kernel
-    gate.store(1);
-    t.join();
-    CHECK(returned.load());
+    {
+      Async call([&] {
+        if (which == 0) CK(cudaMalloc(&p, 64));
+        if (which == 1) CK(cudaFree(p));
+        if (which == 2) CK(cudaHostAlloc(&p, 64, cudaHostAllocMapped));
+        if (which == 3) CK(cudaFreeHost(p));
+      });
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      INFO("call " << which);
+      CHECK(!call.done());  // blocked behind the non-blocking stream's running kernel
+      gate.store(1);
+    }
+    if (which == 0) CK(cudaFree(p));
+    if (which == 2) CK(cudaFreeHost(p));
   }
   // Stream-ordered allocation does not synchronise the device.
   std::atomic<int> gate{0}, started{0};
@@ -261,6 +293,154 @@ TEST_CASE("cudaMalloc, cudaFree, memset and memcpy wait for all streams", "[doub
   CK(cudaFree(d));
   CK(cudaStreamDestroy(s));
   CK(cudaStreamDestroy(other));
+}
+
+TEST_CASE("a page-table change blocks other threads' calls", "[double][page-table]") {
+  CK(cudaSetDevice(0));
+  cudaStream_t s, other;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  int* d = nullptr;
+  void* p = nullptr;
+  CK(cudaMalloc(&d, 64));
+  CK(cudaMalloc(&p, 64));
+  std::atomic<int> gate{0}, started{0};
+  CK(launchGate(s, &gate, &started));
+  REQUIRE(waitFor([&] { return started.load() == 1; }, 2000));
+  CK(launchAdd(other, d, 1));  // no page-table change in progress: returns at once
+  CK(cudaStreamSynchronize(other));
+  const uint64_t changes = cudadouble::stats().pageTableChanges;
+  {
+    Async freeing([&] { CK(cudaFree(p)); });  // waits for the gate kernel, holding the driver's lock
+    REQUIRE(waitFor([&] { return cudadouble::stats().pageTableChanges == changes + 1; }, 2000));
+    Async launch([&] { CK(launchAdd(other, d, 1)); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(!freeing.done());
+    CHECK(!launch.done());  // a launch on another stream waits for the lock too
+    gate.store(1);
+  }
+  CK(cudaStreamSynchronize(other));
+  CK(cudaFree(d));
+  CK(cudaStreamDestroy(s));
+  CK(cudaStreamDestroy(other));
+}
+
+TEST_CASE("cudaMalloc memory is not cleared", "[double][memory]") {
+  CK(cudaSetDevice(0));
+  unsigned char* d = nullptr;
+  CK(cudaMalloc(reinterpret_cast<void**>(&d), 256));
+  std::vector<unsigned char> host(256, 0);
+  CK(cudaMemcpy(host.data(), d, host.size(), cudaMemcpyDeviceToHost));
+  REQUIRE(host[0] != 0);
+  REQUIRE(host[255] != 0);
+  CK(cudaFree(d));
+}
+
+TEST_CASE("cudaMemset and cudaMemcpy are legacy-stream work", "[double][legacy]") {
+  CK(cudaSetDevice(0));
+  cudaStream_t nonBlocking, blocking;
+  CK(cudaStreamCreateWithFlags(&nonBlocking, cudaStreamNonBlocking));
+  CK(cudaStreamCreate(&blocking));
+  int* d = nullptr;
+  CK(cudaMalloc(&d, 64));
+  int host = 0;
+  auto value = [&] {
+    int v = 0;
+    std::memcpy(&v, d, sizeof(v));  // device memory is host memory in the double
+    return v;
+  };
+  {
+    // A non-blocking stream's running kernel orders neither call.
+    std::atomic<int> gate{0}, started{0};
+    CK(launchGate(nonBlocking, &gate, &started));
+    REQUIRE(waitFor([&] { return started.load() == 1; }, 2000));
+    CK(cudaMemset(d, 0, sizeof(int)));
+    REQUIRE(waitFor([&] { return value() == 0; }, 2000));
+    CK(cudaMemcpy(&host, d, sizeof(int), cudaMemcpyDeviceToHost));
+    gate.store(1);
+    CK(cudaStreamSynchronize(nonBlocking));
+  }
+  {
+    // A blocking stream's kernel orders both: cudaMemset returns at once and
+    // lands after it; a copy to the host returns only once it ran.
+    std::atomic<int> gate{0}, started{0};
+    CK(launchGate(blocking, &gate, &started));
+    REQUIRE(waitFor([&] { return started.load() == 1; }, 2000));
+    CK(cudaMemset(d, 1, sizeof(int)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    CHECK(value() == 0);
+    {
+      Async copy([&] { CK(cudaMemcpy(&host, d, sizeof(int), cudaMemcpyDeviceToHost)); });
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      CHECK(!copy.done());
+      gate.store(1);
+    }
+    REQUIRE(host == 0x01010101);
+  }
+  {
+    // Adversarial ordering: a non-blocking stream's kernel overtakes a
+    // cudaMemset issued before it.
+    cudadouble::setAdversarialLegacy(200);
+    CK(cudaMemset(d, 0, sizeof(int)));
+    CK(launchAdd(nonBlocking, d, 5));
+    CK(cudaStreamSynchronize(nonBlocking));
+    const int overtaken = value();
+    CK(cudaDeviceSynchronize());
+    cudadouble::setAdversarialLegacy(0);
+    CHECK(overtaken == 0x01010101 + 5);
+    CHECK(value() == 0);
+  }
+  CK(cudaFree(d));
+  CK(cudaStreamDestroy(nonBlocking));
+  CK(cudaStreamDestroy(blocking));
+}
+
+TEST_CASE("a kernel's first launch loads it, waiting for the device", "[double][lazy]") {
+  CK(cudaSetDevice(0));
+  const void* lazy = defineKernel("testLazyAdd", &addBody, {sizeof(int*), sizeof(int)});
+  const void* queried = defineKernel("testQueriedAdd", &addBody, {sizeof(int*), sizeof(int)});
+  cudaFuncAttributes a{};
+  CK(cudaFuncGetAttributes(&a, queried));  // loads it now, while nothing runs
+  cudaStream_t s, other;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  int* d = nullptr;
+  CK(cudaMalloc(&d, 64));
+  std::atomic<int> gate{0}, started{0};
+  CK(launchGate(s, &gate, &started));
+  REQUIRE(waitFor([&] { return started.load() == 1; }, 2000));
+  const uint64_t loads = cudadouble::stats().loadsAtLaunch;
+  int one = 1;
+  void* args[] = {&d, &one};
+  CK(cudaLaunchKernel(queried, dim3(1), dim3(32), args, 0, other));  // loaded: returns at once
+  {
+    Async first([&] { CK(cudaLaunchKernel(lazy, dim3(1), dim3(32), args, 0, other)); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(!first.done());  // its loading waits for the gate kernel
+    gate.store(1);
+  }
+  CK(cudaDeviceSynchronize());
+  REQUIRE(cudadouble::stats().loadsAtLaunch == loads + 1);
+  CK(cudaFree(d));
+  CK(cudaStreamDestroy(s));
+  CK(cudaStreamDestroy(other));
+}
+
+TEST_CASE("an attribute the runtime lacks is asked of the driver", "[double][attributes]") {
+  int v = -1;
+  const auto memOps = static_cast<cudaDeviceAttr>(CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS);
+  REQUIRE(cudaDeviceGetAttribute(&v, memOps, 0) == cudaErrorInvalidValue);
+  REQUIRE(cudaGetLastError() == cudaErrorInvalidValue);
+  using DeviceGetAttribute = CUresult (*)(int*, CUdevice_attribute, CUdevice);
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult st{};
+  CK(cudaGetDriverEntryPointByVersion("cuDeviceGetAttribute", &fn, 12000, cudaEnableDefault, &st));
+  REQUIRE(st == cudaDriverEntryPointSuccess);
+  REQUIRE(reinterpret_cast<DeviceGetAttribute>(fn)(&v, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, 0) ==
+          CUDA_SUCCESS);
+  REQUIRE(v == 1);
+  CK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, 0));
+  REQUIRE(v > 0);
 }
 
 TEST_CASE("blocks beyond resident capacity wait for earlier ones", "[double][blocks]") {
@@ -287,6 +467,44 @@ TEST_CASE("blocks beyond resident capacity wait for earlier ones", "[double][blo
     REQUIRE(failed.load() == extra);
   }
   CK(cudaStreamDestroy(s));
+}
+
+TEST_CASE("a cooperative grid starts only when all its blocks fit", "[double][blocks][cooperative]") {
+  CK(cudaSetDevice(0));
+  int cooperative = 0, sms = 0;
+  CK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, 0));
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  REQUIRE(cooperative == 1);
+  REQUIRE(sms > 32);
+  cudaStream_t s, other;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  // Gate blocks on all but 32 SMs: a barrier block needs a whole SM's registers.
+  std::atomic<int> gate{0}, started{0};
+  CK(launchGate(other, &gate, &started, static_cast<unsigned>(sms - 32)));
+  REQUIRE(waitFor([&] { return started.load() == sms - 32; }, 10000));
+  std::atomic<int> arrived{0}, failed{0};
+  int total = 64, timeoutMs = 20000;
+  std::atomic<int>* arrivedPtr = &arrived;
+  std::atomic<int>* failedPtr = &failed;
+  void* args[] = {&arrivedPtr, &total, &failedPtr, &timeoutMs};
+  CK(cudaLaunchCooperativeKernel(barrierKernel(), dim3(total), dim3(1024), args, 0, s));
+  // An ordinary launch would start 32 blocks now; the cooperative one starts none until 64 fit.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(arrived.load() == 0);
+  gate.store(1);
+  CK(cudaStreamSynchronize(s));
+  CHECK(arrived.load() == total);
+  CHECK(failed.load() == 0);
+  // A grid larger than the device holds at once is refused at launch.
+  int tooMany = sms + 1;
+  void* args2[] = {&arrivedPtr, &tooMany, &failedPtr, &timeoutMs};
+  CHECK(cudaLaunchCooperativeKernel(barrierKernel(), dim3(tooMany), dim3(1024), args2, 0, s) ==
+        cudaErrorCooperativeLaunchTooLarge);
+  CHECK(cudaGetLastError() == cudaErrorCooperativeLaunchTooLarge);
+  CK(cudaStreamSynchronize(other));
+  CK(cudaStreamDestroy(s));
+  CK(cudaStreamDestroy(other));
 }
 
 TEST_CASE("over 48 KiB of dynamic smem needs the attribute per device", "[double][attributes]") {
@@ -389,7 +607,8 @@ TEST_CASE("graph replay; user objects outlive graphs and launches", "[double][gr
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   int* d = nullptr;
   CK(cudaMalloc(&d, 4 * sizeof(int)));
-  CK(cudaMemset(d, 0, 4 * sizeof(int)));
+  CK(cudaMemsetAsync(d, 0, 4 * sizeof(int), s));
+  CK(cudaStreamSynchronize(s));
   CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   CK(launchAdd(s, d, 2, 4));
   CK(launchAdd(s, d, 3, 2));
@@ -483,6 +702,7 @@ TEST_CASE("IPC handles map across processes; stale ones are refused", "[double][
   const size_t bytes = 1 << 20;
   CK(cudaMalloc(reinterpret_cast<void**>(&d), bytes));
   CK(cudaMemset(d, 0x5A, bytes));
+  CK(cudaDeviceSynchronize());  // the memset is legacy-stream work: landed before the child reads
   cudaIpcMemHandle_t h;
   CK(cudaIpcGetMemHandle(&h, d));
   auto child = [&](const cudaIpcMemHandle_t& handle) {
@@ -513,9 +733,134 @@ TEST_CASE("IPC handles map across processes; stale ones are refused", "[double][
   CK(cudaFree(d));
   char* again = nullptr;
   CK(cudaMalloc(reinterpret_cast<void**>(&again), bytes));
-  REQUIRE(again == d);     // the same address...
-  REQUIRE(child(h) == 2);  // ...but the old handle names a freed allocation
+  REQUIRE(static_cast<void*>(again) == static_cast<void*>(d));  // the same address...
+  REQUIRE(child(h) == 2);                                       // ...but the old handle names a freed allocation
   CK(cudaFree(again));
+}
+
+// A driver function through the runtime's entry-point query, as the runtime gets them.
+template <class Fn>
+Fn driverFn(const char* name) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult status{};
+  CK(cudaGetDriverEntryPointByVersion(name, &p, 12010, cudaEnableDefault, &status));
+  REQUIRE(status == cudaDriverEntryPointSuccess);
+  return reinterpret_cast<Fn>(p);
+}
+#define CU_FN(name) driverFn<decltype(&name)>(#name)
+
+CUmemAllocationProp deviceMemory(int device, bool shareable) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device;
+  prop.requestedHandleTypes = shareable ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR : CU_MEM_HANDLE_TYPE_NONE;
+  return prop;
+}
+
+TEST_CASE("cuMem memory: granular, reachable after cuMemSetAccess", "[double][vmm]") {
+  CK(cudaSetDevice(0));
+  const uint64_t live = cudadouble::stats().liveAllocations;
+  const CUmemAllocationProp prop = deviceMemory(0, true);
+  size_t granularity = 0;
+  REQUIRE(CU_FN(cuMemGetAllocationGranularity)(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS);
+  REQUIRE(granularity == (2u << 20));
+  CUmemGenericAllocationHandle h{};
+  CHECK(CU_FN(cuMemCreate)(&h, granularity + 4096, &prop, 0) == CUDA_ERROR_INVALID_VALUE);
+  REQUIRE(CU_FN(cuMemCreate)(&h, 2 * granularity, &prop, 0) == CUDA_SUCCESS);
+  CUdeviceptr va = 0;
+  REQUIRE(CU_FN(cuMemAddressReserve)(&va, 2 * granularity, granularity, 0, 0) == CUDA_SUCCESS);
+  REQUIRE(CU_FN(cuMemMap)(va, 2 * granularity, 0, h, 0) == CUDA_SUCCESS);
+  // Mapped but no access granted yet: the memory cannot be touched.
+  std::vector<char> host(4096, 7);
+  CHECK(cudaMemcpy(reinterpret_cast<void*>(va), host.data(), host.size(), cudaMemcpyHostToDevice) ==
+        cudaErrorInvalidValue);
+  (void)cudaGetLastError();
+  CUmemAccessDesc access{};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = 0;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  REQUIRE(CU_FN(cuMemSetAccess)(va, 2 * granularity, &access, 1) == CUDA_SUCCESS);
+  CK(cudaMemcpy(reinterpret_cast<void*>(va + granularity), host.data(), host.size(), cudaMemcpyHostToDevice));
+  // Any address of the mapping retains its handle; cudaMalloc memory has none.
+  CUmemGenericAllocationHandle again{};
+  REQUIRE(CU_FN(cuMemRetainAllocationHandle)(&again, reinterpret_cast<void*>(va + 100)) == CUDA_SUCCESS);
+  CHECK(again == h);
+  CHECK(CU_FN(cuMemRelease)(again) == CUDA_SUCCESS);
+  void* plain = nullptr;
+  CK(cudaMalloc(&plain, 1 << 20));
+  CHECK(CU_FN(cuMemRetainAllocationHandle)(&again, plain) == CUDA_ERROR_INVALID_VALUE);
+  cudaIpcMemHandle_t ipc;
+  CHECK(cudaIpcGetMemHandle(&ipc, reinterpret_cast<void*>(va)) == cudaErrorInvalidValue);  // shared by its own handles
+  (void)cudaGetLastError();
+  CK(cudaFree(plain));
+  // Released while mapped: the memory stays until unmapped.
+  REQUIRE(CU_FN(cuMemRelease)(h) == CUDA_SUCCESS);
+  CK(cudaMemcpy(host.data(), reinterpret_cast<void*>(va + granularity), host.size(), cudaMemcpyDeviceToHost));
+  CHECK(host[0] == 7);
+  CHECK(CU_FN(cuMemAddressFree)(va, 2 * granularity) == CUDA_ERROR_INVALID_VALUE);  // still mapped
+  REQUIRE(CU_FN(cuMemUnmap)(va, 2 * granularity) == CUDA_SUCCESS);
+  REQUIRE(CU_FN(cuMemAddressFree)(va, 2 * granularity) == CUDA_SUCCESS);
+  CHECK(cudadouble::stats().liveAllocations == live);
+}
+
+TEST_CASE("a multicast team: each GPU once, binds wait for all", "[double][vmm][multicast]") {
+  CK(cudaSetDevice(0));
+  const uint64_t live = cudadouble::stats().liveAllocations;
+  int supported = 0;
+  REQUIRE(CU_FN(cuDeviceGetAttribute)(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, 0) == CUDA_SUCCESS);
+  REQUIRE(supported == 1);
+  const size_t g = 2u << 20;
+  CUmulticastObjectProp prop{};
+  prop.numDevices = 2;
+  prop.size = g + 4096;
+  prop.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CUmemGenericAllocationHandle mc{};
+  CHECK(CU_FN(cuMulticastCreate)(&mc, &prop) == CUDA_ERROR_INVALID_VALUE);  // not a multiple of the granularity
+  prop.size = g;
+  REQUIRE(CU_FN(cuMulticastCreate)(&mc, &prop) == CUDA_SUCCESS);
+  // Shared as a file descriptor: the imported handle is the same team.
+  int fd = -1;
+  REQUIRE(CU_FN(cuMemExportToShareableHandle)(&fd, mc, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) == CUDA_SUCCESS);
+  CUmemGenericAllocationHandle imported{};
+  REQUIRE(CU_FN(cuMemImportFromShareableHandle)(&imported, reinterpret_cast<void*>(static_cast<uintptr_t>(fd)),
+                                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) == CUDA_SUCCESS);
+  close(fd);
+  REQUIRE(CU_FN(cuMulticastAddDevice)(mc, 0) == CUDA_SUCCESS);
+  CHECK(CU_FN(cuMulticastAddDevice)(imported, 0) == CUDA_ERROR_INVALID_VALUE);  // a GPU joins once
+  CUmemGenericAllocationHandle mem0{}, mem1{}, plain{};
+  const CUmemAllocationProp p0 = deviceMemory(0, true), p1 = deviceMemory(1, true), pPlain = deviceMemory(0, false);
+  REQUIRE(CU_FN(cuMemCreate)(&mem0, g, &p0, 0) == CUDA_SUCCESS);
+  REQUIRE(CU_FN(cuMemCreate)(&mem1, g, &p1, 0) == CUDA_SUCCESS);
+  REQUIRE(CU_FN(cuMemCreate)(&plain, g, &pPlain, 0) == CUDA_SUCCESS);
+  // A bind blocks until the whole team joined.
+  std::atomic<int> bound{-1};
+  auto bindMem = CU_FN(cuMulticastBindMem);
+  std::thread binder([&] { bound = bindMem(mc, 0, mem0, 0, g, 0); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK(bound.load() == -1);
+  REQUIRE(CU_FN(cuMulticastAddDevice)(imported, 1) == CUDA_SUCCESS);
+  binder.join();
+  CHECK(bound.load() == CUDA_SUCCESS);
+  CHECK(CU_FN(cuMulticastAddDevice)(mc, 2) == CUDA_ERROR_INVALID_VALUE);  // the team is full
+  // A shareable object binds only shareable memory, of a member GPU, once per GPU.
+  CHECK(CU_FN(cuMulticastBindMem)(imported, 0, plain, 0, g, 0) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(CU_FN(cuMulticastBindMem)(mc, 0, mem0, 0, g, 0) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(CU_FN(cuMulticastBindMem)(imported, 0, mem1, 0, g, 0) == CUDA_SUCCESS);
+  // Its mapping exists, but the double carries no multimem traffic: never accessible.
+  CUdeviceptr va = 0;
+  REQUIRE(CU_FN(cuMemAddressReserve)(&va, g, g, 0, 0) == CUDA_SUCCESS);
+  REQUIRE(CU_FN(cuMemMap)(va, g, 0, mc, 0) == CUDA_SUCCESS);
+  char byte = 1;
+  CHECK(cudaMemcpy(reinterpret_cast<void*>(va), &byte, 1, cudaMemcpyHostToDevice) == cudaErrorInvalidValue);
+  (void)cudaGetLastError();
+  REQUIRE(CU_FN(cuMemUnmap)(va, g) == CUDA_SUCCESS);
+  REQUIRE(CU_FN(cuMemAddressFree)(va, g) == CUDA_SUCCESS);
+  CHECK(CU_FN(cuMulticastUnbind)(mc, 0, 0, g) == CUDA_SUCCESS);
+  CHECK(CU_FN(cuMulticastUnbind)(mc, 1, 0, g) == CUDA_SUCCESS);
+  for (CUmemGenericAllocationHandle h : {mc, imported, mem0, mem1, plain})
+    CHECK(CU_FN(cuMemRelease)(h) == CUDA_SUCCESS);
+  CHECK(cudadouble::stats().liveAllocations == live);
 }
 
 TEST_CASE("touching freed memory is a sticky illegal address", "[double][poison]") {
@@ -553,5 +898,9 @@ int main(int argc, char** argv) {
     if (cudaIpcCloseMemHandle(p) != cudaSuccess) return 6;
     return 0;
   }
+  // Loaded before any test runs a kernel: a load meeting a running kernel waits for it.
+  gateKernel();
+  barrierKernel();
+  addKernel();
   return mscclpp::test::runCatchSession(argc, argv);
 }

@@ -66,12 +66,17 @@ def ptxas_table(log):
     return [(n,) + r[1:] for n, r in zip(names, rows)], registers
 
 
-def kept_ptx(ptx_dir, short, arch):
-    path = os.path.join(ptx_dir, "kernel_inst_%s.compute_%s.ptx" % (short, arch))
-    if not os.path.isfile(path):
-        print("FAILED: %s is missing: build the executor first (ninja)" % path)
-        sys.exit(1)
-    return path
+def kept_ptx(ptx_dir, short, arch, single_arch):
+    """The PTX nvcc -keep left: named per arch, or without one when the build targets one arch."""
+    names = ["kernel_inst_%s.compute_%s.ptx" % (short, arch)]
+    if single_arch:
+        names.append("kernel_inst_%s.ptx" % short)
+    for name in names:
+        path = os.path.join(ptx_dir, name)
+        if os.path.isfile(path):
+            return path
+    print("FAILED: %s is missing: build the executor first (ninja)" % os.path.join(ptx_dir, names[0]))
+    sys.exit(1)
 
 
 def local_memory(ptx, short, arch):
@@ -84,6 +89,47 @@ def local_memory(ptx, short, arch):
         body = funcs[mangled]
         if re.search(r"^\s*\.local\b", body, re.M) and not re.search(r"^(?:\.visible\s+|\.weak\s+)*\.entry", body):
             failures.append("%s sm_%s: %s declares local memory" % (short, arch, name[:110]))
+    return failures
+
+
+def spin_loops(body):
+    """Text of every loop of a PTX function that sleeps (__nanosleep): the spins."""
+    lines = body.splitlines()
+    labels, loops = {}, []
+    for i, line in enumerate(lines):
+        m = re.match(r"^(\$\w+):", line.strip())
+        if m:
+            labels[m.group(1)] = i
+        m = re.search(r"\bbra(?:\.uni)?\s+(\$\w+);", line)
+        if m and labels.get(m.group(1), i) < i:
+            text = "\n".join(lines[labels[m.group(1)]:i + 1])
+            if "nanosleep" in text:
+                loops.append(text)
+    return loops
+
+
+ABORT_LOAD = re.compile(r"ld\.(?:relaxed\.sys|acquire\.sys|volatile)(?:\.global)?\.[bu]32\s")
+POLL_MASK = re.compile(r"and\.b32\s+%r\d+,\s*%r\d+,\s*(0x[0-9a-fA-F]+|\d+);")
+
+
+def abort_polls(ptx, short, arch):
+    """Spin loops that read a 32-bit host-visible word (an abort flag: the polled data are 64-bit
+    counters and packets) more often than once per 1024 polls: the nearest poll-count mask before
+    the load must be at least 1023."""
+    failures = []
+    funcs = ptx_functions(ptx)
+    names = list(funcs)
+    for mangled, name in zip(names, demangle(names)):
+        often = []
+        for loop in spin_loops(funcs[mangled]):
+            for m in ABORT_LOAD.finditer(loop):
+                masks = POLL_MASK.findall(loop[:m.start()])
+                mask = int(masks[-1], 0) if masks else 0
+                if mask < 1023:
+                    often.append(mask + 1)
+        if often:
+            failures.append("%s sm_%s: %s reads an abort flag in %d spin(s) every %d polls (at most every 1024)"
+                            % (short, arch, name[:110], len(often), min(often)))
     return failures
 
 
@@ -119,7 +165,7 @@ def main():
     types = [t.strip() for t in types.split(",") if t.strip()]
     failures = []
     jobs = max(1, os.cpu_count() or 1)
-    ptx_files = {(short, arch): kept_ptx(ptx_dir, short, arch) for short in types for arch in archs}
+    ptx_files = {(short, arch): kept_ptx(ptx_dir, short, arch, len(archs) == 1) for short in types for arch in archs}
 
     # Instruction checks on f32, f16 and bf16 at sm_90, which multimem needs.
     # Data-moving handlers use 16-byte global accesses, half and bfloat16
@@ -164,9 +210,13 @@ def main():
     # Local memory, for every compiled datatype at every target arch: none
     # but the kernel entry may declare any. The entry's frame is the
     # interpreter object, which out-of-line handlers reach through `this`.
+    # Spins read their abort flag rarely: every waiting thread of thousands
+    # of warps polls, and the host's flag is across PCIe.
     for (short, arch), path in sorted(ptx_files.items()):
         with open(path) as f:
-            failures += local_memory(f.read(), short, arch)
+            text = f.read()
+        failures += local_memory(text, short, arch)
+        failures += abort_polls(text, short, arch)
 
     # Spills and stack frames from ptxas -v. A strict build fails on any
     # spill of any datatype already, so one datatype shows the table there.

@@ -54,8 +54,11 @@ struct Job {
 void runChecked(Job& job, const plan::PlanPtr& p, char* send, char* recv, const char* what) {
   const ReferenceCall ref(p, messageSizeFor(*p, 4), DataType::Float32, ReduceOp::Sum, 11);
   const uint64_t in = ref.inBytes(), out = ref.outBytes();
-  GPUTEST_CUDA(cudaMemcpy(send, ref.input(gRank), in, cudaMemcpyHostToDevice));
-  GPUTEST_CUDA(cudaMemset(recv, exec::kPoisonByte, out));
+  // On the call's stream, waited for: cudaMemcpy and cudaMemset are
+  // legacy-stream work, which the stream would not wait for.
+  GPUTEST_CUDA(cudaMemcpyAsync(send, ref.input(gRank), in, cudaMemcpyHostToDevice, job.stream));
+  GPUTEST_CUDA(cudaMemsetAsync(recv, exec::kPoisonByte, out, job.stream));
+  GPUTEST_CUDA(cudaStreamSynchronize(job.stream));
   job.bootstrap->barrier();
   job.ex->execute(gRank, send, recv, in, out, DataType::Float32, p, job.stream);
   GPUTEST_CUDA(cudaStreamSynchronize(job.stream));
@@ -63,7 +66,8 @@ void runChecked(Job& job, const plan::PlanPtr& p, char* send, char* recv, const 
   if (job.ex->pollAsyncError(&async)) fail(std::string(what) + ": " + async);
   job.bootstrap->barrier();
   std::vector<char> host(out + 16);
-  GPUTEST_CUDA(cudaMemcpy(host.data(), recv, out, cudaMemcpyDeviceToHost));
+  GPUTEST_CUDA(cudaMemcpyAsync(host.data(), recv, out, cudaMemcpyDeviceToHost, job.stream));
+  GPUTEST_CUDA(cudaStreamSynchronize(job.stream));
   exec::CheckResult cr = ref.check(gRank, host.data());
   if (cr.mismatches) fail(std::string(what) + ": " + std::to_string(cr.mismatches) + " mismatches\n" + cr.text);
 }

@@ -16,6 +16,7 @@
 
 #include "cuda_double.h"
 #include "executor/cuda/gpu_launch.hpp"
+#include "executor/cuda/gpu_memory.hpp"
 #include "executor/dtypes.hpp"
 #include "executor/emulation/emulator.hpp"
 #include "executor/emulation/reference.hpp"
@@ -142,7 +143,7 @@ void runOneRankCopy(GpuRanks& w, const plan::PlanPtr& p, cudaStream_t stream) {
   std::string err = onRanks(
       1,
       [&](int r) {
-        GPUTEST_CUDA(cudaMemcpy(w.send(r), in.data(), bytes, cudaMemcpyHostToDevice));
+        GPUTEST_CUDA(cudaMemcpyAsync(w.send(r), in.data(), bytes, cudaMemcpyHostToDevice, stream));
         w.executor(r).execute(r, w.send(r), w.recv(r), bytes, bytes, DataType::Float32, p, stream);
         GPUTEST_CUDA(cudaStreamSynchronize(stream));
         GPUTEST_CUDA(cudaMemcpy(out.data(), w.recv(r), bytes, cudaMemcpyDeviceToHost));
@@ -151,6 +152,16 @@ void runOneRankCopy(GpuRanks& w, const plan::PlanPtr& p, cudaStream_t stream) {
   REQUIRE(err == "");
   REQUIRE(out == in);
 }
+
+// Sets one of the double's adversarial knobs for the scope.
+class ScopedAdversarial {
+ public:
+  ScopedAdversarial(void (*set)(int), int ms) : set_(set) { set_(ms); }
+  ~ScopedAdversarial() { set_(0); }
+
+ private:
+  void (*set_)(int);
+};
 
 }  // namespace
 
@@ -401,6 +412,117 @@ TEST_CASE("finding 8: legacy-stream calls allocate no more than others", "[findi
   const uint64_t own = calls(w.stream(0)), legacy = calls(nullptr);
   INFO("allocations: own stream " << own << ", legacy stream " << legacy << " (the double's own are in both)");
   REQUIRE(legacy == own);
+}
+
+// cudaMemset and cudaMemcpy are legacy-stream work (Runtime API, "API
+// synchronization behavior"): they return before they land, and work on the
+// ranks' non-blocking streams does not wait for them. cudaMalloc memory is
+// not cleared, and the double delays every legacy-stream operation, so a
+// context whose zeroing went through the legacy stream launches on garbage
+// (LL flags, counters, FIFO counters). Every zeroing and copy of the runtime
+// must be ordered before the launch that needs it.
+TEST_CASE("a context's zeroing lands before its first launch", "[legacy-stream]") {
+  ScopedAdversarial legacy(&cudadouble::setAdversarialLegacy, 300);
+  GpuRanks w(4, 1 << 20);
+  Collective ll = collective("allreduce_ll_n4_oop.json"), pairs = collective("allreduce_allpairs_n4_oop.json"),
+             port = collective("allreduce_2node_n4_oop.json");
+  runEach(w, {&ll, &pairs, &port});
+}
+
+// Page-table changes (cudaFree, cudaFreeHost, cudaMalloc, cudaHostAlloc, IPC
+// close) wait for the device holding the driver's lock, which blocks every
+// other thread's CUDA call on the device. Evicted contexts must not be freed
+// while a collective of their world can be in flight: a rank whose launch is
+// blocked by the lock leaves its peers' kernels spinning, and the device
+// never idles. Every build evicts (a cache of one); adversarial scheduling
+// makes each device wait meet a running kernel of another thread.
+TEST_CASE("evicting contexts frees nothing under running calls", "[page-table]") {
+  ScopedEnv cache("MSCCLPP_EXEC_CONTEXT_CACHE", "1");
+  GpuRanks w(4, 1 << 20);
+  ScopedAdversarial sync(&cudadouble::setAdversarialSync, 100);
+  for (const char* name : {"allreduce_ll_n4_oop.json", "allreduce_allpairs_n4_oop.json", "allreduce_2node_n4_oop.json",
+                           "allreduce_ll_n4_oop.json", "allreduce_allpairs_n4_oop.json"}) {
+    plan::PlanPtr p = plan::loadPlanFile(planPath(name));
+    RunOptions opt;
+    opt.messageBytes = messageSizeFor(*p, 4);
+    opt.iterations = 1;
+    opt.backToBack = 8;  // the ranks keep launching while the releaser destroys the evicted context
+    RunResult r = runPlan(w, p, opt);
+    INFO(name << "\n" << r.error << r.report);
+    REQUIRE(r.error.empty());
+    REQUIRE(r.mismatches == 0);
+  }
+}
+
+// Lazy loading: a kernel's first launch may synchronise the context, which
+// waits for kernels spinning on a rank that has not launched yet. One thread
+// drives both ranks here (as the NCCL shim drives a group's communicators),
+// so an avg call's division kernel, loaded at its first launch after rank
+// 0's collective kernel, would wait for rank 1's launch forever. Every
+// kernel the backend launches is loaded before any collective step.
+TEST_CASE("no kernel is loaded by its first launch in a call", "[lazy-loading]") {
+  GpuRanks w(2, 1 << 20);
+  plan::PlanPtr p = plan::loadPlanFile(planPath("allreduce_allpairs_n2_oop.json"));
+  const uint64_t bytes = messageSizeFor(*p, 4);
+  const uint64_t loads = cudadouble::stats().loadsAtLaunch;
+  // Both ranks' calls of one op, from a thread per rank or from one thread.
+  auto callBoth = [&](ReduceOp op, bool oneThread) {
+    INFO("op " << static_cast<int>(op) << (oneThread ? ", one thread" : ", a thread per rank"));
+    const ReferenceCall ref(p, bytes, DataType::Float32, op, 5);
+    auto prepare = [&](int r) {
+      GPUTEST_CUDA(cudaMemcpyAsync(w.send(r), ref.input(r), ref.inBytes(), cudaMemcpyHostToDevice, w.stream(r)));
+      GPUTEST_CUDA(cudaMemsetAsync(w.recv(r), exec::kPoisonByte, ref.outBytes(), w.stream(r)));
+      GPUTEST_CUDA(cudaStreamSynchronize(w.stream(r)));
+    };
+    auto call = [&](int r) {
+      w.executor(r).execute(r, w.send(r), w.recv(r), ref.inBytes(), ref.outBytes(), DataType::Float32, p, w.stream(r),
+                            PacketType::LL16, op, ref.scalar());
+    };
+    auto finish = [&](int r) {
+      GPUTEST_CUDA(cudaStreamSynchronize(w.stream(r)));
+      std::string async;
+      if (w.executor(r).pollAsyncError(&async)) throw std::runtime_error("asynchronous failure: " + async);
+      std::vector<char> host(ref.outBytes() + 16);
+      GPUTEST_CUDA(cudaMemcpy(host.data(), w.recv(r), ref.outBytes(), cudaMemcpyDeviceToHost));
+      exec::CheckResult cr = ref.check(r, host.data());
+      if (cr.mismatches != 0) throw std::runtime_error(std::to_string(cr.mismatches) + " mismatches\n" + cr.text);
+    };
+    ThreadBarrier barrier(2);
+    const std::string err = oneThread ? onRanks(1,
+                                                [&](int) {
+                                                  for (int r = 0; r < 2; ++r) prepare(r);
+                                                  for (int r = 0; r < 2; ++r) call(r);
+                                                  for (int r = 0; r < 2; ++r) finish(r);
+                                                })
+                                      : onRanks(2, [&](int r) {
+                                          try {
+                                            prepare(r);
+                                            barrier.arriveAndWait(60);
+                                            call(r);
+                                            finish(r);
+                                            barrier.arriveAndWait(60);
+                                          } catch (...) {
+                                            barrier.abort();
+                                            throw;
+                                          }
+                                        });
+    REQUIRE(err == "");
+  };
+  callBoth(ReduceOp::Sum, false);        // builds the context that sum and avg calls share
+  callBoth(ReduceOp::PreMulSum, false);  // builds premulsum's (its input is staged)
+  callBoth(ReduceOp::Avg, true);
+  callBoth(ReduceOp::PreMulSum, true);
+  REQUIRE(cudadouble::stats().loadsAtLaunch == loads);
+}
+
+// The 64-bit stream memory operations' attribute is the driver's
+// (CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS); the runtime does not
+// know it and answers cudaErrorInvalidValue. Asked through the runtime, a
+// device that has them is taken for one that has not, and every completion
+// mark and proxy signal takes the copy fallback.
+TEST_CASE("stream memory operations are found through the driver", "[driver-attributes]") {
+  REQUIRE(exec::resolveStreamWriteValue64(0) != nullptr);  // the double has them (CUDA_DOUBLE_STREAM_MEM_OPS=1)
+  REQUIRE(cudaGetLastError() == cudaSuccess);              // and the query leaves no error behind
 }
 
 int main(int argc, char** argv) {

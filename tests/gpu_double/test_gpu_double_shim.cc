@@ -3,8 +3,10 @@
 // ncclCommInitAll and issues an allreduce on each inside one group. Each
 // first call builds an execution context collectively, so the group must
 // build the four together, never one after another on the calling thread.
+// Also ncclMemAlloc's memory, which NVLS must be able to bind.
 // meson.build sets MSCCLPP_PLAN_DIR to plans/, no fallback NCCL and a short
 // MSCCLPP_TIMEOUT_S.
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <catch2/catch.hpp>
@@ -39,7 +41,8 @@ TEST_CASE("finding 2: one thread drives four communicators in a group", "[findin
     CK(cudaMalloc(&recv[i], count * sizeof(float)));
     std::vector<float> host(count);
     for (size_t k = 0; k < count; ++k) host[k] = static_cast<float>((i + 1) * (k % 17));
-    CK(cudaMemcpy(send[i], host.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+    CK(cudaMemcpyAsync(send[i], host.data(), count * sizeof(float), cudaMemcpyHostToDevice, streams[i]));
+    CK(cudaStreamSynchronize(streams[i]));  // cudaMemcpy would land on the legacy stream, unordered with ours
   }
   for (int iteration = 0; iteration < 3; ++iteration) {  // the first builds, the others reuse
     REQUIRE(ncclGroupStart() == ncclSuccess);
@@ -73,4 +76,49 @@ TEST_CASE("finding 2: one thread drives four communicators in a group", "[findin
 int main(int argc, char** argv) {
   if (!cudadouble::active()) return 1;
   return mscclpp::test::runCatchSession(argc, argv);
+}
+
+// ncclMemAlloc on a GPU that offers multicast gives what NCCL gives: memory
+// from cuMemCreate with a shareable handle type, at the multicast
+// granularity, which NVLS can bind (cudaMalloc memory never can), reachable
+// from its device and the devices with peer access to it.
+TEST_CASE("ncclMemAlloc memory is multicast-capable", "[memalloc]") {
+  auto driver = [](const char* name) {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult status{};
+    REQUIRE(cudaGetDriverEntryPointByVersion(name, &p, 12010, cudaEnableDefault, &status) == cudaSuccess);
+    REQUIRE(status == cudaDriverEntryPointSuccess);
+    return p;
+  };
+  auto retain = reinterpret_cast<decltype(&cuMemRetainAllocationHandle)>(driver("cuMemRetainAllocationHandle"));
+  auto properties = reinterpret_cast<decltype(&cuMemGetAllocationPropertiesFromHandle)>(
+      driver("cuMemGetAllocationPropertiesFromHandle"));
+  auto release = reinterpret_cast<decltype(&cuMemRelease)>(driver("cuMemRelease"));
+  auto range = reinterpret_cast<decltype(&cuMemGetAddressRange)>(driver("cuMemGetAddressRange"));
+  const uint64_t live = cudadouble::stats().liveAllocations;
+  CK(cudaSetDevice(2));
+  void* p = nullptr;
+  REQUIRE(ncclMemAlloc(&p, 3 << 20) == ncclSuccess);
+  CUmemGenericAllocationHandle h{};
+  REQUIRE(retain(&h, p) == CUDA_SUCCESS);
+  CUmemAllocationProp prop{};
+  REQUIRE(properties(&prop, h) == CUDA_SUCCESS);
+  CHECK(prop.location.id == 2);
+  CHECK((prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) != 0);
+  CHECK(release(h) == CUDA_SUCCESS);
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  REQUIRE(range(&base, &size, reinterpret_cast<CUdeviceptr>(p)) == CUDA_SUCCESS);
+  CHECK(size == (4u << 20));  // 3 MiB rounded to the 2 MiB multicast granularity
+  std::vector<char> host(3 << 20, 9), back(3 << 20);
+  CK(cudaMemcpy(p, host.data(), host.size(), cudaMemcpyHostToDevice));
+  // A pageable upload may still be in flight on device 2's legacy stream,
+  // which device 3's legacy stream does not order against.
+  CK(cudaDeviceSynchronize());
+  CK(cudaSetDevice(3));  // a peer device reads it too
+  CK(cudaMemcpy(back.data(), p, back.size(), cudaMemcpyDeviceToHost));
+  const bool same = back == host;  // not CHECK(back == host): Catch would print 6 MiB
+  CHECK(same);
+  REQUIRE(ncclMemFree(p) == ncclSuccess);
+  CHECK(cudadouble::stats().liveAllocations == live);
 }

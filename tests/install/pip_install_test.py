@@ -57,7 +57,8 @@ def main(argv):
         if not package.startswith(venv):
             raise AssertionError(f"mscclpp imported from {package}, not from the venv {venv}")
         for rel in ("lib/libmscclpp.so.0", "lib/libmscclpp_nccl.so.0", "lib/mscclpp-nccl/libnccl.so.2",
-                    "bin/mscclpp-info", "bin/mscclpp-plan", "bin/mscclpp-emulate", "_install_paths.py"):
+                    "bin/mscclpp-info", "bin/mscclpp-plan", "bin/mscclpp-emulate", "bin/mscclpp-perf",
+                    "_install_paths.py"):
             if not os.path.isfile(os.path.join(package, rel)):
                 raise AssertionError(f"not installed: {rel}")
         expected = sorted(f for f in os.listdir(os.path.join(source, "plans")) if f.endswith(".json"))
@@ -82,7 +83,7 @@ def main(argv):
         if [os.path.realpath(s) for s in got["sources"]] != [os.path.realpath(os.path.join(package, "plans"))]:
             raise AssertionError(f"plans registered from {got['sources']}")
 
-    @step("python3 -m mscclpp list, --version, verify, and the mscclpp console script")
+    @step("python3 -m mscclpp list, --version, verify, explain, and the console scripts")
     def _cli():
         listed = py("-m", "mscclpp", "list")
         if f"{len(os.listdir(os.path.join(state['package'], 'plans')))} plan(s) in" not in listed:
@@ -95,6 +96,20 @@ def main(argv):
         script = must([os.path.join(venv, "bin", "mscclpp"), "--version"], "mscclpp --version", env=env)
         if script.strip() != "mscclpp 0.1.0":
             raise AssertionError(f"the console script printed {script!r}")
+        explained = py("-m", "mscclpp", "explain", "--collective", "allreduce", "--ranks", "4", "--bytes", "4K",
+                       "--inplace")
+        if "runs: 'allreduce_ll_n4_ip'" not in explained or "(installed defaults)" not in explained:
+            raise AssertionError(f"explain printed:\n{explained[-2000:]}")
+        # The C++ tools on the venv's PATH, as a user finds them.
+        on_path = dict(env, PATH=os.path.join(venv, "bin") + os.pathsep + env.get("PATH", ""))
+        for tool in ("mscclpp-plan", "mscclpp-emulate", "mscclpp-info", "mscclpp-perf"):
+            version = must([os.path.join(venv, "bin", tool), "--version"], f"{tool} --version", env=on_path)
+            if version.strip() != f"{tool} (MSCCL++) 0.1.0":
+                raise AssertionError(f"{tool} --version printed {version!r}")
+        perf = must([os.path.join(venv, "bin", "mscclpp-perf"), "-g", "2", "-b", "4K", "-e", "8K", "-n", "2", "-w", "1", "-R", "1"],
+                    "mscclpp-perf", env=dict(on_path, MSCCLPP_BACKEND="cpu"))
+        if "Out of bounds values : 0 OK" not in perf:
+            raise AssertionError(f"mscclpp-perf printed:\n{perf[-2000:]}")
 
     client = os.path.join(source, "tests", "python", "integration", "nccl_ctypes_client.py")
 

@@ -418,6 +418,17 @@ int scenarioUnreachable(const std::string& path) {
       std::printf("exec_mp_worker rank %d: host %s unreachable: call %d failed %.2f s after the cut: %s\n", gRank,
                   onHostA ? "B" : "A", it, detect, m.substr(0, 300).c_str());
       std::fflush(stdout);
+      // Stay until every rank has its error (or 10 s): ranks find the cut at
+      // different times (an IB retry, a heartbeat), and one that exited at once
+      // would look dead to those still waiting, which would then blame it.
+      const std::string done = std::string(cutFile) + ".failed.";
+      std::fclose(std::fopen((done + std::to_string(gRank)).c_str(), "w"));
+      for (auto w = std::chrono::steady_clock::now(); secondsSince(w) < 10;) {
+        int n = 0;
+        for (int r = 0; r < gSize; ++r) n += access((done + std::to_string(r)).c_str(), F_OK) == 0;
+        if (n >= gSize) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
       std::_Exit(0);  // the job is broken: skip tearing down connections to an unreachable host
     }
   }

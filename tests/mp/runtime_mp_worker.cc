@@ -1,7 +1,7 @@
 // runtime_mp_worker: one rank of a multi-process runtime test, started by
 // runtime_launch with RANK, WORLD_SIZE and MSCCLPP_COMM_ID set. Scenarios:
 //   bootstrap   all-gather, broadcast, barrier, split, tagged messages
-//   transfer T  every rank writes a block to every other over transport T
+//   transfer T  every rank writes a block to every other over transport T (shm, tcp, ib, ib0..ib7, auto)
 //   kill V      tcp transfers in a loop; rank V is SIGKILLed midway
 //   missing     one rank fewer than WORLD_SIZE: init fails naming it
 //   garbage     strangers flood the rendezvous port while the job forms
@@ -111,9 +111,22 @@ struct Mesh {
   std::vector<RegisteredMemory> peerRecv;  // each peer's recvBuf
 };
 
+// The InfiniBand transport of modes ib0..ib7, and of ib: the HCA port
+// nearest this rank. Unknown for the other modes.
+Transport ibOf(const std::string& mode, Communicator& comm) {
+  if (mode.size() == 3 && mode.compare(0, 2, "ib") == 0 && mode[2] >= '0' && mode[2] <= '7')
+    return static_cast<Transport>(static_cast<int>(Transport::IB0) + (mode[2] - '0'));
+  if (mode != "ib") return Transport::Unknown;
+  std::string why;
+  Transport t = comm.nearestIbTransport(&why);
+  check(t != Transport::Unknown, "transfer ib: no nearest IB transport: " + why);
+  return t;
+}
+
 Transport pick(const std::string& mode, Communicator& comm, int peer) {
   if (mode == "shm") return Transport::HostShm;
   if (mode == "tcp") return Transport::Tcp;
+  if (ibOf(mode, comm) != Transport::Unknown) return ibOf(mode, comm);
   return comm.isSameHost(peer) ? Transport::HostShm : Transport::Tcp;
 }
 
@@ -128,8 +141,10 @@ Mesh buildMesh(const std::string& mode) {
     if (p != gRank) pending[p] = c.connect(p, 0, pick(mode, c, p));
   m.recvBuf = allocSharedHost<uint64_t>(kBlockWords * gSize);
   m.sendBuf.assign(kBlockWords, 0);
-  m.recvMem = c.registerMemory(m.recvBuf.get(), kBlockWords * gSize * 8, Transport::HostShm | Transport::Tcp);
-  m.sendMem = c.registerMemory(m.sendBuf.data(), kBlockWords * 8, Transport::Tcp);
+  const Transport ibMode = ibOf(mode, c);
+  const TransportFlags ib = ibMode != Transport::Unknown ? TransportFlags(ibMode) : TransportFlags();
+  m.recvMem = c.registerMemory(m.recvBuf.get(), kBlockWords * gSize * 8, Transport::HostShm | Transport::Tcp | ib);
+  m.sendMem = c.registerMemory(m.sendBuf.data(), kBlockWords * 8, TransportFlags(Transport::Tcp) | ib);
   for (int p = 0; p < gSize; ++p)
     if (p != gRank) c.sendMemory(m.recvMem, p, 0);
   std::vector<std::shared_future<RegisteredMemory>> mems(gSize);
@@ -259,7 +274,8 @@ void roundMemoryChannels(Mesh& m) {
   std::printf("rank %d: memory channels to %d same-host peers OK\n", gRank, local);
 }
 
-// transfer T: T is shm, tcp, or auto (shm on one host, tcp across hosts).
+// transfer T: T is shm, tcp, ib0..ib7, ib (the nearest HCA port), or auto (shm
+// on one host, tcp across hosts).
 // Three rounds, each checked: connection writes with host semaphores, port
 // channels through a ProxyService, memory channels where the peer shares
 // the host.
@@ -274,13 +290,13 @@ int scenarioTransfer(const std::string& mode) {
   roundMemoryChannels(m);
   m.comm->bootstrap()->barrier();
   proxy.stopProxy();
-  int tcp = 0, shm = 0;
+  int tcp = 0, shm = 0, ib = 0;
   for (auto& conn : m.conns) {
     if (!conn) continue;
-    (conn->transport() == Transport::Tcp ? tcp : shm)++;
+    (conn->transport() == Transport::Tcp ? tcp : isIbTransport(conn->transport()) ? ib : shm)++;
   }
-  std::printf("rank %d (host %s): transfer %s OK (%d shm, %d tcp connections)\n", gRank, m.comm->hostId().c_str(),
-              mode.c_str(), shm, tcp);
+  std::printf("rank %d (host %s): transfer %s OK (%d shm, %d tcp, %d ib connections)\n", gRank,
+              m.comm->hostId().c_str(), mode.c_str(), shm, tcp, ib);
   return 0;
 }
 

@@ -8,7 +8,8 @@ root; the next call must fail at once, and teardown must end. Exits 0
 only without hangs, wrong results or other failures.
 
   tools/ci/fault_sweep.py --launcher build/tests/mp/runtime_launch --worker build/tests/mp/exec_mp_worker \\
-      --plan plans/allreduce_2node_n4_ip.json [--plan ...] [--ranks 4] [--runs 200] [--seed S]
+      --plan plans/allreduce_2node_n4_ip.json [--plan ...] [--ranks 4] [--runs 200] [--seed S] \\
+      [--hosts 2 --hosts-runner tests/mp/runtime_netns_run.sh]
 """
 import argparse
 import os
@@ -35,11 +36,16 @@ def one_run(args, rng, index):
     plan = rng.choice(args.plan)
     with tempfile.TemporaryDirectory(prefix="mscclpp-fault-") as tmp:
         death_file = os.path.join(tmp, "death")
-        cmd = [args.launcher, "--nranks", str(args.ranks), "--allow-fail", str(victim), "--timeout",
-               str(args.run_timeout), "--env", "MSCCLPP_FAULT_FILE=" + death_file, "--env", "MSCCLPP_BACKEND=cpu",
-               "--env", f"MSCCLPP_INIT_TIMEOUT_S={args.init_timeout:g}",
-               "--", args.worker, "fault", plan, str(victim), phase, str(delay), "--iterations",
-               str(args.iterations)]
+        if args.hosts > 1:
+            launch = [args.hosts_runner, "--loopback", "--hosts", str(args.hosts), "--ranks-per-host",
+                      str(args.ranks // args.hosts), "--launcher", args.launcher]
+        else:
+            launch = [args.launcher, "--nranks", str(args.ranks)]
+        cmd = launch + ["--allow-fail", str(victim), "--timeout",
+                        str(args.run_timeout), "--env", "MSCCLPP_FAULT_FILE=" + death_file, "--env",
+                        "MSCCLPP_BACKEND=cpu", "--env", f"MSCCLPP_INIT_TIMEOUT_S={args.init_timeout:g}",
+                        "--", args.worker, "fault", plan, str(victim), phase, str(delay), "--iterations",
+                        str(args.iterations)]
         start = time.monotonic()
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               timeout=args.run_timeout + 30)
@@ -76,6 +82,10 @@ def main():
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--run-timeout", type=int, default=30, help="seconds before a run's ranks count as hung")
     p.add_argument("--phases", default=",".join(PHASES), help="comma-separated phases to pick from")
+    p.add_argument("--hosts", type=int, default=1,
+                   help="spread the ranks over this many loopback hosts (runtime_netns_run.sh --loopback): port "
+                   "channels then cross hosts, over TCP, or InfiniBand where the environment gives ranks an HCA")
+    p.add_argument("--hosts-runner", default=None, help="tests/mp/runtime_netns_run.sh, for --hosts")
     p.add_argument("--init-timeout", type=float, default=3.0,
                    help="MSCCLPP_INIT_TIMEOUT_S of the ranks: how long they wait for a victim that never arrived")
     args = p.parse_args()
@@ -84,8 +94,11 @@ def main():
         p.error(f"--phases: each must be one of {', '.join(PHASES)}")
     if args.ranks < 2 or args.runs < 1:
         p.error("--ranks must be at least 2 and --runs at least 1")
+    if args.hosts > 1 and (args.ranks % args.hosts != 0 or not args.hosts_runner):
+        p.error("--hosts needs --hosts-runner and a rank count it divides")
     seed = args.seed if args.seed is not None else random.randrange(1 << 31)
-    print(f"fault sweep: seed {seed}, {args.runs} runs of {args.ranks} ranks", flush=True)
+    where = f" on {args.hosts} hosts" if args.hosts > 1 else ""
+    print(f"fault sweep: seed {seed}, {args.runs} runs of {args.ranks} ranks{where}", flush=True)
     rng = random.Random(seed)
     counts = {"ok": 0, "HANG": 0, "WRONG": 0, "FAIL": 0}
     slowest, slowest_at = 0.0, None

@@ -3,6 +3,7 @@
 //   mscclpp-plan info FILE          what the plan contains and which sizes it serves
 //   mscclpp-plan select --dir D ... which plan serves a call and why (exit 0),
 //                                   or why none does (exit 1)
+//   mscclpp-plan explain ...        every candidate for a call and why it runs, loses or cannot serve
 //   mscclpp-plan verify FILE...     the plan verifier
 //   mscclpp-plan show FILE -o OUT   the plan's picture
 // Usage errors exit with 2; --help and --version exit 0, also after a command.
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,7 @@ const char* kUsage =
     "       mscclpp-plan info FILE\n"
     "       mscclpp-plan select --dir DIR [--dir DIR...] --collective C --ranks N [--ranks-per-node M]\n"
     "                           --bytes B [--inplace] [--dtype T] [--op O] [--root R] [--tag T...]\n"
+    "       mscclpp-plan explain [--dir DIR...] [--register FILE...] --collective C --ranks N ... (as select)\n"
     "       mscclpp-plan verify [options] FILE...          (mscclpp-plan verify --help)\n"
     "       mscclpp-plan show FILE -o OUT.svg|OUT.html ... (mscclpp-plan show --help)\n"
     "       mscclpp-plan --help | --version\n"
@@ -41,6 +44,9 @@ const char* kUsage =
     "  bfloat16, float64, int8, uint8, int32, uint32, int64, uint64, float8e4m3, float8e5m2; default float32);\n"
     "  O is sum, prod, max, min or avg (default sum for allreduce, reducescatter and reduce); R defaults to 0\n"
     "  for broadcast and reduce.\n"
+    "  explain: every candidate plan and why it runs, loses or cannot serve. Without --dir it reads the\n"
+    "  runtime's plan directories (MSCCLPP_PLAN_DIR, else the installed defaults and the plan cache);\n"
+    "  --register FILE registers a plan as mscclpp.plan.register does.\n"
     "exit status: 0 success, 1 invalid plan or no plan, 2 usage error\n";
 
 using mscclpp::tools::ArgParser;
@@ -96,12 +102,18 @@ std::string servedSizes(const Plan& plan) {
   if (h.reduceOps != 0) maxElement = 8;
   SizingResult s = sizePlan(h, r0, in, out, 0);
   if (!s.ok) return "none: e.g. " + mscclpp::formatBytes(first) + ": " + s.reason;
+  // Unit plans run exact sizes only; a collective's other sizes run padded (docs/plan-core.md).
+  const bool pads = h.collective != Collective::Custom && h.collective != Collective::Test;
+  const std::string range =
+      mscclpp::strFormat("[%s, %s]", mscclpp::formatBytes(h.minMessageSize).c_str(),
+                         h.maxMessageSize == UINT64_MAX ? "unbounded" : mscclpp::formatBytes(h.maxMessageSize).c_str());
+  const std::string multiples =
+      mscclpp::strFormat("multiples of %s (%" PRIu64 " bytes)", mscclpp::formatBytes(step).c_str(), step);
   std::string text =
-      mscclpp::strFormat("multiples of %s (%" PRIu64 " bytes) in [%s, %s]; e.g. %s: chunk %s, scratch %s per rank",
-                         mscclpp::formatBytes(step).c_str(), step, mscclpp::formatBytes(h.minMessageSize).c_str(),
-                         h.maxMessageSize == UINT64_MAX ? "unbounded" : mscclpp::formatBytes(h.maxMessageSize).c_str(),
-                         mscclpp::formatBytes(first).c_str(), mscclpp::formatBytes(s.chunkBytes).c_str(),
-                         mscclpp::formatBytes(s.scratchBytes).c_str());
+      pads ? "any size in " + range + ": " + multiples + " fit its chunks exactly, others run padded up to the next one"
+           : multiples + " in " + range;
+  text += mscclpp::strFormat("; e.g. %s: chunk %s, scratch %s per rank", mscclpp::formatBytes(first).c_str(),
+                             mscclpp::formatBytes(s.chunkBytes).c_str(), mscclpp::formatBytes(s.scratchBytes).c_str());
   if (h.reduceOps != 0 && h.bufferAlignment < maxElement) text += "; chunks must also hold whole elements";
   return text;
 }
@@ -195,14 +207,21 @@ int opFromName(const std::string& s) {
   return it != names.end() ? it->second : -1;
 }
 
-int select(int argc, char** argv, int first) {
-  std::vector<std::string> dirs, tags;
+// The options select and explain share: the call, and where the plans are.
+struct CallOptions {
+  std::vector<std::string> dirs, registered, tags;
+  std::vector<const char*> tagPointers;
+  SelectRequest request;
+};
+
+// Parses the call; returns ArgParser::kContinue, or the exit status.
+int parseCall(const char* tool, bool explain, int argc, char** argv, int first, CallOptions* call) {
   std::string collective;
   int ranks = 0, perNode = 0, root = -1, dtype = 7, op = -2;
   uint64_t bytes = 0;
   bool inPlace = false;
-  ArgParser args("mscclpp-plan select", kUsage);
-  args.texts("--dir", &dirs)
+  ArgParser args(tool, kUsage);
+  args.texts("--dir", &call->dirs)
       .text("--collective", &collective)
       .integer("--ranks", &ranks, 1, 1 << 20)
       .integer("--ranks-per-node", &perNode, 1, 1 << 20)
@@ -221,13 +240,17 @@ int select(int argc, char** argv, int first) {
                 return op >= 0;
               })
       .integer("--root", &root, 0, (1 << 20) - 1)
-      .texts("--tag", &tags)
-      .required("--dir")
+      .texts("--tag", &call->tags)
       .required("--collective")
       .required("--ranks")
       .required("--bytes");
+  if (explain) {
+    args.texts("--register", &call->registered);
+  } else {
+    args.required("--dir");
+  }
   if (int stop = args.parse(argc, argv, first); stop != ArgParser::kContinue) return stop;
-  SelectRequest request;
+  SelectRequest& request = call->request;
   if (!collectiveFromName(std::string_view(collective), &request.collective)) {
     return args.usageError("--collective '" + collective + "' is not one of " + collectiveNameList());
   }
@@ -237,8 +260,7 @@ int select(int argc, char** argv, int first) {
                        request.collective == Collective::Reduce;
   const bool rooted = isRootedCollective(request.collective);
   if (root >= ranks) return args.usageError("--root is not below --ranks");
-  std::vector<const char*> tagPointers;
-  for (const auto& t : tags) tagPointers.push_back(t.c_str());
+  for (const auto& t : call->tags) call->tagPointers.push_back(t.c_str());
   request.worldSize = ranks;
   request.nRanksPerNode = perNode;
   request.messageBytes = bytes;
@@ -246,15 +268,22 @@ int select(int argc, char** argv, int first) {
   request.dtype = dtype;
   request.redOp = op == -2 ? (reduces ? 0 : -1) : op;
   request.root = rooted ? (root < 0 ? 0 : root) : -1;
+  request.tags = call->tagPointers.data();
+  request.nTags = static_cast<int>(call->tagPointers.size());
+  return ArgParser::kContinue;
+}
+
+int select(int argc, char** argv, int first) {
+  CallOptions call;
+  if (int stop = parseCall("mscclpp-plan select", false, argc, argv, first, &call); stop != ArgParser::kContinue)
+    return stop;
   // Load the chosen plan's rank 0, so a plan
   // failing full validation is skipped.
-  request.rank = 0;
-  request.tags = tagPointers.data();
-  request.nTags = static_cast<int>(tagPointers.size());
-  Registry registry(dirs);
+  call.request.rank = 0;
+  Registry registry(call.dirs);
   SelectionPtr s;
   try {
-    s = registry.select(request);
+    s = registry.select(call.request);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mscclpp-plan: %s\n", e.what());
     return 1;
@@ -267,16 +296,42 @@ int select(int argc, char** argv, int first) {
   return 0;
 }
 
+int explain(int argc, char** argv, int first) {
+  CallOptions call;
+  if (int stop = parseCall("mscclpp-plan explain", true, argc, argv, first, &call); stop != ArgParser::kContinue)
+    return stop;
+  // The runtime's own directories unless --dir names others.
+  std::unique_ptr<Registry> registryPtr =
+      call.dirs.empty() ? Registry::fromEnvironment() : std::make_unique<Registry>(call.dirs);
+  Registry& registry = *registryPtr;
+  try {
+    for (const std::string& file : call.registered) {
+      std::string name;
+      if (registry.registerFile(file, {}, &name) == Registry::Status::Duplicate) {
+        std::fprintf(stderr, "mscclpp-plan: %s: plan name '%s' is already registered\n", file.c_str(), name.c_str());
+        return 1;
+      }
+    }
+    const std::string text = registry.explain(call.request);
+    std::printf("%s", text.c_str());
+    return text.find("\nruns: no plan") == std::string::npos ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mscclpp-plan: %s\n", e.what());
+    return 1;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string command;
   ArgParser args("mscclpp-plan", kUsage);
-  args.command({"validate", "info", "select", "verify", "show", "help"}, &command);
+  args.command({"validate", "info", "select", "explain", "verify", "show", "help"}, &command);
   if (int stop = args.parse(argc, argv); stop != ArgParser::kContinue) return stop;
   if (command == "validate") return validate(argc, argv, args.nextIndex());
   if (command == "info") return info(argc, argv, args.nextIndex());
   if (command == "select") return select(argc, argv, args.nextIndex());
+  if (command == "explain") return explain(argc, argv, args.nextIndex());
   if (command == "verify") return verifyCommand(argc, argv, args.nextIndex());
   if (command == "show") return showCommand(argc, argv, args.nextIndex());
   std::printf("%s", kUsage);  // help

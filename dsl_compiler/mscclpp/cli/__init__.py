@@ -15,16 +15,19 @@ USAGE = """python3 -m mscclpp: compile DSL programs, install and list the defaul
 reach the C++ plan tools.
 
   python3 -m mscclpp compile PROGRAM.py [program args...] -o OUT.json [--indent N]
-                             [--function NAME] [--program NAME] [--no-verify] [--source-locations]
+                             [--function NAME] [--program NAME] [--no-verify]
+                             [--source-locations | --no-source-locations]
       Runs PROGRAM.py and writes the plan of the CollectiveProgram it builds (compact JSON unless
       --indent). Arguments after PROGRAM.py belong to the program, except -o/--output, --indent,
-      --function, --program, --no-verify and --source-locations, which are ours wherever they
-      appear; after a literal "--" every argument goes to the program. Without --function the file
+      --function, --program, --no-verify, --source-locations and --no-source-locations, which are
+      ours wherever they appear; after a literal "--" every argument goes to the program. Without --function the file
       runs as a script (__main__, with sys.argv = [PROGRAM.py, program args...]); with --function
       NAME it is imported and NAME is called with the program args (--key value / key=value as
       keywords, the rest positional). "-o -" writes to standard output. The plan verifier proves
       the plan first (docs/plan-verifier.md); a plan it does not prove is not written (exit 1)
-      unless --no-verify (or MSCCLPP_DSL_VERIFY=0). --source-locations writes each op's DSL line.
+      unless --no-verify (or MSCCLPP_DSL_VERIFY=0). Its findings name the DSL line of each op;
+      --source-locations also writes those lines into the plan ("source" keys), and
+      --no-source-locations records none (a faster compile of a very large program).
   python3 -m mscclpp --install [--dir DIR]   (or: install)
       Writes the default plans into DIR, by default where the runtime reads them: the first
       $MSCCLPP_PLAN_DIR entry, else the plan cache ($MSCCLPP_CACHE_DIR/plans, else
@@ -39,8 +42,20 @@ reach the C++ plan tools.
                           [--function NAME] [--program NAME] [--no-verify]
       The picture of a plan (mscclpp-plan show draws it): a DSL program is compiled first, with
       source locations, then drawn.
-  python3 -m mscclpp emulate ARGS...   ->  mscclpp-emulate ARGS...
+  python3 -m mscclpp explain ARGS...   ->  mscclpp-plan explain ARGS...
+      Every plan that could serve a call, and why it runs, loses or cannot serve it:
+      python3 -m mscclpp explain --collective allreduce --ranks 4 --bytes 1M --inplace
   python3 -m mscclpp verify ARGS...    ->  mscclpp-plan verify ARGS...
+  python3 -m mscclpp validate|select ARGS...  ->  mscclpp-plan validate|select ARGS...
+  python3 -m mscclpp info PLAN.json    ->  mscclpp-plan info PLAN.json
+  python3 -m mscclpp info [--params]   ->  mscclpp-info [--params] (this build, the environment variables)
+  python3 -m mscclpp emulate ARGS...   ->  mscclpp-emulate ARGS...
+  python3 -m mscclpp perf ARGS...      ->  mscclpp-perf ARGS... (nccl-tests' sweep through the NCCL API)
+  python3 -m mscclpp perf --versus LIBNCCL ARGS...
+      mscclpp-perf twice, through our libnccl.so.2 and with LIBNCCL (the real NCCL's libnccl.so.2)
+      preloaded instead, printed side by side: median times, bus bandwidths, their ratio.
+  python3 -m mscclpp plan ARGS...      ->  mscclpp-plan ARGS...
+      A pip install also puts mscclpp-plan, mscclpp-emulate, mscclpp-info and mscclpp-perf on PATH.
   python3 -m mscclpp paths
       Where this installation's runtime, shim, tools and plan directories are.
   python3 -m mscclpp --shim-path
@@ -52,7 +67,8 @@ reach the C++ plan tools.
 """
 
 _OURS_WITH_VALUE = {"-o": "output", "--output": "output", "--indent": "indent", "--function": "function", "--program": "program"}
-_OURS_FLAGS = {"--no-verify": "no_verify", "--source-locations": "source_locations"}
+_OURS_FLAGS = {"--no-verify": "no_verify", "--source-locations": "source_locations",
+               "--no-source-locations": "no_source_locations"}
 
 
 def _split_compile_args(argv, with_value=_OURS_WITH_VALUE, flags=_OURS_FLAGS, command="compile"):
@@ -105,15 +121,20 @@ def cmd_compile(argv):
         indent = int(indent) if indent is not None else None
     except ValueError:
         raise SystemExit(f"compile: --indent takes a number, got {indent!r}") from None
+    if options.get("source_locations") and options.get("no_source_locations"):
+        raise SystemExit("compile: --source-locations and --no-source-locations exclude each other")
+    keep_locations = bool(options.get("source_locations")) or locations.enabled()  # or MSCCLPP_DSL_SOURCE_LOCATIONS
     try:
-        with locations.capture(bool(options.get("source_locations"))):
+        # Locations on by default: the verifier's findings then name the DSL line of each op.
+        with locations.capture(not options.get("no_source_locations")):
             program = run_program(path, rest, options.get("function"), options.get("program"))
-        text = program.to_json(indent=indent)
+        located = program.to_json(indent=None)
+        text = program.to_json(indent=indent) if keep_locations else program.to_json_without_locations(indent=indent)
     except (DSLError, ProgramFileError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     try:
-        plan_verify.check_plan_text(text, f"{program.name}.json", False if options.get("no_verify") else None)
+        plan_verify.check_plan_text(located, f"{program.name}.json", False if options.get("no_verify") else None)
     except plan_verify.NotProven as error:
         print(f"error: the plan verifier does not prove {program.name!r}; nothing written (--no-verify writes it "
               f"anyway):\n{error}", file=sys.stderr)
@@ -154,7 +175,8 @@ def cmd_list(argv):
     if args.dir:
         return list_plans(args.dir, sys.stdout, sys.stderr, named=args.dir)
     named = _paths.split_directories(os.environ.get("MSCCLPP_PLAN_DIR"))  # as the runtime: missing is an error
-    return list_plans(_paths.plan_directories(), sys.stdout, sys.stderr, named=named)
+    return list_plans(_paths.plan_directories(), sys.stdout, sys.stderr, named=named,
+                      optional=[_paths.user_plan_cache()])
 
 
 def cmd_show(argv):
@@ -177,6 +199,35 @@ def cmd_show(argv):
     with_value.pop("--indent")
     options, path, rest = _split_compile_args(argv, with_value, {"--no-verify": "no_verify"}, "show")
     return draw(path, rest, options)
+
+
+def cmd_info(argv):
+    """mscclpp-plan info for a plan file; mscclpp-info (the build, --params) otherwise."""
+    if argv and not argv[0].startswith("-"):
+        return _forward("mscclpp-plan", ["info"], argv)
+    return _forward("mscclpp-info", [], argv)
+
+
+def cmd_perf(argv):
+    """mscclpp-perf, or with --versus LIBNCCL both ways side by side."""
+    if not argv or argv[0] not in ("--versus",) and not argv[0].startswith("--versus="):
+        return _forward("mscclpp-perf", [], argv)
+    from .perf_compare import compare
+    from .tools import find_tool
+
+    if argv[0] == "--versus":
+        if len(argv) < 2:
+            raise SystemExit("perf: --versus needs the path of a libnccl.so.2")
+        versus, rest = argv[1], argv[2:]
+    else:
+        versus, rest = argv[0].split("=", 1)[1], argv[1:]
+    if not os.path.isfile(versus):
+        raise SystemExit(f"perf: --versus {versus}: no such file")
+    path, looked = find_tool("mscclpp-perf")
+    if path is None:
+        print(f"error: mscclpp-perf is not built or not found (looked in: {'; '.join(looked)})", file=sys.stderr)
+        return 127
+    return compare(path, versus, rest)
 
 
 def _forward(tool, prefix_args, argv):
@@ -243,6 +294,12 @@ _COMMANDS = {
     "show": cmd_show,
     "emulate": lambda argv: _forward("mscclpp-emulate", [], argv),
     "verify": lambda argv: _forward("mscclpp-plan", ["verify"], argv),
+    "validate": lambda argv: _forward("mscclpp-plan", ["validate"], argv),
+    "select": lambda argv: _forward("mscclpp-plan", ["select"], argv),
+    "explain": lambda argv: _forward("mscclpp-plan", ["explain"], argv),
+    "plan": lambda argv: _forward("mscclpp-plan", [], argv),
+    "info": cmd_info,
+    "perf": lambda argv: cmd_perf(argv),
     "paths": cmd_paths,
     "--shim-path": cmd_shim_path,
     "--nccl-dir": cmd_nccl_dir,

@@ -37,16 +37,20 @@ def describe(path):
         return {"file": path, "error": f"{type(error).__name__}: {error}"}
 
 
-def list_plans(directories, out, err, named=()):
+def list_plans(directories, out, err, named=(), optional=()):
     """Prints the plans of the directories on out, and on err every file that cannot be read and
     every directory that is missing or unreadable. Returns 1 when a file is unreadable or a
     directory in ``named`` (given explicitly, as --dir or $MSCCLPP_PLAN_DIR) is missing, else 0.
-    Absent default directories (the user's plan cache before any --install) are noted only."""
+    Other absent directories are noted, but for those in ``optional`` (the user's plan cache,
+    absent until something is written there), which are passed over."""
     rows, problems, notes, searched = [], [], [], []
     for directory in directories:
         if not os.path.isdir(directory):
             what = f"{directory}: no such plan directory"
-            (problems if directory in named else notes).append(what)
+            if directory in named:
+                problems.append(what)
+            elif directory not in optional:
+                notes.append(what)
             continue
         try:
             names = sorted(os.listdir(directory))

@@ -1,10 +1,9 @@
 """jit.compile: run a DSL algorithm function, compile its plan, cache the file by content.
 
-    plan = jit.compile(algo=allreduce_nvls, name="allreduce_nvls", collective="allreduce",
-                       nranks_per_node=8, world_size=8, instances=2, protocol="Simple",
-                       num_threads_per_block=1024, min_msg_size=1 << 20, max_msg_size=48 << 30,
-                       tags={"nvls"})
-    mscclpp.plan.register(plan)
+    plan = jit.compile(algo=my_allreduce, name="my_allreduce", collective="allreduce",  # my_allreduce
+                       world_size=8, min_msg_size=1 << 20, tags={"mine"})   # builds a CollectiveProgram
+    mscclpp.plan.register(plan)              # this process
+    mscclpp.plan.register(plan, save=True)   # also every process started later (the NCCL shim's)
 
 ``compile`` says how ``algo`` is called, what is cached and how plans are verified.
 """

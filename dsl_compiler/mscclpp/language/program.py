@@ -10,6 +10,7 @@ from .collectives import *  # noqa: F401,F403 (re-exported, as MSCCL++'s program
 from .collectives import Collective
 from .errors import DSLError, user_location
 from .internal import emit, locations, passes
+from .internal import indent as indent_json
 from .internal.pairing import check_pairing
 from .internal.rank_state import RankState
 from .internal.state import active_program, get_program, set_program
@@ -273,7 +274,29 @@ class CollectiveProgram:
         self.post_process_operations()
         if indent is None and not kwargs:
             return self._json
+        if type(indent) is int and not kwargs:
+            # Many small objects, no cycles: the collector would only walk the program's heap again.
+            gc_was_enabled = gc.isenabled()
+            gc.disable()
+            try:
+                # The emitter's own strings are plain; the user's name and tags, and source locations,
+                # may not be.
+                if self._locations is None and all(map(indent_json.plain_string, [self.name, *self.tags])):
+                    return indent_json.dumps_text(self._json, indent)
+                return indent_json.dumps(json.loads(self._json), indent)
+            finally:
+                if gc_was_enabled:
+                    gc.enable()
         return json.dumps(json.loads(self._json), indent=indent, **kwargs)
+
+    def to_json_without_locations(self, indent=None):
+        """to_json's text without the ops' "source" keys, for a program compiled with source locations
+        whose plan is to be written without them."""
+        self.post_process_operations()
+        if self._locations is None:
+            return self.to_json(indent=indent)
+        text = emit.plan_json(self, self.ranks)  # locations.ACTIVE is None outside _compile
+        return text if indent is None else indent_json.dumps(json.loads(text), indent)
 
     def to_dict(self):
         self.post_process_operations()

@@ -1,8 +1,9 @@
 // The CPU backend's wiring over a Communicator (docs/executor.md, "The CPU
 // backend"). Each rank puts its buffers and received counters in one shared
 // host allocation and sends every peer its registration and offsets.
-// Same-host peers map it; other hosts are reached only through port channels.
-// A plan that loads or stores across hosts is refused on every rank alike.
+// Same-host peers map it; other hosts are reached only through port channels,
+// over InfiniBand where both hosts have an HCA port, else over TCP. A plan
+// that loads or stores across hosts is refused on every rank alike.
 #include <algorithm>
 #include <cstring>
 #include <future>
@@ -152,6 +153,19 @@ CommunicatorWiring::CommunicatorWiring(std::shared_ptr<Communicator> comm) : com
 
 int CommunicatorWiring::worldSize() const { return comm_->size(); }
 
+// Asked once per wiring; a host without an HCA says so once, at INFO.
+Transport CommunicatorWiring::nearestIb() {
+  if (!ibKnown_) {
+    std::string why;
+    ib_ = comm_->nearestIbTransport(&why);
+    ibKnown_ = true;
+    if (ib_ == Transport::Unknown)
+      MSCCLPP_INFO(LogExec, "rank %d (host %s): no InfiniBand for port channels across hosts (%s); they use TCP",
+                   comm_->rank(), comm_->hostId().c_str(), why.c_str());
+  }
+  return ib_;
+}
+
 Refusal CommunicatorWiring::refusal(const plan::Plan& plan) const { return loadStoreAcrossHosts(plan, *comm_); }
 
 RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, const CallShape& shape,
@@ -163,9 +177,11 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
                   p.header.name.c_str(), n, comm_->size(), comm_->rank(), rank);
   const plan::RankPlan& rp = p.ranks[rank];
   if (Refusal r = refusal(p)) throw Error(ErrorCode::NotSupported, *r);
-  std::set<int> crossHostPeers;  // reached only through port channels, over TCP
+  std::set<int> crossHostPeers;  // reached only through port channels, over IB or TCP
   for (const plan::ChannelDecl& c : rp.portChannels)
     if (!comm_->isSameHost(c.peer)) crossHostPeers.insert(c.peer);
+  // Our HCA port for them: the one nearest this rank, if the host has any.
+  const Transport myIb = crossHostPeers.empty() ? Transport::Unknown : nearestIb();
 
   // Our region.
   Directory mine;
@@ -190,8 +206,9 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
   }
   std::shared_ptr<void> region = allocSharedHostBytes(size);  // zeroed
   char* base = static_cast<char*>(region.get());
-  const TransportFlags transports =
+  TransportFlags transports =
       crossHostPeers.empty() ? TransportFlags(Transport::HostShm) : Transport::HostShm | Transport::Tcp;
+  if (myIb != Transport::Unknown) transports |= myIb;
   RegisteredMemory reg = comm_->registerMemory(base, size, transports);
 
   // Tell every other rank where things are.
@@ -222,10 +239,28 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
   }
   const std::shared_ptr<Bootstrap>& bs = bootstrap_;
   const int tag = static_cast<int>(sequence_++ & 0x3fffffff);
-  // Connections first: connect() posts our endpoint at once, so both sides may wait in any order.
+  // Each pair across hosts first tells each other its HCA port, so both ends
+  // pick the same kind: IB when both have one, else TCP. On the executor's
+  // view, which a failed communicator aborts, as the directories below.
+  std::map<int, Transport> kinds;
+  for (int q : crossHostPeers) {
+    const uint64_t v = static_cast<uint64_t>(myIb);
+    bs->send(&v, sizeof(v), q, tag | 0x40000000);
+  }
+  for (int q : crossHostPeers) {
+    uint64_t v = 0;
+    bs->recv(&v, sizeof(v), q, tag | 0x40000000);
+    const Transport theirs = static_cast<Transport>(v);
+    MSCCLPP_ENFORCE(theirs == Transport::Unknown || isIbTransport(theirs), ErrorCode::RemoteError,
+                    "executor wiring: rank %d's HCA port %llu is not IB0..IB7", q, static_cast<unsigned long long>(v));
+    kinds[q] = myIb != Transport::Unknown && theirs != Transport::Unknown ? myIb : Transport::Tcp;
+  }
+  // Connections before the directories: connect() posts our endpoint at
+  // once, and the futures are read only once every directory arrived, so
+  // every peer posted its endpoint before we wait for it.
   std::map<int, std::shared_future<std::shared_ptr<Connection>>> pending;
   // The high tag bit keeps the executor's connections apart from ones the user makes on this communicator.
-  for (int q : crossHostPeers) pending[q] = comm_->connect(q, tag | 0x40000000, Transport::Tcp);
+  for (int q : crossHostPeers) pending[q] = comm_->connect(q, tag | 0x40000000, kinds[q]);
   for (int q = 0; q < n; ++q)
     if (q != rank) bs->send(msg, q, tag);
 
@@ -316,6 +351,7 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
       RemotePortPeers::Channel& ch = cross->channels[c];
       ch.peer = d.peer;
       if (!crossHostPeers.count(d.peer)) continue;
+      ch.peerHost = comm_->hostIdOf(d.peer);
       ch.connection = connections.at(d.peer);
       ch.peerRegion = remotes[d.peer].memory;
       auto it = remotes[d.peer].dir.counters.find({rank, d.pairIndex, true});
@@ -339,8 +375,9 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
   res.remotePorts = cross;
   if (cross) {
     std::string peers;
-    for (int q : crossHostPeers) peers += (peers.empty() ? "" : ", ") + std::to_string(q);
-    MSCCLPP_INFO(LogExec, "plan %s rank %d (host %s): port channels to rank(s) %s on other hosts over TCP",
+    for (int q : crossHostPeers)
+      peers += strFormat("%s%d over %s", peers.empty() ? "" : ", ", q, transportName(kinds[q]));
+    MSCCLPP_INFO(LogExec, "plan %s rank %d (host %s): port channels to rank(s) on other hosts: %s",
                  p.header.name.c_str(), rank, comm_->hostId().c_str(), peers.c_str());
   }
   for (const plan::SwitchChannelDecl& s : rp.switchChannels) {

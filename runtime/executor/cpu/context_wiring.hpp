@@ -13,6 +13,7 @@
 #include "executor/call_descriptor.hpp"
 #include "executor/rank_resources.hpp"
 #include "executor/refusal.hpp"
+#include "mscclpp/memory.hpp"
 #include "plan/plan.hpp"
 
 namespace mscclpp {
@@ -54,6 +55,11 @@ class CommunicatorWiring : public ContextWiring {
   std::shared_ptr<Bootstrap> bootstrap_;  // the executor's exchanges; aborted when the communicator fails
   std::shared_ptr<void> failureHook_;
   uint64_t sequence_ = 0;  // contexts built so far: the tag of the next exchange
+  // This rank's HCA port for port channels across hosts (Unknown: none, or
+  // MSCCLPP_IB_DISABLE); both ends of such a channel must have one.
+  Transport nearestIb();
+  bool ibKnown_ = false;
+  Transport ib_ = Transport::Unknown;
 };
 
 }  // namespace mscclpp::exec

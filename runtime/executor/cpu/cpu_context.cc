@@ -127,8 +127,8 @@ std::string CpuContext::handleRemoteRequest(const TriggerFields& f) {
       ch.connection->flush(s <= 0 ? kNoFlushDeadlineUsec : static_cast<int64_t>(s * 1e6));
     }
   } catch (const std::exception& e) {
-    return strFormat("plan %s rank %d: %s on port channel %u to rank %d (on another host) failed: %s",
-                     peers.planName.c_str(), peers.rank, op, f.channelId, ch.peer, e.what());
+    return strFormat("plan %s rank %d: %s on port channel %u to rank %d (host %s) failed: %s", peers.planName.c_str(),
+                     peers.rank, op, f.channelId, ch.peer, ch.peerHost.c_str(), e.what());
   }
   return std::string();
 }

@@ -1,5 +1,5 @@
 // Port-channel peers on other hosts, for the CPU backend. Their memory is not
-// mapped here, so the proxy performs each request on a TCP Connection:
+// mapped here, so the proxy performs each request on an IB or TCP Connection:
 //   put    -> Connection::write into the peer's registered region
 //   signal -> Connection::updateAndSync of the paired counter
 //   flush  -> Connection::flush, bounded by the launch's timeout
@@ -23,6 +23,7 @@ struct RemotePortPeers {
   // host and the channel keeps the zero-copy path.
   struct Channel {
     int peer = -1;
+    std::string peerHost;  // its host id, for messages
     std::shared_ptr<Connection> connection;
     RegisteredMemory peerRegion;     // the peer's whole region (input, output, scratch, counters)
     uint64_t peerCounterOffset = 0;  // the counter of the paired channel inside peerRegion

@@ -180,7 +180,9 @@ CallBinding bindCall(const CallRequest& q) {
     b.postDst = q.recv;
     b.postBytes = q.recvBytes;
   }
-  if (q.op == ReduceOp::Avg && q.recv != nullptr) {
+  // For every op: sum and avg calls share a context (the same key), and an
+  // avg call divides what this says.
+  if (q.recv != nullptr) {
     b.divideBytes = std::min<uint64_t>(q.recvBytes, reducedOutputBytes(h.collective, q.rank, h.root, q.recvBytes));
   }
   return b;

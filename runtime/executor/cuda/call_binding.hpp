@@ -40,7 +40,8 @@ struct CallBinding {
   // post-step: copy postBytes of the plan's output to postDst (when the output was staged).
   char* postDst = nullptr;
   uint64_t postBytes = 0;
-  // avg: divide these bytes of recv (after the post-step).
+  // What an avg call divides of recv (after the post-step). Set for every op:
+  // sum and avg calls share a context.
   uint64_t divideBytes = 0;
   // Padded calls, planPartBytes > 0: the steps move parts of userPartBytes,
   // at pitch userPartBytes in the user's buffers, planPartBytes in staging.

@@ -5,7 +5,11 @@
 namespace mscclpp::exec {
 
 CallCompletion::CallCompletion(int device, uint64_t slots, const std::string& what)
-    : slots_(slots), words_(slots * sizeof(uint64_t), what), writeValue64_(resolveStreamWriteValue64(device)) {}
+    : slots_(slots), words_(slots * sizeof(uint64_t), what), writeValue64_(resolveStreamWriteValue64(device)) {
+  if (writeValue64_ != nullptr) return;
+  sources_ = std::make_unique<PinnedAllocation>(slots * sizeof(uint64_t), what + " (copy sources)");
+  sourcedBy_.assign(slots, 0);
+}
 
 bool CallCompletion::mark(void* stream, uint64_t seq) {
   uint64_t* word = static_cast<uint64_t*>(words_.device()) + seq % slots_;
@@ -19,9 +23,21 @@ bool CallCompletion::mark(void* stream, uint64_t seq) {
                  static_cast<unsigned long long>(seq), static_cast<int>(r));
     return false;
   }
-  const uint64_t value = seq;  // pageable: read before cudaMemcpyAsync returns
-  const cudaError_t e = cudaMemcpyAsync(word, &value, sizeof(value), cudaMemcpyHostToDevice, s);
-  if (e == cudaSuccess) return true;
+  const uint64_t slot = seq % slots_;
+  if (sourcedBy_[slot] != 0 && !completed(sourcedBy_[slot])) {
+    // The copy of an earlier call still has to read this source: writing it
+    // now would mark that call done with our number, early.
+    MSCCLPP_INFO(LogExec, "call #%llu: its completion mark's source is still in use: not tracked",
+                 static_cast<unsigned long long>(seq));
+    return false;
+  }
+  uint64_t* source = static_cast<uint64_t*>(sources_->host()) + slot;
+  *source = seq;
+  const cudaError_t e = cudaMemcpyAsync(word, source, sizeof(uint64_t), cudaMemcpyHostToDevice, s);
+  if (e == cudaSuccess) {
+    sourcedBy_[slot] = seq;
+    return true;
+  }
   (void)cudaGetLastError();
   MSCCLPP_INFO(LogExec, "call #%llu: the copy of its completion mark failed (%s): not tracked",
                static_cast<unsigned long long>(seq), cudaGetErrorString(e));

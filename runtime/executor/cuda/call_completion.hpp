@@ -2,14 +2,17 @@
 // One word of host-mapped memory per recent-call slot; the call's stream sets
 // it to the call's number after the call's last operation, and the host reads
 // it without synchronising. The store is cuStreamWriteValue64 where supported,
-// else an 8-byte copy from pageable memory, which CUDA reads at the call.
+// else an 8-byte copy from pinned memory (one from pageable memory may wait
+// for the stream, here for the call itself).
 // Captured calls get no mark: each replay would write the captured number.
 // Thread-safety: mark() on the backend's thread; completed() from any thread.
 #ifndef MSCCLPP_EXECUTOR_CUDA_CALL_COMPLETION_HPP_
 #define MSCCLPP_EXECUTOR_CUDA_CALL_COMPLETION_HPP_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "executor/cuda/gpu_memory.hpp"
 
@@ -31,6 +34,11 @@ class CallCompletion {
   uint64_t slots_;
   PinnedAllocation words_;
   void* writeValue64_ = nullptr;
+  // Without cuStreamWriteValue64: per slot, what the copy reads, and the
+  // call whose copy read it last (0: none), which must have landed before
+  // the source is written again.
+  std::unique_ptr<PinnedAllocation> sources_;
+  std::vector<uint64_t> sourcedBy_;
 };
 
 }  // namespace mscclpp::exec

@@ -43,8 +43,11 @@ class GpuBackendImpl final : public GpuBackend {
       : world_(std::make_shared<GpuWorld>(std::move(comm))),
         monitor_(monitor),
         cache_(static_cast<size_t>(std::max<int64_t>(1, params::contextCacheSize()))) {
-    if (monitor_ == nullptr) return;
     DeviceGuard guard(world_->device());
+    // Before this rank's first collective, so that no launch loads a kernel
+    // (lazy loading: a first launch may synchronise the device).
+    loadGpuKernels();
+    if (monitor_ == nullptr) return;
     // Before any context of this rank exists (mapped host memory synchronises the device).
     completion_ = std::make_unique<CallCompletion>(world_->device(), CallMonitor::kRecentCalls,
                                                    strFormat("rank %d: call completion marks", world_->rank()));
@@ -102,6 +105,7 @@ class GpuBackendImpl final : public GpuBackend {
     });
     if (failed == nullptr) return false;
     std::unique_ptr<RetiringContextRef> ctx = cache_.erase(failed);
+    world_->forgetLoad(&**ctx);
     try {
       DeviceGuard guard(world_->device());
       (*ctx)->throwFailure();
@@ -148,6 +152,7 @@ class GpuBackendImpl final : public GpuBackend {
     }
     if (ctx->failureRaised()) {
       std::unique_ptr<RetiringContextRef> failed = cache_.erase(entry);
+      world_->forgetLoad(&**failed);
       (*failed)->throwFailure();
     }
     GpuCallArgs args;
@@ -204,6 +209,9 @@ class GpuBackendImpl final : public GpuBackend {
     std::vector<std::unique_ptr<RetiringContextRef>> evicted;
     cache_.setCapacity(static_cast<size_t>(std::max<int64_t>(1, params::contextCacheSize())));
     RetiringContextRef& added = cache_.insert(key, std::make_unique<RetiringContextRef>(std::move(ctx)), &evicted);
+    // Later calls' residency counts the kernels of the cached contexts.
+    for (const std::unique_ptr<RetiringContextRef>& e : evicted) world_->forgetLoad(&**e);
+    world_->recordLoad(&*added, added->residentLoad());
     if (!evicted.empty()) {
       MSCCLPP_INFO(LogExec, "rank %d: %zu GPU execution context(s) dropped (MSCCLPP_EXEC_CONTEXT_CACHE=%zu)", c.rank,
                    evicted.size(), cache_.capacity());

@@ -20,6 +20,7 @@
 #include "executor/cuda/device_image.hpp"
 #include "executor/diagnostics.hpp"
 #include "executor/scale_steps.hpp"
+#include "transport/device_memory.hpp"
 
 namespace mscclpp::exec {
 
@@ -146,7 +147,18 @@ Refusal GpuContext::admit(DataType dtype, ReduceOp nativeOp) {
   coResident_ = topo.residentRanks(world_->mpsActive());
   for (int q : coResident_)
     if (!topo.sameProcess(q)) residentElsewhere_.push_back(q);
-  groupBlocks_ = groupBlocks(*plan_, coResident_);
+  load_ = residentLoadOf(*plan_, coResident_, 0);
+  // Blocks that wait on each other need a cooperative launch, on every
+  // rank's GPU, unless that rank's process turned them off.
+  std::vector<bool> cooperative;
+  std::vector<int> devices;
+  for (int q = 0; q < topo.size(); ++q) {
+    cooperative.push_back((topo.of(q).flags & (kGpuCooperativeLaunch | kGpuCooperativeOff)) != 0);
+    devices.push_back(topo.of(q).device);
+  }
+  const std::string noGang = cooperativeProblem(*plan_, cooperative, devices);
+  if (!noGang.empty()) return strFormat("%s: %s (or set MSCCLPP_GPU_COOPERATIVE=off)", name_.c_str(), noGang.c_str());
+  cooperative_ = (topo.of(rank_).flags & kGpuCooperativeOff) == 0 && blocksWaitOnEachOther(*plan_, rank_);
   // Hardware queues: checked for every process and GPU group of the plan,
   // so a rank whose own group is fine refuses with the others.
   for (const std::vector<int>& group : topo.processGpuGroups()) {
@@ -170,6 +182,14 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
       quiesceDevices_.push_back(d);
   }
 
+  // ---- The quiet point: every rank has issued its earlier calls (they all
+  // reached this build) and our device has finished them, so page-table
+  // changes wait for nothing that waits for us. They end at the exchange. ----
+  const int tag = world_->nextTag();  // alike on every rank: all build in the same order
+  world_->awaitBuild(tag, name_);
+  ContextMemory& memory = world_->memory();
+  memory.quiesce(name_);
+
   // ---- Every allocation before the exchange, the collective build point. ----
   // Buffers: the user's where possible; ours for scratch, counters, staging.
   bool crossProcess = false;
@@ -185,14 +205,13 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
   }
   stagingOffset_ = reserve(&size, binding_.stagingBytes, 256);
   // Zeroed: LL packets start with flag 0 (never valid) and counters at 0.
-  region_ = std::make_unique<DeviceAllocation>(size, name_ + ": scratch, counters and staging");
-  abort_ = std::make_unique<PinnedAllocation>(64, name_ + ": abort flag");
+  region_ = memory.device(size, name_ + ": scratch, counters and staging");
+  abort_ = memory.pinned(64, name_ + ": abort flag");
   // A dead or unreachable peer fails the communicator, which raises this
   // flag from the host: every device wait in flight polls it and stops.
   failureRegistration_ = world_->comm().raiseOnFailure(static_cast<uint32_t*>(abort_->host()));
   const uint32_t nBlocks = static_cast<uint32_t>(rp.threadblocks.size());
-  liveWaits_ = std::make_unique<PinnedAllocation>(sizeof(LiveWaitSlot) * std::max<uint32_t>(1, nBlocks),
-                                                  name_ + ": live-wait slots");
+  liveWaits_ = memory.pinned(sizeof(LiveWaitSlot) * std::max<uint32_t>(1, nBlocks), name_ + ": live-wait slots");
   liveWaitReader_ = std::make_shared<LiveWaitReader>();
   liveWaitReader_->plan = plan_;
   liveWaitReader_->rank = rank_;
@@ -210,9 +229,11 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
     return call;
   });
   // The image's size depends only on the plan's counts, so its memory is
-  // allocated before the exchange too.
+  // allocated before the exchange too, and the pinned memory it is uploaded
+  // from: a copy from pageable memory may wait for the stream it is on.
   const ImageCounts counts = imageCountsOf(rp);
-  imageMemory_ = std::make_unique<DeviceAllocation>(packedImageBytes(counts), name_ + ": device image");
+  imageMemory_ = memory.device(packedImageBytes(counts), name_ + ": device image");
+  imageUpload_ = memory.pinned(packedImageBytes(counts), name_ + ": device image upload");
   // The proxy for port channels: its FIFO is mapped host memory and a device counter.
   FifoDeviceHandle fifo{};
   if (!rp.portChannels.empty()) {
@@ -226,10 +247,9 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
     fifo = proxy_->fifoDeviceHandle();
     writeValue64_ = resolveStreamWriteValue64(world_->device());
   }
+  memory.trim();  // the idle blocks this build did not take
 
-  // The build's tag, alike on every rank since all build in the same order.
-  // The NVLS bindings and the directory exchange use it.
-  const int tag = world_->nextTag();
+  // The NVLS bindings and the directory exchange use the build's tag.
   bindSwitchChannels(shape, tag);
 
   exchange(shape, tag, call);
@@ -241,13 +261,17 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
                   "%s: the built image's arrays differ from the plan's counts the device memory was sized for",
                   name_.c_str());
   PackedImage packed = packDeviceImage(hostImage, reinterpret_cast<uint64_t>(imageMemory_->get()));
-  hostImage_ = std::move(packed.bytes);
-  // Stream-ordered on the building call's stream: cudaMemcpy would wait
-  // for the peers' kernels, which wait for ours. hostImage_ lives as long
-  // as the context.
-  MSCCLPP_CUDA_CHECK(cudaMemcpyAsync(imageMemory_->get(), hostImage_.data(), hostImage_.size(), cudaMemcpyHostToDevice,
-                                     static_cast<cudaStream_t>(stream)),
-                     "%s: uploading the %zu-byte device image", name_.c_str(), hostImage_.size());
+  MSCCLPP_ENFORCE(packed.bytes.size() <= imageUpload_->bytes(), ErrorCode::InternalError,
+                  "%s: the packed image (%zu bytes) outgrew the memory sized for it", name_.c_str(),
+                  packed.bytes.size());
+  std::memcpy(imageUpload_->host(), packed.bytes.data(), packed.bytes.size());
+  // Stream-ordered on the building call's stream, from pinned memory: a
+  // synchronous copy, or one from pageable memory, may wait for work that
+  // waits for the peers' kernels, which wait for ours. imageUpload_ lives
+  // as long as the context.
+  MSCCLPP_CUDA_CHECK(cudaMemcpyAsync(imageMemory_->get(), imageUpload_->host(), packed.bytes.size(),
+                                     cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)),
+                     "%s: uploading the %zu-byte device image", name_.c_str(), packed.bytes.size());
   deviceContext_ = reinterpret_cast<const ExecContextDevice*>(imageMemory_->get() + packed.contextOffset);
   mutableOffset_ = packed.mutableOffset;
   mutableBytes_ = packed.mutableBytes;
@@ -289,6 +313,22 @@ GpuContext::~GpuContext() {
   }
   cudaSetDevice(world_->device());
   if (proxy_) proxy_->stopProxy();
+  // Nothing is freed here: page-table changes would block the CUDA calls of
+  // this process's ranks while peers' kernels spin on them. The blocks go
+  // back to the rank's memory for the next build; what unmaps or frees when
+  // it goes waits there for the next quiet point.
+  failureRegistration_.reset();  // the communicator no longer raises abort_
+  ContextMemory& memory = world_->memory();
+  memory.giveBack(std::move(region_));
+  memory.giveBack(std::move(imageMemory_));
+  memory.giveBack(std::move(imageUpload_));
+  memory.giveBack(std::move(abort_));
+  memory.giveBack(std::move(liveWaits_));
+  if (proxy_) memory.retire(std::shared_ptr<ProxyService>(std::move(proxy_)));
+  if (!peers_.empty())  // their CUDA IPC mappings
+    memory.retire(std::make_shared<std::vector<std::shared_ptr<Peer>>>(std::move(peers_)));
+  if (!nvls_.empty())
+    memory.retire(std::make_shared<std::vector<std::shared_ptr<detail::NvlsBinding>>>(std::move(nvls_)));
 }
 
 uint64_t GpuContext::deviceBytes() const {
@@ -325,22 +365,36 @@ Refusal GpuContext::decideKernel(DataType dtype, ReduceOp op, KernelChoice* choi
   k = KernelChoice();
   k.sharedBytes = smem.dynamicBytes;
   GpuKernelQuery q = k.sharedBytes ? queryExecutorKernel(dtype, op, threads_, k.sharedBytes) : q0;
-  ResidencyVerdict v = checkResidency(plan_->header, coResident_, groupBlocks_, threads_, k.sharedBytes, q.blocksPerSm,
-                                      dev, residentElsewhere_);
+  // The blocks of every call that can be in flight: ours and those of the
+  // plans this rank's cache holds, each rank at its largest.
+  const std::vector<ResidentLoad> cached = world_->loadsExcept(this);
+  auto verdict = [&](uint32_t sharedBytes, int blocksPerSm, InFlightBlocks* out) {
+    ResidentLoad mine = load_;
+    mine.blocksPerSm = mine.blocksPerSm > 0 ? std::min(mine.blocksPerSm, blocksPerSm) : blocksPerSm;
+    *out = inFlightBlocks(mine, cached);
+    return checkResidency(plan_->header, coResident_, out->blocks, threads_, sharedBytes, out->blocksPerSm, dev,
+                          residentElsewhere_, out->others);
+  };
+  InFlightBlocks inFlight;
+  ResidencyVerdict v = verdict(k.sharedBytes, q.blocksPerSm, &inFlight);
+  int blocksPerSm = q.blocksPerSm;
   if (!v.ok && k.sharedBytes > 0) {
     // Op lists in shared memory cost residency: read them from global memory instead.
-    ResidencyVerdict v0 =
-        checkResidency(plan_->header, coResident_, groupBlocks_, threads_, 0, q0.blocksPerSm, dev, residentElsewhere_);
+    InFlightBlocks inFlight0;
+    ResidencyVerdict v0 = verdict(0, q0.blocksPerSm, &inFlight0);
     if (v0.ok) {
       MSCCLPP_INFO(LogExec,
                    "%s: op lists read from global memory (%u shared bytes per block would not let %llu blocks "
                    "be resident)",
-                   name_.c_str(), k.sharedBytes, ull(groupBlocks_));
+                   name_.c_str(), k.sharedBytes, ull(inFlight0.blocks));
       k.sharedBytes = 0;
       v = v0;
+      blocksPerSm = q0.blocksPerSm;
     }
   }
   if (!v.ok) return v.reason;
+  load_.blocksPerSm = load_.blocksPerSm > 0 ? std::min(load_.blocksPerSm, blocksPerSm) : blocksPerSm;
+  world_->updateLoad(this, load_);
   if (smem.blocksInGlobal > 0 && k.sharedBytes > 0) {
     MSCCLPP_INFO(LogExec, "%s: %u blocks read their op lists from global memory (largest %llu bytes > %llu available)",
                  name_.c_str(), smem.blocksInGlobal, ull(smem.largestBlockBytes), ull(available));
@@ -424,7 +478,8 @@ void GpuContext::bindSwitchChannels(const CallShape& shape, int tag) {
       if (s.ranks[k] == rank_) myIndex = static_cast<int>(k);
     // Collective over the group: all members bind or none does. It comes
     // before the exchange, after which nothing may synchronise the device.
-    const int nvlsTag = (1 << 30) | ((tag & 0xffffff) << 4) | static_cast<int>(made.size() & 15);
+    // Each binding takes five tags (NvlsBinding::tryCreate): eight per binding, 32 bindings per build.
+    const int nvlsTag = (1 << 30) | ((tag & 0x1fffff) << 8) | static_cast<int>((made.size() & 31) << 3);
     std::shared_ptr<detail::NvlsBinding> b =
         buffer != nullptr && bytes > 0
             ? detail::NvlsBinding::tryCreate(world_->comm(), s.ranks, myIndex, bytes, nvlsTag, buffer)
@@ -764,14 +819,21 @@ void GpuContext::throwFailure() {
   }
   const plan::Plan& plan = *plan_;
   std::vector<char> state(mutableBytes_);
-  cudaError_t e = cudaMemcpy(state.data(), imageMemory_->get() + mutableOffset_, mutableBytes_, cudaMemcpyDeviceToHost);
-  if (e != cudaSuccess && cudaProblem.empty()) cudaProblem = cudaGetErrorString(e);
+  // On a stream of ours: cudaMemcpy would wait behind the legacy stream's work.
+  bool stateRead = true;
+  try {
+    transport::copyDeviceToHost(state.data(), imageMemory_->get() + mutableOffset_, mutableBytes_,
+                                (name_ + ": reading the failed launch's state").c_str());
+  } catch (const Error& err) {
+    stateRead = false;
+    if (cudaProblem.empty()) cudaProblem = err.what();
+  }
   const ExecState* st = reinterpret_cast<const ExecState*>(state.data() + (stateOffset_ - mutableOffset_));
   const BlockRecord* records = reinterpret_cast<const BlockRecord*>(state.data() + (recordsOffset_ - mutableOffset_));
   const uint32_t nBlocks = image_->device().nBlocks;
   bool timedOut = false, invalid = false;
   uint32_t flag = 0;
-  for (uint32_t b = 0; b < nBlocks && e == cudaSuccess; ++b) {
+  for (uint32_t b = 0; b < nBlocks && stateRead; ++b) {
     timedOut |= records[b].state == kBlockTimedOut;
     invalid |= records[b].state == kBlockInvalid;
     if (blockStopped(records[b])) flag = records[b].launchFlag;
@@ -782,7 +844,7 @@ void GpuContext::throwFailure() {
   const std::string proxyError = proxy_ ? proxy_->errorMessage() : std::string();
   if (!proxyError.empty()) msg += "; " + proxyError;
   if (!cudaProblem.empty()) msg += "; CUDA: " + cudaProblem;
-  if (e == cudaSuccess) {
+  if (stateRead) {
     for (const std::string& line : describeUnfinishedBlocks(plan, rank_, records, nBlocks, flag, st->firstFailedBlock))
       msg += "\n  " + line;
   }
@@ -834,6 +896,7 @@ Refusal GpuContext::launch(const GpuCallArgs& a) {
     l.nBlocks = nBlocks;
     l.threadsPerBlock = static_cast<uint32_t>(threads_);
     l.sharedBytes = k.sharedBytes;
+    l.cooperative = cooperative_ && nBlocks > 1;
     l.args = LaunchArgs{timeoutNs_, static_cast<uint32_t>(a.packet), a.call};
     l.stream = a.stream;
     launchExecutorKernel(a.dtype, native, l);

@@ -3,10 +3,10 @@
 // then launched any number of times with no host synchronisation or allocation.
 // Nothing after the build's directory exchange may synchronise the device:
 // peers may already spin on this rank (docs/cuda-backend.md, "Execution contexts").
-// Ownership: owns its device memory, image, abort flag, live-wait slots and
-// proxy; keeps peers' mappings and its world alive. Shared by the backend's
-// cache and by graphs that captured it; destroyed only on the ContextReleaser's
-// thread. Thread-safety: one thread at a time (the Executor serialises calls).
+// Ownership: its memory comes from and returns to its world's ContextMemory;
+// owns its proxy; keeps peers' mappings and its world alive. Shared by the
+// backend's cache and by graphs that captured it; destroyed on the
+// ContextReleaser's thread. Thread-safety: one thread at a time.
 #ifndef MSCCLPP_EXECUTOR_CUDA_GPU_CONTEXT_HPP_
 #define MSCCLPP_EXECUTOR_CUDA_GPU_CONTEXT_HPP_
 
@@ -77,6 +77,8 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   const ContextImage& image() const { return *image_; }
   uint32_t sharedBytes() const { return sharedBytes_; }
   uint32_t blocks() const { return image_ ? image_->device().nBlocks : 0; }
+  // The blocks its kernels put on this GPU, for the residency of later calls.
+  const ResidentLoad& residentLoad() const { return load_; }
   // Device memory this context allocated (region + image).
   uint64_t deviceBytes() const;
 
@@ -112,8 +114,9 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   std::vector<uint64_t> blockListBytes_;
   std::vector<int> coResident_;         // ranks whose blocks share this GPU's SMs with ours
   std::vector<int> residentElsewhere_;  // those of them in other processes (MPS)
-  uint64_t groupBlocks_ = 0;
-  uint32_t sharedBytes_ = 0;  // the choice made for the building call's kernel
+  ResidentLoad load_;                   // our plan's blocks per resident rank, the smallest blocksPerSm of our kernels
+  bool cooperative_ = false;            // launch cooperatively: our blocks wait on each other
+  uint32_t sharedBytes_ = 0;            // the choice made for the building call's kernel
   KernelChoice kernels_[kNumDataTypes][kNumNativeOps];
 
   // Our device memory: [scratch | counters | staging].
@@ -137,8 +140,8 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
 
   std::unique_ptr<ContextImage> image_;
   std::unique_ptr<DeviceAllocation> imageMemory_;
-  std::vector<char> hostImage_;      // the uploaded bytes, kept while the upload may read them
-  std::vector<int> quiesceDevices_;  // the devices of this process's ranks: idle before we free
+  std::unique_ptr<PinnedAllocation> imageUpload_;  // what the upload reads, kept while it may
+  std::vector<int> quiesceDevices_;                // the devices of this process's ranks: idle before we go
   // NVLS: per switch channel, the multicast address of its binding (null: the members'
   // buffers are used); the bindings stay alive with the context.
   std::vector<void*> multicast_;

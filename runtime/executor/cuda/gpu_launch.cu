@@ -103,6 +103,34 @@ GpuKernelQuery queryExecutorKernel(DataType dtype, ReduceOp op, int threadsPerBl
   return requireEntry(dtype).query(op, threadsPerBlock, sharedBytes);
 }
 
+namespace {
+
+// A kernel is loaded at its first use, which a query of its attributes is
+// (Programming Guide, "Lazy Loading").
+void loadKernel(const void* kernel, const char* what) {
+  cudaFuncAttributes attr{};
+  cudaError_t err = cudaFuncGetAttributes(&attr, kernel);
+  MSCCLPP_ENFORCE(err == cudaSuccess, ErrorCode::CudaError, "loading %s: %s", what, cudaGetErrorString(err));
+}
+
+void loadDtypeKernels(DataType dtype) {
+  const Entry entry = entryOf(dtype);
+  for (int op = 0; entry.query != nullptr && op < kNumNativeOps; ++op) entry.query(static_cast<ReduceOp>(op), 32, 0);
+  dispatchDtypeOp(dtype, ReduceOp::Sum, [&](auto tag, auto) {
+    using T = typename decltype(tag)::type;
+    loadKernel(reinterpret_cast<const void*>(&preMultiplyKernel<T>), "the premulsum pre-scale kernel");
+    loadKernel(reinterpret_cast<const void*>(&divideKernel<T>), "the avg post-divide kernel");
+  });
+}
+
+}  // namespace
+
+void loadGpuKernels() {
+#define MSCCLPP_X(E, T, S) loadDtypeKernels(DataType::E);
+  MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)
+#undef MSCCLPP_X
+}
+
 void launchPreMultiply(DataType dtype, void* dst, const void* src, uint64_t bytes, const void* scalar, void* stream) {
   MSCCLPP_ENFORCE(scalar != nullptr, ErrorCode::InvalidArgument, "premulsum: no scalar");
   cudaStream_t s = static_cast<cudaStream_t>(stream);

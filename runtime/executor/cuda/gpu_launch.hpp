@@ -18,6 +18,7 @@ struct GpuLaunch {
   uint32_t nBlocks = 0;
   uint32_t threadsPerBlock = 1024;
   uint32_t sharedBytes = 0;  // dynamic shared memory for the largest block's ops/refs/ids (0: global)
+  bool cooperative = false;  // cudaLaunchCooperativeKernel: every block resident at once
   LaunchArgs args{};
   void* stream = nullptr;  // cudaStream_t
 };
@@ -47,6 +48,15 @@ struct GpuKernelQuery {
 };
 // Throws like launchExecutorKernel. Host-only CUDA calls (allowed while a stream is captured).
 GpuKernelQuery queryExecutorKernel(DataType dtype, ReduceOp op, int threadsPerBlock, uint32_t sharedBytes);
+
+// Loads every kernel the backend launches (the executor kernel of every
+// compiled datatype and native op, the premulsum and avg steps) on the
+// current device. With lazy loading, CUDA's default since 12.2, a kernel's
+// first launch may synchronise the context, which never returns while a
+// running kernel waits for work issued after that launch. Called before a
+// rank's first collective, so that no launch of a call loads a kernel.
+// Throws Error(CudaError).
+void loadGpuKernels();
 
 // Elementwise steps around a plan, enqueued on `stream`, graph-capturable.
 // scalar: one host element of dtype, passed by value. Throw

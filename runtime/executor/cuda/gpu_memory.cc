@@ -4,40 +4,58 @@
 
 #include "core/logger.hpp"
 #include "executor/cuda/cuda_check.hpp"
+#include "transport/device_memory.hpp"
 
 namespace mscclpp::exec {
 
-void* resolveStreamWriteValue64(int device) {
+namespace {
+
+// A driver function through the runtime's entry-point query (we do not link
+// libcuda); null when the driver lacks it.
+template <class Fn>
+Fn driverFunction(const char* name) {
   void* fn = nullptr;
   cudaDriverEntryPointQueryResult status{};
 #if CUDART_VERSION >= 12050
-  cudaError_t e = cudaGetDriverEntryPointByVersion("cuStreamWriteValue64", &fn, 12000, cudaEnableDefault, &status);
+  cudaError_t e = cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &status);
 #else
-  cudaError_t e = cudaGetDriverEntryPoint("cuStreamWriteValue64", &fn, cudaEnableDefault, &status);
+  cudaError_t e = cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &status);
 #endif
   if (e != cudaSuccess || status != cudaDriverEntryPointSuccess) {
     (void)cudaGetLastError();
     return nullptr;
   }
-  int supported = 0;
-  if (cudaDeviceGetAttribute(&supported, static_cast<cudaDeviceAttr>(CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS),
-                             device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  return supported ? fn : nullptr;
+  return reinterpret_cast<Fn>(fn);
 }
 
-DeviceAllocation::DeviceAllocation(size_t bytes, const std::string& what) : bytes_(bytes) {
+}  // namespace
+
+void* resolveStreamWriteValue64(int device) {
+  using DeviceGetFn = CUresult (*)(CUdevice*, int);
+  using DeviceGetAttributeFn = CUresult (*)(int*, CUdevice_attribute, CUdevice);
+  void* write = driverFunction<void*>("cuStreamWriteValue64");
+  auto deviceGet = driverFunction<DeviceGetFn>("cuDeviceGet");
+  auto getAttribute = driverFunction<DeviceGetAttributeFn>("cuDeviceGetAttribute");
+  if (write == nullptr || deviceGet == nullptr || getAttribute == nullptr) return nullptr;
+  CUdevice dev = 0;
+  int supported = 0;
+  if (deviceGet(&dev, device) != CUDA_SUCCESS ||
+      getAttribute(&supported, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, dev) != CUDA_SUCCESS)
+    return nullptr;
+  return supported ? write : nullptr;
+}
+
+DeviceAllocation::DeviceAllocation(size_t bytes, const std::string& what) : bytes_(bytes == 0 ? 1 : bytes) {
+  MSCCLPP_CUDA_CHECK(cudaGetDevice(&device_), "%s: the current device", what.c_str());
   void* p = nullptr;
-  MSCCLPP_CUDA_CHECK(cudaMalloc(&p, bytes == 0 ? 1 : bytes), "%s: allocating %zu bytes of device memory", what.c_str(),
-                     bytes);
+  MSCCLPP_CUDA_CHECK(cudaMalloc(&p, bytes_), "%s: allocating %zu bytes of device memory", what.c_str(), bytes_);
   ptr_ = static_cast<char*>(p);
-  cudaError_t e = cudaMemset(p, 0, bytes == 0 ? 1 : bytes);
-  if (e != cudaSuccess) {
+  try {
+    zero(what);
+  } catch (...) {
     cudaFree(p);
     ptr_ = nullptr;
-    MSCCLPP_CUDA_CHECK(e, "%s: zeroing %zu bytes of device memory", what.c_str(), bytes);
+    throw;
   }
 }
 
@@ -47,10 +65,14 @@ DeviceAllocation::~DeviceAllocation() {
   if (e != cudaSuccess) MSCCLPP_WARN(LogExec, "cudaFree(%p) of an execution context: %s", ptr_, cudaGetErrorString(e));
 }
 
-PinnedAllocation::PinnedAllocation(size_t bytes, const std::string& what) {
-  MSCCLPP_CUDA_CHECK(cudaHostAlloc(&host_, bytes == 0 ? 1 : bytes, cudaHostAllocMapped),
-                     "%s: allocating %zu bytes of mapped host memory", what.c_str(), bytes);
-  std::memset(host_, 0, bytes == 0 ? 1 : bytes);
+void DeviceAllocation::zero(const std::string& what) {
+  transport::zeroDeviceMemory(device_, ptr_, bytes_, what.c_str());
+}
+
+PinnedAllocation::PinnedAllocation(size_t bytes, const std::string& what) : bytes_(bytes == 0 ? 1 : bytes) {
+  MSCCLPP_CUDA_CHECK(cudaHostAlloc(&host_, bytes_, cudaHostAllocMapped),
+                     "%s: allocating %zu bytes of mapped host memory", what.c_str(), bytes_);
+  std::memset(host_, 0, bytes_);
   cudaError_t e = cudaHostGetDevicePointer(&device_, host_, 0);
   if (e != cudaSuccess) {
     cudaFreeHost(host_);

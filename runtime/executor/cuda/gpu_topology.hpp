@@ -25,11 +25,13 @@ struct GpuRankIdentity {
   int32_t rank;
   int32_t smCount;
   int32_t hardwareQueues;  // its process's CUDA_DEVICE_MAX_CONNECTIONS (the queues its GPU's streams share)
-  int32_t reserved;
+  uint32_t flags;          // kGpuCooperativeLaunch, kGpuCooperativeOff
 };
 static_assert(std::is_trivially_copyable<GpuRankIdentity>::value && sizeof(GpuRankIdentity) == 64,
               "exchanged as bytes");
 constexpr uint64_t kGpuIdentityMagic = 0x4d53434c47505549ull;  // "MSCLGPUI"
+constexpr uint32_t kGpuCooperativeLaunch = 1;                  // the device offers cooperative launches
+constexpr uint32_t kGpuCooperativeOff = 2;                     // its process set MSCCLPP_GPU_COOPERATIVE=off
 
 class GpuTopology {
  public:

@@ -25,6 +25,7 @@ GpuDeviceLimits queryDeviceLimits(int device) {
   l.sharedPerBlockOptin = prop.sharedMemPerBlockOptin;
   l.ccMajor = prop.major;
   l.ccMinor = prop.minor;
+  l.cooperativeLaunch = prop.cooperativeLaunch != 0;
   return l;
 }
 
@@ -36,12 +37,15 @@ GpuWorld::GpuWorld(std::shared_ptr<Communicator> comm) : comm_(std::move(comm)) 
                   comm_->rank());
   limits_ = queryDeviceLimits(device_);
   exchange_ = comm_->bootstrap()->withNamespace("mscclpp.executor.gpu");
+  buildBarrier_ = comm_->bootstrap()->withNamespace("mscclpp.executor.gpu.builds");
   // An exchange waiting for a live peer has no deadline. A failed
   // communicator ends it: a dead peer, or a mismatch the monitor found.
-  std::weak_ptr<Bootstrap> view = exchange_;
-  failureHook_ = comm_->onFailure([view]() {
+  std::weak_ptr<Bootstrap> view = exchange_, barrierView = buildBarrier_;
+  failureHook_ = comm_->onFailure([view, barrierView]() {
     if (auto b = view.lock()) b->abort();
+    if (auto b = barrierView.lock()) b->abort();
   });
+  memory_ = std::make_unique<ContextMemory>(device_);
   const std::string mps = params::gpuMps();
   mps_ = mps == "on" || (mps == "auto" && mpsDaemonVisible(params::mpsPipeDirectory()));
   // CUDA's own variable, read here as CUDA reads it at initialisation, to
@@ -51,6 +55,54 @@ GpuWorld::GpuWorld(std::shared_ptr<Communicator> comm) : comm_(std::move(comm)) 
     const long n = std::strtol(v, &end, 10);
     if (end != v && *end == 0 && n >= 1) hardwareQueues_ = static_cast<int>(std::min<long>(n, 32));
   }
+}
+
+void GpuWorld::awaitBuild(int tag, const std::string& who) {
+  const uint64_t mine = static_cast<uint64_t>(tag);
+  for (int q = 0; q < size(); ++q)
+    if (q != rank()) buildBarrier_->send(&mine, sizeof(mine), q, tag);
+  for (int q = 0; q < size(); ++q) {
+    if (q == rank()) continue;
+    std::vector<char> got;
+    try {
+      got = buildBarrier_->recv(q, tag, sizeof(uint64_t));
+    } catch (const Error& e) {
+      throw Error(e.code(), strFormat("%s: waiting for rank %d to reach context build #%d (every rank must make the "
+                                      "same calls in the same order, with buffers that change together): %s",
+                                      who.c_str(), q, tag, e.what()));
+    }
+    uint64_t theirs = UINT64_MAX;
+    if (got.size() == sizeof(theirs)) std::memcpy(&theirs, got.data(), sizeof(theirs));
+    MSCCLPP_ENFORCE(theirs == mine, ErrorCode::RemoteError, "%s: rank %d's build message is not for build #%d",
+                    who.c_str(), q, tag);
+  }
+}
+
+void GpuWorld::recordLoad(const void* owner, const ResidentLoad& load) {
+  for (auto& [o, l] : loads_) {
+    if (o == owner) {
+      l = load;
+      return;
+    }
+  }
+  loads_.emplace_back(owner, load);
+}
+
+void GpuWorld::updateLoad(const void* owner, const ResidentLoad& load) {
+  for (auto& [o, l] : loads_)
+    if (o == owner) l = load;
+}
+
+void GpuWorld::forgetLoad(const void* owner) {
+  loads_.erase(std::remove_if(loads_.begin(), loads_.end(), [&](const auto& e) { return e.first == owner; }),
+               loads_.end());
+}
+
+std::vector<ResidentLoad> GpuWorld::loadsExcept(const void* owner) const {
+  std::vector<ResidentLoad> v;
+  for (const auto& [o, l] : loads_)
+    if (o != owner) v.push_back(l);
+  return v;
 }
 
 cudaStream_t GpuWorld::proxyStream() {
@@ -70,6 +122,8 @@ const GpuTopology& GpuWorld::topology() {
   me.rank = comm_->rank();
   me.smCount = limits_.smCount;
   me.hardwareQueues = hardwareQueues_;
+  me.flags = (limits_.cooperativeLaunch ? kGpuCooperativeLaunch : 0) |
+             (params::gpuCooperative() == "off" ? kGpuCooperativeOff : 0);
   cudaDeviceProp prop{};
   MSCCLPP_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_), "GPU executor: the UUID of CUDA device %d", device_);
   static_assert(sizeof(prop.uuid) == sizeof(me.uuid), "a CUDA UUID is 16 bytes");

@@ -1,12 +1,16 @@
 // The GPU executor's view of its communicator: this rank's device and its
-// limits, the ranks' topology, the namespace contexts exchange on, and the
-// build counter that tags each exchange. Compiled only in CUDA builds.
+// limits, the ranks' topology, the namespace contexts exchange on, the build
+// counter that tags each exchange, the memory its contexts reuse, and the
+// blocks its cached contexts put on the GPU. Compiled only in CUDA builds.
 // Thread-safety: its executor's thread only (the Executor serialises calls).
 #ifndef MSCCLPP_EXECUTOR_CUDA_GPU_WORLD_HPP_
 #define MSCCLPP_EXECUTOR_CUDA_GPU_WORLD_HPP_
 
 #include <memory>
+#include <utility>
+#include <vector>
 
+#include "executor/cuda/context_memory.hpp"
 #include "executor/cuda/gpu_memory.hpp"
 #include "executor/cuda/gpu_topology.hpp"
 #include "executor/cuda/launch_config.hpp"
@@ -37,6 +41,11 @@ class GpuWorld {
   // Every rank builds in the same order, so the k-th build uses tag k.
   Bootstrap& exchange() { return *exchange_; }
   int nextTag() { return static_cast<int>(builds_++ & 0x3fffffff); }
+  // Collective: returns once every rank has reached its build `tag`, so has
+  // issued all its calls before it. Throws naming the rank that did not come.
+  void awaitBuild(int tag, const std::string& who);
+  // This rank's context memory (page-table changes only at quiet points).
+  ContextMemory& memory() { return *memory_; }
 
   // Whether ranks of other processes on this GPU run under MPS (MSCCLPP_GPU_MPS).
   bool mpsActive() const { return mps_; }
@@ -49,10 +58,19 @@ class GpuWorld {
   // spinning kernels.
   cudaStream_t proxyStream();
 
+  // The kernels this rank's cached contexts may still run when a new call
+  // starts: the residency check counts them with the new one. Every rank
+  // caches the same plans, so every rank counts alike. Keyed by context.
+  void recordLoad(const void* owner, const ResidentLoad& load);
+  void updateLoad(const void* owner, const ResidentLoad& load);  // only when recorded
+  void forgetLoad(const void* owner);
+  std::vector<ResidentLoad> loadsExcept(const void* owner) const;
+
  private:
   std::shared_ptr<Communicator> comm_;
   std::shared_ptr<Bootstrap> exchange_;
-  std::shared_ptr<void> failureHook_;  // aborts exchange_ when the communicator fails
+  std::shared_ptr<Bootstrap> buildBarrier_;  // awaitBuild's messages
+  std::shared_ptr<void> failureHook_;        // aborts both when the communicator fails
   int device_ = -1;
   GpuDeviceLimits limits_;
   GpuTopology topology_;
@@ -61,6 +79,8 @@ class GpuWorld {
   bool mps_ = false;
   int hardwareQueues_ = 8;
   std::unique_ptr<OwnedStream> proxyStream_;
+  std::vector<std::pair<const void*, ResidentLoad>> loads_;
+  std::unique_ptr<ContextMemory> memory_;  // last: freed first, while the communicator still exists
 };
 
 }  // namespace mscclpp::exec

@@ -81,7 +81,8 @@ std::string rankList(const std::vector<int>& ranks) {
 
 ResidencyVerdict checkResidency(const plan::PlanHeader& header, const std::vector<int>& groupRanks,
                                 uint64_t totalBlocks, int threads, uint32_t sharedBytes, int blocksPerSm,
-                                const GpuDeviceLimits& device, const std::vector<int>& otherProcessRanks) {
+                                const GpuDeviceLimits& device, const std::vector<int>& otherProcessRanks,
+                                const std::vector<std::string>& alsoInFlight) {
   ResidencyVerdict v;
   v.capacity = static_cast<uint64_t>(std::max(0, blocksPerSm)) * static_cast<uint64_t>(std::max(0, device.smCount));
   if (totalBlocks <= v.capacity) return v;
@@ -102,7 +103,86 @@ ResidencyVerdict checkResidency(const plan::PlanHeader& header, const std::vecto
       device.device, device.name.c_str(), where.c_str(), several ? "" : "s",
       static_cast<unsigned long long>(totalBlocks), threads, sharedBytes, static_cast<unsigned long long>(v.capacity),
       blocksPerSm, device.smCount, several ? "ranks and blocks" : "blocks");
+  if (!alsoInFlight.empty()) {
+    std::string names;
+    for (const std::string& n : alsoInFlight) names += (names.empty() ? "" : ", ") + n;
+    v.reason += strFormat(
+        " (the count includes the kernels of plan%s %s, cached for earlier calls: a rank may start this call while "
+        "another still runs one of those, so each rank counts with its largest kernel)",
+        alsoInFlight.size() > 1 ? "s" : "", names.c_str());
+  }
   return v;
+}
+
+ResidentLoad residentLoadOf(const plan::Plan& plan, const std::vector<int>& ranks, int blocksPerSm) {
+  ResidentLoad l;
+  l.plan = strFormat("%s (%s)", plan.header.name.c_str(), plan.header.source.c_str());
+  for (int r : ranks) l.blocks.push_back(groupBlocks(plan, {r}));
+  l.blocksPerSm = blocksPerSm;
+  return l;
+}
+
+InFlightBlocks inFlightBlocks(const ResidentLoad& mine, const std::vector<ResidentLoad>& cached) {
+  InFlightBlocks f;
+  f.blocksPerSm = mine.blocksPerSm;
+  std::vector<uint64_t> most = mine.blocks;
+  for (const ResidentLoad& c : cached) {
+    bool counts = false;
+    for (size_t i = 0; i < most.size() && i < c.blocks.size(); ++i) {
+      if (c.blocks[i] > most[i]) {
+        most[i] = c.blocks[i];
+        counts = true;
+      }
+    }
+    if (c.blocksPerSm > 0 && c.blocksPerSm < f.blocksPerSm) {
+      f.blocksPerSm = c.blocksPerSm;
+      counts = true;
+    }
+    if (counts && std::find(f.others.begin(), f.others.end(), c.plan) == f.others.end()) f.others.push_back(c.plan);
+  }
+  for (uint64_t b : most) f.blocks += b;
+  return f;
+}
+
+bool blocksWaitOnEachOther(const plan::Plan& plan, int rank) {
+  if (rank < 0 || rank >= static_cast<int>(plan.ranks.size()) || plan.ranks[rank].threadblocks.size() < 2) return false;
+  using plan::OpType;
+  for (const plan::RankPlan& rp : plan.ranks) {
+    for (const plan::ThreadblockPlan& tb : rp.threadblocks) {
+      for (const plan::Op& op : tb.ops) {
+        switch (op.type) {
+          case OpType::Barrier:
+          case OpType::Wait:
+          case OpType::RelaxedWait:
+          case OpType::SemAcquire:
+          case OpType::ReadPutPackets:
+          case OpType::UnpackPackets:
+          case OpType::ReducePackets:
+          case OpType::ReduceSendPackets:
+          case OpType::ReduceCopyPackets:
+          case OpType::ReduceCopySendPackets:
+            return true;
+          default:
+            break;
+        }
+      }
+    }
+  }
+  return false;
+}
+
+std::string cooperativeProblem(const plan::Plan& plan, const std::vector<bool>& cooperative,
+                               const std::vector<int>& devices) {
+  for (size_t q = 0; q < cooperative.size() && q < plan.ranks.size(); ++q) {
+    if (cooperative[q] || !blocksWaitOnEachOther(plan, static_cast<int>(q))) continue;
+    return strFormat(
+        "plan %s (%s): rank %zu's %zu blocks wait on each other, which CUDA guarantees to be resident together "
+        "only for a cooperative launch, and rank %zu's GPU %d offers none (cudaDevAttrCooperativeLaunch is 0): "
+        "use a plan with one threadblock per rank there",
+        plan.header.name.c_str(), plan.header.source.c_str(), q, plan.ranks[q].threadblocks.size(), q,
+        q < devices.size() ? devices[q] : -1);
+  }
+  return std::string();
 }
 
 int concurrentStreams(const plan::Plan& plan, const std::vector<int>& groupRanks) {

@@ -25,6 +25,7 @@ struct GpuDeviceLimits {
   int maxThreadsPerBlock = 0;
   uint64_t sharedPerBlockOptin = 0;  // cudaDevAttrMaxSharedMemoryPerBlockOptin
   int ccMajor = 0, ccMinor = 0;
+  bool cooperativeLaunch = false;  // cudaDevAttrCooperativeLaunch
 };
 
 // What the compiled kernel allows (cudaFuncGetAttributes of one dtype x op instantiation).
@@ -73,9 +74,45 @@ struct ResidencyVerdict {
 // Whether totalBlocks blocks can all be resident on `device` at once, with
 // blocksPerSm per SM from CUDA's occupancy query. groupRanks are the ranks
 // sharing the GPU, otherProcessRanks those in other processes under MPS.
+// alsoInFlight names the plans of earlier calls whose blocks were counted.
 ResidencyVerdict checkResidency(const plan::PlanHeader& header, const std::vector<int>& groupRanks,
                                 uint64_t totalBlocks, int threads, uint32_t sharedBytes, int blocksPerSm,
-                                const GpuDeviceLimits& device, const std::vector<int>& otherProcessRanks = {});
+                                const GpuDeviceLimits& device, const std::vector<int>& otherProcessRanks = {},
+                                const std::vector<std::string>& alsoInFlight = {});
+
+// What one plan's kernels put on a GPU: the blocks of each rank sharing
+// its SMs (in the order of one rank list), and how many of them one SM
+// holds (the occupancy of its kernel configuration; 0: not yet known).
+struct ResidentLoad {
+  std::string plan;  // "X (source)"
+  std::vector<uint64_t> blocks;
+  int blocksPerSm = 0;
+};
+ResidentLoad residentLoadOf(const plan::Plan& plan, const std::vector<int>& ranks, int blocksPerSm);
+
+// The blocks that can be in flight at once when `mine` runs while the
+// `cached` plans' kernels may still run. A rank runs one kernel at a time
+// (its stream orders its calls), and any of the plans', so each rank counts
+// with its largest block count. Kernels of different configurations share
+// SMs, so an SM is counted for the smallest blocksPerSm among them: a mix of
+// that many blocks fits in every resource each of them fits in alone.
+struct InFlightBlocks {
+  uint64_t blocks = 0;
+  int blocksPerSm = 0;
+  std::vector<std::string> others;  // the cached plans that raised the count or lowered blocksPerSm
+};
+InFlightBlocks inFlightBlocks(const ResidentLoad& mine, const std::vector<ResidentLoad>& cached);
+
+// Whether rank's blocks wait on each other within a launch: more than one
+// block, and the plan waits somewhere (a wait on a peer can wait, through
+// it, on another of our blocks). CUDA guarantees that such blocks are
+// resident together only for a cooperative launch.
+bool blocksWaitOnEachOther(const plan::Plan& plan, int rank);
+// Why a rank whose device offers no cooperative launch cannot run the plan
+// ("" when every such rank's blocks are independent). cooperative[q]: rank
+// q's device, CUDA ordinal devices[q] in its process, offers it.
+std::string cooperativeProblem(const plan::Plan& plan, const std::vector<bool>& cooperative,
+                               const std::vector<int>& devices);
 
 // Streams that must progress at once for ranks sharing a process and GPU:
 // one per rank, plus one per rank with port channels for its proxy.

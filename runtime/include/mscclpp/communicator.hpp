@@ -57,6 +57,11 @@ class MSCCLPP_API Communicator {
   const std::vector<int>& localRanks() const;
   // CUDA device ordinal, or kHostDevice.
   int device() const;
+  // IB0..IB7: the HCA port nearest this rank, as NCCL picks a GPU's NIC (PCIe distance to its
+  // GPU; for a host rank, an HCA local to its CPUs), among the ports MSCCLPP_HCA_DEVICES selects;
+  // local ranks that find several as near spread over them. Transport::Unknown when this host
+  // has none or MSCCLPP_IB_DISABLE is set; `why`, when given, says why or how it was chosen.
+  Transport nearestIbTransport(std::string* why = nullptr) const;
 
   // Collective, as ncclCommSplit: ranks of one color form a new communicator, ordered by key
   // then rank; a negative color returns nullptr. It reuses this one's connections and device.
@@ -72,7 +77,8 @@ class MSCCLPP_API Communicator {
 
   // Starts a connection to remoteRank, which calls connect(rank(), tag, transport) too. HostShm
   // and CudaIpc need the peer on this host, IB a device; TCP works anywhere. A mismatch fails
-  // get() with an error naming both sides.
+  // get() with an error naming both sides; the two ends of an IB connection may use different
+  // HCAs (IB0 here, IB3 there).
   std::shared_future<std::shared_ptr<Connection>> connect(int remoteRank, int tag, Transport transport);
 
   // Records an error that happened outside a call, on a proxy or transport thread; the first is

@@ -26,6 +26,8 @@ class MSCCLPP_API Connection {
                      uint64_t size) = 0;
   // Sets *src = newValue and stores newValue into the peer's 64-bit word at dst + dstOffset,
   // after every earlier write of this connection: release. src must stay valid until flush().
+  // Over IB, as in MSCCL++, an RDMA atomic adds newValue - *src to the word instead: the same
+  // while this connection is its only writer (the word held the old *src).
   virtual void updateAndSync(RegisteredMemory dst, uint64_t dstOffset, uint64_t* src, uint64_t newValue) = 0;
   // Waits until every earlier operation completed at the peer; a negative timeout is
   // MSCCLPP_TIMEOUT_S.

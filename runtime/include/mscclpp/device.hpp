@@ -192,6 +192,15 @@ struct SpinBackoff {
   }
 };
 
+// How often a spin reads its abort flag: every 1024 polls on the GPU, where thousands of waiting
+// warps would otherwise load it every few polls (about a millisecond of polling); every 32 on the
+// host, whose polls back off to sleeps of up to 1 ms.
+#if defined(MSCCLPP_DEVICE_COMPILE)
+constexpr uint32_t kAbortPollMask = 1023;
+#else
+constexpr uint32_t kAbortPollMask = 31;
+#endif
+
 // Polls ready() until it returns true, deadlineNs on clockNs() passes, or the optional
 // *abortFlag becomes nonzero. The flag is read relaxed: it stops the spin, it publishes no data.
 template <class Ready>
@@ -200,9 +209,11 @@ MSCCLPP_HOST_DEVICE_INLINE SpinStatus spinUntil(Ready&& ready, uint64_t deadline
   MSCCLPP_NO_UNROLL
   for (uint32_t i = 0;; ++i) {
     if (ready()) return SpinStatus::Ok;
-    // Checking the clock and the flag every few polls keeps the fast path to one load.
+    // Checking the clock every few polls and the flag every kAbortPollMask + 1 keeps the fast path to one load.
     if ((i & 31) == 31) {
-      if (abortFlag != nullptr && atomicLoad<uint32_t>(abortFlag, memoryOrderRelaxed) != 0) return SpinStatus::Aborted;
+      if (abortFlag != nullptr && (i & kAbortPollMask) == kAbortPollMask &&
+          atomicLoad<uint32_t>(abortFlag, memoryOrderRelaxed) != 0)
+        return SpinStatus::Aborted;
       if (deadlineNs != kNoDeadline && clockNs() >= deadlineNs) {
         // One last look: the scheduler may have delayed us past the deadline just after the
         // condition became true.

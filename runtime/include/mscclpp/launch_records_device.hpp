@@ -75,15 +75,21 @@ struct LiveWaitSlot {
 // path never gets there.
 constexpr uint64_t kReportWaitAfterNs = 1000000;
 // While it goes on, it refills a slot another thread's ended wait cleared
-// this often. The call monitor looks every 2 s.
+// within this time. The call monitor looks every 2 s.
 constexpr uint64_t kRepublishWaitNs = 100000000;
+// A long wait's round: at its end the wait reads the host's abort flag and
+// refills its slot. An abort raised by the host stops a GPU launch within a
+// round plus the polls to the next read of the flag's device copy
+// (kAbortPollMask): under 100 ms.
+constexpr uint64_t kWaitRoundNs = 10000000;
+static_assert(kWaitRoundNs <= kRepublishWaitNs, "a round refills the slot in time for the monitor");
 
 // Mutable state owned by the context, persistent across launches (graph replays included).
 struct ExecState {
   uint32_t flag;              // LL flag of the next launch: starts at 1, never 0, advanced by the launch's last block
   uint32_t doneBlocks;        // blocks of the current launch that finished
   uint32_t firstFailedBlock;  // UINT32_MAX until a block times out or fails
-  uint32_t reserved;
+  uint32_t abortCopy;         // GPU contexts: the abort flag's device-memory copy, which the waits poll
 };
 
 static_assert(std::is_trivially_copyable<BlockRecord>::value && std::is_trivially_copyable<LiveWaitSlot>::value &&

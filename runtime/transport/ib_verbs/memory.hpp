@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "transport/ib_verbs/hca_list.hpp"
 #include "transport/ib_verbs/verbs_library.hpp"
 #include "transport/transport.hpp"
 
@@ -25,11 +26,11 @@ struct IbRecord : ExportRecord {
   static std::shared_ptr<const IbRecord> read(ByteReader& r);
 };
 
-// An opened HCA: context, protection domain and the port we use.
+// An opened HCA port: context, protection domain, the port's
+// attributes and the GID this rank's queue pairs use.
 class Device {
  public:
-  Device(std::shared_ptr<VerbsLibrary> lib, ibv_context* context, ibv_pd* pd, std::string name, uint8_t port,
-         const ibv_port_attr& portAttr, const ibv_gid& gid, int maxQpWr);
+  Device(std::shared_ptr<VerbsLibrary> lib, ibv_context* context, ibv_pd* pd, int index, const HcaPort& port);
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
@@ -37,24 +38,32 @@ class Device {
   const std::shared_ptr<VerbsLibrary> lib;
   ibv_context* const context;
   ibv_pd* const pd;
-  const std::string name;
+  const int index;         // n of IBn
+  const std::string name;  // "mlx5_0:1"
   const uint8_t port;
-  const ibv_port_attr portAttr;
-  const ibv_gid gid;
-  const int maxQpWr;
+  ibv_port_attr portAttr{};
+  ibv_gid gid{};
+  int gidIndex = 0;
+  int maxQpWr = 0;
+  bool atomics = false;  // the HCA executes RDMA atomics (atomic_cap is not NONE)
 };
 
-// Opens HCA number `index`, IB0..IB7 being 0..7 in ibv_get_device_list
-// order, on its first active port. Errors name what is missing: the
-// library, a symbol, any device, device `index`, an active port. They
-// are NotSupported, or SystemError for a failing verbs call.
-std::shared_ptr<Device> openDevice(int index, const std::string& libraryName);
+// Opens IBn: port `index` of hcaList(). Errors name what is missing: the
+// library, a symbol, any device, an active port, IBn. They are
+// NotSupported, or SystemError for a failing verbs call.
+std::shared_ptr<Device> openDevice(int index);
 std::string deviceName(const Device& device);
 
-// Registers [ptr, +bytes) for local and remote RDMA
-// access on the device. The handle deregisters it
-// and keeps the device open until then.
-std::shared_ptr<void> registerRegion(const std::shared_ptr<Device>& device, void* ptr, size_t bytes, IbRecord* out);
+// The GID index a RoCE port's queue pairs use (MSCCLPP_IB_GID_INDEX,
+// else the first RoCE v2 GID with an IPv4-mapped address, else the first
+// RoCE v2 one, else 0); 0 on InfiniBand ports. *why: how it was chosen.
+int chooseGidIndex(VerbsLibrary& lib, ibv_context* ctx, const HcaPort& port, int tableLength, std::string* why);
+
+// Registers [ptr, +bytes) for local and remote RDMA access on the
+// device; device memory through a dma-buf where the CUDA driver gives
+// one. The handle deregisters it and keeps the device open until then.
+std::shared_ptr<void> registerRegion(const std::shared_ptr<Device>& device, void* ptr, size_t bytes, bool deviceMemory,
+                                     IbRecord* out);
 
 }  // namespace mscclpp::transport::ib_verbs
 

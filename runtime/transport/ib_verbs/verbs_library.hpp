@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace mscclpp::transport::ib_verbs {
 
@@ -36,12 +37,22 @@ struct VerbsLibrary {
   int (*modifyQp)(ibv_qp*, ibv_qp_attr*, int) = nullptr;
   int (*destroyQp)(ibv_qp*) = nullptr;
   const char* (*wcStatusStr)(ibv_wc_status) = nullptr;
+  // Optional: null in rdma-core before v32 (GID types) and v34 (dma-buf regions).
+  int (*queryGidEx)(ibv_context*, uint32_t, uint32_t, ibv_gid_entry*, uint32_t, size_t) = nullptr;
+  ibv_mr* (*regDmabufMr)(ibv_pd*, uint64_t, size_t, uint64_t, int, int) = nullptr;
 };
 
-// dlopen(name) and resolve every symbol above. Throws
-// NotSupported: "InfiniBand: cannot load <name>:
-// <dlerror>" or "InfiniBand: <name> has no symbol <sym>".
+// The names tried when MSCCLPP_IBVERBS_LIBRARY is unset: the runtime
+// package's soname, then the development link that some systems have alone.
+const std::vector<std::string>& defaultVerbsLibraryNames();
+
+// dlopen(name) and resolve every symbol above; an empty name tries
+// defaultVerbsLibraryNames() in order. Throws NotSupported: "InfiniBand:
+// cannot load <name>: <dlerror>" (every name tried, each with its reason)
+// or "InfiniBand: <name> has no symbol <sym>". One load per name and process.
 std::shared_ptr<VerbsLibrary> loadVerbsLibrary(const std::string& name);
+// The same over an explicit list of names.
+std::shared_ptr<VerbsLibrary> loadFirstVerbsLibrary(const std::vector<std::string>& names);
 
 }  // namespace mscclpp::transport::ib_verbs
 

@@ -46,6 +46,7 @@ class TcpSession : public Session {
     return std::make_unique<TcpPending>(engine_, self_, remoteRank, timeout);
   }
   void abort() override { engine_->abort(); }
+  void communicatorFailed() override { engine_->failSetup(); }
   const std::shared_ptr<Engine>& engine() const { return engine_; }
 
  private:

@@ -162,6 +162,9 @@ net::Socket Engine::claim(uint64_t connId, const Deadline& deadline, const std::
   while (true) {
     MSCCLPP_ENFORCE(!aborted_.load(), ErrorCode::Aborted, "%s: the communicator was aborted", what.c_str());
     auto it = parked_.find(connId);
+    // A socket already here is taken; none will come from a peer of a failed communicator.
+    MSCCLPP_ENFORCE(it != parked_.end() || !setupFailed_.load(), ErrorCode::RemoteError, "%s: the communicator failed",
+                    what.c_str());
     if (it != parked_.end()) {
       net::Socket s = std::move(it->second);
       parked_.erase(it);
@@ -174,6 +177,14 @@ net::Socket Engine::claim(uint64_t connId, const Deadline& deadline, const std::
     int ms = deadline.remainingMs();
     parkedCv_.wait_for(lock, std::chrono::milliseconds(ms < 0 || ms > 200 ? 200 : ms + 1));
   }
+}
+
+void Engine::failSetup() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    setupFailed_.store(true);
+  }
+  parkedCv_.notify_all();
 }
 
 void Engine::attach(std::shared_ptr<Link> link) {

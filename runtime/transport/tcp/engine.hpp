@@ -157,6 +157,8 @@ class Engine {
   // without waiting for peers. Idempotent.
   void abort();
   bool aborted() const { return aborted_.load(); }
+  // Ends claim() waits, now and later, with RemoteError: the communicator failed.
+  void failSetup();
 
  private:
   // The receiver thread's steps: EventLoop hooks and callbacks.
@@ -177,6 +179,7 @@ class Engine {
   net::SocketAddress address_;
   std::shared_ptr<KeyRegistry> keys_;
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> setupFailed_{false};
 
   std::mutex mutex_;  // guards links_, parked_
   std::condition_variable parkedCv_;

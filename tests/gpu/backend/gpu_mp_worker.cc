@@ -60,21 +60,26 @@ void runPlanFile(const std::string& path, Communicator& comm, exec::RuntimeExecu
   const uint64_t in = ref.inBytes(), out = ref.outBytes();
   if (std::max(in, out) > capacity) fail(path + ": message larger than the buffers");
   std::vector<char> host(out + 16);
+  // Every copy and set on the call's stream, waited for: cudaMemcpy and
+  // cudaMemset are legacy-stream work, which the stream would not wait for.
   auto check = [&](const char* what) {
-    GPUTEST_CUDA(cudaMemcpy(host.data(), recv, out, cudaMemcpyDeviceToHost));
+    GPUTEST_CUDA(cudaMemcpyAsync(host.data(), recv, out, cudaMemcpyDeviceToHost, s));
+    GPUTEST_CUDA(cudaStreamSynchronize(s));
     exec::CheckResult cr = ref.check(comm.rank(), host.data());
     if (cr.mismatches) fail(path + " (" + what + "): " + std::to_string(cr.mismatches) + " mismatches\n" + cr.text);
   };
-  GPUTEST_CUDA(cudaMemcpy(send, ref.input(comm.rank()), in, cudaMemcpyHostToDevice));
+  GPUTEST_CUDA(cudaMemcpyAsync(send, ref.input(comm.rank()), in, cudaMemcpyHostToDevice, s));
   for (int it = 0; it < 3; ++it) {
-    GPUTEST_CUDA(cudaMemset(recv, exec::kPoisonByte, out));
+    GPUTEST_CUDA(cudaMemsetAsync(recv, exec::kPoisonByte, out, s));
+    GPUTEST_CUDA(cudaStreamSynchronize(s));
     comm.bootstrap()->barrier();
     ex.execute(comm.rank(), send, recv, in, out, DataType::Float32, p, s);
     GPUTEST_CUDA(cudaStreamSynchronize(s));
     comm.bootstrap()->barrier();
     check("checked iteration");
   }
-  GPUTEST_CUDA(cudaMemset(recv, exec::kPoisonByte, out));
+  GPUTEST_CUDA(cudaMemsetAsync(recv, exec::kPoisonByte, out, s));
+  GPUTEST_CUDA(cudaStreamSynchronize(s));
   comm.bootstrap()->barrier();
   for (int it = 0; it < 20; ++it) ex.execute(comm.rank(), send, recv, in, out, DataType::Float32, p, s);
   GPUTEST_CUDA(cudaStreamSynchronize(s));

@@ -9,6 +9,8 @@
 #include <map>
 #include "catch_session.hpp"
 
+#include "channel/bindable_memory.hpp"
+#include "channel/nvls_binding.hpp"
 #include "executor/cuda/gpu_launch.hpp"
 #include "gpu_harness.hpp"
 #include "mscclpp/errors.hpp"
@@ -263,7 +265,7 @@ TEST_CASE("GPU backend: op lists in and out of shared memory", "[gpu][sanitize]"
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i % 97) + 0.5f;
   std::string err = onRanks(1, [&](int r) {
     cudaStream_t s = w.stream(r);
-    GPUTEST_CUDA(cudaMemcpy(w.send(r), in.data(), bytes, cudaMemcpyHostToDevice));
+    GPUTEST_CUDA(cudaMemcpyAsync(w.send(r), in.data(), bytes, cudaMemcpyHostToDevice, s));  // ordered before the calls
     for (int it = 0; it < 3; ++it) {  // LL flags advance across launches
       GPUTEST_CUDA(cudaMemsetAsync(w.recv(r), 0xA5, bytes, s));
       w.executor(r).execute(r, w.send(r), w.recv(r), bytes, bytes, DataType::Float32, p, s);
@@ -279,6 +281,50 @@ TEST_CASE("GPU backend: op lists in and out of shared memory", "[gpu][sanitize]"
     REQUIRE(out[chunk + i] == in[chunk + i] + in[2 * chunk + i]);  // re
     REQUIRE(out[3 * chunk + i] == in[3 * chunk + i]);              // cpkt + upkt
   }
+}
+
+// NVLS on this GPU alone: ncclMemAlloc-style memory (cuMemCreate, shareable,
+// at the multicast granularity) binds to a one-member multicast team, and a
+// one-rank plan reduces and stores through it (multimem on sm_90 when
+// bound). A GPU without multicast gets cudaMalloc-like refusals: skipped.
+TEST_CASE("GPU backend: NVLS binds bindable memory", "[gpu][nvls]") {
+  GpuRanks& w = world(1);
+  const uint64_t bytes = 2u << 20;
+  std::string why;
+  char* send = static_cast<char*>(detail::allocateBindable(bytes, w.device(0), &why));
+  if (send == nullptr) {
+    WARN("no NVLS on this GPU: " << why);
+    return;
+  }
+  char* recv = static_cast<char*>(detail::allocateBindable(bytes, w.device(0), &why));
+  REQUIRE(recv != nullptr);
+  {
+    std::shared_ptr<detail::NvlsBinding> b = detail::NvlsBinding::tryCreate(w.comm(0), {0}, 0, bytes, 1 << 29, send);
+    REQUIRE(b != nullptr);
+    CHECK(b->multicastPointer() != nullptr);
+  }
+  const char* text = R"({"name": "nvls_one_rank", "collective": "custom", "protocol": "Simple", "inplace": false,
+    "num_threads_per_block": 1024, "buffer_alignment": 16,
+    "gpus": [{"id": 0, "input_chunks": 1, "output_chunks": 1, "scratch_chunks": 0,
+      "channels": [{"channel_type": "switch", "buffer_type": "i", "rank_groups": [{"size": 1, "ranks": [0]}]},
+                   {"channel_type": "switch", "buffer_type": "o", "rank_groups": [{"size": 1, "ranks": [0]}]}],
+      "remote_buffers": [], "semaphores": [],
+      "threadblocks": [{"id": 0, "channels": [{"channel_type": "switch", "channel_ids": [0, 1]}], "ops": [
+        {"name": "glre", "src_buff": [{"switch_channel_id": 0, "index": 0, "size": 1}],
+         "dst_buff": [{"type": "o", "index": 0, "size": 1}], "channel_type": "switch", "reduce_op": "sum"},
+        {"name": "gstore", "src_buff": [{"type": "o", "index": 0, "size": 1}],
+         "dst_buff": [{"switch_channel_id": 1, "index": 0, "size": 1}], "channel_type": "switch"}]}]}]})";
+  plan::PlanPtr p = plan::loadPlanJson(text, "nvls_one_rank.json");
+  std::vector<float> in(bytes / 4), out(bytes / 4, -1);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i % 89) + 0.25f;
+  std::string err = onRanks(1, [&](int r) {
+    GPUTEST_CUDA(cudaMemcpy(send, in.data(), bytes, cudaMemcpyHostToDevice));
+    w.executor(r).execute(r, send, recv, bytes, bytes, DataType::Float32, p, w.stream(r));
+    GPUTEST_CUDA(cudaStreamSynchronize(w.stream(r)));
+    GPUTEST_CUDA(cudaMemcpy(out.data(), recv, bytes, cudaMemcpyDeviceToHost));
+  });
+  REQUIRE(err == "");
+  CHECK(out == in);
 }
 
 // Run under compute-sanitizer too.

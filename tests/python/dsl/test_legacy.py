@@ -221,6 +221,31 @@ def test_a_misnamed_wait_channel_is_a_pairing_error():
     assert str(error.value).startswith(f"{THIS}:{line}: wait on rank 1's memory channel #1 to rank 0 cannot pair")
 
 
+def allgather_waiting_on(index):
+    with MSCCLPPProgram("ag_wait", AllGather(2, 1, False), 2, 1) as program:
+        for r in range(2):
+            peer = 1 - r
+            chunk(r, Buffer.input, 0).copy(r, Buffer.output, r, sendtb=0)
+            chunk(r, Buffer.input, 0).put(peer, Buffer.output, r, sendtb=0)
+            chunk(r, Buffer.input, 0).signal(peer, Buffer.output, r, sendtb=0)
+            chunk(r, Buffer.output, peer).wait(peer, Buffer.input, index(peer), recvtb=0)
+        assert Check()
+    return program.to_json()
+
+
+def test_a_wait_past_the_buffer_end_warns_and_compiles():
+    # A wait moves no data: MSCCL++'s legacy compiler accepted any chunk index
+    # there, so it is a warning at the wait's line, and the plan is the one the
+    # in-bounds index gives.
+    line = inspect.getsourcelines(allgather_waiting_on)[1] + 7
+    with pytest.warns(DSLWarning) as caught:
+        past_the_end = allgather_waiting_on(lambda peer: 5)
+    assert [(w.filename, w.lineno) for w in caught] == [(THIS, line)] * 2
+    assert "wait: chunks [5:6] are out of bounds for rank 1's input buffer, which has 1 chunk(s); a wait moves no " \
+        "data" in str(caught[0].message)
+    assert past_the_end == allgather_waiting_on(lambda peer: 0)
+
+
 def test_port_put_packet_packs_into_the_temporary_buffer():
     program = programs.sendrecv_packets(2, chunks=2, chan_type=ChannelType.proxy)
     ops = json.loads(program.to_json())["gpus"][0]["threadblocks"][0]["ops"]

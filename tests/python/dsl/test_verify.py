@@ -1,5 +1,6 @@
 """The compiler verifies what it emits (mscclpp.plan_verify), source locations in plans, and the plan
 pictures of python3 -m mscclpp show / mscclpp-plan show (docs/plan-verifier.md)."""
+import io
 import json
 import os
 import shutil
@@ -125,6 +126,8 @@ def test_cli_compile_verifies(tmp_path):
     assert bad.returncode == 1 and not bad_out.exists()
     assert "the plan verifier does not prove 'unsync'; nothing written" in bad.stderr
     assert "race: rank " in bad.stderr
+    assert "test_verify.py:" in bad.stderr  # the findings name the DSL lines, by default
+    assert '"source"' not in out.read_text()  # which the plan written carries only when asked
     forced = run_cli("compile", str(script), "-o", str(bad_out), "--no-verify")
     assert forced.returncode == 0 and bad_out.exists()
 
@@ -221,3 +224,60 @@ def test_dropped_nops_pass_emulation_but_not_the_verifier(tmp_path):
         assert "race: " in verified.stdout and "with no nop between" in verified.stdout
         caught += 1
     assert caught == 4
+
+
+def box_texts(svg_path):
+    """(rank, tb) -> the titles of its op boxes, in order, and every box with its badge, if any."""
+    root = ET.parse(svg_path).getroot()
+    titles, boxes = {}, []
+    for g in root.iter(SVG + "g"):
+        if g.get("class") != "op":
+            continue
+        rects = [r for r in g.iter(SVG + "rect")]
+        texts = [t.text for t in g.iter(SVG + "text")]
+        titles.setdefault((int(g.get("data-rank")), int(g.get("data-tb"))), []).append(texts[0])
+        box = next(r for r in rects if r.get("class") is None and r.get("width") != "3")
+        badge = next((r for r in rects if r.get("class") == "badge"), None)
+        boxes.append((box, badge, texts))
+    return titles, boxes
+
+
+@needs_tools
+def test_show_picture_titles_match_the_text_summary_and_fit(tmp_path):
+    # Each box's title is the summary's op word ("rresx3": three peers), unclipped.
+    from mscclpp.cli.plan_files import show as summary
+
+    plan_file = os.path.join(REPO, "plans", "allreduce_allpairs_n4_ip.json")
+    svg = tmp_path / "p.svg"
+    assert run_cli("show", plan_file, "-o", str(svg)).returncode == 0
+    titles, boxes = box_texts(svg)
+    text = io.StringIO()
+    summary(plan_file, text)
+    rank = -1
+    for line in text.getvalue().splitlines():
+        if line.startswith("rank "):
+            rank = int(line.split()[1].rstrip(":"))
+        elif line.startswith("  tb "):
+            tb, words = line.split(":", 1)
+            expanded = []
+            for word in words.split():
+                name, _, times = word.partition("*")
+                expanded += [name] * (int(times) if times else 1)
+            assert titles[(rank, int(tb.split()[1]))] == [w for w in expanded if w != "nop"]
+    assert any(t.startswith("rresx3") for ts in titles.values() for t in ts)
+    assert not any(t.endswith("~") for _, _, texts in boxes for t in texts)
+
+
+@needs_tools
+def test_show_finding_badges_stay_inside_their_boxes(tmp_path):
+    svg = tmp_path / "p.svg"
+    assert run_cli("show", str(unsynchronised_script(tmp_path)), "-o", str(svg)).returncode == 0
+    badges = 0
+    for box, badge, _ in box_texts(svg)[1]:
+        if badge is None:
+            continue
+        badges += 1
+        x, y, w, h = (float(box.get(k)) for k in ("x", "y", "width", "height"))
+        bx, by, bw, bh = (float(badge.get(k)) for k in ("x", "y", "width", "height"))
+        assert x <= bx and bx + bw <= x + w and y <= by and by + bh <= y + h
+    assert badges > 0

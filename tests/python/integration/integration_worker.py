@@ -280,6 +280,29 @@ def scenario_nvls_selector(args):
                                          if "nvls" in p.tags and p.name != "allreduce_nvls")}
 
 
+def scenario_users_plan(args):
+    """The user's 4-rank all-pairs allreduce for every size, compiled with jit and registered (and saved
+    with args["save"]) unless args["compile"] is false; then the plans chosen for the calls where the
+    installed defaults would win by the rules after the first: a narrower range (4 KiB, 1 MiB), no copy
+    (32 MiB out-of-place)."""
+    if args.get("compile", True):
+        from mscclpp.dsl import jit
+        import allreduce_allpairs
+
+        plan = jit.compile(algo=allreduce_allpairs.build, name="mine", collective="allreduce", nranks_per_node=4,
+                           world_size=4, instances=1, protocol="Simple", num_threads_per_block=1024, min_msg_size=0,
+                           max_msg_size=2**64 - 1)
+        mscclpp.plan.register(plan, save=args.get("save", False))
+    registry = mscclpp.ExecutionPlanRegistry()
+    out = {}
+    for label, size, send, recv in (("4K", 4 << 10, 0x1000, 0x1000), ("1M", 1 << 20, 0x1000, 0x1000),
+                                    ("32M_oop", 32 << 20, 0x1000, 0x9000000)):
+        handle = registry.select("allreduce", 4, 4, send, recv, size, dtype="float32")
+        out[label] = {"name": handle.name if handle else None, "reason": registry.last_reason}
+    out["sources"] = sorted({p.source for p in mscclpp.plan.plans() if p.name == "mine"})
+    return out
+
+
 def scenario_lone_group(args):
     """CommGroup of size 1 (no peers needed) from a fixed address: the address forms and their errors."""
     out = {}
@@ -305,7 +328,7 @@ GROUP_SCENARIOS = {"info": scenario_info, "collectives": scenario_collectives,
                    "execute_errors": scenario_execute_errors}
 LONE_SCENARIOS = {"registry": scenario_registry, "lone_group": scenario_lone_group,
                   "missing_rank": scenario_missing_rank, "plan_dirs": scenario_plan_dirs,
-                  "nvls_selector": scenario_nvls_selector}
+                  "nvls_selector": scenario_nvls_selector, "users_plan": scenario_users_plan}
 
 
 def main():

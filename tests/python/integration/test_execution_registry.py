@@ -63,7 +63,10 @@ def test_selector_through_mscclpp_plan(registry_results):
     assert ": chosen by the user selector; chunk " in registry_results["selector_choice"]["reason"]
     assert registry_results["selector_saw"] == [["allreduce", 4, 2 << 20, 7]]
     assert registry_results["selector_declines"] is None
-    assert registry_results["selector_removed"]["name"] == "allreduce_ll_n4_ip"
+    # Without a selector the default rule runs: the plan registered at run
+    # time wins over the installed defaults for every call it can serve.
+    assert registry_results["selector_removed"]["name"] == "it_allreduce_n4"
+    assert "because it is the user's plan (registered)" in registry_results["selector_removed"]["reason"]
 
 
 @requires_runtime

@@ -49,10 +49,11 @@ def test_default_dirs_agree_and_install_fills_them(tmp_path):
     assert f"into {cache / 'plans'}" in installed.stdout and "note:" not in installed.stderr
     result, scanned = run_logged(tmp_path, MSCCLPP_PLAN_DIR="", MSCCLPP_CACHE_DIR=str(cache))
     assert [os.path.normpath(d) for d in result["python"]] == scanned
-    assert len(scanned) == 2 and scanned[1] == str(cache / "plans")  # the installed plans, then the cache
-    # "installed 168", then every one of them registered
+    # From the build folder the installed plans are the source tree's; then the cache.
+    assert scanned == [PLANS, str(cache / "plans")]
+    # Each default plan registered once: the cache's copies are the same files, skipped.
     assert result["count"] == len([f for f in os.listdir(PLANS) if f.endswith(".json")])
-    assert result["sources"] == [str(cache / "plans")]
+    assert result["sources"] == [PLANS]
 
 
 @requires_runtime
@@ -83,3 +84,24 @@ def test_an_nvls_selector_sees_the_users_plan_first(tmp_path):
     assert result["defaults_with_nvls"], "the installed defaults have nvls plans of 4 ranks"
     assert result["chosen"] == "allreduce_nvls", result["reason"]
     assert result["listed_first"] == ["allreduce_nvls"]
+
+
+@requires_runtime
+def test_the_users_plan_wins_over_the_defaults(tmp_path):
+    # Registered from Python, saved into the plan cache for later processes,
+    # found there by the next one; also with MSCCLPP_PLAN_DIR listing the
+    # user's directory before or after the defaults.
+    cache = tmp_path / "cache"
+    registered = run_lone("users_plan", {"save": True}, MSCCLPP_PLAN_DIR="", MSCCLPP_CACHE_DIR=str(cache))
+    later = run_lone("users_plan", {"compile": False}, MSCCLPP_PLAN_DIR="", MSCCLPP_CACHE_DIR=str(cache))
+    assert later["sources"] == [str(cache / "plans" / "mine.json")]
+    # A job that saves its plan at every start finds last run's copy and replaces it.
+    again = run_lone("users_plan", {"save": True}, MSCCLPP_PLAN_DIR="", MSCCLPP_CACHE_DIR=str(cache))
+    assert again["sources"] == [str(cache / "plans" / "mine.json")]
+    mine = str(cache / "plans")
+    listed = [run_lone("users_plan", {"compile": False}, MSCCLPP_PLAN_DIR=dirs)
+              for dirs in (f"{mine}:{PLANS}", f"{PLANS}:{mine}")]
+    for result in [registered, later, again] + listed:
+        for call in ("4K", "1M", "32M_oop"):
+            assert result[call]["name"] == "mine", result[call]["reason"]
+            assert "because it is the user's plan" in result[call]["reason"]

@@ -21,7 +21,7 @@ SHELL_SCRIPTS = {
     ".ci/run": "ci-run",
     ".ci/setup": "ci-setup",
 }
-PYTHON_SCRIPTS = ["tools/bench/bench_compiler.py", "tools/bench/bench_verify.py", "tools/ci/check_comment_refs.py",
+PYTHON_SCRIPTS = ["tools/bench/allpairs_json_program.py", "tools/bench/bench_compiler.py", "tools/bench/bench_verify.py", "tools/ci/check_comment_refs.py",
                   "tools/ci/ci_suite_targets.py", "tools/ci/fault_sweep.py", "tools/ci/test_summary.py",
                   "tools/ci/verify_vs_emulate.py", "tools/gpu/gpu_shim_torch_check.py"]
 
@@ -96,3 +96,18 @@ def test_python_script_help_and_version(script, tmp_path):
 def test_ci_scripts_refuse_arguments_instead_of_running(script, tmp_path):
     run = _run(script, "--frobnicate", tmp_path)
     assert run.returncode == 2 and "unknown argument --frobnicate" in run.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--ranks", "x"], "--ranks 'x': not a whole number"),
+    (["--ranks", "0"], "--ranks '0': not a whole number"),
+    (["--bytes", "4Q"], "--bytes '4Q': not a byte count"),
+    (["--iters", "-1"], "--iters '-1': not a positive whole number"),
+    (["--iters"], "--iters needs a value"),
+])
+def test_demo_refuses_bad_arguments_before_building(args, message, tmp_path):
+    build = tmp_path / "build"
+    run = subprocess.run([os.path.join(REPO_ROOT, "tools/demo"), "--build", str(build), *args], capture_output=True,
+                         text=True, timeout=60, cwd=tmp_path)
+    assert run.returncode == 2 and f"tools/demo: {message}" in run.stderr, run.stderr
+    assert not build.exists() and "[demo]" not in run.stdout

@@ -17,6 +17,7 @@ TOOLS = {
     "mscclpp-emulate": ("tools", ["p.json", "--ranks", "2", "--size", "1.5M"],
                         "mscclpp-emulate: --size '1.5M': not a whole number of bytes"),
     "mscclpp-info": ("tools", ["--params=yes"], "mscclpp-info: --params takes no value"),
+    "mscclpp-perf": ("tools", ["-g", "2", "-d", "complex"], "mscclpp-perf: -d 'complex': not one of the types"),
     "bench_executor": ("tools", ["--iterations", "0"],
                        "bench_executor: --iterations '0': below the smallest allowed value, 1"),
     "bench_plan": ("tools", ["--ranks", "-64"], "bench_plan: --ranks '-64': must not be negative"),

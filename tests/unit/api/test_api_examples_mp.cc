@@ -127,7 +127,7 @@ TEST_CASE("example programs report bad requests by exit status", "[api][examples
 
   p = runAsThreads("overlap", {"--transport", "carrier-pigeon"});
   CHECK(p.exitCode == 1);
-  CHECK(p.err == "overlap: FAILED: --transport: expected auto, shm, tcp, ipc or ib0..ib7, got carrier-pigeon\n");
+  CHECK(p.err == "overlap: FAILED: --transport: expected auto, shm, tcp, ipc, ib or ib0..ib7, got carrier-pigeon\n");
 
 #if !EXAMPLES_BUILT_WITH_NVCC
   p = runProcesses({{exe("overlap"), "--device", "gpu"}}, 60)[0];

@@ -164,6 +164,52 @@ TEST_CASE("CUDA launch: residency of the blocks of ranks sharing a GPU", "[exec]
   CHECK(contains(v.reason, "needs 1 blocks"));
 }
 
+TEST_CASE("CUDA launch: blocks in flight: each rank's largest kernel", "[exec][cuda]") {
+  ResidentLoad lead{"lead (t)", {1, 2, 2}, 2};
+  ResidentLoad follow{"follow (t)", {8, 1, 1}, 2};
+  InFlightBlocks f = inFlightBlocks(follow, {});
+  CHECK(f.blocks == 10);
+  CHECK(f.others.empty());
+  // Rank 0 may run follow's 8 blocks while ranks 1 and 2 still run lead's 2 each.
+  f = inFlightBlocks(follow, {lead});
+  CHECK(f.blocks == 12);
+  CHECK(f.blocksPerSm == 2);
+  CHECK(f.others == std::vector<std::string>{"lead (t)"});
+  // A plan no rank exceeds adds nothing; a kernel with fewer blocks per SM lowers the SM's count.
+  ResidentLoad small{"small (t)", {1, 1, 1}, 2};
+  CHECK(inFlightBlocks(follow, {small}).others.empty());
+  ResidentLoad dense{"dense (t)", {1, 1, 1}, 1};
+  f = inFlightBlocks(follow, {small, dense});
+  CHECK(f.blocks == 10);
+  CHECK(f.blocksPerSm == 1);
+  CHECK(f.others == std::vector<std::string>{"dense (t)"});
+
+  GpuDeviceLimits dev = h100Like();
+  dev.smCount = 5;
+  f = inFlightBlocks(follow, {lead});
+  ResidencyVerdict v = checkResidency(header("follow"), {0, 1, 2}, f.blocks, 1024, 0, f.blocksPerSm, dev, {}, f.others);
+  CHECK_FALSE(v.ok);
+  CHECK(contains(v.reason, "need 12 blocks"));
+  CHECK(contains(v.reason, "the kernels of plan lead (t), cached for earlier calls"));
+}
+
+TEST_CASE("CUDA launch: waiting blocks need a cooperative launch", "[exec][cuda]") {
+  auto ll = plan::loadPlanFile(test::defaultPlanDir() + "/allreduce_ll_n4_ip.json");
+  REQUIRE(ll->ranks[2].threadblocks.size() == 4);
+  CHECK(blocksWaitOnEachOther(*ll, 2));
+  CHECK_FALSE(blocksWaitOnEachOther(*ll, 9));
+  auto single = plan::loadPlanFile(test::defaultPlanDir() + "/allgather_put_n2_oop.json");
+  REQUIRE(single->ranks[0].threadblocks.size() == 1);
+  CHECK_FALSE(blocksWaitOnEachOther(*single, 0));  // one block waits only on peers
+  CHECK(cooperativeProblem(*single, {false, false}, {0, 1}).empty());
+  std::vector<bool> all(4, true), one(4, true);
+  one[2] = false;
+  CHECK(cooperativeProblem(*ll, all, {0, 1, 2, 3}).empty());
+  CHECK(contains(cooperativeProblem(*ll, one, {0, 1, 2, 3}),
+                 "rank 2's 4 blocks wait on each other, which CUDA guarantees to be resident together only for a "
+                 "cooperative launch, and rank 2's GPU 2 offers none (cudaDevAttrCooperativeLaunch is 0)"));
+}
+
 TEST_CASE("CUDA launch: groupBlocks counts the given ranks' blocks", "[exec][cuda]") {
   auto p = plan::loadPlanFile(test::defaultPlanDir() + "/allreduce_ll_n4_ip.json");
   uint64_t all = 0;
@@ -231,7 +277,7 @@ TEST_CASE("CUDA binding: out-of-place plans use the user's buffers", "[exec][cud
   CHECK(b.output.user == recv.data());
   CHECK(b.preBytes == 0);
   CHECK(b.postBytes == 0);
-  CHECK(b.divideBytes == 0);
+  CHECK(b.divideBytes == 1024);  // a sum call's context serves avg calls too
   CHECK(b.why.empty());
 
   // avg divides the whole output; premulsum must not scale the user's send buffer: staged input.

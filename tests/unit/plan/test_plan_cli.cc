@@ -8,9 +8,13 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
+#include "mscclpp_config.h"
 #include "plan_test_util.hpp"
 
 extern char** environ;
@@ -114,8 +118,8 @@ TEST_CASE("mscclpp-plan info", "[plan][cli]") {
   CHECK(contains(r.out, "ops              8: ppkt 2, respkt 4, upkt 2\n"));
   CHECK(contains(r.out, "channels         memory 2, port 0, switch 0 (+0 implicit pairs)\n"));
   CHECK(contains(r.out,
-                 "message sizes    multiples of 64 B (64 bytes) in [0 B, unbounded]; e.g. 64 B: chunk 16 B, "
-                 "scratch 256 B per rank\n"));
+                 "message sizes    any size in [0 B, unbounded]: multiples of 64 B (64 bytes) fit its chunks "
+                 "exactly, others run padded up to the next one; e.g. 64 B: chunk 16 B, scratch 256 B per rank\n"));
   r = runCli({"info", kRef + "generated/ut_flush_test.json"});
   CHECK(contains(r.out, "channels         memory 0, port 1, switch 0 (+1 implicit pairs)\n"));
   CHECK(contains(r.out, "message sizes    none: the plan has no input or output chunks\n"));
@@ -210,7 +214,9 @@ TEST_CASE("mscclpp-plan info and select: gather and scatter", "[plan][cli]") {
   CHECK(contains(r.out, "collective       scatter\n"));
   CHECK(contains(r.out, "root             3\n"));
   // The message is the per-rank part: one output chunk; the input holds 4 of them.
-  CHECK(contains(r.out, "message sizes    multiples of 16 B (16 bytes) in [0 B, unbounded]; e.g. 16 B: chunk 16 B"));
+  CHECK(contains(r.out,
+                 "message sizes    any size in [0 B, unbounded]: multiples of 16 B (16 bytes) fit its "
+                 "chunks exactly, others run padded up to the next one; e.g. 16 B: chunk 16 B"));
   r = runCli({"select", "--dir", presets, "--collective", "gather", "--ranks", "4", "--bytes", "4K", "--root", "2"});
   CHECK(r.status == 0);
   CHECK(contains(r.out, "plan: gather_put_n4_oop_root2 ("));
@@ -220,4 +226,45 @@ TEST_CASE("mscclpp-plan info and select: gather and scatter", "[plan][cli]") {
               "--inplace"});
   CHECK(r.status == 0);
   CHECK(contains(r.out, "plan: scatter_put_n4_ip_root1 ("));
+}
+
+TEST_CASE("mscclpp-plan explain: every candidate, and why", "[plan][cli]") {
+  const std::string presets = MSCCLPP_SOURCE_PLAN_DIR;
+  plantest::TempDir mine;
+  std::ifstream in(presets + "/allreduce_allpairs_n4_ip.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string from = "\"name\":\"allreduce_allpairs_n4_ip\"";
+  REQUIRE(text.find(from) != std::string::npos);
+  text.replace(text.find(from), from.size(), "\"name\":\"mine\"");
+  plantest::writeFile(mine.file("mine.json"), text);
+  Run r = runCli({"explain", "--dir", presets, "--register", mine.file("mine.json"), "--collective", "allreduce",
+                  "--ranks", "4", "--bytes", "2M", "--inplace"});
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "runs: 'mine'\n"));
+  CHECK(contains(r.out, "  RUNS   'mine' (" + mine.file("mine.json") + ") [registered]: chosen by the default rule\n"));
+  CHECK(contains(r.out, "  loses  'allreduce_allpairs_n4_ip' (" + presets +
+                            "/allreduce_allpairs_n4_ip.json) [installed default]: 'mine' goes first because it is "
+                            "the user's plan (registered) and the other an installed default\n"));
+  CHECK(contains(r.out, "  cannot 'allreduce_ll_n4_ip' ("));
+  // No plan: exit 1, and each candidate's reason.
+  r = runCli({"explain", "--dir", presets, "--collective", "allreduce", "--ranks", "3", "--bytes", "2M"});
+  CHECK(r.status == 1);
+  CHECK(contains(r.out, "runs: no plan (NCCL runs it)\n"));
+  // Without --dir: the runtime's directories. From the build folder,
+  // with no MSCCLPP_PLAN_DIR, the source tree's plans are the defaults.
+  const char* saved = std::getenv("MSCCLPP_PLAN_DIR");
+  const std::string savedDir = saved ? saved : "";
+  unsetenv("MSCCLPP_PLAN_DIR");
+  setenv("MSCCLPP_CACHE_DIR", mine.path().c_str(), 1);
+  r = runCli({"explain", "--collective", "allreduce", "--ranks", "4", "--bytes", "4K", "--inplace"});
+  unsetenv("MSCCLPP_CACHE_DIR");
+  if (saved) setenv("MSCCLPP_PLAN_DIR", savedDir.c_str(), 1);
+  CHECK(r.status == 0);
+  CHECK(contains(r.out, "runs: 'allreduce_ll_n4_ip'\n"));
+  CHECK(contains(r.out, "plan directories:\n  " + presets + " (installed defaults)\n  " + mine.path() +
+                            "/plans (your plan directory)\n"));
+  CHECK_FALSE(contains(r.out, "skipped"));  // an absent plan cache is no problem
+  r = runCli({"explain", "--collective", "allreduce", "--ranks", "4"});
+  CHECK(r.status == 2);
+  CHECK(contains(r.err, "--bytes"));
 }

@@ -12,6 +12,7 @@
 
 #include "core/logger.hpp"
 #include "mscclpp/errors.hpp"
+#include "mscclpp_config.h"
 #include "plan/plan_names.hpp"
 #include "plan/registry.hpp"
 #include "plan_test_util.hpp"
@@ -613,4 +614,118 @@ TEST_CASE("selection: gather, scatter match root and per-rank size", "[plan][reg
   REQUIRE(reg.info(5, &info));
   CHECK(std::string(info.collective) == "scatter");
   CHECK(info.root == 1);
+}
+
+namespace {
+
+// The user's 4-rank all-pairs allreduce, in-place, for every size: the
+// default plan's algorithm under another name and the widest size range.
+json usersAllPairs(const std::string& name) {
+  std::ifstream in(std::string(MSCCLPP_SOURCE_PLAN_DIR) + "/allreduce_allpairs_n4_ip.json");
+  json j = json::parse(in);
+  j["name"] = name;
+  j["min_message_size"] = 0;
+  j["max_message_size"] = UINT64_MAX;
+  return j;
+}
+
+const std::string kUsersRule = "because it is the user's plan";
+
+// The sizes where the default rule alone prefers an installed default:
+// a narrower size range (4 KiB, 1 MiB), no copy of the send buffer (32 MiB
+// out-of-place).
+void checkUsersPlanServesAll(Registry& reg, const std::string& name) {
+  for (auto [bytes, inPlace] : {std::pair{4 * KiB, true}, {MiB, true}, {32 * MiB, false}}) {
+    SelectionPtr s = reg.select(request(Collective::AllReduce, 4, bytes, inPlace));
+    INFO(s->reason);
+    CHECK(s->name == name);
+    CHECK(contains(s->reason, kUsersRule));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a registered plan wins over installed defaults", "[plan][registry]") {
+  Registry reg({MSCCLPP_SOURCE_PLAN_DIR});
+  REQUIRE(reg.registerJson(usersAllPairs("mine").dump(), "mine.json", {}) == Registry::Status::Ok);
+  checkUsersPlanServesAll(reg, "mine");
+  CHECK(contains(reg.select(request(Collective::AllReduce, 4, 4 * KiB))->reason,
+                 "it is the user's plan (registered) and the other an installed default"));
+  // Calls it cannot serve still get the defaults.
+  CHECK(reg.select(request(Collective::AllReduce, 2, 4 * KiB))->name == "allreduce_ll_n2_ip");
+}
+
+TEST_CASE("a plan directory's plan wins over installed defaults", "[plan][registry]") {
+  plantest::TempDir mine;
+  plantest::writeFile(mine.file("mine.json"), usersAllPairs("mine").dump());
+  // Whichever order MSCCLPP_PLAN_DIR lists them in.
+  for (const auto& dirs : {std::vector<std::string>{mine.path(), MSCCLPP_SOURCE_PLAN_DIR},
+                           std::vector<std::string>{MSCCLPP_SOURCE_PLAN_DIR, mine.path()}}) {
+    Registry reg(dirs);
+    checkUsersPlanServesAll(reg, "mine");
+    CHECK(contains(reg.select(request(Collective::AllReduce, 4, 4 * KiB))->reason,
+                   "it is the user's plan (your plan directory) and the other an installed default"));
+    // A selector sees the user's plans before the defaults.
+    mscclppPlanInfo info{};
+    REQUIRE(reg.info(0, &info));
+    CHECK(std::string(info.name) == "mine");
+  }
+}
+
+TEST_CASE("the user's selector still overrules the user's plan", "[plan][registry]") {
+  Registry reg({MSCCLPP_SOURCE_PLAN_DIR});
+  REQUIRE(reg.registerJson(usersAllPairs("mine").dump(), "mine.json", {}) == Registry::Status::Ok);
+  SelectorState state;
+  reg.setSelector(testSelector, &state);
+  reg.select(request(Collective::AllReduce, 4, 4 * KiB));
+  state.answer = indexOf(state, "allreduce_ll_n4_ip");
+  REQUIRE(state.answer >= 0);
+  reg.setSelector(testSelector, &state);  // clears the cache
+  SelectionPtr s = reg.select(request(Collective::AllReduce, 4, 4 * KiB));
+  CHECK(s->name == "allreduce_ll_n4_ip");
+  CHECK(s->bySelector);
+}
+
+TEST_CASE("explain lists each candidate and why it runs or loses", "[plan][registry]") {
+  Registry reg({MSCCLPP_SOURCE_PLAN_DIR});
+  REQUIRE(reg.registerJson(usersAllPairs("mine").dump(), "mine.json", {}) == Registry::Status::Ok);
+  const std::string text = reg.explain(request(Collective::AllReduce, 4, 4 * KiB));
+  INFO(text);
+  CHECK(contains(text, "call: allreduce on 4 ranks (4 per node), 4 KiB, in-place, float32, sum\nruns: 'mine'\n"));
+  CHECK(contains(text, "  RUNS   'mine' (mine.json) [registered]: chosen by the default rule\n"));
+  CHECK(contains(text, "  loses  'allreduce_ll_n4_ip' (" + std::string(MSCCLPP_SOURCE_PLAN_DIR) +
+                           "/allreduce_ll_n4_ip.json) [installed default]: 'mine' goes first because it is the "
+                           "user's plan (registered) and the other an installed default\n"));
+  CHECK(contains(text, "  cannot 'allreduce_allpairs_n4_ip' ("));
+  CHECK(contains(text, "4 KiB is outside its size range [1 MiB, 16.0 MiB]"));
+  CHECK(contains(text, "  cannot 'allreduce_ll_n4_oop' ("));
+  CHECK(contains(text, "plan directories:\n  " + std::string(MSCCLPP_SOURCE_PLAN_DIR) + " (installed defaults)\n"));
+  // Every plan of the collective and world size has its line.
+  size_t lines = 0;
+  for (size_t at = text.find("\n  RUNS"); at != std::string::npos; at = text.find("\n  ", at + 1)) ++lines;
+  CHECK(lines > 6);
+}
+
+TEST_CASE("no plan: the reason names what the scan skipped", "[plan][registry]") {
+  plantest::TempDir dir;
+  plantest::writeFile(dir.file("a_typo.json"), "{\"name\": \"x\",\n  \"collective\" \"allreduce\"}");
+  plantest::writeFile(dir.file("b.json"), plan("b", "allgather", 2, true).dump());
+  Registry reg({dir.path(), dir.file("missing")});
+  SelectionPtr s = reg.select(request(Collective::AllReduce, 2, 4 * KiB));
+  INFO(s->reason);
+  CHECK(s->name.empty());
+  CHECK(contains(s->reason, "(1 plan(s) registered); the plan scan skipped 2 thing(s): " + dir.file("a_typo.json") +
+                                ": invalid JSON at line 2, column 16"));
+  CHECK(contains(s->reason, "; plan directory " + dir.file("missing") + ": No such file or directory"));
+  // A call a plan serves says nothing of them.
+  CHECK_FALSE(contains(reg.select(request(Collective::AllGather, 2, 4 * KiB))->reason, "skipped"));
+  // The first few only, and how many in all.
+  plantest::TempDir many;
+  for (int i = 0; i < 6; ++i) plantest::writeFile(many.file("bad" + std::to_string(i) + ".json"), "{");
+  Registry crowded({many.path()});
+  s = crowded.select(request(Collective::AllReduce, 2, 4 * KiB));
+  CHECK(contains(s->reason, "the plan scan skipped 6 thing(s): "));
+  CHECK(contains(s->reason, "bad3.json"));
+  CHECK_FALSE(contains(s->reason, "bad4.json"));
+  CHECK(contains(s->reason, "; and 2 more"));
 }

@@ -228,6 +228,26 @@ TEST_CASE("a TCP handshake waits the communicator's timeout, naming it", "[tcp][
   CHECK_THAT(error, Catch::EndsWith("within 0.2 s (MSCCLPP_TIMEOUT_S)"));
 }
 
+TEST_CASE("a TCP handshake ends when the communicator fails", "[tcp][timeout]") {
+  // No deadline: a peer that failed before opening its side of a connection
+  // (a rank gone from the job) must not leave the other waiting for it.
+  test::ScopedEnv none("MSCCLPP_TIMEOUT_S", "0");
+  auto bs = test::makeTcpBootstraps(2);
+  std::vector<std::shared_ptr<Communicator>> comms(2);
+  runRanks(2, [&](int r) { comms[r] = std::make_shared<Communicator>(bs[r], kHostDevice); });
+  auto half = comms[1]->connect(0, 5, Transport::Tcp);
+  std::thread failer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    comms[0]->fail(ErrorCode::RemoteError, "communicator rank 0/2: rank 1 failed: gone");
+  });
+  auto start = Clock::now();
+  std::string error = test::errorOf([&] { comms[0]->connect(1, 5, Transport::Tcp).get(); });
+  failer.join();
+  CHECK_THAT(error, Catch::StartsWith("communicator rank 0/2: connect to rank 1 over TCP (tag 5): ") &&
+                        Catch::Contains("the communicator failed"));
+  CHECK(secondsSince(start) < 2.0);
+}
+
 TEST_CASE("a TCP flush waits the communicator's timeout, naming it", "[tcp][timeout]") {
   test::ScopedEnv longer("MSCCLPP_TIMEOUT_S", "5");
   auto bs = test::makeTcpBootstraps(1, 0.3);

@@ -11,7 +11,7 @@ rank ends with the collective's result.
 """
 import sys
 
-from ..errors import DSLError, user_location
+from ..errors import DSLError, user_location, warn_at
 from ..internal import state as _state
 from ..program import CollectiveProgram
 from ..types import BufferType, ReplicationPolicy
@@ -146,21 +146,24 @@ class _FrontEnd:
         except ValueError as error:
             raise DSLError(f"{what}: {error}", user_location()) from None
 
-    def ref(self, rank, buffer, index, size, what):
-        """A checked Ref (in place: moved to the buffer it aliases)."""
+    def ref(self, rank, buffer, index, size, what, moves_data=True):
+        """A checked Ref (in place: moved to the buffer it aliases). A reference through which no data
+        moves (a wait's) may lie past the buffer's end, as MSCCL++'s legacy compiler allowed: that is
+        a DSLWarning, and it claims no scratch."""
         if type(index) is not int or type(size) is not int or index < 0 or size <= 0:
             raise DSLError(f"{what}: index must be >= 0 and size > 0, got index {index!r}, size {size!r}", user_location())
         buffer, index = legacy_location(self.program.collective, rank, buffer, index)
         if buffer is _SCRATCH:
-            self.scratch_used[rank] = max(self.scratch_used[rank], index + size)
+            if moves_data:
+                self.scratch_used[rank] = max(self.scratch_used[rank], index + size)
         else:
             have = self.program.ranks[rank].chunks(buffer.value)
             if index + size > have:
-                raise DSLError(
-                    f"{what}: chunks [{index}:{index + size}] are out of bounds for rank {rank}'s {buffer.name} "
-                    f"buffer, which has {have} chunk(s)",
-                    user_location(),
-                )
+                message = (f"{what}: chunks [{index}:{index + size}] are out of bounds for rank {rank}'s "
+                           f"{buffer.name} buffer, which has {have} chunk(s)")
+                if moves_data:
+                    raise DSLError(message, user_location())
+                warn_at(message + f"; a {what} moves no data, so the plan ignores the chunk", user_location())
         return Ref(rank, buffer, index, size, self.program)
 
     def wrote(self, ref):

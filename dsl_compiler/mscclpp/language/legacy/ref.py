@@ -98,7 +98,7 @@ class Ref:
     def _program(self):
         return self.prog.legacy_front_end()
 
-    def _target(self, what, rank, buffer, index):
+    def _target(self, what, rank, buffer, index, moves_data=True):
         """The peer reference named by (rank, buffer, index), MSCCLPPLang's defaults applied."""
         front = self._program()
         front.check_rank(rank, what)
@@ -112,7 +112,7 @@ class Ref:
                 if buffer is not _SCRATCH:
                     _fail(f"{what}: index=-1 (append) exists only for the scratch buffer; give index= for {buffer.name}")
                 index = front.scratch_top[rank]
-        return front.ref(rank, buffer, index, self.size, what)
+        return front.ref(rank, buffer, index, self.size, what, moves_data)
 
     def _record(self, kind, tb, local=None, remote=None, key=None, extra=None):
         op = LegacyOp(kind, self.rank, tb, user_site(2), local, remote, key, extra)
@@ -208,7 +208,7 @@ class Ref:
     def wait(self, src, buffer=None, index=-1, recvtb=-1, chan_type=ChannelType.memory):
         """Waits for rank ``src``'s signal about (buffer, index) (its ``signal`` toward this chunk)."""
         ctype = _channel_type(chan_type, "wait", _PEER_CHANNELS)
-        source = self._peer_target("wait", src, buffer, index)
+        source = self._peer_target("wait", src, buffer, index, moves_data=False)
         tb = _tb(recvtb, "wait", "recvtb")
         # A wait's legacy channel is keyed (signaller's buffer, waiter's buffer),
         # the same key as the signal on the other side.
@@ -221,8 +221,8 @@ class Ref:
         tb = _tb(sendtb, "flush", "sendtb")
         self._record("flush", tb, key=self._key(target, ctype))
 
-    def _peer_target(self, what, rank, buffer, index):
-        target = self._target(what, rank, buffer, index)
+    def _peer_target(self, what, rank, buffer, index, moves_data=True):
+        target = self._target(what, rank, buffer, index, moves_data)
         if target.rank == self.rank:
             _fail(f"{what}: rank {rank} is this chunk's own rank; {what} goes to another rank (use copy locally)")
         return target

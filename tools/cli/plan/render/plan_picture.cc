@@ -214,8 +214,18 @@ Picture buildPicture(const Plan& plan, const verify::Result* v, const std::set<i
         b.inPipeline = i < pipelineEnd;
         pendingSync = false;
         b.title = opTypeName(op.type);
-        const uint32_t width = isControl(op.type) ? op.nIds : std::max<uint32_t>(op.nDst, 0);
-        if (width > 1) b.title += strFormat(" x%u", width);
+        // How many peers the op serves, as the text summary counts them
+        // ("rresx3" reads from and writes to three): its channels, else
+        // its remote destinations, else its remote sources.
+        auto remoteRefs = [&](uint32_t begin, uint32_t n) {
+          uint32_t count = 0;
+          for (uint32_t k = 0; k < n; ++k) count += tb.refs[begin + k].kind == RefKind::Remote;
+          return count;
+        };
+        uint32_t width = op.type == OpType::SemAcquire || op.type == OpType::SemRelease ? 0 : op.nIds;
+        if (width == 0 && !isControl(op.type)) width = remoteRefs(op.dstBegin, op.nDst);
+        if (width == 0 && !isControl(op.type)) width = remoteRefs(op.srcBegin, op.nSrc);
+        if (width > 1) b.title += strFormat("x%u", width);
         if (op.type == OpType::Pipeline) {
           pipelineEnd = i + 1 + op.bodyCount;
           b.title = "pipeline";

@@ -11,8 +11,12 @@ constexpr int kLeft = 104;  // lane labels
 constexpr int kTop = 96;    // title, verdict, legend
 constexpr int kLaneHeight = 48;
 constexpr int kRankGap = 12;
-constexpr int kColumnWidth = 116;
-constexpr int kBoxWidth = 98;
+// Boxes are as wide as their longest label, between these bounds;
+// a column is a box and the gap the arrows run in.
+constexpr int kMinBoxWidth = 98;
+constexpr int kMaxBoxWidth = 260;
+constexpr int kColumnGap = 18;
+constexpr int kBadgeRoom = 20;  // right of the labels: a finding's badge
 constexpr int kBoxHeight = 36;
 constexpr int kFindingLine = 16;
 
@@ -77,12 +81,17 @@ std::string clip(const std::string& s, size_t n) { return s.size() <= n ? s : s.
 // The approximate width of 11px text: DejaVu
 // Sans averages about 6.6 px per character.
 int textWidth(const std::string& s) { return static_cast<int>(s.size() * 66 / 10); }
+// Bold 11px runs wider, about 7.3 px; 10px text about 6.1.
+int boldWidth(const std::string& s) { return static_cast<int>(s.size() * 73 / 10); }
+int smallWidth(const std::string& s) { return static_cast<int>(s.size() * 61 / 10); }
 
 constexpr int kLegendWidth = 1180;
 
 struct Geometry {
   std::vector<int> laneY;
   int width = 0, height = 0, findingsY = 0;
+  int boxWidth = kMinBoxWidth, columnWidth = kMinBoxWidth + kColumnGap;
+  size_t titleChars = 0, chunkChars = 0;  // what fits; longer labels are clipped
 };
 
 Geometry measure(const Picture& p) {
@@ -94,9 +103,15 @@ Geometry measure(const Picture& p) {
     y += kLaneHeight;
   }
   g.findingsY = y + 24;
+  int labels = 0;
+  for (const Box& b : p.boxes) labels = std::max({labels, boldWidth(b.title), smallWidth(b.chunks)});
+  g.boxWidth = std::clamp(labels + 5 + kBadgeRoom + 4, kMinBoxWidth, kMaxBoxWidth);  // 4: rounding
+  g.columnWidth = g.boxWidth + kColumnGap;
+  g.titleChars = static_cast<size_t>((g.boxWidth - 5 - kBadgeRoom) * 10 / 73);
+  g.chunkChars = static_cast<size_t>((g.boxWidth - 5 - kBadgeRoom) * 10 / 61);
   size_t longest = 0;
   for (const auto& f : p.findings) longest = std::max(longest, f.size());
-  g.width = std::max({kLeft + p.columns * kColumnWidth + 24, kLegendWidth,
+  g.width = std::max({kLeft + p.columns * g.columnWidth + 24, kLegendWidth,
                       textWidth(std::string(std::min<size_t>(longest, 400), 'x')) + 60});
   g.height = g.findingsY + (p.findings.empty() ? 0 : 22 + kFindingLine * static_cast<int>(p.findings.size())) + 16;
   return g;
@@ -174,22 +189,22 @@ std::string toSvg(const Picture& p) {
         l.tb);
   }
   o += "</g>\n";
-  auto boxX = [&](const Box& b) { return kLeft + b.column * kColumnWidth; };
+  auto boxX = [&](const Box& b) { return kLeft + b.column * g.columnWidth; };
   auto boxY = [&](const Box& b) { return g.laneY[b.lane] + (kLaneHeight - kBoxHeight) / 2; };
   o += "<g class=\"arrows\" fill=\"none\">\n";
   for (const Arrow& a : p.arrows) {
     const Box& from = p.boxes[a.from];
     const Box& to = p.boxes[a.to];
-    int x1 = boxX(from) + kBoxWidth, y1 = boxY(from) + kBoxHeight / 2;
+    int x1 = boxX(from) + g.boxWidth, y1 = boxY(from) + kBoxHeight / 2;
     int x2 = boxX(to), y2 = boxY(to) + kBoxHeight / 2;
     std::string path;
     if (to.column - from.column <= 1 && from.lane != to.lane) {
       // Neighbouring columns: from the source's
       // bottom to the target's top, or top to bottom.
       const bool down = to.lane > from.lane;
-      x1 = boxX(from) + kBoxWidth * 3 / 4;
+      x1 = boxX(from) + g.boxWidth * 3 / 4;
       y1 = boxY(from) + (down ? kBoxHeight : 0);
-      x2 = boxX(to) + kBoxWidth / 4;
+      x2 = boxX(to) + g.boxWidth / 4;
       y2 = boxY(to) + (down ? 0 : kBoxHeight);
       const int dy = (y2 - y1) / 2;
       path = strFormat("M%d %d C%d %d %d %d %d %d", x1, y1, x1, y1 + dy, x2, y2 - dy, x2, y2);
@@ -223,20 +238,25 @@ std::string toSvg(const Picture& p) {
                    b.rank, b.tb, b.op, esc(b.detail).c_str(), esc(b.detail).c_str());
     o += strFormat(
         "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"4\" fill=\"%s\" stroke=\"%s\" stroke-width=\"%s\"%s/>",
-        x, y, kBoxWidth, kBoxHeight, c.fill, bad ? "#dc2626" : c.stroke, bad ? "2.5" : "1",
+        x, y, g.boxWidth, kBoxHeight, c.fill, bad ? "#dc2626" : c.stroke, bad ? "2.5" : "1",
         b.inPipeline ? " stroke-dasharray=\"4 2\"" : "");
     if (b.syncBefore)
       o += strFormat("<rect x=\"%d\" y=\"%d\" width=\"3\" height=\"%d\" fill=\"#334155\"/>", x - 6, y - 2,
                      kBoxHeight + 4);
     o += strFormat("<text x=\"%d\" y=\"%d\" font-weight=\"bold\">%s</text>", x + 5, y + 14,
-                   esc(clip(b.title, 16)).c_str());
+                   esc(clip(b.title, g.titleChars)).c_str());
     o += strFormat("<text x=\"%d\" y=\"%d\" fill=\"#334155\" font-size=\"10\">%s</text>", x + 5, y + 28,
-                   esc(clip(b.chunks, 18)).c_str());
+                   esc(clip(b.chunks, g.chunkChars)).c_str());
     if (bad) {
+      // Inside the box's top-right corner, in the room kept for it;
+      // a pill as wide as the number.
+      const std::string number = std::to_string(b.findings[0] + 1);
+      const int w = std::max(14, 4 + static_cast<int>(number.size()) * 7);
       o += strFormat(
-          "<circle cx=\"%d\" cy=\"%d\" r=\"7\" fill=\"#dc2626\"/><text x=\"%d\" y=\"%d\" fill=\"white\" "
-          "font-weight=\"bold\" text-anchor=\"middle\">%d</text>",
-          x + kBoxWidth - 2, y + 2, x + kBoxWidth - 2, y + 6, b.findings[0] + 1);
+          "<rect class=\"badge\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"14\" rx=\"7\" fill=\"#dc2626\"/>"
+          "<text x=\"%d\" y=\"%d\" fill=\"white\" font-size=\"10\" font-weight=\"bold\" "
+          "text-anchor=\"middle\">%s</text>",
+          x + g.boxWidth - 3 - w, y + 3, w, x + g.boxWidth - 3 - w / 2, y + 13, number.c_str());
     }
     o += "</g>\n";
   }
