@@ -241,7 +241,7 @@ std::shared_ptr<NvlsBinding> NvlsBinding::tryCreate(Communicator& comm, const st
   auto b = std::make_shared<Binding>();
   b->size_ = bytes;
   size_t offset = 0;
-  std::string why = incapability(m.device, buffer, bytes, ranks.size(), &offset, &b->mem_);
+  std::string why = ::mscclpp::detail::incapability(m.device, buffer, bytes, ranks.size(), &offset, &b->mem_);
   b->memValid_ = why.empty();
   // Every member learns every verdict and device: the binding is all or
   // nothing, and a team has one member per GPU. Each later step that can
