@@ -85,8 +85,11 @@ struct AlgorithmLaunchArgs {
   uint32_t call;       // the call's tag for published waits (launchCallTag)
   int32_t dtype;       // DataType
   int32_t op;          // ReduceOp: Sum, Prod, Max or Min (avg and premulsum run as Sum around the kernel)
-  uint32_t reserved;
+  uint32_t flags;      // kAlgorithmLaunch* bits
 };
+// The CUDA backend launches cooperatively (cudaLaunchCooperativeKernel):
+// blocks that wait on each other, directly or through peers, are resident together.
+constexpr uint32_t kAlgorithmLaunchCooperative = 1u;
 
 // One thread's handle on its block's launch. Every wait goes through it:
 // bounded by the launch's deadline, stopped by the abort flag, published
@@ -421,9 +424,13 @@ int algorithmGpuLaunch(const void* deviceContext, const void* args, uint32_t nBl
   const AlgorithmDeviceContext* ctx = static_cast<const AlgorithmDeviceContext*>(deviceContext);
   AlgorithmLaunchArgs a = *static_cast<const AlgorithmLaunchArgs*>(args);
   void* params[] = {&ctx, &a};
-  // cudaLaunchKernel returns this launch's own error; an earlier error of the caller's stays.
-  cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(&algorithmKernel<Kernel>), dim3(nBlocks),
-                                   dim3(threadsPerBlock), params, 0, static_cast<cudaStream_t>(stream));
+  const void* kernel = reinterpret_cast<const void*>(&algorithmKernel<Kernel>);
+  // Both return this launch's own error; an earlier error of the caller's stays.
+  cudaError_t e = (a.flags & kAlgorithmLaunchCooperative) != 0
+                      ? cudaLaunchCooperativeKernel(kernel, dim3(nBlocks), dim3(threadsPerBlock), params, 0,
+                                                    static_cast<cudaStream_t>(stream))
+                      : cudaLaunchKernel(kernel, dim3(nBlocks), dim3(threadsPerBlock), params, 0,
+                                         static_cast<cudaStream_t>(stream));
   if (e != cudaSuccess) (void)cudaGetLastError();
   return static_cast<int>(e);
 }
