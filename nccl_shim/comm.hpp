@@ -141,6 +141,10 @@ class Comm {
   // Children created by split or shrink so far. The
   // count tells children apart in the shim's exchanges.
   int nextChildIndex() { return ++childCount_; }
+  // A split child and its parent share one bootstrap:
+  // finalizing either must not close it for the other.
+  bool sharesBootstrap() const { return sharesBootstrap_; }
+  void setSharesBootstrap() { sharesBootstrap_ = true; }
 
  private:
   uint64_t startMagic_ = kMagic;
@@ -156,6 +160,7 @@ class Comm {
   bool finalized_ = false;
   bool destroyStarted_ = false;
   int childCount_ = 0;
+  bool sharesBootstrap_ = false;
   // Guards connector_ and the assignment of
   // link_: abortNetwork races initialize.
   std::mutex connectorMutex_;

@@ -38,6 +38,8 @@ void doSplit(Comm* parent, int color, int key, ncclComm_t* newcomm, const CommCo
   if (childLink) {
     child = std::make_unique<Comm>(childLink->nRanks(), childLink->rank(), parent->cudaDev(), config);
     child->adoptLink(std::move(childLink));
+    child->setSharesBootstrap();
+    parent->setSharesBootstrap();
   }
   // Every parent rank takes part in the real split, NOCOLOR ones too.
   FallbackComm noColorFallback;
@@ -245,6 +247,9 @@ void finalizeComm(Comm* comm) {
   comm->link().flush();
   ncclResult_t rc = comm->fallback().finalize();
   comm->setFinalized();
+  // It takes part in no more calls: its peers' later calls fail at once
+  // saying it left, rather than waiting for it until it is destroyed.
+  if (!comm->sharesBootstrap()) comm->link().leave();
   if (rc != ncclSuccess) throwRealFailure(rc, "ncclCommFinalize");
 }
 

@@ -7,6 +7,7 @@
 #include "core/logger.hpp"
 #include "guard.hpp"
 #include "real_nccl.hpp"
+#include "real_root.hpp"
 
 namespace mscclpp::shim {
 
@@ -143,7 +144,7 @@ FallbackComm::~FallbackComm() {
   if (real_ != nullptr) abort();
 }
 
-void FallbackComm::agree(RankLink& link, bool localOk, const std::string& localReason) {
+void FallbackComm::agree(RankLink& link, bool localOk, const std::string& localReason, bool announce) {
   std::vector<StatusMsg> all(link.nRanks());
   StatusMsg& mine = all[link.rank()];
   mine.ok = localOk ? 1 : 0;
@@ -163,6 +164,7 @@ void FallbackComm::agree(RankLink& link, bool localOk, const std::string& localR
     return;
   }
   reason_.clear();
+  if (!announce) return;
   MSCCLPP_INFO(LogShim, "NCCL fallback ready: real communicator %p (%s, NCCL %d)", static_cast<void*>(real_),
                RealNccl::instance().path().c_str(), RealNccl::instance().versionCode());
 }
@@ -188,8 +190,9 @@ void FallbackComm::createWithLink(RankLink& link, const CommConfig& config) {
   }
 
   RealIdMsg idMsg;
+  RealRoot root;  // rank 0's: ended below unless every rank reached it
   if (link.rank() == 0) {
-    ncclResult_t rc = callReal<NcclFn::ncclGetUniqueId>(&idMsg.id);
+    ncclResult_t rc = realGetUniqueId(&idMsg.id, &root);
     idMsg.ok = rc == ncclSuccess ? 1 : 0;
     if (rc != ncclSuccess) {
       setReason(idMsg.reason, sizeof(idMsg.reason), "ncclGetUniqueId: " + describeRealFailure(rc));
@@ -210,20 +213,36 @@ void FallbackComm::createWithLink(RankLink& link, const CommConfig& config) {
   std::string why;
   try {
     rc = callReal<NcclFn::ncclCommInitRankConfig>(&real, link.nRanks(), idMsg.id, link.rank(), &cfg);
-    if (rc == ncclInProgress || (rc == ncclSuccess && real != nullptr)) {
-      rc = waitRealComm(real, "ncclCommInitRankConfig");
-    }
-    if (rc != ncclSuccess) why = "ncclCommInitRankConfig: " + describeRealFailure(rc);
   } catch (const Error& e) {
-    rc = ncclRemoteError;
+    rc = ncclSystemError;
     why = e.what();
   }
-  if (rc != ncclSuccess && real != nullptr) {
-    (void)callReal<NcclFn::ncclCommAbort>(real);
+  if (rc != ncclSuccess && rc != ncclInProgress && why.empty())
+    why = "ncclCommInitRankConfig: " + describeRealFailure(rc);
+  // A rank whose init failed at once, as without a GPU, never reaches
+  // the real root: the others would wait for it. Every rank learns it
+  // first, and then no rank waits.
+  if (rc != ncclSuccess && rc != ncclInProgress) {
+    if (real != nullptr) (void)callReal<NcclFn::ncclCommAbort>(real);
     real = nullptr;
   }
   real_ = real;
-  agree(link, rc == ncclSuccess, why);
+  agree(link, rc == ncclSuccess || rc == ncclInProgress, why, /*announce=*/false);
+  if (real_ != nullptr) {
+    try {
+      rc = waitRealComm(real_, "ncclCommInitRankConfig");
+      if (rc != ncclSuccess) why = "ncclCommInitRankConfig: " + describeRealFailure(rc);
+    } catch (const Error& e) {
+      rc = ncclRemoteError;
+      why = e.what();
+    }
+    if (rc != ncclSuccess) {
+      (void)callReal<NcclFn::ncclCommAbort>(real_);
+      real_ = nullptr;
+    }
+    agree(link, rc == ncclSuccess, why);
+  }
+  if (real_ == nullptr) releaseRealRoot(&root);
 }
 
 void FallbackComm::createBySplit(RankLink& parentLink, FallbackComm& parent, int color, int key,

@@ -79,7 +79,8 @@ class FallbackComm {
  private:
   // Every rank learns whether all ranks have a working twin. If one
   // has none, the others drop theirs: a partial twin would hang.
-  void agree(RankLink& link, bool localOk, const std::string& localReason);
+  // announce: an agreement that ends the creation logs the twin ready.
+  void agree(RankLink& link, bool localOk, const std::string& localReason, bool announce = true);
   void waitUntilReady(const char* what);
 
   ncclComm_t real_ = nullptr;

@@ -107,6 +107,9 @@ class RuntimeLink final : public RankLink {
   }
 
   bool failed(ErrorCode* code, std::string* message) const override { return comm_->failed(code, message); }
+  void leave() override {
+    if (auto tcp = std::dynamic_pointer_cast<TcpBootstrap>(comm_->bootstrap())) tcp->leave();
+  }
 
   void abort() override {
     comm_->abort();
@@ -388,7 +391,11 @@ class SoloLink final : public RankLink {
 
 class SoloConnector final : public LinkConnector {
  public:
-  std::unique_ptr<RankLink> connect(const ncclUniqueId&) override {
+  std::unique_ptr<RankLink> connect(const ncclUniqueId& id) override {
+    // No rank will come to the root ncclGetUniqueId started for this id: end it now, not at its timeout.
+    UniqueId uid;
+    std::memcpy(uid.data(), &id, sizeof(id));
+    TcpBootstrap::stopRoot(uid);
     MSCCLPP_ENFORCE(!aborted_.load(), ErrorCode::Aborted, "the communicator was aborted during its initialization");
     return std::make_unique<SoloLink>();
   }

@@ -87,13 +87,17 @@ class RankLink {
   // here. A negative color takes part and returns nullptr.
   virtual std::unique_ptr<RankLink> split(int color, int key) = 0;
 
-  // Whether the communicator failed as a whole,
-  // with the error: a dead peer, mismatched calls,
-  // a deadlock. One atomic load; any thread.
+  // Whether the communicator failed as a whole, with the
+  // error: a dead peer, a departed one a call needed,
+  // mismatched calls, a deadlock. One atomic load; any thread.
   virtual bool failed(ErrorCode* code, std::string* message) const = 0;
 
   // Stops everything promptly, even with peers gone.
   virtual void abort() = 0;
+  // Says goodbye to the peers and closes this rank's bootstrap,
+  // which it must own alone, so that their calls fail saying it
+  // left; later calls on this link fail. For ncclCommFinalize.
+  virtual void leave() {}
   // Makes a running plan return Error(Aborted)
   // soon, for revoke. The bootstrap stays usable.
   virtual void interruptInflight() = 0;

@@ -26,6 +26,19 @@ void Bootstrap::serve(RequestHandler) {
 std::vector<char> Bootstrap::ask(int, const std::vector<char>&, double) {
   MSCCLPP_THROW(ErrorCode::NotSupported, "this bootstrap implementation sends no requests");
 }
+std::vector<std::vector<char>> Bootstrap::askEach(const std::vector<int>& peers, const std::vector<char>& request,
+                                                  double timeoutSeconds, std::vector<std::string>* errors) {
+  std::vector<std::vector<char>> answers(peers.size());
+  errors->assign(peers.size(), std::string());
+  for (size_t i = 0; i < peers.size(); ++i) {
+    try {
+      answers[i] = ask(peers[i], request, timeoutSeconds);
+    } catch (const std::exception& e) {
+      (*errors)[i] = e.what();
+    }
+  }
+  return answers;
+}
 
 namespace detail {
 
@@ -41,9 +54,9 @@ int viewRankOf(const std::vector<int>& worldRanks, int worldRank) {
 
 uint64_t GroupOps::addPeerFailureListener(Bootstrap::PeerFailureListener listener) {
   return endpoint_->failures().add(
-      [ranks = worldRanks_, listener = std::move(listener)](int w, const std::string& why) {
+      [ranks = worldRanks_, listener = std::move(listener)](int w, const std::string& why, bool left) {
         const int r = viewRankOf(ranks, w);
-        if (r >= 0) listener(r, why);
+        if (r >= 0) listener(r, why, left);
       });
 }
 
@@ -65,6 +78,33 @@ std::vector<char> GroupOps::ask(int peer, const std::vector<char>& request, doub
   const Deadline d(timeoutSeconds);
   sendKeyed(peer, kKindRequest, tag, request.data(), request.size(), d, "ask");
   return recvKeyed(peer, kKindReply, tag, kMaxReplyBytes, d, "ask");
+}
+
+std::vector<std::vector<char>> GroupOps::askEach(const std::vector<int>& peers, const std::vector<char>& request,
+                                                 double timeoutSeconds, std::vector<std::string>* errors) {
+  std::vector<std::vector<char>> answers(peers.size());
+  std::vector<int> tags(peers.size(), -1);
+  errors->assign(peers.size(), std::string());
+  const Deadline d(timeoutSeconds);
+  for (size_t i = 0; i < peers.size(); ++i) {
+    try {
+      checkPeer(peers[i], "ask");
+      tags[i] = askCount_.fetch_add(1, std::memory_order_relaxed);
+      sendKeyed(peers[i], kKindRequest, tags[i], request.data(), request.size(), d, "ask");
+    } catch (const std::exception& e) {
+      (*errors)[i] = e.what();
+      tags[i] = -1;
+    }
+  }
+  for (size_t i = 0; i < peers.size(); ++i) {
+    if (tags[i] < 0) continue;
+    try {
+      answers[i] = recvKeyed(peers[i], kKindReply, tags[i], kMaxReplyBytes, d, "ask");
+    } catch (const std::exception& e) {
+      (*errors)[i] = e.what();
+    }
+  }
+  return answers;
 }
 
 GroupOps::GroupOps(std::shared_ptr<MessageEndpoint> endpoint, uint64_t ns, std::vector<int> worldRanks, int myRank,

@@ -44,6 +44,8 @@ class GroupOps {
   void removePeerFailureListener(uint64_t id);
   void serve(Bootstrap::RequestHandler handler);
   std::vector<char> ask(int peer, const std::vector<char>& request, double timeoutSeconds);
+  std::vector<std::vector<char>> askEach(const std::vector<int>& peers, const std::vector<char>& request,
+                                         double timeoutSeconds, std::vector<std::string>* errors);
 
  private:
   Deadline deadline() const { return Deadline(timeoutSeconds()); }
@@ -89,6 +91,10 @@ class ViewBootstrap : public Bootstrap {
   void serve(RequestHandler handler) override { ops_->serve(std::move(handler)); }
   std::vector<char> ask(int peer, const std::vector<char>& request, double timeoutSeconds) override {
     return ops_->ask(peer, request, timeoutSeconds);
+  }
+  std::vector<std::vector<char>> askEach(const std::vector<int>& peers, const std::vector<char>& request,
+                                         double timeoutSeconds, std::vector<std::string>* errors) override {
+    return ops_->askEach(peers, request, timeoutSeconds, errors);
   }
 
  private:

@@ -34,7 +34,18 @@ class InProcessEndpoint : public detail::MessageEndpoint {
  public:
   InProcessEndpoint(std::shared_ptr<InProcessBootstrap::Group> group, int rank)
       : group_(std::move(group)), rank_(rank) {}
-  ~InProcessEndpoint() override { leave("destroyed its bootstrap"); }
+  // A rank that goes on purpose has left: its peers' communicators fail
+  // once they need it, as with the TCP bootstrap's goodbye.
+  ~InProcessEndpoint() override {
+    leave("destroyed its bootstrap");
+    if (group_->boxes[rank_]->aborted()) return;  // abort() reported a failure already
+    for (int r = 0; r < nRanks(); ++r) {
+      if (r != rank_) {
+        group_->failures[r]->report(rank_, "rank " + std::to_string(rank_) + " destroyed its in-process bootstrap",
+                                    /*left=*/true);
+      }
+    }
+  }
 
   int rank() const override { return rank_; }
   int nRanks() const override { return static_cast<int>(group_->boxes.size()); }
@@ -152,6 +163,11 @@ void InProcessBootstrap::removePeerFailureListener(uint64_t id) { pimpl_->ops->r
 void InProcessBootstrap::serve(RequestHandler handler) { pimpl_->ops->serve(std::move(handler)); }
 std::vector<char> InProcessBootstrap::ask(int peer, const std::vector<char>& request, double timeoutSeconds) {
   return pimpl_->ops->ask(peer, request, timeoutSeconds);
+}
+std::vector<std::vector<char>> InProcessBootstrap::askEach(const std::vector<int>& peers,
+                                                           const std::vector<char>& request, double timeoutSeconds,
+                                                           std::vector<std::string>* errors) {
+  return pimpl_->ops->askEach(peers, request, timeoutSeconds, errors);
 }
 double InProcessBootstrap::timeoutSeconds() const { return pimpl_->ops->timeoutSeconds(); }
 void InProcessBootstrap::setTimeout(double seconds) { pimpl_->ops->setTimeout(seconds); }

@@ -10,7 +10,7 @@ namespace mscclpp::detail {
 // ---- PeerFailures -------------------------------------------------------------------------------
 
 void PeerFailures::call(uint64_t id, const std::shared_ptr<const Listener>& listener, int worldRank,
-                        const std::string& reason) {
+                        const std::string& reason, bool left) {
   const auto key = std::make_pair(id, std::this_thread::get_id());
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -28,19 +28,26 @@ void PeerFailures::call(uint64_t id, const std::shared_ptr<const Listener>& list
       self->callEnded_.notify_all();
     }
   } ended{this, key};
-  (*listener)(worldRank, reason);
+  (*listener)(worldRank, reason, left);
 }
 
-bool PeerFailures::report(int worldRank, const std::string& reason) {
+bool PeerFailures::report(int worldRank, const std::string& reason, bool left) {
   std::vector<std::pair<uint64_t, std::shared_ptr<const Listener>>> tell;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (worldRank < 0 || worldRank >= static_cast<int>(reasons_.size()) || !reasons_[worldRank].empty()) return false;
-    reasons_[worldRank] = reason.empty() ? "failed" : reason;
+    reasons_[worldRank] = reason.empty() ? (left ? "left" : "failed") : reason;
+    left_[worldRank] = left;
     tell.assign(listeners_.begin(), listeners_.end());
   }
-  for (const auto& [id, l] : tell) call(id, l, worldRank, reason.empty() ? "failed" : reason);
+  const std::string why = reason.empty() ? (left ? "left" : "failed") : reason;
+  for (const auto& [id, l] : tell) call(id, l, worldRank, why, left);
   return true;
+}
+
+bool PeerFailures::left(int worldRank) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return worldRank >= 0 && worldRank < static_cast<int>(left_.size()) && left_[worldRank];
 }
 
 bool PeerFailures::failed(int worldRank) const {
@@ -56,17 +63,22 @@ std::string PeerFailures::reason(int worldRank) const {
 
 uint64_t PeerFailures::add(Listener listener) {
   auto l = std::make_shared<const Listener>(std::move(listener));
-  std::vector<std::pair<int, std::string>> known;
+  struct Known {
+    int rank;
+    std::string why;
+    bool left;
+  };
+  std::vector<Known> known;
   uint64_t id;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     id = nextId_++;
     listeners_.emplace(id, l);
     for (size_t r = 0; r < reasons_.size(); ++r) {
-      if (!reasons_[r].empty()) known.emplace_back(static_cast<int>(r), reasons_[r]);
+      if (!reasons_[r].empty()) known.push_back(Known{static_cast<int>(r), reasons_[r], left_[r]});
     }
   }
-  for (const auto& [rank, why] : known) call(id, l, rank, why);
+  for (const Known& k : known) call(id, l, k.rank, k.why, k.left);
   return id;
 }
 

@@ -36,11 +36,18 @@ enum MessageKind : uint32_t {
   // recv(): liveness (TCP only), and requests that
   // a handler answers on the peer's helper thread.
   kKindHeartbeat = 4,      // "I am alive"; no payload
-  kKindGoodbye = 5,        // "I leave on purpose": the close that follows is no failure
+  kKindGoodbye = 5,        // "I leave on purpose": the close that follows is no failure; tag: how (GoodbyeWhy)
   kKindFailureNotice = 6,  // tag: a world rank that failed; payload: why
   kKindRequest = 7,        // handed to the receiver's handler for the namespace
   kKindReply = 8,          // the handler's answer: queued like a message, matched by (ns, tag)
-  kKindMax = 8,
+  kKindLeaveNotice = 9,    // tag: a world rank that left; payload: why. Passed on along the ring
+  kKindMax = 9,
+};
+
+// How a rank left, in its goodbye's tag.
+enum GoodbyeWhy : int32_t {
+  kGoodbyeDestroyed = 1,  // its bootstrap was destroyed: the communicator destroyed or finalized
+  kGoodbyeExited = 2,     // its process exited with the bootstrap still alive
 };
 
 struct MessageKey {
@@ -73,24 +80,28 @@ struct CancelToken {
 // on peers. The returned bytes travel back as a kKindReply.
 using RequestHandler = std::function<std::vector<char>(int from, const std::vector<char>& request)>;
 
-// What one rank knows about failed peers (world ranks), and who to
-// tell. A peer failed when its process died (its connections closed
-// without a goodbye) or its host stopped answering (no heartbeat). Each
-// failure is reported once; a listener added later hears the earlier
-// ones at once, so nothing is missed before a communicator subscribes.
+// What one rank knows about failed and departed peers (world ranks), and
+// who to tell. A peer failed when its process died (its connections closed
+// without a goodbye) or its host stopped answering its heartbeats. A peer
+// left when it said goodbye: it destroyed its bootstrap or exited. Each
+// is reported once; a listener added later hears the earlier ones at
+// once, so nothing is missed before a communicator subscribes.
 // Thread-safety: any thread. Listeners run on the
 // reporting thread, outside the lock: they must
 // return quickly and must not call the bootstrap.
 class PeerFailures {
  public:
-  using Listener = std::function<void(int worldRank, const std::string& reason)>;
+  // left: the peer left on purpose rather than failed.
+  using Listener = std::function<void(int worldRank, const std::string& reason, bool left)>;
 
-  explicit PeerFailures(int nRanks) : reasons_(static_cast<size_t>(nRanks)) {}
+  explicit PeerFailures(int nRanks) : reasons_(static_cast<size_t>(nRanks)), left_(static_cast<size_t>(nRanks)) {}
 
-  // Records that worldRank failed. The first time
-  // only, it tells every listener and returns true.
-  bool report(int worldRank, const std::string& reason);
+  // Records that worldRank failed, or left. The first
+  // time only, it tells every listener and returns true.
+  bool report(int worldRank, const std::string& reason, bool left = false);
+  // True once the peer failed or left: nothing more comes from it.
   bool failed(int worldRank) const;
+  bool left(int worldRank) const;
   std::string reason(int worldRank) const;
 
   // Returns an id for remove(); the listener hears
@@ -104,10 +115,12 @@ class PeerFailures {
  private:
   // Calls listener `id` on this thread unless it was
   // removed meanwhile; the call counts in running_.
-  void call(uint64_t id, const std::shared_ptr<const Listener>& listener, int worldRank, const std::string& reason);
+  void call(uint64_t id, const std::shared_ptr<const Listener>& listener, int worldRank, const std::string& reason,
+            bool left);
 
   mutable std::mutex mutex_;
   std::vector<std::string> reasons_;  // "" while the rank is fine
+  std::vector<bool> left_;
   std::map<uint64_t, std::shared_ptr<const Listener>> listeners_;
   std::multiset<std::pair<uint64_t, std::thread::id>> running_;  // listener calls in progress, and their threads
   std::condition_variable callEnded_;

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -37,7 +38,8 @@ struct Arrival {
 
 // The rendezvous state; touched only on the loop's thread once started.
 struct RootListener::State {
-  State(net::Socket listener, const net::Secret& secret, double timeoutSeconds, std::string deadlineName);
+  State(net::Socket listener, const net::Secret& secret, const std::optional<net::Digest>& key, double timeoutSeconds,
+        std::string deadlineName);
 
   std::string where;
   double timeoutSeconds;
@@ -51,7 +53,8 @@ struct RootListener::State {
   // Every rank that arrived, or arrives within kLingerSeconds,
   // is told at once instead of waiting for the deadline.
   std::string failure;
-  bool complete = false;  // the table went out
+  bool complete = false;              // the table went out
+  std::atomic<bool> released{false};  // release(): end at the next turn
   Deadline lingerUntil{0};
   net::HelloAcceptor acceptor;
   net::EventLoop loop;
@@ -111,22 +114,40 @@ void sendError(Arrival& a, const std::string& message) {
 
 }  // namespace
 
-RootListener::State::State(net::Socket listener, const net::Secret& secret, double timeout, std::string name)
+namespace {
+net::HelloAcceptor::Options rootOptions(const std::string& where, const net::Secret& secret,
+                                        const std::optional<net::Digest>& key, double timeout,
+                                        std::function<void(const std::string&, const char*, size_t)> onAbandoned) {
+  net::HelloAcceptor::Options o{where,
+                                LogBootstrap,
+                                kRendezvousHelloMagic,
+                                secret,
+                                sizeof(RendezvousHello),
+                                "not a rank of this job",
+                                timeout > 0 ? std::min(timeout, kMaxHandshakeSeconds) : kMaxHandshakeSeconds,
+                                kMaxPending,
+                                std::move(onAbandoned)};
+  o.key = key;
+  o.keyName = "MSCCLPP_COMM_SECRET";
+  return o;
+}
+}  // namespace
+
+RootListener::State::State(net::Socket listener, const net::Secret& secret, const std::optional<net::Digest>& key,
+                           double timeout, std::string name)
     : where("bootstrap root at " + listener.localAddress().toString()),
       timeoutSeconds(timeout),
       deadlineName(std::move(name)),
       deadline(timeout),
-      acceptor(
-          std::move(listener),
-          net::HelloAcceptor::Options{
-              where, LogBootstrap, kRendezvousHelloMagic, secret, sizeof(RendezvousHello), "not a rank of this job",
-              timeout > 0 ? std::min(timeout, kMaxHandshakeSeconds) : kMaxHandshakeSeconds, kMaxPending,
-              [this](const std::string& peer, const char* partial, size_t got) { abandoned(peer, partial, got); }},
-          [this](net::Socket socket, const char* hello, const std::string& peer) {
-            RendezvousHello h;
-            std::memcpy(&h, hello, sizeof(h));
-            admit(std::move(socket), h, peer);
-          }),
+      acceptor(std::move(listener),
+               rootOptions(
+                   where, secret, key, timeout,
+                   [this](const std::string& peer, const char* partial, size_t got) { abandoned(peer, partial, got); }),
+               [this](net::Socket socket, const char* hello, const std::string& peer) {
+                 RendezvousHello h;
+                 std::memcpy(&h, hello, sizeof(h));
+                 admit(std::move(socket), h, peer);
+               }),
       loop(where, -1) {}
 
 void RootListener::State::fail(const std::string& message) {
@@ -167,7 +188,8 @@ void RootListener::State::abandoned(const std::string& peer, const char* partial
 }
 
 void RootListener::State::finish(const std::string& why) {
-  if (!complete) {
+  // A released root serves nobody: it ends quietly.
+  if (!complete && !released.load(std::memory_order_acquire)) {
     fail(strFormat("the %s %s before every rank arrived", where.c_str(), why.c_str()));
   }
   for (auto& a : arrived) a.socket.close();
@@ -211,6 +233,7 @@ void RootListener::State::admit(net::Socket socket, const RendezvousHello& h, co
 }
 
 bool RootListener::State::prepare(net::Watches& watches) {
+  if (released.load(std::memory_order_acquire)) return false;  // onExit tells any rank that came
   if (failure.empty() && nRanks > 0 && count == nRanks) {
     std::vector<uint8_t> table(static_cast<size_t>(nRanks) * net::SocketAddress::kEncodedBytes);
     for (int r = 0; r < nRanks; ++r) arrived[r].address.encode(table.data() + r * net::SocketAddress::kEncodedBytes);
@@ -246,8 +269,9 @@ bool RootListener::State::prepare(net::Watches& watches) {
 }
 
 std::unique_ptr<RootListener> RootListener::start(net::Socket listener, const net::Secret& secret,
-                                                  double timeoutSeconds, std::string deadlineName) {
-  auto state = std::make_shared<State>(std::move(listener), secret, timeoutSeconds, std::move(deadlineName));
+                                                  const std::optional<net::Digest>& key, double timeoutSeconds,
+                                                  std::string deadlineName) {
+  auto state = std::make_shared<State>(std::move(listener), secret, key, timeoutSeconds, std::move(deadlineName));
   std::unique_ptr<RootListener> root(new RootListener());
   root->state_ = state;
   // The hooks hold their own reference so that a detached root outlives its handle.
@@ -265,6 +289,13 @@ void RootListener::stop() {
 
 void RootListener::detach() {
   if (state_) state_->loop.detach();
+}
+
+void RootListener::release(const std::weak_ptr<State>& root) {
+  if (auto state = root.lock()) {
+    state->released.store(true, std::memory_order_release);
+    state->loop.wake();
+  }
 }
 
 RootListener::~RootListener() { stop(); }

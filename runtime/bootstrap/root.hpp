@@ -12,10 +12,12 @@
 #define MSCCLPP_BOOTSTRAP_ROOT_HPP_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/net/secret.hpp"
+#include "core/net/sha256.hpp"
 #include "core/net/socket.hpp"
 
 namespace mscclpp::bootstrap {
@@ -23,13 +25,20 @@ namespace mscclpp::bootstrap {
 class RootListener {
  public:
   struct State;
-  // Takes a bound, listening socket. deadlineName names where
-  // timeoutSeconds comes from in messages: "MSCCLPP_INIT_TIMEOUT_S".
-  static std::unique_ptr<RootListener> start(net::Socket listener, const net::Secret& secret, double timeoutSeconds,
+  // Takes a bound, listening socket. With a key (MSCCLPP_COMM_SECRET)
+  // ranks prove it instead of sending the secret. deadlineName names
+  // where timeoutSeconds comes from in messages: "MSCCLPP_INIT_TIMEOUT_S".
+  static std::unique_ptr<RootListener> start(net::Socket listener, const net::Secret& secret,
+                                             const std::optional<net::Digest>& key, double timeoutSeconds,
                                              std::string deadlineName);
   ~RootListener();  // stops and joins unless detached
   void detach();
   void stop();
+  // Ends the root, detached or not, at its next turn: as stop(),
+  // but from any thread and without waiting. For an id no rank
+  // will use. A root that already ended is left alone.
+  static void release(const std::weak_ptr<State>& root);
+  std::weak_ptr<State> state() const { return state_; }
 
  private:
   RootListener() = default;

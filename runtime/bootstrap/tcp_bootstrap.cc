@@ -4,8 +4,11 @@
 
 #include <atomic>
 #include <cstring>
+#include <iterator>
+#include <map>
 #include <mutex>
 
+#include "bootstrap/comm_secret.hpp"
 #include "bootstrap/group_ops.hpp"
 #include "bootstrap/root.hpp"
 #include "bootstrap/tcp_endpoint.hpp"
@@ -43,9 +46,25 @@ struct MSCCLPP_INTERNAL TcpBootstrap::Impl {
                     rank, nRanks);
     return *ops;
   }
-  std::vector<net::SocketAddress> rendezvous(const bootstrap::UniqueIdFields& f, double timeout,
-                                             const char* timeoutName);
+  std::vector<net::SocketAddress> rendezvous(const bootstrap::UniqueIdFields& f, const std::optional<net::Digest>& key,
+                                             double timeout, const char* timeoutName);
 };
+
+namespace {
+
+// The roots createUniqueId started in this process, by their id's
+// secret, for stopRoot. An entry goes when its root ends.
+struct RootsOfThisProcess {
+  std::mutex mutex;
+  std::map<net::Secret, std::weak_ptr<RootListener::State>> bySecret;
+};
+
+RootsOfThisProcess& rootsOfThisProcess() {
+  static RootsOfThisProcess* roots = new RootsOfThisProcess();  // never destroyed: detached roots outlive main
+  return *roots;
+}
+
+}  // namespace
 
 UniqueId TcpBootstrap::createUniqueId() {
   checkEnvironment();
@@ -58,10 +77,38 @@ UniqueId TcpBootstrap::createUniqueId() {
   f.secret = net::randomSecret();
   MSCCLPP_INFO(LogBootstrap, "bootstrap root listening on %s (interface %s)", f.root.toString().c_str(),
                iface.name.c_str());
-  RootListener::start(std::move(listener), f.secret, params::rendezvousTimeoutSeconds(),
-                      params::rendezvousTimeoutName())
-      ->detach();
+  std::unique_ptr<RootListener> root =
+      RootListener::start(std::move(listener), f.secret, bootstrap::jobKey(f.secret),
+                          params::rendezvousTimeoutSeconds(), params::rendezvousTimeoutName());
+  {
+    RootsOfThisProcess& roots = rootsOfThisProcess();
+    std::lock_guard<std::mutex> lock(roots.mutex);
+    for (auto it = roots.bySecret.begin(); it != roots.bySecret.end();) {
+      it = it->second.expired() ? roots.bySecret.erase(it) : std::next(it);
+    }
+    roots.bySecret[f.secret] = root->state();
+  }
+  root->detach();
   return bootstrap::encodeUniqueId(f);
+}
+
+void TcpBootstrap::stopRoot(const UniqueId& uniqueId) {
+  bootstrap::UniqueIdFields f;
+  try {
+    f = bootstrap::decodeUniqueId(uniqueId);
+  } catch (const Error&) {
+    return;  // not an id of ours: no root of ours
+  }
+  std::weak_ptr<RootListener::State> root;
+  {
+    RootsOfThisProcess& roots = rootsOfThisProcess();
+    std::lock_guard<std::mutex> lock(roots.mutex);
+    auto it = roots.bySecret.find(f.secret);
+    if (it == roots.bySecret.end()) return;
+    root = it->second;
+    roots.bySecret.erase(it);
+  }
+  RootListener::release(root);
 }
 
 TcpBootstrap::TcpBootstrap(int rank, int nRanks) : pimpl_(std::make_unique<Impl>()) {
@@ -74,7 +121,8 @@ TcpBootstrap::TcpBootstrap(int rank, int nRanks) : pimpl_(std::make_unique<Impl>
 
 TcpBootstrap::~TcpBootstrap() = default;
 
-std::vector<net::SocketAddress> TcpBootstrap::Impl::rendezvous(const bootstrap::UniqueIdFields& f, double timeout,
+std::vector<net::SocketAddress> TcpBootstrap::Impl::rendezvous(const bootstrap::UniqueIdFields& f,
+                                                               const std::optional<net::Digest>& key, double timeout,
                                                                const char* timeoutName) {
   using namespace bootstrap;
   const std::string who = strFormat("bootstrap rank %d/%d", rank, nRanks);
@@ -123,7 +171,8 @@ std::vector<net::SocketAddress> TcpBootstrap::Impl::rendezvous(const bootstrap::
     }
   } forget{*this};
   RendezvousHello hello{};
-  hello.header = net::makeHelloHeader(kRendezvousHelloMagic, f.secret);
+  // With a key the secret field carries our nonce, and both sides prove the key.
+  hello.header = net::makeHelloHeader(kRendezvousHelloMagic, key ? net::randomSecret() : f.secret);
   hello.rank = rank;
   hello.nRanks = nRanks;
   endpoint->listenAddress().encode(hello.listenAddress);
@@ -131,10 +180,25 @@ std::vector<net::SocketAddress> TcpBootstrap::Impl::rendezvous(const bootstrap::
   const std::string waiting = who + ": waiting for the other ranks at " + rootText;
   try {
     s.sendAll(&hello, sizeof(hello), deadline, who + ": rendezvous hello to " + rootText);
+  } catch (const Error& e) {
+    throwRootGone(e);
+  }
+  if (key) {
+    try {
+      net::answerChallenge(s, *key, &hello, sizeof(hello), deadline, rootText);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::RemoteError || aborted.load()) throw;
+      throw Error(ErrorCode::RemoteError, who + ": the rendezvous failed: " + e.what());
+    }
+  }
+  try {
     s.recvAll(&reply, sizeof(reply), deadline, waiting);
   } catch (const Error& e) {
     throwRootGone(e);
   }
+  MSCCLPP_ENFORCE(std::memcmp(reply.magic, net::kChallengeMagic, 8) != 0, ErrorCode::InvalidUsage,
+                  "%s: %s asks every rank to prove MSCCLPP_COMM_SECRET, which this rank does not set", who.c_str(),
+                  rootText.c_str());
   MSCCLPP_ENFORCE(std::memcmp(reply.magic, kRendezvousReplyMagic, 8) == 0, ErrorCode::RemoteError,
                   "%s: the reply has a bad magic (is %s a bootstrap root of this library?)", waiting.c_str(),
                   f.root.toString().c_str());
@@ -176,15 +240,18 @@ void TcpBootstrap::initialize(const UniqueId& uniqueId, double timeoutSec) {
   MSCCLPP_ENFORCE(maxBytes > 0, ErrorCode::InvalidArgument, "MSCCLPP_BOOTSTRAP_MAX_BYTES=%lld must be > 0",
                   (long long)maxBytes);
   const char* rendezvousTimeoutName = timeoutSec > 0 ? "the initialize() timeout" : params::rendezvousTimeoutName();
+  // Read before anything listens: a bad MSCCLPP_COMM_SECRET fails here.
+  const std::optional<net::Digest> key = bootstrap::jobKey(f.secret);
   if ((f.flags & bootstrap::kFlagFixedAddress) && m.rank == 0) {
-    m.root = RootListener::start(net::Socket::listenOn(f.root), f.secret, rendezvousTimeout, rendezvousTimeoutName);
+    m.root =
+        RootListener::start(net::Socket::listenOn(f.root), f.secret, key, rendezvousTimeout, rendezvousTimeoutName);
   }
   // Listen where the root is reachable from:
   // loopback roots keep the job on loopback.
   net::NetInterface iface = f.root.isLoopback() && params::socketIfname().empty()
                                 ? net::chooseInterface("lo", net::listInterfaces())
                                 : net::chooseDefaultInterface();
-  auto endpoint = std::make_shared<TcpEndpoint>(m.rank, m.nRanks, f.secret, net::Socket::listenOn(iface.address),
+  auto endpoint = std::make_shared<TcpEndpoint>(m.rank, m.nRanks, f.secret, key, net::Socket::listenOn(iface.address),
                                                 static_cast<size_t>(maxBytes));
   {
     std::lock_guard<std::mutex> lock(m.mutex);
@@ -193,7 +260,7 @@ void TcpBootstrap::initialize(const UniqueId& uniqueId, double timeoutSec) {
     m.endpoint = endpoint;
   }
   try {
-    m.endpoint->setPeerAddresses(m.rendezvous(f, rendezvousTimeout, rendezvousTimeoutName));
+    m.endpoint->setPeerAddresses(m.rendezvous(f, key, rendezvousTimeout, rendezvousTimeoutName));
     m.endpoint->startLiveness(Deadline(rendezvousTimeout, rendezvousTimeoutName));
   } catch (const Error& e) {
     std::shared_ptr<TcpEndpoint> gone;
@@ -221,6 +288,15 @@ void TcpBootstrap::initialize(const UniqueId& uniqueId, double timeoutSec) {
 
 void TcpBootstrap::initialize(const std::string& hostPort, double timeoutSec) {
   initialize(bootstrap::encodeUniqueId(bootstrap::fixedAddressId(hostPort)), timeoutSec);
+}
+
+void TcpBootstrap::leave() {
+  std::shared_ptr<TcpEndpoint> endpoint;
+  {
+    std::lock_guard<std::mutex> lock(pimpl_->mutex);
+    endpoint = pimpl_->endpoint;
+  }
+  if (endpoint) endpoint->leave();
 }
 
 UniqueId TcpBootstrap::getUniqueId() const { return pimpl_->id; }
@@ -262,6 +338,10 @@ void TcpBootstrap::removePeerFailureListener(uint64_t id) {
 void TcpBootstrap::serve(RequestHandler handler) { pimpl_->checked().serve(std::move(handler)); }
 std::vector<char> TcpBootstrap::ask(int peer, const std::vector<char>& request, double timeoutSeconds) {
   return pimpl_->checked().ask(peer, request, timeoutSeconds);
+}
+std::vector<std::vector<char>> TcpBootstrap::askEach(const std::vector<int>& peers, const std::vector<char>& request,
+                                                     double timeoutSeconds, std::vector<std::string>* errors) {
+  return pimpl_->checked().askEach(peers, request, timeoutSeconds, errors);
 }
 double TcpBootstrap::timeoutSeconds() const { return pimpl_->ops ? pimpl_->ops->timeoutSeconds() : pimpl_->timeout; }
 void TcpBootstrap::setTimeout(double seconds) {

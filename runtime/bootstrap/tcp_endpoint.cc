@@ -1,6 +1,7 @@
 #include "bootstrap/tcp_endpoint.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "bootstrap/wire.hpp"
@@ -18,10 +19,29 @@ constexpr int kFramesPerWakeup = 64;  // fairness between busy peers
 constexpr double kCourierSendSeconds = 2.0;
 }  // namespace
 
-TcpEndpoint::TcpEndpoint(int rank, int nRanks, const net::Secret& secret, net::Socket listener, size_t maxMessageBytes)
+namespace {
+net::HelloAcceptor::Options peerOptions(const std::string& who, const net::Secret& secret,
+                                        const std::optional<net::Digest>& key) {
+  net::HelloAcceptor::Options o{who,
+                                LogBootstrap,
+                                kPeerHelloMagic,
+                                secret,
+                                sizeof(PeerHello),
+                                "not a rank of this job",
+                                kHandshakeSeconds,
+                                kMaxUnauthenticated};
+  o.key = key;
+  o.keyName = "MSCCLPP_COMM_SECRET";
+  return o;
+}
+}  // namespace
+
+TcpEndpoint::TcpEndpoint(int rank, int nRanks, const net::Secret& secret, const std::optional<net::Digest>& key,
+                         net::Socket listener, size_t maxMessageBytes)
     : rank_(rank),
       nRanks_(nRanks),
       secret_(secret),
+      key_(key),
       maxMessageBytes_(maxMessageBytes),
       listenAddress_(listener.localAddress()),
       who_(strFormat("bootstrap rank %d/%d", rank, nRanks)),
@@ -31,9 +51,7 @@ TcpEndpoint::TcpEndpoint(int rank, int nRanks, const net::Secret& secret, net::S
                [this](int peer, const detail::MessageKey& key, const std::vector<char>& payload) {
                  send(peer, key, payload.data(), payload.size(), Deadline(kCourierSendSeconds), who_ + ": courier");
                }),
-      acceptor_(std::move(listener),
-                net::HelloAcceptor::Options{who_, LogBootstrap, kPeerHelloMagic, secret, sizeof(PeerHello),
-                                            "not a rank of this job", kHandshakeSeconds, kMaxUnauthenticated},
+      acceptor_(std::move(listener), peerOptions(who_, secret, key),
                 [this](net::Socket socket, const char* hello, const std::string& peer) {
                   admit(std::move(socket), hello, peer);
                 }),
@@ -51,26 +69,42 @@ TcpEndpoint::TcpEndpoint(int rank, int nRanks, const net::Secret& secret, net::S
     // Leaving on purpose, not aborted: a goodbye on every
     // inbound connection too, so that a peer watching its
     // outbound socket to us does not take the close for a crash.
-    const bool goodbye = !aborted_.load();
-    for (auto& in : inbound_) {
-      if (goodbye && in->socket.valid()) {
-        FrameHeader h{kFrameMagic, detail::kKindGoodbye, 0, 0, 0, 0};
-        (void)!::send(in->socket.fd(), &h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL);
-      }
-      in->socket.close();
-    }
+    if (!aborted_.load()) sayGoodbyeOnInbound(detail::kGoodbyeDestroyed);
+    for (auto& in : inbound_) in->socket.close();
     acceptor_.close();
   };
   progress_.start(std::move(hooks));
+  listForExitGoodbye(this);
 }
 
 TcpEndpoint::~TcpEndpoint() {
-  stopping_.store(true);
-  courier_.stop();
-  if (!aborted_.load()) sayGoodbyeOnOutbound();
-  progress_.stop();
+  closeWithGoodbye();
   // Outbound sockets close here, not in abort, so
   // that data already sent is still delivered.
+}
+
+void TcpEndpoint::leave() {
+  closeWithGoodbye();
+  mailbox_.abort("this rank left: its communicator was finalized");
+}
+
+void TcpEndpoint::closeWithGoodbye() {
+  if (closed_.exchange(true)) return;
+  unlistForExitGoodbye(this);
+  stopping_.store(true);
+  courier_.stop();
+  if (!aborted_.load()) sayGoodbyeOnOutbound(detail::kGoodbyeDestroyed);
+  progress_.stop();
+}
+
+void TcpEndpoint::sayGoodbyeAtExit() {
+  if (aborted_.load() || closed_.load() || stopping_.exchange(true)) return;
+  courier_.stop();
+  sayGoodbyeOnOutbound(detail::kGoodbyeExited);
+  std::unique_lock<std::mutex> lock(exitMutex_);
+  exitGoodbyeAsked_ = true;
+  progress_.wake();
+  exitDone_.wait_for(lock, std::chrono::milliseconds(200), [this] { return exitGoodbyeSent_; });
 }
 
 void TcpEndpoint::setPeerAddresses(std::vector<net::SocketAddress> addresses) {
@@ -106,10 +140,12 @@ void TcpEndpoint::connectOutbound(int peer, Outbound& out, const Deadline& deadl
                   "%s: the rendezvous has not completed", what.c_str());
   net::Socket s = net::Socket::connectTo(peers_[peer], deadline, "rank " + std::to_string(peer), false, &aborted_);
   PeerHello hello{};
-  hello.header = net::makeHelloHeader(kPeerHelloMagic, secret_);
+  // With a key the secret field carries our nonce, and both sides prove the key.
+  hello.header = net::makeHelloHeader(kPeerHelloMagic, key_ ? net::randomSecret() : secret_);
   hello.fromRank = rank_;
   hello.nRanks = nRanks_;
   s.sendAll(&hello, sizeof(hello), deadline, what + ": handshake");
+  if (key_) net::answerChallenge(s, *key_, &hello, sizeof(hello), deadline, peerName(peer));
   out.socket = std::move(s);
   out.fd.store(out.socket.fd());
   progress_.wake();                            // the progress thread watches the new socket from its next turn
@@ -119,6 +155,8 @@ void TcpEndpoint::connectOutbound(int peer, Outbound& out, const Deadline& deadl
 void TcpEndpoint::send(int peer, const detail::MessageKey& key, const void* data, size_t size, const Deadline& deadline,
                        const std::string& what) {
   MSCCLPP_ENFORCE(!aborted_.load(), ErrorCode::Aborted, "%s: the bootstrap was aborted", what.c_str());
+  MSCCLPP_ENFORCE(!closed_.load(), ErrorCode::Aborted, "%s: this rank left (its communicator was finalized)",
+                  what.c_str());
   MSCCLPP_ENFORCE(size <= maxMessageBytes_, ErrorCode::InvalidArgument,
                   "%s: %zu bytes is more than MSCCLPP_BOOTSTRAP_MAX_BYTES=%zu", what.c_str(), size, maxMessageBytes_);
   if (peer == rank_) {
@@ -217,6 +255,7 @@ bool TcpEndpoint::service(Inbound& in) {
     return true;
   } catch (const Error& e) {
     if (watch_[in.fromRank].left) {
+      in.socket.close();            // drained: peerLeft must not count it as open
       peerLeft(in.fromRank, true);  // its connection ended after everything it sent
     } else if (failures_.failed(in.fromRank)) {
       peerFailed(in.fromRank, failures_.reason(in.fromRank), false);  // found earlier; now drained
@@ -236,7 +275,12 @@ void TcpEndpoint::dispatch(int from, const FrameHeader& h, std::vector<char> pay
     case detail::kKindHeartbeat:
       return;  // its arrival was the point
     case detail::kKindGoodbye:
-      return peerLeft(from, true);
+      return peerLeft(from, true, -1, goodbyeReason(h.tag));
+    case detail::kKindLeaveNotice: {
+      const int left = h.tag;
+      if (left == rank_ || left < 0 || left >= nRanks_) return;
+      return peerLeft(left, !inboundOpenFrom(left), from, std::string(payload.begin(), payload.end()));
+    }
     case detail::kKindFailureNotice: {
       const int failed = h.tag;
       if (failed == rank_) {
@@ -274,6 +318,14 @@ void TcpEndpoint::dispatch(int from, const FrameHeader& h, std::vector<char> pay
 
 bool TcpEndpoint::prepare(net::Watches& watches) {
   if (aborted_.load()) return false;
+  {
+    std::lock_guard<std::mutex> lock(exitMutex_);
+    if (exitGoodbyeAsked_ && !exitGoodbyeSent_) {
+      sayGoodbyeOnInbound(detail::kGoodbyeExited);
+      exitGoodbyeSent_ = true;
+      exitDone_.notify_all();
+    }
+  }
   inbound_.erase(std::remove_if(inbound_.begin(), inbound_.end(), [](const auto& in) { return !in->socket.valid(); }),
                  inbound_.end());
   acceptor_.watch(watches);

@@ -6,16 +6,18 @@
 // slow receiver never blocks a sender's other traffic.
 // Liveness (tcp_liveness.cc): heartbeats to the ring
 // neighbours and a watch over every connection find dead
-// peers; the rules are in docs/failure-handling.md, "Dead
-// peers". Destroying an endpoint says goodbye first; abort()
-// does not, so for the peers an aborted rank has failed.
+// and departed peers (docs/failure-handling.md). Destroying
+// an endpoint, or exiting with it alive, says goodbye first;
+// abort() does not: for the peers an aborted rank failed.
 #ifndef MSCCLPP_BOOTSTRAP_TCP_ENDPOINT_HPP_
 #define MSCCLPP_BOOTSTRAP_TCP_ENDPOINT_HPP_
 
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "bootstrap/courier.hpp"
@@ -31,9 +33,18 @@ namespace mscclpp::bootstrap {
 class TcpEndpoint : public detail::MessageEndpoint {
  public:
   // Starts the progress thread on `listener` (bound and listening).
-  TcpEndpoint(int rank, int nRanks, const net::Secret& secret, net::Socket listener, size_t maxMessageBytes);
+  // With a key (MSCCLPP_COMM_SECRET) connections prove it instead
+  // of sending the secret, both ways.
+  TcpEndpoint(int rank, int nRanks, const net::Secret& secret, const std::optional<net::Digest>& key,
+              net::Socket listener, size_t maxMessageBytes);
   // Leaves on purpose: a goodbye on every connection, then everything closes.
   ~TcpEndpoint() override;
+  // At exit with the endpoint alive: the same goodbye, then nothing more
+  // is sent. Bounded; from the exiting thread (exit_goodbye.cc).
+  void sayGoodbyeAtExit();
+  // The destructor's goodbye and close, keeping the object: later
+  // sends and recvs fail. For a communicator finalized before it goes.
+  void leave();
 
   // The listening address of every rank, known
   // after the rendezvous; before it, sends fail.
@@ -74,9 +85,14 @@ class TcpEndpoint : public detail::MessageEndpoint {
   };
   // The progress thread's view of each peer, touched on that thread only.
   struct PeerWatch {
-    int64_t lastHeardMs = 0;  // steady-clock ms of the last bytes from it
-    bool neighbour = false;   // watched with heartbeats
-    bool left = false;        // said goodbye
+    int64_t lastHeardMs = 0;     // steady-clock ms of the last bytes from it
+    bool neighbour = false;      // watched with heartbeats
+    bool left = false;           // said goodbye, or a rank said it left
+    std::string leftReason;      // why, for when everything it sent was read
+    int leftToldBy = -1;         // the rank that said it left; -1: its own goodbye
+    int64_t emptySinceMs = 0;    // our outbound queue to it was last seen with nothing in flight
+    int64_t stoppedSinceMs = 0;  // silent while its host acknowledges; 0 when it is not
+    int64_t nextStoppedWarnMs = 0;
     bool outboundClosed = false;
     FrameHeader outboundBytes{};  // what it wrote on our outbound socket: a goodbye at most
     size_t outboundGot = 0;
@@ -98,10 +114,17 @@ class TcpEndpoint : public detail::MessageEndpoint {
   void serviceOutbound(int peer);
   void sendHeartbeats(int64_t nowMs);
   void checkNeighbours(int64_t nowMs);
-  // The peer said goodbye: it left on purpose, which is no failure.
-  // drained: everything it sent us was read, its goodbye coming
-  // last on its own connection, so recvs from it fail from now on.
-  void peerLeft(int peer, bool drained);
+  // A silent neighbour whose host acknowledges: WARN, and wait for it.
+  void noteStopped(int peer, int64_t nowMs, double silentSeconds);
+  // The peer left on purpose: it said goodbye (why: GoodbyeWhy), or
+  // rank toldBy said so (why: the reason it sent). drained: everything
+  // it sent us was read, its goodbye coming last on its own connection:
+  // then recvs from it fail, the listeners hear it, and the ring is told.
+  void peerLeft(int peer, bool drained, int toldBy = -1, const std::string& why = std::string());
+  // Whether an inbound connection from peer is still open.
+  bool inboundOpenFrom(int peer) const;
+  // What a goodbye's tag says of how its sender left.
+  static std::string goodbyeReason(int32_t why);
   // The peer failed: the listeners are told, and every other
   // rank when tellOthers. Recvs from it fail once `drained`,
   // when nothing it sent can still be on the way in.
@@ -112,12 +135,17 @@ class TcpEndpoint : public detail::MessageEndpoint {
   // neighbour may connect before the rendezvous table
   // arrives; then this names the connection's source address.
   std::string inboundPeerName(const Inbound& in) const;
-  // For the destructor: a goodbye on every outbound socket, best effort and bounded.
-  void sayGoodbyeOnOutbound();
+  // leave() and the destructor: goodbyes, then the threads stop. Once.
+  void closeWithGoodbye();
+  // A goodbye saying why on every outbound socket, best effort and bounded.
+  void sayGoodbyeOnOutbound(int32_t why);
+  // The same on every inbound socket; progress thread only.
+  void sayGoodbyeOnInbound(int32_t why);
 
   const int rank_;
   const int nRanks_;
   const net::Secret secret_;
+  const std::optional<net::Digest> key_;
   const size_t maxMessageBytes_;
   net::SocketAddress listenAddress_;
   std::string who_;  // "bootstrap rank 2/8"
@@ -139,10 +167,21 @@ class TcpEndpoint : public detail::MessageEndpoint {
   std::atomic<bool> peersKnown_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> closed_{false};  // closeWithGoodbye ran
+  // sayGoodbyeAtExit asks the progress thread for the inbound goodbyes.
+  std::mutex exitMutex_;
+  std::condition_variable exitDone_;
+  bool exitGoodbyeAsked_ = false;
+  bool exitGoodbyeSent_ = false;
   detail::Courier courier_;
   net::HelloAcceptor acceptor_;
   net::EventLoop progress_;  // last: its thread stops before the members above go
 };
+
+// The endpoints alive in this process, for the goodbye at exit
+// (exit_goodbye.cc): an endpoint is listed while it can say one.
+void listForExitGoodbye(TcpEndpoint* endpoint);
+void unlistForExitGoodbye(TcpEndpoint* endpoint);
 
 }  // namespace mscclpp::bootstrap
 

@@ -1,13 +1,18 @@
 // TcpEndpoint's liveness protocol: connections to the ring neighbours,
 // heartbeats, the watch over outbound sockets, goodbyes, and what a
-// failed peer sets off. The rules are in docs/failure-handling.md.
+// failed or departed peer sets off. The rules are in
+// docs/failure-handling.md.
 #include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <climits>
 #include <cstring>
+#include <thread>
 
+#include "bootstrap/liveness_rule.hpp"
 #include "bootstrap/tcp_endpoint.hpp"
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
@@ -101,7 +106,7 @@ void TcpEndpoint::serviceOutbound(int peer) {
       // Its last messages may still be on the way in on the other
       // connection: recvs from it fail only once that one ends
       // with its goodbye or close, after they were delivered.
-      peerLeft(peer, false);
+      peerLeft(peer, !inboundOpenFrom(peer), -1, goodbyeReason(w.outboundBytes.tag));
     } else {
       MSCCLPP_WARN(LogBootstrap, "%s: %s wrote unexpected bytes on our connection to it (kind %u); ignored",
                    who_.c_str(), peerName(peer).c_str(), w.outboundBytes.kind);
@@ -114,12 +119,16 @@ void TcpEndpoint::serviceOutbound(int peer) {
   // Its last messages may still be on the way in on its
   // own connection to us: they stay receivable until that
   // one closes too, and service() then marks the mailbox.
-  bool inboundOpen = false;
-  for (const auto& in : inbound_) inboundOpen |= in->fromRank == peer && in->socket.valid();
   peerFailed(peer,
              strFormat("%s closed its bootstrap connection without leaving: it exited, crashed, was killed or aborted",
                        peerName(peer).c_str()),
-             true, !inboundOpen);
+             true, !inboundOpenFrom(peer));
+}
+
+bool TcpEndpoint::inboundOpenFrom(int peer) const {
+  for (const auto& in : inbound_)
+    if (in->fromRank == peer && in->socket.valid()) return true;
+  return false;
 }
 
 void TcpEndpoint::sendHeartbeats(int64_t nowMs) {
@@ -150,25 +159,80 @@ void TcpEndpoint::sendHeartbeats(int64_t nowMs) {
 void TcpEndpoint::checkNeighbours(int64_t nowMs) {
   if (heartbeatTimeoutSeconds_ <= 0 || stopping_.load()) return;
   const int64_t start = livenessStartMs_.load(std::memory_order_acquire);
-  const int64_t limitMs = static_cast<int64_t>(heartbeatTimeoutSeconds_ * 1000);
   for (int q : ringNeighbours(rank_, nRanks_)) {
-    if (watch_[q].left || failures_.failed(q)) continue;
-    const int64_t last = std::max(watch_[q].lastHeardMs, start);
-    if (nowMs - last <= limitMs) continue;
-    peerFailed(q,
-               strFormat("%s sent nothing for %.3g s, not even a heartbeat (MSCCLPP_HEARTBEAT_TIMEOUT_S=%.3g): its "
-                         "host is unreachable, or the process is stopped or starved",
-                         peerName(q).c_str(), (nowMs - last) / 1000.0, heartbeatTimeoutSeconds_),
-               true);
+    PeerWatch& w = watch_[q];
+    if (w.left || failures_.failed(q)) continue;
+    NeighbourFacts facts;
+    facts.silentSeconds = (nowMs - std::max(w.lastHeardMs, start)) / 1000.0;
+    const int fd = outbound_[q]->fd.load(std::memory_order_acquire);
+    if (w.emptySinceMs == 0) w.emptySinceMs = start;
+    facts.unacknowledgedSeconds = fd >= 0 ? unacknowledgedSeconds(fd, nowMs, &w.emptySinceMs) : facts.silentSeconds;
+    switch (classifyNeighbour(facts, heartbeatTimeoutSeconds_)) {
+      case NeighbourState::Alive:
+        if (w.stoppedSinceMs != 0) {
+          MSCCLPP_WARN(LogBootstrap, "%s: %s speaks again after %.3g s of silence", who_.c_str(), peerName(q).c_str(),
+                       (w.lastHeardMs - w.stoppedSinceMs) / 1000.0);
+          w.stoppedSinceMs = 0;
+        }
+        break;
+      case NeighbourState::Stopped:
+        noteStopped(q, nowMs, facts.silentSeconds);
+        break;
+      case NeighbourState::Unreachable:
+        peerFailed(
+            q,
+            strFormat("%s sent nothing for %.3g s, and its host acknowledged nothing we sent for %.3g s "
+                      "(MSCCLPP_HEARTBEAT_TIMEOUT_S=%.3g): its host is unreachable or down",
+                      peerName(q).c_str(), facts.silentSeconds, facts.unacknowledgedSeconds, heartbeatTimeoutSeconds_),
+            true);
+        break;
+    }
   }
 }
 
-void TcpEndpoint::peerLeft(int peer, bool drained) {
-  if (!watch_[peer].left) MSCCLPP_TRACE(LogBootstrap, "%s: %s left", who_.c_str(), peerName(peer).c_str());
-  watch_[peer].left = true;
-  if (drained) {
-    mailbox_.markPeerGone(peer,
-                          strFormat("%s left: it destroyed its bootstrap (communicator)", peerName(peer).c_str()));
+void TcpEndpoint::noteStopped(int peer, int64_t nowMs, double silentSeconds) {
+  PeerWatch& w = watch_[peer];
+  if (w.stoppedSinceMs == 0) {
+    w.stoppedSinceMs = nowMs - static_cast<int64_t>(silentSeconds * 1000);
+    w.nextStoppedWarnMs = nowMs;
+  }
+  if (nowMs < w.nextStoppedWarnMs) return;
+  const double every = params::waitWarnSeconds();
+  w.nextStoppedWarnMs = every > 0 ? nowMs + static_cast<int64_t>(every * 1000) : INT64_MAX;
+  MSCCLPP_WARN(LogBootstrap,
+               "%s: %s has sent nothing for %.3g s, not even a heartbeat, but its host acknowledges what we send: "
+               "its process is stopped or starved (SIGSTOP, a debugger, a dump); waiting for it, as for any live "
+               "peer (MSCCLPP_TIMEOUT_S bounds such waits)",
+               who_.c_str(), peerName(peer).c_str(), silentSeconds);
+}
+
+std::string TcpEndpoint::goodbyeReason(int32_t why) {
+  if (why == detail::kGoodbyeExited) return "its process exited without destroying its communicator";
+  return "it destroyed or finalized its communicator";
+}
+
+void TcpEndpoint::peerLeft(int peer, bool drained, int toldBy, const std::string& why) {
+  PeerWatch& w = watch_[peer];
+  if (!w.left) MSCCLPP_TRACE(LogBootstrap, "%s: %s left", who_.c_str(), peerName(peer).c_str());
+  w.left = true;
+  if (!why.empty() && w.leftReason.empty()) {
+    w.leftReason = toldBy >= 0 ? why : strFormat("%s said goodbye: %s", peerName(peer).c_str(), why.c_str());
+    w.leftToldBy = toldBy;
+  }
+  if (!drained) return;
+  const std::string told = w.leftToldBy >= 0 ? strFormat(" (reported by rank %d)", w.leftToldBy) : std::string();
+  const std::string reason =
+      (w.leftReason.empty() ? strFormat("%s said goodbye", peerName(peer).c_str()) : w.leftReason) + told;
+  mailbox_.markPeerGone(peer, reason);
+  if (stopping_.load() || aborted_.load() || !failures_.report(peer, reason, /*left=*/true)) return;
+  MSCCLPP_INFO(LogBootstrap, "%s: peer left: %s", who_.c_str(), reason.c_str());
+  // Ranks that never talked to it hear it along the ring: each rank
+  // passes it on once, away from whoever told it. Sends to ranks
+  // already gone fail at once; so the ring costs a few messages.
+  const std::vector<char> payload(w.leftReason.begin(), w.leftReason.end());
+  for (int q : ringNeighbours(rank_, nRanks_)) {
+    if (q == peer || q == w.leftToldBy || failures_.failed(q)) continue;
+    courier_.post(q, detail::MessageKey{0, detail::kKindLeaveNotice, peer}, payload);
   }
 }
 
@@ -200,18 +264,29 @@ void TcpEndpoint::peerFailed(int peer, const std::string& reason, bool tellOther
   for (int q : last) courier_.post(q, detail::MessageKey{0, detail::kKindFailureNotice, peer}, payload);
 }
 
-void TcpEndpoint::sayGoodbyeOnOutbound() {
+void TcpEndpoint::sayGoodbyeOnOutbound(int32_t why) {
   for (int q = 0; q < nRanks_; ++q) {
     if (q == rank_) continue;
     Outbound& o = *outbound_[q];
-    std::lock_guard<std::mutex> lock(o.mutex);
-    if (!o.socket.valid() || !o.brokenReason.empty()) continue;
-    FrameHeader h{kFrameMagic, detail::kKindGoodbye, 0, 0, 0, 0};
+    // A sender blocked on a peer that reads nothing holds the lock
+    // without a deadline: that one gets no goodbye, rather than a hang.
+    std::unique_lock<std::mutex> lock(o.mutex, std::defer_lock);
+    for (int i = 0; i < 20 && !lock.try_lock(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (!lock.owns_lock() || !o.socket.valid() || !o.brokenReason.empty()) continue;
+    FrameHeader h{kFrameMagic, detail::kKindGoodbye, 0, why, 0, 0};
     try {
       o.socket.sendAll(&h, sizeof(h), Deadline(0.2), who_ + ": goodbye");
     } catch (const Error&) {
       // Best effort: a peer that is gone needs no goodbye.
     }
+  }
+}
+
+void TcpEndpoint::sayGoodbyeOnInbound(int32_t why) {
+  for (auto& in : inbound_) {
+    if (!in->socket.valid()) continue;
+    FrameHeader h{kFrameMagic, detail::kKindGoodbye, 0, why, 0, 0};
+    (void)!::send(in->socket.fd(), &h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL);
   }
 }
 

@@ -91,9 +91,10 @@ Communicator::Communicator(std::shared_ptr<Bootstrap> bootstrap, int device) : p
   // whichever rank it is waiting on. The listener holds the state
   // weakly, so a late notice after destruction finds nothing to fail.
   std::weak_ptr<Impl> weak = pimpl_;
-  m.peerFailureListener = m.userBootstrap->addPeerFailureListener([weak](int peer, const std::string& reason) {
-    if (auto impl = weak.lock()) impl->peerFailed(peer, reason);
-  });
+  m.peerFailureListener =
+      m.userBootstrap->addPeerFailureListener([weak](int peer, const std::string& reason, bool left) {
+        if (auto impl = weak.lock()) impl->peerFailed(peer, reason, left);
+      });
   auto endExchange = onFailure([view = std::weak_ptr<Bootstrap>(m.bootstrap)]() {
     if (auto b = view.lock()) b->abort();
   });
@@ -140,20 +141,37 @@ void Communicator::exchangeHostIds() {
                m.localRanks.size(), m.device);
 }
 
-Communicator::~Communicator() { pimpl_->userBootstrap->removePeerFailureListener(pimpl_->peerFailureListener); }
+Communicator::~Communicator() {
+  pimpl_->userBootstrap->removePeerFailureListener(pimpl_->peerFailureListener);
+  if (pimpl_->peerDied.load()) {
+    for (const transport::Driver* d : transport::drivers()) d->afterPeerDeath();
+  }
+}
 
-void Communicator::Impl::peerFailed(int peer, const std::string& reason) {
+void Communicator::Impl::peerFailed(int peer, const std::string& reason, bool left) {
+  // What a dead process left, such as named shared memory, goes once no live one uses it.
+  if (!left) {
+    peerDied.store(true);
+    for (const transport::Driver* d : transport::drivers()) d->peerDied();
+  }
   std::string host;  // unknown until the host ids are exchanged; the reason names its address
   {
     std::lock_guard<std::mutex> lock(errorMutex);
     if (peer >= 0 && peer < static_cast<int>(peerHostIds.size())) host = peerHostIds[peer];
   }
-  if (host.empty()) {
-    fail(ErrorCode::RemoteError, strFormat("%s: rank %d failed: %s", who().c_str(), peer, reason.c_str()));
+  const std::string whom =
+      host.empty() ? strFormat("rank %d", peer) : strFormat("rank %d (host %s)", peer, host.c_str());
+  if (left) {
+    {
+      std::lock_guard<std::mutex> lock(errorMutex);
+      if (departures.emplace(peer, strFormat("%s left: %s", whom.c_str(), reason.c_str())).second)
+        departureOrder.push_back(peer);
+      anyDeparture.store(true, std::memory_order_release);
+    }
+    MSCCLPP_INFO(LogInit, "%s: %s left: %s; a call that needs it fails", who().c_str(), whom.c_str(), reason.c_str());
     return;
   }
-  fail(ErrorCode::RemoteError,
-       strFormat("%s: rank %d (host %s) failed: %s", who().c_str(), peer, host.c_str(), reason.c_str()));
+  fail(ErrorCode::RemoteError, strFormat("%s: %s failed: %s", who().c_str(), whom.c_str(), reason.c_str()));
 }
 
 void Communicator::Impl::fail(ErrorCode code, const std::string& message) {
@@ -189,8 +207,46 @@ void Communicator::Impl::fail(ErrorCode code, const std::string& message) {
 
 void Communicator::fail(ErrorCode code, const std::string& message) { pimpl_->fail(code, message); }
 
+bool Communicator::departed() const { return pimpl_->anyDeparture.load(std::memory_order_acquire); }
+
+bool Communicator::hasDeparted(int rank) const {
+  if (!departed()) return false;
+  std::lock_guard<std::mutex> lock(pimpl_->errorMutex);
+  return pimpl_->departures.count(rank) != 0;
+}
+
+std::vector<int> Communicator::departedRanks() const {
+  if (!departed()) return {};
+  std::lock_guard<std::mutex> lock(pimpl_->errorMutex);
+  return pimpl_->departureOrder;
+}
+
+void Communicator::failForDeparture(int rank) {
+  std::string message;
+  {
+    std::lock_guard<std::mutex> lock(pimpl_->errorMutex);
+    auto it = pimpl_->departures.find(rank);
+    if (it == pimpl_->departures.end()) return;
+    message = it->second;
+  }
+  pimpl_->fail(ErrorCode::RemoteError, pimpl_->who() + ": " + message);
+}
+
 void Communicator::throwIfFailedAfter(const Error& error) const {
   const ErrorCode c = error.code();
+  // A call that met a departed peer (an exchange or a connection it needed)
+  // fails the communicator for it: the one the error names, else the first to leave.
+  if (!failed() && departed() && (c == ErrorCode::RemoteError || c == ErrorCode::SystemError)) {
+    const std::vector<int> gone = departedRanks();
+    int rank = gone.front();
+    for (int r : gone) {
+      if (std::strstr(error.what(), strFormat("rank %d ", r).c_str()) != nullptr) {
+        rank = r;
+        break;
+      }
+    }
+    const_cast<Communicator*>(this)->failForDeparture(rank);
+  }
   if (c == ErrorCode::SystemError || c == ErrorCode::RemoteError || c == ErrorCode::Timeout ||
       c == ErrorCode::Aborted) {
     constexpr int kGraceMs = 1000;

@@ -101,6 +101,10 @@ struct MSCCLPP_INTERNAL Communicator::Impl {
   std::atomic<bool> hasFailed{false};  // set with release after failureCode and failureMessage
   ErrorCode failureCode = ErrorCode::InternalError;
   std::string failureMessage;
+  std::map<int, std::string> departures;  // peers that left: "rank 3 (host h) left: ..."
+  std::vector<int> departureOrder;        // the same ranks, in the order they left
+  std::atomic<bool> anyDeparture{false};  // set with release after an entry of departures
+  std::atomic<bool> peerDied{false};      // a peer failed: what it left is swept at the end
   std::map<uint64_t, std::shared_ptr<const std::function<void()>>> failureCallbacks;
   // Held while fail() runs the callbacks: dropping a
   // registration waits for it, so a callback never runs after
@@ -111,9 +115,10 @@ struct MSCCLPP_INTERNAL Communicator::Impl {
   std::vector<std::string> peerHostIds;    // hostIds for peerFailed(), under errorMutex; empty until exchanged
   std::atomic<uint64_t> executorCount{0};  // executors made on it; each names its call monitor's view
 
-  // A peer the bootstrap found dead or unreachable:
-  // the communicator fails with RemoteError.
-  void peerFailed(int peer, const std::string& reason);
+  // A peer the bootstrap found dead or unreachable: the
+  // communicator fails with RemoteError. One that left is
+  // recorded in departures: it fails nothing by itself.
+  void peerFailed(int peer, const std::string& reason, bool left);
   void fail(ErrorCode code, const std::string& message);
 
   // The session of transport t, which has a driver; opened on first use.

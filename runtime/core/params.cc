@@ -114,7 +114,7 @@ void checkValue(const ParamDescriptor& param) {
     parseIntText(param, v);
   } else if (type == "double") {
     parseDoubleText(param, v);
-  } else if (type != "string") {
+  } else if (type != "string" && type != "secret") {
     parseChoiceText(param, v);
   }
 }

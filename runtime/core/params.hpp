@@ -81,6 +81,9 @@ class Cached {
   MSCCLPP_PARAM_ROW(owner, double, "double", parseDouble, accessor, env, def, doc)
 #define MSCCLPP_PARAM_STRING(owner, accessor, env, def, doc) \
   MSCCLPP_PARAM_ROW(owner, std::string, "string", parseString, accessor, env, def, doc)
+// A string never printed: mscclpp-info says only whether it is set.
+#define MSCCLPP_PARAM_SECRET(owner, accessor, env, doc) \
+  MSCCLPP_PARAM_ROW(owner, std::string, "secret", parseString, accessor, env, "", doc)
 #define MSCCLPP_PARAM_CHOICE(owner, accessor, env, def, choices, doc) \
   MSCCLPP_PARAM_ROW(owner, std::string, choices, parseChoice, accessor, env, def, doc)
 

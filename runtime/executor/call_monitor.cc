@@ -20,7 +20,10 @@ constexpr uint8_t kQueryState = 1;
 constexpr uint8_t kFailNotice = 2;
 constexpr int64_t kFirstRoundMs = 2000;    // a call stuck this long is looked at
 constexpr int64_t kMaxRoundGapMs = 30000;  // then at doubling intervals, at most this far apart
-constexpr double kAskSeconds = 2.0;        // a live peer answers in microseconds (its helper thread)
+// Once a peer left, calls are looked at this often: one that waits on it
+// and stays still fails within a second, saying so.
+constexpr int64_t kDepartedRoundMs = 100;
+constexpr double kAskSeconds = 2.0;  // a live peer answers in microseconds (its helper thread)
 constexpr size_t kMaxText = 4096;
 constexpr size_t kMaxWaitsSent = 64;
 constexpr size_t kPeersInStatus = 4;
@@ -370,9 +373,11 @@ void CallMonitor::watch() {
   uint64_t watched = 0;        // the call whose rounds are scheduled
   uint32_t watchedLaunch = 0;  // and its launch, when a replay
   int64_t nextRoundMs = kFirstRoundMs;
-  int64_t nextWarnMs = 0;  // of an enqueued call: its next long-wait WARN (0: none)
+  int64_t nextWarnMs = 0;     // of an enqueued call: its next long-wait WARN (0: none)
+  int64_t lastRoundAtMs = 0;  // steady ms of the last round
   while (!stopping_) {
-    wake_.wait_for(lock, std::chrono::milliseconds(250));
+    const bool departures = comm_->departed();
+    wake_.wait_for(lock, std::chrono::milliseconds(departures ? 25 : 250));
     if (stopping_) break;
     uint64_t seq;
     uint32_t launch;
@@ -399,11 +404,15 @@ void CallMonitor::watch() {
       nextWarnMs = warnSeconds > 0 ? std::max<int64_t>(1, static_cast<int64_t>(warnSeconds * 1000)) : 0;
       previous_.clear();
     }
-    const bool roundDue = callMs >= nextRoundMs;
+    // A peer left: waits on it never end. Look often, to tell them from waits on live peers.
+    const bool departedRound =
+        departures && callMs >= kDepartedRoundMs && steadyMs() - lastRoundAtMs >= kDepartedRoundMs;
+    const bool roundDue = callMs >= nextRoundMs || departedRound;
     const bool onDevice = phase == Phase::Enqueued || phase == Phase::Replaying;
     const bool warnDue = onDevice && nextWarnMs > 0 && callMs >= nextWarnMs;
     if (!roundDue && !warnDue) continue;
-    if (roundDue) nextRoundMs = std::min(2 * nextRoundMs, nextRoundMs + kMaxRoundGapMs);
+    if (callMs >= nextRoundMs) nextRoundMs = std::min(2 * nextRoundMs, nextRoundMs + kMaxRoundGapMs);
+    if (roundDue) lastRoundAtMs = steadyMs();
     lock.unlock();
     try {
       if (roundDue) round(seq, launch);  // first: the WARN says what the peers were doing at this round
@@ -452,15 +461,20 @@ void CallMonitor::round(uint64_t seq, uint32_t launch) {
   std::vector<State> cur(static_cast<size_t>(size_));
   ByteWriter query;
   query.put<uint8_t>(kQueryState);
-  for (int p = 0; p < size_; ++p) {
-    if (p == rank_) continue;
+  // Every peer is asked at once: a round costs one round trip, not one per peer.
+  std::vector<int> peers;
+  for (int p = 0; p < size_; ++p)
+    if (p != rank_) peers.push_back(p);
+  std::vector<std::string> errors;
+  const std::vector<std::vector<char>> replies = bootstrap_->askEach(peers, query.bytes(), kAskSeconds, &errors);
+  for (size_t i = 0; i < peers.size(); ++i) {
+    // Failed, unreachable or without an executor yet: unknown this round.
+    // The bootstrap fails the communicator for a dead peer.
+    if (!errors[i].empty()) continue;
     try {
-      std::vector<char> reply = bootstrap_->ask(p, query.bytes(), kAskSeconds);
-      ByteReader r(reply, "call monitor answer");
-      cur[p] = State::read(r);
+      ByteReader r(replies[i], "call monitor answer");
+      cur[peers[i]] = State::read(r);
     } catch (const std::exception&) {
-      // Failed, unreachable or without an executor yet: unknown this round.
-      // The bootstrap fails the communicator for a dead peer.
     }
   }
   cur[rank_] = board_->state();
@@ -522,15 +536,23 @@ void CallMonitor::round(uint64_t seq, uint32_t launch) {
       bool frozen = a.inCall() && b.inCall() && a.seq == b.seq && a.launch == b.launch && a.phase == b.phase &&
                     a.progress == b.progress && !a.waits.empty();
       for (const BlockWait& w : a.waits) frozen = frozen && w.target != BlockWait::kBusy;
-      if (frozen) stuck.insert(r);
+      // A rank that left never moves again.
+      if (frozen || comm_->hasDeparted(r)) stuck.insert(r);
     }
+    // A rank done with this call, or gone, writes nothing more for it.
+    auto cannotHelp = [&](int r) {
+      const State& s = cur[r];
+      return comm_->hasDeparted(r) ||
+             (s.known && r != rank_ && (s.seq > mine.seq || (s.phase == Phase::Idle && s.seq >= mine.seq)));
+    };
     for (bool changed = true; changed && !stuck.empty();) {
       changed = false;
       for (auto it = stuck.begin(); it != stuck.end();) {
+        bool anyHeld = true;  // a wait on several ranks: every other rank is stuck or cannot help
+        for (int r = 0; r < size_ && anyHeld; ++r) anyHeld = stuck.count(r) != 0 || cannotHelp(r);
         bool held = true;
         for (const BlockWait& w : cur[*it].waits) {
-          held = held && (w.target == BlockWait::kAnyPeer ? stuck.size() == static_cast<size_t>(size_)
-                                                          : stuck.count(w.target) != 0);
+          held = held && (w.target == BlockWait::kAnyPeer ? anyHeld : stuck.count(w.target) != 0);
         }
         if (held) {
           ++it;
@@ -539,6 +561,14 @@ void CallMonitor::round(uint64_t seq, uint32_t launch) {
           changed = true;
         }
       }
+    }
+    // Stuck on ranks that left: the call can never complete. The first
+    // to leave is named; the others may have left because of it.
+    const std::vector<int> gone = comm_->departedRanks();
+    if (stuck.count(rank_) && !gone.empty()) {
+      previous_.clear();
+      lock.unlock();
+      return comm_->failForDeparture(gone.front());
     }
     if (!stuck.empty() && stuck.count(rank_)) {
       std::string picture, cycle;

@@ -46,6 +46,13 @@ uint64_t planMaxBytes() {
   return static_cast<uint64_t>(v);
 }
 
+uint64_t planDirMaxBytes() {
+  const int64_t v = params::planDirMaxBytes();
+  MSCCLPP_ENFORCE(v > 0, ErrorCode::InvalidArgument, "MSCCLPP_PLAN_DIR_MAX_BYTES=%lld must be positive",
+                  static_cast<long long>(v));
+  return static_cast<uint64_t>(v);
+}
+
 std::string readPlanFile(const std::string& path) {
   // O_NONBLOCK keeps a FIFO's open from waiting for a writer;
   // regular files ignore it.

@@ -12,6 +12,9 @@ namespace mscclpp::plan {
 // The size limit of one plan file;
 // a bad MSCCLPP_PLAN_MAX_BYTES throws InvalidArgument.
 uint64_t planMaxBytes();
+// The limit of the plan directories' files all together;
+// a bad MSCCLPP_PLAN_DIR_MAX_BYTES throws InvalidArgument.
+uint64_t planDirMaxBytes();
 
 // The whole file.
 // InvalidPlan when it is not a regular file or is too large;

@@ -16,6 +16,7 @@
 #include "core/format.hpp"
 #include "core/logger.hpp"
 #include "plan/plan_dirs.hpp"
+#include "plan/plan_file.hpp"
 #include "plan/plan_names.hpp"
 #include "plan/registry_entry.hpp"
 #include "plan/selection.hpp"
@@ -222,6 +223,8 @@ struct Registry::Impl {
     changedLocked();
   }
 
+  // The bytes of the directory plans registered by this scan, against MSCCLPP_PLAN_DIR_MAX_BYTES.
+  uint64_t directoryBytes = 0;
   // What the scan skipped, for the reason of a call no plan serves:
   // the first kMaxScanProblems, and how many in all.
   std::vector<std::string> scanProblems;
@@ -283,12 +286,33 @@ void Registry::Impl::scanDirectory(const std::string& dir, bool warnIfMissing, b
   ::closedir(d);
   std::sort(names.begin(), names.end());  // one order, whatever the file system's
   size_t added = 0;
+  uint64_t budget = 0;
+  try {
+    budget = planDirMaxBytes();
+  } catch (const Error& err) {
+    MSCCLPP_WARN(LogPlan, "plan directory %s skipped: %s", dir.c_str(), err.what());
+    noteScanProblem(strFormat("plan directory %s: %s", dir.c_str(), err.what()));
+    return;
+  }
   for (const std::string& name : names) {
     const std::string path = dir + "/" + name;
     auto e = std::make_shared<Entry>();
     e->path = path;
     e->fromDirectory = true;
     e->installedDefault = installedDefaults;
+    // Every rank reads the same files: ranks skip the same ones.
+    struct stat fileStat {};
+    const uint64_t bytes = ::stat(path.c_str(), &fileStat) == 0 && S_ISREG(fileStat.st_mode) ? fileStat.st_size : 0;
+    if (directoryBytes + bytes > budget) {
+      MSCCLPP_WARN(LogPlan,
+                   "skipping plan file %s: its %s would bring the plan directories' files to %s, more than "
+                   "MSCCLPP_PLAN_DIR_MAX_BYTES=%llu (%s); raise the limit to load it",
+                   path.c_str(), formatBytes(bytes).c_str(), formatBytes(directoryBytes + bytes).c_str(),
+                   static_cast<unsigned long long>(budget), formatBytes(budget).c_str());
+      noteScanProblem(strFormat("%s: its %s would pass MSCCLPP_PLAN_DIR_MAX_BYTES=%llu", path.c_str(),
+                                formatBytes(bytes).c_str(), static_cast<unsigned long long>(budget)));
+      continue;
+    }
     try {
       e->summary = loadPlanSummaryFile(path);
       verify::checkForRegistry(path, "", path);
@@ -315,6 +339,7 @@ void Registry::Impl::scanDirectory(const std::string& dir, bool warnIfMissing, b
       continue;
     }
     insertLocked(e);
+    directoryBytes += bytes;
     ++added;
   }
   MSCCLPP_INFO(LogPlan, "plan directory %s: %zu plan(s) registered", dir.c_str(), added);
@@ -348,6 +373,7 @@ void Registry::ensureScanned() {
     dirs = found.dirs;
     explicitDirs = found.fromEnvironment;
   }
+  impl_->directoryBytes = 0;
   for (const auto& dir : dirs) impl_->scanDirectory(dir, explicitDirs, isDefaultPlanDirectory(dir));
   impl_->scanned.store(true, std::memory_order_release);
 }

@@ -122,6 +122,11 @@ class Driver {
   // Maps the memory in this process when this transport can; false when
   // it cannot, as from another host. Throws when it should map and fails.
   virtual bool importMemory(const ExportRecord&, const ImportContext&, Imported*) const { return false; }
+  // A peer process died: whatever it left that no live process
+  // uses (a named shared memory segment) may go now, or soon.
+  virtual void peerDied() const {}
+  // A communicator that saw a peer die ends: the same, waited for.
+  virtual void afterPeerDeath() const {}
   // The transport of this driver the rank should use, for drivers with a
   // choice among devices (IB: the HCA port nearest its GPU or CPUs);
   // Unknown, with the reason in *why, when it has none here. Never throws.

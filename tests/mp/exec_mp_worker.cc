@@ -7,8 +7,10 @@
 // Exit status 0: this rank passed; 1: it failed, the reason on stderr;
 // 2: bad usage.
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -80,6 +82,7 @@ struct Job {
 };
 
 Job join() {
+  std::fprintf(stderr, "exec_mp_worker rank %d: pid %d\n", gRank, static_cast<int>(getpid()));
   Job j;
   auto bootstrap = std::make_shared<TcpBootstrap>(gRank, gSize);
   bootstrap->initialize(TcpBootstrap::createUniqueId(), 0);  // the id comes from MSCCLPP_COMM_ID
@@ -211,20 +214,47 @@ int scenarioKill(const std::string& path, int victim, int iterations) {
   fail("kill: the collective succeeded although rank " + std::to_string(victim) + " was dead");
 }
 
+// Records now as the fault's time in $MSCCLPP_FAULT_FILE, for the others to time their errors.
+void recordFaultTime() {
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  if (const char* file = std::getenv("MSCCLPP_FAULT_FILE")) {
+    if (FILE* f = std::fopen(file, "w")) {
+      std::fprintf(f, "%.6f\n", now.tv_sec + now.tv_nsec * 1e-9);
+      std::fclose(f);
+    }
+  }
+}
+
+// Stops this process for `seconds` (SIGSTOP, then SIGCONT from a child of
+// its own) `delayUs` microseconds from the call, while it goes on with its
+// phase: a debugger or py-spy attached, a VM migrating. Returns the read end
+// of a pipe the child writes once it stopped us: reading it waits for the stop.
+int pauseSelfAfter(long delayUs, double seconds) {
+  int stopped[2];
+  if (pipe(stopped) != 0) fail("pause: pipe failed");
+  const pid_t parent = getpid();
+  const pid_t child = fork();
+  if (child != 0) {
+    close(stopped[1]);
+    return stopped[0];
+  }
+  close(stopped[0]);
+  usleep(static_cast<useconds_t>(delayUs));
+  kill(parent, SIGSTOP);
+  (void)!write(stopped[1], "s", 1);
+  usleep(static_cast<useconds_t>(seconds * 1e6));
+  kill(parent, SIGCONT);
+  std::_Exit(0);
+}
+
 // Kills this process `delayUs` microseconds from the call, on a thread of its
 // own while the main thread goes on with its phase. The time of death goes to
 // $MSCCLPP_FAULT_FILE first, so the others can time their errors.
 void killSelfAfter(long delayUs) {
   std::thread([delayUs] {
     std::this_thread::sleep_for(std::chrono::microseconds(delayUs));
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    if (const char* file = std::getenv("MSCCLPP_FAULT_FILE")) {
-      if (FILE* f = std::fopen(file, "w")) {
-        std::fprintf(f, "%.6f\n", now.tv_sec + now.tv_nsec * 1e-9);
-        std::fclose(f);
-      }
-    }
+    recordFaultTime();
     kill(getpid(), SIGKILL);
   }).detach();
 }
@@ -246,9 +276,16 @@ double secondsSinceDeath() {
 }
 
 // A survivor's failed call: RemoteError naming the victim, and the next call fails at once with it too.
-[[noreturn]] void survivorFailed(const Error& e, Job& job, const plan::PlanPtr& p, int victim, const char* where) {
+// A victim that left must be named as having left; one that died as having failed.
+[[noreturn]] void survivorFailed(const Error& e, Job& job, const plan::PlanPtr& p, int victim, const char* where,
+                                 bool left = false) {
   const double detect = secondsSinceDeath();
   const std::string m = e.what();
+  if (left && (e.code() != ErrorCode::RemoteError ||
+               m.find("rank " + std::to_string(victim) + " (host ") == std::string::npos ||
+               m.find(") left: ") == std::string::npos))
+    fail(std::string("fault: ") + where +
+         " failed, but not with RemoteError saying the victim left: " + m.substr(0, 600));
   // The communicator names a rank with its host id, the bootstrap (during init) with its host's address.
   const std::string victimName = "rank " + std::to_string(victim);
   const bool named =
@@ -277,6 +314,10 @@ double secondsSinceDeath() {
       if (again.code() != ErrorCode::RemoteError) fail(std::string("fault: the next call failed with ") + again.what());
     }
     if (next > 1) fail("fault: the next call took " + std::to_string(next) + " s to fail");
+    ErrorCode async = ErrorCode::InternalError;
+    if (job.comm && !job.comm->asyncError(&async, nullptr)) fail("fault: no async error after the failed calls");
+    if (job.comm && async != ErrorCode::RemoteError)
+      fail(std::string("fault: the async error is ") + errorCodeName(async) + ", not RemoteError");
   }
   auto t0 = std::chrono::steady_clock::now();
   job.executor.reset();
@@ -293,7 +334,7 @@ double secondsSinceDeath() {
     if (n >= gSize - 1) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  std::printf("FAULT rank %d: error %.3f s after the death (%s); next call failed in %.3f s; teardown %.3f s: %s\n",
+  std::printf("FAULT rank %d: error %.3f s after the fault (%s); next call failed in %.3f s; teardown %.3f s: %s\n",
               gRank, detect, where, next, teardown, m.substr(0, 200).c_str());
   std::fflush(stdout);
   std::_Exit(0);
@@ -306,15 +347,25 @@ double secondsSinceDeath() {
 //   first       the first collective
 //   steady      collective K/2
 //   destroy     the teardown after K collectives
+// or, in the steady state, does something else than die:
+//   leave       destroys its executor, communicator and bootstrap DELAY_US
+//               after collective K/2 and exits cleanly; the others go on
+//   pause       is stopped (SIGSTOP) DELAY_US into collective K/2 for
+//               MSCCLPP_TEST_PAUSE_S seconds, then continued
 // Survivors check every result. A failed call must be RemoteError naming the
-// victim (survivorFailed), the next call must fail at once, and teardown must
-// end. Prints the "FAULT rank R: ..." lines the sweep parses.
+// victim (survivorFailed) as failed, or as left, the next call must fail at
+// once, the async error must be set, and teardown must end. A paused victim
+// fails nobody. Prints the "FAULT rank R: ..." lines the sweep parses.
 int scenarioFault(const std::string& path, int victim, const std::string& phase, long delayUs, int iterations) {
   if (victim < 0 || victim >= gSize) fail("fault: victim " + std::to_string(victim) + " is not a rank");
-  if (phase != "rendezvous" && phase != "init" && phase != "first" && phase != "steady" && phase != "destroy")
-    fail("fault: phase '" + phase + "' is not rendezvous, init, first, steady or destroy");
+  if (phase != "rendezvous" && phase != "init" && phase != "first" && phase != "steady" && phase != "destroy" &&
+      phase != "leave" && phase != "pause")
+    fail("fault: phase '" + phase + "' is not rendezvous, init, first, steady, destroy, leave or pause");
+  std::fprintf(stderr, "exec_mp_worker rank %d: pid %d\n", gRank, static_cast<int>(getpid()));
   const bool victimHere = gRank == victim;
+  const bool leave = phase == "leave";
   const int killAt = phase == "first" ? 0 : phase == "steady" ? iterations / 2 : -1;
+  const int leaveAfter = leave ? iterations / 2 : -1;
   Job job;
   plan::PlanPtr p = load(path);
   const size_t bytes = 64 * 1024, count = bytes / 4;
@@ -335,17 +386,45 @@ int scenarioFault(const std::string& path, int victim, const std::string& phase,
   } catch (const Error& e) {
     survivorFailed(e, job, p, victim, "init");
   }
+  double longest = 0;
+  int pausePipe = -1;
   for (int it = 0; it < iterations; ++it) {
     if (victimHere && it == killAt) killSelfAfter(delayUs);
+    if (victimHere && phase == "pause" && it == iterations / 2) {
+      const char* seconds = std::getenv("MSCCLPP_TEST_PAUSE_S");
+      pausePipe = pauseSelfAfter(delayUs, seconds ? std::atof(seconds) : 2.0);
+    }
+    if (pausePipe >= 0 && it == iterations / 2 + 1) {
+      // Stopped during collective K/2 or before K/2+1 starts: the others wait in a call.
+      char c;
+      (void)!read(pausePipe, &c, 1);
+      close(pausePipe);
+      pausePipe = -1;
+    }
+    if (leave && victimHere && it == leaveAfter + 1) {
+      // Leaves on purpose while the others go on: as ncclCommDestroy and a clean exit.
+      std::this_thread::sleep_for(std::chrono::microseconds(delayUs));
+      recordFaultTime();
+      job.executor.reset();
+      job.comm.reset();
+      job.bootstrap.reset();
+      std::printf("FAULT rank %d: left after %d collectives\n", gRank, it);
+      std::fflush(stdout);
+      std::exit(0);
+    }
+    auto t0 = std::chrono::steady_clock::now();
     try {
       std::string bad = runAllReduce(*job.executor, p, bytes, send, recv, expect);
       if (!bad.empty()) fail("fault: WRONG RESULT in collective " + std::to_string(it) + ": " + bad);
     } catch (const Error& e) {
-      survivorFailed(e, job, p, victim, it == 0 ? "the first collective" : "a collective");
+      survivorFailed(e, job, p, victim, it == 0 ? "the first collective" : "a collective", leave);
     }
+    longest = std::max(longest, secondsSince(t0));
   }
-  if (victimHere && phase != "destroy") pause();  // killed in its phase; its kill may still be on the way
-  if (victimHere) killSelfAfter(delayUs);
+  if (leave && !victimHere) fail("fault: every collective succeeded although rank " + std::to_string(victim) + " left");
+  const bool dies = phase != "pause";
+  if (victimHere && dies && phase != "destroy") pause();  // killed in its phase; its kill may still be on the way
+  if (victimHere && dies) killSelfAfter(delayUs);
   auto t0 = std::chrono::steady_clock::now();
   try {
     job.executor.reset();
@@ -353,8 +432,10 @@ int scenarioFault(const std::string& path, int victim, const std::string& phase,
   } catch (const Error& e) {
     fail(std::string("fault: teardown threw: ") + e.what());
   }
-  if (victimHere) pause();  // the killer thread ends it
-  std::printf("FAULT rank %d: completed %d collectives; teardown %.3f s\n", gRank, iterations, secondsSince(t0));
+  if (victimHere && dies) pause();                                    // the killer thread ends it
+  if (phase == "pause" && victimHere) waitpid(-1, nullptr, WNOHANG);  // the child that stopped us
+  std::printf("FAULT rank %d: completed %d collectives (longest %.3f s); teardown %.3f s\n", gRank, iterations, longest,
+              secondsSince(t0));
   std::fflush(stdout);
   return 0;
 }
@@ -461,13 +542,15 @@ int scenarioRefuse(const std::string& path) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr,
-                 "usage: exec_mp_worker run PLAN.json [PLAN.json...] [--sizes B,B] [--iterations K]\n"
-                 "       exec_mp_worker kill PLAN.json VICTIM [--iterations K]\n"
-                 "       exec_mp_worker test PLAN.json [--sizes B] [--iterations K]\n"
-                 "       exec_mp_worker fault PLAN.json VICTIM init|first|steady|destroy DELAY_US [--iterations K]\n"
-                 "       exec_mp_worker refuse PLAN.json\n"
-                 "       exec_mp_worker unreachable PLAN.json\n");
+    std::fprintf(
+        stderr,
+        "usage: exec_mp_worker run PLAN.json [PLAN.json...] [--sizes B,B] [--iterations K]\n"
+        "       exec_mp_worker kill PLAN.json VICTIM [--iterations K]\n"
+        "       exec_mp_worker test PLAN.json [--sizes B] [--iterations K]\n"
+        "       exec_mp_worker fault PLAN.json VICTIM rendezvous|init|first|steady|destroy|leave|pause DELAY_US "
+        "[--iterations K]\n"
+        "       exec_mp_worker refuse PLAN.json\n"
+        "       exec_mp_worker unreachable PLAN.json\n");
     return 2;
   }
   gRank = envInt("RANK");

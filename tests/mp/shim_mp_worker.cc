@@ -731,7 +731,7 @@ void scenarioAgree(int rank, int nRanks) {
   }
 }
 
-// ---- failures: kill, slow, reregister ----
+// ---- failures: kill, leave, slow, reregister ----
 
 double secondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -824,6 +824,79 @@ void scenarioKill(int rank, int nRanks) {
   }
   fail("no collective failed although rank %d died", victim);
   finish();
+}
+
+double wallSeconds() {
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  return now.tv_sec + now.tv_nsec * 1e-9;
+}
+
+// leave: after three collectives on plans the last rank leaves, as
+// $MSCCLPP_TEST_LEAVE says: "destroy" (ncclCommDestroy, then it exits),
+// "finalize" (ncclCommFinalize; it stays until the others are done) or "exit"
+// (exit(0) with the communicator alive). It leaves 0.5 s after the others
+// called one more allreduce of the same shape: that pending call must fail
+// within a second of the leave with ncclRemoteError saying the rank left and
+// how, ncclCommGetAsyncError must return it, a call of a new shape must fail
+// at once, and destroy must succeed. Default settings, no deadline.
+void scenarioLeave(int rank, int nRanks) {
+  const char* howEnv = std::getenv("MSCCLPP_TEST_LEAVE");
+  const std::string how = howEnv ? howEnv : "destroy";
+  const char* dir = std::getenv("MSCCLPP_TEST_MARK_DIR");
+  if (dir == nullptr) fail("leave: MSCCLPP_TEST_MARK_DIR is not set");
+  const int victim = nRanks - 1;
+  ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
+  Double d;
+  PlanCase pc{&d, comm, rank, nRanks};
+  for (int it = 0; it < 3; ++it) NCCL_OK(planAllReduce(pc, "allreduce before the leave"));
+  const std::string leftFile = fmt("%s/left", dir);
+  if (rank == victim) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::ofstream(leftFile + ".tmp") << fmt("%.6f", wallSeconds());
+    std::rename((leftFile + ".tmp").c_str(), leftFile.c_str());
+    if (how == "exit") finish();  // exit(0): its exit handler says goodbye
+    if (how == "destroy") {
+      NCCL_OK(ncclCommDestroy(comm));
+      finish();
+    }
+    NCCL_OK(ncclCommFinalize(comm));
+    for (auto t0 = std::chrono::steady_clock::now(); secondsSince(t0) < 20;) {  // alive until the others are done
+      int n = 0;
+      for (int r = 0; r < victim; ++r) n += access(fmt("%s/survivor.%d", dir, r).c_str(), F_OK) == 0;
+      if (n == victim) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    NCCL_OK(ncclCommDestroy(comm));
+    finish();
+  }
+  const ncclResult_t r = planAllReduce(pc, "allreduce pending when a rank left");
+  const double failedAt = wallSeconds();
+  const std::string err = ncclGetLastError(comm);
+  double leftAt = 0;
+  std::ifstream(leftFile) >> leftAt;
+  const double detect = failedAt - leftAt;
+  const std::string said = how == "exit" ? "its process exited without destroying its communicator"
+                                         : "it destroyed or finalized its communicator";
+  EXPECT(r == ncclRemoteError, "the pending call returned %d, not ncclRemoteError: %s", static_cast<int>(r),
+         err.c_str());
+  EXPECT(err.find(fmt("rank %d (host ", victim)) != std::string::npos && err.find(") left: ") != std::string::npos &&
+             err.find(said) != std::string::npos,
+         "the error does not say rank %d left (%s): %s", victim, said.c_str(), err.c_str());
+  EXPECT(leftAt > 0 && detect < 1.0, "the pending call failed %.3f s after rank %d left", detect, victim);
+  ncclResult_t async = ncclSuccess;
+  NCCL_OK(ncclCommGetAsyncError(comm, &async));
+  EXPECT(async == ncclRemoteError, "ncclCommGetAsyncError gave %d, not ncclRemoteError", static_cast<int>(async));
+  std::vector<float> a(2048, 1.0f), b(2048, 0.0f);  // a shape not run before
+  const auto t1 = std::chrono::steady_clock::now();
+  const ncclResult_t next = ncclAllReduce(a.data(), b.data(), a.size(), ncclFloat32, ncclSum, comm, nullptr);
+  const double nextTook = secondsSince(t1);
+  EXPECT(next == ncclRemoteError && nextTook < 1, "the call of a new shape returned %d after %.2f s: %s",
+         static_cast<int>(next), nextTook, ncclGetLastError(comm));
+  waitForSurvivors(rank, nRanks - 1);  // a survivor leaving now would be a second departure
+  NCCL_OK(ncclCommDestroy(comm));
+  std::fprintf(stdout, "rank %d: pending call failed %.3f s after rank %d left (%s); next call %.3f s: %s\n", rank,
+               detect, victim, how.c_str(), nextTook, err.substr(0, 300).c_str());
 }
 
 // slow: the last rank is seconds late for a collective, default settings. The
@@ -920,7 +993,8 @@ void scenarioReregister(int rank, int nRanks) {
 int main(int argc, char** argv) {
   if (argc != 4) {
     std::fprintf(stderr,
-                 "usage: %s fallback|split|abort|plans|agree|kill|slow|reregister|native|nativeagree <rank> <nranks>\n",
+                 "usage: %s fallback|split|abort|plans|agree|kill|leave|slow|reregister|native|nativeagree <rank> "
+                 "<nranks>\n",
                  argv[0]);
     return 2;
   }
@@ -939,6 +1013,8 @@ int main(int argc, char** argv) {
     scenarioAgree(gRank, nRanks);
   } else if (scenario == "kill") {
     scenarioKill(gRank, nRanks);
+  } else if (scenario == "leave") {
+    scenarioLeave(gRank, nRanks);
   } else if (scenario == "slow") {
     scenarioSlow(gRank, nRanks);
   } else if (scenario == "reregister") {

@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../support/scoped_env.hpp"
@@ -130,16 +132,22 @@ TEST_CASE("CPU across processes: a deadlock times out, naming the wait", "[mp][e
         exec::RuntimeExecutor ex(comm);
         auto p = plan::loadPlanFile(plan);
         std::vector<float> in(1024, 1.f), out(1024);
+        // Rank 0 stays until rank 1 timed out: its leaving would fail rank 1 first, saying so.
+        const std::string done = "/tmp/mscclpp-exec-mp-deadlock-" + std::to_string(getppid());
         try {
           ex.execute(rank, in.data(), out.data(), 4096, 4096, DataType::Float32, p);
         } catch (const TimeoutError& e) {
           // Rank 1 waits on a channel nobody signals; rank 0 completes.
           const std::string m = e.what();
+          std::fclose(std::fopen(done.c_str(), "w"));
           return rank == 1 &&
                  m.find(
                      "rank 1 threadblock 0 op 0 (wait) waits on memory channel 0 (peer 0): signal #1 expected, "
                      "counter at 0") != std::string::npos;
         }
+        for (int i = 0; i < 1000 && rank == 0 && access(done.c_str(), F_OK) != 0; ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        std::remove(done.c_str());
         return rank == 0;
       },
       60);

@@ -121,6 +121,25 @@ TEST_CASE("processes: killing a rank fails the others' calls, naming it", "[mp][
   }
 }
 
+// A rank leaves while the others still call, through the NCCL API with
+// default settings: destroyed at 2 to 16 ranks, finalized, or exited.
+TEST_CASE("processes: a rank that leaves fails the others, saying so", "[mp][leave]") {
+  struct Case {
+    const char* how;
+    int n;
+  };
+  for (Case c : {Case{"destroy", 2}, Case{"destroy", 4}, Case{"destroy", 8}, Case{"destroy", 16}, Case{"finalize", 4},
+                 Case{"exit", 4}}) {
+    INFO(c.how << " at " << c.n << " ranks");
+    MarkDir marks;
+    auto results = runWorker("leave", c.n,
+                             {std::string("MSCCLPP_PLAN_DIR=") + SHIM_PLAN_DIRS + ":" + SHIM_PLAN16_DIR,
+                              "MSCCLPP_TIMEOUT_S=0", std::string("MSCCLPP_TEST_LEAVE=") + c.how, marks.env()});
+    printLines(results, "after rank");
+    requireAllOk(results, c.n);
+  }
+}
+
 TEST_CASE("processes: a late rank is waited for quietly, with a WARN", "[mp][slow]") {
   MarkDir marks;
   auto results = runWorker(

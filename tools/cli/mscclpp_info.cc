@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "core/log_config.hpp"
@@ -27,6 +28,7 @@ int printParams() {
   for (const auto& p : mscclpp::params::allParams()) {
     const char* raw = mscclpp::params::rawValue(p);
     std::string current = raw ? raw : std::string("(unset, default ") + p.defaultValue + ")";
+    if (raw && std::strcmp(p.typeName, "secret") == 0) current = "(set; not shown)";
     std::string problem;
     try {
       mscclpp::params::checkValue(p);

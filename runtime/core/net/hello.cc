@@ -1,8 +1,11 @@
 #include "core/net/hello.hpp"
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cstring>
 
+#include "core/enforce.hpp"
 #include "core/format.hpp"
 #include "mscclpp/errors.hpp"
 
@@ -13,6 +16,50 @@ HelloHeader makeHelloHeader(const char* magic, const Secret& secret) {
   std::memcpy(h.magic, magic, sizeof(h.magic));
   std::memcpy(h.secret, secret.data(), sizeof(h.secret));
   return h;
+}
+
+namespace {
+constexpr char kListenerLabel[] = "mscclpp listener";
+constexpr char kJoinerLabel[] = "mscclpp joiner";
+}  // namespace
+
+Digest listenerProof(const Digest& key, const char* magic, const uint8_t* joinerNonce, const uint8_t* listenerNonce) {
+  return hmacSha256(key.data(), key.size(),
+                    {{kListenerLabel, sizeof(kListenerLabel)}, {magic, 8}, {joinerNonce, 16}, {listenerNonce, 16}});
+}
+
+Digest joinerProof(const Digest& key, const char* magic, const uint8_t* joinerNonce, const uint8_t* listenerNonce,
+                   const void* body, size_t bodySize) {
+  return hmacSha256(
+      key.data(), key.size(),
+      {{kJoinerLabel, sizeof(kJoinerLabel)}, {magic, 8}, {joinerNonce, 16}, {listenerNonce, 16}, {body, bodySize}});
+}
+
+void answerChallenge(Socket& s, const Digest& key, const void* hello, size_t helloBytes, const Deadline& deadline,
+                     const std::string& listener) {
+  const auto* header = static_cast<const HelloHeader*>(hello);
+  HelloChallenge c{};
+  try {
+    s.recvAll(&c, sizeof(c), deadline, "the handshake with " + listener);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::Timeout || e.code() == ErrorCode::Aborted) throw;
+    MSCCLPP_THROW(ErrorCode::RemoteError,
+                  "%s closed the connection instead of sending its challenge: it does not use MSCCLPP_COMM_SECRET, "
+                  "or ours differs from its own (%s)",
+                  listener.c_str(), e.what());
+  }
+  MSCCLPP_ENFORCE(std::memcmp(c.magic, kChallengeMagic, 8) == 0, ErrorCode::RemoteError,
+                  "%s answered the hello with something else than a challenge: it does not use MSCCLPP_COMM_SECRET",
+                  listener.c_str());
+  if (!digestEquals(c.proof, listenerProof(key, header->magic, header->secret, c.nonce))) {
+    MSCCLPP_THROW(ErrorCode::RemoteError,
+                  "%s could not prove MSCCLPP_COMM_SECRET: its secret differs from ours, or it is not of this job",
+                  listener.c_str());
+  }
+  const Digest proof =
+      joinerProof(key, header->magic, header->secret, c.nonce, static_cast<const char*>(hello) + sizeof(HelloHeader),
+                  helloBytes - sizeof(HelloHeader));
+  s.sendAll(proof.data(), proof.size(), deadline, "the handshake with " + listener);
 }
 
 HelloAcceptor::HelloAcceptor(Socket listener, Options options, OnHello onHello)
@@ -76,6 +123,7 @@ void HelloAcceptor::acceptAll() {
 
 void HelloAcceptor::service(Pending& p) {
   if (!p.socket.valid()) return;
+  if (options_.key) return serviceKeyed(p);
   try {
     p.got += p.socket.recvSome(p.hello.data() + p.got, p.hello.size() - p.got, "hello");
   } catch (const Error&) {
@@ -96,6 +144,49 @@ void HelloAcceptor::service(Pending& p) {
     return drop(p, std::string("wrong secret (") + options_.stranger + ")");
   }
   if (p.got < p.hello.size()) return;
+  Socket socket = std::move(p.socket);  // p is erased at the next watch()
+  onHello_(std::move(socket), p.hello.data(), p.peer);
+}
+
+void HelloAcceptor::serviceKeyed(Pending& p) {
+  try {
+    if (!p.challenged) {
+      p.got += p.socket.recvSome(p.hello.data() + p.got, p.hello.size() - p.got, "hello");
+    } else {
+      p.proofGot += p.socket.recvSome(p.proof + p.proofGot, sizeof(p.proof) - p.proofGot, "proof");
+    }
+  } catch (const Error&) {
+    return drop(p, p.challenged ? "closed before proving the job's secret (" + std::string(options_.keyName) + ")"
+                                : std::string("closed before completing the handshake"));
+  }
+  if (p.got >= sizeof(HelloHeader::magic) && std::memcmp(p.hello.data(), options_.magic, 8) != 0) {
+    return drop(p, "bad magic (garbage or a foreign protocol)");
+  }
+  if (p.got < p.hello.size()) return;
+  const auto* header = reinterpret_cast<const HelloHeader*>(p.hello.data());
+  if (!p.challenged) {
+    // The listener proves the key first, on a fresh nonce of its own, then waits for the joiner's proof.
+    const Secret nonce = randomSecret();
+    std::memcpy(p.nonce, nonce.data(), sizeof(p.nonce));
+    HelloChallenge c{};
+    std::memcpy(c.magic, kChallengeMagic, 8);
+    std::memcpy(c.nonce, p.nonce, sizeof(c.nonce));
+    const Digest proof = listenerProof(*options_.key, options_.magic, header->secret, p.nonce);
+    std::memcpy(c.proof, proof.data(), proof.size());
+    // A fresh connection's send buffer takes 56 bytes at once.
+    if (::send(p.socket.fd(), &c, sizeof(c), MSG_DONTWAIT | MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(c))) {
+      return drop(p, "could not send it the challenge");
+    }
+    p.challenged = true;
+    return;
+  }
+  if (p.proofGot < sizeof(p.proof)) return;
+  const Digest expect = joinerProof(*options_.key, options_.magic, header->secret, p.nonce,
+                                    p.hello.data() + sizeof(HelloHeader), p.hello.size() - sizeof(HelloHeader));
+  if (!digestEquals(p.proof, expect)) {
+    return drop(p,
+                std::string("wrong proof of the job's secret (") + options_.keyName + "; " + options_.stranger + ")");
+  }
   Socket socket = std::move(p.socket);  // p is erased at the next watch()
   onHello_(std::move(socket), p.hello.data(), p.peer);
 }

@@ -25,7 +25,9 @@ namespace mscclpp::exec {
 namespace {
 
 constexpr uint64_t kMagic = 0x4d53434c45584543ull;  // "MSCLEXEC"
-constexpr uint64_t kVersion = 2;                    // 2: the building call's descriptor follows the rank
+constexpr uint64_t kMapped = 0x4d415050ull;         // "MAPP": this rank mapped your named region
+constexpr int kMappedTagBit = 0x40000000;           // directory tags stay below it
+constexpr uint64_t kVersion = 3;  // 2: the building call's descriptor follows the rank; 3: the region's name flag
 constexpr size_t kMaxMessage = 1 << 20;
 
 // One rank's region as its peers see it.
@@ -237,6 +239,11 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
     put64(&msg, std::get<2>(key) ? 1 : 0);
     put64(&msg, off);
   }
+  // A named region (MSCCLPP_HOST_SHM=posix) asks the ranks on this host
+  // to say when they mapped it: its name then goes, so that nothing is
+  // left in /dev/shm should every process of the job be killed.
+  const bool named = sharedHostHasName(base);
+  put64(&msg, named ? 1 : 0);
   const std::shared_ptr<Bootstrap>& bs = bootstrap_;
   const int tag = static_cast<int>(sequence_++ & 0x3fffffff);
   // Each pair across hosts first tells each other its HCA port, so both ends
@@ -313,6 +320,15 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
                       "executor wiring: rank %d's counter offset %llu is outside its region or unaligned", q,
                       static_cast<unsigned long long>(off));
     }
+    if (r.u64("name flag") != 0 && comm_->isSameHost(q)) bs->send(&kMapped, sizeof(kMapped), q, tag | kMappedTagBit);
+  }
+  if (named) {
+    for (int q = 0; q < n; ++q) {
+      if (q == rank || !comm_->isSameHost(q)) continue;
+      uint64_t mapped = 0;
+      bs->recv(&mapped, sizeof(mapped), q, tag | kMappedTagBit);
+    }
+    unlinkSharedHostName(base);
   }
 
   RankResources res;

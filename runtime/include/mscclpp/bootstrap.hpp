@@ -68,11 +68,13 @@ class MSCCLPP_API Bootstrap : public std::enable_shared_from_this<Bootstrap> {
   virtual double timeoutSeconds() const = 0;
   virtual void setTimeout(double seconds) = 0;
 
-  // Failed peers: a rank whose connections closed without a goodbye, or whose host sent no
-  // heartbeat for MSCCLPP_HEARTBEAT_TIMEOUT_S. listener(rank, reason) runs once per failed rank,
-  // earlier failures included, on whichever thread learned of it: it must return quickly and
-  // not call the bootstrap. Returns an id for removal. A bootstrap that cannot tell returns 0.
-  using PeerFailureListener = std::function<void(int rank, const std::string& reason)>;
+  // Failed and departed peers: a rank whose connections closed without a goodbye, or whose
+  // host stopped acknowledging its heartbeats for MSCCLPP_HEARTBEAT_TIMEOUT_S, failed; a rank that
+  // said goodbye (destroyed its bootstrap, or exited with it alive) left. listener(rank, reason,
+  // left) runs once per such rank, earlier ones included, on whichever thread learned of it: it
+  // must return quickly and not call the bootstrap. Returns an id for removal. A bootstrap that
+  // cannot tell returns 0.
+  using PeerFailureListener = std::function<void(int rank, const std::string& reason, bool left)>;
   virtual uint64_t addPeerFailureListener(PeerFailureListener listener);
   virtual void removePeerFailureListener(uint64_t id);
 
@@ -84,6 +86,10 @@ class MSCCLPP_API Bootstrap : public std::enable_shared_from_this<Bootstrap> {
   using RequestHandler = std::function<std::vector<char>(int peer, const std::vector<char>& request)>;
   virtual void serve(RequestHandler handler);
   virtual std::vector<char> ask(int peer, const std::vector<char>& request, double timeoutSeconds);
+  // ask() of several peers at once: every request goes out before any answer is awaited. An
+  // answer a peer cannot give is empty, with the reason in (*errors)[i]; it throws nothing else.
+  virtual std::vector<std::vector<char>> askEach(const std::vector<int>& peers, const std::vector<char>& request,
+                                                 double timeoutSeconds, std::vector<std::string>* errors);
 };
 
 // TCP rendezvous, used as ncclGetUniqueId and ncclCommInitRank are:
@@ -95,6 +101,10 @@ class MSCCLPP_API Bootstrap : public std::enable_shared_from_this<Bootstrap> {
 class MSCCLPP_API TcpBootstrap : public Bootstrap {
  public:
   static UniqueId createUniqueId();
+  // Ends the root createUniqueId started in this process for id, if it still runs, at once
+  // rather than at its timeout: for an id no rank will use, such as a one-rank communicator's.
+  // Ranks that still connect to it fail. Any thread; does nothing for other ids.
+  static void stopRoot(const UniqueId& id);
 
   TcpBootstrap(int rank, int nRanks);
   ~TcpBootstrap() override;
@@ -128,9 +138,15 @@ class MSCCLPP_API TcpBootstrap : public Bootstrap {
   void removePeerFailureListener(uint64_t id) override;
   void serve(RequestHandler handler) override;
   std::vector<char> ask(int peer, const std::vector<char>& request, double timeoutSeconds) override;
+  std::vector<std::vector<char>> askEach(const std::vector<int>& peers, const std::vector<char>& request,
+                                         double timeoutSeconds, std::vector<std::string>* errors) override;
 
   // "host:port" of this rank's listener, "" before initialize.
   std::string listenAddress() const;
+  // Leaves the job as destroying this bootstrap does: a goodbye to every peer, whose
+  // communicators then fail their pending and later calls saying this rank left; then the
+  // connections close. The object stays, and later calls fail. ncclCommFinalize uses it.
+  void leave();
 
  private:
   struct Impl;
@@ -168,6 +184,8 @@ class MSCCLPP_API InProcessBootstrap : public Bootstrap {
   void removePeerFailureListener(uint64_t id) override;
   void serve(RequestHandler handler) override;
   std::vector<char> ask(int peer, const std::vector<char>& request, double timeoutSeconds) override;
+  std::vector<std::vector<char>> askEach(const std::vector<int>& peers, const std::vector<char>& request,
+                                         double timeoutSeconds, std::vector<std::string>* errors) override;
 
  private:
   struct Impl;

@@ -94,6 +94,15 @@ class MSCCLPP_API Communicator {
   void fail(ErrorCode code, const std::string& message);
   // One atomic load when the communicator is fine.
   bool failed(ErrorCode* code = nullptr, std::string* message = nullptr) const;
+  // Peers that left (destroyed or finalized their communicator, or exited) while this rank still
+  // has it. No failure by itself: calls a departed peer completed still complete here, and a rank
+  // idle while its peers tear down keeps no error. A call that needs a departed peer fails the
+  // communicator with failForDeparture: RemoteError "rank R (host H) left: ...". One atomic load
+  // when none left.
+  bool departed() const;
+  bool hasDeparted(int rank) const;
+  std::vector<int> departedRanks() const;  // in the order they left
+  void failForDeparture(int rank);
   // For an error a call met talking to peers: throws the communicator's failure, with the error
   // as detail, when it failed. A channel often meets a dead peer a moment before the bootstrap
   // names it, so for errors that can be that symptom it waits up to a second for the name.

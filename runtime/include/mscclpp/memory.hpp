@@ -113,8 +113,10 @@ class MSCCLPP_API RegisteredMemory {
 // Shared host memory: zeroed, page-aligned memory that same-host processes map after
 // registerMemory(ptr, bytes, Transport::HostShm), a send and deserialize. Backed by memfd, which
 // peers open through /proc/<pid>/fd, so nothing is left behind even after a crash; or, with
-// MSCCLPP_HOST_SHM=posix, by a POSIX shm name unlinked when the memory is freed. It is unmapped
-// when the last shared_ptr goes; peers' mappings keep the pages until they unmap. Any thread.
+// MSCCLPP_HOST_SHM=posix, by a POSIX shm name that goes when the memory is freed, when its maker
+// exits, when the last process that maps it unmaps it, or, after a kill, at the next sweep
+// (docs/runtime.md). It is unmapped when the last shared_ptr goes; peers' mappings keep the pages
+// until they unmap. Any thread.
 MSCCLPP_API std::shared_ptr<void> allocSharedHostBytes(size_t bytes);
 template <class T = char>
 std::shared_ptr<T> allocSharedHost(size_t count) {
@@ -125,6 +127,8 @@ MSCCLPP_API bool isSharedHost(const void* ptr, size_t bytes = 1);
 // POSIX mode: removes the allocation's name now, once every peer imported it; later imports fail.
 // No effect on memfd memory. Returns whether a name was removed.
 MSCCLPP_API bool unlinkSharedHostName(const void* ptr);
+// Whether the allocation holding ptr still has a POSIX name for unlinkSharedHostName to remove.
+MSCCLPP_API bool sharedHostHasName(const void* ptr);
 
 }  // namespace mscclpp
 

@@ -44,6 +44,8 @@ class HostShmDriver : public Driver {
  public:
   bool serves(Transport t) const override { return t == Transport::HostShm; }
   bool sameHostOnly() const override { return true; }
+  void peerDied() const override { sweepIfPosixUsed(); }
+  void afterPeerDeath() const override { sweepIfPosixUsed(/*wait=*/true); }
   std::shared_ptr<Session> openSession(Transport, const RankInfo& self) const override {
     return std::make_shared<HostShmSession>(self.rank);
   }

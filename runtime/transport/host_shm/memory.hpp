@@ -29,6 +29,7 @@ struct HostShmRecord : ExportRecord {
 std::shared_ptr<void> allocate(size_t bytes);
 bool isShared(const void* ptr, size_t bytes);
 bool unlinkName(const void* ptr);
+bool hasName(const void* ptr);
 
 // Fills `out` for [ptr, ptr+bytes) when it lies
 // in one live allocation, else returns false.
@@ -42,6 +43,16 @@ std::shared_ptr<void> importRange(const HostShmRecord& e, size_t bytes, void** d
 // Allocations imported and still mapped in
 // this process; tests check "mapped once".
 size_t liveImportCount();
+
+// Removes the POSIX segments in /dev/shm that no process maps: left by
+// processes that were killed. A lock that no live process we see holds
+// is waited for up to waitMs: a process just killed still holds its own.
+// Returns how many went.
+size_t sweepUnusedSegments(int waitMs = 0);
+// The same, waiting, only if this process uses POSIX segments or is set
+// to (MSCCLPP_HOST_SHM=posix): for a communicator whose peer died, whose
+// segments may be among them. On a thread of its own unless `wait`.
+void sweepIfPosixUsed(bool wait = false);
 
 }  // namespace mscclpp::transport::host_shm
 

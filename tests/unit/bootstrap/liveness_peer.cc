@@ -2,8 +2,10 @@
 // they kill it, stop it or let it leave, which a thread cannot do.
 // Usage: liveness_peer <unique id as 256 hex digits> <rank> <nRanks>.
 // Prints "READY" once initialized, then reads commands from stdin:
-//   exit     leave without destroying the bootstrap: a crash to the peers
-//   destroy  destroy the bootstrap, which says goodbye, then exit 0
+//   crash        end at once, no exit handler runs: a crash to the peers
+//   exit         exit(0) with the bootstrap alive: its exit handler says goodbye
+//   destroy      destroy the bootstrap, which says goodbye, then exit 0
+//   echo T PEER  receive an int with tag T from PEER and send it back
 // EOF on stdin acts like "destroy".
 #include <cstdio>
 #include <cstdlib>
@@ -32,8 +34,14 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   std::string command;
   while (std::getline(std::cin, command)) {
-    if (command == "exit") std::_Exit(3);  // no destructor runs: the kernel closes the sockets
+    if (command == "crash") std::_Exit(3);  // no destructor runs: the kernel closes the sockets
+    if (command == "exit") std::exit(0);
     if (command == "destroy") break;
+    int tag = 0, peer = 0, value = 0;
+    if (std::sscanf(command.c_str(), "echo %d %d", &tag, &peer) == 2) {
+      bootstrap->recv(&value, sizeof(value), peer, tag);
+      bootstrap->send(&value, sizeof(value), peer, tag);
+    }
   }
   bootstrap.reset();
   return 0;

@@ -143,7 +143,7 @@ TEST_CASE("a bogus hello with the secret fails every rank", "[bootstrap][rendezv
 TEST_CASE("a root stopping early fails the ranks that arrived", "[bootstrap][rendezvous]") {
   net::Socket listener = listenOnLoopback();
   const bootstrap::UniqueIdFields f = fieldsFor(listener);
-  auto root = bootstrap::RootListener::start(std::move(listener), f.secret, 60, "MSCCLPP_TIMEOUT_S");
+  auto root = bootstrap::RootListener::start(std::move(listener), f.secret, std::nullopt, 60, "MSCCLPP_TIMEOUT_S");
   auto out = initializeWhile({0, 1}, 3, bootstrap::encodeUniqueId(f), [&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // ranks 0 and 1 arrive; rank 2 never does
     root->stop();

@@ -303,3 +303,46 @@ TEST_CASE("a failed peer fails the communicator, naming rank and host", "[comm][
     }
   }
 }
+
+// A peer that leaves fails nothing by itself: a call that needs it does.
+TEST_CASE("a departed peer fails a call only when it needs it", "[comm][failure]") {
+  for (std::string kind : {"tcp", "inproc"}) {
+    SECTION(kind) {
+      auto bs = kind == "tcp" ? test::makeTcpBootstraps(3) : test::makeInProcessBootstraps(3);
+      auto comms = makeComms(bs);
+      // Rank 2 sends rank 0 one message, then leaves (its communicator and bootstrap go).
+      int v = 42;
+      comms[2]->bootstrap()->send(&v, sizeof(v), 0, 7);
+      comms[2].reset();
+      bs[2].reset();
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (!comms[0]->departed() && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      REQUIRE(comms[0]->departed());
+      CHECK(comms[0]->hasDeparted(2));
+      CHECK_FALSE(comms[0]->hasDeparted(1));
+      CHECK(comms[0]->departedRanks() == std::vector<int>{2});
+      CHECK_FALSE(comms[0]->failed());
+      CHECK_FALSE(comms[0]->asyncError(nullptr, nullptr));  // an idle rank at teardown keeps no error
+      // What it sent before it left still arrives; the live ranks still talk.
+      int got = 0;
+      comms[0]->bootstrap()->recv(&got, sizeof(got), 2, 7);
+      CHECK(got == 42);
+      comms[0]->bootstrap()->send(&v, sizeof(v), 1, 8);
+      comms[1]->bootstrap()->recv(&got, sizeof(got), 0, 8);
+      // A call that needs more from it fails the communicator, saying it left.
+      try {
+        comms[0]->bootstrap()->recv(&got, sizeof(got), 2, 9);
+        FAIL("no error");
+      } catch (const Error& e) {
+        CHECK_THROWS_WITH(comms[0]->throwIfFailedAfter(e), Catch::StartsWith("communicator rank 0/3: rank 2 (host " +
+                                                                             comms[0]->hostIdOf(2) + ") left: "));
+      }
+      ErrorCode code = ErrorCode::InternalError;
+      CHECK(comms[0]->failed(&code, nullptr));
+      CHECK(code == ErrorCode::RemoteError);
+      CHECK(comms[0]->asyncError(&code, nullptr));
+      CHECK(code == ErrorCode::RemoteError);
+    }
+  }
+}

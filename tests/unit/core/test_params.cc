@@ -25,7 +25,7 @@ TEST_CASE("defaults apply when a variable is unset or empty", "[params]") {
   EnvGuard unsetInt("MSCCLPP_PLAN_MAX_BYTES", nullptr);
   EnvGuard unsetBool("MSCCLPP_VERIFY_PLANS", nullptr);
   CHECK(params::backend() == "auto");
-  CHECK(params::planMaxBytes() == 268435456);
+  CHECK(params::planMaxBytes() == 134217728);
   CHECK_FALSE(params::verifyPlans());
 }
 
@@ -56,7 +56,7 @@ TEST_CASE("typed parsing and precise errors", "[params]") {
   {
     EnvGuard g("MSCCLPP_PLAN_MAX_BYTES", "12x");
     CHECK_THROWS_WITH(params::planMaxBytes(),
-                      "MSCCLPP_PLAN_MAX_BYTES='12x' is not valid: expected an integer (default 268435456)");
+                      "MSCCLPP_PLAN_MAX_BYTES='12x' is not valid: expected an integer (default 134217728)");
   }
   {
     EnvGuard g("MSCCLPP_VERIFY_PLANS", "On");
@@ -118,6 +118,13 @@ TEST_CASE("mscclpp-info --params lists every layer's parameters", "[params]") {
     CHECK(out.find(std::string(name) + " ") != std::string::npos);
   }
   CHECK(out.find("declared by nccl_shim") != std::string::npos);
+}
+
+TEST_CASE("mscclpp-info --params never prints a secret", "[params]") {
+  EnvGuard secret("MSCCLPP_COMM_SECRET", "do-not-print-this-secret");
+  const std::string out = test::runCommand(MSCCLPP_INFO_TOOL " --params");
+  CHECK(out.find("MSCCLPP_COMM_SECRET                      = (set; not shown)") != std::string::npos);
+  CHECK(out.find("do-not-print") == std::string::npos);
 }
 
 TEST_CASE("deadlines expire and waitUntil names what it waited for", "[params]") {

@@ -98,8 +98,8 @@ TEST_CASE("a file over MSCCLPP_PLAN_MAX_BYTES is refused unread", "[plan][bad-in
   ::close(fd);
   const auto start = std::chrono::steady_clock::now();
   CHECK(fileError(huge) == huge +
-                               ": 1 GiB (1073741824 bytes) is larger than MSCCLPP_PLAN_MAX_BYTES=268435456 "
-                               "(256 MiB); raise the limit to load it");
+                               ": 1 GiB (1073741824 bytes) is larger than MSCCLPP_PLAN_MAX_BYTES=134217728 "
+                               "(128 MiB); raise the limit to load it");
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));  // it was not read
 
   const std::string small = dir.file("small.json");
@@ -115,7 +115,7 @@ TEST_CASE("a file over MSCCLPP_PLAN_MAX_BYTES is refused unread", "[plan][bad-in
   }
   {
     ScopedEnv limit("MSCCLPP_PLAN_MAX_BYTES", "lots");
-    CHECK(fileError(small) == "MSCCLPP_PLAN_MAX_BYTES='lots' is not valid: expected an integer (default 268435456)");
+    CHECK(fileError(small) == "MSCCLPP_PLAN_MAX_BYTES='lots' is not valid: expected an integer (default 134217728)");
   }
   CHECK(fileError(small) == "");
 }

@@ -1,15 +1,19 @@
-// The registry: directory scans, registration, the selection rules and
-// tie-break, the user selector, lazy per-rank loading, and allocation-free
-// cached lookups.
+// The registry: directory scans and their limits, registration, the
+// selection rules and tie-break, the user selector, lazy per-rank loading,
+// and allocation-free cached lookups.
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 #include <thread>
 
+#include "../../support/scoped_env.hpp"
 #include "core/logger.hpp"
 #include "mscclpp/errors.hpp"
 #include "mscclpp_config.h"
@@ -127,6 +131,38 @@ TEST_CASE("a scan skips bad files with a WARN; the first name wins", "[plan][reg
   plantest::writeFile(dir.file("f.json"), plan("phi", "allreduce", 2, true).dump());
   reg.rescan();
   CHECK(reg.count() == 2);
+}
+
+TEST_CASE("a plan file too large or past the total is skipped", "[plan][registry]") {
+  plantest::TempDir dir, other;
+  const std::string a = plan("alpha", "allreduce", 2, true).dump(), b = plan("beta", "allreduce", 2, true).dump();
+  plantest::writeFile(dir.file("a.json"), a);
+  plantest::writeFile(dir.file("b.json"), b);
+  plantest::writeFile(other.file("c.json"), plan("gamma", "allreduce", 2, true).dump());
+  // A sparse 200 MiB file: over the default MSCCLPP_PLAN_MAX_BYTES, skipped unread.
+  const std::string huge = dir.file("huge.json");
+  const int fd = ::open(huge.c_str(), O_CREAT | O_WRONLY, 0644);
+  REQUIRE(fd >= 0);
+  REQUIRE(::ftruncate(fd, 200 * MiB) == 0);
+  ::close(fd);
+  {
+    LogCapture log;
+    const auto start = std::chrono::steady_clock::now();
+    Registry reg({dir.path(), other.path()});
+    CHECK(reg.count() == 3);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+    CHECK(log.count("WARN PLAN skipping plan file " + huge + ": " + huge +
+                    ": 200 MiB (209715200 bytes) is larger than MSCCLPP_PLAN_MAX_BYTES=134217728 (128 MiB)") == 1);
+  }
+  // Room for the first two files only: the third, in the next directory, is skipped by name.
+  const std::string total = std::to_string(a.size() + b.size() + 10);
+  mscclpp::test::ScopedEnv limit("MSCCLPP_PLAN_DIR_MAX_BYTES", total.c_str());
+  LogCapture log;
+  Registry reg({dir.path(), other.path()});
+  CHECK(reg.count() == 2);
+  CHECK(log.count("WARN PLAN skipping plan file " + other.file("c.json") + ": its ") == 1);
+  CHECK(log.count("more than MSCCLPP_PLAN_DIR_MAX_BYTES=" + total) == 2);  // the third file, and the huge one before it
+  CHECK(log.lines() == 2);
 }
 
 TEST_CASE("selection: sizes, in-place, ranks per node, tie-break", "[plan][registry]") {

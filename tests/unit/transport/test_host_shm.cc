@@ -1,13 +1,17 @@
-// Shared host memory (allocator, names, import) and the shared-memory connection.
+// Shared host memory (allocator, names and what removes them, import) and the shared-memory connection.
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstring>
 
 #include "../../support/scoped_env.hpp"
 #include "../bootstrap/rank_threads.hpp"
 #include "core/deadline.hpp"
+#include "core/params.hpp"
 #include "mscclpp/communicator.hpp"
 #include "transport/host_shm/memory.hpp"
 #include "transport/registration.hpp"
@@ -83,13 +87,15 @@ TEST_CASE("POSIX mode names segments, unlinks on free or request", "[shm]") {
   auto p = allocSharedHost<char>(100);
   transport::host_shm::HostShmRecord e;
   REQUIRE(transport::host_shm::exportRange(p.get(), 100, &e));
-  REQUIRE(e.segmentName.rfind("posix:/mscclpp.", 0) == 0);
+  REQUIRE(e.segmentName.rfind("posix:/mscclpp-shm.", 0) == 0);
+  CHECK(sharedHostHasName(p.get()));
   CHECK(shmNameExists(e.segmentName));
   void* data = nullptr;
   auto m = transport::host_shm::importRange(e, 100, &data, "posix import");
   CHECK(unlinkSharedHostName(p.get()));  // every peer mapped it: the name can go
   CHECK_FALSE(shmNameExists(e.segmentName));
   CHECK_FALSE(unlinkSharedHostName(p.get()));
+  CHECK_FALSE(sharedHostHasName(p.get()));
   static_cast<char*>(data)[0] = 'x';  // still shared after the unlink
   CHECK(p.get()[0] == 'x');
   auto q = allocSharedHost<char>(100);
@@ -100,7 +106,97 @@ TEST_CASE("POSIX mode names segments, unlinks on free or request", "[shm]") {
   CHECK_FALSE(shmNameExists(e2.segmentName));
   void* late = nullptr;
   CHECK_THROWS_WITH(transport::host_shm::importRange(e2, 100, &late, "late"),
-                    Catch::StartsWith("late: cannot open POSIX shared memory /mscclpp."));
+                    Catch::StartsWith("late: cannot open POSIX shared memory /mscclpp-shm."));
+}
+
+namespace {
+
+// A child process that allocates POSIX shared memory, sends its exported
+// record's name down a pipe, then ends as `how` says: "kill" (SIGKILL),
+// "exit" (exit(0) with the memory alive) or "wait" (until killed).
+struct ShmOwner {
+  pid_t pid = -1;
+  std::string name;  // "posix:/mscclpp-shm..."
+
+  explicit ShmOwner(const char* how) {
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    std::fflush(nullptr);  // the child's exit must not print our buffered output again
+    pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      close(fds[0]);
+      setenv("MSCCLPP_HOST_SHM", "posix", 1);
+      params::resetCache();
+      auto p = allocSharedHost<char>(100);
+      transport::host_shm::HostShmRecord e;
+      transport::host_shm::exportRange(p.get(), 100, &e);
+      (void)!write(fds[1], e.segmentName.c_str(), e.segmentName.size() + 1);
+      close(fds[1]);
+      if (std::strcmp(how, "exit") == 0) std::exit(0);
+      if (std::strcmp(how, "kill") == 0) kill(getpid(), SIGKILL);
+      pause();
+      std::_Exit(0);
+    }
+    close(fds[1]);
+    char c;
+    while (read(fds[0], &c, 1) == 1 && c != '\0') name += c;
+    close(fds[0]);
+  }
+  void end() {
+    if (pid <= 0) return;
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    pid = -1;
+  }
+  ~ShmOwner() { end(); }
+};
+
+transport::host_shm::HostShmRecord recordOf(const std::string& name) {
+  transport::host_shm::HostShmRecord e;
+  e.segmentName = name;
+  e.segmentSize = 4096;
+  e.offset = 0;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("a POSIX name goes with the last process that maps it", "[shm]") {
+  test::ScopedEnv mode("MSCCLPP_HOST_SHM", "posix");
+  SECTION("its maker killed, nobody else mapped it: the next sweep") {
+    ShmOwner owner("kill");
+    waitpid(owner.pid, nullptr, 0);
+    owner.pid = -1;
+    REQUIRE(shmNameExists(owner.name));
+    CHECK(transport::host_shm::sweepUnusedSegments(200) >= 1);  // its lock may outlive it a moment
+    CHECK_FALSE(shmNameExists(owner.name));
+  }
+  SECTION("its maker exits with it alive") {
+    ShmOwner owner("exit");
+    waitpid(owner.pid, nullptr, 0);
+    owner.pid = -1;
+    CHECK_FALSE(shmNameExists(owner.name));
+  }
+  SECTION("its maker killed while we map it: gone when we unmap") {
+    ShmOwner owner("wait");
+    void* data = nullptr;
+    auto m = transport::host_shm::importRange(recordOf(owner.name), 100, &data, "import");
+    owner.end();
+    CHECK(transport::host_shm::sweepUnusedSegments() == 0);  // we still map it
+    CHECK(shmNameExists(owner.name));
+    m.reset();
+    CHECK_FALSE(shmNameExists(owner.name));
+  }
+  SECTION("a sweep never takes a name its maker holds") {
+    for (int i = 0; i < 50; ++i) {
+      auto p = allocSharedHost<char>(100);
+      transport::host_shm::HostShmRecord e;
+      REQUIRE(transport::host_shm::exportRange(p.get(), 100, &e));
+      transport::host_shm::sweepUnusedSegments();
+      REQUIRE(shmNameExists(e.segmentName));
+    }
+  }
 }
 
 TEST_CASE("the SHM connection writes, signals in order, checks bounds", "[shm][connection]") {
