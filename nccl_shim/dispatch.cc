@@ -1,7 +1,10 @@
 #include "dispatch.hpp"
 
+#include <algorithm>
 #include <functional>
+#include <memory>
 
+#include "alltoallv_group.hpp"
 #include "comm.hpp"
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
@@ -128,10 +131,18 @@ void runSingle(const CollCall& call) {
 
 // ---- groups ----
 
+// A communicator's grouped sends and receives that run on an alltoallv plan.
+struct GroupedAllToAllV {
+  std::vector<CollCall> calls;  // as issued, for NCCL if the plan refuses
+  AllToAllVGroup group;
+  std::vector<uint64_t> counts;
+};
+
 struct GroupItem {
   CollCall call;
-  PlanChoice plan;  // empty: the real NCCL
-  std::string why;  // a reason not the call's own; set only for INFO
+  PlanChoice plan;                                    // empty: the real NCCL
+  std::string why;                                    // a reason not the call's own; set only for INFO
+  std::shared_ptr<const GroupedAllToAllV> allToAllV;  // set: plan runs these grouped calls
 };
 
 // The two-rank exchange a communicator's grouped calls form, if any.
@@ -185,10 +196,53 @@ void agreeConcurrently(std::vector<CollCall>& ops) {
   runConcurrently(jobs);
 }
 
+// A communicator's grouped sends and receives, as an all-to-all(v) decision.
+struct AllToAllVTurn {
+  Comm* comm = nullptr;
+  std::vector<const CollCall*> calls;
+  AllToAllVDecision decision;
+  bool decided = false;
+};
+
+// Every communicator's grouped sends and receives that could be an all-to-all(v)
+// (alltoallv_group.hpp) are decided with its peers, each communicator on a
+// thread of its own when one thread drives several ranks. Throws a mismatch.
+std::vector<AllToAllVTurn> decideAllToAllVs(const std::vector<CollCall>& ops) {
+  std::vector<AllToAllVTurn> turns;
+  for (const CollCall& c : ops) {
+    if (!isP2p(c.kind)) continue;
+    auto it = std::find_if(turns.begin(), turns.end(), [&](const AllToAllVTurn& t) { return t.comm == c.comm; });
+    if (it == turns.end()) {
+      turns.push_back(AllToAllVTurn());
+      turns.back().comm = c.comm;
+      it = turns.end() - 1;
+    }
+    it->calls.push_back(&c);
+  }
+  std::vector<std::function<void()>> jobs;
+  for (AllToAllVTurn& t : turns) {
+    Comm& comm = *t.comm;
+    CollCall exchange;
+    if (comm.nRanks() < 2 || comm.routes().forced(CollKind::Send) || comm.routes().forced(CollKind::Recv) ||
+        matchTwoRankExchange(t.calls, comm.rank(), comm.nRanks(), &exchange) ||
+        !allToAllVPlansRegistered(comm.nRanks()))
+      continue;
+    jobs.push_back([&t] {
+      ScopedLogRank logRank(t.comm->rank());
+      const AllToAllVGroup group = readAllToAllVGroup(t.calls, t.comm->rank(), t.comm->nRanks());
+      t.decision = decideAllToAllV(t.comm->link(), group);
+      t.decided = true;
+    });
+  }
+  runConcurrently(jobs);
+  return turns;
+}
+
 // Decides every queued call: collectives one by one,
 // and each communicator's sends and receives together.
 void planGroup(std::vector<CollCall>& ops, std::vector<GroupItem>* items) {
   agreeConcurrently(ops);
+  const std::vector<AllToAllVTurn> allToAllVs = decideAllToAllVs(ops);
   items->clear();
   // Scratch reused by this thread's later groups: a steady stream of
   // groups allocates nothing. p2pDone: communicators already decided.
@@ -214,6 +268,19 @@ void planGroup(std::vector<CollCall>& ops, std::vector<GroupItem>* items) {
     PlanChoice plan;
     std::string why;
     std::string* whyPtr = logEnabled(LogLevel::Info, LogShim) ? &why : nullptr;
+    for (const AllToAllVTurn& t : allToAllVs) {
+      if (t.comm != c.comm || !t.decided) continue;
+      if (t.decision.onPlan) {
+        auto a2av = std::make_shared<GroupedAllToAllV>();
+        for (const CollCall* p : mine) a2av->calls.push_back(*p);
+        a2av->group = readAllToAllVGroup(mine, c.comm->rank(), c.comm->nRanks());
+        a2av->counts = t.decision.counts;
+        items->push_back({c, t.decision.plan, std::string(), std::move(a2av)});
+      } else {
+        why = "grouped sends and receives: " + t.decision.why;
+      }
+    }
+    if (!items->empty() && items->back().allToAllV && items->back().call.comm == c.comm) continue;
     bool exchangeFound = matchTwoRankExchange(mine, c.comm->rank(), c.comm->nRanks(), &exchange);
     if (exchangeFound) {
       // Agreed like a collective: the peer found the same exchange.
@@ -229,6 +296,37 @@ void planGroup(std::vector<CollCall>& ops, std::vector<GroupItem>* items) {
   }
 }
 
+// Grouped sends and receives on their alltoallv plan; on NCCL in one real group if it refuses.
+void runAllToAllV(const GroupItem& item) {
+  const GroupedAllToAllV& a = *item.allToAllV;
+  Comm& comm = *item.call.comm;
+  ScopedLogRank logRank(comm.rank());
+  const PlanRun run = comm.link().runAllToAllVPlan(item.plan, a.group.sendBase, a.group.recvBase, a.counts,
+                                                   a.group.dtype, a.group.stream);
+  if (run.wasRefused()) {
+    const std::string why =
+        strFormat("plan %s cannot serve these grouped sends and receives: %s", item.plan.name, run.refusal().c_str());
+    if (!comm.fallback().available()) comm.fallback().throwUnavailable("AlltoAllv", why);
+    std::vector<FallbackComm::RealIssue> issues;
+    for (const CollCall& c : a.calls) issues.push_back({&c, comm.fallback().real(), ncclSum});
+    FallbackComm::issueGroup(issues);
+    for (const CollCall& c : a.calls) comm.stats().record(c.kind, planMessageBytes(c, comm.nRanks()), false);
+    MSCCLPP_INFO(LogShim, "NCCL ran because %s", why.c_str());
+    return;
+  }
+  for (const CollCall& c : a.calls) comm.stats().record(c.kind, planMessageBytes(c, comm.nRanks()), true);
+  MSCCLPP_INFO(LogShim, "plan %s ran: alltoallv of %zu grouped sends and receives, %d ranks, %s", item.plan.name,
+               a.calls.size(), comm.nRanks(), dtypeName(a.group.dtype));
+}
+
+void runItem(const GroupItem& item) {
+  if (item.allToAllV) {
+    runAllToAllV(item);
+  } else {
+    runOnPlanOrNccl(item.plan, item.call);
+  }
+}
+
 void runPlanSegment(std::vector<GroupItem>& items, size_t begin, size_t end) {
   std::vector<Comm*> comms;
   bool waits = false;
@@ -237,12 +335,14 @@ void runPlanSegment(std::vector<GroupItem>& items, size_t begin, size_t end) {
     bool seen = false;
     for (Comm* d : comms) seen = seen || d == c;
     if (!seen) comms.push_back(c);
-    waits = waits || c->link().planRunWaitsForPeers(items[i].plan, items[i].call, execOpFor(*c, items[i].call));
+    // An all-to-all-v may build its context, a collective step.
+    waits = waits || items[i].allToAllV ||
+            c->link().planRunWaitsForPeers(items[i].plan, items[i].call, execOpFor(*c, items[i].call));
   }
   if (comms.size() == 1 || !waits) {
     // Every call only enqueues, as on CUDA with contexts
     // built. Run them in order, on this thread.
-    for (size_t i = begin; i < end; ++i) runOnPlanOrNccl(items[i].plan, items[i].call);
+    for (size_t i = begin; i < end; ++i) runItem(items[i]);
     return;
   }
   // One thread drives several ranks whose calls only
@@ -254,7 +354,7 @@ void runPlanSegment(std::vector<GroupItem>& items, size_t begin, size_t end) {
     jobs.push_back([&items, begin, end, c] {
       ScopedLogRank logRank(c->rank());
       for (size_t i = begin; i < end; ++i) {
-        if (items[i].call.comm == c) runOnPlanOrNccl(items[i].plan, items[i].call);
+        if (items[i].call.comm == c) runItem(items[i]);
       }
     });
   }

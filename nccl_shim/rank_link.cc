@@ -19,12 +19,14 @@
 #include "core/enforce.hpp"
 #include "core/hash.hpp"
 #include "core/logger.hpp"
+#include "core/params.hpp"
 #include "executor/call_descriptor.hpp"
 #include "executor/executor_internal.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
 #include "mscclpp/datatype.hpp"
 #include "plan/registry.hpp"
+#include "plan/variable_sizes.hpp"
 #include "plan_agreement.hpp"
 #include "real_nccl.hpp"
 
@@ -141,6 +143,19 @@ class RuntimeLink final : public RankLink {
     req.hostOf = &hostOf_;
     req.backend = executor_.backend();
     req.device = comm_->device();
+    if (req.call.collective == plan::Collective::AllToAll && params::plansEnable()) {
+      // An all-to-all is an all-to-all-v with equal counts: such a plan is
+      // a plan of the first step, ahead of native algorithms.
+      plan::SelectionPtr sel = plan::Registry::instance().select(req.call);
+      if (!sel->plan) {
+        plan::SelectRequest v = req.call;
+        v.collective = plan::Collective::AllToAllV;
+        v.messageBytes = elementBytes(call);
+        v.inPlace = false;
+        plan::SelectionPtr variable = plan::Registry::instance().select(v);
+        if (variable->plan) return planChoiceOf(variable, why);
+      }
+    }
     algo::ChoicePtr chosen = algo::AlgorithmRegistry::instance().select(req, plan::Registry::instance());
     if (!*chosen) {
       if (why) *why = chosen->reason;
@@ -213,7 +228,9 @@ class RuntimeLink final : public RankLink {
       }
       scalar = op.scalarIsPtr ? op.scalarPtr : op.scalarBytes;
     }
-    return execute(sendBufferOf(call), call, comm_->size(), choiceOf(choice), executorOp(op), scalar);
+    const algo::Choice& c = choiceOf(choice);
+    if (c.kind == algo::Choice::Kind::Plan && c.plan->plan->header.variableSizes) return runUniform(choice, call);
+    return execute(sendBufferOf(call), call, comm_->size(), c, executorOp(op), scalar);
   }
   bool planRunWaitsForPeers(const PlanChoice& choice, const CollCall& call, const ExecReduceOp& op) const override {
     if (executor_.backend() == Backend::Cpu) return true;
@@ -228,6 +245,33 @@ class RuntimeLink final : public RankLink {
                                        recvBytes(call, n), static_cast<DataType>(call.dtype), c.plan->plan,
                                        executorOp(op));
   }
+  PlanChoice selectAllToAllVPlan(const std::vector<uint64_t>& counts, int dtype, std::string* why) override {
+    const int n = comm_->size();
+    plan::SelectRequest req;
+    req.collective = plan::Collective::AllToAllV;
+    req.worldSize = n;
+    req.nRanksPerNode = comm_->nRanksPerNode();
+    if (!plan::variableMessageBytes(n, counts.data(), dtypeSize(dtype), &req.messageBytes)) {
+      if (why) *why = "the counts' bytes exceed 2^64";
+      return PlanChoice();
+    }
+    req.dtype = dtype;
+    req.rank = comm_->rank();
+    return planChoiceOf(plan::Registry::instance().select(req), why);
+  }
+  PlanRun runAllToAllVPlan(const PlanChoice& choice, const void* send, void* recv, const std::vector<uint64_t>& counts,
+                           int dtype, cudaStream_t stream) override {
+    const int n = comm_->size();
+    uint64_t in = 0, out = 0;
+    plan::variableCallBytes(plan::Collective::AllToAllV, n, counts.data(), dtypeSize(dtype), comm_->rank(), &in, &out);
+    SplitSizes splits;
+    splits.counts = counts.data();
+    std::optional<std::string> refusal = executor_.tryExecuteVariable(
+        comm_->rank(), send, recv, in, out, static_cast<DataType>(dtype), planOf(choice), splits, stream);
+    if (refusal) return PlanRun::refused(std::move(*refusal));
+    return PlanRun::ran();
+  }
+
   // The CPU backend completes every plan before execute()
   // returns. The CUDA backend enqueues on the caller's
   // streams, which the caller synchronises: NCCL's
@@ -246,6 +290,25 @@ class RuntimeLink final : public RankLink {
     return c.native->program(hostOf_, inPlaceForSelection(call), hasRoot(call.kind) ? call.root : 0,
                              executor_.backend());
   }
+  // A plan selection as a choice of the first step (all-to-all-v plans,
+  // chosen outside the algorithm registry).
+  static PlanChoice planChoiceOf(const plan::SelectionPtr& sel, std::string* why) {
+    if (why) *why = sel->reason;
+    if (!sel->plan) return PlanChoice();
+    auto c = std::make_shared<algo::Choice>();
+    c->kind = algo::Choice::Kind::Plan;
+    c->name = sel->name;
+    c->fingerprint = exec::planFingerprint(*sel->plan);
+    c->plan = sel;
+    c->reason = sel->reason;
+    PlanChoice choice;
+    choice.name = c->name.c_str();  // lives as long as the choice it holds
+    choice.kind = c->kindName();
+    choice.selection = std::move(c);
+    return choice;
+  }
+  // The plan of a choice of the first step.
+  static const plan::PlanPtr& planOf(const PlanChoice& choice) { return choiceOf(choice).plan->plan; }
   // NCCL ignores a broadcast's sendbuff off the root,
   // where it is often NULL: give the executor a valid one.
   static const void* sendBufferOf(const CollCall& call) {
@@ -276,6 +339,27 @@ class RuntimeLink final : public RankLink {
     return PlanRun::ran();
   }
 
+  // ncclAlltoAll on an alltoallv plan: every count is the call's.
+  PlanRun runUniform(const PlanChoice& choice, const CollCall& call) {
+    struct EndAgreementUnlessRan {
+      exec::RuntimeExecutor& executor;
+      bool ran = false;
+      ~EndAgreementUnlessRan() {
+        if (!ran) executor.endAgreement();
+      }
+    } agreement{executor_};
+    const int n = comm_->size();
+    uniformCounts_.assign(static_cast<size_t>(n) * n, call.count);
+    SplitSizes splits;
+    splits.counts = uniformCounts_.data();
+    std::optional<std::string> refusal = executor_.tryExecuteVariable(
+        comm_->rank(), call.sendbuff, call.recvbuff, sendBytes(call, n), recvBytes(call, n),
+        static_cast<DataType>(call.dtype), planOf(choice), splits, call.stream);
+    if (refusal) return PlanRun::refused(std::move(*refusal));
+    agreement.ran = true;
+    return PlanRun::ran();
+  }
+
   // NCCL's in-place gather and scatter exist only on the root;
   // other ranks often pass NULL for the buffer it compares.
   // Ranks would pick different plans, so every rank asks for
@@ -295,6 +379,7 @@ class RuntimeLink final : public RankLink {
   exec::RuntimeExecutor executor_;
   PlanAgreement agreement_;
   std::shared_ptr<void> failureHook_;
+  std::vector<uint64_t> uniformCounts_;  // runUniform's counts, kept between calls
 };
 
 }  // namespace

@@ -17,8 +17,10 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "coll_call.hpp"
+#include "core/format.hpp"
 #include "mscclpp/errors.hpp"
 
 namespace mscclpp::shim {
@@ -128,6 +130,25 @@ class RankLink {
   virtual bool planRunWaitsForPeers(const PlanChoice& plan, const CollCall& call, const ExecReduceOp& op) const = 0;
   // Waits until every plan this link started completed, for finalize.
   virtual void flush() = 0;
+
+  // All-to-all-v from grouped sends and receives (alltoallv_group.hpp).
+  // This rank's alltoallv plan for counts (n x n elements, row = sender), by its largest segment.
+  virtual PlanChoice selectAllToAllVPlan(const std::vector<uint64_t>& counts, int dtype, std::string* why) {
+    (void)counts;
+    (void)dtype;
+    if (why) *why = "this communicator runs no plans";
+    return PlanChoice();
+  }
+  // Runs it with the segments at send and recv, or returns its refusal.
+  virtual PlanRun runAllToAllVPlan(const PlanChoice& plan, const void* send, void* recv,
+                                   const std::vector<uint64_t>& counts, int dtype, cudaStream_t stream) {
+    (void)send;
+    (void)recv;
+    (void)counts;
+    (void)dtype;
+    (void)stream;
+    return PlanRun::refused(strFormat("plan %s: this communicator runs no plans", plan.name));
+  }
 };
 
 // A fresh id for our bootstrap: the root's

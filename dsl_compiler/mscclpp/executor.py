@@ -54,6 +54,7 @@ class Executor(_capi.OwnedHandle):
         plan: Union[ExecutionPlan, ExecutionPlanHandle],
         stream: Any = 0,
         op: Union[ReduceOp, int] = ReduceOp.sum,
+        splits: Any = None,
     ) -> None:
         """Runs ``plan`` for ``rank`` (this executor's rank) on the given buffers.
 
@@ -63,6 +64,15 @@ class Executor(_capi.OwnedHandle):
         reduce op (ignored by plans that do not reduce). Errors are MscclppError subclasses with the
         runtime's message: InvalidArgumentError (wrong rank, dtype, null buffers), NotSupportedError
         (the plan cannot serve these sizes/dtype/op, or the backend cannot run it), CommTimeoutError.
+
+        ``splits`` is the call's counts for a variable-size plan (alltoallv, allgatherv,
+        reducescatterv; docs/python-api.md, "All-to-all-v"): the count matrix, ``splits[s][d]``
+        elements from rank s to rank d, the same on every rank. Give it as nested lists, a flat list
+        of size*size ints, an object with ``__array_interface__`` or ``__cuda_array_interface__``
+        (numpy, torch; uint64 or int64, contiguous), or ``(address, on_device)``. Counts in device
+        memory are for a backend whose kernel reads them; the CPU backend refuses them, and the CUDA
+        backend does not run variable-size plans yet (NotSupportedError). send_size and recv_size are
+        then the buffers' sizes.
         """
         if isinstance(plan, ExecutionPlanHandle):
             plan = plan.plan
@@ -74,9 +84,18 @@ class Executor(_capi.OwnedHandle):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"execute: {name}={value!r} must be a non-negative integer")
         error = _capi.error_buffer()
-        status = _capi.load().mscclppExecute(
-            self.handle, rank, _address(send_buffer, "send_buffer"), _address(recv_buffer, "recv_buffer"),
-            send_size, recv_size, int(DataType(data_type)), plan.handle, _stream(stream), int(op), error, len(error))
+        if splits is not None:
+            address, on_device, keep = _counts(splits, self.size)
+            status = _capi.load().mscclppExecuteSplits(
+                self.handle, rank, _address(send_buffer, "send_buffer"), _address(recv_buffer, "recv_buffer"),
+                send_size, recv_size, int(DataType(data_type)), plan.handle, address, int(on_device), _stream(stream),
+                int(op), error, len(error))
+            del keep
+        else:
+            status = _capi.load().mscclppExecute(
+                self.handle, rank, _address(send_buffer, "send_buffer"), _address(recv_buffer, "recv_buffer"),
+                send_size, recv_size, int(DataType(data_type)), plan.handle, _stream(stream), int(op), error,
+                len(error))
         _capi.check(status, error, f"mscclpp.Executor.execute(plan '{plan.name}', rank {rank})")
 
     _destroy = "mscclppExecutorDestroy"
@@ -101,6 +120,40 @@ def _address(value: Any, what: str):
         raise TypeError(f"execute: {what} must be an address (a non-negative int such as tensor.data_ptr()), "
                         f"got {value!r}")
     return value or None
+
+
+def _counts(splits: Any, size: int):
+    """(address, on_device, what keeps the memory alive) of a count matrix of size x size."""
+    if isinstance(splits, tuple) and len(splits) == 2 and isinstance(splits[0], int):
+        return splits[0], bool(splits[1]), None
+    for attribute, on_device in (("__cuda_array_interface__", True), ("__array_interface__", False)):
+        interface = getattr(splits, attribute, None)
+        if interface is None:
+            continue
+        shape = tuple(interface["shape"])
+        count = 1
+        for extent in shape:
+            count *= extent
+        if interface["typestr"][1:] not in ("u8", "i8") or count != size * size:
+            raise ValueError(f"execute: splits must hold {size}x{size} 64-bit integers, got shape {shape} of "
+                             f"{interface['typestr']}")
+        if interface.get("strides") not in (None, tuple(8 * s for s in _contiguous(shape))):
+            raise ValueError("execute: splits must be contiguous")
+        return interface["data"][0], on_device, splits
+    rows = list(splits)
+    flat = [int(v) for row in rows for v in row] if rows and not isinstance(rows[0], int) else [int(v) for v in rows]
+    if len(flat) != size * size or any(v < 0 for v in flat):
+        raise ValueError(f"execute: splits must be {size}x{size} non-negative counts, got {len(flat)} values")
+    array = (ctypes.c_uint64 * len(flat))(*flat)
+    return ctypes.addressof(array), False, array
+
+
+def _contiguous(shape):
+    strides, step = [], 1
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= extent
+    return tuple(reversed(strides))
 
 
 def _stream(stream: Any):

@@ -21,6 +21,7 @@
 #include "mscclpp/communicator.hpp"
 #include "plan/c_request.hpp"
 #include "plan/registry.hpp"
+#include "plan/variable_sizes.hpp"
 
 static_assert(MSCCLPP_C_UNIQUE_ID_BYTES == MSCCLPP_UNIQUE_ID_BYTES, "the C header's id size must match bootstrap.hpp");
 static_assert(MSCCLPP_C_DEVICE_AUTO == mscclpp::kDeviceAuto && MSCCLPP_C_DEVICE_HOST == mscclpp::kHostDevice,
@@ -377,6 +378,54 @@ int mscclppExecute(mscclppExecutor_t executor, int rank, const void* sendBuff, v
     mscclpp::ScopedLogRank logRank(rank);
     executor->executor->execute(rank, sendBuff, recvBuff, sendBytes, recvBytes, static_cast<mscclpp::DataType>(dtype),
                                 loaded, stream, mscclpp::PacketType::LL16, op);
+    return static_cast<int>(mscclppSuccess);
+  });
+}
+
+int mscclppExecuteSplits(mscclppExecutor_t executor, int rank, const void* sendBuff, void* recvBuff, size_t sendBytes,
+                         size_t recvBytes, int dtype, mscclppPlan_t plan, const uint64_t* counts, int countsOnDevice,
+                         void* stream, int redOp, char* errBuf, size_t errLen) {
+  return mscclpp::capi::guarded(errBuf, errLen, [&] {
+    MSCCLPP_ENFORCE(executor != nullptr && executor->executor != nullptr, ErrorCode::InvalidArgument,
+                    "mscclppExecuteSplits: the executor handle is NULL");
+    MSCCLPP_ENFORCE(plan != nullptr, ErrorCode::InvalidArgument,
+                    "mscclppExecuteSplits: rank %d: the plan handle is NULL (no plan was selected for this call)",
+                    rank);
+    MSCCLPP_ENFORCE(counts != nullptr, ErrorCode::InvalidArgument, "mscclppExecuteSplits: rank %d: counts is NULL",
+                    rank);
+    const mscclpp::Communicator& comm = *executor->comm;
+    MSCCLPP_ENFORCE(rank == comm.rank(), ErrorCode::InvalidArgument,
+                    "mscclppExecuteSplits: rank %d was given, but this executor's communicator is rank %d of %d", rank,
+                    comm.rank(), comm.size());
+    MSCCLPP_ENFORCE(dtype >= 0 && dtype < mscclpp::kNumDataTypes, ErrorCode::InvalidArgument,
+                    "mscclppExecuteSplits: rank %d: dtype %d is not a datatype (NCCL numbering)", rank, dtype);
+    const mscclpp::ReduceOp op = reduceOpOf(rank, redOp);
+    const mscclpp::plan::PlanPtr loaded = plan->planFor(rank);
+    const mscclpp::plan::PlanHeader& h = loaded->header;
+    MSCCLPP_ENFORCE(h.variableSizes, ErrorCode::InvalidArgument,
+                    "mscclppExecuteSplits: plan '%s' (%s) has fixed sizes; run it with mscclppExecute", h.name.c_str(),
+                    h.source.c_str());
+    if (!countsOnDevice) {
+      // The size range holds the largest segment; device counts are checked when the kernel reads them.
+      uint64_t message = 0;
+      MSCCLPP_ENFORCE(
+          mscclpp::plan::variableMessageBytes(h.worldSize, counts,
+                                              mscclpp::dataTypeSize(static_cast<mscclpp::DataType>(dtype)), &message) &&
+              message >= h.minMessageSize && message <= h.maxMessageSize,
+          ErrorCode::NotSupported,
+          "plan '%s' (%s) serves segments of %llu to %llu bytes; rank %d's counts have a largest segment "
+          "of %llu bytes",
+          h.name.c_str(), h.source.c_str(), static_cast<unsigned long long>(h.minMessageSize),
+          static_cast<unsigned long long>(h.maxMessageSize), rank, static_cast<unsigned long long>(message));
+    }
+    mscclpp::ScopedLogRank logRank(rank);
+    mscclpp::SplitSizes splits;
+    splits.counts = counts;
+    splits.onDevice = countsOnDevice != 0;
+    if (std::optional<std::string> refusal = executor->executor->tryExecuteVariable(
+            rank, sendBuff, recvBuff, sendBytes, recvBytes, static_cast<mscclpp::DataType>(dtype), loaded, splits,
+            stream, mscclpp::PacketType::LL16, op))
+      throw mscclpp::Error(ErrorCode::NotSupported, *refusal);
     return static_cast<int>(mscclppSuccess);
   });
 }

@@ -32,6 +32,9 @@ struct ExecCall {
   // A native algorithm: its kernel runs instead of the interpreter; plan is
   // native->plan. Null for a plan.
   NativeProgramPtr native;
+  // Variable-size plans: the count matrix (host or device memory).
+  const uint64_t* counts = nullptr;
+  bool countsOnDevice = false;
 };
 
 class ExecutionBackend {

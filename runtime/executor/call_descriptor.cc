@@ -3,6 +3,7 @@
 #include "core/format.hpp"
 #include "core/hash.hpp"
 #include "plan/plan_names.hpp"
+#include "plan/variable_sizes.hpp"
 
 namespace mscclpp::exec {
 
@@ -18,11 +19,17 @@ std::string CallDescriptor::describe() const {
   const char* coll = collective >= 0 ? plan::collectiveName(static_cast<plan::Collective>(collective)) : "?";
   const DataType t = static_cast<DataType>(dtype);
   const size_t elem = dtype >= 0 ? dataTypeSize(t) : 0;
-  std::string s = strFormat(
-      "%s of %s", coll,
-      elem > 0 ? strFormat("%llu x %s", static_cast<unsigned long long>(sendBytes / elem), dataTypeName(t)).c_str()
-               : "?");
-  s += strFormat(" (%s sent, %s received)", formatBytes(sendBytes).c_str(), formatBytes(recvBytes).c_str());
+  const bool variable = collective >= 0 && plan::isVariableCollective(static_cast<plan::Collective>(collective));
+  std::string s =
+      variable
+          ? strFormat("%s of %s (sizes per call)", coll, elem > 0 ? dataTypeName(t) : "?")
+          : strFormat(
+                "%s of %s", coll,
+                elem > 0
+                    ? strFormat("%llu x %s", static_cast<unsigned long long>(sendBytes / elem), dataTypeName(t)).c_str()
+                    : "?");
+  if (!variable)
+    s += strFormat(" (%s sent, %s received)", formatBytes(sendBytes).c_str(), formatBytes(recvBytes).c_str());
   if (op >= 0) {
     const char* name = reduceOpName(static_cast<ReduceOp>(op));
     s += strFormat(", %s", name ? name : "?");
@@ -70,8 +77,10 @@ void describeCall(CallDescriptor* d, const plan::Plan& p, uint64_t fingerprint, 
   d->collective = static_cast<int32_t>(p.header.collective);
   d->plan = p.header.name;
   d->planFingerprint = fingerprint;
-  d->sendBytes = sendBytes;
-  d->recvBytes = recvBytes;
+  // A variable-size call's ranks send and receive different amounts: the counts, not the calls, differ.
+  const bool variable = plan::isVariableCollective(p.header.collective);
+  d->sendBytes = variable ? 0 : sendBytes;
+  d->recvBytes = variable ? 0 : recvBytes;
   d->dtype = static_cast<int32_t>(dtype);
   d->op = reduces(p.header.collective) ? static_cast<int32_t>(op) : -1;
   d->root = plan::isRootedCollective(p.header.collective) ? p.header.root : -1;
@@ -101,7 +110,7 @@ uint64_t planFingerprint(const plan::Plan& p) {
        {static_cast<uint64_t>(h.collective), static_cast<uint64_t>(h.protocol), static_cast<uint64_t>(h.inPlace),
         static_cast<uint64_t>(h.worldSize), static_cast<uint64_t>(h.numThreadsPerBlock),
         static_cast<uint64_t>(h.useDoubleScratchBuffer), static_cast<uint64_t>(h.bufferAlignment), h.minMessageSize,
-        h.maxMessageSize, static_cast<uint64_t>(h.root), static_cast<uint64_t>(h.reduceOps)}) {
+        h.maxMessageSize, static_cast<uint64_t>(h.root), static_cast<uint64_t>(h.reduceOps), h.slotBytes}) {
     f = mix64(f, v);
   }
   for (const plan::RankPlan& r : p.ranks) {

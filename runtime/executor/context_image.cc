@@ -8,6 +8,7 @@
 #include "core/params.hpp"
 #include "plan/op_rules.hpp"
 #include "plan/plan_sizing.hpp"
+#include "plan/variable_sizes.hpp"
 
 namespace mscclpp::exec {
 namespace {
@@ -38,6 +39,7 @@ Refusal tryShapeCall(const plan::Plan& plan, int rank, uint64_t inputBytes, uint
   MSCCLPP_ENFORCE(rank >= 0 && rank < static_cast<int>(plan.ranks.size()), ErrorCode::InvalidArgument,
                   "plan %s has %zu ranks; rank %d is out of range", plan.header.name.c_str(), plan.ranks.size(), rank);
   const plan::RankPlan& rp = plan.ranks[rank];
+  if (plan.header.variableSizes) return tryShapeVariableCall(plan, rank, inputBytes, outputBytes, dtype, out);
   plan::SizingResult s;
   plan::CallGeometry geometry;
   geometry.inputBytes = inputBytes;
@@ -321,6 +323,33 @@ void ContextImage::resolveThreadblocks() {
         const bool wrap = r.scratch && shape_.wrapScratch;
         r.offset = static_cast<uint64_t>(br.index) * (wrap ? shape_.scratchChunkBytes : shape_.chunkBytes);
         r.bytes = static_cast<uint64_t>(br.size) * shape_.chunkBytes;
+        if (br.segment != plan::SegmentTable::None) {
+          // Placed and sized at each call (bindSegments); until then it covers nothing. An input
+          // or output segment is its owner's; a scratch slot is sized by this rank's counts.
+          const int owner =
+              (br.kind == RefKind::Local || type == BufferType::Scratch) ? rank_ : rp.remoteBuffers[br.id].rank;
+          const plan::SegmentSource src =
+              plan::segmentSource(hdr.collective, static_cast<uint32_t>(owner), br.segment, br.segmentPeer);
+          SegmentRef seg;
+          seg.block = static_cast<uint32_t>(t);
+          seg.ref = idx;
+          seg.op = static_cast<uint32_t>(i);
+          seg.fixedOffset = r.offset;
+          seg.limit = limit;
+          seg.factor = packet ? 2 : 1;
+          seg.sender = src.sender;
+          seg.receiver = src.receiver;
+          seg.line = src.line;
+          seg.prefix = src.prefix;
+          seg.alongRow = src.alongRow;
+          seg.placed = type != BufferType::Scratch;
+          seg.slotBytes = type == BufferType::Scratch ? hdr.slotBytes : 0;
+          segments_.push_back(seg);
+          r.bytes = 0;
+          if (rule.reduces) gran = std::gcd(gran, r.offset);
+          refs[idx] = r;
+          return;
+        }
         if (op.tbgSize > 1) {
           MSCCLPP_ENFORCE(
               !wrap, ErrorCode::NotSupported,
@@ -418,6 +447,12 @@ void ContextImage::resetState() {
   *dev_.state = ExecState{static_cast<uint32_t>(first), 0u, UINT32_MAX, 0u};
   std::fill(dev_.blockRecords, dev_.blockRecords + dev_.nBlocks, BlockRecord{});
   if (!ownAbort_.empty()) ownAbort_[0] = 0;
+}
+
+std::string ContextImage::bindSegments(const uint64_t* counts, size_t elementBytes) {
+  const plan::PlanHeader& h = plan_->header;
+  return exec::bindSegments(segments_, h.worldSize, counts, elementBytes, &refs_,
+                            strFormat("plan %s (%s) rank %d", h.name.c_str(), h.source.c_str(), rank_));
 }
 
 std::string ContextImage::resolvePut(const TriggerFields& f, char** src, char** dst) const {

@@ -15,6 +15,7 @@
 #include "executor/exec_layout.hpp"
 #include "executor/rank_resources.hpp"
 #include "executor/refusal.hpp"
+#include "executor/segment_binding.hpp"
 #include "mscclpp/datatype.hpp"
 #include "mscclpp/fifo_device.hpp"
 #include "plan/plan.hpp"
@@ -78,6 +79,11 @@ class ContextImage {
   // Puts counters, records and flag back to their initial values (a fresh context's state).
   void resetState();
 
+  // Variable-size plans: the segment references, and their binding to one
+  // call's count matrix in the host image ("" or why the counts do not fit).
+  const std::vector<SegmentRef>& segments() const { return segments_; }
+  std::string bindSegments(const uint64_t* counts, size_t elementBytes);
+
  private:
   ContextImage() = default;
   void resolveThreadblocks();
@@ -102,6 +108,7 @@ class ContextImage {
   std::vector<BlockRecord> ownRecords_;
   std::vector<uint32_t> ownAbort_;
   std::vector<MemoryEntry> memoryTable_;
+  std::vector<SegmentRef> segments_;
   uint64_t reduceGranularity_ = 0;
 };
 

@@ -17,6 +17,7 @@
 #include "executor/launch_abort.hpp"
 #include "executor/scale_steps.hpp"
 #include "mscclpp/communicator.hpp"
+#include "plan/plan_names.hpp"
 
 namespace mscclpp {
 
@@ -103,9 +104,16 @@ struct MSCCLPP_INTERNAL Executor::Impl {
   // The one path of every call: a refusal as a value, every other failure thrown.
   exec::Refusal tryExecute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes,
                            DataType dtype, const plan::PlanPtr& plan, void* stream, PacketType packetType, ReduceOp op,
-                           const void* scalar, const exec::NativeProgramPtr& native = nullptr) {
+                           const void* scalar, const SplitSizes* splits = nullptr,
+                           const exec::NativeProgramPtr& native = nullptr) {
     MSCCLPP_ENFORCE(plan != nullptr, ErrorCode::InvalidArgument, "Executor::execute: the plan is null");
     const plan::PlanHeader& h = plan->header;
+    MSCCLPP_ENFORCE(!h.variableSizes || (splits != nullptr && splits->counts != nullptr), ErrorCode::InvalidArgument,
+                    "Executor::execute: plan %s is a variable-size %s plan; pass the call's counts (SplitSizes)",
+                    h.name.c_str(), plan::collectiveName(h.collective));
+    MSCCLPP_ENFORCE(h.variableSizes || splits == nullptr, ErrorCode::InvalidArgument,
+                    "Executor::execute: plan %s has fixed sizes; counts are only for variable-size plans",
+                    h.name.c_str());
     MSCCLPP_ENFORCE(dataTypeSize(dtype) > 0, ErrorCode::InvalidArgument, "Executor::execute: datatype %d is not valid",
                     static_cast<int>(dtype));
     MSCCLPP_ENFORCE(reduceOpName(op) != nullptr, ErrorCode::InvalidArgument,
@@ -135,6 +143,15 @@ struct MSCCLPP_INTERNAL Executor::Impl {
     call.stream = stream;
     call.packet = packetType;
     call.scalar = scalar;
+    if (splits != nullptr) {
+      call.counts = splits->counts;
+      call.countsOnDevice = splits->onDevice;
+    }
+    // The CUDA backend's kernel does not bind segment references: a refusal, before any rank exchanges anything.
+    if (h.variableSizes && backend == Backend::Cuda) {
+      return strFormat("plan %s is a variable-size %s plan, which the CUDA backend does not run (the CPU backend does)",
+                       h.name.c_str(), plan::collectiveName(h.collective));
+    }
     std::lock_guard<std::mutex> lock(mutex);
     if (exec::Refusal r = makeBackend()) return r;
     return runner->execute(call);
@@ -236,6 +253,24 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
     throw Error(ErrorCode::NotSupported, *r);
 }
 
+void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes,
+                       DataType dtype, const ExecutionPlan& plan, const SplitSizes& splits, void* stream,
+                       PacketType packetType, ReduceOp op) {
+  const plan::PlanPtr& loaded = plan.impl_ ? plan.impl_->plan : nullptr;
+  if (exec::Refusal r = impl_->tryExecute(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, loaded, stream,
+                                          packetType, op, nullptr, &splits))
+    throw Error(ErrorCode::NotSupported, *r);
+}
+
+std::optional<std::string> exec::RuntimeExecutor::tryExecuteVariable(int rank, const void* sendBuff, void* recvBuff,
+                                                                     size_t sendBytes, size_t recvBytes, DataType dtype,
+                                                                     const plan::PlanPtr& plan,
+                                                                     const SplitSizes& splits, void* stream,
+                                                                     PacketType packetType, ReduceOp op) {
+  return impl_->tryExecute(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan, stream, packetType, op, nullptr,
+                           &splits);
+}
+
 void exec::RuntimeExecutor::execute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes,
                                     DataType dtype, const plan::PlanPtr& plan, void* stream, PacketType packetType,
                                     ReduceOp op, const void* scalar) {
@@ -257,7 +292,7 @@ std::optional<std::string> exec::RuntimeExecutor::tryExecute(int rank, const voi
                                                              const void* scalar) {
   MSCCLPP_ENFORCE(native != nullptr, ErrorCode::InvalidArgument, "Executor::execute: the native program is null");
   return impl_->tryExecute(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, native->plan, stream,
-                           PacketType::LL16, op, scalar, native);
+                           PacketType::LL16, op, scalar, nullptr, native);
 }
 
 }  // namespace mscclpp

@@ -62,6 +62,7 @@ uint64_t reducedOutputBytes(plan::Collective collective, int rank, int root, uin
   switch (collective) {
     case plan::Collective::AllReduce:
     case plan::Collective::ReduceScatter:
+    case plan::Collective::ReduceScatterV:
       return outputBytes;
     case plan::Collective::Reduce:
       return rank == root ? outputBytes : 0;

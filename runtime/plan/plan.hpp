@@ -15,7 +15,8 @@
 
 namespace mscclpp::plan {
 
-// Gather and Scatter extend MSCCL++'s list (docs/plan-format.md).
+// Gather and Scatter extend MSCCL++'s list (docs/plan-format.md), and so do
+// the variable-size collectives after Test (variable_sizes.hpp).
 enum class Collective : uint8_t {
   AllReduce,
   AllGather,
@@ -27,7 +28,10 @@ enum class Collective : uint8_t {
   Gather,
   Scatter,
   Custom,
-  Test
+  Test,
+  AllToAllV,
+  AllGatherV,
+  ReduceScatterV
 };
 enum class Protocol : uint8_t { Simple, LL };
 enum class ChannelType : uint8_t { None, Memory, Port, Switch };
@@ -60,19 +64,27 @@ enum class RefKind : uint8_t {
   Multicast,  // a switch channel's binding; id is the rank-level switch channel
 };
 
+// Which per-call table places a segment reference (variable_sizes.hpp).
+enum class SegmentTable : uint8_t { None, Send, Recv };
+
 // Chunks of a buffer: bytes [index * chunk, (index + size) * chunk).
 // The chunk size is fixed per call by plan_sizing.hpp.
 // For packets in scratch the executor doubles offsets and sizes:
 // half of a packet's bytes are payload.
+// A segment reference (segment != None), only in variable-size plans,
+// covers the owner's segment for segmentPeer instead: its place and size
+// come from the call's counts, and index counts scratch slots.
 struct BufferRef {
   RefKind kind;
   BufferType type;  // the referenced buffer; for Multicast the bound one
-  uint16_t reserved;
+  SegmentTable segment;
+  uint8_t reserved;
   uint32_t id;
   uint32_t index;
   uint32_t size;
+  uint32_t segmentPeer;
 };
-static_assert(sizeof(BufferRef) == 16, "BufferRef is copied to device memory as is");
+static_assert(std::is_trivially_copyable<BufferRef>::value && sizeof(BufferRef) == 20, "compared as bytes");
 
 // One operation.
 // Its lists live in the threadblock's arrays:
@@ -178,6 +190,10 @@ struct PlanHeader {
   std::vector<std::string> tags;
   int root = 0;           // root of a rooted collective
   int nRanksPerNode = 0;  // the ranks per node the plan serves; 0 is any
+  // variable_sizes: the counts bind segment references per call,
+  // and scratch is scratch_chunks slots of slotBytes.
+  bool variableSizes = false;
+  uint64_t slotBytes = 0;
   // Bit i is set when the plan holds PlanReduceOp i.
   // A plan reducing only with Sum, the DSL's default, serves every call op:
   // the executor applies the call's.

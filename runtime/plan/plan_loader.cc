@@ -41,7 +41,8 @@ const char* const kHeaderKeys[] = {"name",
                                    "format_version",
                                    "tags",
                                    "root",
-                                   "nranks_per_node"};
+                                   "nranks_per_node",
+                                   "variable_sizes"};
 const char* const kRankKeys[] = {"id",       "input_chunks",   "output_chunks", "scratch_chunks",
                                  "channels", "remote_buffers", "semaphores",    "threadblocks"};
 const char* const kChannelKeys[] = {"channel_type", "connected_to", "buffer_type", "buff", "rank_groups"};
@@ -208,6 +209,7 @@ void PlanLoader::readHeader(const Value& root) {
     }
     h.nRanksPerNode = static_cast<int>(perNode);
   }
+  readVariableSizes(check_, doc_, root, top, traceKeys_, &h);
   traceUnknownKeys(root, top, kHeaderKeys);
 
   plan_->ranks.resize(static_cast<size_t>(n));
@@ -246,6 +248,7 @@ void PlanLoader::readRank(int r, const Value& gpu, const Path& at) {
   const Value& channels = check_.require(doc_, gpu, at, "channels");
   check_.expectType(channels, at.key("channels"), Type::Array);
   readChannels(r, channels, at.key("channels"));
+  checkVariableRank(check_, doc_, gpu, at, plan_->header, rp);
 
   const Value& remote = check_.require(doc_, gpu, at, "remote_buffers");
   check_.expectType(remote, at.key("remote_buffers"), Type::Array);

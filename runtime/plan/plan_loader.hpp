@@ -17,7 +17,7 @@ namespace mscclpp::plan {
 // The newest format_version this reader understands.
 // A plan without the key, as MSCCL++ writes it,
 // is version 0 and loads the same way.
-constexpr int kPlanFormatVersion = 1;
+constexpr int kPlanFormatVersion = 2;
 
 struct LoadOptions {
   // -1 loads and validates every rank.

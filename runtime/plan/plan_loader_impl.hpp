@@ -60,6 +60,16 @@ void logUnknownKeys(const Checker& check, const json::Document& doc, const json:
 ChannelType readChannelType(const Checker& check, const json::Document& doc, const json::Value& entry, const Path& at,
                             const char* typeKey, bool allowSwitch);
 
+// Variable-size plans (variable_sizes_loader.cc): the header's
+// variable_sizes, a rank's chunks, a reference's segment, an op's shape.
+void readVariableSizes(const Checker& check, const json::Document& doc, const json::Value& root, const Path& top,
+                       bool traceKeys, PlanHeader* h);
+void checkVariableRank(const Checker& check, const json::Document& doc, const json::Value& gpu, const Path& at,
+                       const PlanHeader& h, const RankPlan& rp);
+void readSegment(const Checker& check, const json::Document& doc, const json::Value& ref, const Path& at,
+                 const PlanHeader& h, bool traceKeys, BufferRef* out);
+void checkVariableOp(const Checker& check, const Path& at, const PlanHeader& h, const Op& op);
+
 class PlanLoader {
  public:
   PlanLoader(std::string_view text, const std::string& source);

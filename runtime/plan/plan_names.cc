@@ -19,11 +19,11 @@ constexpr OpName kOpNames[] = {
 };
 constexpr size_t kNumOps = sizeof(kOpNames) / sizeof(kOpNames[0]);
 
-constexpr const char* kCollectiveNames[] = {"allreduce", "allgather", "reducescatter", "alltoall",
-                                            "sendrecv",  "broadcast", "reduce",        "gather",
-                                            "scatter",   "custom",    "test"};
+constexpr const char* kCollectiveNames[] = {"allreduce", "allgather", "reducescatter", "alltoall",      "sendrecv",
+                                            "broadcast", "reduce",    "gather",        "scatter",       "custom",
+                                            "test",      "alltoallv", "allgatherv",    "reducescatterv"};
 constexpr size_t kNumCollectives = sizeof(kCollectiveNames) / sizeof(kCollectiveNames[0]);
-static_assert(kNumCollectives == static_cast<size_t>(Collective::Test) + 1, "one name per Collective");
+static_assert(kNumCollectives == static_cast<size_t>(Collective::ReduceScatterV) + 1, "one name per Collective");
 
 bool equals(std::string_view a, const char* b) { return a.size() == std::strlen(b) && a.compare(b) == 0; }
 

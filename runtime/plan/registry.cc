@@ -441,6 +441,11 @@ void Registry::setSelector(mscclppPlanSelectorFn fn, void* userData) {
   impl_->changedLocked();
 }
 
+bool Registry::hasSelector() const {
+  std::shared_lock<std::shared_mutex> lock(impl_->mutex);
+  return impl_->selector != nullptr;
+}
+
 uint64_t Registry::generation() const { return impl_->userGeneration.load(std::memory_order_acquire); }
 
 size_t Registry::count() {

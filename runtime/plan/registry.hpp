@@ -79,6 +79,8 @@ class Registry {
   // Installs the user selector, or removes it when fn is null;
   // clears the cache.
   void setSelector(mscclppPlanSelectorFn fn, void* userData);
+  // Whether a user selector is installed: then ranks with the same plans may still choose differently.
+  bool hasSelector() const;
 
   // Number of registered plans; scans the directories first when needed.
   size_t count();

@@ -5,6 +5,7 @@
 #include "core/format.hpp"
 #include "plan/plan_names.hpp"
 #include "plan/plan_sizing.hpp"
+#include "plan/variable_sizes.hpp"
 
 namespace mscclpp::plan::detail {
 namespace {
@@ -89,7 +90,8 @@ Verdict judge(const Registry::Entry& e, const SelectRequest& r) {
     v.why = strFormat("it serves %d ranks per node, the call has %d", h.nRanksPerNode, r.nRanksPerNode);
     return v;
   }
-  if (!h.inPlace && r.inPlace) {
+  // A variable-size call in place is staged by the executor.
+  if (!h.inPlace && r.inPlace && !isVariableCollective(r.collective)) {
     v.why = "it is out-of-place, the call is in-place";
     return v;
   }
@@ -143,6 +145,13 @@ Verdict judge(const Registry::Entry& e, const SelectRequest& r) {
         return v;
       }
     }
+  }
+  if (h.variableSizes) {
+    // The message is the largest segment; the call's counts bind the rest.
+    v.why = variableSizingRefusal(h, e.summary.maxScratchChunks, r.messageBytes);
+    v.chunkBytes = h.slotBytes;
+    v.serves = v.why.empty();
+    return v;
   }
   if (!callBytesFromMessage(r.collective, r.messageBytes, r.worldSize, &v.inputBytes, &v.outputBytes, &v.why)) return v;
   // Sizes that do not fit the chunks run padded;

@@ -30,7 +30,7 @@ const char* const kOpKeys[] = {"name",         "channel_type", "channel_ids", "s
                                "reduce_op",    "tbg_info",     "barrier_id",  "num_threadblocks", "semaphore_ids",
                                "iter_context", "ops",          "buffer_type", "buffer_offset",    "size",
                                "dst_chunk",    "source"};
-const char* const kRefKeys[] = {"type", "buffer_id", "switch_channel_id", "index", "size", "rank"};
+const char* const kRefKeys[] = {"type", "buffer_id", "switch_channel_id", "index", "size", "rank", "segment"};
 
 struct BarrierUse {
   uint32_t numThreadblocks = 0;
@@ -332,6 +332,7 @@ void ThreadblockLoader::loadOp(const Value& v, const Path& at, bool inPipeline) 
     op.tbgId = static_cast<uint16_t>(id);
     op.tbgSize = static_cast<uint16_t>(size);
   }
+  checkVariableOp(check_, at, plan_.header, op);
   if (rule.barrier) {
     const Value& idValue = check_.require(doc_, v, at, "barrier_id");
     const uint32_t id = check_.u32(idValue, at.key("barrier_id"));
@@ -499,6 +500,7 @@ BufferRef ThreadblockLoader::loadRef(const Value& ref, const Path& at, RefSlot s
     out.size = check_.u32(sizeValue, at.key("size"));
   }
   checkBounds(out, indexValue, at.key("index"), sizeValue, at.key("size"));
+  readSegment(check_, doc_, ref, at, plan_.header, traceKeys_, &out);
   traceUnknownKeys(ref, at, kRefKeys);
   return out;
 }

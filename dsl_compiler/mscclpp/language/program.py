@@ -9,7 +9,7 @@ from .channel import MemoryChannel, PortChannel, SwitchChannel
 from .collectives import *  # noqa: F401,F403 (re-exported, as MSCCL++'s program module does)
 from .collectives import Collective
 from .errors import DSLError, user_location
-from .internal import emit, locations, passes
+from .internal import emit, locations, passes, variable
 from .internal import indent as indent_json
 from .internal.pairing import check_pairing
 from .internal.rank_state import RankState
@@ -251,6 +251,9 @@ class CollectiveProgram:
         try:
             self._run_passes()
             self._json = emit.plan_json(self, self.ranks)
+            if getattr(self.collective, "variable", False):
+                self._unit_json = self._json
+                self._json = variable.variable_plan_json(self._json, self.collective.slot_bytes)
         finally:
             locations.ACTIVE = None
         self._direct = False
@@ -296,11 +299,21 @@ class CollectiveProgram:
         if self._locations is None:
             return self.to_json(indent=indent)
         text = emit.plan_json(self, self.ranks)  # locations.ACTIVE is None outside _compile
+        if getattr(self.collective, "variable", False):
+            text = variable.variable_plan_json(text, self.collective.slot_bytes)
         return text if indent is None else indent_json.dumps(json.loads(text), indent)
 
     def to_dict(self):
         self.post_process_operations()
         return json.loads(self._json)
+
+    def unit_plan(self):
+        """A variable-size program's plan before its chunks became segments, as the fixed-size
+        collective it generalises: what checking it simulates (internal/variable.py)."""
+        self.post_process_operations()
+        plan = json.loads(self._unit_json)
+        plan["collective"] = self.collective.fixed
+        return plan
 
 
 _observers = []

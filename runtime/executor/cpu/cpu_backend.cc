@@ -4,12 +4,14 @@
 #include <cstring>
 #include <vector>
 
+#include "core/enforce.hpp"
 #include "core/format.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
 #include "executor/call_monitor.hpp"
 #include "executor/scale_steps.hpp"
 #include "mscclpp/communicator.hpp"
+#include "plan/variable_sizes.hpp"
 
 namespace mscclpp::exec {
 
@@ -39,12 +41,16 @@ CpuContext& CpuBackend::build(const ExecCall& c, const CallShape& shape, const C
 }
 
 Refusal CpuBackend::execute(const ExecCall& c) {
+  MSCCLPP_ENFORCE(!c.countsOnDevice, ErrorCode::InvalidArgument,
+                  "plan %s rank %d: the CPU backend reads the counts from host memory, not device memory",
+                  c.plan->header.name.c_str(), c.rank);
   // Refusals come before the call begins. A new context is first shaped
   // and its wiring asked, so no rank starts a build the plan cannot serve.
   CpuContext* ctx = cache_.find(keyOf(c));
   CallShape shape;
   if (ctx == nullptr) {
-    if (Refusal r = tryShapeCall(*c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype, &shape)) return r;
+    const Key key = keyOf(c);
+    if (Refusal r = tryShapeCall(*c.plan, c.rank, key.inputBytes, key.outputBytes, c.dtype, &shape)) return r;
     if (Refusal r = wiring_->refusal(*c.plan)) return r;
   }
   const CallDescriptor descriptor =
@@ -71,9 +77,47 @@ Refusal CpuBackend::execute(const ExecCall& c) {
   return std::nullopt;
 }
 
+void CpuBackend::launch(const ExecCall& c, CpuContext& ctx) {
+  LaunchAbort::Running running(abort_, ctx.image().device().abortFlag,
+                               strFormat("plan %s rank %d", c.plan->header.name.c_str(), c.rank));
+  if (comm_) {
+    ctx.launch(c.dtype, nativeOpOf(c.op), c.packet, comm_->timeoutSeconds(), comm_->timeoutSetting());
+  } else {
+    ctx.launch(c.dtype, nativeOpOf(c.op), c.packet, params::timeoutSeconds());
+  }
+}
+
+void CpuBackend::bindCounts(const ExecCall& c, CpuContext& ctx, uint64_t* inBytes, uint64_t* outBytes) {
+  const plan::Plan& p = *c.plan;
+  const size_t elem = dataTypeSize(c.dtype);
+  std::string why = checkCounts(p, c.rank, c.counts, elem, c.sendBytes, c.recvBytes);
+  if (why.empty()) why = ctx.bindSegments(c.counts, elem);
+  if (!why.empty()) throw Error(ErrorCode::InvalidArgument, why);
+  plan::variableCallBytes(p.header.collective, p.header.worldSize, c.counts, elem, c.rank, inBytes, outBytes);
+}
+
 void CpuBackend::run(const ExecCall& c, CpuContext& ctx) {
   const plan::PlanHeader& h = c.plan->header;
   const RankResources& res = ctx.image().resources();
+  if (h.variableSizes) {
+    // Only the segments the counts name are copied, so the send and
+    // receive buffers may be the same.
+    uint64_t inBytes = 0, outBytes = 0;
+    bindCounts(c, ctx, &inBytes, &outBytes);
+    if (inBytes > 0) {
+      if (c.op == ReduceOp::PreMulSum) {
+        preMultiplyHost(c.dtype, res.input, c.send, inBytes, c.scalar);
+      } else {
+        std::memcpy(res.input, c.send, inBytes);
+      }
+    }
+    launch(c, ctx);
+    const uint64_t avgBytes = reducedOutputBytes(h.collective, c.rank, h.root, outBytes);
+    if (c.op == ReduceOp::Avg && avgBytes > 0)
+      divideHost(c.dtype, res.output, avgBytes, static_cast<uint32_t>(c.plan->ranks.size()));
+    if (outBytes > 0) std::memcpy(c.recv, res.output, outBytes);
+    return;
+  }
   // Stage in: the plan's input gets the send buffer, pre-scaled for
   // premulsum. Off a scatter's root the send buffer is never read: NCCL
   // allows any pointer there. A padded call moves each rank-major part
@@ -92,15 +136,7 @@ void CpuBackend::run(const ExecCall& c, CpuContext& ctx) {
       }
     }
   }
-  {
-    LaunchAbort::Running running(abort_, ctx.image().device().abortFlag,
-                                 strFormat("plan %s rank %d", h.name.c_str(), c.rank));
-    if (comm_) {
-      ctx.launch(c.dtype, nativeOpOf(c.op), c.packet, comm_->timeoutSeconds(), comm_->timeoutSetting());
-    } else {
-      ctx.launch(c.dtype, nativeOpOf(c.op), c.packet, params::timeoutSeconds());
-    }
-  }
+  launch(c, ctx);
   if (c.op == ReduceOp::Avg) {
     const uint64_t bytes = reducedOutputBytes(h.collective, c.rank, h.root, geometry.outputBytes);
     if (bytes > 0) divideHost(c.dtype, res.output, bytes, static_cast<uint32_t>(c.plan->ranks.size()));

@@ -18,6 +18,7 @@
 #include "executor/cpu/context_wiring.hpp"
 #include "executor/cpu/cpu_context.hpp"
 #include "executor/launch_abort.hpp"
+#include "executor/segment_binding.hpp"
 
 namespace mscclpp {
 class Communicator;
@@ -54,10 +55,23 @@ class CpuBackend final : public ExecutionBackend {
              outputBytes == o.outputBytes && dtype == o.dtype && op == o.op;
     }
   };
-  static Key keyOf(const ExecCall& c) { return Key{c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype, c.op}; }
+  // A variable-size plan's context serves every call up to its capacity,
+  // which the counts decide alike on every rank (host counts: the CPU
+  // backend refuses others before it looks).
+  static Key keyOf(const ExecCall& c) {
+    if (c.plan->header.variableSizes && c.counts != nullptr && !c.countsOnDevice) {
+      const uint64_t capacity = variableCapacity(*c.plan, c.counts, dataTypeSize(c.dtype));
+      return Key{c.plan, c.rank, capacity, capacity, c.dtype, c.op};
+    }
+    return Key{c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype, c.op};
+  }
+  // Variable-size plans: binds the call's counts and returns the bytes to
+  // copy in and out. Throws InvalidArgument when they do not fit.
+  void bindCounts(const ExecCall& call, CpuContext& ctx, uint64_t* inBytes, uint64_t* outBytes);
   // Builds the call's context (collective: every rank of the plan) and caches it.
   CpuContext& build(const ExecCall& call, const CallShape& shape, const CallDescriptor& descriptor);
   void run(const ExecCall& call, CpuContext& ctx);
+  void launch(const ExecCall& call, CpuContext& ctx);
 
   std::shared_ptr<ContextWiring> wiring_;
   std::shared_ptr<Communicator> comm_;  // null for wirings without one (the emulator's threads)

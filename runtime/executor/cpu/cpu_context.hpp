@@ -60,6 +60,10 @@ class CpuContext {
   LiveCall liveCall() const;
 
   const ContextImage& image() const { return *image_; }
+  // Variable-size plans: binds the next launch's segments (ContextImage::bindSegments).
+  std::string bindSegments(const uint64_t* counts, size_t elementBytes) {
+    return image_->bindSegments(counts, elementBytes);
+  }
   bool failed() const { return failed_; }
   // The flag of the most recent launch.
   uint32_t lastLaunchFlag() const { return lastFlag_.load(std::memory_order_relaxed); }

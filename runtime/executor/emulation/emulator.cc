@@ -20,6 +20,7 @@
 #include "executor/emulation/reference.hpp"
 #include "executor/scale_steps.hpp"
 #include "plan/plan_sizing.hpp"
+#include "plan/variable_sizes.hpp"
 
 namespace mscclpp::exec {
 namespace {
@@ -37,6 +38,9 @@ struct RankJob {
   const unsigned char* scalar;
   std::vector<const char*> pristine;
   const char* reduced = nullptr;  // the reference reduction (computed once, before the ranks start)
+  // Variable-size plans: each iteration's count matrix, and its reduction for reducescatterv.
+  const std::vector<std::vector<uint64_t>>* counts = nullptr;
+  const std::vector<std::vector<char>>* reducedPerIteration = nullptr;
 };
 
 // Every rank waits here between phases of an iteration. Aborted when another rank failed.
@@ -82,6 +86,16 @@ void rankMain(const RankJob& job, int rank) {
         std::memcpy(w.input(rank), w.pristineInput(rank), w.inputBytes());
       }
       worldBarrier(w, job.timeout, "inputs ready");
+      if (job.counts != nullptr) {
+        // Every iteration binds new counts to the same context.
+        const uint64_t* counts = (*job.counts)[it].data();
+        const size_t elem = dataTypeSize(opt.dtype);
+        std::string why = checkCounts(plan, rank, counts, elem, w.inputBytes(), w.outputBytes());
+        if (why.empty()) why = ctx.bindSegments(counts, elem);
+        if (!why.empty()) throw Error(ErrorCode::InvalidArgument, why);
+        req.counts = counts;
+        if (job.reducedPerIteration != nullptr) req.reduced = (*job.reducedPerIteration)[it].data();
+      }
       rep->launchFlag = w.state(rank)->flag;
       auto t0 = std::chrono::steady_clock::now();
       ctx.launch(opt.dtype, nativeOpOf(opt.op), opt.packet, job.timeout,
@@ -162,6 +176,16 @@ void emulationCallBytes(const plan::Plan& plan, uint64_t messageBytes, uint64_t*
     }
     return;
   }
+  if (plan.header.variableSizes) {
+    // The buffers hold n segments of the largest size where a table partitions them.
+    const bool sendParts = plan::tablePartitions(c, plan::SegmentTable::Send);
+    const bool recvParts = plan::tablePartitions(c, plan::SegmentTable::Recv);
+    MSCCLPP_ENFORCE(messageBytes <= UINT64_MAX / static_cast<uint64_t>(n), ErrorCode::InvalidArgument,
+                    "plan %s: %d segments of %llu bytes exceed 2^64", plan.header.name.c_str(), n, ull(messageBytes));
+    *inputBytes = sendParts ? messageBytes * n : messageBytes;
+    *outputBytes = recvParts ? messageBytes * n : messageBytes;
+    return;
+  }
   std::string reason;
   MSCCLPP_ENFORCE(plan::callBytesFromMessage(c, messageBytes, n, inputBytes, outputBytes, &reason),
                   ErrorCode::InvalidArgument, "plan %s: %s", plan.header.name.c_str(), reason.c_str());
@@ -177,7 +201,7 @@ EmulationResult emulatePlan(const plan::PlanPtr& plan, const EmulationOptions& o
   const plan::Collective coll = plan->header.collective;
   const bool reduces = coll == plan::Collective::AllReduce || coll == plan::Collective::ReduceScatter ||
                        coll == plan::Collective::Reduce || coll == plan::Collective::Test ||
-                       coll == plan::Collective::Custom;
+                       coll == plan::Collective::Custom || coll == plan::Collective::ReduceScatterV;
   MSCCLPP_ENFORCE(reduces || opt.op == ReduceOp::Sum, ErrorCode::InvalidArgument,
                   "plan %s is a %s: it takes no reduce op (got %s)", plan->header.name.c_str(),
                   plan::collectiveName(coll), reduceOpName(opt.op));
@@ -215,6 +239,35 @@ EmulationResult emulatePlan(const plan::PlanPtr& plan, const EmulationOptions& o
     reduced.resize(result.inputBytes + 16);
     computeReduction(req, reduced.data());
     job.reduced = reduced.data();
+  }
+
+  // Variable-size plans: new random counts every iteration, the largest
+  // segment opt.sizeBytes; reducescatterv's reference reduction per iteration.
+  std::vector<std::vector<uint64_t>> counts;
+  std::vector<std::vector<char>> reducedPerIteration;
+  if (plan->header.variableSizes) {
+    const size_t elem = dataTypeSize(opt.dtype);
+    MSCCLPP_ENFORCE(opt.sizeBytes % elem == 0, ErrorCode::InvalidArgument,
+                    "plan %s: the largest segment, %llu bytes, is not whole %s elements", plan->header.name.c_str(),
+                    ull(opt.sizeBytes), dataTypeName(opt.dtype));
+    const int n = opt.nRanks;
+    for (int it = 0; it < opt.iterations; ++it) {
+      counts.emplace_back(static_cast<size_t>(n) * n);
+      randomCounts(coll, n, opt.sizeBytes / elem, opt.seed, static_cast<uint64_t>(it), counts.back().data());
+      if (coll != plan::Collective::ReduceScatterV) continue;
+      CheckRequest req;
+      req.collective = plan::Collective::AllReduce;
+      req.nRanks = n;
+      req.dtype = opt.dtype;
+      req.op = opt.op;
+      req.scalar = scalar;
+      req.inputs = job.pristine.data();
+      req.inputBytes = result.inputBytes;
+      reducedPerIteration.emplace_back(result.inputBytes + 16);
+      computeReduction(req, reducedPerIteration.back().data());
+    }
+    job.counts = &counts;
+    if (!reducedPerIteration.empty()) job.reducedPerIteration = &reducedPerIteration;
   }
 
   std::vector<std::string> lost;

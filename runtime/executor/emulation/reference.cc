@@ -1,5 +1,6 @@
 #include "executor/emulation/reference.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -7,6 +8,7 @@
 #include "core/enforce.hpp"
 #include "core/format.hpp"
 #include "executor/reduce_ops.hpp"
+#include "plan/variable_sizes.hpp"
 
 namespace mscclpp::exec {
 namespace {
@@ -94,6 +96,46 @@ T reduceAt(const CheckRequest& req, uint64_t elem) {
   return reinterpret_cast<const T*>(req.reduced)[elem];
 }
 
+// Variable-size collectives: each receive segment of the rank holds its
+// sender's send segment (reducescatterv: the reduction of every rank's
+// segment), and nothing past the last segment was written.
+template <class T, class Compare>
+void checkVariable(const CheckRequest& req, int rank, const char* output, Compare&& compare, CheckResult* res) {
+  const plan::Collective c = req.collective;
+  const int n = req.nRanks;
+  const uint64_t* S = req.counts;
+  auto at = [&](int s, int d) { return S[static_cast<size_t>(s) * n + d]; };
+  // Element offset of the segment `owner` keeps for `peer` in its send or recv table.
+  auto place = [&](int owner, bool send, int peer) -> uint64_t {
+    if (!plan::tablePartitions(c, send ? plan::SegmentTable::Send : plan::SegmentTable::Recv)) return 0;
+    uint64_t off = 0;
+    for (int k = 0; k < peer; ++k) off += send ? at(owner, k) : at(k, owner);
+    return off;
+  };
+  uint64_t end = 0;
+  for (int s = 0; s < n; ++s) {
+    const uint64_t len = at(s, rank);
+    const uint64_t dst = place(rank, false, s);
+    if (c == plan::Collective::ReduceScatterV) {
+      // One segment, the reduction over every rank of the rank's part.
+      if (s == 0)
+        for (uint64_t i = 0; i < len; ++i)
+          compare(i, reinterpret_cast<const T*>(req.reduced)[place(0, true, rank) + i]);
+    } else {
+      const uint64_t src = place(s, true, rank);
+      for (uint64_t i = 0; i < len; ++i) compare(dst + i, reinterpret_cast<const T*>(req.inputs[s])[src + i]);
+    }
+    end = std::max(end, dst + len);
+  }
+  const uint64_t from = end * sizeof(T);
+  for (uint64_t b = from; b < req.outputBytes; ++b) {
+    if (static_cast<unsigned char>(output[b]) == kPoisonByte) continue;
+    if (static_cast<int>(++res->mismatches) <= req.maxLines)
+      res->text += strFormat("rank %d offset %llu: written past the rank's last segment (which ends at byte %llu)\n",
+                             rank, static_cast<unsigned long long>(b), static_cast<unsigned long long>(from));
+  }
+}
+
 template <class T, class Op>
 CheckResult check(const CheckRequest& req, int rank, const char* output) {
   CheckResult res;
@@ -158,6 +200,11 @@ CheckResult check(const CheckRequest& req, int rank, const char* output) {
       }
       break;
     }
+    case plan::Collective::AllToAllV:
+    case plan::Collective::AllGatherV:
+    case plan::Collective::ReduceScatterV:
+      checkVariable<T>(req, rank, output, compare, &res);
+      break;
     default:
       res.checked = false;
       break;
@@ -175,6 +222,35 @@ void fillInput(DataType dtype, ReduceOp op, uint64_t seed, int rank, void* dst, 
     for (uint64_t i = 0; i < bytes / sizeof(T); ++i) p[i] = valueFor<T>(op, mix(base + i));
   });
   MSCCLPP_ENFORCE(ok, ErrorCode::InvalidArgument, "unknown datatype %d", static_cast<int>(dtype));
+}
+
+void randomCounts(plan::Collective collective, int n, uint64_t maxCount, uint64_t seed, uint64_t call,
+                  uint64_t* counts) {
+  const uint64_t base = mix(seed * 0x2545f4914f6cdd1dull + call);
+  auto pick = [&](uint64_t i) -> uint64_t {
+    const uint64_t h = mix(base + i);
+    switch (h % 8) {
+      case 0:
+      case 1:
+        return 0;  // an empty pair
+      case 2:
+        return maxCount;  // the largest segment
+      case 3:
+        return maxCount == 0 ? 0 : 1 + (h >> 8) % (maxCount < 3 ? maxCount : 3);  // a few elements
+      default:
+        return maxCount == 0 ? 0 : (h >> 8) % (maxCount + 1);
+    }
+  };
+  const bool emptyRow = n > 2 && mix(base ^ 0x5bd1e995ull) % 4 == 0;
+  const int quiet = static_cast<int>(mix(base ^ 0x1b873593ull) % static_cast<uint64_t>(n));
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d) {
+      const int key = collective == plan::Collective::AllGatherV       ? s
+                      : collective == plan::Collective::ReduceScatterV ? d
+                                                                       : s * n + d;
+      const bool silent = emptyRow && (collective == plan::Collective::ReduceScatterV ? d : s) == quiet;
+      counts[static_cast<size_t>(s) * n + d] = silent ? 0 : pick(static_cast<uint64_t>(key));
+    }
 }
 
 void encodeScalar(DataType dtype, double value, void* out) {

@@ -34,7 +34,16 @@ struct CheckRequest {
   // The reduction of every rank's whole input, required for allreduce,
   // reducescatter and reduce.
   const char* reduced = nullptr;
+  // Variable-size collectives: the call's count matrix (n x n, row = sender).
+  // Output bytes past the rank's last segment must keep kPoisonByte.
+  const uint64_t* counts = nullptr;
 };
+
+// A count matrix for a variable-size collective, deterministic in (seed,
+// call): uneven, with zeros, empty rows and segments of maxCount elements,
+// shaped by the collective's rule (plan/variable_sizes.hpp).
+void randomCounts(plan::Collective collective, int nRanks, uint64_t maxCount, uint64_t seed, uint64_t call,
+                  uint64_t* counts);
 
 // Folds every rank's input in rank order with the request's op into out.
 // premulsum scales each input; avg divides the result.

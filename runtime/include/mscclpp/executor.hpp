@@ -11,6 +11,7 @@
 #define MSCCLPP_EXECUTOR_HPP_
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -47,6 +48,17 @@ class MSCCLPP_API ExecutionPlan {
 MSCCLPP_API Backend resolveBackend();
 MSCCLPP_API const char* backendName(Backend b);  // "auto", "cuda", "cpu"
 
+// The counts of a call on a variable-size plan (collective alltoallv, allgatherv or reducescatterv):
+// counts[s * nRanks + d] elements go from rank s to rank d, and every rank passes the same matrix
+// (docs/plan-format.md, "Variable sizes"). allgatherv sends the same count to every rank,
+// reducescatterv receives the same count from every rank. On the CUDA backend the matrix may be device
+// memory (onDevice): the kernel reads it when it runs, so a captured call replays with the counts
+// written there since. The CPU backend reads host memory.
+struct SplitSizes {
+  const uint64_t* counts = nullptr;
+  bool onDevice = false;
+};
+
 class MSCCLPP_API Executor {
  public:
   // Ranks are the communicator's; buffers and semaphores are exchanged through it. The CPU
@@ -64,6 +76,14 @@ class MSCCLPP_API Executor {
   void execute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes, DataType dtype,
                const ExecutionPlan& plan, void* stream = nullptr, PacketType packetType = PacketType::LL16,
                ReduceOp op = ReduceOp::Sum, const void* scalar = nullptr);
+
+  // A call on a variable-size plan: sendBytes and recvBytes are the buffers' sizes, which the
+  // counts' segments must fit; the plan's references take their places and sizes from the counts.
+  // In place (sendBuff == recvBuff) is allowed: the input is staged. Throws as execute() above, and
+  // InvalidArgument when the counts do not fit the buffers or the plan's scratch slots.
+  void execute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes, DataType dtype,
+               const ExecutionPlan& plan, const SplitSizes& splits, void* stream = nullptr,
+               PacketType packetType = PacketType::LL16, ReduceOp op = ReduceOp::Sum);
 
   Backend backend() const;
   // Execution contexts cached now: MSCCLPP_EXEC_CONTEXT_CACHE at most.

@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define MSCCLPP_C_API_VERSION 1
+#define MSCCLPP_C_API_VERSION 2
 #define MSCCLPP_C_UNIQUE_ID_BYTES 128
 
 /* Opaque handles. */
@@ -93,6 +93,17 @@ MSCCLPP_API int mscclppPlanHandleDestroy(mscclppPlan_t plan);
 MSCCLPP_API int mscclppExecute(mscclppExecutor_t executor, int rank, const void* sendBuff, void* recvBuff,
                                size_t sendBytes, size_t recvBytes, int dtype, mscclppPlan_t plan, void* stream,
                                int redOp, char* errBuf, size_t errLen);
+
+/* mscclppExecute for a variable-size plan (alltoallv, allgatherv, reducescatterv): counts holds
+ * nRanks x nRanks element counts, counts[s * nRanks + d] from rank s to rank d, the same on every
+ * rank; countsOnDevice says they are in device memory, for a backend whose kernel reads them there
+ * (the CPU backend refuses them; the CUDA backend does not run variable-size plans yet and refuses
+ * the call). sendBytes and recvBytes are the buffers' sizes, which the segments must fit; sendBuff
+ * may equal recvBuff. Added in version 2. */
+MSCCLPP_API int mscclppExecuteSplits(mscclppExecutor_t executor, int rank, const void* sendBuff, void* recvBuff,
+                                     size_t sendBytes, size_t recvBytes, int dtype, mscclppPlan_t plan,
+                                     const uint64_t* counts, int countsOnDevice, void* stream, int redOp, char* errBuf,
+                                     size_t errLen);
 
 #ifdef __cplusplus
 }

@@ -59,13 +59,22 @@ std::string formatResult(const Plan& plan, const Result& r) {
   for (size_t i = 0; i < shown; ++i) sizes += (i ? ", " : "") + std::to_string(r.chunkSizes[i]);
   if (r.chunkSizes.size() > shown) sizes += strFormat(", ... (%zu sizes)", r.chunkSizes.size());
   std::string text;
+  if (r.proven && r.everyBinding) {
+    text = strFormat("%s: PROVEN (%s, %s, %d ranks): %s for every binding of its counts\n", plan.header.source.c_str(),
+                     plan.header.name.c_str(), collectiveName(plan.header.collective), plan.header.worldSize,
+                     "race-free, deadlock-free, no leftover counts, every output segment correct");
+    if (!r.sizeNote.empty()) text += "  " + r.sizeNote + "\n";
+    return text;
+  }
   if (r.proven) {
-    text =
-        strFormat("%s: PROVEN (%s, %s, %d ranks): %s%s; chunk sizes checked: %s bytes\n", plan.header.source.c_str(),
-                  plan.header.name.c_str(), collectiveName(plan.header.collective), plan.header.worldSize,
-                  r.resultChecked ? "race-free, deadlock-free, no leftover counts, every output chunk correct"
-                                  : "race-free, deadlock-free, no leftover counts (a test plan: no result to check)",
-                  r.sizesStandForAll ? " for every message size it accepts" : " at the sizes checked", sizes.c_str());
+    text = strFormat("%s: PROVEN (%s, %s, %d ranks): %s%s; chunk sizes checked: %s bytes\n", plan.header.source.c_str(),
+                     plan.header.name.c_str(), collectiveName(plan.header.collective), plan.header.worldSize,
+                     r.resultChecked ? "race-free, deadlock-free, no leftover counts, every output chunk correct"
+                                     : "race-free, deadlock-free, no leftover counts (a test plan: no result to check)",
+                     r.everyBinding       ? " for every binding of its counts"
+                     : r.sizesStandForAll ? " for every message size it accepts"
+                                          : " at the sizes checked",
+                     sizes.c_str());
     if (!r.sizeNote.empty()) text += "  " + r.sizeNote + "\n";
     return text;
   }

@@ -13,6 +13,7 @@
 #include "plan/verify/schedule.hpp"
 #include "plan/verify/size_cases.hpp"
 #include "plan/verify/symbolic.hpp"
+#include "plan/verify/variable_model.hpp"
 
 namespace mscclpp::plan::verify {
 namespace {
@@ -77,7 +78,28 @@ uint64_t estimateEvents(const Plan& plan, uint64_t chunk, int calls) {
 
 }  // namespace
 
+namespace {
+
+// A variable-size plan: its unit model, verified as the fixed-size
+// collective, and the lengths of every op's segments.
+Result verifyVariablePlan(const Plan& plan, const Options& options) {
+  std::vector<Finding> lengths = lengthFindings(plan);
+  Result result = verifyPlan(unitModel(plan), options);
+  result.everyBinding = true;
+  if (lengths.size() > options.maxFindings) lengths.resize(options.maxFindings);
+  result.findings.insert(result.findings.begin(), lengths.begin(), lengths.end());
+  if (result.findings.size() > options.maxFindings) result.findings.resize(options.maxFindings);
+  result.proven = result.proven && lengths.empty();
+  result.sizeNote =
+      "variable sizes: every segment and scratch slot is one unit, which stands for every binding of the counts "
+      "(in findings, chunk k of an input or output is its segment for rank k, chunk k of scratch is slot k)";
+  return result;
+}
+
+}  // namespace
+
 Result verifyPlan(const Plan& plan, const Options& options) {
+  if (plan.header.variableSizes) return verifyVariablePlan(plan, options);
   Result result;
   FindingSink sink(options.maxFindings == 0 ? 1 : options.maxFindings);
   result.resultChecked = hasDefinition(plan.header.collective);

@@ -88,6 +88,7 @@ struct Result {
   // when sizesStandForAll is false, are a representative set.
   std::vector<uint64_t> chunkSizes;
   bool sizesStandForAll = true;
+  bool everyBinding = false;  // a variable-size plan: proven for every binding of its counts
   std::string sizeNote;       // how the sizes were chosen
   bool resultChecked = true;  // false for test and custom plans: only hazards are checked
   uint64_t events = 0;        // size of the largest model built, for the benchmark

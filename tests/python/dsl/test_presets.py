@@ -46,7 +46,7 @@ def _plans(generated):
 def test_every_collective_has_a_default_plan_for_every_size(generated):
     ranges = defaultdict(list)
     for name, plan in _plans(generated):
-        assert plan["format_version"] == 1 and plan["tags"], name
+        assert plan["format_version"] == (2 if "variable_sizes" in plan else 1) and plan["tags"], name
         if "default" in plan["tags"]:
             key = (plan["collective"], len(plan["gpus"]), plan["inplace"], plan.get("root"))
             ranges[key].append((plan["min_message_size"], plan["max_message_size"]))
@@ -60,6 +60,12 @@ def test_every_collective_has_a_default_plan_for_every_size(generated):
                     assert covered and covered[0][0] == 0 and covered[-1][1] == MAX, (collective, n, inplace, root)
                     for (_, high), (low, _) in zip(covered, covered[1:]):
                         assert low == high + 1, (collective, n, inplace, root, covered)
+    # All-to-all-v: out of place only (the runtime stages an in-place call), 2 to 8 ranks.
+    for n in presets.ALLTOALLV_RANKS:
+        covered = sorted(ranges[("alltoallv", n, False, None)])
+        assert covered and covered[0][0] == 0 and covered[-1][1] == MAX, n
+        for (_, high), (low, _) in zip(covered, covered[1:]):
+            assert low == high + 1, (n, covered)
 
 
 def test_nvls_plans_are_tagged_and_never_default(generated):

@@ -324,8 +324,81 @@ def scenario_missing_rank(args):
     return {"type": None}
 
 
+def scenario_alltoallv(group, args):
+    """All-to-all-v calls with random uneven counts (zeros, empty rows, full segments), the same matrix on
+    every rank, through Executor.execute(..., splits=...): numpy matrices, nested lists, in place; each
+    checked with numpy. Then small calls back to back with many empty pairs, and counts too large for
+    the buffers, the same on every rank."""
+    rank, n = group.my_rank, group.nranks
+    executor = mscclpp.Executor(group.communicator)
+    registry = mscclpp.ExecutionPlanRegistry()
+    results = []
+    for call, dtype in enumerate(args["dtypes"]):
+        random = np.random.RandomState(1000 + call)
+        largest = args["largest"][call % len(args["largest"])]
+        counts = random.randint(0, largest + 1, size=(n, n)).astype(np.uint64)
+        counts[random.rand(n, n) < 0.3] = 0
+        counts[random.randint(n), 0] = largest
+        if n > 2:
+            counts[(call + 1) % n, :] = 0  # a rank that sends nothing
+        send_counts, recv_counts = counts[rank, :], counts[:, rank]
+        dt = np.dtype(dtype)
+        send = np.concatenate([np.arange(int(c), dtype=np.int64) * 7 + 1000 * rank + p
+                               for p, c in enumerate(send_counts)]).astype(dt)
+        in_place = call % 3 == 2
+        recv = send if in_place else np.full(int(recv_counts.sum()) + 3, 77, dtype=dt)
+        if in_place and recv.size < int(recv_counts.sum()):
+            recv = np.resize(send, int(recv_counts.sum()))
+            send = recv
+        message = int(counts.max()) * dt.itemsize
+        handle = registry.select("alltoallv", n, group.nranks_per_node, send.ctypes.data, recv.ctypes.data,
+                                 message, dtype=dt)
+        if handle is None:
+            results.append({"ok": False, "why": registry.last_reason})
+            continue
+        splits = counts if call % 2 == 0 else counts.tolist()
+        expected = np.concatenate([np.arange(int(c), dtype=np.int64) * 7 + 1000 * s + rank
+                                   for s, c in enumerate(recv_counts)]).astype(dt)
+        executor.execute(rank, send.ctypes.data, recv.ctypes.data, send.nbytes, recv.nbytes, dt, handle.plan,
+                         splits=splits)
+        got = recv[: expected.size]
+        ok = bool(np.array_equal(got, expected)) and (in_place or bool((recv[expected.size:] == 77).all()))
+        results.append({"ok": ok, "plan": handle.name, "in_place": in_place, "largest": largest})
+    # Back to back small calls, many pairs empty: a rank that sends a peer nothing must still not run
+    # calls ahead of it and overwrite a scratch slot the peer has not read.
+    random = np.random.RandomState(77)
+    back_to_back = {"calls": 0, "wrong": 0}
+    send = np.zeros(64 * n, dtype=np.int32)
+    recv = np.zeros(64 * n, dtype=np.int32)
+    for call in range(args.get("back_to_back", 0)):
+        counts = random.randint(1, 65, size=(n, n)).astype(np.uint64)
+        counts[random.rand(n, n) < 0.4] = 0
+        mine = counts[rank, :]
+        send[: int(mine.sum())] = np.concatenate([call * 100000 + rank * 1000 + p * 64 + np.arange(int(c))
+                                                   for p, c in enumerate(mine)])
+        handle = registry.select("alltoallv", n, group.nranks_per_node, send.ctypes.data, recv.ctypes.data,
+                                 int(counts.max()) * 4, dtype=send.dtype)
+        executor.execute(rank, send.ctypes.data, recv.ctypes.data, send.nbytes, recv.nbytes, send.dtype, handle.plan,
+                         splits=counts)
+        expected = np.concatenate([call * 100000 + s * 1000 + rank * 64 + np.arange(int(c))
+                                   for s, c in enumerate(counts[:, rank])])
+        back_to_back["calls"] += 1
+        back_to_back["wrong"] += int(not np.array_equal(recv[: expected.size], expected))
+    small = np.zeros(4, dtype=np.float32)
+    counts = np.full((n, n), 100, dtype=np.uint64)
+    handle = registry.select("alltoallv", n, group.nranks_per_node, small.ctypes.data, small.ctypes.data, 400,
+                             dtype=small.dtype)
+    try:
+        executor.execute(rank, small.ctypes.data, small.ctypes.data, small.nbytes, small.nbytes, small.dtype,
+                         handle.plan, splits=counts)
+        too_large = {"type": None}
+    except MscclppError as error:
+        too_large = error_report(error)
+    return {"results": results, "back_to_back": back_to_back, "too_large": too_large}
+
+
 GROUP_SCENARIOS = {"info": scenario_info, "collectives": scenario_collectives,
-                   "execute_errors": scenario_execute_errors}
+                   "execute_errors": scenario_execute_errors, "alltoallv": scenario_alltoallv}
 LONE_SCENARIOS = {"registry": scenario_registry, "lone_group": scenario_lone_group,
                   "missing_rank": scenario_missing_rank, "plan_dirs": scenario_plan_dirs,
                   "nvls_selector": scenario_nvls_selector, "users_plan": scenario_users_plan}

@@ -104,7 +104,8 @@ TEST_CASE("C API: register, info, select, selector and unregister", "[plan][api]
   CHECK(mscclppPlanSelect(&r, name, sizeof(name), reason, sizeof(reason)) == mscclppInvalidArgument);
   CHECK(std::string(reason) ==
         "mscclppPlanSelect: collective 'allreduse' is not one of allreduce, allgather, reducescatter, "
-        "alltoall, sendrecv, broadcast, reduce, gather, scatter, custom, test");
+        "alltoall, sendrecv, broadcast, reduce, gather, scatter, custom, test, alltoallv, allgatherv, "
+        "reducescatterv");
   CHECK(mscclppPlanSelect(nullptr, name, sizeof(name), reason, sizeof(reason)) == mscclppInvalidArgument);
   CHECK(std::string(reason) == "mscclppPlanSelect: request is NULL");
 

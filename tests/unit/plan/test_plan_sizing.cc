@@ -156,7 +156,7 @@ TEST_CASE("the collective names list each collective once, in order", "[plan][na
     ++index;
     start = end + 2;
   }
-  CHECK(index == static_cast<int>(Collective::Test) + 1);
+  CHECK(index == static_cast<int>(Collective::ReduceScatterV) + 1);
   CHECK(isRootedCollective(Collective::Gather));
   CHECK(isRootedCollective(Collective::Scatter));
   CHECK(isRootedCollective(Collective::Broadcast));

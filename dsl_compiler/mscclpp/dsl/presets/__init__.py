@@ -15,6 +15,8 @@ from . import multinode
 __all__ = ["Preset", "catalog", "build", "write_all", "RANKS_PER_NODE"]
 
 RANKS_PER_NODE = (2, 4, 8)
+ALLTOALLV_RANKS = tuple(range(2, 9))
+ALLTOALLV_SLOT = 64 << 10  # the largest segment the staged all-to-all-v plans take
 MiB = 1 << 20
 MAX = a.MAX
 
@@ -70,6 +72,23 @@ def catalog():
     for inplace in (True, False):
         name = "allreduce_2node_n4_" + ("ip" if inplace else "oop")
         presets.append(Preset(name, "allreduce", 4, inplace, (0, MAX), ("multinode",), multinode.allreduce_2node))
+    # All-to-all-v (variable sizes, selected by the largest segment): staged through LL scratch
+    # slots up to ALLTOALLV_SLOT, every pair direct above; 2 to 8 ranks, and 2 hosts of 2 and 4.
+    for n in ALLTOALLV_RANKS:
+        presets.append(
+            Preset(f"alltoallv_ll_n{n}_oop", "alltoallv", n, False, (0, ALLTOALLV_SLOT), ("default", "ll"),
+                   a.alltoallv_ll, (("slot_bytes", ALLTOALLV_SLOT),))
+        )
+        presets.append(
+            Preset(f"alltoallv_direct_n{n}_oop", "alltoallv", n, False, (ALLTOALLV_SLOT + 1, MAX), ("default",),
+                   a.alltoallv_direct)
+        )
+    for per_node in (2, 4):
+        n = 2 * per_node
+        presets.append(
+            Preset(f"alltoallv_2node_n{n}_oop", "alltoallv", n, False, (0, MAX), ("multinode",),
+                   multinode.alltoallv_2node, (("per_node", per_node),))
+        )
     return presets
 
 

@@ -12,6 +12,7 @@ from mscclpp.language import (
     AllGather,
     AllReduce,
     AllToAll,
+    AllToAllV,
     Broadcast,
     Buffer,
     BufferType,
@@ -383,4 +384,48 @@ def sendrecv_put(name, n, inplace, size_range, tags):
             channels[(r, p)].signal(tb=0, data_sync=SyncType.before)
         for r in range(n):
             channels[(r, 1 - r)].wait(tb=0, data_sync=SyncType.after)
+    return program
+
+
+def alltoallv_direct(name, n, inplace, size_range, tags):
+    """All-to-all-v over every pair (docs/dsl-compiler.md, "Variable sizes"): after a handshake, put
+    the segment for rank p straight into rank p's output, signal, copy the own segment, wait. The
+    call's counts place and size every segment; an empty pair moves nothing."""
+    with _program(name, AllToAllV(n), n, size_range, tags) as program:
+        channels = _channels(n)
+        tb_of = lambda r, p: _slot(p, r)  # noqa: E731
+        _handshake(channels, n, tb_of)
+        for r in range(n):
+            rank = Rank(r)
+            inp = rank.get_input_buffer()
+            for p in _peers(n, r):
+                channels[(r, p)].put(Rank(p).get_output_buffer()[r : r + 1], inp[p : p + 1], tb=tb_of(r, p))
+                channels[(r, p)].signal(tb=tb_of(r, p), data_sync=SyncType.before)
+            rank.copy(rank.get_output_buffer()[r : r + 1], inp[r : r + 1], tb=0)
+        for r in range(n):
+            for p in _peers(n, r):
+                channels[(r, p)].wait(tb=tb_of(r, p), data_sync=SyncType.after)
+    return program
+
+
+def alltoallv_ll(name, n, inplace, size_range, tags, slot_bytes):
+    """All-to-all-v staged through scratch for small segments: the segment for rank p goes to p's
+    scratch slot as LL packets, which p unpacks into its output. A pair with a zero count moves no
+    packet, so packets alone would let a rank run calls ahead of a peer and overwrite a slot the
+    peer has not read: a relaxed handshake first keeps every rank within one call of its peers,
+    which double scratch covers. A segment fits one slot of slot_bytes; the size range stops there."""
+    with _program(name, AllToAllV(n, slot_bytes), n, size_range, tags, protocol="LL") as program:
+        scratch = [Buffer(r, n - 1) for r in range(n)]
+        channels = _channels(n)
+        _handshake(channels, n, lambda r, p: _slot(p, r))
+        for r in range(n):
+            rank = Rank(r)
+            inp, out = rank.get_input_buffer(), rank.get_output_buffer()
+            for p in _peers(n, r):
+                at = _slot(r, p)
+                channels[(r, p)].put_packets(scratch[p][at : at + 1], inp[p : p + 1], tb=_slot(p, r))
+            for p in _peers(n, r):
+                at = _slot(p, r)
+                rank.unpack_packets(out[p : p + 1], scratch[r][at : at + 1], tb=_slot(p, r))
+            rank.copy(out[r : r + 1], inp[r : r + 1], tb=0)
     return program

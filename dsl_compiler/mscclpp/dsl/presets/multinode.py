@@ -5,7 +5,16 @@ The plans state ``nranks_per_node``, so the registry offers them only to calls w
 has that many ranks per host, and the executor knows which channels cross hosts. They follow the
 safety rules of algorithms.py.
 """
-from mscclpp.language import AllReduce, Buffer, CollectiveProgram, MemoryChannel, PortChannel, Rank, SyncType
+from mscclpp.language import (
+    AllReduce,
+    AllToAllV,
+    Buffer,
+    CollectiveProgram,
+    MemoryChannel,
+    PortChannel,
+    Rank,
+    SyncType,
+)
 
 MAX = 2**64 - 1
 
@@ -92,4 +101,54 @@ def allreduce_2node(name, n, inplace, size_range, tags, per_node=2):
                 mem[(r, q)].wait(tb=0, data_sync=SyncType.after)
             port[r].signal(tb=0, data_sync=SyncType.before)
             port[r].wait(tb=0, data_sync=SyncType.after)
+    return PlanWithRanksPerNode(program, per_node)
+
+
+def alltoallv_2node(name, n, inplace, size_range, tags, per_node=2):
+    """All-to-all-v for 2 hosts x ``per_node`` ranks, every pair direct: memory channels to the
+    ranks of the host, port channels to the other host's. A pair first exchanges a signal (the
+    peer has entered, its output is free), then puts the segment straight into the peer's output:
+    every rank places every segment from the counts alone, so a port put needs no offset from the
+    peer. Port puts signal and flush (the input is the user's again when the call returns); each
+    rank waits for every peer's segment. One threadblock per peer."""
+    if n != 2 * per_node:
+        raise ValueError(f"{name}: alltoallv_2node serves 2 hosts x {per_node} ranks, not {n} ranks")
+    low, high = size_range
+    with CollectiveProgram(
+        name, AllToAllV(n), n, min_message_size=low, max_message_size=high, tags=tags
+    ) as program:
+        host = [r // per_node for r in range(n)]
+        peers = {r: [p for p in range(n) if p != r] for r in range(n)}
+        channel = {
+            (r, p): (MemoryChannel(p, r) if host[p] == host[r] else PortChannel(p, r)) for r in range(n) for p in peers[r]
+        }
+
+        def tb(r, p):
+            return peers[r].index(p)
+
+        for r in range(n):
+            for p in peers[r]:
+                if host[p] == host[r]:
+                    channel[(r, p)].signal(tb=tb(r, p), relaxed=True)
+                else:
+                    channel[(r, p)].signal(tb=tb(r, p))
+            for p in peers[r]:
+                if host[p] == host[r]:
+                    channel[(r, p)].wait(tb=tb(r, p), relaxed=True, data_sync=SyncType.after)
+                else:
+                    channel[(r, p)].wait(tb=tb(r, p), data_sync=SyncType.after)
+        for r in range(n):
+            rank = Rank(r)
+            inp = rank.get_input_buffer()
+            for p in peers[r]:
+                target = Rank(p).get_output_buffer()[r : r + 1]
+                if host[p] == host[r]:
+                    channel[(r, p)].put(target, inp[p : p + 1], tb=tb(r, p))
+                    channel[(r, p)].signal(tb=tb(r, p), data_sync=SyncType.before)
+                else:
+                    channel[(r, p)].put_with_signal_and_flush(target, inp[p : p + 1], tb=tb(r, p))
+            rank.copy(rank.get_output_buffer()[r : r + 1], inp[r : r + 1], tb=0)
+        for r in range(n):
+            for p in peers[r]:
+                channel[(r, p)].wait(tb=tb(r, p), data_sync=SyncType.after)
     return PlanWithRanksPerNode(program, per_node)

@@ -1,0 +1,24 @@
+"""Executor.execute with splits: all-to-all-v on the default plans through the customized-communicator
+path, 2 and 4 ranks as processes on the CPU backend, random uneven counts in six datatypes, and 100
+small calls back to back with many empty pairs."""
+import pytest
+from integration_support import requires_runtime, run_ranks
+
+DTYPES = ["int8", "float16", "int32", "float32", "float64", "uint64"]
+
+
+@requires_runtime
+@pytest.mark.parametrize("nranks", [2, 4])
+def test_alltoallv_with_splits(nranks):
+    results = run_ranks("alltoallv", nranks, {"dtypes": DTYPES, "largest": [40, 9000], "back_to_back": 100})
+    for rank, report in enumerate(results):
+        calls = report["results"]
+        assert len(calls) == len(DTYPES)
+        assert all(c["ok"] for c in calls), (rank, calls)
+        # Segments up to 64 KiB run staged through scratch; 9000 x 8 bytes runs direct.
+        assert {c["plan"] for c in calls} == {f"alltoallv_ll_n{nranks}_oop", f"alltoallv_direct_n{nranks}_oop"}
+        assert any(c["in_place"] for c in calls)
+        assert report["back_to_back"] == {"calls": 100, "wrong": 0}
+        too_large = report["too_large"]
+        assert too_large["type"] == "InvalidArgumentError", too_large
+        assert f"rank {rank}: the counts need" in too_large["message"]
