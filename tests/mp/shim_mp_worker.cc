@@ -987,6 +987,8 @@ void scenarioReregister(int rank, int nRanks) {
          "the error does not say the registries changed at different points: %s", err.c_str());
   EXPECT(took < 15, "the call failed only after %.1f s", took);
   std::fprintf(stdout, "rank %d: failed after %.2f s: %s\n", rank, took, err.substr(0, 300).c_str());
+  // Both ranks failed: an abort before the peer heard of the mismatch would look like a death to it.
+  waitForSurvivors(rank, nRanks);
   NCCL_OK(ncclCommAbort(comm));
 }
 
