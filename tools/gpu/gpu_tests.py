@@ -3,7 +3,8 @@
 and one test run as `meson test` runs it, under the check's own bounds. Reads the build's
 introspection files, so it needs no meson process.
 
-  gpu_tests.py targets BUILD SUITE [EXECUTABLE...]  ninja targets of the suite's tests and of the named executables
+  gpu_tests.py targets BUILD SUITE [TARGET...]      ninja targets of the suite's tests and of the named executables
+                                                    and shared libraries
   gpu_tests.py list BUILD SUITE                     the suite's tests, one a line: name and Meson timeout
   gpu_tests.py run BUILD NAME LOGDIR TIMEOUT_S      runs one test in BUILD with its arguments and environment;
                                                     MSCCLPP_TIMEOUT_S at most TIMEOUT_S, JUnit files into LOGDIR
@@ -33,7 +34,7 @@ def targets(build, suite, executables):
     files_by_id, files_by_name = {}, {}
     for t in load(build, "targets"):
         files_by_id[t["id"]] = t["filename"]
-        if t["type"] == "executable":
+        if t["type"] in ("executable", "shared library"):
             files_by_name.setdefault(t["name"], []).extend(t["filename"])
     wanted = set()
     tests = [t for t in load(build, "tests") if in_suite(t, suite)]
@@ -46,7 +47,7 @@ def targets(build, suite, executables):
             wanted.add(test["cmd"][0])
     for name in executables:
         if name not in files_by_name:
-            sys.exit("gpu_tests.py: %s has no executable named %s" % (build, name))
+            sys.exit("gpu_tests.py: %s has no executable or shared library named %s" % (build, name))
         wanted.update(files_by_name[name])
     return sorted(os.path.relpath(p, root) for p in wanted)
 

@@ -212,8 +212,8 @@ class GpuBackendImpl final : public GpuBackend {
     const CallDescriptor call =
         describeCall(*c.plan, fingerprints_.of(c.plan), c.sendBytes, c.recvBytes, c.dtype, c.op);
     std::shared_ptr<GpuContext> ctx;
-    if (Refusal r =
-            GpuContext::create(world_, c.plan, c.rank, shape, req, call, c.dtype, nativeOpOf(c.op), c.stream, &ctx))
+    if (Refusal r = GpuContext::create(world_, c.plan, c.rank, shape, req, call, c.dtype, nativeOpOf(c.op), c.stream,
+                                       &ctx, c.native))
       return r;
     // Evicted contexts are retired, not destroyed here: freeing synchronises
     // the device, and peers' kernels may wait for this thread's next launch.
