@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "exec_layout.hpp"
 #include "mscclpp/copy_device.hpp"
@@ -659,6 +660,7 @@ class BlockInterpreter {
     uint32_t nDst = (op.type == plan::OpType::Reduce || op.type == plan::OpType::ReadReduce) ? 1 : op.nDst;
     uint64_t done = 0;  // elements reduced by the vector path
 #if defined(MSCCLPP_DEVICE_COMPILE)
+    constexpr bool kFp8 = sizeof(T) == 1 && !std::is_integral<T>::value;
     // 16-byte vectors when every source and destination is 16-aligned,
     // with packed half and bfloat16 math. Sources are read before writing.
     uintptr_t phase = 0;
@@ -671,9 +673,28 @@ class BlockInterpreter {
       const uint64_t stride = nthreads_;
       const uint64_t step = 16 * stride;  // bytes between a thread's four vectors
       uint64_t v = tid_;
+      // fp8: two vectors per thread and step. Its lanes' math is emulated,
+      // and with four vectors ptxas spills it (min and max, e5m2 sum).
+      if constexpr (kFp8) {
+        for (; v + stride < nVec; v += 2 * stride) {
+          const char* p = addr(src(op, 0), span(src(op, 0)).off, false) + v * 16;
+          Vec16 a0 = loadVec16(p), a1 = loadVec16(p + step);
+          for (uint32_t k = 1; k < op.nSrc; ++k) {
+            const char* q = addr(src(op, k), span(src(op, k)).off, false) + v * 16;
+            const Vec16 b0 = loadVec16(q), b1 = loadVec16(q + step);
+            a0 = reduceWord<T, Op>(a0, b0);
+            a1 = reduceWord<T, Op>(a1, b1);
+          }
+          for (uint32_t d = 0; d < nDst; ++d) {
+            char* o = addr(dst(op, d), span(dst(op, d)).off, false) + v * 16;
+            storeVec16(o, a0);
+            storeVec16(o + step, a1);
+          }
+        }
+      }
       // Four vectors per thread and step: each source's four loads are in
       // flight together, and every load of a step comes before its stores.
-      for (; v + 3 * stride < nVec; v += 4 * stride) {
+      for (; !kFp8 && v + 3 * stride < nVec; v += 4 * stride) {
         // Each next vector one step further: no multiple of step stays live.
         const char* p = addr(src(op, 0), span(src(op, 0)).off, false) + v * 16;
         Vec16 a0 = loadVec16(p), a1 = loadVec16(p += step), a2 = loadVec16(p += step), a3 = loadVec16(p += step);

@@ -155,9 +155,11 @@ def loop_checks(ptx, short, arch):
                 break
         if IN_FLIGHT.search(name):
             flight[name] = max([loads_in_flight(lp) for lp in loops(funcs[mangled])] or [0])
-            if flight[name] < 4:
-                failures.append("%s sm_%s: %s keeps %d 16-byte loads in flight per thread, not 4" %
-                                (short, arch, name[:110], flight[name]))
+            # fp8 reductions keep two: their emulated lane math spills with four.
+            want = 2 if short.startswith("f8") and "::reduce(" in name else 4
+            if flight[name] < want:
+                failures.append("%s sm_%s: %s keeps %d 16-byte loads in flight per thread, not %d" %
+                                (short, arch, name[:110], flight[name], want))
     if checked == 0:
         failures.append("%s sm_%s: no copy, reduce or packet handler found" % (short, arch))
     return failures, "%d handlers' loops; 16-byte loads in flight: %s" % (
