@@ -67,7 +67,7 @@ PlanRun runOnPlan(const PlanChoice& plan, const CollCall& call) {
   } else {
     comm.stats().record(call.kind, bytes, true);
   }
-  MSCCLPP_INFO(LogShim, "plan %s ran: %s", plan.name, describeCall(call, comm.nRanks(), comm.rank()).c_str());
+  MSCCLPP_INFO(LogShim, "%s %s ran: %s", plan.kind, plan.name, describeCall(call, comm.nRanks(), comm.rank()).c_str());
   return run;
 }
 
@@ -111,7 +111,7 @@ void runOnNccl(const CollCall& call, const std::string* why = nullptr) {
 void runOnPlanOrNccl(const PlanChoice& plan, const CollCall& call) {
   const PlanRun run = runOnPlan(plan, call);
   if (!run.wasRefused()) return;
-  const std::string why = strFormat("plan %s cannot serve this call: %s", plan.name, run.refusal().c_str());
+  const std::string why = strFormat("%s %s cannot serve this call: %s", plan.kind, plan.name, run.refusal().c_str());
   runOnNccl(call, &why);
 }
 

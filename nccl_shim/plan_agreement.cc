@@ -23,6 +23,7 @@ constexpr int kRanksListed = 8;
 struct Sent {
   CallShape shape;
   bool hasPlan = false;
+  bool native = false;  // a native algorithm, not a DSL plan
   uint64_t fingerprint = 0;
   std::string name;
   std::string why;
@@ -45,7 +46,10 @@ bool sameShape(const CallShape& a, const CallShape& b) {
 // selection skipped: a broken plan and its JSON
 // path. Every rank's WARN then names the plan a peer
 // found broken, whatever that peer chose after it.
-std::string describeChoice(const Sent& s) { return s.hasPlan ? "plan " + s.name + s.why : "no plan (" + s.why + ")"; }
+std::string describeChoice(const Sent& s) {
+  if (!s.hasPlan) return "no plan (" + s.why + ")";
+  return (s.native ? "native algorithm " : "plan ") + s.name + s.why;
+}
 
 std::string sentReason(const LocalChoice& mine) {
   if (!mine.plan) return mine.why.substr(0, kMaxWhy);
@@ -106,6 +110,7 @@ PlanChoice PlanAgreement::agree(const CallShape& shape, uint64_t generation, con
     w.put<int32_t>(shape.op);
     w.put<int32_t>(shape.root);
     w.put<uint8_t>(mine.plan ? 1 : 0);
+    w.put<uint8_t>(mine.plan && std::string(mine.plan.kind) != "plan" ? 1 : 0);
     w.put<uint64_t>(mine.fingerprint);
     w.putString(std::string(mine.plan ? mine.plan.name : "").substr(0, kMaxName));
     w.putString(sentReason(mine));
@@ -127,6 +132,7 @@ PlanChoice PlanAgreement::agree(const CallShape& shape, uint64_t generation, con
     s.shape.op = rd.get<int32_t>("op");
     s.shape.root = rd.get<int32_t>("root");
     s.hasPlan = rd.get<uint8_t>("hasPlan") != 0;
+    s.native = rd.get<uint8_t>("native") != 0;
     s.fingerprint = rd.get<uint64_t>("fingerprint");
     s.name = rd.getString("name", kMaxName);
     s.why = rd.getString("why", kMaxWhy);
@@ -143,7 +149,8 @@ PlanChoice PlanAgreement::agree(const CallShape& shape, uint64_t generation, con
   bool same = true;
   for (int r = 0; r < nRanks_; ++r) {
     same = same && sent[r].hasPlan == sent[rank_].hasPlan &&
-           (!sent[r].hasPlan || (sent[r].name == sent[rank_].name && sent[r].fingerprint == sent[rank_].fingerprint));
+           (!sent[r].hasPlan || (sent[r].native == sent[rank_].native && sent[r].name == sent[rank_].name &&
+                                 sent[r].fingerprint == sent[rank_].fingerprint));
   }
   Decision d;
   if (same) {

@@ -1,8 +1,8 @@
-// Every rank of a communicator runs the same plan, or the real
-// NCCL, for the same call, though ranks' own choices can
-// differ. At the first call of each shape, every rank
-// all-gathers its shape and choice, and all decide alike: the
-// common plan, else the real NCCL with a WARN. Mismatched
+// Every rank of a communicator runs the same algorithm (a DSL
+// plan or a native one), or the real NCCL, for the same call,
+// though ranks' own choices can differ. At the first call of
+// each shape, every rank all-gathers its shape and choice, and
+// all decide alike: the common one, else the real NCCL with a WARN. Mismatched
 // shapes fail with InvalidUsage. Decisions are cached per shape
 // until the registry changes (docs/nccl-shim.md "Ranks agree").
 //
@@ -42,7 +42,7 @@ CallShape shapeOf(const CollCall& call, bool inPlace);
 // One rank's choice for a shape, as sent to the others.
 struct LocalChoice {
   PlanChoice plan;           // empty: the real NCCL
-  uint64_t fingerprint = 0;  // exec::planFingerprint of the plan
+  uint64_t fingerprint = 0;  // the algorithm's, the same on ranks that chose the same
   std::string why;           // the selection's reason
 };
 

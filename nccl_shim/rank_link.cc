@@ -1,7 +1,8 @@
 // The two RankLinks. RuntimeLink is a TcpBootstrap from
 // our unique id, a Communicator on it, the process's
-// plan registry to choose plans, and an Executor to run
-// them. SoloLink serves a one-rank communicator.
+// algorithm registry to choose a DSL plan or a native
+// algorithm, and an Executor to run them. SoloLink
+// serves a one-rank communicator.
 //
 // The shim's own messages travel on a bootstrap view
 // of their own (withNamespace): they never mix with
@@ -14,8 +15,11 @@
 #include <optional>
 #include <string>
 
+#include "algorithm/algorithm_registry.hpp"
 #include "core/enforce.hpp"
+#include "core/hash.hpp"
 #include "core/logger.hpp"
+#include "core/params.hpp"
 #include "executor/call_descriptor.hpp"
 #include "executor/executor_internal.hpp"
 #include "mscclpp/bootstrap.hpp"
@@ -77,6 +81,9 @@ class RuntimeLink final : public RankLink {
         control_(comm_->bootstrap()->withNamespace(kShimNamespace)),
         executor_(comm),
         agreement_(control_, comm_->rank(), comm_->size()) {
+    std::vector<std::string> hostIds;
+    for (int r = 0; r < comm_->size(); ++r) hostIds.push_back(comm_->hostIdOf(r));
+    hostOf_ = algo::hostIndexes(hostIds);
     // Our exchange waiting for a live peer has no
     // deadline: a failed communicator ends it.
     std::weak_ptr<Bootstrap> view = control_;
@@ -114,49 +121,68 @@ class RuntimeLink final : public RankLink {
   // Error(Aborted), not at its peers' failure or deadline.
   void interruptInflight() override { executor_.abort(); }
 
+  // The first step that fits: a DSL plan, a native algorithm, else none.
   PlanChoice selectPlan(const CollCall& call, std::string* why) override {
-    plan::SelectRequest req;
-    if (!planCollectiveOf(call.kind, &req.collective)) {
+    algo::Request req;
+    if (!planCollectiveOf(call.kind, &req.call.collective)) {
       if (why)
         *why =
             strFormat("no plan for %s: plans have no %s collective", collPlanName(call.kind), collPlanName(call.kind));
       return PlanChoice();
     }
-    req.worldSize = comm_->size();
-    req.nRanksPerNode = comm_->nRanksPerNode();
-    req.messageBytes = planMessageBytes(call, comm_->size());
-    req.inPlace = inPlaceForSelection(call);
-    req.dtype = call.dtype;
-    req.redOp = isReduction(call.kind) ? execOpNumber(call) : -1;
-    req.root = hasRoot(call.kind) ? call.root : -1;
-    req.rank = comm_->rank();
-    req.sendBuffer = call.sendbuff;
-    req.recvBuffer = call.recvbuff;
-    plan::SelectionPtr sel = plan::Registry::instance().select(req);
-    if (!sel->plan && req.collective == plan::Collective::AllToAll) {
-      // An all-to-all is an all-to-all-v with equal counts.
-      plan::SelectRequest v = req;
-      v.collective = plan::Collective::AllToAllV;
-      v.messageBytes = elementBytes(call);
-      v.inPlace = false;
-      plan::SelectionPtr variable = plan::Registry::instance().select(v);
-      if (variable->plan) return choiceOf(variable, why);
+    req.call.worldSize = comm_->size();
+    req.call.nRanksPerNode = comm_->nRanksPerNode();
+    req.call.messageBytes = planMessageBytes(call, comm_->size());
+    req.call.inPlace = inPlaceForSelection(call);
+    req.call.dtype = call.dtype;
+    req.call.redOp = isReduction(call.kind) ? execOpNumber(call) : -1;
+    req.call.root = hasRoot(call.kind) ? call.root : -1;
+    req.call.rank = comm_->rank();
+    req.call.sendBuffer = call.sendbuff;
+    req.call.recvBuffer = call.recvbuff;
+    req.hostOf = &hostOf_;
+    req.backend = executor_.backend();
+    req.device = comm_->device();
+    if (req.call.collective == plan::Collective::AllToAll && params::plansEnable()) {
+      // An all-to-all is an all-to-all-v with equal counts: such a plan is
+      // a plan of the first step, ahead of native algorithms.
+      plan::SelectionPtr sel = plan::Registry::instance().select(req.call);
+      if (!sel->plan) {
+        plan::SelectRequest v = req.call;
+        v.collective = plan::Collective::AllToAllV;
+        v.messageBytes = elementBytes(call);
+        v.inPlace = false;
+        plan::SelectionPtr variable = plan::Registry::instance().select(v);
+        if (variable->plan) return planChoiceOf(variable, why);
+      }
     }
-    return choiceOf(sel, why);
+    algo::ChoicePtr chosen = algo::AlgorithmRegistry::instance().select(req, plan::Registry::instance());
+    if (!*chosen) {
+      if (why) *why = chosen->reason;
+      return PlanChoice();
+    }
+    if (why) *why = chosen->reason;
+    PlanChoice choice;
+    choice.name = chosen->name.c_str();  // lives as long as the choice it holds
+    choice.kind = chosen->kindName();
+    choice.selection = chosen;
+    return choice;
   }
 
   PlanChoice agreedPlan(const CollCall& call, const char* forcedReason, std::string* why) override {
     const CallShape shape = shapeOf(call, inPlaceForSelection(call));
     PlanChoice choice;
-    if (agreement_.cached(shape, plan::Registry::instance().generation(), &choice, why)) return choice;
+    if (agreement_.cached(shape, algo::selectionGeneration(), &choice, why)) return choice;
     LocalChoice mine;
     if (forcedReason) {
       mine.why = forcedReason;
     } else {
       mine.plan = selectPlan(call, &mine.why);
       if (mine.plan) {
-        auto sel = std::static_pointer_cast<const plan::Selection>(mine.plan.selection);
-        mine.fingerprint = exec::planFingerprint(*sel->plan);
+        const algo::Choice& c = choiceOf(mine.plan);
+        // A native algorithm runs in place or not as the call does: ranks that differ disagree.
+        mine.fingerprint =
+            c.kind == algo::Choice::Kind::Plan ? c.fingerprint : mix64(c.fingerprint, nativeInPlace(c, call) ? 1 : 0);
       }
     }
     // The call monitor counts the agreement as the call's
@@ -171,7 +197,7 @@ class RuntimeLink final : public RankLink {
                                isReduction(call.kind) ? execOpNumber(call) : -1, hasRoot(call.kind) ? call.root : -1);
     }
     try {
-      choice = agreement_.agree(shape, plan::Registry::instance().generation(), mine, why);
+      choice = agreement_.agree(shape, algo::selectionGeneration(), mine, why);
     } catch (const Error& e) {
       if (announced) executor_.endAgreement();
       // A failed communicator aborts the agreement's exchange:
@@ -188,8 +214,7 @@ class RuntimeLink final : public RankLink {
   }
   bool planAgreed(const CollCall& call) override {
     PlanChoice ignored;
-    return agreement_.cached(shapeOf(call, inPlaceForSelection(call)), plan::Registry::instance().generation(),
-                             &ignored, nullptr);
+    return agreement_.cached(shapeOf(call, inPlaceForSelection(call)), algo::selectionGeneration(), &ignored, nullptr);
   }
 
   PlanRun runPlan(const PlanChoice& choice, const CollCall& call, const ExecReduceOp& op) override {
@@ -198,19 +223,26 @@ class RuntimeLink final : public RankLink {
       // The executor reads the scalar from host memory when it runs. A
       // device-resident scalar is host memory only on the CPU backend.
       if (op.scalarIsPtr && executor_.backend() != Backend::Cpu) {
-        return PlanRun::refused(
-            strFormat("plan %s: a device-resident PreMulSum scalar cannot be read by the host", choice.name));
+        return PlanRun::refused(strFormat("%s %s: a device-resident PreMulSum scalar cannot be read by the host",
+                                          choice.kind, choice.name));
       }
       scalar = op.scalarIsPtr ? op.scalarPtr : op.scalarBytes;
     }
-    if (planOf(choice)->header.variableSizes) return runUniform(choice, call);
-    return execute(sendBufferOf(call), call, comm_->size(), planOf(choice), executorOp(op), scalar);
+    const algo::Choice& c = choiceOf(choice);
+    if (c.kind == algo::Choice::Kind::Plan && c.plan->plan->header.variableSizes) return runUniform(choice, call);
+    return execute(sendBufferOf(call), call, comm_->size(), c, executorOp(op), scalar);
   }
   bool planRunWaitsForPeers(const PlanChoice& choice, const CollCall& call, const ExecReduceOp& op) const override {
     if (executor_.backend() == Backend::Cpu) return true;
     const int n = comm_->size();
+    const algo::Choice& c = choiceOf(choice);
+    if (c.kind == algo::Choice::Kind::Native) {
+      return executor_.wouldBuildContext(comm_->rank(), sendBufferOf(call), call.recvbuff, sendBytes(call, n),
+                                         recvBytes(call, n), static_cast<DataType>(call.dtype), programOf(c, call),
+                                         executorOp(op));
+    }
     return executor_.wouldBuildContext(comm_->rank(), sendBufferOf(call), call.recvbuff, sendBytes(call, n),
-                                       recvBytes(call, n), static_cast<DataType>(call.dtype), planOf(choice),
+                                       recvBytes(call, n), static_cast<DataType>(call.dtype), c.plan->plan,
                                        executorOp(op));
   }
   PlanChoice selectAllToAllVPlan(const std::vector<uint64_t>& counts, int dtype, std::string* why) override {
@@ -225,7 +257,7 @@ class RuntimeLink final : public RankLink {
     }
     req.dtype = dtype;
     req.rank = comm_->rank();
-    return choiceOf(plan::Registry::instance().select(req), why);
+    return planChoiceOf(plan::Registry::instance().select(req), why);
   }
   PlanRun runAllToAllVPlan(const PlanChoice& choice, const void* send, void* recv, const std::vector<uint64_t>& counts,
                            int dtype, cudaStream_t stream) override {
@@ -247,19 +279,36 @@ class RuntimeLink final : public RankLink {
   void flush() override {}
 
  private:
-  static PlanChoice choiceOf(const plan::SelectionPtr& sel, std::string* why) {
-    if (!sel->plan) {
-      if (why) *why = sel->reason;
-      return PlanChoice();
-    }
+  static const algo::Choice& choiceOf(const PlanChoice& choice) {
+    return *static_cast<const algo::Choice*>(choice.selection.get());
+  }
+  bool nativeInPlace(const algo::Choice& c, const CollCall& call) const {
+    return inPlaceForSelection(call) && (c.native->spec().resources & MSCCLPP_ALGORITHM_RUNS_IN_PLACE) != 0;
+  }
+  // The native algorithm's program for this communicator and call (made once per shape).
+  exec::NativeProgramPtr programOf(const algo::Choice& c, const CollCall& call) const {
+    return c.native->program(hostOf_, inPlaceForSelection(call), hasRoot(call.kind) ? call.root : 0,
+                             executor_.backend());
+  }
+  // A plan selection as a choice of the first step (all-to-all-v plans,
+  // chosen outside the algorithm registry).
+  static PlanChoice planChoiceOf(const plan::SelectionPtr& sel, std::string* why) {
+    if (why) *why = sel->reason;
+    if (!sel->plan) return PlanChoice();
+    auto c = std::make_shared<algo::Choice>();
+    c->kind = algo::Choice::Kind::Plan;
+    c->name = sel->name;
+    c->fingerprint = exec::planFingerprint(*sel->plan);
+    c->plan = sel;
+    c->reason = sel->reason;
     PlanChoice choice;
-    choice.name = sel->name.c_str();  // lives as long as the selection it holds
-    choice.selection = sel;
+    choice.name = c->name.c_str();  // lives as long as the choice it holds
+    choice.kind = c->kindName();
+    choice.selection = std::move(c);
     return choice;
   }
-  static const plan::PlanPtr& planOf(const PlanChoice& choice) {
-    return static_cast<const plan::Selection*>(choice.selection.get())->plan;
-  }
+  // The plan of a choice of the first step.
+  static const plan::PlanPtr& planOf(const PlanChoice& choice) { return choiceOf(choice).plan->plan; }
   // NCCL ignores a broadcast's sendbuff off the root,
   // where it is often NULL: give the executor a valid one.
   static const void* sendBufferOf(const CollCall& call) {
@@ -269,7 +318,7 @@ class RuntimeLink final : public RankLink {
   // value, so the shim decides on values from here
   // up; exceptions are the call's failures. When no
   // plan runs the agreed call, the call ends here.
-  PlanRun execute(const void* send, const CollCall& call, int n, const plan::PlanPtr& plan, ReduceOp op,
+  PlanRun execute(const void* send, const CollCall& call, int n, const algo::Choice& choice, ReduceOp op,
                   const void* scalar) {
     struct EndAgreementUnlessRan {
       exec::RuntimeExecutor& executor;
@@ -279,8 +328,12 @@ class RuntimeLink final : public RankLink {
       }
     } agreement{executor_};
     std::optional<std::string> refusal =
-        executor_.tryExecute(comm_->rank(), send, call.recvbuff, sendBytes(call, n), recvBytes(call, n),
-                             static_cast<DataType>(call.dtype), plan, call.stream, PacketType::LL16, op, scalar);
+        choice.kind == algo::Choice::Kind::Native
+            ? executor_.tryExecute(comm_->rank(), send, call.recvbuff, sendBytes(call, n), recvBytes(call, n),
+                                   static_cast<DataType>(call.dtype), programOf(choice, call), call.stream, op, scalar)
+            : executor_.tryExecute(comm_->rank(), send, call.recvbuff, sendBytes(call, n), recvBytes(call, n),
+                                   static_cast<DataType>(call.dtype), choice.plan->plan, call.stream, PacketType::LL16,
+                                   op, scalar);
     if (refusal) return PlanRun::refused(std::move(*refusal));
     agreement.ran = true;
     return PlanRun::ran();
@@ -322,6 +375,7 @@ class RuntimeLink final : public RankLink {
 
   std::shared_ptr<Communicator> comm_;
   std::shared_ptr<Bootstrap> control_;
+  std::vector<int32_t> hostOf_;  // per rank: its host's index, for native algorithms
   exec::RuntimeExecutor executor_;
   PlanAgreement agreement_;
   std::shared_ptr<void> failureHook_;

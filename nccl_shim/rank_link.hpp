@@ -25,11 +25,13 @@
 
 namespace mscclpp::shim {
 
-// A plan chosen for a call, or none when empty. A copy shares the
-// runtime's selection without allocating, and keeps it alive: the
-// choice stays valid even if the plan is unregistered meanwhile.
+// An algorithm chosen for a call (a DSL plan or a native algorithm), or
+// none when empty. A copy shares the runtime's selection without
+// allocating, and keeps it alive: the choice stays valid even if the
+// algorithm is unregistered meanwhile.
 struct PlanChoice {
   const char* name = "";
+  const char* kind = "plan";              // "plan" or "native algorithm", as the log says it
   std::shared_ptr<const void> selection;  // of the RankLink implementation's type
   explicit operator bool() const { return selection != nullptr; }
 };

@@ -1,8 +1,9 @@
 """mscclpp: the MSCCL++-compatible DSL compiler and the runtime's Python API.
 
 ``mscclpp.language`` is the DSL; ``mscclpp.dsl`` holds ``jit`` and the default plans' presets;
-``mscclpp.plan`` reaches the runtime's plan registry; ``mscclpp.comm``, ``ExecutionPlanRegistry``
-and ``Executor`` run plans from Python (docs/python-api.md); ``python3 -m mscclpp`` is the CLI.
+``mscclpp.plan`` reaches the runtime's plan registry, ``mscclpp.algorithm`` its native algorithms;
+``mscclpp.comm``, ``ExecutionPlanRegistry`` and ``Executor`` run plans from Python (docs/python-api.md);
+``python3 -m mscclpp`` is the CLI.
 Submodules load on first use, so ``import mscclpp`` stays cheap.
 """
 import importlib
@@ -10,7 +11,7 @@ import importlib
 from ._version import __version__
 
 __all__ = [
-    "__version__", "language", "dsl", "plan", "PlanHandle", "Request", "DSLError",
+    "__version__", "language", "dsl", "plan", "algorithm", "PlanHandle", "Request", "DSLError",
     "comm", "errors", "dtypes", "buffers", "ExecutionPlanRegistry", "ExecutionPlanHandle", "ExecutionPlan",
     "Executor", "DataType", "ReduceOp", "dtype_to_mscclpp_dtype", "MscclppError",
 ]
@@ -29,7 +30,7 @@ _FROM_SUBMODULE = {
 
 
 def __getattr__(name):
-    if name in ("language", "dsl", "plan", "comm", "errors", "dtypes", "buffers", "registry", "executor"):
+    if name in ("language", "dsl", "plan", "algorithm", "comm", "errors", "dtypes", "buffers", "registry", "executor"):
         return importlib.import_module(f"{__name__}.{name}")
     if name in _FROM_SUBMODULE:
         return getattr(importlib.import_module(f"{__name__}.{_FROM_SUBMODULE[name]}"), name)

@@ -241,7 +241,7 @@ std::shared_ptr<NvlsBinding> NvlsBinding::tryCreate(Communicator& comm, const st
   auto b = std::make_shared<Binding>();
   b->size_ = bytes;
   size_t offset = 0;
-  std::string why = incapability(m.device, buffer, bytes, ranks.size(), &offset, &b->mem_);
+  std::string why = ::mscclpp::detail::incapability(m.device, buffer, bytes, ranks.size(), &offset, &b->mem_);
   b->memValid_ = why.empty();
   // Every member learns every verdict and device: the binding is all or
   // nothing, and a team has one member per GPU. Each later step that can
@@ -377,7 +377,20 @@ std::shared_ptr<NvlsBinding> NvlsBinding::tryCreate(Communicator& comm, const st
   return b;
 }
 
+std::string NvlsBinding::incapability(int device, const void* buffer, size_t bytes, size_t members) {
+  size_t offset = 0;
+  CUmemGenericAllocationHandle mem{};
+  const std::string why =
+      ::mscclpp::detail::incapability(device, const_cast<void*>(buffer), bytes, members, &offset, &mem);
+  if (why.empty()) driver().memRelease(mem);
+  return why;
+}
+
 #else
+
+std::string NvlsBinding::incapability(int, const void*, size_t, size_t) {
+  return "this build has no CUDA >= 12.1 for NVLS multicast";
+}
 
 std::shared_ptr<NvlsBinding> NvlsBinding::tryCreate(Communicator& comm, const std::vector<int>&, int, size_t, int,
                                                     void*) {

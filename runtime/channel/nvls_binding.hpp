@@ -12,6 +12,7 @@
 #define MSCCLPP_CHANNEL_NVLS_BINDING_HPP_
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "mscclpp/communicator.hpp"
@@ -24,6 +25,9 @@ class NvlsBinding {
   // Exchanges on the bootstrap namespace "mscclpp.nvls" with tags tag to tag + 4.
   static std::shared_ptr<NvlsBinding> tryCreate(Communicator& comm, const std::vector<int>& ranks, int myIndex,
                                                 size_t bytes, int tag, void* buffer = nullptr);
+  // Why this process's buffer of `bytes` on `device` cannot join a group
+  // of `members`, or "" when it can. Local: no member is asked.
+  static std::string incapability(int device, const void* buffer, size_t bytes, size_t members);
   virtual ~NvlsBinding() = default;
   virtual void* multicastPointer() const = 0;
 };

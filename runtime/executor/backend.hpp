@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "executor/native_program.hpp"
 #include "executor/refusal.hpp"
 #include "mscclpp/datatype.hpp"
 #include "plan/plan.hpp"
@@ -28,6 +29,9 @@ struct ExecCall {
   PacketType packet = PacketType::LL16;
   ReduceOp op = ReduceOp::Sum;
   const void* scalar = nullptr;
+  // A native algorithm: its kernel runs instead of the interpreter; plan is
+  // native->plan. Null for a plan.
+  NativeProgramPtr native;
   // Variable-size plans: the count matrix (host or device memory).
   const uint64_t* counts = nullptr;
   bool countsOnDevice = false;

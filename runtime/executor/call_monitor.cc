@@ -204,15 +204,32 @@ void CallMonitor::setCompletion(std::function<bool(uint64_t seq)> completed) {
 }
 
 void CallMonitor::captured(std::shared_ptr<const std::function<LiveCall()>> live) {
-  if (!live) return;
   std::lock_guard<std::mutex> lock(board_->mutex);
+  // The call ends here, as end() ends it: one lock for both.
+  board_->phase = Phase::Idle;
+  board_->sinceMs = steadyMs();
+  board_->live = nullptr;
+  board_->recent[board_->seq % kRecentCalls].inFlight = false;
+  board_->recent[board_->seq % kRecentCalls].live = nullptr;
+  if (!live) return;
   std::vector<Captured>& all = board_->captured;
-  Captured entry;
+  // A ring: once full, the least recently captured entry is reused as the
+  // newest. Its strings keep their capacity, so a steady capture allocates
+  // nothing, and nothing moves.
+  Captured* slot = nullptr;
+  if (all.size() < kMaxCaptured) {
+    slot = &all.emplace_back();
+  } else {
+    slot = &all[board_->capturedNext];
+    board_->capturedNext = (board_->capturedNext + 1) % kMaxCaptured;
+  }
+  Captured& entry = *slot;
   entry.seq = board_->seq;
   entry.call = board_->call;
   entry.live = std::move(live);
-  all.push_back(std::move(entry));
-  if (all.size() > kMaxCaptured) all.erase(all.begin());
+  entry.launch = 0;
+  entry.sinceMs = 0;
+  entry.quietSinceMs = 0;
 }
 
 std::string CallMonitor::peerStatus() const {
@@ -247,9 +264,13 @@ CallMonitor::Captured* CallMonitor::Board::waitingReplay() {
     read.push_back(Read{c.live.get(), (*c.live)()});
     return read.back().state;
   };
-  captured.erase(std::remove_if(captured.begin(), captured.end(), [&](const Captured& c) { return stateOf(c).gone; }),
-                 captured.end());
   for (Captured& c : captured) {
+    // A call whose context is gone keeps its slot, emptied, for reuse.
+    if (c.live && stateOf(c).gone) {
+      c.live = nullptr;
+      c.launch = 0;
+    }
+    if (!c.live) continue;
     const WaitingLaunch seen = stateOf(c).launch;
     // Its replays carry its captured tag; other launches of the context
     // are other calls.

@@ -75,10 +75,10 @@ class CallMonitor {
   // Called from other threads. Null removes it before its memory goes;
   // calls in progress then count as complete.
   void setCompletion(std::function<bool(uint64_t seq)> completed);
-  // The call begun last was captured into a CUDA graph, not run: it runs at
-  // each replay, which no host call announces. `live` reads its context's
-  // state from any thread, also after the context went. A waiting launch
-  // that carries the call's captured tag is its replay.
+  // The call begun last was captured into a CUDA graph, not run: it ends,
+  // as with end(), and runs at each replay, which no host call announces.
+  // `live` reads its context's state from any thread, also after the context
+  // went. A waiting launch that carries the call's captured tag is its replay.
   void captured(std::shared_ptr<const std::function<LiveCall()>> live);
 
   // For the long-wait WARN: what the peers were doing at the last round ("" before any).
@@ -127,7 +127,8 @@ class CallMonitor {
     std::function<LiveCall()> live;
     std::array<Recent, kRecentCalls> recent;  // by seq % kRecentCalls
     std::function<bool(uint64_t)> completed;
-    std::vector<Captured> captured;  // least recently captured first
+    std::vector<Captured> captured;  // a ring of kMaxCaptured once full; empty slots have no live
+    size_t capturedNext = 0;         // once full: the least recently captured slot
     // Under mutex: the current call into its recent slot; the call the watchdog looks at.
     void remember();
     Current current();

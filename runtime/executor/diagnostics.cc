@@ -166,9 +166,57 @@ std::string waitText(const plan::Plan& plan, int rank, uint32_t block, const Blo
   return "stopped";
 }
 
+// A native kernel's waits name peer ranks, not channel indexes.
+std::string nativeWaitText(const BlockRecord& r) {
+  switch (static_cast<WaitKind>(r.waitKind)) {
+    case WaitKind::None:
+      return "was stopped by the abort of another block or rank";
+    case WaitKind::MemoryChannel:
+      return strFormat("waits on its memory channel to rank %u: signal #%llu expected, counter at %llu", r.id,
+                       ull(r.expected), ull(r.observed));
+    case WaitKind::PortChannel:
+      return strFormat("waits on its port channel to rank %u: signal #%llu expected, counter at %llu", r.id,
+                       ull(r.expected), ull(r.observed));
+    case WaitKind::Packet:
+      return strFormat(
+          "waits for LL packet flag %llu at byte %llu of its scratch, written by rank %u: flag %llu is there",
+          ull(r.expected), ull(r.detail), r.id, ull(r.observed));
+    case WaitKind::Barrier:
+      return strFormat("waits at its grid barrier for %llu threadblocks", ull(r.expected));
+    case WaitKind::FifoPush:
+      return strFormat("waits for a free proxy FIFO slot to request on its port channel to rank %u", r.id);
+    case WaitKind::Flush:
+      return strFormat("waits for the proxy to complete request %llu on its port channel to rank %u; it completed %llu",
+                       ull(r.expected), r.id, ull(r.observed));
+    case WaitKind::Request:
+      return strFormat(
+          "could not request %llu bytes on its port channel to rank %u: beyond what a FIFO trigger encodes",
+          ull(r.detail), r.id);
+    default:
+      return "stopped";
+  }
+}
+
+// Whose signal releases a native block waiting as `r` says.
+int32_t nativeWaitTarget(int rank, const BlockRecord& r) {
+  switch (static_cast<WaitKind>(r.waitKind)) {
+    case WaitKind::MemoryChannel:
+    case WaitKind::PortChannel:
+    case WaitKind::Packet:
+      return static_cast<int32_t>(r.id);
+    default:
+      return rank;  // its grid barrier: released by this rank's own blocks
+  }
+}
+
+std::string stepName(const NativeSteps& steps, uint32_t index) {
+  return strFormat("step %u (%s)", index, index < steps.size() ? steps[index].c_str() : "?");
+}
+
 }  // namespace
 
-std::string describeBlock(const plan::Plan& plan, int rank, uint32_t block, const BlockRecord& r, uint32_t launchFlag) {
+std::string describeBlock(const plan::Plan& plan, int rank, uint32_t block, const BlockRecord& r, uint32_t launchFlag,
+                          const NativeSteps* steps) {
   const plan::RankPlan& rp = plan.ranks[rank];
   const int tbId = block < rp.threadblocks.size() ? rp.threadblocks[block].id : static_cast<int>(block);
   std::string head = strFormat("rank %d threadblock %d", rank, tbId);
@@ -176,12 +224,15 @@ std::string describeBlock(const plan::Plan& plan, int rank, uint32_t block, cons
     if (r.state == kBlockFinished && r.launchFlag == launchFlag) return head + " finished";
     return head + " was running (not waiting)";
   }
+  const char* how = r.state == kBlockTimedOut ? "timed out" : (r.state == kBlockAborted ? "aborted" : "failed");
+  if (steps != nullptr)
+    return strFormat("%s %s %s [%s]", head.c_str(), stepName(*steps, r.opIndex).c_str(), nativeWaitText(r).c_str(),
+                     how);
   const char* opName = "?";
   if (block < rp.threadblocks.size() && r.opIndex < rp.threadblocks[block].ops.size())
     opName = plan::opTypeName(rp.threadblocks[block].ops[r.opIndex].type);
   head += strFormat(" op %u (%s)", r.opIndex, opName);
   if (r.pipelineIteration != UINT32_MAX) head += strFormat(" pipeline iteration %u", r.pipelineIteration);
-  const char* how = r.state == kBlockTimedOut ? "timed out" : (r.state == kBlockAborted ? "aborted" : "failed");
   return strFormat("%s %s [%s]", head.c_str(), waitText(plan, rank, block, r).c_str(), how);
 }
 
@@ -308,7 +359,7 @@ bool readSlot(const LiveWaitSlot& live, LiveWaitSlot* out) {
 }  // namespace
 
 std::vector<BlockWait> describeWaitSlots(const plan::Plan& plan, int rank, const LiveWaitSlot* slots, uint32_t nBlocks,
-                                         uint64_t* progress, WaitingLaunch* launch) {
+                                         uint64_t* progress, WaitingLaunch* launch, const NativeSteps* steps) {
   const plan::RankPlan& rp = plan.ranks[rank];
   nBlocks = std::min<uint32_t>(nBlocks, static_cast<uint32_t>(rp.threadblocks.size()));
   std::vector<LiveWaitSlot> seen(nBlocks);
@@ -339,7 +390,7 @@ std::vector<BlockWait> describeWaitSlots(const plan::Plan& plan, int rank, const
     const plan::ThreadblockPlan& tb = rp.threadblocks[b];
     if (consistent[b] && s.waiting == 0 && s.finishedFlag == flag) continue;  // finished this launch
     BlockWait w;
-    if (!consistent[b] || s.waiting == 0 || s.launchFlag != flag || s.opIndex >= tb.ops.size()) {
+    if (!consistent[b] || s.waiting == 0 || s.launchFlag != flag || (steps == nullptr && s.opIndex >= tb.ops.size())) {
       w.text = strFormat("rank %d threadblock %d is running", rank, tb.id);
       out.push_back(std::move(w));
       continue;
@@ -352,6 +403,13 @@ std::vector<BlockWait> describeWaitSlots(const plan::Plan& plan, int rank, const
     r.expected = s.expected;
     r.observed = s.observed;
     r.detail = s.detail;
+    if (steps != nullptr) {
+      w.text = strFormat("rank %d threadblock %d %s %s", rank, tb.id, stepName(*steps, r.opIndex).c_str(),
+                         nativeWaitText(r).c_str());
+      w.target = nativeWaitTarget(rank, r);
+      out.push_back(std::move(w));
+      continue;
+    }
     w.text = strFormat("rank %d threadblock %d op %u (%s)", rank, tb.id, r.opIndex,
                        plan::opTypeName(tb.ops[r.opIndex].type));
     if (r.pipelineIteration != UINT32_MAX) w.text += strFormat(" pipeline iteration %u", r.pipelineIteration);
@@ -402,12 +460,13 @@ std::vector<BlockWait> describeLiveBlocks(const plan::Plan& plan, int rank, cons
 }
 
 std::vector<std::string> describeUnfinishedBlocks(const plan::Plan& plan, int rank, const BlockRecord* records,
-                                                  uint32_t nBlocks, uint32_t launchFlag, uint32_t firstFailedBlock) {
+                                                  uint32_t nBlocks, uint32_t launchFlag, uint32_t firstFailedBlock,
+                                                  const NativeSteps* steps) {
   std::vector<std::string> lines;
   for (uint32_t b = 0; b < nBlocks; ++b) {
     const BlockRecord& r = records[b];
     if (r.state == kBlockFinished && r.launchFlag == launchFlag) continue;
-    std::string line = describeBlock(plan, rank, b, r, launchFlag);
+    std::string line = describeBlock(plan, rank, b, r, launchFlag, steps);
     if (b == firstFailedBlock && r.state == kBlockTimedOut) line += " (first to time out)";
     lines.push_back(std::move(line));
   }

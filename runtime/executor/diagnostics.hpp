@@ -1,6 +1,8 @@
 // Turns the blocks' records into sentences: which rank, threadblock, op and
 // pipeline iteration each block stopped at, and what it waited for. Both
 // backends use it after a failed launch, and the emulator for all ranks.
+// A native algorithm's plan has no ops: its blocks report steps, named by
+// `steps`, and its waits name peer ranks (mscclpp/algorithm_device.hpp).
 #ifndef MSCCLPP_EXECUTOR_DIAGNOSTICS_HPP_
 #define MSCCLPP_EXECUTOR_DIAGNOSTICS_HPP_
 
@@ -16,8 +18,10 @@ namespace mscclpp::exec {
 // One line for block `block` of `rank` in the launch with `launchFlag`.
 // A record finished with another flag is an earlier launch's: the block
 // was still running.
+// steps: a native kernel's step names; null for a plan.
+using NativeSteps = std::vector<std::string>;
 std::string describeBlock(const plan::Plan& plan, int rank, uint32_t block, const BlockRecord& record,
-                          uint32_t launchFlag);
+                          uint32_t launchFlag, const NativeSteps* steps = nullptr);
 
 // True when the record says the block stopped (timeout, abort or invalid request) in that launch.
 inline bool blockStopped(const BlockRecord& r) { return r.state >= kBlockTimedOut; }
@@ -25,7 +29,8 @@ inline bool blockStopped(const BlockRecord& r) { return r.state >= kBlockTimedOu
 // The lines of every block of a rank that did not finish, the first to time
 // out marked so. Empty when all finished.
 std::vector<std::string> describeUnfinishedBlocks(const plan::Plan& plan, int rank, const BlockRecord* records,
-                                                  uint32_t nBlocks, uint32_t launchFlag, uint32_t firstFailedBlock);
+                                                  uint32_t nBlocks, uint32_t launchFlag, uint32_t firstFailedBlock,
+                                                  const NativeSteps* steps = nullptr);
 
 // One unfinished threadblock of a running launch, and whom it waits for.
 struct BlockWait {
@@ -53,7 +58,8 @@ struct WaitingLaunch {
   uint32_t call = 0;  // its LaunchArgs::call (launchCallTag)
 };
 std::vector<BlockWait> describeWaitSlots(const plan::Plan& plan, int rank, const LiveWaitSlot* slots, uint32_t nBlocks,
-                                         uint64_t* progress, WaitingLaunch* launch = nullptr);
+                                         uint64_t* progress, WaitingLaunch* launch = nullptr,
+                                         const NativeSteps* steps = nullptr);
 
 }  // namespace mscclpp::exec
 

@@ -48,8 +48,10 @@ namespace {
 
 // The call's arguments that decide its execution context (the rest: stream, packet type, scalar).
 exec::ExecCall callOf(int rank, const void* send, void* recv, size_t sendBytes, size_t recvBytes, DataType dtype,
-                      const std::shared_ptr<const plan::Plan>& plan, ReduceOp op) {
+                      const std::shared_ptr<const plan::Plan>& plan, ReduceOp op,
+                      const exec::NativeProgramPtr& native = nullptr) {
   exec::ExecCall call;
+  call.native = native;
   call.rank = rank;
   call.send = send;
   call.recv = recv;
@@ -102,7 +104,8 @@ struct MSCCLPP_INTERNAL Executor::Impl {
   // The one path of every call: a refusal as a value, every other failure thrown.
   exec::Refusal tryExecute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes,
                            DataType dtype, const plan::PlanPtr& plan, void* stream, PacketType packetType, ReduceOp op,
-                           const void* scalar, const SplitSizes* splits = nullptr) {
+                           const void* scalar, const SplitSizes* splits = nullptr,
+                           const exec::NativeProgramPtr& native = nullptr) {
     MSCCLPP_ENFORCE(plan != nullptr, ErrorCode::InvalidArgument, "Executor::execute: the plan is null");
     const plan::PlanHeader& h = plan->header;
     MSCCLPP_ENFORCE(!h.variableSizes || (splits != nullptr && splits->counts != nullptr), ErrorCode::InvalidArgument,
@@ -133,8 +136,11 @@ struct MSCCLPP_INTERNAL Executor::Impl {
                     "Executor::execute: premulsum needs a scalar (got a null pointer)");
     MSCCLPP_ENFORCE(!abort.aborted(), ErrorCode::Aborted, "plan %s rank %d: the executor was aborted", h.name.c_str(),
                     rank);
-    throwIfCommFailed(strFormat("plan %s rank %d: not run", h.name.c_str(), rank));
-    exec::ExecCall call = callOf(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan, op);
+    // The detail is formatted only for a failed communicator: a call allocates nothing.
+    if (comm && comm->failed()) throwIfCommFailed(strFormat("plan %s rank %d: not run", h.name.c_str(), rank));
+    MSCCLPP_ENFORCE(native == nullptr || (native->kernel != nullptr && native->kernel->hostBlock != nullptr),
+                    ErrorCode::InvalidArgument, "native algorithm %s has no host entry point", h.name.c_str());
+    exec::ExecCall call = callOf(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan, op, native);
     call.stream = stream;
     call.packet = packetType;
     call.scalar = scalar;
@@ -203,6 +209,15 @@ bool exec::RuntimeExecutor::wouldBuildContext(int rank, const void* sendBuff, vo
          !impl_->runner->hasContext(callOf(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan, op));
 }
 
+bool exec::RuntimeExecutor::wouldBuildContext(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes,
+                                              size_t recvBytes, DataType dtype, const NativeProgramPtr& native,
+                                              ReduceOp op) const {
+  MSCCLPP_ENFORCE(native != nullptr, ErrorCode::InvalidArgument, "Executor: the native program is null");
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->runner == nullptr || !impl_->runner->hasContext(callOf(rank, sendBuff, recvBuff, sendBytes, recvBytes,
+                                                                       dtype, native->plan, op, native));
+}
+
 void exec::RuntimeExecutor::beginAgreement(int collective, size_t sendBytes, size_t recvBytes, DataType dtype, int op,
                                            int root) {
   if (!impl_->monitor) return;
@@ -265,6 +280,15 @@ std::optional<std::string> exec::RuntimeExecutor::tryExecute(int rank, const voi
                                                              const plan::PlanPtr& plan, void* stream,
                                                              PacketType packetType, ReduceOp op, const void* scalar) {
   return impl_->tryExecute(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan, stream, packetType, op, scalar);
+}
+
+std::optional<std::string> exec::RuntimeExecutor::tryExecute(int rank, const void* sendBuff, void* recvBuff,
+                                                             size_t sendBytes, size_t recvBytes, DataType dtype,
+                                                             const NativeProgramPtr& native, void* stream, ReduceOp op,
+                                                             const void* scalar) {
+  MSCCLPP_ENFORCE(native != nullptr, ErrorCode::InvalidArgument, "Executor::execute: the native program is null");
+  return impl_->tryExecute(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, native->plan, stream,
+                           PacketType::LL16, op, scalar, nullptr, native);
 }
 
 }  // namespace mscclpp

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/visibility.hpp"
+#include "executor/native_program.hpp"
 #include "mscclpp/executor.hpp"
 #include "plan/plan.hpp"
 
@@ -43,6 +44,12 @@ class RuntimeExecutor : public Executor {
                                         size_t recvBytes, DataType dtype, const plan::PlanPtr& plan,
                                         void* stream = nullptr, PacketType packetType = PacketType::LL16,
                                         ReduceOp op = ReduceOp::Sum, const void* scalar = nullptr);
+  // tryExecute with a native algorithm's program: its kernel runs on the
+  // context its plan declares, exactly as a plan's interpreter would.
+  std::optional<std::string> tryExecute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes,
+                                        size_t recvBytes, DataType dtype, const NativeProgramPtr& native,
+                                        void* stream = nullptr, ReduceOp op = ReduceOp::Sum,
+                                        const void* scalar = nullptr);
   // tryExecute() on a variable-size plan with the call's counts (SplitSizes).
   std::optional<std::string> tryExecuteVariable(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes,
                                                 size_t recvBytes, DataType dtype, const plan::PlanPtr& plan,
@@ -53,6 +60,8 @@ class RuntimeExecutor : public Executor {
   // calls from threads of their own. A cache lookup: no allocation, message or CUDA call.
   bool wouldBuildContext(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes,
                          DataType dtype, const plan::PlanPtr& plan, ReduceOp op = ReduceOp::Sum) const;
+  bool wouldBuildContext(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes,
+                         DataType dtype, const NativeProgramPtr& native, ReduceOp op = ReduceOp::Sum) const;
 
   // For callers that agree with their peers on a call's plan before running it, as the NCCL shim
   // does at the first call of each shape. The call monitor counts the agreement as the start of

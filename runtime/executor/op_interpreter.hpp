@@ -8,6 +8,8 @@
 #define MSCCLPP_EXECUTOR_OP_INTERPRETER_HPP_
 
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "exec_layout.hpp"
 #include "mscclpp/copy_device.hpp"
@@ -161,7 +163,7 @@ class BlockInterpreter {
     if (unit_ == kNoUnit) return Span{r.offset, r.bytes};
     if (pipeOff_ >= r.bytes) return Span{r.offset, 0};
     uint64_t b = r.bytes - pipeOff_ < unit_ ? r.bytes - pipeOff_ : unit_;
-    uint64_t p = (r.scratch && ctx_.wrapScratch) ? pipeOff_ % ctx_.scratchChunkBytes : pipeOff_;
+    uint64_t p = (r.scratch && ctx_.wrapScratch) ? scratchPipeOff_ : pipeOff_;
     return Span{r.offset + p, b};
   }
   // Byte offset inside the target buffer, scratch half included.
@@ -410,6 +412,7 @@ class BlockInterpreter {
     iterationIndex_ = 0;
     unit_ = op.unitSize;
     pipeOff_ = 0;
+    scratchPipeOff_ = 0;
     iteration_ = 0;
     bodyBegin_ = pc_ + 1;
     bodyEnd_ = pc_ + 1 + op.bodyCount;
@@ -423,6 +426,8 @@ class BlockInterpreter {
     if (bodyEnd_ == 0) return;
     if (++iterationIndex_ < iterations_) {
       pipeOff_ = iterationIndex_ * unit_;
+      // Wrapped once per unit here, not per access in the handlers' loops.
+      scratchPipeOff_ = ctx_.wrapScratch ? pipeOff_ % ctx_.scratchChunkBytes : pipeOff_;
       iteration_ = static_cast<uint32_t>(iterationIndex_);
       pc_ = bodyBegin_;
     } else {
@@ -699,6 +704,7 @@ class BlockInterpreter {
     uint32_t nDst = (op.type == plan::OpType::Reduce || op.type == plan::OpType::ReadReduce) ? 1 : op.nDst;
     uint64_t done = 0;  // elements reduced by the vector path
 #if defined(MSCCLPP_DEVICE_COMPILE)
+    constexpr bool kFp8 = sizeof(T) == 1 && !std::is_integral<T>::value;
     // 16-byte vectors when every source and destination is 16-aligned,
     // with packed half and bfloat16 math. Sources are read before writing.
     uintptr_t phase = 0;
@@ -708,7 +714,52 @@ class BlockInterpreter {
       phase |= reinterpret_cast<uintptr_t>(addr(dst(op, d), span(dst(op, d)).off, false));
     if ((phase & 15) == 0 && sizeof(T) <= 16) {
       const uint64_t nVec = count * sizeof(T) / 16;
-      for (uint64_t v = tid_; v < nVec; v += nthreads_) {
+      const uint64_t stride = nthreads_;
+      const uint64_t step = 16 * stride;  // bytes between a thread's four vectors
+      uint64_t v = tid_;
+      // fp8: two vectors per thread and step. Its lanes' math is emulated,
+      // and with four vectors ptxas spills it (min and max, e5m2 sum).
+      if constexpr (kFp8) {
+        for (; v + stride < nVec; v += 2 * stride) {
+          const char* p = addr(src(op, 0), span(src(op, 0)).off, false) + v * 16;
+          Vec16 a0 = loadVec16(p), a1 = loadVec16(p + step);
+          for (uint32_t k = 1; k < op.nSrc; ++k) {
+            const char* q = addr(src(op, k), span(src(op, k)).off, false) + v * 16;
+            const Vec16 b0 = loadVec16(q), b1 = loadVec16(q + step);
+            a0 = reduceWord<T, Op>(a0, b0);
+            a1 = reduceWord<T, Op>(a1, b1);
+          }
+          for (uint32_t d = 0; d < nDst; ++d) {
+            char* o = addr(dst(op, d), span(dst(op, d)).off, false) + v * 16;
+            storeVec16(o, a0);
+            storeVec16(o + step, a1);
+          }
+        }
+      }
+      // Four vectors per thread and step: each source's four loads are in
+      // flight together, and every load of a step comes before its stores.
+      for (; !kFp8 && v + 3 * stride < nVec; v += 4 * stride) {
+        // Each next vector one step further: no multiple of step stays live.
+        const char* p = addr(src(op, 0), span(src(op, 0)).off, false) + v * 16;
+        Vec16 a0 = loadVec16(p), a1 = loadVec16(p += step), a2 = loadVec16(p += step), a3 = loadVec16(p += step);
+        for (uint32_t k = 1; k < op.nSrc; ++k) {
+          const char* q = addr(src(op, k), span(src(op, k)).off, false) + v * 16;
+          const Vec16 b0 = loadVec16(q), b1 = loadVec16(q += step), b2 = loadVec16(q += step),
+                      b3 = loadVec16(q += step);
+          a0 = reduceWord<T, Op>(a0, b0);
+          a1 = reduceWord<T, Op>(a1, b1);
+          a2 = reduceWord<T, Op>(a2, b2);
+          a3 = reduceWord<T, Op>(a3, b3);
+        }
+        for (uint32_t d = 0; d < nDst; ++d) {
+          char* o = addr(dst(op, d), span(dst(op, d)).off, false) + v * 16;
+          storeVec16(o, a0);
+          storeVec16(o += step, a1);
+          storeVec16(o += step, a2);
+          storeVec16(o += step, a3);
+        }
+      }
+      for (; v < nVec; v += stride) {
         Vec16 acc = loadVec16(addr(src(op, 0), span(src(op, 0)).off, false) + v * 16);
         for (uint32_t k = 1; k < op.nSrc; ++k)
           acc = reduceWord<T, Op>(acc, loadVec16(addr(src(op, k), span(src(op, k)).off, false) + v * 16));
@@ -716,7 +767,16 @@ class BlockInterpreter {
       }
       done = nVec * 16 / sizeof(T);
     }
-    constexpr uint64_t kTile = 1;  // the rest: one element per thread and step
+#endif
+    if (done < count) reduceElements(op, nDst, done, count);
+  }
+
+  // The elements of a reduce from `done` on, kTile per thread and step: all
+  // of them when the buffers do not share a 16-byte phase, else the vector
+  // loop's remainder. Out of line: the vector loop keeps its registers.
+  MSCCLPP_HOST_DEVICE_NOINLINE void reduceElements(const plan::Op& op, uint32_t nDst, uint64_t done, uint64_t count) {
+#if defined(MSCCLPP_DEVICE_COMPILE)
+    constexpr uint64_t kTile = 1;
 #else
     constexpr uint64_t kTile = 4096 / sizeof(T);
 #endif
@@ -961,35 +1021,66 @@ class BlockInterpreter {
           (reinterpret_cast<Pkt*>(addr(dst(op, d), span(dst(op, d)).off, true)) + g)->write(acc, flag_);
         continue;
       }
-      uint64_t nPk = (gBytes + kP - 1) / kP;
-      alignas(16) unsigned char accBuf[16];
-      alignas(16) unsigned char inBuf[16];
-      T* acc = reinterpret_cast<T*>(accBuf);
-      const T* in = reinterpret_cast<const T*>(inBuf);
+      // A partial or unaligned group, gBytes <= kG <= 8: its bytes are kept
+      // in one 64-bit word, little-endian as in memory, and every loop has a
+      // constant bound, so nothing is indexed at run time and nothing spills.
+      const uint64_t nPk = (gBytes + kP - 1) / kP;
       const char* p0 = addr(s0, s0s.off, false) + gOff;
-      for (uint64_t b = 0; b < gBytes; ++b) accBuf[b] = static_cast<unsigned char>(p0[b]);
+      uint64_t accW = 0;
+#if defined(MSCCLPP_DEVICE_COMPILE)
+#pragma unroll
+#endif
+      for (uint64_t b = 0; b < kG; ++b)
+        if (b < gBytes) accW |= uint64_t{static_cast<unsigned char>(p0[b])} << (8 * b);
       for (uint32_t k = 1; k < op.nSrc; ++k) {
         const ResolvedRef& sk = src(op, k);
         Span sks = span(sk);
         const Pkt* pk = reinterpret_cast<const Pkt*>(addr(sk, sks.off, true)) + g * kPerGroup;
-        for (uint64_t q = 0; q < nPk; ++q) {
+        uint64_t inW = 0;
+#if defined(MSCCLPP_DEVICE_COMPILE)
+#pragma unroll
+#endif
+        for (uint64_t q = 0; q < kPerGroup; ++q) {
+          if (q >= nPk) break;
           P v;
           if (!readPkt(&pk[q], k, bufferOffset(sk, sks.off, true) + (g * kPerGroup + q) * sizeof(Pkt), g, &v)) return;
-          detail::storePayload<P>(reinterpret_cast<char*>(inBuf) + q * kP, v, minU(kP, gBytes - q * kP));
+          inW |= lowBytes(static_cast<uint64_t>(v), minU(kP, gBytes - q * kP)) << (8 * q * kP);
         }
-        for (uint64_t e = 0; e < gBytes / sizeof(T); ++e) acc[e] = R::apply(acc[e], in[e]);
+#if defined(MSCCLPP_DEVICE_COMPILE)
+#pragma unroll
+#endif
+        for (uint64_t e = 0; e < kG / sizeof(T); ++e) {
+          if ((e + 1) * sizeof(T) > gBytes) break;
+          T x, y;
+          const uint64_t xb = accW >> (8 * e * sizeof(T)), yb = inW >> (8 * e * sizeof(T));
+          std::memcpy(static_cast<void*>(&x), &xb, sizeof(T));
+          std::memcpy(static_cast<void*>(&y), &yb, sizeof(T));
+          x = R::apply(x, y);
+          uint64_t rb = 0;
+          std::memcpy(&rb, &x, sizeof(T));
+          const uint64_t mask = lowBytes(~uint64_t{0}, sizeof(T)) << (8 * e * sizeof(T));
+          accW = (accW & ~mask) | ((rb << (8 * e * sizeof(T))) & mask);
+        }
       }
       const ResolvedRef& d0 = dst(op, 0);
       char* out = addr(d0, span(d0).off, false) + gOff;
-      for (uint64_t b = 0; b < gBytes; ++b) out[b] = static_cast<char>(accBuf[b]);
+#if defined(MSCCLPP_DEVICE_COMPILE)
+#pragma unroll
+#endif
+      for (uint64_t b = 0; b < kG; ++b)
+        if (b < gBytes) out[b] = static_cast<char>((accW >> (8 * b)) & 0xff);
       for (uint32_t d = 1; d < op.nDst; ++d) {
         const ResolvedRef& dd = dst(op, d);
         Pkt* pk = reinterpret_cast<Pkt*>(addr(dd, span(dd).off, true)) + g * kPerGroup;
         for (uint64_t q = 0; q < nPk; ++q)
-          pk[q].write(detail::loadPayload<P>(reinterpret_cast<const char*>(accBuf) + q * kP, minU(kP, gBytes - q * kP)),
-                      flag_);
+          pk[q].write(static_cast<P>(lowBytes(accW >> (8 * q * kP), minU(kP, gBytes - q * kP))), flag_);
       }
     }
+  }
+
+  // The low n bytes of w (n <= 8), the rest zero.
+  MSCCLPP_HOST_DEVICE_INLINE static uint64_t lowBytes(uint64_t w, uint64_t n) {
+    return n >= 8 ? w : w & ((uint64_t{1} << (8 * n)) - 1);
   }
 
   // ---- switch (NVLS) ops --------------------------------------------------------------------------
@@ -1029,12 +1120,22 @@ class BlockInterpreter {
       }
     }
 #endif
+    // Element by element through the members' pointers. The member loops
+    // are not unrolled: unrolled, ptxas spills the 8-bit max and min at sm_90.
     for (uint64_t e = tid_; e < count; e += nthreads_) {
-      T v = in.template reduceMembers<T>(sOff + e * sizeof(T), [](T a, T b) { return R::apply(a, b); });
-      if (toGroup)
-        switchOf(d).template storeMembers<T>(dOff + e * sizeof(T), v);
-      else
+      const uint64_t at = sOff + e * sizeof(T);
+      T v = *reinterpret_cast<const T*>(static_cast<const char*>(in.memberPtrs[0]) + at);
+      MSCCLPP_NO_UNROLL
+      for (uint32_t m = 1; m < in.nMembers; ++m)
+        v = R::apply(v, *reinterpret_cast<const T*>(static_cast<const char*>(in.memberPtrs[m]) + at));
+      if (!toGroup) {
         local[e] = v;
+        continue;
+      }
+      const SwitchChannelDeviceHandle& out = switchOf(d);
+      MSCCLPP_NO_UNROLL
+      for (uint32_t m = 0; m < out.nMembers; ++m)
+        *reinterpret_cast<T*>(static_cast<char*>(out.memberPtrs[m]) + dOff + e * sizeof(T)) = v;
     }
   }
 
@@ -1094,6 +1195,7 @@ class BlockInterpreter {
   uint32_t nRanks_ = 0, elementBytes_ = 0;
   uint32_t iteration_ = 0;
   uint64_t pipeOff_ = 0;
+  uint64_t scratchPipeOff_ = 0;  // pipeOff_ within a scratch chunk, when the context wraps scratch
   uint64_t unit_ = kNoUnit;
   struct PendingFailure {
     bool set;

@@ -1,15 +1,18 @@
 // Reductions of whole machine words: 16-byte vectors and 8-byte LL16
-// payloads of elements of T. On the GPU, half and bfloat16 sums and products
-// use packed math, bit-identical to the elementwise Reducer: float's 24 bits
-// make the double rounding of two 11- or 8-bit values exact.
+// payloads of elements of T. On the GPU, 16- and 8-bit floats and 8-bit
+// integers go two or four lanes per instruction, bit-identical to the
+// elementwise Reducer: float's 24 bits make the double rounding of two 11-
+// or 8-bit values exact, fp8 widens exactly, and compares are exact.
 // Everything else goes element by element. Thread-safety: pure functions.
 #ifndef MSCCLPP_EXECUTOR_VECTOR_REDUCE_HPP_
 #define MSCCLPP_EXECUTOR_VECTOR_REDUCE_HPP_
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "mscclpp/copy_device.hpp"
+#include "packed_lanes.hpp"
 #include "reduce_ops.hpp"
 
 namespace mscclpp::exec {
@@ -31,7 +34,7 @@ MSCCLPP_HOST_DEVICE_INLINE W mapLanes(W a, const W& b, F f) {
   return a;
 }
 
-// Packed half/bfloat16 math on the GPU for sum and product (pairs of elements per instruction).
+// Packed math on the GPU: two or four elements per instruction (kOk), else element by element.
 template <class T, class Op>
 struct PackedMath {
   static constexpr bool kOk = false;
@@ -60,6 +63,86 @@ struct PackedMath<__nv_bfloat16, OpProd> {
   static constexpr bool kOk = true;
   using Pair = __nv_bfloat162;
   MSCCLPP_DEVICE_INLINE static Pair apply(Pair a, Pair b) { return __hmul2(a, b); }
+};
+
+// Max and min: a lane picked by an exact compare (packed_lanes.hpp).
+template <>
+struct PackedMath<__half, OpMax> {
+  static constexpr bool kOk = true;
+  using Pair = __half2;
+  MSCCLPP_DEVICE_INLINE static Pair apply(Pair a, Pair b) { return packed::max2(a, b); }
+};
+template <>
+struct PackedMath<__half, OpMin> {
+  static constexpr bool kOk = true;
+  using Pair = __half2;
+  MSCCLPP_DEVICE_INLINE static Pair apply(Pair a, Pair b) { return packed::min2(a, b); }
+};
+template <>
+struct PackedMath<__nv_bfloat16, OpMax> {
+  static constexpr bool kOk = true;
+  using Pair = __nv_bfloat162;
+  MSCCLPP_DEVICE_INLINE static Pair apply(Pair a, Pair b) { return packed::max2(a, b); }
+};
+template <>
+struct PackedMath<__nv_bfloat16, OpMin> {
+  static constexpr bool kOk = true;
+  using Pair = __nv_bfloat162;
+  MSCCLPP_DEVICE_INLINE static Pair apply(Pair a, Pair b) { return packed::min2(a, b); }
+};
+#endif
+#if defined(MSCCLPP_DEVICE_COMPILE)
+// fp8 max and min four lanes per word by integer compares; sums and products
+// two lanes per conversion where the GPU converts fp8 itself (sm_89 on).
+template <bool kE5M2, class Op>
+struct PackedFp8 {
+  static constexpr bool kOk = std::is_same<Op, OpMax>::value || std::is_same<Op, OpMin>::value
+#if __CUDA_ARCH__ >= 890
+                              || std::is_same<Op, OpSum>::value || std::is_same<Op, OpProd>::value
+#endif
+      ;
+  using Pair = uint32_t;
+  MSCCLPP_DEVICE_INLINE static uint32_t apply(uint32_t a, uint32_t b) {
+    if constexpr (std::is_same<Op, OpMax>::value) {
+      return packed::fp8Max4<kE5M2>(a, b);
+    } else if constexpr (std::is_same<Op, OpMin>::value) {
+      return packed::fp8Min4<kE5M2>(a, b);
+    } else if constexpr (std::is_same<Op, OpSum>::value) {
+      return packed::fp8Sum2<kE5M2>(a & 0xffffu, b & 0xffffu) | (packed::fp8Sum2<kE5M2>(a >> 16, b >> 16) << 16);
+    } else {
+      return packed::fp8Prod2<kE5M2>(a & 0xffffu, b & 0xffffu) | (packed::fp8Prod2<kE5M2>(a >> 16, b >> 16) << 16);
+    }
+  }
+};
+template <class Op>
+struct PackedMath<__nv_fp8_e4m3, Op> : PackedFp8<false, Op> {};
+template <class Op>
+struct PackedMath<__nv_fp8_e5m2, Op> : PackedFp8<true, Op> {};
+
+// Byte maxima and minima, four lanes per 32-bit word (SIMD video instructions).
+template <>
+struct PackedMath<int8_t, OpMax> {
+  static constexpr bool kOk = true;
+  using Pair = unsigned;
+  MSCCLPP_DEVICE_INLINE static Pair apply(Pair a, Pair b) { return __vmaxs4(a, b); }
+};
+template <>
+struct PackedMath<int8_t, OpMin> {
+  static constexpr bool kOk = true;
+  using Pair = unsigned;
+  MSCCLPP_DEVICE_INLINE static Pair apply(Pair a, Pair b) { return __vmins4(a, b); }
+};
+template <>
+struct PackedMath<uint8_t, OpMax> {
+  static constexpr bool kOk = true;
+  using Pair = unsigned;
+  MSCCLPP_DEVICE_INLINE static Pair apply(Pair a, Pair b) { return __vmaxu4(a, b); }
+};
+template <>
+struct PackedMath<uint8_t, OpMin> {
+  static constexpr bool kOk = true;
+  using Pair = unsigned;
+  MSCCLPP_DEVICE_INLINE static Pair apply(Pair a, Pair b) { return __vminu4(a, b); }
 };
 #endif
 
@@ -112,7 +195,22 @@ MSCCLPP_HOST_DEVICE_INLINE void copyGlobal(void* dst, const void* src, uint64_t 
     uint64_t head = (16 - (reinterpret_cast<uintptr_t>(d) & 15)) & 15;
     for (uint64_t i = threadId; i < head; i += numThreads) d[i] = s[i];
     const uint64_t nVec = (bytes - head) / 16;
-    for (uint64_t i = threadId; i < nVec; i += numThreads) storeVec16(d + head + i * 16, loadVec16(s + head + i * 16));
+    char* dv = d + head;
+    const char* sv = s + head;
+    const uint64_t stride = numThreads;
+    uint64_t i = threadId;
+    // Four 16-byte loads in flight per thread: all four issue before the first store.
+    const uint64_t step = 16 * stride;  // bytes between a thread's four vectors
+    for (; i + 3 * stride < nVec; i += 4 * stride) {
+      const char* p = sv + i * 16;
+      const Vec16 a = loadVec16(p), b = loadVec16(p += step), c = loadVec16(p += step), e = loadVec16(p += step);
+      char* q = dv + i * 16;
+      storeVec16(q, a);
+      storeVec16(q += step, b);
+      storeVec16(q += step, c);
+      storeVec16(q += step, e);
+    }
+    for (; i < nVec; i += stride) storeVec16(dv + i * 16, loadVec16(sv + i * 16));
     for (uint64_t i = head + nVec * 16 + threadId; i < bytes; i += numThreads) d[i] = s[i];
     return;
   }

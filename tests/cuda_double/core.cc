@@ -1,12 +1,15 @@
 // Configuration, per-thread state, errors and reports of the CUDA double; the
 // error API (cudaGetLastError, cudaPeekAtLastError, cudaGetErrorString,
-// cudaGetErrorName) and the device selection API (cudaGetDeviceCount,
-// cudaSetDevice, cudaGetDevice).
+// cudaGetErrorName), the device selection API (cudaGetDeviceCount,
+// cudaSetDevice, cudaGetDevice) and the per-thread tally of API calls.
 #include "core.hpp"
+
+#include <time.h>
 
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -44,7 +47,53 @@ thread_local int tCurrentDevice = 0;
 thread_local cudaError_t tLastError = cudaSuccess;
 thread_local bool tCallbackThread = false;
 
+// The calling thread's API calls since its last reset. Fixed-size, so
+// counting allocates nothing; names beyond the table are counted as one.
+struct Tally {
+  int depth = 0;
+  uint64_t start = 0;
+  cudadouble_tally counts{};
+};
+thread_local Tally tTally;
+
+uint64_t nowNs() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
+}
+
+void countCall(cudadouble_tally& c, const char* name) {
+  c.calls += 1;
+  for (int i = 0; i < c.names; ++i) {
+    if (c.name[i] == name || std::strcmp(c.name[i], name) == 0) {
+      c.count[i] += 1;
+      return;
+    }
+  }
+  const int last = CUDADOUBLE_TALLY_NAMES - 1;
+  if (c.names < last) {
+    c.name[c.names] = name;
+    c.count[c.names++] = 1;
+    return;
+  }
+  c.name[last] = "(other)";
+  c.names = CUDADOUBLE_TALLY_NAMES;
+  c.count[last] += 1;
+}
+
 }  // namespace
+
+ApiCall::ApiCall(const char* name) {
+  Tally& t = tTally;
+  if (t.depth++ != 0) return;
+  countCall(t.counts, name);
+  t.start = nowNs();
+}
+
+ApiCall::~ApiCall() {
+  Tally& t = tTally;
+  if (--t.depth == 0) t.counts.ns += nowNs() - t.start;
+}
 
 uint64_t envInt(const char* name, uint64_t def, uint64_t lo, uint64_t hi) {
   const char* v = std::getenv(name);
@@ -75,6 +124,7 @@ Config& config() {
     p->multicastObjects = static_cast<int>(envInt("CUDA_DOUBLE_MULTICAST_OBJECTS", 1024, 0, 1 << 20));
     p->adversarialSyncMs.store(static_cast<int>(envInt("CUDA_DOUBLE_ADVERSARIAL_SYNC_MS", 0, 0, 600000)));
     p->adversarialLegacyMs.store(static_cast<int>(envInt("CUDA_DOUBLE_ADVERSARIAL_LEGACY_MS", 0, 0, 600000)));
+    p->nullKernels = envInt("CUDA_DOUBLE_NULL_KERNELS", 0, 0, 1) != 0;
     return p;
   }();
   return *c;
@@ -177,10 +227,18 @@ using namespace cudadouble;  // NOLINT: the C API below implements the runtime's
 
 extern "C" {
 
-cudaError_t cudaGetLastError(void) { return lastError(true); }
-cudaError_t cudaPeekAtLastError(void) { return lastError(false); }
+cudaError_t cudaGetLastError(void) {
+  CD_TALLY();
+  return lastError(true);
+}
+
+cudaError_t cudaPeekAtLastError(void) {
+  CD_TALLY();
+  return lastError(false);
+}
 
 const char* cudaGetErrorName(cudaError_t e) {
+  CD_TALLY();
   switch (e) {
 #define CD_NAME(x) \
   case x:          \
@@ -216,6 +274,7 @@ const char* cudaGetErrorName(cudaError_t e) {
 }
 
 const char* cudaGetErrorString(cudaError_t e) {
+  CD_TALLY();
   switch (e) {
     case cudaSuccess:
       return "no error";
@@ -265,12 +324,14 @@ const char* cudaGetErrorString(cudaError_t e) {
 }
 
 cudaError_t cudaGetDeviceCount(int* count) {
+  CD_TALLY();
   if (count == nullptr) return fail(cudaErrorInvalidValue);
   *count = config().devices;
   return cudaSuccess;
 }
 
 cudaError_t cudaSetDevice(int device) {
+  CD_TALLY();
   if (!validDevice(device)) return fail(cudaErrorInvalidDevice);
   if (cudaError_t e = enter(device); e != cudaSuccess) return e;
   setCurrentDevice(device);
@@ -278,9 +339,17 @@ cudaError_t cudaSetDevice(int device) {
 }
 
 cudaError_t cudaGetDevice(int* device) {
+  CD_TALLY();
   if (device == nullptr) return fail(cudaErrorInvalidValue);
   *device = currentDevice();
   return cudaSuccess;
 }
+
+void cudadouble_api_tally(cudadouble_tally* out, int reset) {
+  if (out != nullptr) *out = tTally.counts;
+  if (reset) tTally.counts = cudadouble_tally{};
+}
+
+int cudadouble_inside_api(void) { return tTally.depth > 0; }
 
 }  // extern "C"

@@ -28,6 +28,7 @@ struct Config {
   int multicastObjects = 1024;            // CUDA_DOUBLE_MULTICAST_OBJECTS: live multicast objects per process
   std::atomic<int> adversarialSyncMs{0};  // CUDA_DOUBLE_ADVERSARIAL_SYNC_MS
   std::atomic<int> adversarialLegacyMs{0};  // CUDA_DOUBLE_ADVERSARIAL_LEGACY_MS
+  bool nullKernels = false;                 // CUDA_DOUBLE_NULL_KERNELS: launches complete without running
 };
 Config& config();
 
@@ -54,12 +55,24 @@ cudaError_t lastError(bool reset);
 void setSticky(int device, cudaError_t e, const std::string& why);
 cudaError_t stickyOf(int device);
 
+// Times and counts the calling thread's outermost API call (cuda_double.h,
+// cudadouble_api_tally). Every exported entry point declares one, through
+// CD_ENTER() or, where it checks nothing on entry, CD_TALLY().
+class ApiCall {
+ public:
+  explicit ApiCall(const char* name);
+  ~ApiCall();
+  ApiCall(const ApiCall&) = delete;
+  ApiCall& operator=(const ApiCall&) = delete;
+};
+#define CD_TALLY_AS(name) ::cudadouble::ApiCall cdApiCall_(name)
+#define CD_TALLY() CD_TALLY_AS(__func__)
+
 // The entry check of every API call on `device` (-1: the current device).
 cudaError_t enter(int device = -1);
-#define CD_ENTER()                                                                              \
-  do {                                                                                          \
-    if (cudaError_t cdEnter_ = ::cudadouble::enter(); cdEnter_ != cudaSuccess) return cdEnter_; \
-  } while (0)
+#define CD_ENTER() \
+  CD_TALLY();      \
+  if (cudaError_t cdEnter_ = ::cudadouble::enter(); cdEnter_ != cudaSuccess) return cdEnter_
 
 // Marks the calling thread as the one that runs user-object destructors.
 void markCallbackThread();

@@ -79,4 +79,23 @@ bool active();
 
 }  // namespace cudadouble
 
+// The calling thread's CUDA API calls, as a benchmark reads them to tell the
+// double's time from its own. C names, so a program built against the real
+// libcudart finds them with dlsym only when the double is loaded. A call made
+// inside another (a forwarding entry point) counts once, as the outer one.
+extern "C" {
+#define CUDADOUBLE_TALLY_NAMES 64
+struct cudadouble_tally {
+  uint64_t ns;     // time inside the calls
+  uint64_t calls;  // outermost calls
+  int names;       // entries below; the last one is "(other)" once the table is full
+  const char* name[CUDADOUBLE_TALLY_NAMES];
+  uint64_t count[CUDADOUBLE_TALLY_NAMES];
+};
+// Copies the tally into *out (when not null); resets it when `reset` is not 0.
+void cudadouble_api_tally(cudadouble_tally* out, int reset);
+// 1 while the calling thread is inside an API call of the double.
+int cudadouble_inside_api(void);
+}
+
 #endif  // CUDA_DOUBLE_CUDA_DOUBLE_H_

@@ -89,6 +89,7 @@ Peers& peers() {
 CUresult driverEnter() { return stickyOf(currentDevice()) != cudaSuccess ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS; }
 
 CUresult memGetAddressRange(CUdeviceptr* base, size_t* size, CUdeviceptr ptr) {
+  CD_TALLY_AS("cuMemGetAddressRange");
   if (CUresult r = driverEnter(); r != CUDA_SUCCESS) return r;
   Allocation a;
   if (!lookup(reinterpret_cast<const void*>(ptr), &a) || a.kind == MemKind::Host) return CUDA_ERROR_NOT_FOUND;
@@ -98,6 +99,7 @@ CUresult memGetAddressRange(CUdeviceptr* base, size_t* size, CUdeviceptr ptr) {
 }
 
 CUresult pointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  CD_TALLY_AS("cuPointerGetAttribute");
   if (CUresult r = driverEnter(); r != CUDA_SUCCESS) return r;
   Allocation a;
   if (data == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -124,6 +126,7 @@ CUresult pointerGetAttribute(void* data, CUpointer_attribute attribute, CUdevice
 }
 
 CUresult streamWriteValue64(CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags) {
+  CD_TALLY_AS("cuStreamWriteValue64");
   if (CUresult r = driverEnter(); r != CUDA_SUCCESS) return r;
   CUstream_st* s = nullptr;
   if (flags != 0 || (addr & 7) != 0) return CUDA_ERROR_INVALID_VALUE;
@@ -145,6 +148,7 @@ CUresult streamWriteValue64(CUstream stream, CUdeviceptr addr, cuuint64_t value,
 }
 
 CUresult deviceGet(CUdevice* device, int ordinal) {
+  CD_TALLY_AS("cuDeviceGet");
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(ordinal)) return CUDA_ERROR_INVALID_DEVICE;
   *device = ordinal;
@@ -152,6 +156,7 @@ CUresult deviceGet(CUdevice* device, int ordinal) {
 }
 
 CUresult deviceGetAttribute(int* value, CUdevice_attribute attr, CUdevice device) {
+  CD_TALLY_AS("cuDeviceGetAttribute");
   if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!validDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
   *value = attributeOf(static_cast<int>(attr), device);
@@ -236,6 +241,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
 }
 
 cudaError_t cudaDeviceCanAccessPeer(int* canAccessPeer, int device, int peerDevice) {
+  CD_TALLY();
   if (canAccessPeer == nullptr) return fail(cudaErrorInvalidValue);
   if (!validDevice(device) || !validDevice(peerDevice)) return fail(cudaErrorInvalidDevice);
   *canAccessPeer = device != peerDevice ? 1 : 0;  // every pair is connected (NVLink-like)
@@ -263,6 +269,7 @@ cudaError_t cudaDeviceDisablePeerAccess(int peerDevice) {
 cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** funcPtr, unsigned int /*cudaVersion*/,
                                              unsigned long long /*flags*/,
                                              cudaDriverEntryPointQueryResult* driverStatus) {
+  CD_TALLY();
   return entryPoint(symbol, funcPtr, driverStatus);
 }
 
@@ -270,17 +277,20 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** funcPtr,
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 cudaError_t cudaGetDriverEntryPoint(const char* symbol, void** funcPtr, unsigned long long /*flags*/,
                                     cudaDriverEntryPointQueryResult* driverStatus) {
+  CD_TALLY();
   return entryPoint(symbol, funcPtr, driverStatus);
 }
 #pragma GCC diagnostic pop
 
 cudaError_t cudaDriverGetVersion(int* version) {
+  CD_TALLY();
   if (version == nullptr) return fail(cudaErrorInvalidValue);
   *version = CUDART_VERSION;
   return cudaSuccess;
 }
 
 cudaError_t cudaRuntimeGetVersion(int* version) {
+  CD_TALLY();
   if (version == nullptr) return fail(cudaErrorInvalidValue);
   *version = CUDART_VERSION;
   return cudaSuccess;

@@ -2,7 +2,8 @@
 // double at load time; link this library whole. Each body runs the REAL
 // kernel logic compiled for the host: the op interpreter's block, as the CPU
 // backend's hostBlockFunction instantiates it, on one host thread per block,
-// and the premulsum / avg steps of gpu_launch.cu for each thread in turn.
+// and the premulsum / avg steps of gpu_launch.cu for each thread in turn;
+// the built-in native algorithms' kernels as the CPU backend runs them.
 // Kernels are matched by the demangled names nvcc registers, so the names
 // below spell the same templates with the same arguments.
 #include <cxxabi.h>
@@ -11,12 +12,22 @@
 #include <string>
 #include <typeinfo>
 
+#include "algorithm/builtin/allreduce_kernels.hpp"
+#include "algorithm/builtin/collective_kernels.hpp"
 #include "cuda_double.h"
 #include "executor/cpu/host_block_runner.hpp"
 #include "executor/cuda/gpu_launch.hpp"
 #include "executor/dtypes.hpp"
 #include "executor/exec_layout.hpp"
 #include "executor/reduce_ops.hpp"
+#include "mscclpp/algorithm_device.hpp"
+
+// Spells mscclpp::algorithmKernel<K> as the demangler does, from a class of
+// the same shape, so nested template arguments come out alike.
+namespace kernel_name {
+template <class K>
+struct algorithmKernel {};
+}  // namespace kernel_name
 
 namespace {
 
@@ -82,8 +93,32 @@ void registerExecutor(DataType dtype, ReduceOp op, const char* opName) {
                                  k);
 }
 
+// A native algorithm's kernel: its block as the CPU backend runs it.
+template <class K>
+void nativeBlock(void* const* args, dim3, dim3, unsigned blockIndex, size_t, const void*) {
+  const AlgorithmDeviceContext* ctx = *static_cast<const AlgorithmDeviceContext* const*>(args[0]);
+  const AlgorithmLaunchArgs& launch = *static_cast<const AlgorithmLaunchArgs*>(args[1]);
+  algorithmHostBlock<K>(ctx, &launch, blockIndex);
+}
+
+template <class K>
+void registerNative() {
+  cudadouble::HostKernel k;
+  k.body = &nativeBlock<K>;
+  k.argSizes = {sizeof(const AlgorithmDeviceContext*), sizeof(AlgorithmLaunchArgs)};
+  std::string name = nameOf<kernel_name::algorithmKernel<K>>();
+  const std::string prefix = "kernel_name::";
+  if (name.compare(0, prefix.size(), prefix) == 0) name.replace(0, prefix.size(), "mscclpp::");
+  cudadouble::registerHostKernel(name, k);
+}
+
 template <class T>
 void registerType(DataType dtype) {
+  registerNative<algo::AllreducePackets<T>>();
+  registerNative<algo::AllreduceReadReduce<T>>();
+  registerNative<algo::AllreduceSwitch<T>>();
+  registerNative<algo::AllreduceTwoLevel<T>>();
+  registerNative<algo::ReduceScatterMesh<T>>();
   registerExecutor<T, OpSum>(dtype, ReduceOp::Sum, "OpSum");
   registerExecutor<T, OpProd>(dtype, ReduceOp::Prod, "OpProd");
   registerExecutor<T, OpMax>(dtype, ReduceOp::Max, "OpMax");
@@ -107,6 +142,9 @@ struct Registration {
     store.body = &storeCountsBlock;
     store.argSizes = {sizeof(InlineCounts), sizeof(uint32_t), sizeof(uint64_t*)};
     cudadouble::registerHostKernel("mscclpp::exec::(anonymous namespace)::storeCountsKernel", store);
+    registerNative<algo::AllgatherMesh>();
+    registerNative<algo::BroadcastCopy>();
+    registerNative<algo::AlltoallMesh>();
   }
 } registration;
 

@@ -6,10 +6,13 @@
 // blocks not yet resident deadlocks exactly as on a GPU; a cooperative
 // grid's blocks become resident all at once. The launch checks and the
 // rules followed are in docs/cuda-double.md, "What it implements".
+// Bodies come from the program, or from CUDA_DOUBLE_HOST_KERNELS's library.
 #include <cxxabi.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -88,7 +91,23 @@ std::string keyOf(const std::string& mangled) {
   return out;
 }
 
+// CUDA_DOUBLE_HOST_KERNELS names a library whose static constructors
+// register host bodies: programs built for a GPU, which carry no bodies of
+// their own, run their kernels on the double with it. Loaded before the
+// first kernel is looked up, outside the registry's lock (its constructors
+// take it).
+void loadHostKernels() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* path = std::getenv("CUDA_DOUBLE_HOST_KERNELS");
+    if (path == nullptr || *path == 0) return;
+    if (dlopen(path, RTLD_NOW | RTLD_LOCAL) == nullptr)
+      std::fprintf(stderr, "cuda-double: CUDA_DOUBLE_HOST_KERNELS=%s does not load: %s\n", path, dlerror());
+  });
+}
+
 KernelRecord* recordOf(const void* hostFun) {
+  loadHostKernels();
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.m);
   auto it = r.byHostFun.find(hostFun);
@@ -374,6 +393,10 @@ cudaError_t launch(KernelRecord* k, dim3 grid, dim3 block, void** args, size_t d
   }
   counters().kernelsLaunched.fetch_add(1);
   if (cooperative) counters().cooperativeLaunches.fetch_add(1);
+  // CUDA_DOUBLE_NULL_KERNELS: checked and ordered like any launch, then done at once.
+  if (config().nullKernels)
+    return enqueue(
+        s, [] {}, true);
   const std::thread::id launcher = std::this_thread::get_id();
   const std::string name = k->key;
   return enqueue(
@@ -436,11 +459,13 @@ void __cudaRegisterFunction(void** /*fatCubinHandle*/, const char* hostFun, char
 }
 
 unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, struct CUstream_st* stream) {
+  CD_TALLY();
   tCallConfigurations.emplace_back(gridDim, blockDim, sharedMem, stream);
   return 0;
 }
 
 cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim, size_t* sharedMem, void* stream) {
+  CD_TALLY();
   if (tCallConfigurations.empty()) return fail(cudaErrorInvalidConfiguration);
   auto [g, b, s, st] = tCallConfigurations.back();
   tCallConfigurations.pop_back();
@@ -452,6 +477,7 @@ cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim, size_t* sh
 }
 
 cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* hostFun) {
+  CD_TALLY();
   KernelRecord* k = recordOf(hostFun);
   if (kernel == nullptr || k == nullptr) return fail(cudaErrorInvalidDeviceFunction);
   *kernel = reinterpret_cast<cudaKernel_t>(k);
@@ -460,27 +486,32 @@ cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* hostFun) {
 
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
                                cudaStream_t stream) {
+  CD_TALLY();
   return launch(reinterpret_cast<KernelRecord*>(kernel), gridDim, blockDim, args, sharedMem, stream);
 }
 
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
                                     cudaStream_t stream) {
+  CD_TALLY();
   return launch(reinterpret_cast<KernelRecord*>(kernel), gridDim, blockDim, args, sharedMem,
                 stream == nullptr ? cudaStreamPerThread : stream);
 }
 
 cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
                              cudaStream_t stream) {
+  CD_TALLY();
   return launch(recordOf(func), gridDim, blockDim, args, sharedMem, stream);
 }
 
 cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
                                         cudaStream_t stream) {
+  CD_TALLY();
   return launch(recordOf(func), gridDim, blockDim, args, sharedMem, stream, true);
 }
 
 cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                                              size_t sharedMem, cudaStream_t stream) {
+  CD_TALLY();
   return launch(recordOf(func), gridDim, blockDim, args, sharedMem, stream == nullptr ? cudaStreamPerThread : stream,
                 true);
 }
@@ -543,6 +574,7 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* numBlock
 
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, const void* func, int blockSize,
                                                           size_t dynamicSMemSize) {
+  CD_TALLY();
   return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize, dynamicSMemSize, 0);
 }
 

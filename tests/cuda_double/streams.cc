@@ -395,6 +395,7 @@ cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned int flag
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
+  CD_TALLY();
   return cudaStreamCreateWithPriority(stream, flags, 0);
 }
 

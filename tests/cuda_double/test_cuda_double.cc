@@ -2,9 +2,10 @@
 // documentation it follows (docs/cuda-double.md, "What it implements"):
 // streams and queues, the legacy default stream, implicit synchronisation,
 // residency, attributes per device, errors, memory reuse and poisoning, IPC
-// across processes, graphs and user objects. Test kernels are host functions
-// registered the way nvcc's generated code registers device kernels. This
-// binary is also the child process of the IPC test, with its own main().
+// across processes, graphs and user objects, events, the API tally and null
+// kernels. Test kernels are host functions registered the way nvcc's
+// generated code registers device kernels. This binary is also the child
+// process of the IPC test, with its own main().
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <spawn.h>
@@ -15,8 +16,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -669,6 +673,75 @@ TEST_CASE("using a destroyed stream is reported as a misuse", "[double][misuse]"
   REQUIRE(cudaStreamSynchronize(s) == cudaErrorInvalidResourceHandle);
   (void)cudaGetLastError();
   REQUIRE(cudadouble::stats().misuses == before + 1);
+}
+
+TEST_CASE("the API tally counts outermost calls with their time", "[double][tally]") {
+  REQUIRE(cudadouble_inside_api() == 0);
+  cudadouble_api_tally(nullptr, 1);
+  int dev = -1;
+  for (int i = 0; i < 3; ++i) CK(cudaGetDevice(&dev));
+  cudaStream_t s = nullptr;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));  // forwards to cudaStreamCreateWithPriority
+  CK(cudaStreamDestroy(s));
+  cudadouble_tally t{};
+  cudadouble_api_tally(&t, 1);
+  std::map<std::string, uint64_t> calls;
+  for (int i = 0; i < t.names; ++i) calls[t.name[i]] = t.count[i];
+  const std::map<std::string, uint64_t> want = {
+      {"cudaGetDevice", 3}, {"cudaStreamCreateWithFlags", 1}, {"cudaStreamDestroy", 1}};
+  REQUIRE(calls == want);
+  REQUIRE(t.calls == 5);
+  REQUIRE(t.ns > 0);
+  cudadouble_api_tally(&t, 0);
+  REQUIRE(t.calls == 0);  // the read before reset it
+}
+
+TEST_CASE("events time stream order; NotReady before they pass", "[double][events]") {
+  CK(cudaSetDevice(0));
+  cudaStream_t s = nullptr;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaEvent_t before = nullptr, after = nullptr;
+  CK(cudaEventCreate(&before));
+  CK(cudaEventCreateWithFlags(&after, cudaEventDefault));
+  REQUIRE(cudaEventQuery(after) == cudaSuccess);  // never recorded: complete
+  std::atomic<int> gate{0}, started{0};
+  CK(cudaEventRecord(before, s));
+  CK(launchGate(s, &gate, &started));
+  CK(cudaEventRecord(after, s));
+  REQUIRE(waitFor([&] { return started.load() == 1; }, 5000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  REQUIRE(cudaEventQuery(after) == cudaErrorNotReady);
+  float ms = -1;
+  REQUIRE(cudaEventElapsedTime(&ms, before, after) == cudaErrorNotReady);
+  gate.store(1);
+  CK(cudaEventSynchronize(after));
+  CK(cudaEventElapsedTime(&ms, before, after));
+  REQUIRE(ms >= 20.0f);  // the gate kernel ran at least the 20 ms we waited
+  CK(cudaEventDestroy(before));
+  CK(cudaEventDestroy(after));
+  const uint64_t misuses = cudadouble::stats().misuses;
+  REQUIRE(cudaEventDestroy(after) == cudaErrorInvalidResourceHandle);
+  REQUIRE(cudadouble::stats().misuses == misuses + 1);
+  CK(cudaStreamDestroy(s));
+}
+
+// Run with CUDA_DOUBLE_NULL_KERNELS=1 (meson.build's gpu_double_null_kernels): hidden otherwise.
+TEST_CASE("null kernels are launched and ordered but not run", "[.null-kernels]") {
+  REQUIRE(std::getenv("CUDA_DOUBLE_NULL_KERNELS") != nullptr);
+  CK(cudaSetDevice(0));
+  int* d = nullptr;
+  CK(cudaMalloc(&d, sizeof(int)));
+  CK(cudaMemset(d, 0, sizeof(int)));
+  const uint64_t launched = cudadouble::stats().kernelsLaunched;
+  CK(launchAdd(0, d, 7, 4));
+  CK(cudaDeviceSynchronize());
+  int h = -1;
+  CK(cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost));
+  REQUIRE(h == 0);
+  REQUIRE(cudadouble::stats().kernelsLaunched == launched + 1);
+  REQUIRE(launchAdd(0, d, 7, 1, 64 * 1024) == cudaErrorInvalidValue);  // still checked as a launch
+  (void)cudaGetLastError();
+  CK(cudaFree(d));
 }
 
 TEST_CASE("adversarial: a sync waits for another thread's kernel", "[double][adversarial]") {

@@ -123,6 +123,7 @@ CUresult enter() { return stickyOf(currentDevice()) != cudaSuccess ? CUDA_ERROR_
 
 CUresult memGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop,
                                      CUmemAllocationGranularity_flags /*option*/) {
+  CD_TALLY_AS("cuMemGetAllocationGranularity");
   if (granularity == nullptr || prop == nullptr || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
       !validDevice(prop->location.id))
     return CUDA_ERROR_INVALID_VALUE;
@@ -134,6 +135,7 @@ CUresult memGetAllocationGranularity(size_t* granularity, const CUmemAllocationP
 // allocation granularity; shareable only through the handle types requested.
 CUresult memCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
                    unsigned long long flags) {
+  CD_TALLY_AS("cuMemCreate");
   if (CUresult r = enter(); r != CUDA_SUCCESS) return r;
   if (handle == nullptr || prop == nullptr || flags != 0 || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
       prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || size == 0 || !aligned(size))
@@ -160,6 +162,7 @@ CUresult memCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUme
 }
 
 CUresult memRelease(CUmemGenericAllocationHandle handle) {
+  CD_TALLY_AS("cuMemRelease");
   Vmm& v = vmm();
   std::lock_guard<std::mutex> lock(v.m);
   Handle* h = handleOf(v, handle);
@@ -170,6 +173,7 @@ CUresult memRelease(CUmemGenericAllocationHandle handle) {
 }
 
 CUresult memGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop, CUmemGenericAllocationHandle handle) {
+  CD_TALLY_AS("cuMemGetAllocationPropertiesFromHandle");
   Vmm& v = vmm();
   std::lock_guard<std::mutex> lock(v.m);
   Handle* h = handleOf(v, handle);
@@ -185,6 +189,7 @@ CUresult memGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop, CUmemGe
 // Driver API cuMemRetainAllocationHandle: only addresses cuMemMap mapped
 // have one; cudaMalloc memory has none (so NVLS cannot bind it).
 CUresult memRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* addr) {
+  CD_TALLY_AS("cuMemRetainAllocationHandle");
   Vmm& v = vmm();
   std::lock_guard<std::mutex> lock(v.m);
   const uintptr_t p = reinterpret_cast<uintptr_t>(addr);
@@ -202,6 +207,7 @@ CUresult memRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* a
 
 CUresult memAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr /*addr*/,
                            unsigned long long flags) {
+  CD_TALLY_AS("cuMemAddressReserve");
   if (ptr == nullptr || flags != 0 || size == 0 || !aligned(size) || (alignment & (alignment - 1)) != 0)
     return CUDA_ERROR_INVALID_VALUE;
   const uintptr_t base = reserveRange(size, alignment > kVmmGranularity ? alignment : kVmmGranularity);
@@ -214,6 +220,7 @@ CUresult memAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUde
 }
 
 CUresult memAddressFree(CUdeviceptr ptr, size_t size) {
+  CD_TALLY_AS("cuMemAddressFree");
   Vmm& v = vmm();
   std::lock_guard<std::mutex> lock(v.m);
   auto it = v.reserved.find(static_cast<uintptr_t>(ptr));
@@ -230,6 +237,7 @@ CUresult memAddressFree(CUdeviceptr ptr, size_t size) {
 // once its whole team joined.
 CUresult memMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                 unsigned long long flags) {
+  CD_TALLY_AS("cuMemMap");
   if (CUresult r = enter(); r != CUDA_SUCCESS) return r;
   const uintptr_t p = static_cast<uintptr_t>(ptr);
   Team* team = nullptr;
@@ -256,6 +264,7 @@ CUresult memMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocat
 }
 
 CUresult memUnmap(CUdeviceptr ptr, size_t size) {
+  CD_TALLY_AS("cuMemUnmap");
   Vmm& v = vmm();
   std::lock_guard<std::mutex> lock(v.m);
   auto it = v.mapped.find(static_cast<uintptr_t>(ptr));
@@ -271,6 +280,7 @@ CUresult memUnmap(CUdeviceptr ptr, size_t size) {
 // Driver API cuMemSetAccess: read-write for the listed devices. The double
 // has one protection for all devices: any read-write grant opens the range.
 CUresult memSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
+  CD_TALLY_AS("cuMemSetAccess");
   if (desc == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
   bool readWrite = false;
   for (size_t i = 0; i < count; ++i) {
@@ -295,6 +305,7 @@ CUresult memSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc,
 // creation; the caller owns the descriptor.
 CUresult memExportToShareableHandle(void* shareableHandle, CUmemGenericAllocationHandle handle,
                                     CUmemAllocationHandleType handleType, unsigned long long flags) {
+  CD_TALLY_AS("cuMemExportToShareableHandle");
   Vmm& v = vmm();
   std::lock_guard<std::mutex> lock(v.m);
   Handle* h = handleOf(v, handle);
@@ -310,6 +321,7 @@ CUresult memExportToShareableHandle(void* shareableHandle, CUmemGenericAllocatio
 
 CUresult memImportFromShareableHandle(CUmemGenericAllocationHandle* handle, void* osHandle,
                                       CUmemAllocationHandleType handleType) {
+  CD_TALLY_AS("cuMemImportFromShareableHandle");
   if (handle == nullptr || handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_INVALID_VALUE;
   const int given = static_cast<int>(reinterpret_cast<uintptr_t>(osHandle));
   char target[256] = {};
@@ -351,6 +363,7 @@ CUresult memImportFromShareableHandle(CUmemGenericAllocationHandle* handle, void
 
 CUresult multicastGetGranularity(size_t* granularity, const CUmulticastObjectProp* prop,
                                  CUmulticastGranularity_flags /*option*/) {
+  CD_TALLY_AS("cuMulticastGetGranularity");
   if (granularity == nullptr || prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!config().multicast) return CUDA_ERROR_NOT_SUPPORTED;
   *granularity = kVmmGranularity;
@@ -362,6 +375,7 @@ CUresult multicastGetGranularity(size_t* granularity, const CUmulticastObjectPro
 // CUDA_DOUBLE_MULTICAST_OBJECTS live objects per process, then
 // CUDA_ERROR_OUT_OF_MEMORY.
 CUresult multicastCreate(CUmemGenericAllocationHandle* mcHandle, const CUmulticastObjectProp* prop) {
+  CD_TALLY_AS("cuMulticastCreate");
   if (CUresult r = enter(); r != CUDA_SUCCESS) return r;
   if (!config().multicast) return CUDA_ERROR_NOT_SUPPORTED;
   if (mcHandle == nullptr || prop == nullptr || prop->numDevices == 0 ||
@@ -399,6 +413,7 @@ CUresult multicastCreate(CUmemGenericAllocationHandle* mcHandle, const CUmultica
 // Driver API cuMulticastAddDevice: a device joins a team once, and a team has
 // numDevices members.
 CUresult multicastAddDevice(CUmemGenericAllocationHandle mcHandle, CUdevice dev) {
+  CD_TALLY_AS("cuMulticastAddDevice");
   if (CUresult r = enter(); r != CUDA_SUCCESS) return r;
   if (!validDevice(dev)) return CUDA_ERROR_INVALID_DEVICE;
   Vmm& v = vmm();
@@ -425,6 +440,7 @@ CUresult multicastAddDevice(CUmemGenericAllocationHandle mcHandle, CUdevice dev)
 CUresult multicastBindMem(CUmemGenericAllocationHandle mcHandle, size_t mcOffset,
                           CUmemGenericAllocationHandle memHandle, size_t memOffset, size_t size,
                           unsigned long long flags) {
+  CD_TALLY_AS("cuMulticastBindMem");
   if (CUresult r = enter(); r != CUDA_SUCCESS) return r;
   Team* team = nullptr;
   {
@@ -452,6 +468,7 @@ CUresult multicastBindMem(CUmemGenericAllocationHandle mcHandle, size_t mcOffset
 }
 
 CUresult multicastUnbind(CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t /*mcOffset*/, size_t /*size*/) {
+  CD_TALLY_AS("cuMulticastUnbind");
   Vmm& v = vmm();
   std::lock_guard<std::mutex> lock(v.m);
   Handle* mc = handleOf(v, mcHandle);

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """What the executor kernel compiles to, checked without a GPU (suite gpu-double).
 
-Reads the PTX the build kept (nvcc -keep) and checks its instructions and local memory; ptxas -v
-gives spills and stack frames. A strict build already fails on any spill, so then ptxas runs for
+Reads the PTX the build kept (nvcc -keep) and checks its instructions, its local memory and the
+loops of its data-moving handlers (no 64-bit division or remainder, four 16-byte loads in flight in
+copies and reductions); ptxas -v gives spills and stack frames. A strict build already fails on any spill, so then ptxas runs for
 the first datatype only. Prints one line per datatype and arch, and every failing function.
 
 usage: check_device_code.py PTXAS PTX_DIR ARCHS TYPES STRICT
@@ -64,6 +65,105 @@ def ptxas_table(log):
             registers.append(int(m.group(1)))
     names = demangle([r[0] for r in rows])
     return [(n,) + r[1:] for n, r in zip(names, rows)], registers
+
+
+# The handlers that move data in loops: copies and puts, reductions, packets, switch-channel ops.
+LOOP_HANDLERS = re.compile(r"::(copyOp|get|put|reduce|reduceElements|copyPackets|unpackPackets|putPacketsOp|"
+                           r"readPutPackets|reducePackets|groupReduce|groupStore|groupStorePackets)[<(]")
+# Where the 16-byte copies and reductions run: copy, put and get, and reduce's vector loop.
+IN_FLIGHT = re.compile(r"::(copyOp|get|put|reduce)\(")
+DIVISION_64 = re.compile(r"^\s*(?:@!?%p\d+\s+)?(?:div|rem)(?:\.\w+)*\.[us]64\b", re.M)
+LOAD_16 = re.compile(r"^\s*(?:@!?%p\d+\s+)?ld\.global(?:\.\w+)*\.(?:v4\.[bsuf]32|v2\.[bsuf]64)\b")
+CALL = re.compile(r"^\s*(?:@!?%p\d+\s+)?call(?:\.uni)?\s+(?:\([^)]*\),\s*)?(\w+)")
+# What may sit between loads issued back to back: address arithmetic and debug lines.
+BETWEEN_LOADS = re.compile(r"^\s*(?:\.loc\b|//|$|(?:add|sub|mul|mad|shl|mov|cvt|cvta)(?:\.\w+)*\s+%rd)")
+
+
+def loops(body):
+    """The bodies (lists of lines) of the loops of a PTX function: from a label to a branch back to it."""
+    lines = body.splitlines()
+    labels = {}
+    out = []
+    for i, line in enumerate(lines):
+        m = re.match(r"^\s*(\$\w+):", line)
+        if m:
+            labels[m.group(1)] = i
+            continue
+        m = re.search(r"\bbra(?:\.uni)?\s+(\$\w+);", line)
+        if m and m.group(1) in labels:
+            out.append(lines[labels[m.group(1)]:i + 1])
+    return out
+
+
+def divides(name, funcs, seen):
+    """Whether function `name`, or one it calls, has a 64-bit division or remainder."""
+    if name in seen or name not in funcs:
+        return False
+    seen.add(name)
+    body = funcs[name]
+    if DIVISION_64.search(body):
+        return True
+    return any(divides(m.group(1), funcs, seen) for m in map(CALL.match, body.splitlines()) if m)
+
+
+def loads_in_flight(loop):
+    """The most 16-byte global loads a loop issues back to back: nothing but address arithmetic
+    between them, so none waits for another's data."""
+    best = run = 0
+    for line in loop:
+        if LOAD_16.match(line):
+            run += 1
+            best = max(best, run)
+        elif not BETWEEN_LOADS.match(line):
+            run = 0
+    return best
+
+
+def divisions_in(loop, files):
+    """The 64-bit divisions and remainders of a loop's own lines, each with the source file of the
+    nearest .loc before it, except the proxy FIFO's slot index (fifo_device.hpp: one per request
+    pushed, not per byte moved, for a FIFO of any size)."""
+    found, source = [], "?"
+    for line in loop:
+        m = re.match(r"^\s*\.loc\s+(\d+)\s", line)
+        if m:
+            source = os.path.basename(files.get(m.group(1), "?"))
+        elif DIVISION_64.match(line) and source != "fifo_device.hpp":
+            found.append(source)
+    return found
+
+
+def loop_checks(ptx, short, arch):
+    """(failures, summary) of the data-moving handlers' loops: no 64-bit division or remainder in
+    any loop, directly or in a function it calls; copies and reductions keep 4 loads in flight."""
+    failures = []
+    funcs = ptx_functions(ptx)
+    files = dict(re.findall(r'^\s*\.file\s+(\d+)\s+"([^"]+)"', ptx, re.M))
+    names = list(funcs)
+    checked = 0
+    flight = {}
+    for mangled, name in zip(names, demangle(names)):
+        if not LOOP_HANDLERS.search(name):
+            continue
+        checked += 1
+        for loop in loops(funcs[mangled]):
+            callees = [m.group(1) for m in map(CALL.match, loop) if m]
+            sources = divisions_in(loop, files) + [c for c in callees if divides(c, funcs, set())]
+            if sources:
+                failures.append("%s sm_%s: %s has a 64-bit division or remainder in a loop (%s)" %
+                                (short, arch, name[:110], sources[0][:60]))
+                break
+        if IN_FLIGHT.search(name):
+            flight[name] = max([loads_in_flight(lp) for lp in loops(funcs[mangled])] or [0])
+            # fp8 reductions keep two: their emulated lane math spills with four.
+            want = 2 if short.startswith("f8") and "::reduce(" in name else 4
+            if flight[name] < want:
+                failures.append("%s sm_%s: %s keeps %d 16-byte loads in flight per thread, not %d" %
+                                (short, arch, name[:110], flight[name], want))
+    if checked == 0:
+        failures.append("%s sm_%s: no copy, reduce or packet handler found" % (short, arch))
+    return failures, "%d handlers' loops; 16-byte loads in flight: %s" % (
+        checked, "/".join(sorted({str(v) for v in flight.values()})) or "-")
 
 
 def kept_ptx(ptx_dir, short, arch, single_arch):
@@ -212,11 +312,18 @@ def main():
     # interpreter object, which out-of-line handlers reach through `this`.
     # Spins read their abort flag rarely: every waiting thread of thousands
     # of warps polls, and the host's flag is across PCIe.
+    # The handlers' loops: no 64-bit division, 4 loads in flight.
+    loop_lines = []
     for (short, arch), path in sorted(ptx_files.items()):
         with open(path) as f:
             text = f.read()
         failures += local_memory(text, short, arch)
         failures += abort_polls(text, short, arch)
+        fails, summary = loop_checks(text, short, arch)
+        failures += fails
+        loop_lines.append("  %-7s sm_%s: %s" % (short, arch, summary))
+    print("loops of the copy, reduce and packet handlers (no 64-bit division or remainder; loads in flight):")
+    print("\n".join(loop_lines))
 
     # Spills and stack frames from ptxas -v. A strict build fails on any
     # spill of any datatype already, so one datatype shows the table there.

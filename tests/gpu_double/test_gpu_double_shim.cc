@@ -4,6 +4,7 @@
 // first call builds an execution context collectively, so the group must
 // build the four together, never one after another on the calling thread.
 // Also ncclMemAlloc's memory, which NVLS must be able to bind.
+// Native algorithms serve 3 ranks on the CUDA backend.
 // meson.build sets MSCCLPP_PLAN_DIR to plans/, no fallback NCCL and a short
 // MSCCLPP_TIMEOUT_S.
 #include <cuda.h>
@@ -121,4 +122,70 @@ TEST_CASE("ncclMemAlloc memory is multicast-capable", "[memalloc]") {
   CHECK(same);
   REQUIRE(ncclMemFree(p) == ncclSuccess);
   CHECK(cudadouble::stats().liveAllocations == live);
+}
+
+// Three ranks: no plan exists for them, and no NCCL is behind the shim, so
+// a native algorithm's kernel serves each call (the CUDA backend's native path).
+TEST_CASE("native algorithms serve 3 ranks through the shim", "[native]") {
+  constexpr int kDevices = 3;
+  int devlist[kDevices] = {0, 1, 2};
+  ncclComm_t comms[kDevices] = {};
+  REQUIRE(ncclCommInitAll(comms, kDevices, devlist) == ncclSuccess);
+  // 1001 floats take the LL-packet allreduce, 100003 (over 256 KiB) the read-reduce one.
+  for (const size_t count : {size_t(1001), size_t(100003)}) {
+    std::vector<cudaStream_t> streams(kDevices);
+    std::vector<float*> send(kDevices), recv(kDevices), gathered(kDevices);
+    for (int i = 0; i < kDevices; ++i) {
+      CK(cudaSetDevice(i));
+      CK(cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking));
+      CK(cudaMalloc(&send[i], count * sizeof(float)));
+      CK(cudaMalloc(&recv[i], count * sizeof(float)));
+      CK(cudaMalloc(&gathered[i], kDevices * count * sizeof(float)));
+      std::vector<float> host(count);
+      for (size_t k = 0; k < count; ++k) host[k] = static_cast<float>((i + 1) * (k % 17));
+      CK(cudaMemcpyAsync(send[i], host.data(), count * sizeof(float), cudaMemcpyHostToDevice, streams[i]));
+      CK(cudaStreamSynchronize(streams[i]));
+    }
+    for (int iteration = 0; iteration < 2; ++iteration) {  // the first builds, the second reuses
+      REQUIRE(ncclGroupStart() == ncclSuccess);
+      for (int i = 0; i < kDevices; ++i) {
+        CK(cudaSetDevice(i));
+        REQUIRE(ncclAllReduce(send[i], recv[i], count, ncclFloat, ncclSum, comms[i], streams[i]) == ncclSuccess);
+      }
+      ncclResult_t r = ncclGroupEnd();
+      INFO("count " << count << " iteration " << iteration << ": " << ncclGetLastError(nullptr));
+      REQUIRE(r == ncclSuccess);
+      REQUIRE(ncclGroupStart() == ncclSuccess);
+      for (int i = 0; i < kDevices; ++i) {
+        CK(cudaSetDevice(i));
+        REQUIRE(ncclAllGather(send[i], gathered[i], count, ncclFloat, comms[i], streams[i]) == ncclSuccess);
+      }
+      r = ncclGroupEnd();
+      REQUIRE(r == ncclSuccess);
+      for (int i = 0; i < kDevices; ++i) {
+        CK(cudaSetDevice(i));
+        CK(cudaStreamSynchronize(streams[i]));
+        std::vector<float> host(count), all(kDevices * count);
+        CK(cudaMemcpy(host.data(), recv[i], count * sizeof(float), cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(all.data(), gathered[i], all.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        for (size_t k = 0; k < count; ++k) {
+          const float expect = static_cast<float>(6 * (k % 17));  // (1 + 2 + 3) * (k % 17)
+          if (std::fabs(host[k] - expect) > 1e-3f)
+            FAIL("allreduce: device " << i << " element " << k << ": " << host[k]);
+        }
+        for (size_t k = 0; k < all.size(); ++k) {
+          const float expect = static_cast<float>((k / count + 1) * ((k % count) % 17));
+          if (all[k] != expect) FAIL("allgather: device " << i << " element " << k << ": " << all[k]);
+        }
+      }
+    }
+    for (int i = 0; i < kDevices; ++i) {
+      CK(cudaSetDevice(i));
+      CK(cudaFree(send[i]));
+      CK(cudaFree(recv[i]));
+      CK(cudaFree(gathered[i]));
+      CK(cudaStreamDestroy(streams[i]));
+    }
+  }
+  for (int i = 0; i < kDevices; ++i) REQUIRE(ncclCommDestroy(comms[i]) == ncclSuccess);
 }

@@ -443,7 +443,9 @@ void checkResult(const PlanCase& pc, const char* what, const void* out, size_t c
   }
 }
 
-void planCollectives(PlanCase& pc, ncclDataType_t t, ncclRedOp_t op, size_t count, bool inPlace) {
+// native: no plans, native algorithms serve the call; reduce, gather and
+// scatter, which none covers, go to the real NCCL.
+void planCollectives(PlanCase& pc, ncclDataType_t t, ncclRedOp_t op, size_t count, bool inPlace, bool native = false) {
   const int r = pc.rank, n = pc.nRanks;
   const size_t es = elemSize(t);
   std::string tag = fmt("%s dtype %d op %d count %zu", inPlace ? "in-place" : "out-of-place", t, op, count);
@@ -502,7 +504,7 @@ void planCollectives(PlanCase& pc, ncclDataType_t t, ncclRedOp_t op, size_t coun
     fill(a.data(), count, 0, r);
     out = inPlace ? a.data() : b.data();
     NCCL_OK(ncclReduce(a.data(), out, count, t, op, root, pc.comm, nullptr));
-    checkResult(pc, fmt("reduce root %d %s", root, tag.c_str()).c_str(), r == root ? out : nullptr, count, t, false,
+    checkResult(pc, fmt("reduce root %d %s", root, tag.c_str()).c_str(), r == root ? out : nullptr, count, t, native,
                 [&](size_t e) { return reduceRef(op, t, n, e, 0); });
   }
 
@@ -515,7 +517,7 @@ void planCollectives(PlanCase& pc, ncclDataType_t t, ncclRedOp_t op, size_t coun
     fill(send, count, 0, r);
     NCCL_OK(ncclGather(send, r == root ? b.data() : nullptr, count, t, root, pc.comm, nullptr));
     checkResult(pc, fmt("gather root %d %s", root, tag.c_str()).c_str(), r == root ? b.data() : nullptr, count * n, t,
-                false, [&](size_t e) { return inputValue(op, static_cast<int>(e / count), e % count); });
+                native, [&](size_t e) { return inputValue(op, static_cast<int>(e / count), e % count); });
   }
 
   // scatter from the first and the last rank: my output is part r of the root's
@@ -525,7 +527,7 @@ void planCollectives(PlanCase& pc, ncclDataType_t t, ncclRedOp_t op, size_t coun
     fill(a.data(), count * n, 0, root);
     out = inPlace && r == root ? a.data() + r * count * es : b.data();
     NCCL_OK(ncclScatter(r == root ? a.data() : nullptr, out, count, t, root, pc.comm, nullptr));
-    checkResult(pc, fmt("scatter root %d %s", root, tag.c_str()).c_str(), out, count, t, false,
+    checkResult(pc, fmt("scatter root %d %s", root, tag.c_str()).c_str(), out, count, t, native,
                 [&](size_t e) { return inputValue(op, root, r * count + e); });
   }
 }
@@ -609,6 +611,35 @@ void scenarioPlans(int rank, int nRanks) {
     NCCL_OK(ncclGroupEnd());
     checkResult(pc, "two-rank exchange", b.data(), b.size(), ncclInt32, false,
                 [&](size_t e) { return static_cast<double>((1 - rank) * 1000 + e); });
+  }
+  NCCL_OK(ncclCommDestroy(comm));
+}
+
+// native: every collective on native algorithms (MSCCLPP_NATIVE_ENABLE=1, no
+// plans), ranks as processes sharing host memory. In and out of place,
+// several datatypes and reduce ops, odd counts, a large allreduce.
+void scenarioNative(int rank, int nRanks) {
+  ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
+  Double d;
+  if (d.h == nullptr) {
+    fail("the test double is not loaded");
+    finish();
+  }
+  PlanCase pc{&d, comm, rank, nRanks};
+  planCollectives(pc, ncclFloat32, ncclSum, 1001, false, true);
+  planCollectives(pc, ncclFloat32, ncclSum, 1024, true, true);
+  for (ncclRedOp_t op : {ncclProd, ncclMax, ncclMin, ncclAvg}) planCollectives(pc, ncclInt32, op, 333, false, true);
+  planCollectives(pc, ncclBfloat16, ncclMax, 512, true, true);
+  planCollectives(pc, ncclInt8, ncclSum, 13, false, true);
+  {
+    // 4 MiB: the read-reduce allreduce.
+    size_t count = (4 << 20) / 4;
+    std::vector<float> a(count), b(count);
+    for (size_t e = 0; e < count; ++e) a[e] = static_cast<float>(inputValue(ncclSum, rank, e));
+    d.reset();
+    NCCL_OK(ncclAllReduce(a.data(), b.data(), count, ncclFloat32, ncclSum, comm, nullptr));
+    checkResult(pc, "allreduce 4 MiB f32", b.data(), count, ncclFloat32, false,
+                [&](size_t e) { return reduceRef(ncclSum, ncclFloat32, nRanks, e, 0); });
   }
   NCCL_OK(ncclCommDestroy(comm));
 }
@@ -906,6 +937,31 @@ void scenarioSlow(int rank, int nRanks) {
 
 int keepOrder(const mscclppPlanInfo*, int, const mscclppPlanRequest*, void*) { return -2; }
 
+// nativeagree: the last rank turns native algorithms off, so the ranks choose
+// differently for the same allreduce: every rank runs it on the real NCCL
+// and WARNs, naming each rank's choice.
+void scenarioNativeAgree(int rank, int nRanks) {
+  if (rank == nRanks - 1) setenv("MSCCLPP_NATIVE_ENABLE", "0", 1);
+  const char* dir = std::getenv("MSCCLPP_TEST_MARK_DIR");
+  const std::string logPath = fmt("%s/agree.%d.log", dir ? dir : "/tmp", rank);
+  setenv("MSCCLPP_DEBUG_FILE", logPath.c_str(), 1);
+  setenv("MSCCLPP_DEBUG", "WARN", 1);
+  ncclComm_t comm = init(exchangeId(rank), rank, nRanks);
+  Double d;
+  std::vector<float> a(64, 1.0f), b(64, 0.0f);
+  d.reset();
+  NCCL_OK(ncclAllReduce(a.data(), b.data(), a.size(), ncclFloat32, ncclSum, comm, nullptr));
+  EXPECT(d.find("ncclAllReduce(") >= 0, "the ranks chose differently, yet the real NCCL did not get the call");
+  NCCL_OK(ncclCommDestroy(comm));
+  const std::string log = readFile(logPath);
+  for (const std::string& want :
+       {std::string("the ranks chose differently for allreduce of 64 x f32, sum, so every rank runs it on NCCL"),
+        std::string("rank 0: native algorithm allreduce_packets"), fmt("rank %d: no plan (", nRanks - 1),
+        std::string("the native algorithms are off (MSCCLPP_NATIVE_ENABLE=0)")}) {
+    EXPECT(log.find(want) != std::string::npos, "the WARN does not say '%s'; the log:\n%s", want.c_str(), log.c_str());
+  }
+}
+
 // reregister: rank 1 alone changes its plan registry, with a selector,
 // between two calls of the same shape, which the rules forbid. Both ranks fail
 // within seconds with ncclInvalidUsage saying the registries changed at
@@ -931,6 +987,8 @@ void scenarioReregister(int rank, int nRanks) {
          "the error does not say the registries changed at different points: %s", err.c_str());
   EXPECT(took < 15, "the call failed only after %.1f s", took);
   std::fprintf(stdout, "rank %d: failed after %.2f s: %s\n", rank, took, err.substr(0, 300).c_str());
+  // Both ranks failed: an abort before the peer heard of the mismatch would look like a death to it.
+  waitForSurvivors(rank, nRanks);
   NCCL_OK(ncclCommAbort(comm));
 }
 
@@ -938,7 +996,9 @@ void scenarioReregister(int rank, int nRanks) {
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: %s fallback|split|abort|plans|agree|kill|leave|slow|reregister <rank> <nranks>\n",
+    std::fprintf(stderr,
+                 "usage: %s fallback|split|abort|plans|agree|kill|leave|slow|reregister|native|nativeagree <rank> "
+                 "<nranks>\n",
                  argv[0]);
     return 2;
   }
@@ -963,6 +1023,10 @@ int main(int argc, char** argv) {
     scenarioSlow(gRank, nRanks);
   } else if (scenario == "reregister") {
     scenarioReregister(gRank, nRanks);
+  } else if (scenario == "native") {
+    scenarioNative(gRank, nRanks);
+  } else if (scenario == "nativeagree") {
+    scenarioNativeAgree(gRank, nRanks);
   } else {
     fail("unknown scenario %s", scenario.c_str());
   }

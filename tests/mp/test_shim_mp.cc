@@ -154,3 +154,44 @@ TEST_CASE("processes: one rank's registry change fails both ranks", "[mp][agree]
   printLines(results, "failed after");
   requireAllOk(results, 2);
 }
+
+// Native algorithms (no plans, MSCCLPP_NATIVE_ENABLE=1), as plans above.
+TEST_CASE("processes: every collective on native algorithms", "[mp][native]") {
+  for (int n : {3, 5}) {
+    INFO(n << " ranks");
+    requireAllOk(runWorker("native", n, {"MSCCLPP_NATIVE_ENABLE=1"}), n);
+  }
+}
+
+TEST_CASE("processes: a killed rank fails native kernels' waits", "[mp][native]") {
+  MarkDir marks;
+  const int n = 3;
+  auto results = runWorker("kill", n, {"MSCCLPP_NATIVE_ENABLE=1", "MSCCLPP_TIMEOUT_S=0", marks.env()});
+  printLines(results, "failed after");
+  REQUIRE(static_cast<int>(results.size()) == n);
+  for (const auto& r : results) {
+    INFO("rank " << r.rank << " exited with " << r.exitCode << ":\n" << r.output);
+    if (r.rank == n - 1) continue;
+    CHECK(r.exitCode == 0);
+    CHECK(r.output.find("RESULT OK") != std::string::npos);
+  }
+}
+
+TEST_CASE("processes: a native kernel waits for a late rank, WARNs", "[mp][native]") {
+  MarkDir marks;
+  auto results =
+      runWorker("slow", 2, {"MSCCLPP_NATIVE_ENABLE=1", "MSCCLPP_TIMEOUT_S=0", "MSCCLPP_WAIT_WARN_S=1", marks.env()});
+  printLines(results, "waited");
+  requireAllOk(results, 2);
+}
+
+TEST_CASE("processes: ranks choosing native or not agree on NCCL", "[mp][native]") {
+  MarkDir marks;
+  requireAllOk(runWorker("nativeagree", 2, {"MSCCLPP_NATIVE_ENABLE=1", marks.env()}), 2);
+}
+
+TEST_CASE("processes: one rank's native choice change fails both", "[mp][native]") {
+  auto results = runWorker("reregister", 2, {"MSCCLPP_NATIVE_ENABLE=1", "MSCCLPP_TIMEOUT_S=0"});
+  printLines(results, "failed after");
+  requireAllOk(results, 2);
+}

@@ -14,12 +14,16 @@ namespace {
 std::atomic<bool> gCounting{false};
 std::atomic<bool> gThisThreadOnly{false};
 std::atomic<uint64_t> gAllocations{0};
+std::atomic<int (*)()> gExcluded{nullptr};
 thread_local bool tCountingThread = false;
 }  // namespace
 
 void* operator new(std::size_t n) {
   const bool counted = tCountingThread || !gThisThreadOnly.load(std::memory_order_relaxed);
-  if (gCounting.load(std::memory_order_relaxed) && counted) gAllocations.fetch_add(1, std::memory_order_relaxed);
+  if (gCounting.load(std::memory_order_relaxed) && counted) {
+    int (*excluded)() = gExcluded.load(std::memory_order_relaxed);
+    if (excluded == nullptr || excluded() == 0) gAllocations.fetch_add(1, std::memory_order_relaxed);
+  }
   void* p = std::malloc(n == 0 ? 1 : n);
   if (p == nullptr) throw std::bad_alloc();
   return p;
@@ -44,6 +48,8 @@ AllocationCounter::AllocationCounter(Scope scope) {
 }
 
 AllocationCounter::~AllocationCounter() { stop(); }
+
+void AllocationCounter::excludeWhile(int (*inside)()) { gExcluded.store(inside, std::memory_order_relaxed); }
 
 uint64_t AllocationCounter::stop() {
   if (!stopped_) {

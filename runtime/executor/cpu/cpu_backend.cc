@@ -25,8 +25,9 @@ CpuBackend::CpuBackend(std::shared_ptr<ContextWiring> wiring, LaunchAbort& abort
 CpuContext& CpuBackend::build(const ExecCall& c, const CallShape& shape, const CallDescriptor& descriptor) {
   RankResources res = wiring_->connect(c.plan, c.rank, shape, descriptor);  // collective
   auto ctx = comm_ ? std::make_unique<CpuContext>(c.plan, c.rank, shape, std::move(res), comm_->timeoutSeconds(),
-                                                  comm_->timeoutSetting())
-                   : std::make_unique<CpuContext>(c.plan, c.rank, shape, std::move(res), params::timeoutSeconds());
+                                                  comm_->timeoutSetting(), c.native)
+                   : std::make_unique<CpuContext>(c.plan, c.rank, shape, std::move(res), params::timeoutSeconds(),
+                                                  "MSCCLPP_TIMEOUT_S", c.native);
   if (monitor_) ctx->setPeerStatus([m = monitor_]() { return m->peerStatus(); });
   // A failed communicator (a dead or unreachable peer) stops the context's waits at once.
   if (comm_) ctx->holdFailureRegistration(comm_->raiseOnFailure(ctx->image().device().abortFlag));

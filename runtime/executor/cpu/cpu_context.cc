@@ -1,5 +1,6 @@
 #include "executor/cpu/cpu_context.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/deadline.hpp"
@@ -26,7 +27,8 @@ constexpr size_t kBlocksPerWarning = 4;
 }  // namespace
 
 CpuContext::CpuContext(plan::PlanPtr plan, int rank, const CallShape& shape, RankResources resources,
-                       double timeoutSeconds, const char* timeoutSetting) {
+                       double timeoutSeconds, const char* timeoutSetting, NativeProgramPtr native)
+    : native_(std::move(native)) {
   const std::string name = strFormat("plan %s rank %d", plan->header.name.c_str(), rank);
   const uint64_t handleTimeout = secondsToNs(timeoutSeconds);
   FifoDeviceHandle fifo{};
@@ -37,8 +39,16 @@ CpuContext::CpuContext(plan::PlanPtr plan, int rank, const CallShape& shape, Ran
     proxy_ = std::make_unique<ProxyService>(static_cast<int>(slots), kHostDevice, timeoutSeconds, timeoutSetting);
     fifo = proxy_->fifoDeviceHandle();
   }
+  if (native_) {
+    liveWaits_.assign(std::max<size_t>(1, plan->ranks.at(rank).threadblocks.size()), LiveWaitSlot{});
+    resources.liveWaits = liveWaits_.data();
+  }
   image_ =
       ContextImage::build(std::move(plan), rank, shape, std::move(resources), proxy_ ? &fifo : nullptr, handleTimeout);
+  if (native_) {
+    const ExecContextDevice& dev = image_->device();
+    view_ = std::make_unique<NativeView>(*native_, *image_, dev, dev.memoryChannels, dev.portChannels);
+  }
   if (proxy_) {
     // The handler reads this context's tables; a failure raises the abort flag so blocks stop.
     proxy_->setRequestHandler([this](const TriggerFields& f) { return handleRequest(f); });
@@ -140,9 +150,18 @@ std::string CpuContext::completeProxyRequests(double timeoutSeconds) {
                    st == SpinStatus::Timeout ? "timed out" : "stopped (the proxy failed)");
 }
 
+std::vector<BlockWait> CpuContext::liveBlocks(uint64_t* progress) const {
+  const ExecContextDevice& dev = image_->device();
+  // A native kernel's blocks publish their long waits, as on a GPU.
+  if (native_)
+    return describeWaitSlots(image_->plan(), image_->rank(), liveWaits_.data(), dev.nBlocks, progress, nullptr,
+                             &native_->kernel->steps);
+  return describeLiveBlocks(image_->plan(), image_->rank(), dev, lastFlag_.load(), progress);
+}
+
 void CpuContext::warnLongWait(double waited) const {
   const plan::Plan& plan = image_->plan();
-  std::vector<BlockWait> lines = describeLiveBlocks(plan, image_->rank(), image_->device(), lastFlag_.load(), nullptr);
+  std::vector<BlockWait> lines = liveBlocks(nullptr);
   std::string what;
   for (size_t i = 0; i < lines.size() && i < kBlocksPerWarning; ++i) what += (i ? "; " : "") + lines[i].text;
   if (lines.size() > kBlocksPerWarning)
@@ -158,7 +177,7 @@ void CpuContext::warnLongWait(double waited) const {
 
 LiveCall CpuContext::liveCall() const {
   LiveCall call;
-  call.waits = describeLiveBlocks(image_->plan(), image_->rank(), image_->device(), lastFlag_.load(), &call.progress);
+  call.waits = liveBlocks(&call.progress);
   if (proxy_) {
     // Requests still in the proxy (a put in flight over TCP) are work, not a wait.
     FifoDeviceHandle fifo = proxy_->fifoDeviceHandle();
@@ -190,7 +209,6 @@ void CpuContext::launch(DataType dtype, ReduceOp op, PacketType packet, double t
                   "plan %s rank %d: this execution context failed in an earlier launch and cannot run again",
                   plan.header.name.c_str(), rank);
   if (Refusal r = launchRefusal(dtype)) throw Error(ErrorCode::NotSupported, *r);
-  HostBlockFn fn = hostBlockFunction(dtype, op);
   const ExecContextDevice& dev = image_->device();
   LaunchArgs args{secondsToNs(timeoutSeconds), static_cast<uint32_t>(packet), 0};
   launchTimeoutSeconds_.store(timeoutSeconds, std::memory_order_relaxed);  // before any block can push
@@ -198,8 +216,17 @@ void CpuContext::launch(DataType dtype, ReduceOp op, PacketType packet, double t
   // The workers' own limit backs up the interpreter's deadlines, which are
   // none by default: a dead peer raises the abort flag instead.
   const double safety = timeoutSeconds <= 0 ? 0 : 2 * timeoutSeconds + 30;
-  workers_->run([&](uint32_t block) { fn(dev, block, args); }, safety, params::waitWarnSeconds(),
-                [&](double waited) { warnLongWait(waited); });
+  if (native_) {
+    const AlgorithmLaunchArgs nativeArgs{args.timeoutNs, 0, static_cast<int32_t>(dtype), static_cast<int32_t>(op), 0};
+    const NativeHostBlockFn block = native_->kernel->hostBlock;
+    const AlgorithmDeviceContext* view = &view_->context();
+    workers_->run([&](uint32_t b) { block(view, &nativeArgs, b); }, safety, params::waitWarnSeconds(),
+                  [&](double waited) { warnLongWait(waited); });
+  } else {
+    HostBlockFn fn = hostBlockFunction(dtype, op);
+    workers_->run([&](uint32_t block) { fn(dev, block, args); }, safety, params::waitWarnSeconds(),
+                  [&](double waited) { warnLongWait(waited); });
+  }
 
   bool stopped = false, timedOut = false, invalid = false;
   for (uint32_t b = 0; b < dev.nBlocks; ++b) {
@@ -218,8 +245,9 @@ void CpuContext::launch(DataType dtype, ReduceOp op, PacketType packet, double t
   if (timedOut) msg += " (" + describeTimeout(timeoutSetting, timeoutSeconds) + ")";
   if (!proxyError.empty()) msg += "; " + proxyError;
   if (!drainError.empty() && proxyError.empty()) msg += "; " + drainError;
-  for (const std::string& line : describeUnfinishedBlocks(plan, rank, dev.blockRecords, dev.nBlocks, lastFlag_.load(),
-                                                          dev.state->firstFailedBlock)) {
+  for (const std::string& line :
+       describeUnfinishedBlocks(plan, rank, dev.blockRecords, dev.nBlocks, lastFlag_.load(),
+                                dev.state->firstFailedBlock, native_ ? &native_->kernel->steps : nullptr)) {
     msg += "\n  " + line;
   }
   if (timedOut) throw TimeoutError(msg);

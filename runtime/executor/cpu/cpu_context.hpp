@@ -2,7 +2,9 @@
 // resources: the resolved image, a pool of block threads, and for port
 // channels a ProxyService whose handler copies into a same-host peer's memory
 // or writes on a TCP connection to another host. Built once, launched many
-// times; the LL flag, counters and scratch persist between launches.
+// times; the LL flag, counters and scratch persist between launches. For a
+// native algorithm its blocks run the kernel, which publishes long waits in
+// live-wait slots as on a GPU.
 // Thread-safety: one launch at a time; contexts of different ranks run
 // concurrently. After a failed launch the context refuses further launches.
 #ifndef MSCCLPP_EXECUTOR_CPU_CPU_CONTEXT_HPP_
@@ -17,6 +19,8 @@
 #include "executor/call_monitor.hpp"
 #include "executor/context_image.hpp"
 #include "executor/cpu/block_workers.hpp"
+#include "executor/native_program.hpp"
+#include "executor/native_view.hpp"
 #include "mscclpp/datatype.hpp"
 #include "mscclpp/proxy.hpp"
 
@@ -26,8 +30,9 @@ class CpuContext {
  public:
   // timeoutSeconds: the communicator's timeout for the channel handles and
   // the proxy FIFO; <= 0: none. timeoutSetting names where it came from.
+  // native: the algorithm whose kernel the blocks run; null for a plan.
   CpuContext(plan::PlanPtr plan, int rank, const CallShape& shape, RankResources resources, double timeoutSeconds,
-             const char* timeoutSetting = "MSCCLPP_TIMEOUT_S");
+             const char* timeoutSetting = "MSCCLPP_TIMEOUT_S", NativeProgramPtr native = nullptr);
   ~CpuContext();
   CpuContext(const CpuContext&) = delete;
   CpuContext& operator=(const CpuContext&) = delete;
@@ -72,9 +77,14 @@ class CpuContext {
   std::string completeProxyRequests(double timeoutSeconds);
   // One WARN line, every MSCCLPP_WAIT_WARN_S of a launch: what each unfinished block waits for.
   void warnLongWait(double waited) const;
+  // Every unfinished block's wait, as the call monitor reads it.
+  std::vector<BlockWait> liveBlocks(uint64_t* progress) const;
 
+  NativeProgramPtr native_;
+  std::vector<LiveWaitSlot> liveWaits_;  // native kernels publish their long waits here
   std::unique_ptr<ProxyService> proxy_;
   std::unique_ptr<ContextImage> image_;
+  std::unique_ptr<NativeView> view_;
   std::unique_ptr<BlockWorkers> workers_;
   bool failed_ = false;
   std::atomic<uint32_t> lastFlag_{0};            // read by liveCall() from the monitor's thread

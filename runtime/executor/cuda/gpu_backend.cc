@@ -68,7 +68,12 @@ class GpuBackendImpl final : public GpuBackend {
     DeviceGuard guard(world_->device());
     uint64_t seq = 0;
     if (monitor_) {
-      describeCall(&descriptor_, *c.plan, fingerprints_.of(c.plan), c.sendBytes, c.recvBytes, c.dtype, c.op);
+      // The last plan's fingerprint is kept: a steady caller repeats one plan.
+      if (c.plan.get() != fingerprintOf_) {
+        fingerprint_ = fingerprints_.of(c.plan);
+        fingerprintOf_ = c.plan.get();
+      }
+      describeCall(&descriptor_, *c.plan, fingerprint_, c.sendBytes, c.recvBytes, c.dtype, c.op);
       seq = monitor_->begin(descriptor_);
     }
     bool tracked = false, captured = false;
@@ -88,10 +93,11 @@ class GpuBackendImpl final : public GpuBackend {
     if (!monitor_) return refusal;
     if (tracked) {
       monitor_->enqueued(*live);  // a shared pointer copied: the monitor reads the blocks' waits while it runs
-    } else {
+    } else if (captured) {
       // A captured call runs at the graph's replays: the monitor watches its context for them.
-      if (captured) monitor_->captured(*live);
-      monitor_->end();  // refused, captured, or not tracked
+      monitor_->captured(*live);  // and ends the call
+    } else {
+      monitor_->end();  // refused, or not tracked
     }
     return refusal;
   }
@@ -124,9 +130,13 @@ class GpuBackendImpl final : public GpuBackend {
                   const std::shared_ptr<const std::function<LiveCall()>>** live) {
     const plan::PlanHeader& h = c.plan->header;
     cudaStream_t stream = static_cast<cudaStream_t>(c.stream);
+    // One query gives the capture state and, while capturing, the capture
+    // sequence and its graph, which a captured launch hands its context.
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    MSCCLPP_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture), "plan %s rank %d: querying the stream's capture state",
-                       h.name.c_str(), c.rank);
+    unsigned long long captureId = 0;
+    cudaGraph_t graph = nullptr;
+    MSCCLPP_CUDA_CHECK(cudaStreamGetCaptureInfo(stream, &capture, &captureId, &graph),
+                       "plan %s rank %d: querying the stream's capture state", h.name.c_str(), c.rank);
     const CallRequest req = requestOf(c);
     const GpuContextKey key = keyOf(c, req);
     RetiringContextRef* entry = cache_.find(key);
@@ -162,6 +172,8 @@ class GpuBackendImpl final : public GpuBackend {
     args.stream = c.stream;
     args.scalar = c.scalar;
     args.capturing = capture == cudaStreamCaptureStatusActive;
+    args.captureId = captureId;
+    args.graph = graph;
     args.call = launchCallTag(seq, args.capturing);
     args.counts = c.counts;
     args.countsOnDevice = c.countsOnDevice;
@@ -187,12 +199,11 @@ class GpuBackendImpl final : public GpuBackend {
   }
 
   static GpuContextKey keyOf(const GpuCall& c, const CallRequest& req) {
-    return GpuContextKey{c.plan.get(),
-                         c.rank,
-                         bindingKeyOf(req),
-                         transport::cuda_ipc::allocationId(c.send),
-                         transport::cuda_ipc::allocationId(c.recv),
-                         dataTypeSize(c.dtype)};
+    // An in-place call's one buffer is asked for once.
+    const uint64_t sendAllocation = transport::cuda_ipc::allocationId(c.send);
+    const uint64_t recvAllocation = c.recv == c.send ? sendAllocation : transport::cuda_ipc::allocationId(c.recv);
+    return GpuContextKey{c.plan.get(),   c.rank,         bindingKeyOf(req),
+                         sendAllocation, recvAllocation, dataTypeSize(c.dtype)};
   }
 
   // Builds the call's context collectively into *built, or returns why the
@@ -211,8 +222,8 @@ class GpuBackendImpl final : public GpuBackend {
     const CallDescriptor call =
         describeCall(*c.plan, fingerprints_.of(c.plan), c.sendBytes, c.recvBytes, c.dtype, c.op);
     std::shared_ptr<GpuContext> ctx;
-    if (Refusal r =
-            GpuContext::create(world_, c.plan, c.rank, shape, req, call, c.dtype, nativeOpOf(c.op), c.stream, &ctx))
+    if (Refusal r = GpuContext::create(world_, c.plan, c.rank, shape, req, call, c.dtype, nativeOpOf(c.op), c.stream,
+                                       &ctx, c.native))
       return r;
     // Evicted contexts are retired, not destroyed here: freeing synchronises
     // the device, and peers' kernels may wait for this thread's next launch.
@@ -234,7 +245,9 @@ class GpuBackendImpl final : public GpuBackend {
   CallMonitor* monitor_;
   std::unique_ptr<CallCompletion> completion_;  // with a monitor: where calls say they completed
   CallDescriptor descriptor_;                   // the call's, reused (no allocation per call)
-  PlanFingerprints fingerprints_;
+  PlanFingerprints fingerprints_;               // keeps its plans alive, so fingerprintOf_ names a live one
+  const plan::Plan* fingerprintOf_ = nullptr;   // the plan of the last call, and its fingerprint
+  uint64_t fingerprint_ = 0;
   ContextCache<GpuContextKey, RetiringContextRef> cache_;
 };
 

@@ -20,6 +20,7 @@
 #include "executor/cuda/device_image.hpp"
 #include "executor/cuda/launch_config.hpp"
 #include "executor/diagnostics.hpp"
+#include "executor/native_view.hpp"
 #include "executor/scale_steps.hpp"
 #include "transport/device_memory.hpp"
 
@@ -29,6 +30,7 @@ namespace mscclpp::exec {
 struct GpuContext::LiveWaitReader {
   std::mutex mutex;
   plan::PlanPtr plan;
+  NativeProgramPtr native;  // a native kernel's step names
   int rank = 0;
   uint32_t nBlocks = 0;
   const LiveWaitSlot* slots = nullptr;  // guarded by mutex; null once the context went
@@ -80,8 +82,9 @@ struct GpuContext::Peer {
 
 Refusal GpuContext::create(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& plan, int rank, const CallShape& shape,
                            const CallRequest& request, const CallDescriptor& call, DataType dtype, ReduceOp nativeOp,
-                           void* stream, std::shared_ptr<GpuContext>* built) {
+                           void* stream, std::shared_ptr<GpuContext>* built, NativeProgramPtr native) {
   std::shared_ptr<GpuContext> ctx(new GpuContext(std::move(world), plan, rank));
+  ctx->native_ = std::move(native);
   DeviceGuard guard(ctx->world_->device());
   if (Refusal r = ctx->admit(dtype, nativeOp)) return r;  // nothing allocated or exchanged yet
   ctx->build(shape, request, call, stream);
@@ -157,9 +160,21 @@ Refusal GpuContext::admit(DataType dtype, ReduceOp nativeOp) {
     cooperative.push_back((topo.of(q).flags & (kGpuCooperativeLaunch | kGpuCooperativeOff)) != 0);
     devices.push_back(topo.of(q).device);
   }
-  const std::string noGang = cooperativeProblem(*plan_, cooperative, devices);
+  // A native kernel's blocks may wait on each other whenever there are several.
+  auto waitOnEachOther = [&](int q) {
+    return native_ ? plan_->ranks[q].threadblocks.size() > 1 : blocksWaitOnEachOther(*plan_, q);
+  };
+  std::string noGang = native_ ? std::string() : cooperativeProblem(*plan_, cooperative, devices);
+  for (int q = 0; native_ && noGang.empty() && q < static_cast<int>(plan_->ranks.size()) && q < topo.size(); ++q) {
+    if (!cooperative[q] && waitOnEachOther(q)) {
+      noGang = strFormat(
+          "native algorithm %s: rank %d's %zu blocks wait on each other, which CUDA guarantees to be resident "
+          "together only for a cooperative launch, and rank %d's GPU %d offers none",
+          native_->kernel->name.c_str(), q, plan_->ranks[q].threadblocks.size(), q, devices[q]);
+    }
+  }
   if (!noGang.empty()) return strFormat("%s: %s (or set MSCCLPP_GPU_COOPERATIVE=off)", name_.c_str(), noGang.c_str());
-  cooperative_ = (topo.of(rank_).flags & kGpuCooperativeOff) == 0 && blocksWaitOnEachOther(*plan_, rank_);
+  cooperative_ = (topo.of(rank_).flags & kGpuCooperativeOff) == 0 && waitOnEachOther(rank_);
   // Hardware queues: checked for every process and GPU group of the plan,
   // so a rank whose own group is fine refuses with the others.
   for (const std::vector<int>& group : topo.processGpuGroups()) {
@@ -215,6 +230,7 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
   liveWaits_ = memory.pinned(sizeof(LiveWaitSlot) * std::max<uint32_t>(1, nBlocks), name_ + ": live-wait slots");
   liveWaitReader_ = std::make_shared<LiveWaitReader>();
   liveWaitReader_->plan = plan_;
+  liveWaitReader_->native = native_;
   liveWaitReader_->rank = rank_;
   liveWaitReader_->nBlocks = nBlocks;
   liveWaitReader_->slots = static_cast<const LiveWaitSlot*>(liveWaits_->host());
@@ -225,8 +241,8 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
       call.gone = true;
       return call;
     }
-    call.waits =
-        describeWaitSlots(*reader->plan, reader->rank, reader->slots, reader->nBlocks, &call.progress, &call.launch);
+    call.waits = describeWaitSlots(*reader->plan, reader->rank, reader->slots, reader->nBlocks, &call.progress,
+                                   &call.launch, reader->native ? &reader->native->kernel->steps : nullptr);
     return call;
   });
   // The image's size depends only on the plan's counts, so its memory is
@@ -244,6 +260,11 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
       plan_->header.variableSizes ? countsBytes + beginBytes + totalRefs * sizeof(DeviceSegment) : 0;
   imageMemory_ = memory.device(imageBytes + segmentBytes, name_ + ": device image");
   imageUpload_ = memory.pinned(imageBytes + segmentBytes, name_ + ": device image upload");
+  if (native_) {
+    const size_t viewBytes = NativeView::packedBytes(static_cast<int>(plan_->ranks.size()));
+    nativeMemory_ = memory.device(viewBytes, name_ + ": the native kernel's view");
+    nativeUpload_ = memory.pinned(viewBytes, name_ + ": the native kernel's view upload");
+  }
   // The proxy for port channels: its FIFO is mapped host memory and a device counter.
   FifoDeviceHandle fifo{};
   if (!rp.portChannels.empty()) {
@@ -319,6 +340,7 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
                                      static_cast<cudaStream_t>(stream)),
                      "%s: uploading the %llu-byte device image", name_.c_str(), ull(uploadBytes));
   deviceContext_ = reinterpret_cast<const ExecContextDevice*>(imageMemory_->get() + packed.contextOffset);
+  if (native_) uploadNativeView(packed, stream);
   mutableOffset_ = packed.mutableOffset;
   mutableBytes_ = packed.mutableBytes;
   stateOffset_ = packed.stateOffset;
@@ -368,6 +390,8 @@ GpuContext::~GpuContext() {
   memory.giveBack(std::move(region_));
   memory.giveBack(std::move(imageMemory_));
   memory.giveBack(std::move(imageUpload_));
+  memory.giveBack(std::move(nativeMemory_));
+  memory.giveBack(std::move(nativeUpload_));
   memory.giveBack(std::move(abort_));
   memory.giveBack(std::move(liveWaits_));
   if (proxy_) memory.retire(std::shared_ptr<ProxyService>(std::move(proxy_)));
@@ -386,12 +410,62 @@ char* GpuContext::placePtr(const BufferPlace& p) const {
   return p.user;
 }
 
+void GpuContext::uploadNativeView(const PackedImage& packed, void* stream) {
+  // The relocated root and handles, as the kernel sees them (device addresses), read from the packed bytes.
+  const char* bytes = packed.bytes.data();
+  auto hostCopy = [&](const void* devicePtr) {
+    return bytes + (reinterpret_cast<uintptr_t>(devicePtr) - static_cast<uintptr_t>(packed.base));
+  };
+  const ExecContextDevice& dev = *reinterpret_cast<const ExecContextDevice*>(bytes + packed.contextOffset);
+  NativeView view(*native_, *image_, dev,
+                  reinterpret_cast<const MemoryChannelDeviceHandle*>(hostCopy(dev.memoryChannels)),
+                  reinterpret_cast<const PortChannelDeviceHandle*>(hostCopy(dev.portChannels)));
+  const std::vector<char> viewBytes = view.pack(reinterpret_cast<uint64_t>(nativeMemory_->get()));
+  MSCCLPP_ENFORCE(viewBytes.size() <= nativeUpload_->bytes(), ErrorCode::InternalError,
+                  "%s: the native kernel's view (%zu bytes) outgrew the memory sized for it", name_.c_str(),
+                  viewBytes.size());
+  std::memcpy(nativeUpload_->host(), viewBytes.data(), viewBytes.size());
+  // From pinned memory, stream-ordered, as the image.
+  MSCCLPP_CUDA_CHECK(cudaMemcpyAsync(nativeMemory_->get(), nativeUpload_->host(), viewBytes.size(),
+                                     cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)),
+                     "%s: uploading the native kernel's %zu-byte view", name_.c_str(), viewBytes.size());
+}
+
+Refusal GpuContext::queryKernel(DataType dtype, ReduceOp op, int threads, uint32_t sharedBytes, GpuKernelQuery* out) {
+  if (!native_) {
+    *out = queryExecutorKernel(dtype, op, threads, sharedBytes);
+    return std::nullopt;
+  }
+  const NativeKernel& k = *native_->kernel;
+  if (k.gpuLaunch == nullptr || k.gpuQuery == nullptr)
+    return strFormat("%s: native algorithm %s has no GPU code", name_.c_str(), k.name.c_str());
+  int maxThreads = 0, blocksPerSm = 0;
+  const int e = k.gpuQuery(static_cast<int>(dtype), threads, &maxThreads, &blocksPerSm);
+  if (e != 0) {
+    return strFormat("%s: native algorithm %s has no GPU code for %s here (%s)", name_.c_str(), k.name.c_str(),
+                     dataTypeName(dtype), cudaGetErrorString(static_cast<cudaError_t>(e)));
+  }
+  *out = GpuKernelQuery{maxThreads, 0, blocksPerSm};
+  return std::nullopt;
+}
+
 Refusal GpuContext::precheck(DataType dtype, ReduceOp op) {
-  if (Refusal r = gpuDtypeRefusal(dtype)) return r;
+  if (!native_) {
+    if (Refusal r = gpuDtypeRefusal(dtype)) return r;
+  } else if (native_->kernel->gpuQuery != nullptr) {
+    // Loads the native kernel for every datatype before the exchange, as
+    // the backend loads the executor's: a later call's first query or
+    // launch of it would load it while peers' kernels wait for ours.
+    for (int d = 0; d < kNumDataTypes; ++d) {
+      int maxThreads = 0, blocksPerSm = 0;
+      (void)native_->kernel->gpuQuery(d, 32, &maxThreads, &blocksPerSm);
+    }
+  }
   const GpuDeviceLimits& dev = world_->limits();
   // Queried with a block size CUDA accepts, so that an oversized plan gets
   // threadsPerBlockRefusal's message.
-  GpuKernelQuery q0 = queryExecutorKernel(dtype, op, std::clamp(threads_, 1, kExecutorKernelMaxThreads), 0);
+  GpuKernelQuery q0;
+  if (Refusal r = queryKernel(dtype, op, std::clamp(threads_, 1, kExecutorKernelMaxThreads), 0, &q0)) return r;
   if (Refusal r = threadsPerBlockRefusal(plan_->header, rank_, threads_, dev,
                                          GpuKernelLimits{q0.maxThreadsPerBlock, q0.staticSharedBytes}))
     return r;
@@ -403,10 +477,12 @@ Refusal GpuContext::precheck(DataType dtype, ReduceOp op) {
 
 Refusal GpuContext::decideKernel(DataType dtype, ReduceOp op, KernelChoice* choice) {
   const GpuDeviceLimits& dev = world_->limits();
-  GpuKernelQuery q0 = queryExecutorKernel(dtype, op, threads_, 0);
+  GpuKernelQuery q0;
+  if (Refusal r = queryKernel(dtype, op, threads_, 0, &q0)) return r;
   const uint64_t available =
       dev.sharedPerBlockOptin > q0.staticSharedBytes ? dev.sharedPerBlockOptin - q0.staticSharedBytes : 0;
-  SharedMemoryChoice smem = chooseSharedMemory(blockListBytes_, available);
+  // A native kernel has no op lists to stage in shared memory.
+  SharedMemoryChoice smem = native_ ? SharedMemoryChoice{} : chooseSharedMemory(blockListBytes_, available);
   KernelChoice& k = *choice;
   k = KernelChoice();
   k.sharedBytes = smem.dynamicBytes;
@@ -453,7 +529,9 @@ Refusal GpuContext::kernelFor(DataType dtype, ReduceOp op, const KernelChoice** 
   KernelChoice& k = kernels_[static_cast<int>(dtype)][static_cast<int>(op)];
   *choice = &k;
   if (k.ready) return std::nullopt;
-  if (Refusal r = gpuDtypeRefusal(dtype)) return r;
+  if (!native_) {
+    if (Refusal r = gpuDtypeRefusal(dtype)) return r;
+  }
   return decideKernel(dtype, op, &k);
 }
 
@@ -891,7 +969,8 @@ void GpuContext::throwFailure() {
   if (!proxyError.empty()) msg += "; " + proxyError;
   if (!cudaProblem.empty()) msg += "; CUDA: " + cudaProblem;
   if (stateRead) {
-    for (const std::string& line : describeUnfinishedBlocks(plan, rank_, records, nBlocks, flag, st->firstFailedBlock))
+    for (const std::string& line : describeUnfinishedBlocks(plan, rank_, records, nBlocks, flag, st->firstFailedBlock,
+                                                            native_ ? &native_->kernel->steps : nullptr))
       msg += "\n  " + line;
   }
   MSCCLPP_WARN(LogExec, "%s", msg.c_str());
@@ -955,7 +1034,17 @@ Refusal GpuContext::launch(const GpuCallArgs& a) {
       l.args.elementBytes = static_cast<uint32_t>(elem);
     }
     l.stream = a.stream;
-    launchExecutorKernel(a.dtype, native, l);
+    if (native_) {
+      const AlgorithmLaunchArgs args{timeoutNs_, a.call, static_cast<int32_t>(a.dtype), static_cast<int32_t>(native),
+                                     l.cooperative ? kAlgorithmLaunchCooperative : 0u};
+      const int e = native_->kernel->gpuLaunch(nativeMemory_->get(), &args, nBlocks, l.threadsPerBlock, a.stream);
+      MSCCLPP_ENFORCE(e == 0, ErrorCode::CudaError,
+                      "%s: launching native algorithm %s's kernel (%u blocks of %u threads): %s", name_.c_str(),
+                      native_->kernel->name.c_str(), nBlocks, l.threadsPerBlock,
+                      cudaGetErrorString(static_cast<cudaError_t>(e)));
+    } else {
+      launchExecutorKernel(a.dtype, native, l);
+    }
   }
   if (binding_.postBytes > 0 && binding_.planPartBytes > 0) {
     MSCCLPP_CUDA_CHECK(cudaMemcpy2DAsync(binding_.postDst, binding_.userPartBytes, output, binding_.planPartBytes,
@@ -969,7 +1058,7 @@ Refusal GpuContext::launch(const GpuCallArgs& a) {
     char* recv = binding_.postDst != nullptr ? binding_.postDst : output;
     launchDivide(a.dtype, recv, binding_.divideBytes, static_cast<uint32_t>(plan_->ranks.size()), s);
   }
-  if (a.capturing) retainInCapturedGraph(a.stream);
+  if (a.capturing) retainInCapturedGraph(a.captureId, a.graph);
   lastStream_ = a.stream;
   launched_ = true;
   return std::nullopt;
@@ -997,12 +1086,11 @@ Refusal GpuContext::bindCounts(const GpuCallArgs& a) {
   return std::nullopt;
 }
 
-void GpuContext::retainInCapturedGraph(void* stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  cudaGraph_t graph = nullptr;
-  MSCCLPP_CUDA_CHECK(cudaStreamGetCaptureInfo(static_cast<cudaStream_t>(stream), &status, nullptr, &graph),
-                     "%s: the graph being captured", name_.c_str());
-  if (status != cudaStreamCaptureStatusActive || graph == nullptr) return;
+void GpuContext::retainInCapturedGraph(uint64_t captureId, void* graph) {
+  // One reference per capture sequence: the graph holds it until the graph,
+  // its executable graphs and their launches are gone, so the sequence's
+  // later calls on this context need none (no allocation, no CUDA call).
+  if (graph == nullptr || (retainedAny_ && captureId == retainedCapture_)) return;
   // The destructor runs on a CUDA thread, which must not call CUDA: it only
   // hands the reference to the releaser.
   auto* held = new std::shared_ptr<GpuContext>(shared_from_this());
@@ -1019,11 +1107,13 @@ void GpuContext::retainInCapturedGraph(void* stream) {
     delete held;
     MSCCLPP_CUDA_CHECK(e, "%s: a user object keeping the context alive for the captured graph", name_.c_str());
   }
-  e = cudaGraphRetainUserObject(graph, object, 1, cudaGraphUserObjectMove);
+  e = cudaGraphRetainUserObject(static_cast<cudaGraph_t>(graph), object, 1, cudaGraphUserObjectMove);
   if (e != cudaSuccess) {
     cudaUserObjectRelease(object, 1);
     MSCCLPP_CUDA_CHECK(e, "%s: cudaGraphRetainUserObject for the captured graph", name_.c_str());
   }
+  retainedAny_ = true;
+  retainedCapture_ = captureId;
 }
 
 }  // namespace mscclpp::exec

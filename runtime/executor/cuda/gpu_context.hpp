@@ -20,10 +20,12 @@
 #include "executor/call_monitor.hpp"
 #include "executor/context_image.hpp"
 #include "executor/cuda/call_binding.hpp"
+#include "executor/cuda/device_image.hpp"
 #include "executor/cuda/gpu_launch.hpp"
 #include "executor/cuda/gpu_memory.hpp"
 #include "executor/cuda/gpu_world.hpp"
 #include "executor/dtypes.hpp"
+#include "executor/native_program.hpp"
 #include "mscclpp/errors.hpp"
 #include "mscclpp/memory.hpp"
 #include "mscclpp/proxy.hpp"
@@ -41,6 +43,8 @@ struct GpuCallArgs {
   void* stream = nullptr;
   const void* scalar = nullptr;  // premulsum: one element of dtype, host memory
   bool capturing = false;        // the stream is being captured into a CUDA graph
+  uint64_t captureId = 0;        // while capturing: the capture sequence (unique in the process)
+  void* graph = nullptr;         // while capturing: its graph (cudaGraph_t)
   uint32_t call = 0;             // LaunchArgs::call: the call's tag for its published waits (launchCallTag)
   // Variable-size plans: the count matrix, in host or device memory.
   const uint64_t* counts = nullptr;
@@ -56,9 +60,10 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   // other processes need a buffer CUDA IPC cannot export. The image is
   // uploaded on `stream`, ahead of the first launch. The exchange carries
   // `call`: ranks building for different calls fail with InvalidUsage.
+  // native: a native algorithm's program, whose kernel runs instead of the interpreter; null for a plan.
   static Refusal create(std::shared_ptr<GpuWorld> world, const plan::PlanPtr& plan, int rank, const CallShape& shape,
                         const CallRequest& request, const CallDescriptor& call, DataType dtype, ReduceOp nativeOp,
-                        void* stream, std::shared_ptr<GpuContext>* built);
+                        void* stream, std::shared_ptr<GpuContext>* built, NativeProgramPtr native = nullptr);
   ~GpuContext();
   GpuContext(const GpuContext&) = delete;
   GpuContext& operator=(const GpuContext&) = delete;
@@ -98,10 +103,14 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   Refusal admit(DataType dtype, ReduceOp nativeOp);
   void build(const CallShape& shape, const CallRequest& request, const CallDescriptor& call, void* stream);
   Refusal precheck(DataType dtype, ReduceOp op);
+  // The executor kernel's limits, or the native kernel's (no shared memory).
+  Refusal queryKernel(DataType dtype, ReduceOp op, int threads, uint32_t sharedBytes, GpuKernelQuery* out);
+  // After the image: the native kernel's view, relocated and uploaded on stream.
+  void uploadNativeView(const PackedImage& packed, void* stream);
   Refusal kernelFor(DataType dtype, ReduceOp op, const KernelChoice** choice);
   Refusal decideKernel(DataType dtype, ReduceOp op, KernelChoice* choice);
   void bindBuffers(const CallRequest& request, bool crossProcessPeers);
-  void retainInCapturedGraph(void* stream);
+  void retainInCapturedGraph(uint64_t captureId, void* graph);
   Refusal bindCounts(const GpuCallArgs& a);
   void bindSwitchChannels(const CallShape& shape, int tag);
   void exchange(const CallShape& shape, int tag, const CallDescriptor& call);
@@ -111,6 +120,7 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
 
   std::shared_ptr<GpuWorld> world_;
   plan::PlanPtr plan_;
+  NativeProgramPtr native_;
   int rank_;
   std::string name_;  // "plan X (source) rank r"
   CallBinding binding_;
@@ -156,11 +166,15 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   uint64_t* deviceCounts_ = nullptr;
   const uint32_t* deviceSegmentBegin_ = nullptr;
   const DeviceSegment* deviceSegments_ = nullptr;
+  std::unique_ptr<DeviceAllocation> nativeMemory_;  // native algorithms: the kernel's AlgorithmDeviceContext
+  std::unique_ptr<PinnedAllocation> nativeUpload_;  // what its upload reads, kept while it may
   uint64_t mutableOffset_ = 0, mutableBytes_ = 0, stateOffset_ = 0, recordsOffset_ = 0;
   uint64_t timeoutNs_ = 0;
   double timeoutSeconds_ = 0;
   const char* timeoutSetting_ = "MSCCLPP_TIMEOUT_S";  // where timeoutSeconds_ came from, for messages
   void* lastStream_ = nullptr;
+  bool retainedAny_ = false;      // a captured graph was handed a reference to this context
+  uint64_t retainedCapture_ = 0;  // the last such graph's capture sequence
   bool launched_ = false;
   bool failed_ = false;
 };

@@ -5,6 +5,7 @@
 #ifndef MSCCLPP_MSCCLPP_HPP_
 #define MSCCLPP_MSCCLPP_HPP_
 
+#include "mscclpp/algorithm.hpp"
 #include "mscclpp/copy_device.hpp"
 #include "mscclpp/core.hpp"
 #include "mscclpp/datatype.hpp"

@@ -141,16 +141,17 @@ MSCCLPP_HOST_DEVICE_INLINE void putPackets(void* dstPackets, const void* src, ui
   const char* s = static_cast<const char*>(src);
   // Whole payloads in the main loop, one load each when src is aligned; the partial last apart.
   const uint64_t nFull = srcBytes / Packet::kPayloadBytes;
+  uint64_t i = threadId;
   if (reinterpret_cast<uintptr_t>(s) % sizeof(P) == 0) {
     const P* words = reinterpret_cast<const P*>(s);
-    for (uint64_t i = threadId; i < nFull; i += numThreads) dst[i].write(words[i], flag);
+    for (; i < nFull; i += numThreads) dst[i].write(words[i], flag);
   } else {
-    for (uint64_t i = threadId; i < nFull; i += numThreads)
+    for (; i < nFull; i += numThreads)
       dst[i].write(detail::loadPayload<P>(s + i * Packet::kPayloadBytes, Packet::kPayloadBytes), flag);
   }
+  // The thread whose next index is nFull takes the partial packet: no division.
   const uint64_t tail = srcBytes - nFull * Packet::kPayloadBytes;
-  if (tail > 0 && threadId == nFull % numThreads)
-    dst[nFull].write(detail::loadPayload<P>(s + nFull * Packet::kPayloadBytes, tail), flag);
+  if (tail > 0 && i == nFull) dst[nFull].write(detail::loadPayload<P>(s + nFull * Packet::kPayloadBytes, tail), flag);
 }
 
 // With MSCCL++'s offsets: dstOffset bytes into the packet buffer, srcOffset into src.

@@ -1,4 +1,4 @@
-// Every C entry point of mscclpp/status.h, plan_api.h and mscclpp_c.h,
+// Every C entry point of mscclpp/status.h, plan_api.h, algorithm_api.h and mscclpp_c.h,
 // called with bad input. Each returns its documented mscclppStatus, puts the
 // message in errBuf and mscclppGetLastError(), and lets no exception escape.
 // The list is read from the headers, so a new entry point needs a case here.
@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "mscclpp/algorithm_api.h"
 #include "mscclpp/mscclpp_c.h"
 #include "mscclpp/plan_api.h"
 #include "mscclpp/status.h"
@@ -103,6 +104,27 @@ std::map<std::string, Case> badCalls() {
                                   return mscclppPlanVerify("bad.json", "{", 1, report, sizeof(report), e, n);
                                 },
                                 mscclppInvalidPlan, "bad.json: invalid JSON", true};
+  // algorithm_api.h
+  cases["mscclppAlgorithmRegister"] = {[](char* e, size_t n) {
+                                         mscclppAlgorithmDesc d{};
+                                         d.version = MSCCLPP_ALGORITHM_API_VERSION;
+                                         d.name = "bad";
+                                         d.collective = "gather";
+                                         return mscclppAlgorithmRegister(&d, e, n);
+                                       },
+                                       mscclppInvalidArgument,
+                                       "native algorithm bad: collective 'gather' is not one of", true};
+  cases["mscclppAlgorithmUnregister"] = {
+      [](char* e, size_t n) { return mscclppAlgorithmUnregister("allreduce_packets", e, n); }, mscclppInvalidArgument,
+      "'allreduce_packets' is built in", true};
+  cases["mscclppAlgorithmGetInfo"] = {[](char*, size_t) { return mscclppAlgorithmGetInfo(0, nullptr); },
+                                      mscclppInvalidArgument, "mscclppAlgorithmGetInfo: info is NULL", false};
+  cases["mscclppAlgorithmSelect"] = {
+      [](char* e, size_t n) {
+        char name[32], kind[16];
+        return mscclppAlgorithmSelect(&request, name, sizeof(name), kind, sizeof(kind), e, n);
+      },
+      mscclppInvalidArgument, "mscclppAlgorithmSelect: collective 'allreduse' is not one of", true};
   // mscclpp_c.h
   cases["mscclppUniqueIdCreate"] = {[](char* e, size_t n) {
                                       uint8_t id[MSCCLPP_C_UNIQUE_ID_BYTES];
@@ -158,19 +180,19 @@ std::map<std::string, Case> badCalls() {
 
 // Entry points with no bad input: each gets its own check below.
 const std::set<std::string> kCannotFail = {
-    "mscclppStatusName",  "mscclppGetLastError",    "mscclppPlanApiVersion",
-    "mscclppCApiVersion", "mscclppPlanSetSelector", "mscclppPlanCount",
-    "mscclppCommDestroy", "mscclppExecutorDestroy", "mscclppPlanHandleDestroy",
+    "mscclppStatusName",        "mscclppGetLastError",        "mscclppPlanApiVersion",       "mscclppCApiVersion",
+    "mscclppPlanSetSelector",   "mscclppPlanCount",           "mscclppCommDestroy",          "mscclppExecutorDestroy",
+    "mscclppPlanHandleDestroy", "mscclppAlgorithmApiVersion", "mscclppAlgorithmSetSelector", "mscclppAlgorithmCount",
 };
 
 }  // namespace
 
 TEST_CASE("every C entry point of the headers has a bad-input case here", "[capi]") {
   std::set<std::string> declared;
-  for (const char* header : {"status.h", "plan_api.h", "mscclpp_c.h"}) {
+  for (const char* header : {"status.h", "plan_api.h", "algorithm_api.h", "mscclpp_c.h"}) {
     for (const std::string& f : declaredFunctions(header)) declared.insert(f);
   }
-  CHECK(declared.size() == 25);  // 2 + 9 + 14: the parse found them all
+  CHECK(declared.size() == 32);  // 2 + 9 + 7 + 14: the parse found them all
   std::set<std::string> covered = kCannotFail;
   for (const auto& [name, c] : badCalls()) covered.insert(name);
   for (const std::string& f : declared) {
@@ -218,6 +240,9 @@ TEST_CASE("entry points without bad input", "[capi]") {
   CHECK(mscclppCApiVersion() == MSCCLPP_C_API_VERSION);
   CHECK(mscclppPlanCount() >= 0);
   CHECK(mscclppPlanSetSelector(nullptr, nullptr) == mscclppSuccess);
+  CHECK(mscclppAlgorithmApiVersion() == MSCCLPP_ALGORITHM_API_VERSION);
+  CHECK(mscclppAlgorithmCount() >= 8);  // the built-in ones
+  CHECK(mscclppAlgorithmSetSelector(nullptr, nullptr) == mscclppSuccess);
   // Destroying NULL is accepted, as free() does.
   CHECK(mscclppCommDestroy(nullptr) == mscclppSuccess);
   CHECK(mscclppExecutorDestroy(nullptr) == mscclppSuccess);

@@ -98,6 +98,7 @@ TEST_CASE("each parameter is declared once, documented, default parses", "[param
   CHECK(names.count("NCCL_DEBUG") == 1);
   CHECK(names.count("MSCCLPP_BACKEND") == 1);
   CHECK(names.count("MSCCLPP_NCCL_LIB_PATH") == 1);
+  CHECK(names.count("MSCCLPP_NATIVE_ENABLE") == 1);
   CHECK(names.count("MSCCLPP_HCA_DEVICES") == 1);
   // Every row of the table is registered, once.
   constexpr size_t kRows = 0

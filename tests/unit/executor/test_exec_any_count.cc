@@ -91,6 +91,8 @@ struct Totals {
 // output against the reference computed from every rank's (deterministic)
 // input.
 void runPlan(const plan::PlanPtr& p, const std::vector<DataType>& dtypes, uint64_t dense, Totals* totals) {
+  // Variable-size plans take per-peer counts, not one count: their own tests bind random splits.
+  if (p->header.variableSizes) return;
   const int n = static_cast<int>(p->ranks.size());
   const plan::PlanHeader& h = p->header;
   auto wiring = std::make_shared<exec::LocalWorldWiring>(n);
