@@ -4,10 +4,13 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <string>
 
 #include "core/logger.hpp"
 #include "real_nccl.hpp"
@@ -18,16 +21,20 @@ namespace {
 
 // The sockets open in this process, fd by inode: a socket made by the
 // call is one whose inode is new, whatever number it took (other threads
-// close and open descriptors meanwhile).
+// close and open descriptors meanwhile). The inode comes from the link's
+// name, "socket:[N]": reading the link touches no other thread's descriptor.
 std::map<ino_t, int> openSockets() {
   std::map<ino_t, int> sockets;
   if (DIR* d = ::opendir("/proc/self/fd")) {
-    const int self = ::dirfd(d);
     while (struct dirent* e = ::readdir(d)) {
-      const int fd = std::atoi(e->d_name);
-      struct stat st {};
-      if (e->d_name[0] == '.' || fd == self || ::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-      sockets[st.st_ino] = fd;
+      if (e->d_name[0] == '.') continue;
+      char link[64];
+      const std::string path = std::string("/proc/self/fd/") + e->d_name;
+      const ssize_t n = ::readlink(path.c_str(), link, sizeof(link) - 1);
+      if (n <= 0) continue;
+      link[n] = '\0';
+      unsigned long long inode = 0;
+      if (std::sscanf(link, "socket:[%llu]", &inode) == 1) sockets[static_cast<ino_t>(inode)] = std::atoi(e->d_name);
     }
     ::closedir(d);
   }

@@ -3,7 +3,7 @@
 native step off (MSCCLPP_NATIVE_ENABLE=0: the plan runs) and once with the plan step off
 (MSCCLPP_PLANS_ENABLE=0: the native algorithm runs), printed side by side per collective and size.
 
-    PYTHONPATH=dsl_compiler python3 tools/bench/bench_native.py build/tools/mscclpp-perf \\
+    python3 tools/bench/bench_native.py build/tools/mscclpp-perf \\
         all_reduce -b 8 -e 256M -f 4 -g 4 -n 20 -w 5
 
 A size neither step serves fails its run (no NCCL behind the CPU backend) and is left out.
@@ -13,7 +13,13 @@ import os
 import subprocess
 import sys
 
-from mscclpp.cli.perf_compare import _ratio, _table
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "tools", "support"))
+import script_options  # noqa: E402 - after the path it lives on
+
+script_options.handle(sys.argv, __doc__)
+sys.path.insert(0, os.path.join(REPO, "dsl_compiler"))
+from mscclpp.cli.perf_compare import _ratio, _table  # noqa: E402
 
 RUNS = (("plan", {"MSCCLPP_NATIVE_ENABLE": "0"}), ("native", {"MSCCLPP_PLANS_ENABLE": "0"}))
 

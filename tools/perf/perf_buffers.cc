@@ -98,21 +98,35 @@ void Device::release(void* p) const {
 
 void Device::toDevice(void* dst, const void* src, size_t bytes) const {
 #if PERF_HAVE_CUDA
-  if (gpu_) return cudaCheck(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+  // On the collectives' stream, then waited for: cudaMemcpy and cudaMemset go on the legacy
+  // stream, which orders nothing against a non-blocking one, and return before a pageable
+  // upload or a memset has landed.
+  if (gpu_) {
+    cudaCheck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream_)),
+              "cudaMemcpyAsync");
+    return synchronize();
+  }
 #endif
   std::memcpy(dst, src, bytes);
 }
 
 void Device::toHost(void* dst, const void* src, size_t bytes) const {
 #if PERF_HAVE_CUDA
-  if (gpu_) return cudaCheck(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  if (gpu_) {
+    cudaCheck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(stream_)),
+              "cudaMemcpyAsync");
+    return synchronize();
+  }
 #endif
   std::memcpy(dst, src, bytes);
 }
 
 void Device::poison(void* p, size_t bytes) const {
 #if PERF_HAVE_CUDA
-  if (gpu_) return cudaCheck(cudaMemset(p, 0xff, bytes), "cudaMemset");
+  if (gpu_) {
+    cudaCheck(cudaMemsetAsync(p, 0xff, bytes, static_cast<cudaStream_t>(stream_)), "cudaMemsetAsync");
+    return synchronize();
+  }
 #endif
   std::memset(p, 0xff, bytes);
 }

@@ -14,12 +14,14 @@ BUILD_DIR = os.environ.get("MSCCLPP_BUILD_DIR", "")
 ROW = re.compile(r"^\s+(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(-?\d+)((?:\s+\S+){10})$")
 
 
-def perf(*args, plans=os.path.join(REPO_ROOT, "plans"), timeout=120):
+def perf(*args, plans=os.path.join(REPO_ROOT, "plans"), timeout=120, native=True):
     if not BUILD_DIR:
         pytest.skip("MSCCLPP_BUILD_DIR is not set (the Meson test sets it)")
     # NCCL's default log level: quiet.
     env = {k: v for k, v in os.environ.items() if k not in ("NCCL_DEBUG", "MSCCLPP_DEBUG")}
     env.update(MSCCLPP_BACKEND="cpu", MSCCLPP_PLAN_DIR=plans, MSCCLPP_TIMEOUT_S="30")
+    if not native:
+        env["MSCCLPP_NATIVE_ENABLE"] = "0"
     return subprocess.run([os.path.join(BUILD_DIR, "tools", "mscclpp-perf"), *args], capture_output=True, text=True,
                           timeout=timeout, env=env)
 
@@ -92,7 +94,9 @@ def test_a_wrong_plan_shows_in_wrong_and_the_exit_status(tmp_path):
 
 
 def test_a_call_no_plan_serves_fails_with_the_reason():
-    run = perf("all_reduce", "-g", "3", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0", "-R", "1", timeout=60)
+    # Native algorithms off: they serve any rank count.
+    run = perf("all_reduce", "-g", "3", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0", "-R", "1", timeout=60,
+               native=False)
     assert run.returncode == 1
     assert "failed: " in run.stdout and "no plan for allreduce on 3 ranks" in run.stdout, run.stdout
 
@@ -102,7 +106,7 @@ def test_the_error_names_what_the_plan_scan_skipped(tmp_path):
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "typo.json").write_text('{"name": "x",\n  "collective" "allreduce"}\n')
     run = perf("all_reduce", "-g", "2", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0", "-R", "1",
-               plans=f"{tmp_path / 'broken'}:{tmp_path / 'missing'}", timeout=60)
+               plans=f"{tmp_path / 'broken'}:{tmp_path / 'missing'}", timeout=60, native=False)
     assert run.returncode == 1 and run.stderr == ""
     assert "the plan scan skipped 2 thing(s): " in run.stdout
     assert f"{tmp_path / 'broken' / 'typo.json'}: invalid JSON at line 2, column 16" in run.stdout

@@ -21,9 +21,10 @@ SHELL_SCRIPTS = {
     ".ci/run": "ci-run",
     ".ci/setup": "ci-setup",
 }
-PYTHON_SCRIPTS = ["tools/bench/allpairs_json_program.py", "tools/bench/bench_alltoallv.py", "tools/bench/bench_compiler.py", "tools/bench/bench_verify.py", "tools/ci/check_comment_refs.py",
+PYTHON_SCRIPTS = ["tools/bench/allpairs_json_program.py", "tools/bench/bench_alltoallv.py", "tools/bench/bench_compiler.py",
+                  "tools/bench/bench_native.py", "tools/bench/bench_verify.py", "tools/ci/check_comment_refs.py",
                   "tools/ci/ci_suite_targets.py", "tools/ci/fault_sweep.py", "tools/ci/test_summary.py",
-                  "tools/ci/verify_vs_emulate.py", "tools/gpu/gpu_shim_torch_check.py"]
+                  "tools/ci/verify_vs_emulate.py", "tools/gpu/gpu_shim_torch_check.py", "tools/gpu/gpu_tests.py"]
 
 
 def _project_version():
