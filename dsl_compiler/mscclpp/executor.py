@@ -70,9 +70,9 @@ class Executor(_capi.OwnedHandle):
         elements from rank s to rank d, the same on every rank. Give it as nested lists, a flat list
         of size*size ints, an object with ``__array_interface__`` or ``__cuda_array_interface__``
         (numpy, torch; uint64 or int64, contiguous), or ``(address, on_device)``. Counts in device
-        memory are for a backend whose kernel reads them; the CPU backend refuses them, and the CUDA
-        backend does not run variable-size plans yet (NotSupportedError). send_size and recv_size are
-        then the buffers' sizes.
+        memory are read by the CUDA backend's kernel when it runs, so a captured call replays with
+        new counts written there; the CPU backend refuses them. send_size and recv_size are then the
+        buffers' sizes.
         """
         if isinstance(plan, ExecutionPlanHandle):
             plan = plan.plan

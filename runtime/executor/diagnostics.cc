@@ -153,6 +153,15 @@ std::string waitText(const plan::Plan& plan, int rank, uint32_t block, const Blo
           "could not request %llu bytes on port channel %u (peer %d): offsets/size beyond what a FIFO "
           "trigger encodes",
           ull(r.detail), r.id, peerOf(rp.portChannels, r.id));
+    case WaitKind::Segment:
+      if (r.observed == UINT64_MAX) {
+        return strFormat("could not place the segment rank %u sends to rank %llu: the counts' bytes overflow", r.id,
+                         ull(r.detail));
+      }
+      return strFormat(
+          "could not place the segment rank %u sends to rank %llu: the counts need %llu bytes of a buffer or slot "
+          "of %llu",
+          r.id, ull(r.detail), ull(r.observed), ull(r.expected));
   }
   return "stopped";
 }

@@ -91,11 +91,39 @@ struct ExecContextDevice {
 };
 static_assert(std::is_trivially_copyable<ExecContextDevice>::value, "copied as bytes");
 
+// A segment reference of a variable-size plan, as GPU blocks bind it from
+// the count matrix before their first op (SegmentRef on the host):
+// bytes = counts[sender * n + receiver] * element bytes; offset =
+// fixedOffset + the element bytes of `prefix` entries of row or column
+// `line` when placed. It must end within `limit` bytes (times `factor`)
+// and, with slotBytes > 0, fit one scratch slot.
+struct DeviceSegment {
+  uint64_t fixedOffset;
+  uint64_t limit;
+  uint64_t slotBytes;
+  uint32_t ref;  // index in the block's references
+  uint32_t op;   // op index, for the failure record
+  uint32_t sender, receiver, line, prefix;
+  uint8_t factor;
+  uint8_t alongRow;
+  uint8_t placed;
+  uint8_t reserved[5];
+};
+static_assert(std::is_trivially_copyable<DeviceSegment>::value && sizeof(DeviceSegment) == 56, "copied as bytes");
+
 // Per-launch arguments (by value).
 struct LaunchArgs {
   uint64_t timeoutNs;   // each block's deadline is its start time + timeoutNs
   uint32_t packetType;  // mscclpp::PacketType
   uint32_t call;        // which call launched it, for its published waits (launchCallTag; 0: unnumbered)
+  // Variable-size plans on the GPU (null otherwise): the count matrix
+  // [nRanks * nRanks] in device memory, and the segments each block binds
+  // from it, block b's at [segmentBegin[b], segmentBegin[b + 1]).
+  const uint64_t* counts;
+  const DeviceSegment* segments;
+  const uint32_t* segmentBegin;
+  uint32_t nRanks;
+  uint32_t elementBytes;
 };
 
 }  // namespace mscclpp::exec

@@ -148,11 +148,6 @@ struct MSCCLPP_INTERNAL Executor::Impl {
       call.counts = splits->counts;
       call.countsOnDevice = splits->onDevice;
     }
-    // The CUDA backend's kernel does not bind segment references: a refusal, before any rank exchanges anything.
-    if (h.variableSizes && backend == Backend::Cuda) {
-      return strFormat("plan %s is a variable-size %s plan, which the CUDA backend does not run (the CPU backend does)",
-                       h.name.c_str(), plan::collectiveName(h.collective));
-    }
     std::lock_guard<std::mutex> lock(mutex);
     if (exec::Refusal r = makeBackend()) return r;
     return runner->execute(call);

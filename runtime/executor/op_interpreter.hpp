@@ -67,6 +67,11 @@ class BlockInterpreter {
     deadline_ = deadlineAfter(args.timeoutNs);
     packetDeadline_ = ctx.liveWaits == nullptr ? deadline_ : minU(deadline_, clockNs() + kReportWaitAfterNs);
     resume_ = threadId;
+    segments_ = args.segments;
+    segmentBegin_ = args.segmentBegin;
+    counts_ = args.counts;
+    nRanks_ = args.nRanks;
+    elementBytes_ = args.elementBytes;
     ll8_ = args.packetType == static_cast<uint32_t>(PacketType::LL8);
     // Acquire: pairs with the previous launch's last block, which released the advanced flag.
     flag_ = atomicLoad<uint32_t, scopeDevice>(&ctx.state->flag, memoryOrderAcquire);
@@ -74,6 +79,10 @@ class BlockInterpreter {
   }
 
   MSCCLPP_HOST_DEVICE_INLINE void run() {
+    if (segments_ != nullptr && !bindSegments()) {
+      finishBlock();
+      return;
+    }
     // One flat loop over the ops, pipelines included: a pipeline op sets
     // the unit and jumps back to its body until its iterations are done.
     // The loop's state lives in the object, not in registers a handler call
@@ -102,6 +111,41 @@ class BlockInterpreter {
     uint64_t off;
     uint64_t bytes;
   };
+
+  // ---- variable sizes ----------------------------------------------------------------------------
+  // Writes the offset and bytes of the block's segment references from the
+  // count matrix, each thread some of them, then waits for the block. A
+  // segment the counts push past its buffer fails the block: nothing runs.
+  MSCCLPP_HOST_DEVICE_INLINE bool bindSegments() {
+    ResolvedRef* refs = const_cast<ResolvedRef*>(tb_.refs);
+    const uint64_t elem = elementBytes_;
+    for (uint32_t i = segmentBegin_[block_] + tid_; i < segmentBegin_[block_ + 1]; i += nthreads_) {
+      const DeviceSegment& s = segments_[i];
+      const uint64_t count = counts_[static_cast<uint64_t>(s.sender) * nRanks_ + s.receiver];
+      bool fits = count <= UINT64_MAX / 4 / elem;
+      const uint64_t bytes = fits ? count * elem : UINT64_MAX;
+      uint64_t offset = s.fixedOffset;
+      for (uint32_t k = 0; fits && s.placed && k < s.prefix; ++k) {
+        const uint64_t c = s.alongRow ? counts_[static_cast<uint64_t>(s.line) * nRanks_ + k]
+                                      : counts_[static_cast<uint64_t>(k) * nRanks_ + s.line];
+        fits = c <= UINT64_MAX / 4 / elem && offset <= UINT64_MAX / 4 - c * elem;
+        if (fits) offset += c * elem;
+      }
+      fits = fits && offset <= UINT64_MAX / 4 - bytes;
+      fits = fits && (s.slotBytes == 0 || bytes <= s.slotBytes) && (offset + bytes) * s.factor <= s.limit;
+      if (!fits) {
+        opIndex_ = s.op;
+        fail(SpinStatus::Invalid, tb_.ops[s.op], WaitKind::Segment, s.sender, s.slotBytes > 0 ? s.slotBytes : s.limit,
+             bytes == UINT64_MAX ? UINT64_MAX : (s.slotBytes > 0 ? bytes : (offset + bytes) * s.factor), s.receiver);
+        continue;
+      }
+      refs[s.ref].offset = offset;
+      refs[s.ref].bytes = bytes;
+    }
+    syncBlockThreads();
+    const uint32_t state = atomicLoad<uint32_t, scopeDevice>(&ctx_.blockRecords[block_].state, memoryOrderAcquire);
+    return state != kBlockInvalid && state != kBlockWriting;
+  }
 
   // ---- references ------------------------------------------------------------------------------
   MSCCLPP_HOST_DEVICE_INLINE const ResolvedRef& src(const plan::Op& op, uint32_t k) const {
@@ -1144,6 +1188,11 @@ class BlockInterpreter {
   bool ll8_ = false;
   bool failed_ = false;
   uint32_t opIndex_ = 0;
+  // Variable-size plans on the GPU (LaunchArgs): the segments to bind first.
+  const DeviceSegment* segments_ = nullptr;
+  const uint32_t* segmentBegin_ = nullptr;
+  const uint64_t* counts_ = nullptr;
+  uint32_t nRanks_ = 0, elementBytes_ = 0;
   uint32_t iteration_ = 0;
   uint64_t pipeOff_ = 0;
   uint64_t scratchPipeOff_ = 0;  // pipeOff_ within a scratch chunk, when the context wraps scratch

@@ -16,6 +16,7 @@
 #include "algorithm/builtin/collective_kernels.hpp"
 #include "cuda_double.h"
 #include "executor/cpu/host_block_runner.hpp"
+#include "executor/cuda/gpu_launch.hpp"
 #include "executor/dtypes.hpp"
 #include "executor/exec_layout.hpp"
 #include "executor/reduce_ops.hpp"
@@ -68,6 +69,13 @@ void divideBlock(void* const* args, dim3 grid, dim3 block, unsigned blockIndex, 
   const uint64_t count = *static_cast<const uint64_t*>(args[1]);
   const uint32_t n = *static_cast<const uint32_t*>(args[2]);
   for (uint32_t t = 0; t < block.x; ++t) divideElements<T>(data, count, n, blockIndex * block.x + t, grid.x * block.x);
+}
+
+void storeCountsBlock(void* const* args, dim3, dim3, unsigned, size_t, const void*) {
+  const InlineCounts& counts = *static_cast<const InlineCounts*>(args[0]);
+  const uint32_t n = *static_cast<const uint32_t*>(args[1]);
+  uint64_t* dst = *static_cast<uint64_t* const*>(args[2]);
+  for (uint32_t i = 0; i < n; ++i) dst[i] = counts.values[i];
 }
 
 template <class T, class Op>
@@ -130,6 +138,10 @@ struct Registration {
 #define MSCCLPP_X(E, T, S) registerType<T>(DataType::E);
     MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)
 #undef MSCCLPP_X
+    cudadouble::HostKernel store;
+    store.body = &storeCountsBlock;
+    store.argSizes = {sizeof(InlineCounts), sizeof(uint32_t), sizeof(uint64_t*)};
+    cudadouble::registerHostKernel("mscclpp::exec::(anonymous namespace)::storeCountsKernel", store);
     registerNative<algo::AllgatherMesh>();
     registerNative<algo::BroadcastCopy>();
     registerNative<algo::AlltoallMesh>();

@@ -18,6 +18,7 @@
 #include "executor/cuda/context_releaser.hpp"
 #include "executor/cuda/cuda_check.hpp"
 #include "executor/cuda/device_image.hpp"
+#include "executor/cuda/launch_config.hpp"
 #include "executor/diagnostics.hpp"
 #include "executor/native_view.hpp"
 #include "executor/scale_steps.hpp"
@@ -248,8 +249,17 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
   // allocated before the exchange too, and the pinned memory it is uploaded
   // from: a copy from pageable memory may wait for the stream it is on.
   const ImageCounts counts = imageCountsOf(rp);
-  imageMemory_ = memory.device(packedImageBytes(counts), name_ + ": device image");
-  imageUpload_ = memory.pinned(packedImageBytes(counts), name_ + ": device image upload");
+  // Variable-size plans: the count matrix and the segment table follow the image.
+  const uint64_t imageBytes = roundUpTo16(packedImageBytes(counts));
+  const uint64_t nRanks = plan_->ranks.size();
+  uint64_t totalRefs = 0;
+  for (const ImageCounts::Block& b : counts.blocks) totalRefs += b.nRefs;
+  const uint64_t countsBytes = roundUpTo16(nRanks * nRanks * sizeof(uint64_t));
+  const uint64_t beginBytes = roundUpTo16((counts.blocks.size() + 1) * sizeof(uint32_t));
+  const uint64_t segmentBytes =
+      plan_->header.variableSizes ? countsBytes + beginBytes + totalRefs * sizeof(DeviceSegment) : 0;
+  imageMemory_ = memory.device(imageBytes + segmentBytes, name_ + ": device image");
+  imageUpload_ = memory.pinned(imageBytes + segmentBytes, name_ + ": device image upload");
   if (native_) {
     const size_t viewBytes = NativeView::packedBytes(static_cast<int>(plan_->ranks.size()));
     nativeMemory_ = memory.device(viewBytes, name_ + ": the native kernel's view");
@@ -286,13 +296,49 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
                   "%s: the packed image (%zu bytes) outgrew the memory sized for it", name_.c_str(),
                   packed.bytes.size());
   std::memcpy(imageUpload_->host(), packed.bytes.data(), packed.bytes.size());
+  uint64_t uploadBytes = packed.bytes.size();
+  if (segmentBytes > 0) {
+    char* host = static_cast<char*>(imageUpload_->host()) + imageBytes;
+    char* dev = imageMemory_->get() + imageBytes;
+    std::vector<uint32_t> begin(counts.blocks.size() + 1, 0);
+    std::vector<DeviceSegment> table;
+    for (const SegmentRef& r : image_->segments()) ++begin[r.block + 1];
+    for (size_t b = 1; b < begin.size(); ++b) begin[b] += begin[b - 1];
+    table.resize(image_->segments().size());
+    std::vector<uint32_t> next(begin.begin(), begin.end() - 1);
+    for (const SegmentRef& r : image_->segments()) {
+      DeviceSegment d{};
+      d.fixedOffset = r.fixedOffset;
+      d.limit = r.limit;
+      d.slotBytes = r.slotBytes;
+      d.ref = r.ref;
+      d.op = r.op;
+      d.sender = r.sender;
+      d.receiver = r.receiver;
+      d.line = r.line;
+      d.prefix = r.prefix;
+      d.factor = static_cast<uint8_t>(r.factor);
+      d.alongRow = r.alongRow ? 1 : 0;
+      d.placed = r.placed ? 1 : 0;
+      table[next[r.block]++] = d;
+    }
+    MSCCLPP_ENFORCE(table.size() <= totalRefs, ErrorCode::InternalError, "%s: more segments than references",
+                    name_.c_str());
+    std::memset(host, 0, countsBytes);
+    std::memcpy(host + countsBytes, begin.data(), begin.size() * sizeof(uint32_t));
+    std::memcpy(host + countsBytes + beginBytes, table.data(), table.size() * sizeof(DeviceSegment));
+    deviceCounts_ = reinterpret_cast<uint64_t*>(dev);
+    deviceSegmentBegin_ = reinterpret_cast<const uint32_t*>(dev + countsBytes);
+    deviceSegments_ = reinterpret_cast<const DeviceSegment*>(dev + countsBytes + beginBytes);
+    uploadBytes = imageBytes + segmentBytes;
+  }
   // Stream-ordered on the building call's stream, from pinned memory: a
   // synchronous copy, or one from pageable memory, may wait for work that
   // waits for the peers' kernels, which wait for ours. imageUpload_ lives
   // as long as the context.
-  MSCCLPP_CUDA_CHECK(cudaMemcpyAsync(imageMemory_->get(), imageUpload_->host(), packed.bytes.size(),
-                                     cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)),
-                     "%s: uploading the %zu-byte device image", name_.c_str(), packed.bytes.size());
+  MSCCLPP_CUDA_CHECK(cudaMemcpyAsync(imageMemory_->get(), imageUpload_->host(), uploadBytes, cudaMemcpyHostToDevice,
+                                     static_cast<cudaStream_t>(stream)),
+                     "%s: uploading the %llu-byte device image", name_.c_str(), ull(uploadBytes));
   deviceContext_ = reinterpret_cast<const ExecContextDevice*>(imageMemory_->get() + packed.contextOffset);
   if (native_) uploadNativeView(packed, stream);
   mutableOffset_ = packed.mutableOffset;
@@ -951,6 +997,9 @@ Refusal GpuContext::launch(const GpuCallArgs& a) {
   if (Refusal r = kernelFor(a.dtype, native, &chosen)) return r;
   const KernelChoice& k = *chosen;
   cudaStream_t s = static_cast<cudaStream_t>(a.stream);
+  if (deviceSegments_ != nullptr) {
+    if (Refusal r = bindCounts(a)) return r;
+  }
   char* input = placePtr(binding_.input);
   char* output = placePtr(binding_.output);
   // All below is enqueued on the caller's stream: no sync, no allocation.
@@ -977,6 +1026,13 @@ Refusal GpuContext::launch(const GpuCallArgs& a) {
     l.sharedBytes = k.sharedBytes;
     l.cooperative = cooperative_ && nBlocks > 1;
     l.args = LaunchArgs{timeoutNs_, static_cast<uint32_t>(a.packet), a.call};
+    if (deviceSegments_ != nullptr) {
+      l.args.counts = a.countsOnDevice ? a.counts : deviceCounts_;
+      l.args.segments = deviceSegments_;
+      l.args.segmentBegin = deviceSegmentBegin_;
+      l.args.nRanks = static_cast<uint32_t>(plan_->ranks.size());
+      l.args.elementBytes = static_cast<uint32_t>(elem);
+    }
     l.stream = a.stream;
     if (native_) {
       const AlgorithmLaunchArgs args{timeoutNs_, a.call, static_cast<int32_t>(a.dtype), static_cast<int32_t>(native),
@@ -1005,6 +1061,28 @@ Refusal GpuContext::launch(const GpuCallArgs& a) {
   if (a.capturing) retainInCapturedGraph(a.captureId, a.graph);
   lastStream_ = a.stream;
   launched_ = true;
+  return std::nullopt;
+}
+
+Refusal GpuContext::bindCounts(const GpuCallArgs& a) {
+  const plan::Plan& p = *plan_;
+  const uint32_t n = static_cast<uint32_t>(p.ranks.size());
+  MSCCLPP_ENFORCE(a.counts != nullptr, ErrorCode::InvalidArgument, "%s: a variable-size call without counts",
+                  name_.c_str());
+  if (a.op == ReduceOp::Avg || a.op == ReduceOp::PreMulSum)
+    return strFormat("%s: %s on a variable-size plan is not run by the CUDA backend", name_.c_str(),
+                     reduceOpName(a.op));
+  if (a.countsOnDevice) return std::nullopt;  // the kernel checks each segment against its buffer
+  // Host counts: checked here, then stored by a kernel that takes them by value.
+  if (n * n > kInlineCounts) {
+    return strFormat("%s: %u ranks' counts in host memory exceed the %u a launch passes: pass them on the device",
+                     name_.c_str(), n, kInlineCounts);
+  }
+  const size_t elem = dataTypeSize(a.dtype);
+  std::string why = checkCounts(p, rank_, a.counts, elem, binding_.input.bytes, binding_.output.bytes);
+  if (why.empty()) why = image_->bindSegments(a.counts, elem);
+  if (!why.empty()) throw Error(ErrorCode::InvalidArgument, why);
+  launchStoreCounts(a.counts, n * n, deviceCounts_, a.stream);
   return std::nullopt;
 }
 

@@ -46,6 +46,9 @@ struct GpuCallArgs {
   uint64_t captureId = 0;        // while capturing: the capture sequence (unique in the process)
   void* graph = nullptr;         // while capturing: its graph (cudaGraph_t)
   uint32_t call = 0;             // LaunchArgs::call: the call's tag for its published waits (launchCallTag)
+  // Variable-size plans: the count matrix, in host or device memory.
+  const uint64_t* counts = nullptr;
+  bool countsOnDevice = false;
 };
 
 class GpuContext : public std::enable_shared_from_this<GpuContext> {
@@ -108,6 +111,7 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   Refusal decideKernel(DataType dtype, ReduceOp op, KernelChoice* choice);
   void bindBuffers(const CallRequest& request, bool crossProcessPeers);
   void retainInCapturedGraph(uint64_t captureId, void* graph);
+  Refusal bindCounts(const GpuCallArgs& a);
   void bindSwitchChannels(const CallShape& shape, int tag);
   void exchange(const CallShape& shape, int tag, const CallDescriptor& call);
   void writeSignal(uint32_t channel, uint64_t value, std::string* error);
@@ -157,6 +161,11 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   std::vector<void*> multicast_;
   std::vector<std::shared_ptr<detail::NvlsBinding>> nvls_;
   const ExecContextDevice* deviceContext_ = nullptr;
+  // Variable-size plans (else null), after the image in imageMemory_: the
+  // count matrix host counts are stored in, the segment table.
+  uint64_t* deviceCounts_ = nullptr;
+  const uint32_t* deviceSegmentBegin_ = nullptr;
+  const DeviceSegment* deviceSegments_ = nullptr;
   std::unique_ptr<DeviceAllocation> nativeMemory_;  // native algorithms: the kernel's AlgorithmDeviceContext
   std::unique_ptr<PinnedAllocation> nativeUpload_;  // what its upload reads, kept while it may
   uint64_t mutableOffset_ = 0, mutableBytes_ = 0, stateOffset_ = 0, recordsOffset_ = 0;

@@ -76,6 +76,10 @@ __global__ void divideKernel(T* data, uint64_t count, uint32_t n) {
   divideElements<T>(data, count, n, blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
 }
 
+__global__ void storeCountsKernel(InlineCounts counts, uint32_t n, uint64_t* dst) {
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) dst[i] = counts.values[i];
+}
+
 }  // namespace
 
 bool cudaDeviceVisible() {
@@ -129,6 +133,7 @@ void loadGpuKernels() {
 #define MSCCLPP_X(E, T, S) loadDtypeKernels(DataType::E);
   MSCCLPP_FOR_EACH_DTYPE(MSCCLPP_X)
 #undef MSCCLPP_X
+  loadKernel(reinterpret_cast<const void*>(&storeCountsKernel), "the count matrix's store kernel");
 }
 
 void launchPreMultiply(DataType dtype, void* dst, const void* src, uint64_t bytes, const void* scalar, void* stream) {
@@ -156,6 +161,15 @@ void launchDivide(DataType dtype, void* data, uint64_t bytes, uint32_t n, void* 
     checkLaunch("the avg post-divide kernel", bytes);
   });
   MSCCLPP_ENFORCE(known, ErrorCode::InvalidArgument, "avg: datatype %d is not valid", static_cast<int>(dtype));
+}
+
+void launchStoreCounts(const uint64_t* counts, uint32_t n, uint64_t* dst, void* stream) {
+  MSCCLPP_ENFORCE(n <= kInlineCounts, ErrorCode::InternalError, "%u counts exceed the %u a launch passes", n,
+                  kInlineCounts);
+  InlineCounts c;
+  std::memcpy(c.values, counts, n * sizeof(uint64_t));
+  storeCountsKernel<<<1, 64, 0, static_cast<cudaStream_t>(stream)>>>(c, n, dst);
+  checkLaunch("the count matrix's store kernel", n * sizeof(uint64_t));
 }
 
 }  // namespace mscclpp::exec

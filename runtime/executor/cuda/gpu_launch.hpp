@@ -64,6 +64,15 @@ void loadGpuKernels();
 void launchPreMultiply(DataType dtype, void* dst, const void* src, uint64_t bytes, const void* scalar, void* stream);
 void launchDivide(DataType dtype, void* data, uint64_t bytes, uint32_t n, void* stream);
 
+// A variable-size call's count matrix from host memory, passed to a kernel
+// by value that stores it at dst (device memory): stream-ordered, with no
+// host buffer to keep and no synchronisation, and captured by value.
+constexpr uint32_t kInlineCounts = 256;  // 16 ranks
+struct InlineCounts {
+  uint64_t values[kInlineCounts];
+};
+void launchStoreCounts(const uint64_t* counts, uint32_t n, uint64_t* dst, void* stream);
+
 }  // namespace mscclpp::exec
 
 #endif  // MSCCLPP_EXECUTOR_CUDA_GPU_LAUNCH_HPP_

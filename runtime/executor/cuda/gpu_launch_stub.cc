@@ -26,4 +26,8 @@ void launchDivide(DataType, void*, uint64_t, uint32_t, void*) {
   MSCCLPP_THROW(ErrorCode::NotSupported, "this build has no GPU backend (meson -Dgpu=disabled)");
 }
 
+void launchStoreCounts(const uint64_t*, uint32_t, uint64_t*, void*) {
+  MSCCLPP_THROW(ErrorCode::NotSupported, "this build has no GPU backend (meson -Dgpu=disabled)");
+}
+
 }  // namespace mscclpp::exec

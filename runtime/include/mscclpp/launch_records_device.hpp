@@ -24,6 +24,7 @@ enum class WaitKind : uint32_t {
   FifoPush,       // id: rank-level port channel (the proxy FIFO was full)
   Flush,          // id: rank-level port channel; expected: FIFO index; observed: proxy tail
   Request,        // id: rank-level port channel; a request that cannot be encoded (detail: bytes)
+  Segment,        // variable sizes: id: sender, detail: receiver; expected: buffer bytes; observed: bytes needed
 };
 
 enum BlockState : uint32_t {

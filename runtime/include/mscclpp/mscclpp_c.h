@@ -96,10 +96,10 @@ MSCCLPP_API int mscclppExecute(mscclppExecutor_t executor, int rank, const void*
 
 /* mscclppExecute for a variable-size plan (alltoallv, allgatherv, reducescatterv): counts holds
  * nRanks x nRanks element counts, counts[s * nRanks + d] from rank s to rank d, the same on every
- * rank; countsOnDevice says they are in device memory, for a backend whose kernel reads them there
- * (the CPU backend refuses them; the CUDA backend does not run variable-size plans yet and refuses
- * the call). sendBytes and recvBytes are the buffers' sizes, which the segments must fit; sendBuff
- * may equal recvBuff. Added in version 2. */
+ * rank; countsOnDevice says they are in device memory, which the CUDA backend's kernel reads when
+ * it runs (a captured call replays with the counts written there since; the CPU backend refuses
+ * them). sendBytes and recvBytes are the buffers' sizes, which the segments must fit; sendBuff may
+ * equal recvBuff on the CPU backend (the CUDA backend refuses in-place calls). Added in version 2. */
 MSCCLPP_API int mscclppExecuteSplits(mscclppExecutor_t executor, int rank, const void* sendBuff, void* recvBuff,
                                      size_t sendBytes, size_t recvBytes, int dtype, mscclppPlan_t plan,
                                      const uint64_t* counts, int countsOnDevice, void* stream, int redOp, char* errBuf,
