@@ -4,6 +4,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/cuda_driver_entry.hpp"
 #include "core/enforce.hpp"
 #include "mscclpp_config.h"
 
@@ -20,14 +21,7 @@ namespace {
 
 template <class Fn>
 Fn entry(const char* name) {
-  void* p = nullptr;
-  cudaDriverEntryPointQueryResult status{};
-#if CUDART_VERSION >= 12050
-  cudaError_t e = cudaGetDriverEntryPointByVersion(name, &p, 12010, cudaEnableDefault, &status);
-#else
-  cudaError_t e = cudaGetDriverEntryPoint(name, &p, cudaEnableDefault, &status);
-#endif
-  return (e == cudaSuccess && status == cudaDriverEntryPointSuccess) ? reinterpret_cast<Fn>(p) : nullptr;
+  return cudaDriverEntry<Fn>(name, 12010);
 }
 
 struct Driver {

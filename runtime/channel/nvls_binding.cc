@@ -1,6 +1,7 @@
 #include "channel/nvls_binding.hpp"
 
 #include "comm/communicator_impl.hpp"
+#include "core/cuda_driver_entry.hpp"
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "core/random.hpp"
@@ -27,14 +28,7 @@ namespace {
 
 template <class Fn>
 Fn driverEntry(const char* name) {
-  void* p = nullptr;
-  cudaDriverEntryPointQueryResult status{};
-#if CUDART_VERSION >= 12050
-  cudaError_t e = cudaGetDriverEntryPointByVersion(name, &p, 12010, cudaEnableDefault, &status);
-#else
-  cudaError_t e = cudaGetDriverEntryPoint(name, &p, cudaEnableDefault, &status);
-#endif
-  return (e == cudaSuccess && status == cudaDriverEntryPointSuccess) ? reinterpret_cast<Fn>(p) : nullptr;
+  return cudaDriverEntry<Fn>(name, 12010);
 }
 
 struct Driver {

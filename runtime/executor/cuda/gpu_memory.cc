@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/cuda_driver_entry.hpp"
 #include "core/logger.hpp"
 #include "executor/cuda/cuda_check.hpp"
 #include "transport/device_memory.hpp"
@@ -10,22 +11,9 @@ namespace mscclpp::exec {
 
 namespace {
 
-// A driver function through the runtime's entry-point query (we do not link
-// libcuda); null when the driver lacks it.
 template <class Fn>
 Fn driverFunction(const char* name) {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult status{};
-#if CUDART_VERSION >= 12050
-  cudaError_t e = cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &status);
-#else
-  cudaError_t e = cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &status);
-#endif
-  if (e != cudaSuccess || status != cudaDriverEntryPointSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  return reinterpret_cast<Fn>(fn);
+  return cudaDriverEntry<Fn>(name, 12000);
 }
 
 }  // namespace

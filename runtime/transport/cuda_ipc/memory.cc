@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 
+#include "core/cuda_driver_entry.hpp"
 #include "core/enforce.hpp"
 #include "mscclpp_config.h"
 
@@ -18,18 +19,9 @@ namespace mscclpp::transport::cuda_ipc {
 
 namespace {
 
-// A driver entry point, resolved through the runtime so that we
-// do not link libcuda directly; null when the driver lacks it.
 template <class Fn>
 Fn driverFunction(const char* name) {
-  void* p = nullptr;
-  cudaDriverEntryPointQueryResult status{};
-#if CUDART_VERSION >= 12050
-  cudaError_t e = cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &status);
-#else
-  cudaError_t e = cudaGetDriverEntryPoint(name, &p, cudaEnableDefault, &status);
-#endif
-  return e == cudaSuccess && status == cudaDriverEntryPointSuccess ? reinterpret_cast<Fn>(p) : nullptr;
+  return cudaDriverEntry<Fn>(name, 12000);
 }
 
 using MemGetAddressRangeFn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <mutex>
 
+#include "core/cuda_driver_entry.hpp"
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
@@ -161,18 +162,7 @@ namespace {
 // 11.7); -1 where the driver or the GPU cannot export one.
 int deviceMemoryDmabuf(uint64_t base, size_t bytes) {
   using Fn = CUresult (*)(void*, CUdeviceptr, size_t, CUmemRangeHandleType, unsigned long long);
-  static Fn fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult status{};
-#if CUDART_VERSION >= 12050
-    cudaError_t e =
-        cudaGetDriverEntryPointByVersion("cuMemGetHandleForAddressRange", &p, 11070, cudaEnableDefault, &status);
-#else
-    cudaError_t e = cudaGetDriverEntryPoint("cuMemGetHandleForAddressRange", &p, cudaEnableDefault, &status);
-#endif
-    if (e != cudaSuccess) (void)cudaGetLastError();
-    return e == cudaSuccess && status == cudaDriverEntryPointSuccess ? reinterpret_cast<Fn>(p) : nullptr;
-  }();
+  static Fn fn = cudaDriverEntry<Fn>("cuMemGetHandleForAddressRange", 11070);
   int fd = -1;
   if (fn == nullptr || fn(&fd, static_cast<CUdeviceptr>(base), bytes, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0) != 0)
     return -1;
