@@ -377,27 +377,8 @@ class BlockInterpreter {
   MSCCLPP_HOST_DEVICE_INLINE void finishBlock() {
     syncBlockThreads();
     if (tid_ != 0) return;
-    BlockRecord* r = &ctx_.blockRecords[block_];
-    uint32_t s = atomicLoad<uint32_t, scopeDevice>(&r->state, memoryOrderRelaxed);
-    if ((s == kBlockRunning || s == kBlockFinished) &&
-        atomicCompareExchange<uint32_t, scopeDevice>(&r->state, &s, kBlockWriting, memoryOrderRelaxed)) {
-      atomicStore<uint32_t, scopeDevice>(&r->launchFlag, flag_, memoryOrderRelaxed);
-      atomicStore<uint32_t, scopeSystem>(&r->state, static_cast<uint32_t>(kBlockFinished), memoryOrderRelease);
-    }
-    // The slot says the block finished this launch: one store per launch.
-    if (ctx_.liveWaits != nullptr)
-      atomicStore<uint32_t>(&ctx_.liveWaits[block_].finishedFlag, flag_, memoryOrderRelaxed);
-#if defined(MSCCLPP_DEVICE_COMPILE)
-    // The block's writes, ordered by the barrier above, before our count.
-    __threadfence();
-#endif
-    // acq_rel: the last block acquires every block's completion before advancing the flag.
-    uint32_t done = atomicFetchAdd<uint32_t, scopeDevice>(&ctx_.state->doneBlocks, 1u, memoryOrderAcqRel) + 1;
-    if (done == ctx_.nBlocks) {
-      atomicStore<uint32_t, scopeDevice>(&ctx_.state->doneBlocks, 0u, memoryOrderRelaxed);
-      // Release: the next launch, stream-ordered after this one, reads it.
-      atomicStore<uint32_t, scopeDevice>(&ctx_.state->flag, nextFlag(flag_), memoryOrderRelease);
-    }
+    finishLaunchBlock(ctx_.state, &ctx_.blockRecords[block_],
+                      ctx_.liveWaits != nullptr ? &ctx_.liveWaits[block_] : nullptr, ctx_.nBlocks, flag_);
   }
 
   // A pipeline op: its body, the next bodyCount ops, runs once per unit.

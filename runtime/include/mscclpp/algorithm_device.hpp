@@ -225,25 +225,8 @@ class AlgorithmBlock {
   MSCCLPP_HOST_DEVICE_INLINE void finish() {
     syncBlockThreads();
     if (tid_ != 0) return;
-    BlockRecord* r = &ctx_.blockRecords[block_];
-    uint32_t s = atomicLoad<uint32_t, scopeDevice>(&r->state, memoryOrderRelaxed);
-    if ((s == kBlockRunning || s == kBlockFinished) &&
-        atomicCompareExchange<uint32_t, scopeDevice>(&r->state, &s, kBlockWriting, memoryOrderRelaxed)) {
-      atomicStore<uint32_t, scopeDevice>(&r->launchFlag, flag_, memoryOrderRelaxed);
-      atomicStore<uint32_t, scopeSystem>(&r->state, static_cast<uint32_t>(kBlockFinished), memoryOrderRelease);
-    }
-    if (ctx_.liveWaits != nullptr)
-      atomicStore<uint32_t>(&ctx_.liveWaits[block_].finishedFlag, flag_, memoryOrderRelaxed);
-#if defined(MSCCLPP_DEVICE_COMPILE)
-    __threadfence();  // the block's writes, ordered by the barrier above, before our count
-#endif
-    // acq_rel: the last block acquires every block's completion before advancing the flag.
-    const uint32_t done = atomicFetchAdd<uint32_t, scopeDevice>(&ctx_.state->doneBlocks, 1u, memoryOrderAcqRel) + 1;
-    if (done == ctx_.nBlocks) {
-      atomicStore<uint32_t, scopeDevice>(&ctx_.state->doneBlocks, 0u, memoryOrderRelaxed);
-      // Release: the next launch, stream-ordered after this one, reads it.
-      atomicStore<uint32_t, scopeDevice>(&ctx_.state->flag, nextFlag(flag_), memoryOrderRelease);
-    }
+    finishLaunchBlock(ctx_.state, &ctx_.blockRecords[block_],
+                      ctx_.liveWaits != nullptr ? &ctx_.liveWaits[block_] : nullptr, ctx_.nBlocks, flag_);
   }
 
  private:

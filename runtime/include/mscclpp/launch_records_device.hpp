@@ -112,6 +112,31 @@ MSCCLPP_HOST_DEVICE_INLINE uint32_t launchCallTag(uint64_t callNumber, bool capt
 // slow peer still reads. So the odd UINT32_MAX wraps to 2, not 1.
 MSCCLPP_HOST_DEVICE_INLINE uint32_t nextFlag(uint32_t flag) { return flag == UINT32_MAX ? 2u : flag + 1; }
 
+// A block's end of a launch, run by its thread 0 once the block's threads have
+// met: its record and wait slot (null: none) say it finished this launch, and
+// the launch's last block to finish advances the flag for the next launch.
+// The op interpreter and native kernels (AlgorithmBlock) both end this way.
+MSCCLPP_HOST_DEVICE_INLINE void finishLaunchBlock(ExecState* state, BlockRecord* record, LiveWaitSlot* slot,
+                                                  uint32_t nBlocks, uint32_t flag) {
+  uint32_t s = atomicLoad<uint32_t, scopeDevice>(&record->state, memoryOrderRelaxed);
+  if ((s == kBlockRunning || s == kBlockFinished) &&
+      atomicCompareExchange<uint32_t, scopeDevice>(&record->state, &s, kBlockWriting, memoryOrderRelaxed)) {
+    atomicStore<uint32_t, scopeDevice>(&record->launchFlag, flag, memoryOrderRelaxed);
+    atomicStore<uint32_t, scopeSystem>(&record->state, static_cast<uint32_t>(kBlockFinished), memoryOrderRelease);
+  }
+  if (slot != nullptr) atomicStore<uint32_t>(&slot->finishedFlag, flag, memoryOrderRelaxed);
+#if defined(MSCCLPP_DEVICE_COMPILE)
+  __threadfence();  // the block's writes, ordered by the caller's barrier, before our count
+#endif
+  // acq_rel: the last block acquires every block's completion before advancing the flag.
+  const uint32_t done = atomicFetchAdd<uint32_t, scopeDevice>(&state->doneBlocks, 1u, memoryOrderAcqRel) + 1;
+  if (done == nBlocks) {
+    atomicStore<uint32_t, scopeDevice>(&state->doneBlocks, 0u, memoryOrderRelaxed);
+    // Release: the next launch, stream-ordered after this one, reads it.
+    atomicStore<uint32_t, scopeDevice>(&state->flag, nextFlag(flag), memoryOrderRelease);
+  }
+}
+
 }  // namespace mscclpp
 
 #endif  // MSCCLPP_LAUNCH_RECORDS_DEVICE_HPP_
