@@ -379,20 +379,22 @@ void fillA2avSend(int r, int n, const std::vector<uint64_t>& c, char* send, cuda
   if (!h.empty()) GPUTEST_CUDA(cudaMemcpyAsync(send, h.data(), h.size() * 4, cudaMemcpyHostToDevice, s));
 }
 
-// Checks the receive buffer of rank r, and that the bytes past its segments stayed untouched.
-std::string checkA2avRecv(int r, int n, const std::vector<uint64_t>& c, const char* recv, uint64_t capacity) {
+// Checks the receive buffer of rank r (each element times `factor`), and
+// that the bytes past its segments stayed as they were: `before`, or untouched.
+std::string checkA2avRecv(int r, int n, const std::vector<uint64_t>& c, const char* recv, uint64_t capacity,
+                          const std::vector<float>* before = nullptr, float factor = 1.0f) {
   std::vector<float> h(capacity / 4);
   GPUTEST_CUDA(cudaMemcpy(h.data(), recv, capacity, cudaMemcpyDeviceToHost));
   uint64_t at = 0;
   for (int s = 0; s < n; ++s) {
     for (uint64_t i = 0; i < c[s * n + r]; ++i, ++at) {
-      if (h[at] != a2avValue(s, r, i))
+      if (h[at] != factor * a2avValue(s, r, i))
         return strFormat("rank %d: element %llu of the segment from rank %d is %g, expected %g", r,
-                         static_cast<unsigned long long>(i), s, h[at], a2avValue(s, r, i));
+                         static_cast<unsigned long long>(i), s, h[at], factor * a2avValue(s, r, i));
     }
   }
   for (uint64_t k = at; k < h.size(); ++k) {
-    if (h[k] != kUntouched)
+    if (h[k] != (before ? (*before)[k] : kUntouched))
       return strFormat("rank %d: element %llu past its segments was written", r, static_cast<unsigned long long>(k));
   }
   return "";
@@ -404,8 +406,16 @@ void resetA2avRecv(char* recv, uint64_t capacity, cudaStream_t s) {
   GPUTEST_CUDA(cudaStreamSynchronize(s));
 }
 
+// How runA2av calls: in place (the receive buffer is the send buffer too),
+// and the op; premulsum multiplies every element by `scalar`.
+struct A2avCall {
+  bool inPlace = false;
+  ReduceOp op = ReduceOp::Sum;
+  float scalar = 1.0f;
+};
+
 // Counts in host or device memory, each call checked against the reference.
-std::string runA2av(const std::string& name, int calls, bool onDevice, uint64_t seed) {
+std::string runA2av(const std::string& name, int calls, bool onDevice, uint64_t seed, const A2avCall& how = {}) {
   const plan::PlanPtr p = plan::loadPlanFile(planDir() + "/" + name);
   const int n = static_cast<int>(p->ranks.size());
   GpuRanks& w = world(n);
@@ -422,8 +432,13 @@ std::string runA2av(const std::string& name, int calls, bool onDevice, uint64_t 
     std::string problem;
     for (int k = 0; k < calls && problem.empty(); ++k) {
       const std::vector<uint64_t>& c = counts[k];
+      char* send = how.inPlace ? w.recv(r) : w.send(r);
       resetA2avRecv(w.recv(r), capacity, s);
-      fillA2avSend(r, n, c, w.send(r), s);
+      fillA2avSend(r, n, c, send, s);
+      // In place, the bytes past the received segments keep what was sent from there.
+      std::vector<float> before(capacity / 4, kUntouched);
+      GPUTEST_CUDA(cudaStreamSynchronize(s));
+      if (how.inPlace) GPUTEST_CUDA(cudaMemcpy(before.data(), send, capacity, cudaMemcpyDeviceToHost));
       SplitSizes splits;
       splits.counts = c.data();
       if (onDevice) {
@@ -432,11 +447,12 @@ std::string runA2av(const std::string& name, int calls, bool onDevice, uint64_t 
         splits.onDevice = true;
       }
       barrier.arriveAndWait();
-      auto refused = w.executor(r).tryExecuteVariable(r, w.send(r), w.recv(r), capacity, capacity, DataType::Float32, p,
-                                                      splits, s);
+      auto refused = w.executor(r).tryExecuteVariable(r, send, w.recv(r), capacity, capacity, DataType::Float32, p,
+                                                      splits, s, PacketType::LL16, how.op, &how.scalar);
       if (refused) throw std::runtime_error("refused: " + *refused);
       GPUTEST_CUDA(cudaStreamSynchronize(s));
-      problem = checkA2avRecv(r, n, c, w.recv(r), capacity);
+      const float factor = how.op == ReduceOp::PreMulSum ? how.scalar : 1.0f;
+      problem = checkA2avRecv(r, n, c, w.recv(r), capacity, &before, factor);
       barrier.arriveAndWait();
     }
     GPUTEST_CUDA(cudaFree(dev));
@@ -547,17 +563,33 @@ TEST_CASE("GPU backend: device splits past a buffer fail the call", "[gpu][allto
   CHECK(err == "");
 }
 
-TEST_CASE("GPU backend: in-place all-to-all-v calls are refused", "[gpu][alltoallv]") {
-  const plan::PlanPtr p = plan::loadPlanFile(planDir() + "/alltoallv_direct_n2_oop.json");
-  GpuRanks& w = world(2);
-  const std::vector<uint64_t> counts = {4, 8, 0, 4};
-  std::string err = onRanks(2, [&](int r) {
-    SplitSizes splits;
-    splits.counts = counts.data();
-    auto refused = w.executor(r).tryExecuteVariable(r, w.recv(r), w.recv(r), 4096, 4096, DataType::Float32, p, splits,
-                                                    w.stream(r));
-    if (!refused || refused->find("would be staged") == std::string::npos)
-      throw std::runtime_error("expected a refusal naming staging, got: " + (refused ? *refused : std::string("none")));
-  });
-  CHECK(err == "");
+TEST_CASE("GPU backend: in-place all-to-all-v calls run", "[gpu][alltoallv]") {
+  A2avCall inPlace;
+  inPlace.inPlace = true;
+  for (const char* name :
+       {"alltoallv_direct_n2_oop.json", "alltoallv_direct_n4_oop.json", "alltoallv_ll_n4_oop.json"}) {
+    INFO(name);
+    CHECK(runA2av(name, 3, false, 13, inPlace) == "");
+    CHECK(runA2av(name, 3, true, 17, inPlace) == "");
+  }
+}
+
+TEST_CASE("GPU backend: avg and premulsum on all-to-all-v run", "[gpu][alltoallv]") {
+  // All-to-all-v reduces nothing: avg divides nothing, premulsum scales what is sent.
+  A2avCall avg;
+  avg.op = ReduceOp::Avg;
+  A2avCall premul;
+  premul.op = ReduceOp::PreMulSum;
+  premul.scalar = 3.0f;
+  A2avCall premulInPlace = premul;
+  premulInPlace.inPlace = true;
+  for (const char* name : {"alltoallv_direct_n4_oop.json", "alltoallv_ll_n2_oop.json"}) {
+    INFO(name);
+    for (bool onDevice : {false, true}) {
+      INFO("counts on the device: " << onDevice);
+      CHECK(runA2av(name, 2, onDevice, 19, avg) == "");
+      CHECK(runA2av(name, 2, onDevice, 23, premul) == "");
+      CHECK(runA2av(name, 2, onDevice, 29, premulInPlace) == "");
+    }
+  }
 }
