@@ -593,3 +593,93 @@ TEST_CASE("GPU backend: avg and premulsum on all-to-all-v run", "[gpu][alltoallv
     }
   }
 }
+
+namespace {
+
+// Test-data plans live beside the presets' folder, in the source tree.
+std::string variableDataPlan(const char* name) { return planDir() + "/../tests/data/plans/variable/" + name; }
+
+// Reduce-scatter-v: every rank sends rank d the same count c[d]; rank d's
+// output is the sum (times premulsum's scalar, over n for avg) of every
+// rank's segment for d. Returns the first mismatch, or every rank's refusal.
+std::string runRsv(bool onDevice, const A2avCall& how, uint64_t seed) {
+  const plan::PlanPtr p = plan::loadPlanFile(variableDataPlan("reducescatterv_ll_n2_oop.json"));
+  const int n = static_cast<int>(p->ranks.size());
+  GpuRanks& w = world(n);
+  const uint64_t capacity = 64 * 1024;
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<uint64_t>> counts;
+  for (int k = 0; k < 2; ++k) {
+    std::vector<uint64_t> c(static_cast<size_t>(n) * n);
+    for (int d = 0; d < n; ++d) {
+      const uint64_t v = rng() % 4 == 0 ? 0 : rng() % (p->header.slotBytes / 4 + 1);
+      for (int s = 0; s < n; ++s) c[s * n + d] = v;
+    }
+    counts.push_back(c);
+  }
+  const float factor = how.op == ReduceOp::PreMulSum ? how.scalar : 1.0f;
+  const float divisor = how.op == ReduceOp::Avg ? static_cast<float>(n) : 1.0f;
+  ThreadBarrier barrier(n);
+  return onRanks(n, [&](int r) {
+    cudaStream_t s = w.stream(r);
+    uint64_t* dev = nullptr;
+    GPUTEST_CUDA(cudaMalloc(&dev, n * n * sizeof(uint64_t)));
+    std::string problem;
+    for (size_t k = 0; k < counts.size() && problem.empty(); ++k) {
+      const std::vector<uint64_t>& c = counts[k];
+      resetA2avRecv(w.recv(r), capacity, s);
+      fillA2avSend(r, n, c, w.send(r), s);
+      GPUTEST_CUDA(cudaMemcpyAsync(dev, c.data(), c.size() * 8, cudaMemcpyHostToDevice, s));
+      GPUTEST_CUDA(cudaStreamSynchronize(s));
+      SplitSizes splits;
+      splits.counts = onDevice ? dev : c.data();
+      splits.onDevice = onDevice;
+      barrier.arriveAndWait();
+      auto refused = w.executor(r).tryExecuteVariable(r, w.send(r), w.recv(r), capacity, capacity, DataType::Float32, p,
+                                                      splits, s, PacketType::LL16, how.op, &how.scalar);
+      if (refused) {
+        problem = "refused: " + *refused;
+        break;
+      }
+      GPUTEST_CUDA(cudaStreamSynchronize(s));
+      std::vector<float> h(capacity / 4);
+      GPUTEST_CUDA(cudaMemcpy(h.data(), w.recv(r), capacity, cudaMemcpyDeviceToHost));
+      for (uint64_t i = 0; i < h.size() && problem.empty(); ++i) {
+        float expected = kUntouched;
+        if (i < c[r]) {
+          float sum = 0;
+          for (int q = 0; q < n; ++q) sum += factor * a2avValue(q, r, i);
+          expected = sum / divisor;
+        }
+        if (h[i] != expected)
+          problem = strFormat("rank %d: element %llu is %g, expected %g", r, static_cast<unsigned long long>(i), h[i],
+                              expected);
+      }
+      barrier.arriveAndWait();
+    }
+    GPUTEST_CUDA(cudaFree(dev));
+    if (!problem.empty()) throw std::runtime_error(problem);
+  });
+}
+
+}  // namespace
+
+TEST_CASE("GPU backend: reduce-scatter-v with avg and premulsum", "[gpu][alltoallv]") {
+  A2avCall sum, avg, premul;
+  avg.op = ReduceOp::Avg;
+  premul.op = ReduceOp::PreMulSum;
+  premul.scalar = 3.0f;
+  CHECK(runRsv(false, sum, 31) == "");
+  CHECK(runRsv(true, sum, 37) == "");
+  CHECK(runRsv(false, avg, 41) == "");
+  CHECK(runRsv(false, premul, 43) == "");
+  CHECK(runRsv(true, premul, 47) == "");
+  // Avg with device counts: the host cannot know what to divide. Every rank refuses.
+  const std::string refused = runRsv(true, avg, 53);
+  INFO(refused);
+  CHECK(refused.find("rank 0: refused:") != std::string::npos);
+  CHECK(refused.find("rank 1: refused:") != std::string::npos);
+  CHECK(refused.find("avg on a variable-size reducescatterv plan divides the bytes its counts name") !=
+        std::string::npos);
+  CHECK(refused.find("pass the splits in host memory") != std::string::npos);
+}
