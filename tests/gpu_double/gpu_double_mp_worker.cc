@@ -173,7 +173,7 @@ void stagedA2av(Job& job) {
   GPUTEST_CUDA(cudaMalloc(&dev, 4 * sizeof(uint64_t)));
   const std::vector<std::vector<uint64_t>> counts = {{100, 700, 0, 300}, {0, 1200, 5, 0}};
   for (size_t k = 0; k < counts.size(); ++k) {
-    GPUTEST_CUDA(cudaMemcpy(dev, counts[k].data(), 4 * sizeof(uint64_t), cudaMemcpyHostToDevice));
+    GPUTEST_CUDA(cudaMemcpyAsync(dev, counts[k].data(), 4 * sizeof(uint64_t), cudaMemcpyHostToDevice, job.stream));
     runStagedA2av(job, p, send, recv, capacity, counts[k], nullptr, strFormat("call %zu, host counts", k));
     runStagedA2av(job, p, send, recv, capacity, counts[k], dev, strFormat("call %zu, device counts", k));
     runStagedA2av(job, p, recv, recv, capacity, counts[k], nullptr, strFormat("call %zu, in place", k));

@@ -491,7 +491,7 @@ TEST_CASE("GPU backend: all-to-all-v graph replays new device splits", "[gpu][al
       splits.counts = dev;
       splits.onDevice = true;
       // The warm-up call builds the context with the first counts; capture follows.
-      GPUTEST_CUDA(cudaMemcpy(dev, counts[0].data(), n * n * 8, cudaMemcpyHostToDevice));
+      GPUTEST_CUDA(cudaMemcpyAsync(dev, counts[0].data(), n * n * 8, cudaMemcpyHostToDevice, s));
       resetA2avRecv(w.recv(r), capacity, s);
       fillA2avSend(r, n, counts[0], w.send(r), s);
       barrier.arriveAndWait();
@@ -511,7 +511,7 @@ TEST_CASE("GPU backend: all-to-all-v graph replays new device splits", "[gpu][al
       barrier.arriveAndWait();
       for (int k = 1; k < 4 && problem.empty(); ++k) {
         // New splits written into the captured buffer, then a replay.
-        GPUTEST_CUDA(cudaMemcpy(dev, counts[k].data(), n * n * 8, cudaMemcpyHostToDevice));
+        GPUTEST_CUDA(cudaMemcpyAsync(dev, counts[k].data(), n * n * 8, cudaMemcpyHostToDevice, s));
         resetA2avRecv(w.recv(r), capacity, s);
         fillA2avSend(r, n, counts[k], w.send(r), s);
         barrier.arriveAndWait();
@@ -539,7 +539,7 @@ TEST_CASE("GPU backend: device splits past a buffer fail the call", "[gpu][allto
     cudaStream_t s = w.stream(r);
     uint64_t* dev = nullptr;
     GPUTEST_CUDA(cudaMalloc(&dev, counts.size() * 8));
-    GPUTEST_CUDA(cudaMemcpy(dev, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice));
+    GPUTEST_CUDA(cudaMemcpyAsync(dev, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice, s));
     resetA2avRecv(w.recv(r), capacity, s);
     SplitSizes splits;
     splits.counts = dev;
