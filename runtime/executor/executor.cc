@@ -262,8 +262,9 @@ std::optional<std::string> exec::RuntimeExecutor::tryExecuteVariable(int rank, c
                                                                      size_t sendBytes, size_t recvBytes, DataType dtype,
                                                                      const plan::PlanPtr& plan,
                                                                      const SplitSizes& splits, void* stream,
-                                                                     PacketType packetType, ReduceOp op) {
-  return impl_->tryExecute(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan, stream, packetType, op, nullptr,
+                                                                     PacketType packetType, ReduceOp op,
+                                                                     const void* scalar) {
+  return impl_->tryExecute(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan, stream, packetType, op, scalar,
                            &splits);
 }
 

@@ -54,7 +54,8 @@ class RuntimeExecutor : public Executor {
   std::optional<std::string> tryExecuteVariable(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes,
                                                 size_t recvBytes, DataType dtype, const plan::PlanPtr& plan,
                                                 const SplitSizes& splits, void* stream = nullptr,
-                                                PacketType packetType = PacketType::LL16, ReduceOp op = ReduceOp::Sum);
+                                                PacketType packetType = PacketType::LL16, ReduceOp op = ReduceOp::Sum,
+                                                const void* scalar = nullptr);
   // Whether execute() with these arguments would first build its context: a collective step that
   // returns once every rank reached it. A thread that drives several ranks must then make their
   // calls from threads of their own. A cache lookup: no allocation, message or CUDA call.

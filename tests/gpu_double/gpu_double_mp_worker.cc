@@ -5,6 +5,8 @@
 //            address between calls must not keep peers writing to the old one
 //   mps      finding 7: under MPS the residency check counts other processes'
 //            blocks; with few SMs the call must be refused with NotSupported
+//   staged-a2av  all-to-all-v on buffers CUDA IPC cannot export (cuMemCreate):
+//            staged, yet no receive byte past the segments is written
 // Exit 0 on success, 1 with a message otherwise.
 #include <cuda_runtime.h>
 
@@ -15,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "channel/bindable_memory.hpp"
+#include "core/format.hpp"
 #include "executor/emulation/emulator.hpp"
 #include "executor/emulation/reference.hpp"
 #include "executor/executor_internal.hpp"
@@ -111,12 +115,85 @@ void mps(Job& job) {
   fail("the call ran although the ranks' blocks cannot all be resident under MPS");
 }
 
+// Element i of the segment rank s sends to rank d.
+float a2avValue(int s, int d, uint64_t i) { return static_cast<float>(s * 16 + d + (i % 1024) * 256); }
+
+// One all-to-all-v call on `send` and `recv`, with host or device counts:
+// every received segment is checked, and every byte past them must keep -1.
+void runStagedA2av(Job& job, const plan::PlanPtr& p, char* send, char* recv, uint64_t capacity,
+                   const std::vector<uint64_t>& c, const uint64_t* deviceCounts, const std::string& what) {
+  const int n = 2;
+  std::vector<float> h(capacity / 4, -1.0f);
+  GPUTEST_CUDA(cudaMemcpyAsync(recv, h.data(), capacity, cudaMemcpyHostToDevice, job.stream));
+  std::vector<float> in;
+  for (int d = 0; d < n; ++d)
+    for (uint64_t i = 0; i < c[gRank * n + d]; ++i) in.push_back(a2avValue(gRank, d, i));
+  GPUTEST_CUDA(cudaMemcpyAsync(send, in.data(), in.size() * 4, cudaMemcpyHostToDevice, job.stream));
+  GPUTEST_CUDA(cudaStreamSynchronize(job.stream));
+  // In place, the bytes past the received segments keep what was sent from there.
+  GPUTEST_CUDA(cudaMemcpyAsync(h.data(), recv, capacity, cudaMemcpyDeviceToHost, job.stream));
+  GPUTEST_CUDA(cudaStreamSynchronize(job.stream));
+  const std::vector<float> before = h;
+  SplitSizes splits;
+  splits.counts = deviceCounts != nullptr ? deviceCounts : c.data();
+  splits.onDevice = deviceCounts != nullptr;
+  job.bootstrap->barrier();
+  if (auto refused =
+          job.ex->tryExecuteVariable(gRank, send, recv, capacity, capacity, DataType::Float32, p, splits, job.stream))
+    fail(what + ": refused: " + *refused);
+  GPUTEST_CUDA(cudaStreamSynchronize(job.stream));
+  std::string async;
+  if (job.ex->pollAsyncError(&async)) fail(what + ": " + async);
+  job.bootstrap->barrier();
+  GPUTEST_CUDA(cudaMemcpyAsync(h.data(), recv, capacity, cudaMemcpyDeviceToHost, job.stream));
+  GPUTEST_CUDA(cudaStreamSynchronize(job.stream));
+  uint64_t at = 0;
+  for (int s = 0; s < n; ++s) {
+    for (uint64_t i = 0; i < c[s * n + gRank]; ++i, ++at) {
+      if (h[at] != a2avValue(s, gRank, i))
+        fail(strFormat("%s: element %llu of the segment from rank %d is %g, expected %g", what.c_str(),
+                       static_cast<unsigned long long>(i), s, h[at], a2avValue(s, gRank, i)));
+    }
+  }
+  for (uint64_t k = at; k < h.size(); ++k) {
+    if (h[k] != before[k])
+      fail(strFormat("%s: element %llu past the segments was written (%g, was %g)", what.c_str(),
+                     static_cast<unsigned long long>(k), h[k], before[k]));
+  }
+}
+
+void stagedA2av(Job& job) {
+  plan::PlanPtr p = plan::loadPlanFile(std::string(MSCCLPP_TEST_DEFAULT_PLANS) + "/alltoallv_direct_n2_oop.json");
+  const uint64_t capacity = 64 * 1024;
+  std::string why;
+  char* send = static_cast<char*>(detail::allocateBindable(capacity, 0, &why));
+  char* recv = static_cast<char*>(detail::allocateBindable(capacity, 0, &why));
+  if (send == nullptr || recv == nullptr) fail("cuMemCreate memory: " + why);
+  uint64_t* dev = nullptr;
+  GPUTEST_CUDA(cudaMalloc(&dev, 4 * sizeof(uint64_t)));
+  const std::vector<std::vector<uint64_t>> counts = {{100, 700, 0, 300}, {0, 1200, 5, 0}};
+  for (size_t k = 0; k < counts.size(); ++k) {
+    GPUTEST_CUDA(cudaMemcpyAsync(dev, counts[k].data(), 4 * sizeof(uint64_t), cudaMemcpyHostToDevice, job.stream));
+    runStagedA2av(job, p, send, recv, capacity, counts[k], nullptr, strFormat("call %zu, host counts", k));
+    runStagedA2av(job, p, send, recv, capacity, counts[k], dev, strFormat("call %zu, device counts", k));
+    runStagedA2av(job, p, recv, recv, capacity, counts[k], nullptr, strFormat("call %zu, in place", k));
+    runStagedA2av(job, p, recv, recv, capacity, counts[k], dev, strFormat("call %zu, in place, device counts", k));
+  }
+  job.bootstrap->barrier();
+  job.ex.reset();
+  job.bootstrap->barrier();
+  GPUTEST_CUDA(cudaFree(dev));
+  detail::releaseBindable(send);
+  detail::releaseBindable(recv);
+  std::printf("gpu_double_mp_worker rank %d: staged-a2av: every call correct\n", gRank);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   gRank = envInt("RANK");
   const int size = envInt("WORLD_SIZE");
-  if (argc != 2) fail("usage: gpu_double_mp_worker realloc|mps");
+  if (argc != 2) fail("usage: gpu_double_mp_worker realloc|mps|staged-a2av");
   const std::string scenario = argv[1];
   try {
     GPUTEST_CUDA(cudaSetDevice(0));
@@ -131,6 +208,8 @@ int main(int argc, char** argv) {
       realloc(job);
     else if (scenario == "mps")
       mps(job);
+    else if (scenario == "staged-a2av")
+      stagedA2av(job);
     else
       fail("unknown scenario " + scenario);
     job.bootstrap->barrier();

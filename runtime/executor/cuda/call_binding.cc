@@ -96,6 +96,11 @@ CallBinding bindCall(const CallRequest& q) {
   MSCCLPP_ENFORCE(!writes || q.recvBytes == 0 || q.recv != nullptr, ErrorCode::InvalidArgument,
                   "plan %s rank %d: a null receive buffer of %llu bytes", h.name.c_str(), q.rank,
                   static_cast<unsigned long long>(q.recvBytes));
+  // A variable-size plan's segments lie at the counts' offsets of the call's
+  // buffers: its loader takes no in-place plan, and it has no padded shape.
+  MSCCLPP_ENFORCE(!h.variableSizes || (!h.inPlace && !q.geometry.padded), ErrorCode::InternalError,
+                  "plan %s rank %d: a variable-size plan bound %s", h.name.c_str(), q.rank,
+                  h.inPlace ? "as an in-place plan" : "at a padded geometry");
   CallBinding b;
   if (q.geometry.padded) {
     b = bindPadded(q, reads, writes);

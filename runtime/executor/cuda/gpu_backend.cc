@@ -211,14 +211,6 @@ class GpuBackendImpl final : public GpuBackend {
   Refusal build(const GpuContextKey& key, const CallRequest& req, const GpuCall& c, GpuContext** built) {
     CallShape shape;
     if (Refusal r = tryShapeCall(*c.plan, c.rank, c.sendBytes, c.recvBytes, c.dtype, &shape)) return r;
-    // A variable-size call moves only the segments its counts name, which a
-    // staged copy of whole buffers would not respect: such plans run zero-copy.
-    if (c.plan->header.variableSizes && bindCall(req).stagingBytes > 0) {
-      return strFormat(
-          "plan %s (%s) rank %d: a variable-size plan runs on the CUDA backend only on the caller's buffers, and "
-          "this call's would be staged (in-place, or overlapping send and receive buffers)",
-          c.plan->header.name.c_str(), c.plan->header.source.c_str(), c.rank);
-    }
     const CallDescriptor call =
         describeCall(*c.plan, fingerprints_.of(c.plan), c.sendBytes, c.recvBytes, c.dtype, c.op);
     std::shared_ptr<GpuContext> ctx;

@@ -22,6 +22,7 @@
 #include "executor/diagnostics.hpp"
 #include "executor/native_view.hpp"
 #include "executor/scale_steps.hpp"
+#include "plan/variable_sizes.hpp"
 #include "transport/device_memory.hpp"
 
 namespace mscclpp::exec {
@@ -997,25 +998,35 @@ Refusal GpuContext::launch(const GpuCallArgs& a) {
   if (Refusal r = kernelFor(a.dtype, native, &chosen)) return r;
   const KernelChoice& k = *chosen;
   cudaStream_t s = static_cast<cudaStream_t>(a.stream);
+  CallSteps steps;
+  steps.preBytes = binding_.preBytes;
+  steps.postBytes = binding_.postBytes;
+  steps.divideBytes = binding_.divideBytes;
   if (deviceSegments_ != nullptr) {
-    if (Refusal r = bindCounts(a)) return r;
+    if (Refusal r = bindCounts(a, &steps)) return r;
   }
   char* input = placePtr(binding_.input);
   char* output = placePtr(binding_.output);
   // All below is enqueued on the caller's stream: no sync, no allocation.
-  if (binding_.preBytes > 0 && binding_.planPartBytes > 0) {
+  if (steps.preBytes > 0 && binding_.planPartBytes > 0) {
     // A padded call: one copy puts the send buffer's parts at the plan's pitch.
     MSCCLPP_CUDA_CHECK(cudaMemcpy2DAsync(input, binding_.planPartBytes, binding_.preSrc, binding_.userPartBytes,
                                          binding_.userPartBytes, binding_.preParts, cudaMemcpyDeviceToDevice, s),
                        "%s: staging the send buffer's parts at the padded pitch", name_.c_str());
     if (a.op == ReduceOp::PreMulSum) launchPreMultiply(a.dtype, input, input, binding_.input.bytes, a.scalar, s);
-  } else if (binding_.preBytes > 0) {
+  } else if (steps.preBytes > 0) {
     if (a.op == ReduceOp::PreMulSum) {
-      launchPreMultiply(a.dtype, input, binding_.preInPlace ? input : binding_.preSrc, binding_.preBytes, a.scalar, s);
+      launchPreMultiply(a.dtype, input, binding_.preInPlace ? input : binding_.preSrc, steps.preBytes, a.scalar, s);
     } else {
-      MSCCLPP_CUDA_CHECK(cudaMemcpyAsync(input, binding_.preSrc, binding_.preBytes, cudaMemcpyDeviceToDevice, s),
+      MSCCLPP_CUDA_CHECK(cudaMemcpyAsync(input, binding_.preSrc, steps.preBytes, cudaMemcpyDeviceToDevice, s),
                          "%s: staging the send buffer", name_.c_str());
     }
+  }
+  if (steps.fillOutput) {
+    MSCCLPP_CUDA_CHECK(
+        cudaMemcpyAsync(output, binding_.postDst, binding_.postBytes, cudaMemcpyDeviceToDevice, s),
+        "%s: filling the staged output with the receive buffer (variable sizes, counts in device memory)",
+        name_.c_str());
   }
   const uint32_t nBlocks = image_->device().nBlocks;
   if (nBlocks > 0) {
@@ -1046,17 +1057,17 @@ Refusal GpuContext::launch(const GpuCallArgs& a) {
       launchExecutorKernel(a.dtype, native, l);
     }
   }
-  if (binding_.postBytes > 0 && binding_.planPartBytes > 0) {
+  if (steps.postBytes > 0 && binding_.planPartBytes > 0) {
     MSCCLPP_CUDA_CHECK(cudaMemcpy2DAsync(binding_.postDst, binding_.userPartBytes, output, binding_.planPartBytes,
                                          binding_.userPartBytes, binding_.postParts, cudaMemcpyDeviceToDevice, s),
                        "%s: copying the padded output's parts to the receive buffer", name_.c_str());
-  } else if (binding_.postBytes > 0) {
-    MSCCLPP_CUDA_CHECK(cudaMemcpyAsync(binding_.postDst, output, binding_.postBytes, cudaMemcpyDeviceToDevice, s),
+  } else if (steps.postBytes > 0) {
+    MSCCLPP_CUDA_CHECK(cudaMemcpyAsync(binding_.postDst, output, steps.postBytes, cudaMemcpyDeviceToDevice, s),
                        "%s: copying the staged output to the receive buffer", name_.c_str());
   }
-  if (a.op == ReduceOp::Avg && binding_.divideBytes > 0) {
+  if (a.op == ReduceOp::Avg && steps.divideBytes > 0) {
     char* recv = binding_.postDst != nullptr ? binding_.postDst : output;
-    launchDivide(a.dtype, recv, binding_.divideBytes, static_cast<uint32_t>(plan_->ranks.size()), s);
+    launchDivide(a.dtype, recv, steps.divideBytes, static_cast<uint32_t>(plan_->ranks.size()), s);
   }
   if (a.capturing) retainInCapturedGraph(a.captureId, a.graph);
   lastStream_ = a.stream;
@@ -1064,15 +1075,28 @@ Refusal GpuContext::launch(const GpuCallArgs& a) {
   return std::nullopt;
 }
 
-Refusal GpuContext::bindCounts(const GpuCallArgs& a) {
+Refusal GpuContext::bindCounts(const GpuCallArgs& a, CallSteps* steps) {
   const plan::Plan& p = *plan_;
+  const plan::PlanHeader& h = p.header;
   const uint32_t n = static_cast<uint32_t>(p.ranks.size());
   MSCCLPP_ENFORCE(a.counts != nullptr, ErrorCode::InvalidArgument, "%s: a variable-size call without counts",
                   name_.c_str());
-  if (a.op == ReduceOp::Avg || a.op == ReduceOp::PreMulSum)
-    return strFormat("%s: %s on a variable-size plan is not run by the CUDA backend", name_.c_str(),
-                     reduceOpName(a.op));
-  if (a.countsOnDevice) return std::nullopt;  // the kernel checks each segment against its buffer
+  if (a.countsOnDevice) {
+    // The kernel checks each segment against its buffer. The host does not
+    // know the counts: the pre-step stages (or premulsum scales) the whole
+    // send buffer, and a staged output is filled from the receive buffer
+    // first, so the post-step's whole copy changes only the segments.
+    // Every rank of the collective divides (sizes apart): every rank refuses alike.
+    if (a.op == ReduceOp::Avg && reducedOutputBytes(h.collective, rank_, h.root, 1) > 0) {
+      return strFormat(
+          "%s: avg on a variable-size %s plan divides the bytes its counts name, which the host cannot know when "
+          "the counts are in device memory: pass the splits in host memory (SplitSizes::onDevice false), or sum "
+          "and divide after the call",
+          name_.c_str(), plan::collectiveName(h.collective));
+    }
+    steps->fillOutput = steps->postBytes > 0;
+    return std::nullopt;
+  }
   // Host counts: checked here, then stored by a kernel that takes them by value.
   if (n * n > kInlineCounts) {
     return strFormat("%s: %u ranks' counts in host memory exceed the %u a launch passes: pass them on the device",
@@ -1082,6 +1106,13 @@ Refusal GpuContext::bindCounts(const GpuCallArgs& a) {
   std::string why = checkCounts(p, rank_, a.counts, elem, binding_.input.bytes, binding_.output.bytes);
   if (why.empty()) why = image_->bindSegments(a.counts, elem);
   if (!why.empty()) throw Error(ErrorCode::InvalidArgument, why);
+  // The steps move only what the segments cover, from offset 0, as the
+  // CPU backend does: the receive bytes past them stay untouched.
+  uint64_t inBytes = 0, outBytes = 0;
+  plan::variableCallBytes(h.collective, h.worldSize, a.counts, elem, rank_, &inBytes, &outBytes);
+  steps->preBytes = std::min(steps->preBytes, inBytes);
+  steps->postBytes = std::min(steps->postBytes, outBytes);
+  steps->divideBytes = std::min(steps->divideBytes, reducedOutputBytes(h.collective, rank_, h.root, outBytes));
   launchStoreCounts(a.counts, n * n, deviceCounts_, a.stream);
   return std::nullopt;
 }

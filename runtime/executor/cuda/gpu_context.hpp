@@ -111,7 +111,15 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   Refusal decideKernel(DataType dtype, ReduceOp op, KernelChoice* choice);
   void bindBuffers(const CallRequest& request, bool crossProcessPeers);
   void retainInCapturedGraph(uint64_t captureId, void* graph);
-  Refusal bindCounts(const GpuCallArgs& a);
+  // The bytes one call's steps around the kernel move: the binding's, or
+  // for a variable-size call with host counts, those its counts name.
+  // fillOutput: a staged output starts as a copy of the receive buffer, so
+  // copying it back whole keeps the bytes no segment names (device counts).
+  struct CallSteps {
+    uint64_t preBytes = 0, postBytes = 0, divideBytes = 0;
+    bool fillOutput = false;
+  };
+  Refusal bindCounts(const GpuCallArgs& a, CallSteps* steps);
   void bindSwitchChannels(const CallShape& shape, int tag);
   void exchange(const CallShape& shape, int tag, const CallDescriptor& call);
   void writeSignal(uint32_t channel, uint64_t value, std::string* error);

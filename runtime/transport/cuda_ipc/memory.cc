@@ -80,6 +80,9 @@ void exportRange(const void* ptr, size_t bytes, CudaIpcRecord* out) {
                   "registerMemory(CudaIpc): [%p, +%zu) crosses the end of its %zu-byte allocation", ptr, bytes, size);
   cudaIpcMemHandle_t handle;
   cudaError_t e = cudaIpcGetMemHandle(&handle, reinterpret_cast<void*>(base));
+  // A caller may go on without the export (the executor stages the buffer):
+  // the error must not stay for its next cudaGetLastError.
+  if (e != cudaSuccess) (void)cudaGetLastError();
   MSCCLPP_ENFORCE(e == cudaSuccess, ErrorCode::CudaError, "registerMemory(CudaIpc): cudaIpcGetMemHandle(%p): %s",
                   reinterpret_cast<void*>(base), cudaGetErrorString(e));
   static_assert(sizeof(handle) == 64, "cudaIpcMemHandle_t is 64 bytes");

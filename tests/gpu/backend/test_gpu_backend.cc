@@ -379,20 +379,22 @@ void fillA2avSend(int r, int n, const std::vector<uint64_t>& c, char* send, cuda
   if (!h.empty()) GPUTEST_CUDA(cudaMemcpyAsync(send, h.data(), h.size() * 4, cudaMemcpyHostToDevice, s));
 }
 
-// Checks the receive buffer of rank r, and that the bytes past its segments stayed untouched.
-std::string checkA2avRecv(int r, int n, const std::vector<uint64_t>& c, const char* recv, uint64_t capacity) {
+// Checks the receive buffer of rank r (each element times `factor`), and
+// that the bytes past its segments stayed as they were: `before`, or untouched.
+std::string checkA2avRecv(int r, int n, const std::vector<uint64_t>& c, const char* recv, uint64_t capacity,
+                          const std::vector<float>* before = nullptr, float factor = 1.0f) {
   std::vector<float> h(capacity / 4);
   GPUTEST_CUDA(cudaMemcpy(h.data(), recv, capacity, cudaMemcpyDeviceToHost));
   uint64_t at = 0;
   for (int s = 0; s < n; ++s) {
     for (uint64_t i = 0; i < c[s * n + r]; ++i, ++at) {
-      if (h[at] != a2avValue(s, r, i))
+      if (h[at] != factor * a2avValue(s, r, i))
         return strFormat("rank %d: element %llu of the segment from rank %d is %g, expected %g", r,
-                         static_cast<unsigned long long>(i), s, h[at], a2avValue(s, r, i));
+                         static_cast<unsigned long long>(i), s, h[at], factor * a2avValue(s, r, i));
     }
   }
   for (uint64_t k = at; k < h.size(); ++k) {
-    if (h[k] != kUntouched)
+    if (h[k] != (before ? (*before)[k] : kUntouched))
       return strFormat("rank %d: element %llu past its segments was written", r, static_cast<unsigned long long>(k));
   }
   return "";
@@ -404,8 +406,16 @@ void resetA2avRecv(char* recv, uint64_t capacity, cudaStream_t s) {
   GPUTEST_CUDA(cudaStreamSynchronize(s));
 }
 
+// How runA2av calls: in place (the receive buffer is the send buffer too),
+// and the op; premulsum multiplies every element by `scalar`.
+struct A2avCall {
+  bool inPlace = false;
+  ReduceOp op = ReduceOp::Sum;
+  float scalar = 1.0f;
+};
+
 // Counts in host or device memory, each call checked against the reference.
-std::string runA2av(const std::string& name, int calls, bool onDevice, uint64_t seed) {
+std::string runA2av(const std::string& name, int calls, bool onDevice, uint64_t seed, const A2avCall& how = {}) {
   const plan::PlanPtr p = plan::loadPlanFile(planDir() + "/" + name);
   const int n = static_cast<int>(p->ranks.size());
   GpuRanks& w = world(n);
@@ -422,8 +432,13 @@ std::string runA2av(const std::string& name, int calls, bool onDevice, uint64_t 
     std::string problem;
     for (int k = 0; k < calls && problem.empty(); ++k) {
       const std::vector<uint64_t>& c = counts[k];
+      char* send = how.inPlace ? w.recv(r) : w.send(r);
       resetA2avRecv(w.recv(r), capacity, s);
-      fillA2avSend(r, n, c, w.send(r), s);
+      fillA2avSend(r, n, c, send, s);
+      // In place, the bytes past the received segments keep what was sent from there.
+      std::vector<float> before(capacity / 4, kUntouched);
+      GPUTEST_CUDA(cudaStreamSynchronize(s));
+      if (how.inPlace) GPUTEST_CUDA(cudaMemcpy(before.data(), send, capacity, cudaMemcpyDeviceToHost));
       SplitSizes splits;
       splits.counts = c.data();
       if (onDevice) {
@@ -432,11 +447,12 @@ std::string runA2av(const std::string& name, int calls, bool onDevice, uint64_t 
         splits.onDevice = true;
       }
       barrier.arriveAndWait();
-      auto refused = w.executor(r).tryExecuteVariable(r, w.send(r), w.recv(r), capacity, capacity, DataType::Float32, p,
-                                                      splits, s);
+      auto refused = w.executor(r).tryExecuteVariable(r, send, w.recv(r), capacity, capacity, DataType::Float32, p,
+                                                      splits, s, PacketType::LL16, how.op, &how.scalar);
       if (refused) throw std::runtime_error("refused: " + *refused);
       GPUTEST_CUDA(cudaStreamSynchronize(s));
-      problem = checkA2avRecv(r, n, c, w.recv(r), capacity);
+      const float factor = how.op == ReduceOp::PreMulSum ? how.scalar : 1.0f;
+      problem = checkA2avRecv(r, n, c, w.recv(r), capacity, &before, factor);
       barrier.arriveAndWait();
     }
     GPUTEST_CUDA(cudaFree(dev));
@@ -475,7 +491,7 @@ TEST_CASE("GPU backend: all-to-all-v graph replays new device splits", "[gpu][al
       splits.counts = dev;
       splits.onDevice = true;
       // The warm-up call builds the context with the first counts; capture follows.
-      GPUTEST_CUDA(cudaMemcpy(dev, counts[0].data(), n * n * 8, cudaMemcpyHostToDevice));
+      GPUTEST_CUDA(cudaMemcpyAsync(dev, counts[0].data(), n * n * 8, cudaMemcpyHostToDevice, s));
       resetA2avRecv(w.recv(r), capacity, s);
       fillA2avSend(r, n, counts[0], w.send(r), s);
       barrier.arriveAndWait();
@@ -495,7 +511,7 @@ TEST_CASE("GPU backend: all-to-all-v graph replays new device splits", "[gpu][al
       barrier.arriveAndWait();
       for (int k = 1; k < 4 && problem.empty(); ++k) {
         // New splits written into the captured buffer, then a replay.
-        GPUTEST_CUDA(cudaMemcpy(dev, counts[k].data(), n * n * 8, cudaMemcpyHostToDevice));
+        GPUTEST_CUDA(cudaMemcpyAsync(dev, counts[k].data(), n * n * 8, cudaMemcpyHostToDevice, s));
         resetA2avRecv(w.recv(r), capacity, s);
         fillA2avSend(r, n, counts[k], w.send(r), s);
         barrier.arriveAndWait();
@@ -523,7 +539,7 @@ TEST_CASE("GPU backend: device splits past a buffer fail the call", "[gpu][allto
     cudaStream_t s = w.stream(r);
     uint64_t* dev = nullptr;
     GPUTEST_CUDA(cudaMalloc(&dev, counts.size() * 8));
-    GPUTEST_CUDA(cudaMemcpy(dev, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice));
+    GPUTEST_CUDA(cudaMemcpyAsync(dev, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice, s));
     resetA2avRecv(w.recv(r), capacity, s);
     SplitSizes splits;
     splits.counts = dev;
@@ -547,17 +563,123 @@ TEST_CASE("GPU backend: device splits past a buffer fail the call", "[gpu][allto
   CHECK(err == "");
 }
 
-TEST_CASE("GPU backend: in-place all-to-all-v calls are refused", "[gpu][alltoallv]") {
-  const plan::PlanPtr p = plan::loadPlanFile(planDir() + "/alltoallv_direct_n2_oop.json");
-  GpuRanks& w = world(2);
-  const std::vector<uint64_t> counts = {4, 8, 0, 4};
-  std::string err = onRanks(2, [&](int r) {
-    SplitSizes splits;
-    splits.counts = counts.data();
-    auto refused = w.executor(r).tryExecuteVariable(r, w.recv(r), w.recv(r), 4096, 4096, DataType::Float32, p, splits,
-                                                    w.stream(r));
-    if (!refused || refused->find("would be staged") == std::string::npos)
-      throw std::runtime_error("expected a refusal naming staging, got: " + (refused ? *refused : std::string("none")));
+TEST_CASE("GPU backend: in-place all-to-all-v calls run", "[gpu][alltoallv]") {
+  A2avCall inPlace;
+  inPlace.inPlace = true;
+  for (const char* name :
+       {"alltoallv_direct_n2_oop.json", "alltoallv_direct_n4_oop.json", "alltoallv_ll_n4_oop.json"}) {
+    INFO(name);
+    CHECK(runA2av(name, 3, false, 13, inPlace) == "");
+    CHECK(runA2av(name, 3, true, 17, inPlace) == "");
+  }
+}
+
+TEST_CASE("GPU backend: avg and premulsum on all-to-all-v run", "[gpu][alltoallv]") {
+  // All-to-all-v reduces nothing: avg divides nothing, premulsum scales what is sent.
+  A2avCall avg;
+  avg.op = ReduceOp::Avg;
+  A2avCall premul;
+  premul.op = ReduceOp::PreMulSum;
+  premul.scalar = 3.0f;
+  A2avCall premulInPlace = premul;
+  premulInPlace.inPlace = true;
+  for (const char* name : {"alltoallv_direct_n4_oop.json", "alltoallv_ll_n2_oop.json"}) {
+    INFO(name);
+    for (bool onDevice : {false, true}) {
+      INFO("counts on the device: " << onDevice);
+      CHECK(runA2av(name, 2, onDevice, 19, avg) == "");
+      CHECK(runA2av(name, 2, onDevice, 23, premul) == "");
+      CHECK(runA2av(name, 2, onDevice, 29, premulInPlace) == "");
+    }
+  }
+}
+
+namespace {
+
+// Test-data plans live beside the presets' folder, in the source tree.
+std::string variableDataPlan(const char* name) { return planDir() + "/../tests/data/plans/variable/" + name; }
+
+// Reduce-scatter-v: every rank sends rank d the same count c[d]; rank d's
+// output is the sum (times premulsum's scalar, over n for avg) of every
+// rank's segment for d. Returns the first mismatch, or every rank's refusal.
+std::string runRsv(bool onDevice, const A2avCall& how, uint64_t seed) {
+  const plan::PlanPtr p = plan::loadPlanFile(variableDataPlan("reducescatterv_ll_n2_oop.json"));
+  const int n = static_cast<int>(p->ranks.size());
+  GpuRanks& w = world(n);
+  const uint64_t capacity = 64 * 1024;
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<uint64_t>> counts;
+  for (int k = 0; k < 2; ++k) {
+    std::vector<uint64_t> c(static_cast<size_t>(n) * n);
+    for (int d = 0; d < n; ++d) {
+      const uint64_t v = rng() % 4 == 0 ? 0 : rng() % (p->header.slotBytes / 4 + 1);
+      for (int s = 0; s < n; ++s) c[s * n + d] = v;
+    }
+    counts.push_back(c);
+  }
+  const float factor = how.op == ReduceOp::PreMulSum ? how.scalar : 1.0f;
+  const float divisor = how.op == ReduceOp::Avg ? static_cast<float>(n) : 1.0f;
+  ThreadBarrier barrier(n);
+  return onRanks(n, [&](int r) {
+    cudaStream_t s = w.stream(r);
+    uint64_t* dev = nullptr;
+    GPUTEST_CUDA(cudaMalloc(&dev, n * n * sizeof(uint64_t)));
+    std::string problem;
+    for (size_t k = 0; k < counts.size() && problem.empty(); ++k) {
+      const std::vector<uint64_t>& c = counts[k];
+      resetA2avRecv(w.recv(r), capacity, s);
+      fillA2avSend(r, n, c, w.send(r), s);
+      GPUTEST_CUDA(cudaMemcpyAsync(dev, c.data(), c.size() * 8, cudaMemcpyHostToDevice, s));
+      GPUTEST_CUDA(cudaStreamSynchronize(s));
+      SplitSizes splits;
+      splits.counts = onDevice ? dev : c.data();
+      splits.onDevice = onDevice;
+      barrier.arriveAndWait();
+      auto refused = w.executor(r).tryExecuteVariable(r, w.send(r), w.recv(r), capacity, capacity, DataType::Float32, p,
+                                                      splits, s, PacketType::LL16, how.op, &how.scalar);
+      if (refused) {
+        problem = "refused: " + *refused;
+        break;
+      }
+      GPUTEST_CUDA(cudaStreamSynchronize(s));
+      std::vector<float> h(capacity / 4);
+      GPUTEST_CUDA(cudaMemcpy(h.data(), w.recv(r), capacity, cudaMemcpyDeviceToHost));
+      for (uint64_t i = 0; i < h.size() && problem.empty(); ++i) {
+        float expected = kUntouched;
+        if (i < c[r]) {
+          float sum = 0;
+          for (int q = 0; q < n; ++q) sum += factor * a2avValue(q, r, i);
+          expected = sum / divisor;
+        }
+        if (h[i] != expected)
+          problem = strFormat("rank %d: element %llu is %g, expected %g", r, static_cast<unsigned long long>(i), h[i],
+                              expected);
+      }
+      barrier.arriveAndWait();
+    }
+    GPUTEST_CUDA(cudaFree(dev));
+    if (!problem.empty()) throw std::runtime_error(problem);
   });
-  CHECK(err == "");
+}
+
+}  // namespace
+
+TEST_CASE("GPU backend: reduce-scatter-v with avg and premulsum", "[gpu][alltoallv]") {
+  A2avCall sum, avg, premul;
+  avg.op = ReduceOp::Avg;
+  premul.op = ReduceOp::PreMulSum;
+  premul.scalar = 3.0f;
+  CHECK(runRsv(false, sum, 31) == "");
+  CHECK(runRsv(true, sum, 37) == "");
+  CHECK(runRsv(false, avg, 41) == "");
+  CHECK(runRsv(false, premul, 43) == "");
+  CHECK(runRsv(true, premul, 47) == "");
+  // Avg with device counts: the host cannot know what to divide. Every rank refuses.
+  const std::string refused = runRsv(true, avg, 53);
+  INFO(refused);
+  CHECK(refused.find("rank 0: refused:") != std::string::npos);
+  CHECK(refused.find("rank 1: refused:") != std::string::npos);
+  CHECK(refused.find("avg on a variable-size reducescatterv plan divides the bytes its counts name") !=
+        std::string::npos);
+  CHECK(refused.find("pass the splits in host memory") != std::string::npos);
 }

@@ -464,6 +464,25 @@ TEST_CASE("CUDA binding: buffers peers cannot map are staged", "[exec][cuda]") {
   CHECK(contains(b.why, "CUDA IPC"));
 }
 
+TEST_CASE("CUDA binding: variable-size plans bind unpadded", "[exec][cuda]") {
+  plan::Plan p = bindingPlan(plan::Collective::AllToAllV, false);
+  p.header.variableSizes = true;
+  std::vector<char> buf(256);
+  // In place: the input is staged whole, the output is the caller's.
+  CallBinding b = bindCall(request(p, 0, buf.data(), buf.data(), 256, 256));
+  CHECK(b.input.staged);
+  CHECK(b.preBytes == 256);
+  CHECK(b.output.user == buf.data());
+  CallRequest q = request(p, 0, buf.data(), buf.data(), 256, 256);
+  q.geometry.padded = true;
+  Error e = errorOf([&] { bindCall(q); });
+  CHECK(e.code() == ErrorCode::InternalError);
+  CHECK(contains(e.what(), "a variable-size plan bound at a padded geometry"));
+  p.header.inPlace = true;
+  e = errorOf([&] { bindCall(request(p, 0, buf.data(), buf.data(), 256, 256)); });
+  CHECK(contains(e.what(), "a variable-size plan bound as an in-place plan"));
+}
+
 TEST_CASE("CUDA binding: context key follows buffers, sizes, premulsum", "[exec][cuda]") {
   const plan::Plan p = bindingPlan(plan::Collective::AllReduce, false);
   std::vector<char> a(64), b(64), c(64);
