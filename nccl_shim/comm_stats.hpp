@@ -1,6 +1,7 @@
 // Per-communicator counters of what ran where, logged
 // at INFO when the communicator ends: "allreduce: 12
-// calls, 48.0 MiB, 10 via plans, ...".
+// calls, 48.0 MiB, 10 via plans, 2 via native
+// algorithms, 0 via NCCL" (natives only when some ran).
 //
 // Threads: the counters are relaxed atomics, cheap on
 // the hot path and readable by the thread that destroys
@@ -21,21 +22,25 @@ namespace mscclpp::shim {
 
 class CommStats {
  public:
+  // Where a call ran: a DSL plan, a native algorithm, the real NCCL.
+  enum class Via { Plan, Native, Nccl };
+
   struct Counts {
     uint64_t calls = 0;
     uint64_t bytes = 0;
     uint64_t viaPlan = 0;
+    uint64_t viaNative = 0;
     uint64_t viaNccl = 0;
     uint64_t failed = 0;  // calls that returned an error, counted nowhere else
   };
 
   // Called by the one thread driving the communicator. Plain loads
   // and stores, no read-modify-write: counting takes no bus lock.
-  void record(CollKind kind, uint64_t bytes, bool viaPlan) {
+  void record(CollKind kind, uint64_t bytes, Via via) {
     Slot& s = slots_[static_cast<int>(kind)];
     bump(s.calls, 1);
     bump(s.bytes, bytes);
-    bump(viaPlan ? s.viaPlan : s.viaNccl, 1);
+    bump(via == Via::Plan ? s.viaPlan : via == Via::Native ? s.viaNative : s.viaNccl, 1);
   }
 
   // A call that returned an error. Any thread may
@@ -52,6 +57,7 @@ class CommStats {
     std::atomic<uint64_t> calls{0};
     std::atomic<uint64_t> bytes{0};
     std::atomic<uint64_t> viaPlan{0};
+    std::atomic<uint64_t> viaNative{0};
     std::atomic<uint64_t> viaNccl{0};
     std::atomic<uint64_t> failed{0};
   };

@@ -61,11 +61,12 @@ PlanRun runOnPlan(const PlanChoice& plan, const CollCall& call) {
   PlanRun run = comm.link().runPlan(plan, call, execOpFor(comm, call));
   if (run.wasRefused()) return run;
   uint64_t bytes = planMessageBytes(call, comm.nRanks());
+  const CommStats::Via via = plan.native ? CommStats::Via::Native : CommStats::Via::Plan;
   if (call.kind == CollKind::SendRecv) {
-    comm.stats().record(CollKind::Send, bytes, true);
-    comm.stats().record(CollKind::Recv, bytes, true);
+    comm.stats().record(CollKind::Send, bytes, via);
+    comm.stats().record(CollKind::Recv, bytes, via);
   } else {
-    comm.stats().record(call.kind, bytes, true);
+    comm.stats().record(call.kind, bytes, via);
   }
   MSCCLPP_INFO(LogShim, "%s %s ran: %s", plan.kind, plan.name, describeCall(call, comm.nRanks(), comm.rank()).c_str());
   return run;
@@ -93,11 +94,11 @@ void runOnNccl(const CollCall& call, const std::string* why = nullptr) {
     recv.kind = CollKind::Recv;
     recv.sendbuff = nullptr;
     FallbackComm::issueGroup({{&send, comm.fallback().real(), ncclSum}, {&recv, comm.fallback().real(), ncclSum}});
-    comm.stats().record(CollKind::Send, planMessageBytes(call, comm.nRanks()), false);
-    comm.stats().record(CollKind::Recv, planMessageBytes(call, comm.nRanks()), false);
+    comm.stats().record(CollKind::Send, planMessageBytes(call, comm.nRanks()), CommStats::Via::Nccl);
+    comm.stats().record(CollKind::Recv, planMessageBytes(call, comm.nRanks()), CommStats::Via::Nccl);
   } else {
     comm.fallback().issue(call, realOpFor(comm, call));
-    comm.stats().record(call.kind, planMessageBytes(call, comm.nRanks()), false);
+    comm.stats().record(call.kind, planMessageBytes(call, comm.nRanks()), CommStats::Via::Nccl);
   }
   if (logEnabled(LogLevel::Info, LogShim)) {
     ScopedLogRank logRank(comm.rank());
@@ -310,11 +311,13 @@ void runAllToAllV(const GroupItem& item) {
     std::vector<FallbackComm::RealIssue> issues;
     for (const CollCall& c : a.calls) issues.push_back({&c, comm.fallback().real(), ncclSum});
     FallbackComm::issueGroup(issues);
-    for (const CollCall& c : a.calls) comm.stats().record(c.kind, planMessageBytes(c, comm.nRanks()), false);
+    for (const CollCall& c : a.calls)
+      comm.stats().record(c.kind, planMessageBytes(c, comm.nRanks()), CommStats::Via::Nccl);
     MSCCLPP_INFO(LogShim, "NCCL ran because %s", why.c_str());
     return;
   }
-  for (const CollCall& c : a.calls) comm.stats().record(c.kind, planMessageBytes(c, comm.nRanks()), true);
+  for (const CollCall& c : a.calls)
+    comm.stats().record(c.kind, planMessageBytes(c, comm.nRanks()), CommStats::Via::Plan);
   MSCCLPP_INFO(LogShim, "plan %s ran: alltoallv of %zu grouped sends and receives, %d ranks, %s", item.plan.name,
                a.calls.size(), comm.nRanks(), dtypeName(a.group.dtype));
 }
@@ -376,7 +379,7 @@ void runNcclSegment(std::vector<GroupItem>& items, size_t begin, size_t end) {
   FallbackComm::issueGroup(realIssues(items, begin, end));
   for (size_t i = begin; i < end; ++i) {
     const CollCall& c = items[i].call;
-    c.comm->stats().record(c.kind, planMessageBytes(c, c.comm->nRanks()), false);
+    c.comm->stats().record(c.kind, planMessageBytes(c, c.comm->nRanks()), CommStats::Via::Nccl);
     if (logEnabled(LogLevel::Info, LogShim)) {
       ScopedLogRank logRank(c.comm->rank());
       MSCCLPP_INFO(LogShim, "NCCL ran because %s",

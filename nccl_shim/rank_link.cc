@@ -165,6 +165,7 @@ class RuntimeLink final : public RankLink {
     PlanChoice choice;
     choice.name = chosen->name.c_str();  // lives as long as the choice it holds
     choice.kind = chosen->kindName();
+    choice.native = chosen->kind == algo::Choice::Kind::Native;
     choice.selection = chosen;
     return choice;
   }

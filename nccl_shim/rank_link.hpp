@@ -32,6 +32,7 @@ namespace mscclpp::shim {
 struct PlanChoice {
   const char* name = "";
   const char* kind = "plan";              // "plan" or "native algorithm", as the log says it
+  bool native = false;                    // a native algorithm, not a DSL plan
   std::shared_ptr<const void> selection;  // of the RankLink implementation's type
   explicit operator bool() const { return selection != nullptr; }
 };

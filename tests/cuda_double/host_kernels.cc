@@ -3,7 +3,8 @@
 // kernel logic compiled for the host: the op interpreter's block, as the CPU
 // backend's hostBlockFunction instantiates it, on one host thread per block,
 // and the premulsum / avg steps of gpu_launch.cu for each thread in turn;
-// the built-in native algorithms' kernels as the CPU backend runs them.
+// the built-in native algorithms' kernels as the CPU backend runs them, and
+// the user kernel of examples/custom_allgather (its library registers it).
 // Kernels are matched by the demangled names nvcc registers, so the names
 // below spell the same templates with the same arguments.
 #include <cxxabi.h>
@@ -15,6 +16,7 @@
 #include "algorithm/builtin/allreduce_kernels.hpp"
 #include "algorithm/builtin/collective_kernels.hpp"
 #include "cuda_double.h"
+#include "custom_allgather.hpp"
 #include "executor/cpu/host_block_runner.hpp"
 #include "executor/cuda/gpu_launch.hpp"
 #include "executor/dtypes.hpp"
@@ -145,6 +147,7 @@ struct Registration {
     registerNative<algo::AllgatherMesh>();
     registerNative<algo::BroadcastCopy>();
     registerNative<algo::AlltoallMesh>();
+    registerNative<custom::PortAllgather>();
   }
 } registration;
 

@@ -4,7 +4,7 @@
 // first call builds an execution context collectively, so the group must
 // build the four together, never one after another on the calling thread.
 // Also ncclMemAlloc's memory, which NVLS must be able to bind.
-// Native algorithms serve 3 ranks on the CUDA backend.
+// Native algorithms serve 3 ranks on the CUDA backend, NVLS on ncclMemAlloc memory.
 // meson.build sets MSCCLPP_PLAN_DIR to plans/, no fallback NCCL and a short
 // MSCCLPP_TIMEOUT_S.
 #include <cuda.h>
@@ -14,9 +14,11 @@
 #include "catch_session.hpp"
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "cuda_double.h"
+#include "mscclpp/algorithm_api.h"
 
 namespace {
 
@@ -70,6 +72,78 @@ TEST_CASE("finding 2: one thread drives four communicators in a group", "[findin
     CK(cudaSetDevice(i));
     CK(cudaFree(send[i]));
     CK(cudaFree(recv[i]));
+    CK(cudaStreamDestroy(streams[i]));
+  }
+}
+
+namespace {
+
+// Chooses allreduce_nvls, else none (the real NCCL, absent here: the call fails).
+int pickNvls(const mscclppAlgorithmInfo* candidates, int n, const mscclppPlanRequest*, void*) {
+  for (int i = 0; i < n; ++i)
+    if (std::string(candidates[i].name) == "allreduce_nvls") return i;
+  return -1;
+}
+
+}  // namespace
+
+// The native NVLS allreduce (multicast reduce and store through switch
+// channels) on buffers from ncclMemAlloc, which NVLS binds, out of place
+// and in place, each call built once and reused.
+TEST_CASE("the native NVLS allreduce serves ncclMemAlloc buffers", "[native]") {
+  constexpr int kDevices = 3;
+  const size_t count = 512 * 1024;  // 2 MiB: NVLS binds whole multicast granules
+  int devlist[kDevices] = {0, 1, 2};
+  ncclComm_t comms[kDevices] = {};
+  REQUIRE(mscclppAlgorithmSetSelector(&pickNvls, nullptr) == mscclppSuccess);
+  REQUIRE(ncclCommInitAll(comms, kDevices, devlist) == ncclSuccess);
+  std::vector<cudaStream_t> streams(kDevices);
+  std::vector<float*> send(kDevices), recv(kDevices);
+  auto upload = [&](int i, float* to) {
+    std::vector<float> host(count);
+    for (size_t k = 0; k < count; ++k) host[k] = static_cast<float>((i + 1) * (k % 13));
+    CK(cudaMemcpyAsync(to, host.data(), count * sizeof(float), cudaMemcpyHostToDevice, streams[i]));
+    CK(cudaStreamSynchronize(streams[i]));
+  };
+  for (int i = 0; i < kDevices; ++i) {
+    CK(cudaSetDevice(i));
+    CK(cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking));
+    REQUIRE(ncclMemAlloc(reinterpret_cast<void**>(&send[i]), count * sizeof(float)) == ncclSuccess);
+    REQUIRE(ncclMemAlloc(reinterpret_cast<void**>(&recv[i]), count * sizeof(float)) == ncclSuccess);
+  }
+  for (const bool inPlace : {false, true}) {
+    for (int iteration = 0; iteration < 2; ++iteration) {
+      for (int i = 0; i < kDevices; ++i) {
+        CK(cudaSetDevice(i));
+        upload(i, inPlace ? recv[i] : send[i]);
+      }
+      REQUIRE(ncclGroupStart() == ncclSuccess);
+      for (int i = 0; i < kDevices; ++i) {
+        CK(cudaSetDevice(i));
+        REQUIRE(ncclAllReduce(inPlace ? recv[i] : send[i], recv[i], count, ncclFloat, ncclSum, comms[i], streams[i]) ==
+                ncclSuccess);
+      }
+      const ncclResult_t r = ncclGroupEnd();
+      INFO("in place " << inPlace << ", iteration " << iteration << ": " << ncclGetLastError(nullptr));
+      REQUIRE(r == ncclSuccess);
+      for (int i = 0; i < kDevices; ++i) {
+        CK(cudaSetDevice(i));
+        CK(cudaStreamSynchronize(streams[i]));
+        std::vector<float> host(count);
+        CK(cudaMemcpy(host.data(), recv[i], count * sizeof(float), cudaMemcpyDeviceToHost));
+        for (size_t k = 0; k < count; ++k) {
+          const float expect = static_cast<float>(6 * (k % 13));  // (1 + 2 + 3) * (k % 13)
+          if (host[k] != expect) FAIL("device " << i << " element " << k << ": " << host[k]);
+        }
+      }
+    }
+  }
+  for (int i = 0; i < kDevices; ++i) REQUIRE(ncclCommDestroy(comms[i]) == ncclSuccess);
+  REQUIRE(mscclppAlgorithmSetSelector(nullptr, nullptr) == mscclppSuccess);
+  for (int i = 0; i < kDevices; ++i) {
+    CK(cudaSetDevice(i));
+    REQUIRE(ncclMemFree(send[i]) == ncclSuccess);
+    REQUIRE(ncclMemFree(recv[i]) == ncclSuccess);
     CK(cudaStreamDestroy(streams[i]));
   }
 }

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "algorithm/algorithm_registry.hpp"
 #include "channel/bindable_memory.hpp"
 #include "core/params.hpp"
 #include "cuda_double.h"
@@ -171,6 +172,38 @@ TEST_CASE("a host-raised abort stops every wait within 100 ms", "[abort]") {
   while (cudaStreamQuery(w.stream(0)) == cudaErrorNotReady) std::this_thread::sleep_for(std::chrono::microseconds(200));
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - failedAt).count();
   WARN("abort latency: " << ms << " ms from the communicator's failure to the end of the launch");
+  CHECK(ms < 100);
+  std::string why;
+  CHECK(w.executor(0).pollAsyncError(&why));
+  CHECK(why.find("the test fails the communicator") != std::string::npos);
+}
+
+// The same for a native kernel: rank 0 alone runs the LL-packet allreduce of
+// 2 ranks, whose waits poll the abort flag's device copy and read the host's
+// flag once per round.
+TEST_CASE("a host-raised abort stops a native kernel within 100 ms", "[abort]") {
+  auto algorithm = algo::AlgorithmRegistry::instance().find("allreduce_packets");
+  REQUIRE(algorithm);
+  const exec::NativeProgramPtr program = algorithm->program({0, 0}, false, 0, Backend::Cuda);
+  GpuRanks w(2, 1 << 16);
+  const uint64_t bytes = 4096;
+  auto call = [&](int r) {
+    if (auto refused = w.executor(r).tryExecute(r, w.send(r), w.recv(r), bytes, bytes, DataType::Float32, program,
+                                                w.stream(r), ReduceOp::Sum, nullptr))
+      throw std::runtime_error("refused: " + *refused);
+  };
+  REQUIRE(onRanks(2, [&](int r) {
+            call(r);
+            GPUTEST_CUDA(cudaStreamSynchronize(w.stream(r)));
+          }) == "");
+  call(0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // past the first round of every wait
+  REQUIRE(cudaStreamQuery(w.stream(0)) == cudaErrorNotReady);
+  const auto failedAt = std::chrono::steady_clock::now();
+  w.comm(0).fail(ErrorCode::Aborted, "the test fails the communicator");
+  while (cudaStreamQuery(w.stream(0)) == cudaErrorNotReady) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - failedAt).count();
+  WARN("native abort latency: " << ms << " ms from the communicator's failure to the end of the launch");
   CHECK(ms < 100);
   std::string why;
   CHECK(w.executor(0).pollAsyncError(&why));

@@ -109,6 +109,9 @@ class AlgorithmBlock {
         call_(args.call),
         dtype_(args.dtype),
         op_(args.op) {
+    // GPU contexts' waits poll the abort flag's device-memory copy; the host
+    // raises the mapped flag, which long waits read once per round (hostAbortSeen).
+    waitAbort_ = ctx.liveWaits != nullptr ? &ctx.state->abortCopy : ctx.abortFlag;
     deadline_ = args.timeoutNs == kNoDeadline ? kNoDeadline : deadlineAfter(args.timeoutNs);
     // Acquire: pairs with the previous launch's last block, which released the advanced flag.
     flag_ = atomicLoad<uint32_t, scopeDevice>(&ctx.state->flag, memoryOrderAcquire);
@@ -152,7 +155,7 @@ class AlgorithmBlock {
     uint64_t observed = 0;
     const SpinStatus st =
         reportedWait(WaitKind::MemoryChannel, static_cast<uint32_t>(peer), expected, &observed,
-                     [&](uint64_t deadline) { return sem.waitClaimed(expected, deadline, ctx_.abortFlag, &observed); });
+                     [&](uint64_t deadline) { return sem.waitClaimed(expected, deadline, waitAbort_, &observed); });
     return settle(st, WaitKind::MemoryChannel, static_cast<uint32_t>(peer), expected, observed, 0);
   }
 
@@ -186,7 +189,7 @@ class AlgorithmBlock {
     uint64_t observed = 0;
     const SpinStatus st =
         reportedWait(WaitKind::PortChannel, static_cast<uint32_t>(peer), expected, &observed,
-                     [&](uint64_t deadline) { return sem.waitClaimed(expected, deadline, ctx_.abortFlag, &observed); });
+                     [&](uint64_t deadline) { return sem.waitClaimed(expected, deadline, waitAbort_, &observed); });
     return settle(st, WaitKind::PortChannel, static_cast<uint32_t>(peer), expected, observed, 0);
   }
 
@@ -202,7 +205,7 @@ class AlgorithmBlock {
     const SpinStatus st = reportedWait(
         WaitKind::Packet, static_cast<uint32_t>(writer), flag_, &observed,
         [&](uint64_t deadline) {
-          const SpinStatus s = mscclpp::readPacket(p, flag_, payload, deadline, ctx_.abortFlag, &seen);
+          const SpinStatus s = mscclpp::readPacket(p, flag_, payload, deadline, waitAbort_, &seen);
           observed = seen;
           return s;
         },
@@ -214,7 +217,7 @@ class AlgorithmBlock {
   // All threads of every block call it.
   MSCCLPP_HOST_DEVICE_INLINE bool gridSync() {
     const uint64_t none = 0;
-    const SpinStatus st = ctx_.gridBarrier->syncWith(ctx_.nBlocks, ctx_.abortFlag, [&](auto&& spin) {
+    const SpinStatus st = ctx_.gridBarrier->syncWith(ctx_.nBlocks, waitAbort_, [&](auto&& spin) {
       if (failed_) return SpinStatus::Aborted;
       return reportedWait(WaitKind::Barrier, 0, ctx_.nBlocks, &none, spin);
     });
@@ -232,7 +235,7 @@ class AlgorithmBlock {
  private:
   MSCCLPP_HOST_DEVICE_INLINE bool stopped() {
     if (failed_) return true;
-    if (atomicLoad<uint32_t>(ctx_.abortFlag, memoryOrderRelaxed) == 0) return false;
+    if (atomicLoad<uint32_t>(waitAbort_, memoryOrderRelaxed) == 0) return false;
     fail(SpinStatus::Aborted, WaitKind::None, 0, 0, 0, 0);
     return true;
   }
@@ -245,9 +248,12 @@ class AlgorithmBlock {
   }
 
   // A wait still going after kReportWaitAfterNs writes what it waits for
-  // into its block's slot, spins on for the same claimed value and clears
-  // the slot when it ends; a wait that goes on refills a slot another
-  // thread cleared within kRepublishWaitNs. A short wait costs one clock read.
+  // into its block's slot, spins on for the same claimed value in rounds of
+  // kWaitRoundNs and clears the slot when it ends; a wait that goes on
+  // refills a slot another thread cleared within a round. After the first
+  // millisecond and each round it looks at the host's abort flag
+  // (hostAbortSeen), which the spins do not read. A short wait costs one
+  // clock read. CPU contexts wait in one go: the host reads their counters live.
   template <class Spin>
   MSCCLPP_HOST_DEVICE_INLINE SpinStatus reportedWait(WaitKind kind, uint32_t what, uint64_t expected,
                                                      const uint64_t* observed, Spin&& spin, uint64_t detail = 0) {
@@ -256,18 +262,16 @@ class AlgorithmBlock {
       if (early < deadline_) {
         SpinStatus st = spin(early);
         if (st != SpinStatus::Timeout) return st;
+        if (hostAbortSeen()) return SpinStatus::Aborted;
         publishWait(kind, what, expected, *observed, detail);
-#if !defined(MSCCLPP_DEVICE_COMPILE)
-        // A host block is one thread: nobody else clears its slot, and one
-        // long spin keeps backing off to sleeps.
-        st = spin(deadline_);
-        clearWait();
-        return st;
-#endif
         for (;;) {
-          const uint64_t round = clockNs() + kRepublishWaitNs;
+          const uint64_t round = clockNs() + kWaitRoundNs;
           st = spin(round < deadline_ ? round : deadline_);
           if (st != SpinStatus::Timeout || round >= deadline_) break;
+          if (hostAbortSeen()) {
+            st = SpinStatus::Aborted;
+            break;
+          }
           if (atomicLoad<uint32_t>(&ctx_.liveWaits[block_].waiting, memoryOrderRelaxed) == 0)
             publishWait(kind, what, expected, *observed, detail);
         }
@@ -276,6 +280,26 @@ class AlgorithmBlock {
       }
     }
     return spin(deadline_);
+  }
+
+  // Whether the host raised the context's abort flag (a proxy failure, a
+  // failed communicator); if so, raises the device copy the spins poll, so
+  // every wait of the launch stops within kAbortPollMask polls. The flag is
+  // host-mapped: one lane of the warp reads it across PCIe and shares it.
+  MSCCLPP_HOST_DEVICE_NOINLINE bool hostAbortSeen() {
+    uint32_t raised = 0;
+#if defined(MSCCLPP_DEVICE_COMPILE)
+    const unsigned active = __activemask();
+    const int leader = __ffs(active) - 1;
+    if (static_cast<int>(threadIdx.x & 31u) == leader)
+      raised = atomicLoad<uint32_t>(ctx_.abortFlag, memoryOrderRelaxed);
+    raised = __shfl_sync(active, raised, leader);
+#else
+    raised = atomicLoad<uint32_t>(ctx_.abortFlag, memoryOrderRelaxed);
+#endif
+    if (raised != 0 && waitAbort_ != ctx_.abortFlag)
+      atomicStore<uint32_t, scopeDevice>(waitAbort_, 1u, memoryOrderRelaxed);
+    return raised != 0;
   }
 
   // Relaxed system-scope stores between two system-scope fences while the
@@ -323,7 +347,7 @@ class AlgorithmBlock {
     for (;;) {
       uint32_t free = 0;
       if (atomicCompareExchange<uint32_t, scopeDevice>(lock, &free, 1u, memoryOrderAcquire)) return true;
-      if (atomicLoad<uint32_t>(ctx_.abortFlag, memoryOrderRelaxed) != 0) return false;
+      if (atomicLoad<uint32_t>(waitAbort_, memoryOrderRelaxed) != 0) return false;
     }
   }
   MSCCLPP_HOST_DEVICE_INLINE void unlockSlot() {
@@ -361,7 +385,9 @@ class AlgorithmBlock {
       uint32_t none = 0xffffffffu;
       atomicCompareExchange<uint32_t, scopeDevice>(&ctx_.state->firstFailedBlock, &none, block_, memoryOrderRelaxed);
       // Relaxed: the flag only makes other spins give up; it publishes no data.
+      // The host reads the mapped flag; this launch's waits poll the copy.
       atomicStore<uint32_t, scopeSystem>(ctx_.abortFlag, 1u, memoryOrderRelaxed);
+      if (waitAbort_ != ctx_.abortFlag) atomicStore<uint32_t, scopeDevice>(waitAbort_, 1u, memoryOrderRelaxed);
     }
   }
 
@@ -373,6 +399,10 @@ class AlgorithmBlock {
   uint32_t step_ = 0;
   uint64_t half_ = 0;
   uint64_t deadline_ = kNoDeadline;
+  // The abort flag the waits poll: GPU contexts' device-memory copy
+  // (ExecState::abortCopy), else the context's flag. FIFO waits, which wait
+  // for the host's proxy anyway, read the host's flag itself.
+  uint32_t* waitAbort_ = nullptr;
   bool failed_ = false;
 };
 

@@ -19,6 +19,14 @@ requires_build = pytest.mark.skipif(
     reason="MSCCLPP_BUILD_DIR does not name a build with the shim, the custom all-gather and the NCCL double")
 
 
+# A GPU build's CUDA device double (its libcudart) and the host bodies of its kernels.
+CUDA_DOUBLE = os.path.join(BUILD, "tests", "cuda_double")
+HOST_KERNELS = os.path.join(BUILD, "tests", "gpu_double", "libcuda_double_host_kernels.so")
+requires_double = pytest.mark.skipif(
+    not all(os.path.isfile(p) for p in (SHIM, CUSTOM, PROGRAM, HOST_KERNELS)),
+    reason="MSCCLPP_BUILD_DIR does not name a CUDA build with the device double")
+
+
 def shim_env(log, **extra):
     """Preloads the shim; no DSL plan fits, the NCCL double stands in for the real NCCL."""
     env = worker_env(LD_PRELOAD=SHIM, MSCCLPP_NCCL_LIB_PATH=DOUBLE, MSCCLPP_PLAN_DIR=os.path.join(
@@ -40,6 +48,23 @@ def test_an_unchanged_nccl_program_runs_the_custom_kernel(tmp_path):
     assert text.count("native algorithm custom_allgather ran: allgather, 3 ranks, 11.7 KiB, f32\n") == 3, text
     assert text.count("native algorithm custom_allgather ran: allgather, 3 ranks, 11.7 KiB, f32, in-place") == 3
     assert "NCCL ran" not in text
+
+
+@requires_double
+def test_the_custom_kernel_runs_on_the_cuda_double(tmp_path):
+    """The CUDA backend launches the library's kernel; the double runs its host body. No NCCL stands
+    behind the shim, and the log must name the custom kernel, not the built-in all-gather."""
+    log = tmp_path / "nccl.log"
+    env = shim_env(log, MSCCLPP_BACKEND="cuda", CUDA_DOUBLE_HOST_KERNELS=HOST_KERNELS, MSCCLPP_TIMEOUT_S="10")
+    env["MSCCLPP_NCCL_LIB_PATH"] = "/nonexistent/libnccl.so.2"
+    env["LD_LIBRARY_PATH"] = os.pathsep.join([CUDA_DOUBLE] + [p for p in [env.get("LD_LIBRARY_PATH")] if p])
+    env["LD_PRELOAD"] = f"{SHIM} {CUSTOM}"
+    done = subprocess.run([PROGRAM, "3", "1001", "gpu"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert sorted(done.stdout.split("\n")[:3]) == [f"rank {r}: correct" for r in range(3)], done.stdout
+    text = log.read_text()
+    assert text.count("native algorithm custom_allgather ran: allgather, 3 ranks, 11.7 KiB, f32\n") == 3, text
+    assert text.count("native algorithm custom_allgather ran: allgather, 3 ranks, 11.7 KiB, f32, in-place") == 3
 
 
 @requires_build

@@ -243,6 +243,46 @@ TEST_CASE("the decision log names the native algorithm", "[native]") {
         std::string::npos);
 }
 
+namespace {
+
+// In place: the DSL plan; out of place: the first native candidate.
+int planInPlace(const mscclppAlgorithmInfo* candidates, int n, const mscclppPlanRequest* request, void*) {
+  const std::string want = request->inPlace ? "plan" : "native";
+  for (int i = 0; i < n; ++i)
+    if (want == candidates[i].kind) return i;
+  return -2;
+}
+
+}  // namespace
+
+TEST_CASE("the destroy summary counts native calls apart", "[native]") {
+  char err[512];
+  REQUIRE(mscclppPlanRegisterFile(DEFAULT_PLAN_DIR "/allreduce_ll_n2_ip.json", nullptr, 0, err, sizeof(err)) ==
+          mscclppSuccess);
+  REQUIRE(mscclppAlgorithmSetSelector(&planInPlace, nullptr) == mscclppSuccess);
+  std::string log = logged([] {
+    std::vector<ncclComm_t> comms = initAll(2);
+    allreduce(comms, 256);  // in place
+    std::vector<std::vector<float>> in(2, std::vector<float>(256, 1.0f)), out(2, std::vector<float>(256));
+    for (int k = 0; k < 2; ++k) {
+      REQUIRE(ncclGroupStart() == ncclSuccess);
+      for (int r = 0; r < 2; ++r)
+        REQUIRE(ncclAllReduce(in[r].data(), out[r].data(), 256, ncclFloat32, ncclSum, comms[r], nullptr) ==
+                ncclSuccess);
+      REQUIRE(ncclGroupEnd() == ncclSuccess);
+    }
+    CHECK(out[1][255] == 2.0f);
+    destroyAll(comms);
+  });
+  REQUIRE(mscclppAlgorithmSetSelector(nullptr, nullptr) == mscclppSuccess);
+  REQUIRE(mscclppPlanUnregister("allreduce_ll_n2_ip", err, sizeof(err)) == mscclppSuccess);
+  INFO(log);
+  CHECK(log.find("plan allreduce_ll_n2_ip ran: allreduce, 2 ranks, 1 KiB, f32, sum, in-place") != std::string::npos);
+  CHECK(log.find("native algorithm allreduce_packets ran: allreduce, 2 ranks, 1 KiB, f32, sum\n") != std::string::npos);
+  CHECK(log.find("rank 0 of 2 destroyed; allreduce: 3 calls, 3 KiB, 1 via plans, 2 via native algorithms, 0 via "
+                 "NCCL") != std::string::npos);
+}
+
 TEST_CASE("MSCCLPP_NATIVE_ENABLE=0 sends the call to NCCL", "[native]") {
   std::string log = logged([] {
     ScopedEnv off("MSCCLPP_NATIVE_ENABLE", "0");

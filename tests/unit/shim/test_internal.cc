@@ -267,13 +267,23 @@ TEST_CASE("describeCall names what a call asks for", "[call]") {
 TEST_CASE("stats summarise calls per collective", "[stats]") {
   CommStats s;
   CHECK(s.summary().empty());
-  s.record(CollKind::AllReduce, 1024, true);
-  s.record(CollKind::AllReduce, 1024, false);
-  s.record(CollKind::Send, 8, false);
+  s.record(CollKind::AllReduce, 1024, CommStats::Via::Plan);
+  s.record(CollKind::AllReduce, 1024, CommStats::Via::Nccl);
+  s.record(CollKind::Send, 8, CommStats::Via::Nccl);
   CHECK(s.get(CollKind::AllReduce).calls == 2);
   CHECK(s.get(CollKind::AllReduce).viaPlan == 1);
   CHECK(s.summary() ==
         "allreduce: 2 calls, 2 KiB, 1 via plans, 1 via NCCL; send: 1 calls, 8 B, 0 via plans, 1 via NCCL");
+}
+
+TEST_CASE("stats count native algorithms apart from plans", "[stats]") {
+  CommStats s;
+  s.record(CollKind::AllReduce, 1024, CommStats::Via::Native);
+  s.record(CollKind::AllReduce, 1024, CommStats::Via::Native);
+  s.record(CollKind::AllReduce, 1024, CommStats::Via::Plan);
+  CHECK(s.get(CollKind::AllReduce).viaNative == 2);
+  CHECK(s.get(CollKind::AllReduce).viaPlan == 1);
+  CHECK(s.summary() == "allreduce: 3 calls, 3 KiB, 1 via plans, 2 via native algorithms, 0 via NCCL");
 }
 
 TEST_CASE("group state: depth, latching, ordering", "[group]") {
