@@ -17,9 +17,9 @@ namespace mscclpp::shim {
 namespace {
 
 // Bootstrap tags of the two rounds, apart from the shim's other messages.
-constexpr int kCountsTag = 0x4132 << 8;   // round 1: a rank's counts to each peer of its calls
-constexpr int kVerdictTag = 0x4133 << 8;  // round 2: the leader's decision to every other rank
-constexpr uint32_t kMagic = 0x41325641;   // "A2VA"
+constexpr int kCountsTag = 0x4132 << 8;             // round 1: a rank's counts to each peer of its calls
+constexpr int kVerdictTag = 0x4133 << 8;            // round 2: the leader's decision to every other rank
+constexpr uint32_t kGroupCountsMagic = 0x41325641;  // "A2VA"
 
 // Round 1: what a rank tells each peer of its calls.
 struct Told {
@@ -45,7 +45,7 @@ struct Decided {
 
 std::vector<char> encodeTold(const Told& t, int n) {
   ByteWriter w;
-  w.put<uint32_t>(kMagic);
+  w.put<uint32_t>(kGroupCountsMagic);
   w.put<uint8_t>(t.candidate);
   w.put<uint8_t>(t.talksToAll);
   w.put<uint8_t>(t.selector);
@@ -59,7 +59,7 @@ std::vector<char> encodeTold(const Told& t, int n) {
 Told decodeTold(const std::vector<char>& bytes, int n, int peer) {
   const std::string what = strFormat("rank %d's all-to-all-v counts", peer);
   ByteReader r(bytes, what.c_str());
-  MSCCLPP_ENFORCE(r.get<uint32_t>("magic") == kMagic, ErrorCode::RemoteError,
+  MSCCLPP_ENFORCE(r.get<uint32_t>("magic") == kGroupCountsMagic, ErrorCode::RemoteError,
                   "rank %d sent something else than its all-to-all-v counts", peer);
   Told t;
   t.candidate = r.get<uint8_t>("candidate") != 0;
@@ -76,7 +76,7 @@ Told decodeTold(const std::vector<char>& bytes, int n, int peer) {
 
 std::vector<char> encodeDecided(const Decided& d, int n) {
   ByteWriter w;
-  w.put<uint32_t>(kMagic);
+  w.put<uint32_t>(kGroupCountsMagic);
   w.put<uint32_t>(static_cast<uint32_t>(d.verdict));
   w.put<uint32_t>(static_cast<uint32_t>(d.because));
   w.put<int32_t>(d.rank);
@@ -90,7 +90,7 @@ std::vector<char> encodeDecided(const Decided& d, int n) {
 Decided decodeDecided(const std::vector<char>& bytes, int n, int leader) {
   const std::string what = strFormat("rank %d's all-to-all-v decision", leader);
   ByteReader r(bytes, what.c_str());
-  MSCCLPP_ENFORCE(r.get<uint32_t>("magic") == kMagic, ErrorCode::RemoteError,
+  MSCCLPP_ENFORCE(r.get<uint32_t>("magic") == kGroupCountsMagic, ErrorCode::RemoteError,
                   "rank %d sent something else than its all-to-all-v decision", leader);
   Decided d;
   const uint32_t verdict = r.get<uint32_t>("verdict"), because = r.get<uint32_t>("because");

@@ -13,8 +13,8 @@ namespace mscclpp::shim {
 
 namespace {
 
-constexpr uint32_t kMagic = 0x41475245;  // "AGRE"
-constexpr size_t kSlotBytes = 1024;      // one rank's part of the all-gather
+constexpr uint32_t kAgreementMagic = 0x41475245;  // "AGRE"
+constexpr size_t kSlotBytes = 1024;               // one rank's part of the all-gather
 constexpr size_t kMaxName = 200;
 constexpr size_t kMaxWhy = 700;
 constexpr size_t kMaxDecisions = 4096;  // per communicator; every rank drops alike
@@ -103,7 +103,7 @@ PlanChoice PlanAgreement::agree(const CallShape& shape, uint64_t generation, con
   std::vector<char> all(kSlotBytes * static_cast<size_t>(nRanks_), 0);
   {
     ByteWriter w;
-    w.put<uint32_t>(kMagic);
+    w.put<uint32_t>(kAgreementMagic);
     w.put<int32_t>(shape.kind);
     w.put<uint64_t>(shape.count);
     w.put<int32_t>(shape.dtype);
@@ -124,7 +124,7 @@ PlanChoice PlanAgreement::agree(const CallShape& shape, uint64_t generation, con
     std::vector<char> slot(all.begin() + kSlotBytes * r, all.begin() + kSlotBytes * (r + 1));
     ByteReader rd(slot, "plan agreement");
     Sent& s = sent[r];
-    MSCCLPP_ENFORCE(rd.get<uint32_t>("magic") == kMagic, ErrorCode::RemoteError,
+    MSCCLPP_ENFORCE(rd.get<uint32_t>("magic") == kAgreementMagic, ErrorCode::RemoteError,
                     "plan agreement: rank %d sent something else", r);
     s.shape.kind = rd.get<int32_t>("kind");
     s.shape.count = rd.get<uint64_t>("count");

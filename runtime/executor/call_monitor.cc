@@ -27,7 +27,6 @@ constexpr double kAskSeconds = 2.0;  // a live peer answers in microseconds (its
 constexpr size_t kMaxText = 4096;
 constexpr size_t kMaxWaitsSent = 64;
 constexpr size_t kPeersInStatus = 4;
-constexpr size_t kBlocksPerWarning = 4;  // as the CPU backend's WARN
 
 const char* phaseName(CallMonitor::Phase p) {
   switch (p) {
@@ -464,10 +463,7 @@ void CallMonitor::warnLongWait(uint64_t seq, uint32_t launch, int64_t callMs) {
     plan = now.call ? now.call->plan : std::string();
     if (now.live && *now.live) live = (*now.live)();
   }
-  std::string what;
-  for (size_t i = 0; i < live.waits.size() && i < kBlocksPerWarning; ++i) what += (i ? "; " : "") + live.waits[i].text;
-  if (live.waits.size() > kBlocksPerWarning)
-    what += strFormat("; and %zu more threadblocks", live.waits.size() - kBlocksPerWarning);
+  const std::string what = summarizeWaits(live.waits);
   const std::string peers = peerStatus();
   MSCCLPP_WARN(LogExec,
                "plan %s rank %d: call #%llu%s has waited %s%.3g s on its device (MSCCLPP_WAIT_WARN_S=%.3g; no "

@@ -473,4 +473,12 @@ std::vector<std::string> describeUnfinishedBlocks(const plan::Plan& plan, int ra
   return lines;
 }
 
+std::string summarizeWaits(const std::vector<BlockWait>& waits) {
+  constexpr size_t kShown = 4;
+  std::string what;
+  for (size_t i = 0; i < waits.size() && i < kShown; ++i) what += (i ? "; " : "") + waits[i].text;
+  if (waits.size() > kShown) what += strFormat("; and %zu more threadblocks", waits.size() - kShown);
+  return what;
+}
+
 }  // namespace mscclpp::exec

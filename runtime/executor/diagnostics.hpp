@@ -41,6 +41,10 @@ struct BlockWait {
   std::string text;
 };
 
+// A long-wait WARN's list: the first four waits' texts joined with "; ",
+// then how many more blocks wait. The CPU backend and the call monitor say it alike.
+std::string summarizeWaits(const std::vector<BlockWait>& waits);
+
 // While a CPU launch runs: every block of `rank` that has not finished the
 // launch, with what it waits for now, or that it runs. *progress changes
 // whenever a block moves. Reads records and counters with atomic loads

@@ -21,9 +21,6 @@ uint64_t secondsToNs(double s) { return s <= 0 ? kNoDeadline : static_cast<uint6
 // Connection::flush's "no deadline of mine": it then applies MSCCLPP_TIMEOUT_S, none by default.
 constexpr int64_t kNoFlushDeadlineUsec = -1;
 
-// A long-wait warning names at most this many threadblocks (one line per interval).
-constexpr size_t kBlocksPerWarning = 4;
-
 }  // namespace
 
 CpuContext::CpuContext(plan::PlanPtr plan, int rank, const CallShape& shape, RankResources resources,
@@ -161,11 +158,7 @@ std::vector<BlockWait> CpuContext::liveBlocks(uint64_t* progress) const {
 
 void CpuContext::warnLongWait(double waited) const {
   const plan::Plan& plan = image_->plan();
-  std::vector<BlockWait> lines = liveBlocks(nullptr);
-  std::string what;
-  for (size_t i = 0; i < lines.size() && i < kBlocksPerWarning; ++i) what += (i ? "; " : "") + lines[i].text;
-  if (lines.size() > kBlocksPerWarning)
-    what += strFormat("; and %zu more threadblocks", lines.size() - kBlocksPerWarning);
+  const std::string what = summarizeWaits(liveBlocks(nullptr));
   const std::string peers = peerStatus_ ? peerStatus_() : std::string();
   MSCCLPP_WARN(LogExec,
                "plan %s rank %d: launch with flag %u has waited %.3g s (MSCCLPP_WAIT_WARN_S=%.3g; no deadline "
