@@ -569,7 +569,7 @@ class SyncRun:
     only in threadblock op lists before the passes: passes.fuse (or passes.expand_runs without
     fusion) treats them exactly as those SyncOps, without making the ones fusion merges away."""
 
-    __slots__ = ("name", "channel_type", "bits", "ids")
+    __slots__ = ("name", "channel_type", "bits", "ids", "kind")  # kind: (name, channel_type, bits), shared
 
     def ops(self):
         name, ctype, bits = self.name, self.channel_type, self.bits

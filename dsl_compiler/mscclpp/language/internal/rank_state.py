@@ -72,7 +72,9 @@ class RankState:
     def add_channel(self, channel_type, peer):
         """(channel id, k): the new channel is the k-th of its type to peer (it pairs with the peer's
         k-th back)."""
-        peers = self.channels.setdefault(channel_type, [])
+        peers = self.channels.get(channel_type)
+        if peers is None:
+            peers = self.channels[channel_type] = []
         peers.append(peer)
         key = (channel_type, peer)
         k = self.peer_channels.get(key, 0)
