@@ -292,7 +292,10 @@ class _PeerChannel:
         return (self.src_rank, self.dst_rank, self.channel_type, self._k)
 
     def _new_records(self, program):
-        records = self._records = program.sync_entry(self._pair, None)
+        """The channel's pairing records outside loops (CollectiveProgram.sync_entry, inlined)."""
+        records = self._records = ([], [])
+        self._state.peer_channels[(self.channel_type, self.dst_rank)][self._k] = records
+        program.sync_order.append((self.src_rank, self.dst_rank, self.channel_type, self._k, None))
         return records
 
     def __repr__(self):
@@ -384,9 +387,7 @@ class _PeerChannel:
         frame = _user_frame(_getframe(2))
         location = (frame.f_code, frame.f_lasti)
         if program.loop_context is None:
-            records = self._records
-            if records is None:
-                records = self._records = program.sync_entry(self._pair, None)
+            records = self._records or self._new_records(program)
             records[0 if is_signal else 1].append(location)
         else:
             program.record_sync(self._pair, is_signal, location)
