@@ -36,9 +36,12 @@ def check_pairing(ranks, order, loop_records):
     empty = ((), ())
     problems = []
     partner_records = loop_records.get
+    balanced = _balanced_outside_loops(ranks)
     for key in order:
         rank, peer, ctype, k, loop = key
         if loop is None:
+            if balanced:
+                continue
             signals, waits = ranks[rank].peer_channels[(ctype, peer)][k]
             theirs = ranks[peer].peer_channels.get((ctype, rank), ())
             exists = k < len(theirs)  # whether the peer has the partner channel
@@ -103,6 +106,29 @@ def check_pairing(ranks, order, loop_records):
             "so the plan is written, but it hangs where a wait's channel gets no signal",
             location,
         )
+
+
+def _balanced_outside_loops(ranks):
+    """Whether every channel's records outside loops match its partner's: as many signals as the
+    partner waits and as many waits as it signals. Then none of them is a problem; this answers
+    with a pass over the channels of each rank pair, without the checks that name the mismatch."""
+    for state in ranks:
+        rank = state.rank
+        for (ctype, peer), mine in state.peer_channels.items():
+            theirs = ranks[peer].peer_channels.get((ctype, rank))
+            if theirs is None:
+                if mine.count(None) != len(mine):
+                    return False
+                continue
+            if peer < rank:
+                continue  # the peer's pass compared this pair
+            for a, b in zip(mine, theirs):
+                if a is not b and (a is None or b is None or len(a[0]) != len(b[1]) or len(a[1]) != len(b[0])):
+                    return False
+            extra = mine[len(theirs) :] if len(mine) > len(theirs) else theirs[len(mine) :]
+            if extra.count(None) != len(extra):
+                return False
+    return True
 
 
 def _totals(ranks, order, loop_records):
