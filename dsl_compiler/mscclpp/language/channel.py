@@ -279,9 +279,20 @@ class _PeerChannel:
         self.src_rank = src_rank
         self.dst_rank = dst_rank
         self._program = program
-        self._state = program.ranks[src_rank]
-        # The channel is the k-th of its type from src_rank to dst_rank (see _pair).
-        self.channel_id, self._k = self._state.add_channel(self.channel_type, dst_rank)
+        self._state = state = program.ranks[src_rank]
+        # RankState.add_channel, inlined: the channel is the k-th of its type to dst_rank (see _pair),
+        # its pairing records outside loops at index k of _siblings, the list of those channels'.
+        ctype = self.channel_type
+        peers = state.channels.get(ctype)
+        if peers is None:
+            peers = state.channels[ctype] = []
+        self.channel_id = len(peers)
+        peers.append(dst_rank)
+        siblings = self._siblings = state.peer_channels.get((ctype, dst_rank))
+        if siblings is None:
+            siblings = self._siblings = state.peer_channels[(ctype, dst_rank)] = []
+        self._k = len(siblings)
+        siblings.append(None)
         # tb -> [the threadblock's op list, local channel index, {buffer char: local remote-buffer index}, ThreadBlock]
         self._slots = {}
         self._records = None  # (signal locations, wait locations) outside loops
@@ -293,9 +304,8 @@ class _PeerChannel:
 
     def _new_records(self, program):
         """The channel's pairing records outside loops (CollectiveProgram.sync_entry, inlined)."""
-        records = self._records = ([], [])
-        self._state.peer_channels[(self.channel_type, self.dst_rank)][self._k] = records
-        program.sync_order.append((self.src_rank, self.dst_rank, self.channel_type, self._k, None))
+        records = self._records = self._siblings[self._k] = ([], [])
+        program.sync_order.append(self)  # it stands for its key: see CollectiveProgram.sync_keys
         return records
 
     def __repr__(self):
@@ -356,10 +366,16 @@ class _PeerChannel:
         return local
 
     def _register_remote(self, block, buffer):
-        """Registers the peer's buffer on ThreadBlock block (ThreadBlock.remote_buffer, inlined);
-        returns its threadblock-local id."""
+        """Registers the peer's buffer on ThreadBlock block (RankState.remote_buffer and
+        ThreadBlock.remote_buffer, inlined); returns its threadblock-local id."""
         ctype = self.channel_type
-        key = (ctype, self._state.remote_buffer(self.dst_rank, buffer, ctype))
+        buffers = self._state.remote_buffers
+        entry = buffers.get((self.dst_rank, buffer))
+        if entry is None:
+            entry = buffers[(self.dst_rank, buffer)] = [len(buffers), [ctype]]
+        elif ctype not in entry[1]:
+            entry[1].append(ctype)
+        key = (ctype, entry[0])
         local = block.remote_index.get(key)
         if local is None:
             ids = block.remote_buffers.get(ctype)
@@ -546,13 +562,20 @@ class MemoryChannel(_PeerChannel):
                 else:
                     slot = self._slots.get(tb) or self._slot(tb)
                     rb = slot[2]
-                    refs = []
-                    for c in remote:
+                    if len(remote) == 1:  # the usual call; c is its chunk
                         buffer = c.buffer._value_
                         local_rb = rb.get(buffer)
                         if local_rb is None:
                             local_rb = self._remote(slot, buffer)
-                        refs.append((local_rb, c.index, size, dst_rank, buffer))
+                        refs = [(local_rb, c.index, size, dst_rank, buffer)]
+                    else:
+                        refs = []
+                        for c in remote:
+                            buffer = c.buffer._value_
+                            local_rb = rb.get(buffer)
+                            if local_rb is None:
+                                local_rb = self._remote(slot, buffer)
+                            refs.append((local_rb, c.index, size, dst_rank, buffer))
                     src = (local_src_chunk.buffer._value_, local_src_chunk.index, size)
                     if local_dst_chunk is not None:
                         dst = (local_dst_chunk.buffer._value_, local_dst_chunk.index, size)
