@@ -123,7 +123,7 @@ def _put_method(name, doc):
             else:
                 local_rb = slot[2].get(dst_buffer)
                 if local_rb is None:
-                    local_rb = self._remote(slot, dst_buffer)
+                    local_rb = self._new_remote(slot, dst_buffer)
             size = src_chunk.size
             src = (src_chunk.buffer._value_, src_chunk.index, size)
             dst = (local_rb, dst_chunk.index, size, self.dst_rank, dst_buffer)
@@ -365,6 +365,11 @@ class _PeerChannel:
             local = slot[2][buffer] = self._register_remote(slot[3], buffer)
         return local
 
+    def _new_remote(self, slot, buffer):
+        """_remote for a buffer the slot does not have yet (the fast paths looked)."""
+        local = slot[2][buffer] = self._register_remote(slot[3], buffer)
+        return local
+
     def _register_remote(self, block, buffer):
         """Registers the peer's buffer on ThreadBlock block (RankState.remote_buffer and
         ThreadBlock.remote_buffer, inlined); returns its threadblock-local id."""
@@ -454,7 +459,7 @@ class _PeerChannel:
             slot = self._slots.get(tb) or self._slot(tb)
             local_rb = slot[2].get(dst_buffer)
             if local_rb is None:
-                local_rb = self._remote(slot, dst_buffer)
+                local_rb = self._new_remote(slot, dst_buffer)
             op = Put(op_name, [src], [(local_rb, dst_chunk.index, size, self.dst_rank, dst_buffer)], [slot[1]], ctype, None)
             if program._direct:
                 slot[0].append(op)
@@ -566,7 +571,7 @@ class MemoryChannel(_PeerChannel):
                         buffer = c.buffer._value_
                         local_rb = rb.get(buffer)
                         if local_rb is None:
-                            local_rb = self._remote(slot, buffer)
+                            local_rb = self._new_remote(slot, buffer)
                         refs = [(local_rb, c.index, size, dst_rank, buffer)]
                     else:
                         refs = []
@@ -574,7 +579,7 @@ class MemoryChannel(_PeerChannel):
                             buffer = c.buffer._value_
                             local_rb = rb.get(buffer)
                             if local_rb is None:
-                                local_rb = self._remote(slot, buffer)
+                                local_rb = self._new_remote(slot, buffer)
                             refs.append((local_rb, c.index, size, dst_rank, buffer))
                     src = (local_src_chunk.buffer._value_, local_src_chunk.index, size)
                     if local_dst_chunk is not None:
