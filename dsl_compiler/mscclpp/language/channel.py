@@ -305,7 +305,7 @@ class _PeerChannel:
     def _new_records(self, program):
         """The channel's pairing records outside loops (CollectiveProgram.sync_entry, inlined)."""
         records = self._records = self._siblings[self._k] = ([], [])
-        program.sync_order.append(self)  # it stands for its key: see CollectiveProgram.sync_keys
+        program.sync_order.append((self.src_rank, self.dst_rank, self.channel_type, self._k, None))
         return records
 
     def __repr__(self):

@@ -134,8 +134,8 @@ class CollectiveProgram:
         # Pairing records: outside loops each channel's are in RankState.peer_channels; inside
         # loops, (rank, peer, channel type, k, loop key) -> ([signal locs], [wait locs]) here.
         self.sync_records = {}
-        # The records in the order they were first made: their keys, (rank, peer, channel type, k,
-        # loop key); a DSL channel stands for its records outside loops (see sync_keys).
+        # The keys (rank, peer, channel type, k, loop key) of the records, in the order they were first
+        # made. Keys, not channels: a program refers to no channel, so reference counting frees it.
         self.sync_order = []
         self.last_rank = None  # rank of the latest Rank(...): the executing rank of legacy switch calls
         self._json = None
@@ -228,11 +228,6 @@ class CollectiveProgram:
             self.sync_order.append(key)
         return entry
 
-    def sync_keys(self):
-        """The keys of sync_order's records, in order."""
-        for entry in self.sync_order:
-            yield entry if type(entry) is tuple else entry._pair + (None,)
-
     def record_sync(self, pair, is_signal, location):
         loop = self.loop_context
         loop_key = None if loop is None else (loop.unit, loop.num_chunks)
@@ -265,7 +260,7 @@ class CollectiveProgram:
         self._before_compile()
         for check in self.deferred_checks:
             check()
-        check_pairing(self.ranks, self.sync_keys, self.sync_records)
+        check_pairing(self.ranks, self.sync_order, self.sync_records)
         locations.ACTIVE = self._locations
         try:
             self._run_passes()

@@ -22,8 +22,8 @@ def _loop_text(loop):
     return "" if loop is None else f" inside pipeline loops (unit {loop[0]}, {loop[1]} chunk(s))"
 
 
-def check_pairing(ranks, keys, loop_records):
-    """keys(): (rank, peer, channel type, k, loop key) of every channel's records, in the order they
+def check_pairing(ranks, order, loop_records):
+    """order: (rank, peer, channel type, k, loop key) of every channel's records, in the order they
     were first made, for the rank's k-th channel of that type to peer (RankState.add_channel numbers
     them); the records, (signal locations, wait locations), are in RankState.peer_channels outside
     loops (loop key None) and in loop_records under that key inside them.
@@ -38,7 +38,7 @@ def check_pairing(ranks, keys, loop_records):
     partner_records = loop_records.get
     # Records outside loops that all balance raise nothing: then only the loops' are walked.
     balanced = _balanced_outside_loops(ranks)
-    for key in loop_records if balanced else keys():
+    for key in loop_records if balanced else order:
         rank, peer, ctype, k, loop = key
         if loop is None:
             signals, waits = ranks[rank].peer_channels[(ctype, peer)][k]
@@ -87,7 +87,7 @@ def check_pairing(ranks, keys, loop_records):
             )
     if not problems:
         return
-    totals = _totals(ranks, keys(), loop_records)
+    totals = _totals(ranks, order, loop_records)
     errors, warnings = [], {}
     for location, message, group in problems:
         if group is not None and _balanced(totals, group):
@@ -130,10 +130,10 @@ def _balanced_outside_loops(ranks):
     return True
 
 
-def _totals(ranks, keys, loop_records):
+def _totals(ranks, order, loop_records):
     """(rank, peer, channel type, loop key) -> [signals rank sends to peer, waits rank does for peer]."""
     totals = {}
-    for key in keys:
+    for key in order:
         rank, peer, ctype, k, loop = key
         signals, waits = ranks[rank].peer_channels[(ctype, peer)][k] if loop is None else loop_records[key]
         entry = totals.setdefault((rank, peer, ctype, loop), [0, 0])
