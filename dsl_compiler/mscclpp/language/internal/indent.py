@@ -63,8 +63,9 @@ def dumps_text(text, indent=2):
                     append("[" + inner + part[:close].replace(",", "," + inner) + lines[depth] + "]")
                 else:
                     deeper = lines[depth + 2]
-                    body = part[1 : close - 1].replace("},{", "\0").replace(",", "," + deeper)
-                    body = body.replace("\0", inner + "}," + inner + "{" + deeper)
+                    # Every comma to a new line, then the ones between objects back out a level.
+                    body = part[1 : close - 1].replace(",", "," + deeper)
+                    body = body.replace("}," + deeper + "{", inner + "}," + inner + "{" + deeper)
                     append("[" + inner + "{" + deeper + body + inner + "}" + lines[depth] + "]")
                 rest = part[close + 1 :]
             else:  # a list holding lists, or objects holding objects: walked below
