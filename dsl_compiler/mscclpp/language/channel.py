@@ -293,8 +293,13 @@ class _PeerChannel:
             siblings = self._siblings = state.peer_channels[(ctype, dst_rank)] = []
         self._k = len(siblings)
         siblings.append(None)
+        self._key = (ctype, self.channel_id)  # the channel's key in ThreadBlock.channel_index
         # tb -> [the threadblock's op list, local channel index, {buffer char: local remote-buffer index}, ThreadBlock]
         self._slots = {}
+        # The peer buffer last registered (a buffer char) and its (channel type, rank-level remote
+        # buffer id): a channel used on many threadblocks registers the same buffer on each.
+        self._remote_buffer = None
+        self._remote_key = None
         self._records = None  # (signal locations, wait locations) outside loops
 
     @property
@@ -346,7 +351,7 @@ class _PeerChannel:
         if tb >= len(tbs):
             tbs.extend([ThreadBlock() for _ in range(tb + 1 - len(tbs))])
         block = tbs[tb]
-        key = (self.channel_type, self.channel_id)
+        key = self._key
         local = block.channel_index.get(key)
         if local is None:
             ids = block.channels.get(key[0])
@@ -374,13 +379,17 @@ class _PeerChannel:
         """Registers the peer's buffer on ThreadBlock block (RankState.remote_buffer and
         ThreadBlock.remote_buffer, inlined); returns its threadblock-local id."""
         ctype = self.channel_type
-        buffers = self._state.remote_buffers
-        entry = buffers.get((self.dst_rank, buffer))
-        if entry is None:
-            entry = buffers[(self.dst_rank, buffer)] = [len(buffers), [ctype]]
-        elif ctype not in entry[1]:
-            entry[1].append(ctype)
-        key = (ctype, entry[0])
+        if buffer == self._remote_buffer:
+            key = self._remote_key
+        else:
+            buffers = self._state.remote_buffers
+            entry = buffers.get((self.dst_rank, buffer))
+            if entry is None:
+                entry = buffers[(self.dst_rank, buffer)] = [len(buffers), [ctype]]
+            elif ctype not in entry[1]:
+                entry[1].append(ctype)
+            key = self._remote_key = (ctype, entry[0])
+            self._remote_buffer = buffer
         local = block.remote_index.get(key)
         if local is None:
             ids = block.remote_buffers.get(ctype)
