@@ -119,11 +119,9 @@ def _put_method(name, doc):
             slot = self._slots.get(tb)
             if slot is None:
                 slot = self._slot(tb, dst_buffer)
-                local_rb = slot[2][dst_buffer]
+                local_rb = slot[3]
             else:
-                local_rb = slot[2].get(dst_buffer)
-                if local_rb is None:
-                    local_rb = self._new_remote(slot, dst_buffer)
+                local_rb = slot[3] if slot[2] == dst_buffer else self._new_remote(slot, dst_buffer)
             size = src_chunk.size
             src = (src_chunk.buffer._value_, src_chunk.index, size)
             dst = (local_rb, dst_chunk.index, size, self.dst_rank, dst_buffer)
@@ -294,7 +292,8 @@ class _PeerChannel:
         self._k = len(siblings)
         siblings.append(None)
         self._key = (ctype, self.channel_id)  # the channel's key in ThreadBlock.channel_index
-        # tb -> [the threadblock's op list, local channel index, {buffer char: local remote-buffer index}, ThreadBlock]
+        # tb -> [the threadblock's op list, local channel index, the first peer buffer used there (a
+        # buffer char) and its local remote-buffer index, ThreadBlock, {other buffer: index} or None]
         self._slots = {}
         # The peer buffer last registered (a buffer char) and its (channel type, rank-level remote
         # buffer id): a channel used on many threadblocks registers the same buffer on each.
@@ -359,20 +358,28 @@ class _PeerChannel:
                 ids = block.channels[key[0]] = []
             local = block.channel_index[key] = len(ids)
             ids.append(key[1])
-        remote = {} if buffer is None else {buffer: self._register_remote(block, buffer)}
-        slot = self._slots[tb] = [block.ops, local, remote, block]
+        slot = self._slots[tb] = [block.ops, local, None, None, block, None]
+        if buffer is not None:
+            slot[3] = self._register_remote(block, buffer)
+            slot[2] = buffer
         return slot
 
     def _remote(self, slot, buffer):
         """The threadblock-local id of the peer's buffer, registering it on first use."""
-        local = slot[2].get(buffer)
-        if local is None:
-            local = slot[2][buffer] = self._register_remote(slot[3], buffer)
-        return local
+        return slot[3] if slot[2] == buffer else self._new_remote(slot, buffer)
 
     def _new_remote(self, slot, buffer):
-        """_remote for a buffer the slot does not have yet (the fast paths looked)."""
-        local = slot[2][buffer] = self._register_remote(slot[3], buffer)
+        """_remote for a buffer other than the slot's first (the fast paths looked at that)."""
+        if slot[2] is None:
+            local = slot[3] = self._register_remote(slot[4], buffer)
+            slot[2] = buffer
+            return local
+        others = slot[5]
+        if others is None:
+            others = slot[5] = {}
+        local = others.get(buffer)
+        if local is None:
+            local = others[buffer] = self._register_remote(slot[4], buffer)
         return local
 
     def _register_remote(self, block, buffer):
@@ -466,9 +473,7 @@ class _PeerChannel:
         ctype = self.channel_type
         if tb_group is None and type(tb) is int:
             slot = self._slots.get(tb) or self._slot(tb)
-            local_rb = slot[2].get(dst_buffer)
-            if local_rb is None:
-                local_rb = self._new_remote(slot, dst_buffer)
+            local_rb = self._remote(slot, dst_buffer)
             op = Put(op_name, [src], [(local_rb, dst_chunk.index, size, self.dst_rank, dst_buffer)], [slot[1]], ctype, None)
             if program._direct:
                 slot[0].append(op)
@@ -575,20 +580,15 @@ class MemoryChannel(_PeerChannel):
                         break
                 else:
                     slot = self._slots.get(tb) or self._slot(tb)
-                    rb = slot[2]
                     if len(remote) == 1:  # the usual call; c is its chunk
                         buffer = c.buffer._value_
-                        local_rb = rb.get(buffer)
-                        if local_rb is None:
-                            local_rb = self._new_remote(slot, buffer)
+                        local_rb = slot[3] if slot[2] == buffer else self._new_remote(slot, buffer)
                         refs = [(local_rb, c.index, size, dst_rank, buffer)]
                     else:
                         refs = []
                         for c in remote:
                             buffer = c.buffer._value_
-                            local_rb = rb.get(buffer)
-                            if local_rb is None:
-                                local_rb = self._new_remote(slot, buffer)
+                            local_rb = slot[3] if slot[2] == buffer else self._new_remote(slot, buffer)
                             refs.append((local_rb, c.index, size, dst_rank, buffer))
                     src = (local_src_chunk.buffer._value_, local_src_chunk.index, size)
                     if local_dst_chunk is not None:
