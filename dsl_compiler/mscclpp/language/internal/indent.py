@@ -45,7 +45,7 @@ def dumps_text(text, indent=2):
     lines = ["\n" + step * depth for depth in range(32)]  # lines[d]: a new line at depth d
     out = []
     append = out.append
-    split = _CLOSE_OR_BRACE.split
+    walked = {}  # (text, depth) -> (its indented text, the depth after it)
     parts = text.replace(":", ": ").split("[")
     depth = 0
     rest = parts[0]
@@ -77,29 +77,44 @@ def dumps_text(text, indent=2):
         if "{" not in rest and "}" not in rest and "]" not in rest:
             append(rest.replace(",", "," + lines[depth]))
             continue
-        tokens = split(rest)  # text, then (structure character, text) pairs
-        if tokens[0]:
-            append(tokens[0].replace(",", "," + lines[depth]))
-        i, n = 1, len(tokens)
-        while i < n:
-            mark, token = tokens[i], tokens[i + 1]
-            if mark == "{":
-                if not token and i + 2 < n and tokens[i + 2] == "}":
-                    append("{}")
-                    i += 2
-                    token = tokens[i + 1]
-                else:
-                    depth += 1
-                    if depth + 3 >= len(lines):
-                        lines += [lines[-1] + step * k for k in range(1, 33)]
-                    append("{" + lines[depth])
-            else:
-                depth -= 1
-                append(lines[depth] + mark)
-            if token:
-                append(token.replace(",", "," + lines[depth]))
-            i += 2
+        # The text between lists repeats (the keys of every op): each (text, depth) is walked once.
+        key = (rest, depth)
+        known = walked.get(key)
+        if known is None:
+            pieces = []
+            depth = _walk(rest, depth, lines, step, pieces)
+            known = walked[key] = ("".join(pieces), depth)
+        else:
+            depth = known[1]
+        append(known[0])
     return "".join(out)
+
+
+def _walk(text, depth, lines, step, out):
+    """Indents text holding braces and "]" (no "["), starting at depth; returns the depth after it."""
+    tokens = _CLOSE_OR_BRACE.split(text)  # text, then (structure character, text) pairs
+    if tokens[0]:
+        out.append(tokens[0].replace(",", "," + lines[depth]))
+    i, n = 1, len(tokens)
+    while i < n:
+        mark, token = tokens[i], tokens[i + 1]
+        if mark == "{":
+            if not token and i + 2 < n and tokens[i + 2] == "}":
+                out.append("{}")
+                i += 2
+                token = tokens[i + 1]
+            else:
+                depth += 1
+                if depth + 3 >= len(lines):
+                    lines += [lines[-1] + step * k for k in range(1, 33)]
+                out.append("{" + lines[depth])
+        else:
+            depth -= 1
+            out.append(lines[depth] + mark)
+        if token:
+            out.append(token.replace(",", "," + lines[depth]))
+        i += 2
+    return depth
 
 
 def _flat_objects(part, close):
