@@ -74,9 +74,7 @@ class RankState:
     def add_channel(self, channel_type, peer):
         """(channel id, k): the new channel is the k-th of its type to peer (it pairs with the peer's
         k-th back)."""
-        peers = self.channels.get(channel_type)
-        if peers is None:
-            peers = self.channels[channel_type] = []
+        peers = self.channels.setdefault(channel_type, [])
         peers.append(peer)
         key = (channel_type, peer)
         records = self.peer_channels.get(key)
@@ -84,11 +82,6 @@ class RankState:
             records = self.peer_channels[key] = []
         records.append(None)
         return len(peers) - 1, len(records) - 1
-
-    def channel_records(self, channel_type, peer, k):
-        """The pairing records outside loops of the k-th channel of channel_type to peer, or None."""
-        records = self.peer_channels.get((channel_type, peer))
-        return records[k] if records is not None and k < len(records) else None
 
     def add_switch_channel(self, buffer, ranks):
         self.switch_channels.append((buffer, ranks))
