@@ -50,15 +50,26 @@ _new = object.__new__  # ops of the hot paths are built field by field: no __ini
 # A DSL call from that code needs no frame walk;
 # programs call from the same few loops again and again.
 _user_code = None
+# That code's call sites, instruction offset -> (code, offset), the location a signal or wait records:
+# one tuple per call site instead of one per call.
+_user_sites = {}
 
 
 def _user_frame(frame):
     """The innermost frame, from ``frame`` outwards, whose code lives outside mscclpp/language."""
-    global _user_code
+    global _user_code, _user_sites
     while frame.f_code.co_filename.startswith(_LANGUAGE_DIR):
         frame = frame.f_back
-    _user_code = frame.f_code
+    if frame.f_code is not _user_code:
+        _user_code = frame.f_code
+        _user_sites = {}
     return frame
+
+
+def _new_site(offset):
+    """The location of instruction ``offset`` of _user_code, made once."""
+    site = _user_sites[offset] = (_user_code, offset)
+    return site
 
 
 def _check_rank(program, rank, role):
@@ -108,16 +119,14 @@ def _put_method(name, doc):
             slot = self._slots.get(tb)
             if slot is None:
                 slot = self._slot(tb, dst_buffer)
-                local_rb = slot[2][dst_buffer]
+                local_rb = slot[3]
             else:
-                local_rb = slot[2].get(dst_buffer)
-                if local_rb is None:
-                    local_rb = self._remote(slot, dst_buffer)
+                local_rb = slot[3] if slot[2] == dst_buffer else self._new_remote(slot, dst_buffer)
             size = src_chunk.size
             src = (src_chunk.buffer._value_, src_chunk.index, size)
             dst = (local_rb, dst_chunk.index, size, self.dst_rank, dst_buffer)
             ctype = self.channel_type
-            ops = slot[0].ops
+            ops = slot[0]
             if ops:
                 run = ops[-1]
                 if type(run) is PutRun and run.name == op_name and run.channel_type == ctype:
@@ -136,6 +145,12 @@ def _put_method(name, doc):
     return method
 
 
+def _sync_kinds(name, channel_type):
+    """What a SyncRun of the op ``name`` holds, by data_sync bits: (name, channel type, bits), one
+    tuple per kind, so that a fast path tells whether an op extends the last run by identity."""
+    return [(name, channel_type, bits) for bits in range(4)]
+
+
 def _memory_sync(strict_name, relaxed_name, index, doc):
     """MemoryChannel.signal (index 0) / wait (index 1): the fast path, else _sync_op.
 
@@ -143,6 +158,8 @@ def _memory_sync(strict_name, relaxed_name, index, doc):
     caller's (code, instruction offset), which costs a fraction of reading f_lineno; the caller is
     the user's frame unless the call came through another DSL method (relaxedSignal, ...)."""
     is_signal = index == 0
+    strict_kinds = _sync_kinds(strict_name, "memory")
+    relaxed_kinds = _sync_kinds(relaxed_name, "memory")
 
     def method(self, tb, data_sync=_BOTH, relaxed=False, sync=None, iter_context=None):
         program = _state._active
@@ -160,21 +177,19 @@ def _memory_sync(strict_name, relaxed_name, index, doc):
                 frame = _getframe(1)
                 if frame.f_code is not _user_code:
                     frame = _user_frame(frame)
-                records = self._records
-                if records is None:
-                    records = self._records = program.sync_entry(self._pair, None)
-                records[index].append((frame.f_code, frame.f_lasti))
-                ops = slot[0].ops
-                name = relaxed_name if relaxed else strict_name
+                offset = frame.f_lasti
+                records = self._records or self._new_records(program)
+                records[index].append(_user_sites.get(offset) or _new_site(offset))
+                kind = relaxed_kinds[bits] if relaxed else strict_kinds[bits]
+                ops = slot[0]
                 if ops:
                     run = ops[-1]
-                    if type(run) is SyncRun and run.bits == bits and run.name == name and run.channel_type == "memory":
+                    if type(run) is SyncRun and run.kind is kind:
                         run.ids.append(slot[1])
                         return
                 run = _new(SyncRun)
-                run.name = name
-                run.channel_type = "memory"
-                run.bits = bits
+                run.kind = kind
+                run.name, run.channel_type, run.bits = kind
                 run.ids = [slot[1]]
                 ops.append(run)
                 return
@@ -188,6 +203,7 @@ def _memory_sync(strict_name, relaxed_name, index, doc):
 def _port_sync(name, index):
     """PortChannel.signal (index 0) / wait (index 1): the fast path, else _sync_op."""
     is_signal = index == 0
+    kinds = _sync_kinds(name, "port")
 
     def method(self, tb, data_sync=_BOTH, sync=None, iter_context=None, relaxed=False):
         if relaxed:
@@ -207,20 +223,19 @@ def _port_sync(name, index):
                 frame = _getframe(1)
                 if frame.f_code is not _user_code:
                     frame = _user_frame(frame)
-                records = self._records
-                if records is None:
-                    records = self._records = program.sync_entry(self._pair, None)
-                records[index].append((frame.f_code, frame.f_lasti))
-                ops = slot[0].ops
+                offset = frame.f_lasti
+                records = self._records or self._new_records(program)
+                records[index].append(_user_sites.get(offset) or _new_site(offset))
+                kind = kinds[bits]
+                ops = slot[0]
                 if ops:
                     run = ops[-1]
-                    if type(run) is SyncRun and run.bits == bits and run.name == name and run.channel_type == "port":
+                    if type(run) is SyncRun and run.kind is kind:
                         run.ids.append(slot[1])
                         return
                 run = _new(SyncRun)
-                run.name = name
-                run.channel_type = "port"
-                run.bits = bits
+                run.kind = kind
+                run.name, run.channel_type, run.bits = kind
                 run.ids = [slot[1]]
                 ops.append(run)
                 return
@@ -263,13 +278,39 @@ class _PeerChannel:
         self.dst_rank = dst_rank
         self._program = program
         self._state = state = program.ranks[src_rank]
+        # RankState.add_channel, inlined: the channel is the k-th of its type to dst_rank (see _pair),
+        # its pairing records outside loops at index k of _siblings, the list of those channels'.
         ctype = self.channel_type
-        self.channel_id, k = state.add_channel(ctype, dst_rank)
+        peers = state.channels.get(ctype)
+        if peers is None:
+            peers = state.channels[ctype] = []
+        self.channel_id = len(peers)
+        peers.append(dst_rank)
+        siblings = self._siblings = state.peer_channels.get((ctype, dst_rank))
+        if siblings is None:
+            siblings = self._siblings = state.peer_channels[(ctype, dst_rank)] = []
+        self._k = len(siblings)
+        siblings.append(None)
         self._key = (ctype, self.channel_id)  # the channel's key in ThreadBlock.channel_index
-        self._pair = (src_rank, dst_rank, ctype, k)  # identifies its pairing records (see pairing.py)
-        self._slots = {}  # tb -> [ThreadBlock, local channel index, {buffer char: local remote-buffer index}]
-        self._remote_ids = {}  # buffer char -> (channel type, rank-level remote buffer id)
+        # tb -> [the threadblock's op list, local channel index, the first peer buffer used there (a
+        # buffer char) and its local remote-buffer index, ThreadBlock, {other buffer: index} or None]
+        self._slots = {}
+        # The peer buffer last registered (a buffer char) and its (channel type, rank-level remote
+        # buffer id): a channel used on many threadblocks registers the same buffer on each.
+        self._remote_buffer = None
+        self._remote_key = None
         self._records = None  # (signal locations, wait locations) outside loops
+
+    @property
+    def _pair(self):
+        """(rank, peer, channel type, k): identifies the channel's pairing records (see pairing.py)."""
+        return (self.src_rank, self.dst_rank, self.channel_type, self._k)
+
+    def _new_records(self, program):
+        """The channel's pairing records outside loops (CollectiveProgram.sync_entry, inlined)."""
+        records = self._records = self._siblings[self._k] = ([], [])
+        program.sync_order.append((self.src_rank, self.dst_rank, self.channel_type, self._k, None))
+        return records
 
     def __repr__(self):
         return f"{type(self).__name__}(dst_rank={self.dst_rank}, src_rank={self.src_rank}) #{self.channel_id}"
@@ -317,31 +358,50 @@ class _PeerChannel:
                 ids = block.channels[key[0]] = []
             local = block.channel_index[key] = len(ids)
             ids.append(key[1])
-        if buffer is None:
-            slot = self._slots[tb] = [block, local, {}]
-        else:
-            slot = self._slots[tb] = [block, local, {buffer: self._register_remote(block, buffer)}]
+        slot = self._slots[tb] = [block.ops, local, None, None, block, None]
+        if buffer is not None:
+            slot[3] = self._register_remote(block, buffer)
+            slot[2] = buffer
         return slot
 
     def _remote(self, slot, buffer):
         """The threadblock-local id of the peer's buffer, registering it on first use."""
-        local = slot[2].get(buffer)
+        return slot[3] if slot[2] == buffer else self._new_remote(slot, buffer)
+
+    def _new_remote(self, slot, buffer):
+        """_remote for a buffer other than the slot's first (the fast paths looked at that)."""
+        if slot[2] is None:
+            local = slot[3] = self._register_remote(slot[4], buffer)
+            slot[2] = buffer
+            return local
+        others = slot[5]
+        if others is None:
+            others = slot[5] = {}
+        local = others.get(buffer)
         if local is None:
-            local = slot[2][buffer] = self._register_remote(slot[0], buffer)
+            local = others[buffer] = self._register_remote(slot[4], buffer)
         return local
 
     def _register_remote(self, block, buffer):
         """Registers the peer's buffer on ThreadBlock block (RankState.remote_buffer and
         ThreadBlock.remote_buffer, inlined); returns its threadblock-local id."""
-        key = self._remote_ids.get(buffer)  # (channel type, rank-level remote buffer id)
-        if key is None:
-            rid = self._state.remote_buffer(self.dst_rank, buffer, self.channel_type)
-            key = self._remote_ids[buffer] = (self.channel_type, rid)
+        ctype = self.channel_type
+        if buffer == self._remote_buffer:
+            key = self._remote_key
+        else:
+            buffers = self._state.remote_buffers
+            entry = buffers.get((self.dst_rank, buffer))
+            if entry is None:
+                entry = buffers[(self.dst_rank, buffer)] = [len(buffers), [ctype]]
+            elif ctype not in entry[1]:
+                entry[1].append(ctype)
+            key = self._remote_key = (ctype, entry[0])
+            self._remote_buffer = buffer
         local = block.remote_index.get(key)
         if local is None:
-            ids = block.remote_buffers.get(key[0])
+            ids = block.remote_buffers.get(ctype)
             if ids is None:
-                ids = block.remote_buffers[key[0]] = []
+                ids = block.remote_buffers[ctype] = []
             local = block.remote_index[key] = len(ids)
             ids.append(key[1])
         return local
@@ -364,9 +424,7 @@ class _PeerChannel:
         frame = _user_frame(_getframe(2))
         location = (frame.f_code, frame.f_lasti)
         if program.loop_context is None:
-            records = self._records
-            if records is None:
-                records = self._records = program.sync_entry(self._pair, None)
+            records = self._records or self._new_records(program)
             records[0 if is_signal else 1].append(location)
         else:
             program.record_sync(self._pair, is_signal, location)
@@ -385,7 +443,7 @@ class _PeerChannel:
             self._record(program, is_signal)
         op = SyncOp(name, [slot[1]], self.channel_type, bits)
         if program._direct:
-            slot[0].ops.append(op)
+            slot[0].append(op)
         else:
             program.add_op(self.src_rank, tb, op)
 
@@ -415,12 +473,10 @@ class _PeerChannel:
         ctype = self.channel_type
         if tb_group is None and type(tb) is int:
             slot = self._slots.get(tb) or self._slot(tb)
-            local_rb = slot[2].get(dst_buffer)
-            if local_rb is None:
-                local_rb = self._remote(slot, dst_buffer)
+            local_rb = self._remote(slot, dst_buffer)
             op = Put(op_name, [src], [(local_rb, dst_chunk.index, size, self.dst_rank, dst_buffer)], [slot[1]], ctype, None)
             if program._direct:
-                slot[0].ops.append(op)
+                slot[0].append(op)
             else:
                 program.add_op(self.src_rank, tb, op)
         else:
@@ -524,20 +580,22 @@ class MemoryChannel(_PeerChannel):
                         break
                 else:
                     slot = self._slots.get(tb) or self._slot(tb)
-                    rb = slot[2]
-                    refs = []
-                    for c in remote:
+                    if len(remote) == 1:  # the usual call; c is its chunk
                         buffer = c.buffer._value_
-                        local_rb = rb.get(buffer)
-                        if local_rb is None:
-                            local_rb = self._remote(slot, buffer)
-                        refs.append((local_rb, c.index, size, dst_rank, buffer))
+                        local_rb = slot[3] if slot[2] == buffer else self._new_remote(slot, buffer)
+                        refs = [(local_rb, c.index, size, dst_rank, buffer)]
+                    else:
+                        refs = []
+                        for c in remote:
+                            buffer = c.buffer._value_
+                            local_rb = slot[3] if slot[2] == buffer else self._new_remote(slot, buffer)
+                            refs.append((local_rb, c.index, size, dst_rank, buffer))
                     src = (local_src_chunk.buffer._value_, local_src_chunk.index, size)
                     if local_dst_chunk is not None:
                         dst = (local_dst_chunk.buffer._value_, local_dst_chunk.index, size)
                     else:
                         dst = src
-                    ops = slot[0].ops
+                    ops = slot[0]
                     if ops:
                         run = ops[-1]
                         if type(run) is ReduceRun:

@@ -131,7 +131,12 @@ class CollectiveProgram:
         # True while ops go straight to their threadblock: outside loops,
         # before compiling, without source locations. Fast paths test this flag.
         self._direct = self._locations is None
-        self.sync_records = {}  # (rank, peer, channel type, k, loop key) -> ([signal locs], [wait locs])
+        # Pairing records: outside loops each channel's are in RankState.peer_channels; inside
+        # loops, (rank, peer, channel type, k, loop key) -> ([signal locs], [wait locs]) here.
+        self.sync_records = {}
+        # The keys (rank, peer, channel type, k, loop key) of the records, in the order they were first
+        # made. Keys, not channels: a program refers to no channel, so reference counting frees it.
+        self.sync_order = []
         self.last_rank = None  # rank of the latest Rank(...): the executing rank of legacy switch calls
         self._json = None
         self._gc_was_enabled = False
@@ -208,10 +213,19 @@ class CollectiveProgram:
         """The (signal locations, wait locations) lists of one channel, inside one loop shape or none.
 
         pair is (rank, peer, channel type, k) for the rank's k-th channel of that type to peer."""
+        if loop_key is None:
+            rank, peer, ctype, k = pair
+            records = self.ranks[rank].peer_channels[(ctype, peer)]
+            entry = records[k]
+            if entry is None:
+                entry = records[k] = ([], [])
+                self.sync_order.append(pair + (None,))
+            return entry
         key = pair + (loop_key,)
         entry = self.sync_records.get(key)
         if entry is None:
             entry = self.sync_records[key] = ([], [])
+            self.sync_order.append(key)
         return entry
 
     def record_sync(self, pair, is_signal, location):
@@ -246,7 +260,7 @@ class CollectiveProgram:
         self._before_compile()
         for check in self.deferred_checks:
             check()
-        check_pairing(self.ranks, self.sync_records)
+        check_pairing(self.ranks, self.sync_order, self.sync_records)
         locations.ACTIVE = self._locations
         try:
             self._run_passes()

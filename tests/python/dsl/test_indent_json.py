@@ -62,6 +62,29 @@ def test_plain_strings_hold_no_separator_escape_or_control(text, plain):
     assert indent.plain_string(text) is plain
 
 
+def _nested(depth):
+    value = [1, {"a": []}]
+    for level in range(depth):
+        value = {"k": [value, level]} if level % 2 else [{"x": level}, value]
+    return value
+
+
+# Values whose strings are plain: every bracket, comma and colon in their compact text is structure.
+PLAIN_SHAPES = [
+    {}, [], [{}], [[]], [[], {}], {"a": {}}, [{"a": 1}, {}], [{}, {"a": 1}], [{"a": {"b": 1}}],
+    [{"a": 1}, {"b": {"c": []}}], [1, {"a": 1}], [{"a": 1}, 2, "three"], [[1, 2], [3]], [True, None, "x y"],
+    [{"a": 1}, 3, {"b": 2}], [{"a": 1}, {"b": 2}, 3], [{"a": 1, "b": [2]}, {"c": 3}],
+    {"k": {"k2": [{"a": [1, {"b": []}]}]}}, {"a": [{"b": [{}]}], "c": -4}, _nested(40),
+]
+
+
+@pytest.mark.parametrize("value", PLAIN_SHAPES, ids=lambda v: repr(v)[:40])
+def test_plain_text_shapes_equal_json_dumps(value):
+    text = json.dumps(value, separators=(",", ":"))
+    for width in (0, 1, 2, 3):
+        assert indent.dumps_text(text, width) == json.dumps(value, indent=width)
+
+
 @pytest.mark.parametrize("value", TRICKY, ids=repr)
 def test_tricky_values_equal_json_dumps(value):
     for width in (0, 2, 3):

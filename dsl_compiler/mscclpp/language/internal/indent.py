@@ -6,7 +6,7 @@ references), so this writes each such list from its compact C encoding with a fe
 calls, and walks only the rest in Python. A list is taken whole only when counting its ``,``,
 ``:`` and brackets proves that no string in it holds one of them or an escape; else it is walked.
 ``dumps_text`` goes further for the compiler's own compact text, whose strings it vouches for: it
-cuts those lists out of the text before parsing, so only the plan's skeleton is parsed and walked.
+indents that text as text, without parsing it.
 """
 import json
 import re
@@ -24,10 +24,8 @@ _WRITERS = {
 _SCALAR_SET = {str, int, float, bool, type(None)}
 
 
-# A list of numbers, or of flat non-empty objects, in compact text.
-_LIST_SPAN = re.compile(r"\[(?:\{[^\[\]{}]+\}(?:,\{[^\[\]{}]+\})*|-?\d+(?:,-?\d+)*)\]")
-_MARK = "\x01"  # a cut-out list's place in the skeleton: "\x01<index>"
 _NOT_PLAIN = re.compile(r'[\[\]{},:"\\\x00-\x1f\x7f-\U0010ffff]')
+_CLOSE_OR_BRACE = re.compile(r"([{}\]])")
 
 
 def plain_string(text):
@@ -37,58 +35,98 @@ def plain_string(text):
 
 def dumps_text(text, indent=2):
     """``json.dumps(json.loads(text), indent=indent)`` for compact text (no whitespace, "," and ":"
-    as separators) in which every string is plain (``plain_string``): the caller vouches for that,
-    as the plan emitter can for its own vocabulary. Lists of numbers and of flat objects are cut
-    out, the rest is parsed and walked, and each list is written back from its text."""
-    spans = []
+    as separators, integers only) in which every string is plain (``plain_string``): the caller
+    vouches for that, as the plan emitter can for its own vocabulary.
 
-    def cut(match):
-        spans.append(match.group(0))
-        return '"\\u0001%d"' % (len(spans) - 1)
-
+    Then every bracket, brace, comma and colon is structure, so the text is indented as text: split
+    at "[", each list that holds no other list is written whole with ``str.replace`` (numbers, or
+    objects without nested objects), and only the rest is walked token by token, tracking depth."""
+    step = " " * indent
+    lines = ["\n" + step * depth for depth in range(32)]  # lines[d]: a new line at depth d
     out = []
-    _skeleton(json.loads(_LIST_SPAN.sub(cut, text)), "\n", " " * indent, out, spans)
+    append = out.append
+    walked = {}  # (text, depth) -> (its indented text, the depth after it)
+    parts = text.replace(":", ": ").split("[")
+    depth = 0
+    rest = parts[0]
+    for number, part in enumerate(parts):
+        if number:  # part follows a "[" opening a list at depth
+            if depth + 3 >= len(lines):
+                lines += [lines[-1] + step * k for k in range(1, 33)]
+            close = part.find("]")
+            if close == 0:
+                append("[]")
+                rest = part[1:]
+            elif close > 0 and (part.find("{", 0, close) < 0 or _flat_objects(part, close)):
+                inner = lines[depth + 1]
+                if part[0] != "{":  # scalars
+                    append("[" + inner + part[:close].replace(",", "," + inner) + lines[depth] + "]")
+                else:
+                    deeper = lines[depth + 2]
+                    # Every comma to a new line, then the ones between objects back out a level.
+                    body = part[1 : close - 1].replace(",", "," + deeper)
+                    body = body.replace("}," + deeper + "{", inner + "}," + inner + "{" + deeper)
+                    append("[" + inner + "{" + deeper + body + inner + "}" + lines[depth] + "]")
+                rest = part[close + 1 :]
+            else:  # a list holding lists, or objects holding objects: walked below
+                depth += 1
+                append("[" + lines[depth])
+                rest = part
+        if not rest:
+            continue
+        if "{" not in rest and "}" not in rest and "]" not in rest:
+            append(rest.replace(",", "," + lines[depth]))
+            continue
+        # The text between lists repeats (the keys of every op): each (text, depth) is walked once.
+        key = (rest, depth)
+        known = walked.get(key)
+        if known is None:
+            pieces = []
+            depth = _walk(rest, depth, lines, step, pieces)
+            known = walked[key] = ("".join(pieces), depth)
+        else:
+            depth = known[1]
+        append(known[0])
     return "".join(out)
 
 
-def _skeleton(value, outer, step, out, spans):
-    kind = type(value)
-    if kind is str and value[:1] == _MARK:
-        out.append(_span(spans[int(value[1:])], outer, step))
-    elif kind is dict:
-        if not value:
-            out.append("{}")
-            return
-        inner = outer + step
-        separator = "{" + inner
-        for key, v in value.items():
-            out.append(separator + json.encoder.encode_basestring_ascii(key) + ": ")
-            _skeleton(v, inner, step, out, spans)
-            separator = "," + inner
-        out.append(outer + "}")
-    elif kind is list:
-        if not value:
-            out.append("[]")
-            return
-        inner = outer + step
-        separator = "[" + inner
-        for v in value:
-            out.append(separator)
-            _skeleton(v, inner, step, out, spans)
-            separator = "," + inner
-        out.append(outer + "]")
-    else:
-        out.append(_WRITERS[kind](value))
+def _walk(text, depth, lines, step, out):
+    """Indents text holding braces and "]" (no "["), starting at depth; returns the depth after it."""
+    tokens = _CLOSE_OR_BRACE.split(text)  # text, then (structure character, text) pairs
+    if tokens[0]:
+        out.append(tokens[0].replace(",", "," + lines[depth]))
+    i, n = 1, len(tokens)
+    while i < n:
+        mark, token = tokens[i], tokens[i + 1]
+        if mark == "{":
+            if not token and i + 2 < n and tokens[i + 2] == "}":
+                out.append("{}")
+                i += 2
+                token = tokens[i + 1]
+            else:
+                depth += 1
+                if depth + 3 >= len(lines):
+                    lines += [lines[-1] + step * k for k in range(1, 33)]
+                out.append("{" + lines[depth])
+        else:
+            depth -= 1
+            out.append(lines[depth] + mark)
+        if token:
+            out.append(token.replace(",", "," + lines[depth]))
+        i += 2
+    return depth
 
 
-def _span(text, outer, step):
-    """A cut-out list, indented: its items at outer + step, an object's keys one step further."""
-    inner = outer + step
-    if text[1] != "{":
-        return "[" + inner + text[1:-1].replace(",", "," + inner) + outer + "]"
-    deeper = inner + step
-    body = text[2:-2].replace("},{", "\0").replace(",", "," + deeper).replace(":", ": ")
-    return "[" + inner + "{" + deeper + body.replace("\0", inner + "}," + inner + "{" + deeper) + inner + "}" + outer + "]"
+def _flat_objects(part, close):
+    """Whether part[:close] (the items of a list holding no list, some "{" among them) is non-empty
+    objects holding no object: it starts with "{" and ends with "}", holds no "{}", and every "{" but
+    the first follows "},"."""
+    return (
+        part[0] == "{"
+        and part[close - 1] == "}"
+        and part.find("{}", 0, close) < 0
+        and part.count("{", 0, close) == part.count("},{", 0, close) + 1
+    )
 
 
 class _Unusual(Exception):

@@ -41,7 +41,21 @@ _buffer_text = _Texts('{"type":"%s","index":')
 _buffer_id_text = _Texts('{"buffer_id":%d,"index":')
 _index_text = _Texts("%d")
 _size_text = _Texts(',"size":%d}')
-TEXT_CACHES = (_local_text, _buffer_text, _buffer_id_text, _index_text, _size_text)
+
+
+class _IdsTexts(dict):
+    """tuple of ids -> their JSON list items: threadblocks of a rank often signal and wait on the
+    same local channel indexes, so the text of one such list serves them all."""
+
+    __slots__ = ()
+
+    def __missing__(self, key):
+        text = self[key] = ",".join(map(str, key))
+        return text
+
+
+_ids_text = _IdsTexts()
+TEXT_CACHES = (_local_text, _buffer_text, _buffer_id_text, _index_text, _size_text, _ids_text)
 
 
 def local_refs_json(refs, shift):
@@ -194,7 +208,7 @@ class SyncOp(Op):
         if text is None:
             text = self.text = '{"name":"%s","channel_ids":[%s],"channel_type":"%s"}' % (
                 self.name,
-                ids_json(self.ids),
+                _ids_text[tuple(self.ids)],
                 self.channel_type,
             )
         out.append(text)
@@ -569,7 +583,7 @@ class SyncRun:
     only in threadblock op lists before the passes: passes.fuse (or passes.expand_runs without
     fusion) treats them exactly as those SyncOps, without making the ones fusion merges away."""
 
-    __slots__ = ("name", "channel_type", "bits", "ids")
+    __slots__ = ("name", "channel_type", "bits", "ids", "kind")  # kind: (name, channel_type, bits), shared
 
     def ops(self):
         name, ctype, bits = self.name, self.channel_type, self.bits

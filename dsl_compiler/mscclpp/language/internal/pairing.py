@@ -22,9 +22,11 @@ def _loop_text(loop):
     return "" if loop is None else f" inside pipeline loops (unit {loop[0]}, {loop[1]} chunk(s))"
 
 
-def check_pairing(ranks, records):
-    """records: (rank, peer, channel type, k, loop key) -> (signal locations, wait locations), for the
-    rank's k-th channel of that type to peer (RankState.add_channel numbers them).
+def check_pairing(ranks, order, loop_records):
+    """order: (rank, peer, channel type, k, loop key) of every channel's records, in the order they
+    were first made, for the rank's k-th channel of that type to peer (RankState.add_channel numbers
+    them); the records, (signal locations, wait locations), are in RankState.peer_channels outside
+    loops (loop key None) and in loop_records under that key inside them.
 
     Raises DSLError for the mismatch whose first unmatched call comes earliest in the source. A
     mismatch MSCCL++'s compiler accepts, because it only compares the totals of each (rank, peer,
@@ -33,11 +35,22 @@ def check_pairing(ranks, records):
     """
     empty = ((), ())
     problems = []
-    partner_records = records.get
-    for (rank, peer, ctype, k, loop), (signals, waits) in records.items():
-        partner = partner_records((peer, rank, ctype, k, loop))
+    partner_records = loop_records.get
+    # Records outside loops that all balance raise nothing: then only the loops' are walked.
+    balanced = _balanced_outside_loops(ranks)
+    for key in loop_records if balanced else order:
+        rank, peer, ctype, k, loop = key
+        if loop is None:
+            signals, waits = ranks[rank].peer_channels[(ctype, peer)][k]
+            theirs = ranks[peer].peer_channels.get((ctype, rank), ())
+            exists = k < len(theirs)  # whether the peer has the partner channel
+            partner = theirs[k] if exists else None
+        else:
+            signals, waits = loop_records[key]
+            partner = partner_records((peer, rank, ctype, k, loop))
+            exists = partner is not None or k < len(ranks[peer].peer_channels.get((ctype, rank), ()))
         if partner is None:
-            if ranks[peer].peer_channels.get((ctype, rank), 0) <= k:
+            if not exists:
                 location = (signals or waits)[0]
                 what = "signal" if signals else "wait"
                 problems.append(
@@ -74,7 +87,7 @@ def check_pairing(ranks, records):
             )
     if not problems:
         return
-    totals = _totals(records)
+    totals = _totals(ranks, order, loop_records)
     errors, warnings = [], {}
     for location, message, group in problems:
         if group is not None and _balanced(totals, group):
@@ -94,10 +107,35 @@ def check_pairing(ranks, records):
         )
 
 
-def _totals(records):
+def _balanced_outside_loops(ranks):
+    """Whether every channel's records outside loops match its partner's: as many signals as the
+    partner waits and as many waits as it signals. Then none of them is a problem; this answers
+    with a pass over the channels of each rank pair, without the checks that name the mismatch."""
+    for state in ranks:
+        rank = state.rank
+        for (ctype, peer), mine in state.peer_channels.items():
+            theirs = ranks[peer].peer_channels.get((ctype, rank))
+            if theirs is None:
+                if mine.count(None) != len(mine):
+                    return False
+                continue
+            if peer < rank:
+                continue  # the peer's pass compared this pair
+            for a, b in zip(mine, theirs):
+                if a is not b and (a is None or b is None or len(a[0]) != len(b[1]) or len(a[1]) != len(b[0])):
+                    return False
+            extra = mine[len(theirs) :] if len(mine) > len(theirs) else theirs[len(mine) :]
+            if extra.count(None) != len(extra):
+                return False
+    return True
+
+
+def _totals(ranks, order, loop_records):
     """(rank, peer, channel type, loop key) -> [signals rank sends to peer, waits rank does for peer]."""
     totals = {}
-    for (rank, peer, ctype, _k, loop), (signals, waits) in records.items():
+    for key in order:
+        rank, peer, ctype, k, loop = key
+        signals, waits = ranks[rank].peer_channels[(ctype, peer)][k] if loop is None else loop_records[key]
         entry = totals.setdefault((rank, peer, ctype, loop), [0, 0])
         entry[0] += len(signals)
         entry[1] += len(waits)

@@ -76,6 +76,14 @@ def _fuse_sync_run(run, current, append):
             if seen is None:
                 seen = current.idset = set(current.ids)
             merged = current.ids
+            rest = ids[k:] if k else ids
+            fresh = set(rest)
+            if len(fresh) == len(rest) and seen.isdisjoint(fresh):
+                # The usual case, all at once: the rest of the run names channels current lacks.
+                merged += rest
+                seen |= fresh
+                current.sync |= b
+                break
             start = k
             while k < n:
                 cid = ids[k]
@@ -155,7 +163,10 @@ def _fuse_put_run(run, current, append):
 
 
 def _fuse_reduce_run(run, current, append):
-    for src, dst, rsrc, cid in run.reduces:
+    reduces = run.reduces
+    k, n = 0, len(reduces)
+    while k < n:
+        src, dst, rsrc, cid = reduces[k]
         if (
             type(current) is Reduce
             and current.name == "rre"
@@ -166,10 +177,21 @@ def _fuse_reduce_run(run, current, append):
             and current.op == "sum"
             and current.tbg is None
         ):
-            # Reduce.fuse(the rre), inlined: only remote sources and ids grow.
-            current.rsrc += rsrc
-            current.ids.append(cid)
+            # Reduce.fuse(the rre), inlined, for this reduce and the next ones of the same operands:
+            # only remote sources and ids grow, so the rre still accepts them.
+            j = k + 1
+            while j < n and reduces[j][0] == src and reduces[j][1] == dst:
+                j += 1
+            if j == k + 1:
+                current.rsrc += rsrc
+                current.ids.append(cid)
+            else:
+                batch = reduces[k:j]
+                current.rsrc += [ref for entry in batch for ref in entry[2]]
+                current.ids += [entry[3] for entry in batch]
+            k = j
             continue
+        k += 1
         op = Reduce([src], [dst], [], rsrc, [], [cid], [], "memory", "sum", None, False)
         if current is not None:
             fused = current.fuse(op)

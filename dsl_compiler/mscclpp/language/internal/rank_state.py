@@ -57,7 +57,9 @@ class RankState:
         self.scratch_chunks = 0
         self.threadblocks = []
         self.channels = {}  # "memory"/"port" -> [peer rank per channel id]
-        self.peer_channels = {}  # (channel type, peer rank) -> how many channels of that type go to peer
+        # (channel type, peer rank) -> one entry per channel of that type to peer, the k-th at k: its
+        # pairing records outside loops, ([signal locations], [wait locations]), None until it has any.
+        self.peer_channels = {}
         self.switch_channels = []  # (buffer type char, [ranks]) per switch channel id
         self.remote_buffers = {}  # (peer rank, buffer char) -> [id, [access channel types]]
         self.semaphores = []  # initial values by semaphore id
@@ -75,9 +77,11 @@ class RankState:
         peers = self.channels.setdefault(channel_type, [])
         peers.append(peer)
         key = (channel_type, peer)
-        k = self.peer_channels.get(key, 0)
-        self.peer_channels[key] = k + 1
-        return len(peers) - 1, k
+        records = self.peer_channels.get(key)
+        if records is None:
+            records = self.peer_channels[key] = []
+        records.append(None)
+        return len(peers) - 1, len(records) - 1
 
     def add_switch_channel(self, buffer, ranks):
         self.switch_channels.append((buffer, ranks))
