@@ -4,7 +4,7 @@
 #include <mutex>
 #include <vector>
 
-#include "core/cuda_driver_entry.hpp"
+#include "channel/driver_table.hpp"
 #include "core/enforce.hpp"
 #include "mscclpp_config.h"
 
@@ -18,37 +18,6 @@ namespace mscclpp::detail {
 #if MSCCLPP_HAVE_CUDA && CUDA_VERSION >= 12010
 
 namespace {
-
-template <class Fn>
-Fn entry(const char* name) {
-  return cudaDriverEntry<Fn>(name, 12010);
-}
-
-struct Driver {
-  decltype(&cuDeviceGet) deviceGet = entry<decltype(&cuDeviceGet)>("cuDeviceGet");
-  decltype(&cuDeviceGetAttribute) deviceGetAttribute = entry<decltype(&cuDeviceGetAttribute)>("cuDeviceGetAttribute");
-  decltype(&cuMemGetAllocationGranularity) allocationGranularity =
-      entry<decltype(&cuMemGetAllocationGranularity)>("cuMemGetAllocationGranularity");
-  decltype(&cuMulticastGetGranularity) multicastGranularity =
-      entry<decltype(&cuMulticastGetGranularity)>("cuMulticastGetGranularity");
-  decltype(&cuMemCreate) create = entry<decltype(&cuMemCreate)>("cuMemCreate");
-  decltype(&cuMemAddressReserve) reserve = entry<decltype(&cuMemAddressReserve)>("cuMemAddressReserve");
-  decltype(&cuMemMap) map = entry<decltype(&cuMemMap)>("cuMemMap");
-  decltype(&cuMemSetAccess) setAccess = entry<decltype(&cuMemSetAccess)>("cuMemSetAccess");
-  decltype(&cuMemUnmap) unmap = entry<decltype(&cuMemUnmap)>("cuMemUnmap");
-  decltype(&cuMemAddressFree) addressFree = entry<decltype(&cuMemAddressFree)>("cuMemAddressFree");
-  decltype(&cuMemRelease) release = entry<decltype(&cuMemRelease)>("cuMemRelease");
-
-  bool complete() const {
-    return deviceGet && deviceGetAttribute && allocationGranularity && multicastGranularity && create && reserve &&
-           map && setAccess && unmap && addressFree && release;
-  }
-};
-
-const Driver& driver() {
-  static const Driver d;
-  return d;
-}
 
 struct Block {
   size_t bytes;
@@ -74,8 +43,8 @@ void check(CUresult r, const char* what, size_t bytes, int device) {
 }  // namespace
 
 void* allocateBindable(size_t bytes, int device, std::string* why) {
-  const Driver& d = driver();
-  if (!d.complete()) {
+  const DriverTable& d = driverTable();
+  if (!d.hasBindableMemory()) {
     *why = "the CUDA driver lacks the virtual memory or multicast entry points";
     return nullptr;
   }
@@ -92,27 +61,27 @@ void* allocateBindable(size_t bytes, int device, std::string* why) {
   prop.location.id = device;
   prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   size_t memGranularity = 0, mcGranularity = 0;
-  check(d.allocationGranularity(&memGranularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
+  check(d.memGetAllocationGranularity(&memGranularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
         "cuMemGetAllocationGranularity", bytes, device);
   CUmulticastObjectProp mc{};
   mc.numDevices = 1;
   mc.size = bytes == 0 ? 1 : bytes;
   mc.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  check(d.multicastGranularity(&mcGranularity, &mc, CU_MULTICAST_GRANULARITY_RECOMMENDED), "cuMulticastGetGranularity",
-        bytes, device);
+  check(d.multicastGetGranularity(&mcGranularity, &mc, CU_MULTICAST_GRANULARITY_RECOMMENDED),
+        "cuMulticastGetGranularity", bytes, device);
   const size_t granularity = memGranularity > mcGranularity ? memGranularity : mcGranularity;
   MSCCLPP_ENFORCE(granularity > 0, ErrorCode::CudaError, "device %d reports a granularity of 0", device);
   const size_t size = ((bytes == 0 ? 1 : bytes) + granularity - 1) / granularity * granularity;
   CUmemGenericAllocationHandle handle{};
-  check(d.create(&handle, size, &prop, 0), "cuMemCreate", bytes, device);
+  check(d.memCreate(&handle, size, &prop, 0), "cuMemCreate", bytes, device);
   CUdeviceptr ptr = 0;
-  CUresult r = d.reserve(&ptr, size, granularity, 0, 0);
+  CUresult r = d.memAddressReserve(&ptr, size, granularity, 0, 0);
   if (r == CUDA_SUCCESS) {
-    r = d.map(ptr, size, 0, handle, 0);
-    if (r != CUDA_SUCCESS) d.addressFree(ptr, size);
+    r = d.memMap(ptr, size, 0, handle, 0);
+    if (r != CUDA_SUCCESS) d.memAddressFree(ptr, size);
   }
   if (r != CUDA_SUCCESS) {
-    d.release(handle);
+    d.memRelease(handle);
     check(r, "reserving and mapping the address range", bytes, device);
   }
   // Our device, and every device that can reach it directly: ranks on other
@@ -133,11 +102,11 @@ void* allocateBindable(size_t bytes, int device, std::string* why) {
     a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     access.push_back(a);
   }
-  r = d.setAccess(ptr, size, access.data(), access.size());
+  r = d.memSetAccess(ptr, size, access.data(), access.size());
   if (r != CUDA_SUCCESS) {
-    d.unmap(ptr, size);
-    d.addressFree(ptr, size);
-    d.release(handle);
+    d.memUnmap(ptr, size);
+    d.memAddressFree(ptr, size);
+    d.memRelease(handle);
     check(r, "cuMemSetAccess", bytes, device);
   }
   void* p = reinterpret_cast<void*>(ptr);
@@ -157,11 +126,11 @@ bool releaseBindable(void* ptr) {
     block = it->second;
     b.live.erase(it);
   }
-  const Driver& d = driver();
+  const DriverTable& d = driverTable();
   const CUdeviceptr p = reinterpret_cast<CUdeviceptr>(ptr);
-  CUresult r = d.unmap(p, block.bytes);
-  if (r == CUDA_SUCCESS) r = d.addressFree(p, block.bytes);
-  const CUresult released = d.release(block.handle);
+  CUresult r = d.memUnmap(p, block.bytes);
+  if (r == CUDA_SUCCESS) r = d.memAddressFree(p, block.bytes);
+  const CUresult released = d.memRelease(block.handle);
   if (r == CUDA_SUCCESS) r = released;
   MSCCLPP_ENFORCE(r == CUDA_SUCCESS, ErrorCode::CudaError, "freeing multicast-capable memory %p (CUresult %d)", ptr,
                   int(r));

@@ -1,7 +1,7 @@
 #include "channel/nvls_binding.hpp"
 
+#include "channel/driver_table.hpp"
 #include "comm/communicator_impl.hpp"
-#include "core/cuda_driver_entry.hpp"
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "core/random.hpp"
@@ -26,56 +26,10 @@ namespace mscclpp::detail {
 
 namespace {
 
-template <class Fn>
-Fn driverEntry(const char* name) {
-  return cudaDriverEntry<Fn>(name, 12010);
-}
-
-struct Driver {
-  decltype(&cuDeviceGet) deviceGet = driverEntry<decltype(&cuDeviceGet)>("cuDeviceGet");
-  decltype(&cuDeviceGetAttribute) deviceGetAttribute =
-      driverEntry<decltype(&cuDeviceGetAttribute)>("cuDeviceGetAttribute");
-  decltype(&cuMulticastCreate) multicastCreate = driverEntry<decltype(&cuMulticastCreate)>("cuMulticastCreate");
-  decltype(&cuMulticastAddDevice) multicastAddDevice =
-      driverEntry<decltype(&cuMulticastAddDevice)>("cuMulticastAddDevice");
-  decltype(&cuMulticastBindMem) multicastBindMem = driverEntry<decltype(&cuMulticastBindMem)>("cuMulticastBindMem");
-  decltype(&cuMulticastUnbind) multicastUnbind = driverEntry<decltype(&cuMulticastUnbind)>("cuMulticastUnbind");
-  decltype(&cuMulticastGetGranularity) multicastGetGranularity =
-      driverEntry<decltype(&cuMulticastGetGranularity)>("cuMulticastGetGranularity");
-  decltype(&cuMemRetainAllocationHandle) memRetainAllocationHandle =
-      driverEntry<decltype(&cuMemRetainAllocationHandle)>("cuMemRetainAllocationHandle");
-  decltype(&cuMemGetAddressRange) memGetAddressRange =
-      driverEntry<decltype(&cuMemGetAddressRange)>("cuMemGetAddressRange");
-  decltype(&cuMemGetAllocationPropertiesFromHandle) memGetAllocationPropertiesFromHandle =
-      driverEntry<decltype(&cuMemGetAllocationPropertiesFromHandle)>("cuMemGetAllocationPropertiesFromHandle");
-  decltype(&cuMemExportToShareableHandle) memExport =
-      driverEntry<decltype(&cuMemExportToShareableHandle)>("cuMemExportToShareableHandle");
-  decltype(&cuMemImportFromShareableHandle) memImport =
-      driverEntry<decltype(&cuMemImportFromShareableHandle)>("cuMemImportFromShareableHandle");
-  decltype(&cuMemAddressReserve) memAddressReserve = driverEntry<decltype(&cuMemAddressReserve)>("cuMemAddressReserve");
-  decltype(&cuMemAddressFree) memAddressFree = driverEntry<decltype(&cuMemAddressFree)>("cuMemAddressFree");
-  decltype(&cuMemMap) memMap = driverEntry<decltype(&cuMemMap)>("cuMemMap");
-  decltype(&cuMemUnmap) memUnmap = driverEntry<decltype(&cuMemUnmap)>("cuMemUnmap");
-  decltype(&cuMemSetAccess) memSetAccess = driverEntry<decltype(&cuMemSetAccess)>("cuMemSetAccess");
-  decltype(&cuMemRelease) memRelease = driverEntry<decltype(&cuMemRelease)>("cuMemRelease");
-
-  bool complete() const {
-    return deviceGet && deviceGetAttribute && multicastCreate && multicastAddDevice && multicastBindMem &&
-           multicastUnbind && multicastGetGranularity && memRetainAllocationHandle && memGetAddressRange &&
-           memGetAllocationPropertiesFromHandle && memExport && memImport && memAddressReserve && memAddressFree &&
-           memMap && memUnmap && memSetAccess && memRelease;
-  }
-};
-
-const Driver& driver() {
-  static const Driver d;
-  return d;
-}
-
 class Binding : public NvlsBinding {
  public:
   ~Binding() override {
-    const Driver& d = driver();
+    const DriverTable& d = driverTable();
     if (mapped_) d.memUnmap(mcPtr_, size_);
     if (mcPtr_) d.memAddressFree(mcPtr_, size_);
     if (bound_) d.multicastUnbind(mc_, device_, 0, size_);
@@ -95,8 +49,8 @@ class Binding : public NvlsBinding {
 // Why this member cannot take part, or "" when it can.
 std::string incapability(int deviceOrdinal, void* buffer, size_t bytes, size_t members, size_t* offsetOut,
                          CUmemGenericAllocationHandle* memOut) {
-  const Driver& d = driver();
-  if (!d.complete()) return "the CUDA driver lacks the multicast entry points";
+  const DriverTable& d = driverTable();
+  if (!d.hasMulticast()) return "the CUDA driver lacks the multicast entry points";
   CUdevice dev;
   if (d.deviceGet(&dev, deviceOrdinal) != CUDA_SUCCESS) return "cuDeviceGet failed";
   int supported = 0;
@@ -231,7 +185,7 @@ std::shared_ptr<NvlsBinding> NvlsBinding::tryCreate(Communicator& comm, const st
                                                     size_t bytes, int tag, void* buffer) {
   auto& m = CommunicatorAccess::impl(comm);
   auto exchange = m.bootstrap->withNamespace("mscclpp.nvls");
-  const Driver& d = driver();
+  const DriverTable& d = driverTable();
   auto b = std::make_shared<Binding>();
   b->size_ = bytes;
   size_t offset = 0;
@@ -376,7 +330,7 @@ std::string NvlsBinding::incapability(int device, const void* buffer, size_t byt
   CUmemGenericAllocationHandle mem{};
   const std::string why =
       ::mscclpp::detail::incapability(device, const_cast<void*>(buffer), bytes, members, &offset, &mem);
-  if (why.empty()) driver().memRelease(mem);
+  if (why.empty()) driverTable().memRelease(mem);
   return why;
 }
 

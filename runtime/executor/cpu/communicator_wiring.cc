@@ -43,7 +43,9 @@ struct Remote {
   Directory dir;
 };
 
-uint64_t reserve(uint64_t* size, uint64_t bytes, uint64_t align) {
+// The offset of `bytes` aligned at the end of *size, which it extends; an
+// empty region still gets an offset of its own.
+uint64_t reserveDistinct(uint64_t* size, uint64_t bytes, uint64_t align) {
   *size = (*size + align - 1) / align * align;
   uint64_t off = *size;
   *size += bytes == 0 ? 1 : bytes;
@@ -191,20 +193,20 @@ RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, c
   constexpr uint64_t kPage = 4096, kLine = 64;
   if (p.header.inPlace) {
     InPlaceLayout ip = inPlaceLayout(p.header.collective, rank, shape.inputBytes, shape.outputBytes);
-    uint64_t data = reserve(&size, ip.dataBytes, kPage);
+    uint64_t data = reserveDistinct(&size, ip.dataBytes, kPage);
     mine.inputOff = data + ip.inputOffset;
     mine.outputOff = data + ip.outputOffset;
   } else {
-    mine.inputOff = reserve(&size, shape.inputBytes, kPage);
-    mine.outputOff = reserve(&size, shape.outputBytes, kPage);
+    mine.inputOff = reserveDistinct(&size, shape.inputBytes, kPage);
+    mine.outputOff = reserveDistinct(&size, shape.outputBytes, kPage);
   }
   mine.inputBytes = shape.inputBytes;
   mine.outputBytes = shape.outputBytes;
   mine.scratchBytes = shape.scratchBytes;
-  mine.scratchOff = reserve(&size, shape.scratchBytes, kPage);
+  mine.scratchOff = reserveDistinct(&size, shape.scratchBytes, kPage);
   for (int port = 0; port < 2; ++port) {
     for (const plan::ChannelDecl& c : port ? rp.portChannels : rp.memoryChannels)
-      mine.counters[{c.peer, c.pairIndex, port != 0}] = reserve(&size, 8, kLine);
+      mine.counters[{c.peer, c.pairIndex, port != 0}] = reserveDistinct(&size, 8, kLine);
   }
   std::shared_ptr<void> region = allocSharedHostBytes(size);  // zeroed
   char* base = static_cast<char*>(region.get());
