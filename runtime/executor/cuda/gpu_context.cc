@@ -1047,7 +1047,7 @@ Refusal GpuContext::launch(const GpuCallArgs& a) {
     l.stream = a.stream;
     if (native_) {
       const AlgorithmLaunchArgs args{timeoutNs_, a.call, static_cast<int32_t>(a.dtype), static_cast<int32_t>(native),
-                                     l.cooperative ? kAlgorithmLaunchCooperative : 0u};
+                                     kAlgorithmLaunchAbortCopy | (l.cooperative ? kAlgorithmLaunchCooperative : 0u)};
       const int e = native_->kernel->gpuLaunch(nativeMemory_->get(), &args, nBlocks, l.threadsPerBlock, a.stream);
       MSCCLPP_ENFORCE(e == 0, ErrorCode::CudaError,
                       "%s: launching native algorithm %s's kernel (%u blocks of %u threads): %s", name_.c_str(),

@@ -90,6 +90,9 @@ struct AlgorithmLaunchArgs {
 // The CUDA backend launches cooperatively (cudaLaunchCooperativeKernel):
 // blocks that wait on each other, directly or through peers, are resident together.
 constexpr uint32_t kAlgorithmLaunchCooperative = 1u;
+// A GPU context: its waits poll the abort flag's device-memory copy
+// (ExecState::abortCopy), which long waits raise from the host's flag.
+constexpr uint32_t kAlgorithmLaunchAbortCopy = 2u;
 
 // One thread's handle on its block's launch. Every wait goes through it:
 // bounded by the launch's deadline, stopped by the abort flag, published
@@ -111,7 +114,7 @@ class AlgorithmBlock {
         op_(args.op) {
     // GPU contexts' waits poll the abort flag's device-memory copy; the host
     // raises the mapped flag, which long waits read once per round (hostAbortSeen).
-    waitAbort_ = ctx.liveWaits != nullptr ? &ctx.state->abortCopy : ctx.abortFlag;
+    waitAbort_ = (args.flags & kAlgorithmLaunchAbortCopy) != 0 ? &ctx.state->abortCopy : ctx.abortFlag;
     deadline_ = args.timeoutNs == kNoDeadline ? kNoDeadline : deadlineAfter(args.timeoutNs);
     // Acquire: pairs with the previous launch's last block, which released the advanced flag.
     flag_ = atomicLoad<uint32_t, scopeDevice>(&ctx.state->flag, memoryOrderAcquire);
@@ -253,7 +256,7 @@ class AlgorithmBlock {
   // refills a slot another thread cleared within a round. After the first
   // millisecond and each round it looks at the host's abort flag
   // (hostAbortSeen), which the spins do not read. A short wait costs one
-  // clock read. CPU contexts wait in one go: the host reads their counters live.
+  // clock read. CPU contexts' spins poll the host's flag: they wait in one go.
   template <class Spin>
   MSCCLPP_HOST_DEVICE_INLINE SpinStatus reportedWait(WaitKind kind, uint32_t what, uint64_t expected,
                                                      const uint64_t* observed, Spin&& spin, uint64_t detail = 0) {
@@ -264,6 +267,13 @@ class AlgorithmBlock {
         if (st != SpinStatus::Timeout) return st;
         if (hostAbortSeen()) return SpinStatus::Aborted;
         publishWait(kind, what, expected, *observed, detail);
+        if (waitAbort_ == ctx_.abortFlag) {
+          // A CPU context's block is one thread whose spin polls the host's
+          // flag itself: one long spin keeps backing off to sleeps.
+          st = spin(deadline_);
+          clearWait();
+          return st;
+        }
         for (;;) {
           const uint64_t round = clockNs() + kWaitRoundNs;
           st = spin(round < deadline_ ? round : deadline_);

@@ -26,7 +26,9 @@ struct WaitingBlock {
   bool waitOk = true;
   double waitedMs = 0;
 
-  explicit WaitingBlock(bool liveWaits) {
+  bool gpuContext = false;
+
+  explicit WaitingBlock(bool liveWaits) : gpuContext(liveWaits) {
     ctx.nRanks = 1;
     ctx.nBlocks = 1;
     ctx.state = &state;
@@ -37,7 +39,7 @@ struct WaitingBlock {
 
   std::thread start(uint64_t timeoutNs) {
     return std::thread([this, timeoutNs] {
-      const AlgorithmLaunchArgs args{timeoutNs, 0, 0, 0, 0};
+      const AlgorithmLaunchArgs args{timeoutNs, 0, 0, 0, gpuContext ? kAlgorithmLaunchAbortCopy : 0u};
       const auto begin = std::chrono::steady_clock::now();
       AlgorithmBlock b(ctx, args, 0, 0, 1);
       uint64_t payload = 0;
