@@ -60,10 +60,7 @@ class BlockInterpreter {
   MSCCLPP_HOST_DEVICE_INLINE BlockInterpreter(const ExecContextDevice& ctx, const ThreadblockDevice& tb,
                                               uint32_t blockIndex, uint32_t threadId, uint32_t numThreads,
                                               const LaunchArgs& args)
-      : ctx_(ctx), tb_(tb), block_(blockIndex), tid_(threadId), nthreads_(numThreads), call_(args.call) {
-    // GPU contexts' waits poll the abort flag's device-memory copy; the host
-    // raises the mapped flag, which long waits read once per round (hostAbortSeen).
-    waitAbort_ = ctx.liveWaits != nullptr ? &ctx.state->abortCopy : ctx.abortFlag;
+      : ctx_(ctx), tb_(tb), block_(blockIndex), tid_(threadId), nthreads_(numThreads) {
     deadline_ = deadlineAfter(args.timeoutNs);
     packetDeadline_ = ctx.liveWaits == nullptr ? deadline_ : minU(deadline_, clockNs() + kReportWaitAfterNs);
     resume_ = threadId;
@@ -76,6 +73,10 @@ class BlockInterpreter {
     // Acquire: pairs with the previous launch's last block, which released the advanced flag.
     flag_ = atomicLoad<uint32_t, scopeDevice>(&ctx.state->flag, memoryOrderAcquire);
     half_ = (ctx.doubleScratch && (flag_ & 1u) == 0) ? ctx.scratchHalfBytes : 0;
+    // GPU contexts' waits poll the abort flag's device-memory copy; the host
+    // raises the mapped flag, which long waits read once per round.
+    recorder_ = BlockRecorder::of(ctx, blockIndex, threadId, flag_, args.call,
+                                  ctx.liveWaits != nullptr ? &ctx.state->abortCopy : ctx.abortFlag);
   }
 
   MSCCLPP_HOST_DEVICE_INLINE void run() {
@@ -203,131 +204,14 @@ class BlockInterpreter {
 #endif
   }
 
-  // GPU contexts have a live-wait slot per block; CPU contexts have none.
-  // A wait still going after kReportWaitAfterNs writes what it waits for
-  // into its block's slot for the call monitor. It then spins on for the
-  // same claimed signal, in rounds of kWaitRoundNs, and clears the slot when
-  // it ends. After the first millisecond and each round it looks at the
-  // host's abort flag (hostAbortSeen), which the spins do not read. One slot
-  // shows one waiting thread; if that wait ends first and clears it, a wait
-  // that goes on fills it again within a round. A short wait costs one clock
-  // read. CPU contexts wait in one go: the host reads their counters live.
+  // GPU contexts have a live-wait slot per block; CPU contexts have none:
+  // the host reads their counters live (BlockRecorder::reportedWait).
   template <class Spin>
   MSCCLPP_HOST_DEVICE_INLINE SpinStatus reportedWait(WaitKind kind, uint32_t what, uint64_t expected,
                                                      const uint64_t* observed, Spin&& spin, uint64_t detail = 0) {
-    if (ctx_.liveWaits != nullptr) {
-      const uint64_t early = clockNs() + kReportWaitAfterNs;
-      if (early < deadline_) {
-        SpinStatus st = spin(early);
-        if (st != SpinStatus::Timeout) return st;
-        if (hostAbortSeen()) return SpinStatus::Aborted;
-        publishWait(kind, what, expected, *observed, detail);
-        for (;;) {
-          const uint64_t round = clockNs() + kWaitRoundNs;
-          st = spin(round < deadline_ ? round : deadline_);
-          if (st != SpinStatus::Timeout || round >= deadline_) break;
-          if (hostAbortSeen()) {
-            st = SpinStatus::Aborted;
-            break;
-          }
-          republishWait(kind, what, expected, *observed, detail);
-        }
-        clearWait();
-        return st;
-      }
-    }
-    return spin(deadline_);
+    return recorder_.reportedWait(site(), kind, what, expected, observed, deadline_, spin, detail);
   }
-
-  // Whether the host raised the context's abort flag (a proxy failure, a
-  // failed communicator); if so, raises the device copy the spins poll, so
-  // every wait of the launch stops within kAbortPollMask polls. The flag is
-  // host-mapped: one lane of the warp reads it across PCIe and shares it.
-  MSCCLPP_HOST_DEVICE_NOINLINE bool hostAbortSeen() {
-    uint32_t raised = 0;
-#if defined(MSCCLPP_DEVICE_COMPILE)
-    const unsigned active = __activemask();
-    const int leader = __ffs(active) - 1;
-    if (static_cast<int>(threadIdx.x & 31u) == leader)
-      raised = atomicLoad<uint32_t>(ctx_.abortFlag, memoryOrderRelaxed);
-    raised = __shfl_sync(active, raised, leader);
-#else
-    raised = atomicLoad<uint32_t>(ctx_.abortFlag, memoryOrderRelaxed);
-#endif
-    if (raised != 0 && waitAbort_ != ctx_.abortFlag)
-      atomicStore<uint32_t, scopeDevice>(waitAbort_, 1u, memoryOrderRelaxed);
-    return raised != 0;
-  }
-
-  // Relaxed system-scope stores into host-mapped memory, between two
-  // system-scope fences while the sequence count is odd: the host sees them
-  // while the kernel runs (docs/cuda-backend.md, "Design points and the CUDA
-  // rules they follow"). Writers of one block take turns (lockSlot), so no
-  // slot mixes two waits. Cold: only a wait that already waited long.
-  MSCCLPP_HOST_DEVICE_NOINLINE void publishWait(WaitKind kind, uint32_t what, uint64_t expected, uint64_t observed,
-                                                uint64_t detail) {
-    if (!lockSlot()) return;
-    LiveWaitSlot* s = &ctx_.liveWaits[block_];
-    const uint32_t seq = beginSlotWrite(s);
-    atomicStore<uint32_t>(&s->launchFlag, flag_, memoryOrderRelaxed);
-    atomicStore<uint32_t>(&s->opIndex, opIndex_, memoryOrderRelaxed);
-    atomicStore<uint32_t>(&s->pipelineIteration, unit_ == kNoUnit ? UINT32_MAX : iteration_, memoryOrderRelaxed);
-    atomicStore<uint32_t>(&s->waitKind, static_cast<uint32_t>(kind), memoryOrderRelaxed);
-    atomicStore<uint32_t>(&s->id, what, memoryOrderRelaxed);
-    atomicStore<uint32_t>(&s->call, call_, memoryOrderRelaxed);
-    atomicStore<uint64_t>(&s->expected, expected, memoryOrderRelaxed);
-    atomicStore<uint64_t>(&s->observed, observed, memoryOrderRelaxed);
-    atomicStore<uint64_t>(&s->detail, detail, memoryOrderRelaxed);
-    atomicStore<uint32_t>(&s->waiting, tid_ + 1, memoryOrderRelaxed);
-    endSlotWrite(s, seq);
-    unlockSlot();
-  }
-  // publishWait when the slot shows no wait (the one it showed ended).
-  MSCCLPP_HOST_DEVICE_NOINLINE void republishWait(WaitKind kind, uint32_t what, uint64_t expected, uint64_t observed,
-                                                  uint64_t detail) {
-    if (atomicLoad<uint32_t>(&ctx_.liveWaits[block_].waiting, memoryOrderRelaxed) == 0)
-      publishWait(kind, what, expected, observed, detail);
-  }
-  // Only the thread whose wait the slot shows clears it: another thread of
-  // the block may have published since.
-  MSCCLPP_HOST_DEVICE_NOINLINE void clearWait() {
-    LiveWaitSlot* s = &ctx_.liveWaits[block_];
-    if (atomicLoad<uint32_t>(&s->waiting, memoryOrderRelaxed) != tid_ + 1 || !lockSlot()) return;
-    if (atomicLoad<uint32_t>(&s->waiting, memoryOrderRelaxed) == tid_ + 1) {
-      const uint32_t seq = beginSlotWrite(s);
-      atomicStore<uint32_t>(&s->waiting, 0u, memoryOrderRelaxed);
-      endSlotWrite(s, seq);
-    }
-    unlockSlot();
-  }
-  // The block's writers of its slot take turns through a lock word in its
-  // record. The word is device memory: an atomic on host-mapped memory
-  // would depend on the PCIe link's atomics. A writer holds it for a few
-  // stores, so a plain loop suffices; spinUntil here makes ptxas spill.
-  // Returns false, with nothing written, on an abort.
-  MSCCLPP_HOST_DEVICE_INLINE bool lockSlot() {
-    uint32_t* lock = &ctx_.blockRecords[block_].slotLock;
-    for (;;) {
-      uint32_t free = 0;
-      if (atomicCompareExchange<uint32_t, scopeDevice>(lock, &free, 1u, memoryOrderAcquire)) return true;
-      if (atomicLoad<uint32_t>(waitAbort_, memoryOrderRelaxed) != 0) return false;
-    }
-  }
-  MSCCLPP_HOST_DEVICE_INLINE void unlockSlot() {
-    atomicStore<uint32_t, scopeDevice>(&ctx_.blockRecords[block_].slotLock, 0u, memoryOrderRelease);
-  }
-  // The sequence count goes odd, then the fields change, then it goes even.
-  // beginSlotWrite returns the even value from before.
-  MSCCLPP_HOST_DEVICE_INLINE static uint32_t beginSlotWrite(LiveWaitSlot* s) {
-    const uint32_t seq = atomicLoad<uint32_t>(&s->sequence, memoryOrderRelaxed) & ~1u;
-    atomicStore<uint32_t>(&s->sequence, seq + 1, memoryOrderRelaxed);
-    cuda::atomic_thread_fence(memoryOrderSeqCst, scopeSystem);
-    return seq;
-  }
-  MSCCLPP_HOST_DEVICE_INLINE static void endSlotWrite(LiveWaitSlot* s, uint32_t seq) {
-    cuda::atomic_thread_fence(memoryOrderSeqCst, scopeSystem);
-    atomicStore<uint32_t>(&s->sequence, seq + 2, memoryOrderRelaxed);
-  }
+  MSCCLPP_HOST_DEVICE_INLINE WaitSite site() const { return {opIndex_, unit_ == kNoUnit ? UINT32_MAX : iteration_}; }
 
   // Records that the block stopped before op `index` because the context was aborted.
   MSCCLPP_HOST_DEVICE_INLINE void markStopped(uint32_t index) {
@@ -340,45 +224,12 @@ class BlockInterpreter {
                                        uint64_t expected, uint64_t observed, uint64_t detail) {
     if (failed_) return;
     failed_ = true;
-    BlockRecord* r = &ctx_.blockRecords[block_];
-    uint32_t s = atomicLoad<uint32_t, scopeDevice>(&r->state, memoryOrderRelaxed);
-    while (s == kBlockRunning || s == kBlockFinished) {
-      if (atomicCompareExchange<uint32_t, scopeDevice>(&r->state, &s, kBlockWriting, memoryOrderRelaxed)) {
-        // Atomic where a live reader looks; the rest is read after the launch.
-        atomicStore<uint32_t, scopeDevice>(&r->opIndex, opIndex_, memoryOrderRelaxed);
-        r->opType = static_cast<uint32_t>(op.type);
-        r->waitKind = static_cast<uint32_t>(kind);
-        r->id = what;
-        atomicStore<uint32_t, scopeDevice>(&r->pipelineIteration, unit_ == kNoUnit ? UINT32_MAX : iteration_,
-                                           memoryOrderRelaxed);
-        atomicStore<uint32_t, scopeDevice>(&r->launchFlag, flag_, memoryOrderRelaxed);
-        r->expected = expected;
-        r->observed = observed;
-        r->detail = detail;
-        uint32_t finalState = st == SpinStatus::Timeout   ? kBlockTimedOut
-                              : st == SpinStatus::Aborted ? kBlockAborted
-                                                          : kBlockInvalid;
-        // Release: the fields above are complete once the state says so,
-        // for any reader that looks while the launch runs.
-        atomicStore<uint32_t, scopeSystem>(&r->state, finalState, memoryOrderRelease);
-        break;
-      }
-    }
-    if (st != SpinStatus::Aborted) {
-      uint32_t none = UINT32_MAX;
-      atomicCompareExchange<uint32_t, scopeDevice>(&ctx_.state->firstFailedBlock, &none, block_, memoryOrderRelaxed);
-      // Relaxed: the flag only makes other spins give up; it publishes no data.
-      // The host reads the mapped flag; this launch's waits poll the copy.
-      atomicStore<uint32_t, scopeSystem>(ctx_.abortFlag, 1u, memoryOrderRelaxed);
-      if (waitAbort_ != ctx_.abortFlag) atomicStore<uint32_t, scopeDevice>(waitAbort_, 1u, memoryOrderRelaxed);
-    }
+    recorder_.recordStop(st, site(), static_cast<uint32_t>(op.type), kind, what, expected, observed, detail);
   }
 
   MSCCLPP_HOST_DEVICE_INLINE void finishBlock() {
     syncBlockThreads();
-    if (tid_ != 0) return;
-    finishLaunchBlock(ctx_.state, &ctx_.blockRecords[block_],
-                      ctx_.liveWaits != nullptr ? &ctx_.liveWaits[block_] : nullptr, ctx_.nBlocks, flag_);
+    if (tid_ == 0) recorder_.finish(ctx_.nBlocks);
   }
 
   // A pipeline op: its body, the next bodyCount ops, runs once per unit.
@@ -525,7 +376,7 @@ class BlockInterpreter {
     // A long wait at a barrier is published too: it waits on this rank's
     // other blocks, which the monitor's wait-for analysis follows.
     const uint64_t none = 0;
-    SpinStatus st = ctx_.barriers[op.barrierId].syncWith(op.numThreadblocks, waitAbort_, [&](auto&& spin) {
+    SpinStatus st = ctx_.barriers[op.barrierId].syncWith(op.numThreadblocks, recorder_.waitAbort, [&](auto&& spin) {
       return reportedWait(WaitKind::Barrier, op.barrierId, op.numThreadblocks, &none, spin);
     });
     if (st != SpinStatus::Ok) fail(st, op, WaitKind::Barrier, op.barrierId, op.numThreadblocks, 0, 0);
@@ -564,15 +415,15 @@ class BlockInterpreter {
         auto& sem = ctx_.memoryChannels[c].semaphore_;
         expected = sem.claimNextExpected();
         st = reportedWait(kind, c, expected, &observed, [&](uint64_t deadline) {
-          return relaxed ? sem.relaxedWaitClaimed(expected, deadline, waitAbort_, &observed)
-                         : sem.waitClaimed(expected, deadline, waitAbort_, &observed);
+          return relaxed ? sem.relaxedWaitClaimed(expected, deadline, recorder_.waitAbort, &observed)
+                         : sem.waitClaimed(expected, deadline, recorder_.waitAbort, &observed);
         });
       } else {
         kind = WaitKind::PortChannel;
         auto& sem = ctx_.portChannels[c].semaphore_;
         expected = sem.claimNextExpected();
         st = reportedWait(kind, c, expected, &observed, [&](uint64_t deadline) {
-          return sem.waitClaimed(expected, deadline, waitAbort_, &observed);
+          return sem.waitClaimed(expected, deadline, recorder_.waitAbort, &observed);
         });
       }
       if (st != SpinStatus::Ok) {
@@ -611,7 +462,7 @@ class BlockInterpreter {
               seen = v;
               return false;
             },
-            deadline, waitAbort_);
+            deadline, recorder_.waitAbort);
       });
       if (st != SpinStatus::Ok) {
         fail(st, op, WaitKind::Semaphore, s, 1, seen, 0);
@@ -791,7 +642,7 @@ class BlockInterpreter {
   MSCCLPP_HOST_DEVICE_INLINE bool readPkt(const Pkt* p, uint32_t refPos, uint64_t packetByteOff, uint64_t resumeAt,
                                           typename Pkt::Payload* v) {
     uint32_t observed = 0;
-    SpinStatus st = readPacket(p, flag_, v, packetDeadline_, waitAbort_, &observed);
+    SpinStatus st = readPacket(p, flag_, v, packetDeadline_, recorder_.waitAbort, &observed);
     if (st == SpinStatus::Ok) return true;
     deferFail(st, WaitKind::Packet, refPos, flag_, observed, packetByteOff, resumeAt);
     return false;
@@ -842,7 +693,7 @@ class BlockInterpreter {
   template <class Pkt>
   MSCCLPP_HOST_DEVICE_INLINE SpinStatus awaitPacket(const char* at, uint64_t deadline, uint32_t* seen) {
     typename Pkt::Payload v;
-    return readPacket(reinterpret_cast<const Pkt*>(at), flag_, &v, deadline, waitAbort_, seen);
+    return readPacket(reinterpret_cast<const Pkt*>(at), flag_, &v, deadline, recorder_.waitAbort, seen);
   }
 
   template <class Pkt>
@@ -885,7 +736,7 @@ class BlockInterpreter {
     Span ss = span(s), ds = span(d);
     PacketWaitInfo info;
     SpinStatus st = getPackets<Pkt>(addr(d, ds.off, false), addr(s, ss.off, true), minU(ss.bytes, ds.bytes),
-                                    firstIndex(), nthreads_, flag_, packetDeadline_, waitAbort_, &info);
+                                    firstIndex(), nthreads_, flag_, packetDeadline_, recorder_.waitAbort, &info);
     if (st != SpinStatus::Ok)
       deferFail(st, WaitKind::Packet, 0, flag_, info.observedFlag,
                 bufferOffset(s, ss.off, true) + info.packetIndex * sizeof(Pkt), info.packetIndex);
@@ -1154,11 +1005,10 @@ class BlockInterpreter {
   uint32_t block_;
   uint32_t tid_;
   uint32_t nthreads_;
-  uint32_t call_;  // LaunchArgs::call, for the live-wait slot
-  // The abort flag the waits poll: GPU contexts' device-memory copy
-  // (ExecState::abortCopy), else the context's flag. FIFO waits, which wait
-  // for the host's proxy anyway, read the host's flag itself.
-  uint32_t* waitAbort_ = nullptr;
+  // Waits, stops and the block's end in the launch records. Its waitAbort is
+  // the flag the spins poll; FIFO waits, which wait for the host's proxy
+  // anyway, read the host's flag itself.
+  BlockRecorder recorder_{};
   uint64_t deadline_ = 0;
   // Per thread: packet waits spin until packetDeadline_, then leave their
   // op, which runs again from resume_.

@@ -63,19 +63,18 @@ struct AllreduceReadReduce {
     const AlgorithmDeviceContext& c = b.context();
     const int op = b.op();
     b.step(kStepEnter);
-    peerBarrier(b, [](int) { return true; });
+    meshBarrier(b);
     b.step(kStepReduce);
     const uint64_t count = c.inputBytes / sizeof(T);
     const Span slice = partOf(count, 1, c.nRanks, c.rank);
-    const Span mine = partOf(slice.end - slice.begin, 1, c.nBlocks, b.block());
+    const Span mine = blockShare(b, slice.end - slice.begin, 1);
     for (uint64_t e = slice.begin + mine.begin + b.thread(); e < slice.begin + mine.end; e += b.threads()) {
-      T acc = reinterpret_cast<const T*>(c.peers[0].input)[e];
-      for (int p = 1; p < c.nRanks; ++p) acc = reduceValue<T>(op, acc, reinterpret_cast<const T*>(c.peers[p].input)[e]);
+      const T acc = reduceOverRanks<T>(c, op, e);
       for (int p = 0; p < c.nRanks; ++p) reinterpret_cast<T*>(c.peers[p].output)[e] = acc;
     }
     b.step(kStepLeave);
     b.gridSync();
-    peerBarrier(b, [](int) { return true; });
+    meshBarrier(b);
   }
 };
 
@@ -88,13 +87,13 @@ struct AllreduceSwitch {
     const AlgorithmDeviceContext& c = b.context();
     const int op = b.op();
     b.step(kStepEnter);
-    peerBarrier(b, [](int) { return true; });
+    meshBarrier(b);
     b.step(kStepReduce);
     const SwitchChannelDeviceHandle& in = c.switchChannels[0];
     const SwitchChannelDeviceHandle& out = c.switchChannels[1];
     const uint64_t count = c.inputBytes / sizeof(T);
     const Span slice = partOf(count, 1, c.nRanks, c.rank);
-    const Span mine = partOf(slice.end - slice.begin, 1, c.nBlocks, b.block());
+    const Span mine = blockShare(b, slice.end - slice.begin, 1);
     uint64_t e = slice.begin + mine.begin;
     const uint64_t end = slice.begin + mine.end;
     e = multimemRun(in, out, op, e, end, b.thread(), b.threads());
@@ -104,7 +103,7 @@ struct AllreduceSwitch {
     }
     b.step(kStepLeave);
     b.gridSync();
-    peerBarrier(b, [](int) { return true; });
+    meshBarrier(b);
   }
 
   // The elements [e, end) the switch reduces itself, 16 bytes at a time from
@@ -153,7 +152,7 @@ struct AllreduceTwoLevel {
     const uint64_t count = c.inputBytes / sizeof(T);
     const uint64_t slotBytes = (count + c.nLocalRanks - 1) / c.nLocalRanks * sizeof(T);
     const Span slice = partOf(count, 1, c.nLocalRanks, c.localRank);
-    const Span mine = partOf(slice.end - slice.begin, 1, c.nBlocks, b.block());
+    const Span mine = blockShare(b, slice.end - slice.begin, 1);
     T* slots = reinterpret_cast<T*>(b.scratch());
     const uint64_t slotElems = slotBytes / sizeof(T);
     b.step(kStepEnter);

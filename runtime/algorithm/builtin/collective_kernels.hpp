@@ -16,7 +16,7 @@ struct AllgatherMesh {
     const AlgorithmDeviceContext& c = b.context();
     const uint64_t bytes = c.inputBytes;
     b.step(kStepEnter);
-    peerBarrier(b, [](int) { return true; });
+    meshBarrier(b);
     b.step(kStepExchange);
     for (int k = 0; k < c.nRanks; ++k) {
       const int p = (c.rank + k) % c.nRanks;  // every rank starts with a different peer
@@ -25,7 +25,7 @@ struct AllgatherMesh {
     }
     b.step(kStepLeave);
     b.gridSync();
-    peerBarrier(b, [](int) { return true; });
+    meshBarrier(b);
   }
 };
 
@@ -36,21 +36,17 @@ struct ReduceScatterMesh {
     const AlgorithmDeviceContext& c = b.context();
     const int op = b.op();
     b.step(kStepEnter);
-    peerBarrier(b, [](int) { return true; });
+    meshBarrier(b);
     b.step(kStepReduce);
     const uint64_t count = c.outputBytes / sizeof(T);
     const uint64_t base = c.rank * count;
-    const Span mine = partOf(count, 1, c.nBlocks, b.block());
+    const Span mine = blockShare(b, count, 1);
     T* out = reinterpret_cast<T*>(c.output);
-    for (uint64_t e = mine.begin + b.thread(); e < mine.end; e += b.threads()) {
-      T acc = reinterpret_cast<const T*>(c.peers[0].input)[base + e];
-      for (int p = 1; p < c.nRanks; ++p)
-        acc = reduceValue<T>(op, acc, reinterpret_cast<const T*>(c.peers[p].input)[base + e]);
-      out[e] = acc;
-    }
+    for (uint64_t e = mine.begin + b.thread(); e < mine.end; e += b.threads())
+      out[e] = reduceOverRanks<T>(c, op, base + e);
     b.step(kStepLeave);
     b.gridSync();
-    peerBarrier(b, [](int) { return true; });
+    meshBarrier(b);
   }
 };
 
@@ -100,7 +96,7 @@ struct AlltoallMesh {
     const AlgorithmDeviceContext& c = b.context();
     const uint64_t part = c.inputBytes / c.nRanks;
     b.step(kStepEnter);
-    peerBarrier(b, [](int) { return true; });
+    meshBarrier(b);
     b.step(kStepExchange);
     for (int k = 0; k < c.nRanks; ++k) {
       const int p = (c.rank + k) % c.nRanks;
@@ -108,7 +104,7 @@ struct AlltoallMesh {
     }
     b.step(kStepLeave);
     b.gridSync();
-    peerBarrier(b, [](int) { return true; });
+    meshBarrier(b);
   }
 };
 

@@ -71,6 +71,11 @@ MSCCLPP_HOST_DEVICE_INLINE void peerBarrier(AlgorithmBlock& b, Takes takes) {
   b.gridSync();
 }
 
+// Every peer.
+MSCCLPP_HOST_DEVICE_INLINE void meshBarrier(AlgorithmBlock& b) {
+  peerBarrier(b, [](int) { return true; });
+}
+
 // Every peer on this host.
 MSCCLPP_HOST_DEVICE_INLINE void localBarrier(AlgorithmBlock& b) {
   const AlgorithmDeviceContext& c = b.context();
@@ -80,6 +85,14 @@ MSCCLPP_HOST_DEVICE_INLINE void localBarrier(AlgorithmBlock& b) {
 // This block's contiguous share of [0, total) in units, and its threads' strides in it.
 MSCCLPP_HOST_DEVICE_INLINE Span blockShare(const AlgorithmBlock& b, uint64_t total, uint64_t unit) {
   return partOf(total, unit, b.context().nBlocks, b.block());
+}
+
+// Element e of every rank's input, reduced in rank order: every rank gets the same bits.
+template <class T>
+MSCCLPP_HOST_DEVICE_INLINE T reduceOverRanks(const AlgorithmDeviceContext& c, int op, uint64_t e) {
+  T acc = reinterpret_cast<const T*>(c.peers[0].input)[e];
+  for (int p = 1; p < c.nRanks; ++p) acc = reduceValue<T>(op, acc, reinterpret_cast<const T*>(c.peers[p].input)[e]);
+  return acc;
 }
 
 // Copies bytes with every thread of every block of the launch.

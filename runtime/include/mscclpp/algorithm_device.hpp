@@ -105,20 +105,16 @@ class AlgorithmBlock {
  public:
   MSCCLPP_HOST_DEVICE_INLINE AlgorithmBlock(const AlgorithmDeviceContext& ctx, const AlgorithmLaunchArgs& args,
                                             uint32_t block, uint32_t thread, uint32_t nThreads)
-      : ctx_(ctx),
-        block_(block),
-        tid_(thread),
-        nthreads_(nThreads),
-        call_(args.call),
-        dtype_(args.dtype),
-        op_(args.op) {
-    // GPU contexts' waits poll the abort flag's device-memory copy; the host
-    // raises the mapped flag, which long waits read once per round (hostAbortSeen).
-    waitAbort_ = (args.flags & kAlgorithmLaunchAbortCopy) != 0 ? &ctx.state->abortCopy : ctx.abortFlag;
+      : ctx_(ctx), block_(block), tid_(thread), nthreads_(nThreads), dtype_(args.dtype), op_(args.op) {
     deadline_ = args.timeoutNs == kNoDeadline ? kNoDeadline : deadlineAfter(args.timeoutNs);
     // Acquire: pairs with the previous launch's last block, which released the advanced flag.
     flag_ = atomicLoad<uint32_t, scopeDevice>(&ctx.state->flag, memoryOrderAcquire);
     half_ = (ctx.scratchHalfBytes != 0 && (flag_ & 1u) == 0) ? ctx.scratchHalfBytes : 0;
+    // GPU contexts' waits poll the abort flag's device-memory copy; the host
+    // raises the mapped flag, which long waits read once per round.
+    recorder_ =
+        BlockRecorder::of(ctx, block, thread, flag_, args.call,
+                          (args.flags & kAlgorithmLaunchAbortCopy) != 0 ? &ctx.state->abortCopy : ctx.abortFlag);
   }
 
   MSCCLPP_HOST_DEVICE_INLINE const AlgorithmDeviceContext& context() const { return ctx_; }
@@ -156,9 +152,9 @@ class AlgorithmBlock {
     auto& sem = ctx_.memoryChannels[peer].semaphore_;
     const uint64_t expected = sem.claimNextExpected();
     uint64_t observed = 0;
-    const SpinStatus st =
-        reportedWait(WaitKind::MemoryChannel, static_cast<uint32_t>(peer), expected, &observed,
-                     [&](uint64_t deadline) { return sem.waitClaimed(expected, deadline, waitAbort_, &observed); });
+    const SpinStatus st = reportedWait(
+        WaitKind::MemoryChannel, static_cast<uint32_t>(peer), expected, &observed,
+        [&](uint64_t deadline) { return sem.waitClaimed(expected, deadline, recorder_.waitAbort, &observed); });
     return settle(st, WaitKind::MemoryChannel, static_cast<uint32_t>(peer), expected, observed, 0);
   }
 
@@ -190,9 +186,9 @@ class AlgorithmBlock {
     auto& sem = ctx_.portChannels[peer].semaphore_;
     const uint64_t expected = sem.claimNextExpected();
     uint64_t observed = 0;
-    const SpinStatus st =
-        reportedWait(WaitKind::PortChannel, static_cast<uint32_t>(peer), expected, &observed,
-                     [&](uint64_t deadline) { return sem.waitClaimed(expected, deadline, waitAbort_, &observed); });
+    const SpinStatus st = reportedWait(
+        WaitKind::PortChannel, static_cast<uint32_t>(peer), expected, &observed,
+        [&](uint64_t deadline) { return sem.waitClaimed(expected, deadline, recorder_.waitAbort, &observed); });
     return settle(st, WaitKind::PortChannel, static_cast<uint32_t>(peer), expected, observed, 0);
   }
 
@@ -208,7 +204,7 @@ class AlgorithmBlock {
     const SpinStatus st = reportedWait(
         WaitKind::Packet, static_cast<uint32_t>(writer), flag_, &observed,
         [&](uint64_t deadline) {
-          const SpinStatus s = mscclpp::readPacket(p, flag_, payload, deadline, waitAbort_, &seen);
+          const SpinStatus s = mscclpp::readPacket(p, flag_, payload, deadline, recorder_.waitAbort, &seen);
           observed = seen;
           return s;
         },
@@ -220,7 +216,7 @@ class AlgorithmBlock {
   // All threads of every block call it.
   MSCCLPP_HOST_DEVICE_INLINE bool gridSync() {
     const uint64_t none = 0;
-    const SpinStatus st = ctx_.gridBarrier->syncWith(ctx_.nBlocks, waitAbort_, [&](auto&& spin) {
+    const SpinStatus st = ctx_.gridBarrier->syncWith(ctx_.nBlocks, recorder_.waitAbort, [&](auto&& spin) {
       if (failed_) return SpinStatus::Aborted;
       return reportedWait(WaitKind::Barrier, 0, ctx_.nBlocks, &none, spin);
     });
@@ -230,15 +226,13 @@ class AlgorithmBlock {
   // The block's end: every thread calls it once (the entry points below do).
   MSCCLPP_HOST_DEVICE_INLINE void finish() {
     syncBlockThreads();
-    if (tid_ != 0) return;
-    finishLaunchBlock(ctx_.state, &ctx_.blockRecords[block_],
-                      ctx_.liveWaits != nullptr ? &ctx_.liveWaits[block_] : nullptr, ctx_.nBlocks, flag_);
+    if (tid_ == 0) recorder_.finish(ctx_.nBlocks);
   }
 
  private:
   MSCCLPP_HOST_DEVICE_INLINE bool stopped() {
     if (failed_) return true;
-    if (atomicLoad<uint32_t>(waitAbort_, memoryOrderRelaxed) == 0) return false;
+    if (atomicLoad<uint32_t>(recorder_.waitAbort, memoryOrderRelaxed) == 0) return false;
     fail(SpinStatus::Aborted, WaitKind::None, 0, 0, 0, 0);
     return true;
   }
@@ -250,169 +244,33 @@ class AlgorithmBlock {
     return false;
   }
 
-  // A wait still going after kReportWaitAfterNs writes what it waits for
-  // into its block's slot, spins on for the same claimed value in rounds of
-  // kWaitRoundNs and clears the slot when it ends; a wait that goes on
-  // refills a slot another thread cleared within a round. After the first
-  // millisecond and each round it looks at the host's abort flag
-  // (hostAbortSeen), which the spins do not read. A short wait costs one
-  // clock read. CPU contexts' spins poll the host's flag: they wait in one go.
+  // Long waits publish themselves where the host reads them (BlockRecorder::reportedWait).
   template <class Spin>
   MSCCLPP_HOST_DEVICE_INLINE SpinStatus reportedWait(WaitKind kind, uint32_t what, uint64_t expected,
                                                      const uint64_t* observed, Spin&& spin, uint64_t detail = 0) {
-    if (ctx_.liveWaits != nullptr) {
-      const uint64_t early = clockNs() + kReportWaitAfterNs;
-      if (early < deadline_) {
-        SpinStatus st = spin(early);
-        if (st != SpinStatus::Timeout) return st;
-        if (hostAbortSeen()) return SpinStatus::Aborted;
-        publishWait(kind, what, expected, *observed, detail);
-        if (waitAbort_ == ctx_.abortFlag) {
-          // A CPU context's block is one thread whose spin polls the host's
-          // flag itself: one long spin keeps backing off to sleeps.
-          st = spin(deadline_);
-          clearWait();
-          return st;
-        }
-        for (;;) {
-          const uint64_t round = clockNs() + kWaitRoundNs;
-          st = spin(round < deadline_ ? round : deadline_);
-          if (st != SpinStatus::Timeout || round >= deadline_) break;
-          if (hostAbortSeen()) {
-            st = SpinStatus::Aborted;
-            break;
-          }
-          if (atomicLoad<uint32_t>(&ctx_.liveWaits[block_].waiting, memoryOrderRelaxed) == 0)
-            publishWait(kind, what, expected, *observed, detail);
-        }
-        clearWait();
-        return st;
-      }
-    }
-    return spin(deadline_);
+    return recorder_.reportedWait(site(), kind, what, expected, observed, deadline_, spin, detail);
   }
+  MSCCLPP_HOST_DEVICE_INLINE WaitSite site() const { return {step_, UINT32_MAX}; }
 
-  // Whether the host raised the context's abort flag (a proxy failure, a
-  // failed communicator); if so, raises the device copy the spins poll, so
-  // every wait of the launch stops within kAbortPollMask polls. The flag is
-  // host-mapped: one lane of the warp reads it across PCIe and shares it.
-  MSCCLPP_HOST_DEVICE_NOINLINE bool hostAbortSeen() {
-    uint32_t raised = 0;
-#if defined(MSCCLPP_DEVICE_COMPILE)
-    const unsigned active = __activemask();
-    const int leader = __ffs(active) - 1;
-    if (static_cast<int>(threadIdx.x & 31u) == leader)
-      raised = atomicLoad<uint32_t>(ctx_.abortFlag, memoryOrderRelaxed);
-    raised = __shfl_sync(active, raised, leader);
-#else
-    raised = atomicLoad<uint32_t>(ctx_.abortFlag, memoryOrderRelaxed);
-#endif
-    if (raised != 0 && waitAbort_ != ctx_.abortFlag)
-      atomicStore<uint32_t, scopeDevice>(waitAbort_, 1u, memoryOrderRelaxed);
-    return raised != 0;
-  }
-
-  // Relaxed system-scope stores between two system-scope fences while the
-  // sequence count is odd: the host sees them while the kernel runs.
-  // Writers of one block take turns through a lock word in its record.
-  MSCCLPP_HOST_DEVICE_NOINLINE void publishWait(WaitKind kind, uint32_t what, uint64_t expected, uint64_t observed,
-                                                uint64_t detail) {
-    if (!lockSlot()) return;
-    LiveWaitSlot* s = &ctx_.liveWaits[block_];
-    const uint32_t seq = atomicLoad<uint32_t>(&s->sequence, memoryOrderRelaxed) & ~1u;
-    atomicStore<uint32_t>(&s->sequence, seq + 1, memoryOrderRelaxed);
-    cuda::atomic_thread_fence(memoryOrderSeqCst, scopeSystem);
-    atomicStore<uint32_t>(&s->launchFlag, flag_, memoryOrderRelaxed);
-    atomicStore<uint32_t>(&s->opIndex, step_, memoryOrderRelaxed);
-    atomicStore<uint32_t>(&s->pipelineIteration, 0xffffffffu, memoryOrderRelaxed);
-    atomicStore<uint32_t>(&s->waitKind, static_cast<uint32_t>(kind), memoryOrderRelaxed);
-    atomicStore<uint32_t>(&s->id, what, memoryOrderRelaxed);
-    atomicStore<uint32_t>(&s->call, call_, memoryOrderRelaxed);
-    atomicStore<uint64_t>(&s->expected, expected, memoryOrderRelaxed);
-    atomicStore<uint64_t>(&s->observed, observed, memoryOrderRelaxed);
-    atomicStore<uint64_t>(&s->detail, detail, memoryOrderRelaxed);
-    atomicStore<uint32_t>(&s->waiting, tid_ + 1, memoryOrderRelaxed);
-    cuda::atomic_thread_fence(memoryOrderSeqCst, scopeSystem);
-    atomicStore<uint32_t>(&s->sequence, seq + 2, memoryOrderRelaxed);
-    unlockSlot();
-  }
-  // Only the thread whose wait the slot shows clears it.
-  MSCCLPP_HOST_DEVICE_NOINLINE void clearWait() {
-    LiveWaitSlot* s = &ctx_.liveWaits[block_];
-    if (atomicLoad<uint32_t>(&s->waiting, memoryOrderRelaxed) != tid_ + 1 || !lockSlot()) return;
-    if (atomicLoad<uint32_t>(&s->waiting, memoryOrderRelaxed) == tid_ + 1) {
-      const uint32_t seq = atomicLoad<uint32_t>(&s->sequence, memoryOrderRelaxed) & ~1u;
-      atomicStore<uint32_t>(&s->sequence, seq + 1, memoryOrderRelaxed);
-      cuda::atomic_thread_fence(memoryOrderSeqCst, scopeSystem);
-      atomicStore<uint32_t>(&s->waiting, 0u, memoryOrderRelaxed);
-      cuda::atomic_thread_fence(memoryOrderSeqCst, scopeSystem);
-      atomicStore<uint32_t>(&s->sequence, seq + 2, memoryOrderRelaxed);
-    }
-    unlockSlot();
-  }
-  // The lock word is device memory: an atomic on host-mapped memory would
-  // depend on the link's atomics. False, with nothing locked, on an abort.
-  MSCCLPP_HOST_DEVICE_INLINE bool lockSlot() {
-    uint32_t* lock = &ctx_.blockRecords[block_].slotLock;
-    for (;;) {
-      uint32_t free = 0;
-      if (atomicCompareExchange<uint32_t, scopeDevice>(lock, &free, 1u, memoryOrderAcquire)) return true;
-      if (atomicLoad<uint32_t>(waitAbort_, memoryOrderRelaxed) != 0) return false;
-    }
-  }
-  MSCCLPP_HOST_DEVICE_INLINE void unlockSlot() {
-    atomicStore<uint32_t, scopeDevice>(&ctx_.blockRecords[block_].slotLock, 0u, memoryOrderRelease);
-  }
-
-  // Records where the block stopped; the first writer of the block wins. A
-  // failure of this rank's own (not an abort) raises the abort flag.
-  MSCCLPP_HOST_DEVICE_NOINLINE void fail(SpinStatus st, WaitKind kind, uint32_t what, uint64_t expected,
-                                         uint64_t observed, uint64_t detail) {
+  // Records where the block stopped; a failure of its own stops the other blocks and ranks.
+  MSCCLPP_HOST_DEVICE_INLINE void fail(SpinStatus st, WaitKind kind, uint32_t what, uint64_t expected,
+                                       uint64_t observed, uint64_t detail) {
     if (failed_) return;
     failed_ = true;
-    BlockRecord* r = &ctx_.blockRecords[block_];
-    uint32_t s = atomicLoad<uint32_t, scopeDevice>(&r->state, memoryOrderRelaxed);
-    while (s == kBlockRunning || s == kBlockFinished) {
-      if (atomicCompareExchange<uint32_t, scopeDevice>(&r->state, &s, kBlockWriting, memoryOrderRelaxed)) {
-        atomicStore<uint32_t, scopeDevice>(&r->opIndex, step_, memoryOrderRelaxed);
-        r->opType = 0;
-        r->waitKind = static_cast<uint32_t>(kind);
-        r->id = what;
-        atomicStore<uint32_t, scopeDevice>(&r->pipelineIteration, 0xffffffffu, memoryOrderRelaxed);
-        atomicStore<uint32_t, scopeDevice>(&r->launchFlag, flag_, memoryOrderRelaxed);
-        r->expected = expected;
-        r->observed = observed;
-        r->detail = detail;
-        const uint32_t finalState = st == SpinStatus::Timeout   ? kBlockTimedOut
-                                    : st == SpinStatus::Aborted ? kBlockAborted
-                                                                : kBlockInvalid;
-        // Release: the fields above are complete once the state says so.
-        atomicStore<uint32_t, scopeSystem>(&r->state, finalState, memoryOrderRelease);
-        break;
-      }
-    }
-    if (st != SpinStatus::Aborted) {
-      uint32_t none = 0xffffffffu;
-      atomicCompareExchange<uint32_t, scopeDevice>(&ctx_.state->firstFailedBlock, &none, block_, memoryOrderRelaxed);
-      // Relaxed: the flag only makes other spins give up; it publishes no data.
-      // The host reads the mapped flag; this launch's waits poll the copy.
-      atomicStore<uint32_t, scopeSystem>(ctx_.abortFlag, 1u, memoryOrderRelaxed);
-      if (waitAbort_ != ctx_.abortFlag) atomicStore<uint32_t, scopeDevice>(waitAbort_, 1u, memoryOrderRelaxed);
-    }
+    recorder_.recordStop(st, site(), 0, kind, what, expected, observed, detail);
   }
 
   const AlgorithmDeviceContext& ctx_;
   uint32_t block_, tid_, nthreads_;
-  uint32_t call_;
   int32_t dtype_, op_;
   uint32_t flag_ = 0;
   uint32_t step_ = 0;
   uint64_t half_ = 0;
   uint64_t deadline_ = kNoDeadline;
-  // The abort flag the waits poll: GPU contexts' device-memory copy
-  // (ExecState::abortCopy), else the context's flag. FIFO waits, which wait
-  // for the host's proxy anyway, read the host's flag itself.
-  uint32_t* waitAbort_ = nullptr;
+  // Waits, stops and the block's end in the launch records. Its waitAbort is
+  // the flag the spins poll; FIFO waits, which wait for the host's proxy
+  // anyway, read the host's flag itself.
+  BlockRecorder recorder_{};
   bool failed_ = false;
 };
 
