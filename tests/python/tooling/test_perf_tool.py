@@ -129,3 +129,33 @@ def test_side_by_side_prints_both_runs_per_size():
     assert [(cells[0], cells[1]) for cells in lines] == [("all_reduce", "1024"), ("all_reduce", "2048"),
                                                           ("broadcast", "1024"), ("broadcast", "2048")]
     assert all(len(cells) == 14 and cells[4] == "|" and cells[10] == "|" for cells in lines)
+
+
+def bench_native(*args):
+    if not BUILD_DIR:
+        pytest.skip("MSCCLPP_BUILD_DIR is not set (the Meson test sets it)")
+    env = {k: v for k, v in os.environ.items() if k not in ("NCCL_DEBUG", "MSCCLPP_DEBUG")}
+    env.update(MSCCLPP_BACKEND="cpu", MSCCLPP_PLAN_DIR=os.path.join(REPO_ROOT, "plans"), MSCCLPP_TIMEOUT_S="30")
+    return subprocess.run([sys.executable, os.path.join(REPO_ROOT, "tools", "bench", "bench_native.py"), *args,
+                           os.path.join(BUILD_DIR, "tools", "mscclpp-perf"), "all_reduce", "-g", "2", "-b", "8",
+                           "-e", "64", "-f", "8", "-n", "2", "-w", "1", "-R", "1"],
+                          capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_bench_native_nccl_column_shows_only_right_results():
+    # The NCCL test double records calls without computing them: its times are no measurement.
+    double = os.path.join(BUILD_DIR, "tests", "unit", "shim", "libnccl_double.so")
+    for nccl in (double, "/etc/hostname"):  # the second is no library: the preload does not take
+        run = bench_native("--nccl", nccl)
+        assert run.returncode == 0, run.stdout + run.stderr
+        lines = [line.split() for line in run.stdout.splitlines() if line.startswith("     all_reduce")]
+        assert [line[1] for line in lines] == ["8", "64"], run.stdout
+        for line in lines:  # plan us, native us, ratio, nccl us, ratio: twice
+            assert line[7:9] == ["-", "-"] and line[13:15] == ["-", "-"], run.stdout
+            assert float(line[4]) > 0 and float(line[5]) > 0
+        assert "the NCCL run failed" in run.stderr
+
+
+def test_bench_native_refuses_a_missing_nccl():
+    run = bench_native("--nccl", "/no/such/libnccl.so.2")
+    assert run.returncode != 0 and "--nccl /no/such/libnccl.so.2: no such file" in run.stderr
