@@ -113,7 +113,7 @@ judge() {
 tests=$(python3 tools/gpu/gpu_tests.py list "$build" gpu | awk '{ print "test-" $1 }')
 # shellcheck disable=SC2086
 judge call1 configure build $tests native-example
-judge call2 sanitizer-memcheck sanitizer-racecheck sanitizer-memcheck-2ranks bench-ops bench-latency bench-call bench-native
+judge call2 sanitizer-memcheck sanitizer-racecheck sanitizer-memcheck-2ranks bench-ops bench-latency bench-call bench-native bench-alltoallv
 sed -n '/^## GPU check/,$p' "$tmp/call1.out" "$tmp/call2.out"
 
 # ---- what the build read, against what the GPU image has ----

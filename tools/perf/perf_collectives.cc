@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -124,6 +125,66 @@ ncclResult_t allToAll(const void* send, void* recv, size_t perPeer, const DataTy
   return r != ncclSuccess ? r : end;
 }
 
+// Mixture-of-experts routing: rank s's count elements go to the ranks in
+// Zipf-like shares (1/(k+1) for the k-th rank of a rotation that differs
+// per sender), none where (s + 2r) % 5 == 3, the rest of the rounding to
+// itself. Every rank computes the same matrix.
+std::vector<size_t> moeSplits(size_t count, int nRanks) {
+  const size_t n = static_cast<size_t>(nRanks);
+  std::vector<size_t> splits(n * n, 0);
+  for (int s = 0; s < nRanks; ++s) {
+    std::vector<double> weight(n, 0);
+    double total = 0;
+    for (int r = 0; r < nRanks; ++r) {
+      const bool none = r != s && (s + 2 * r) % 5 == 3;
+      weight[static_cast<size_t>(r)] = none ? 0 : 1.0 / (static_cast<double>((r + s) % nRanks) + 1);
+      total += weight[static_cast<size_t>(r)];
+    }
+    size_t given = 0;
+    for (size_t r = 0; r < n; ++r) {
+      splits[static_cast<size_t>(s) * n + r] =
+          static_cast<size_t>(std::floor(static_cast<double>(count) * weight[r] / total));
+      given += splits[static_cast<size_t>(s) * n + r];
+    }
+    splits[static_cast<size_t>(s) * n + static_cast<size_t>(s)] += count - given;
+  }
+  return splits;
+}
+
+// Where rank r's part from sender s starts in r's receive buffer, in elements.
+size_t receiveOffset(const Shape& shape, size_t n, size_t s, size_t r) {
+  size_t at = 0;
+  for (size_t q = 0; q < s; ++q) at += shape.splits[q * n + r];
+  return at;
+}
+
+// Where sender s's part for rank r starts in s's send buffer, in elements.
+size_t sendOffset(const Shape& shape, size_t n, size_t s, size_t r) {
+  size_t at = 0;
+  for (size_t q = 0; q < r; ++q) at += shape.splits[s * n + q];
+  return at;
+}
+
+// One grouped ncclSend/ncclRecv per peer with the shape's counts, zeros
+// included: PyTorch's all_to_all_single with split sizes.
+ncclResult_t allToAllV(const Shape& shape, const CallBuffers& b, const DataType& type, int rank, int nRanks,
+                       ncclComm_t comm, cudaStream_t stream) {
+  const size_t n = static_cast<size_t>(nRanks), me = static_cast<size_t>(rank);
+  size_t sendAt = 0, recvAt = 0;
+  ncclResult_t r = ncclGroupStart();
+  for (size_t p = 0; p < n && r == ncclSuccess; ++p) {
+    const size_t out = shape.splits[me * n + p], in = shape.splits[p * n + me];
+    r = ncclSend(static_cast<const char*>(b.send) + sendAt * type.bytes, out, type.nccl, static_cast<int>(p), comm,
+                 stream);
+    if (r == ncclSuccess)
+      r = ncclRecv(static_cast<char*>(b.recv) + recvAt * type.bytes, in, type.nccl, static_cast<int>(p), comm, stream);
+    sendAt += out;
+    recvAt += in;
+  }
+  const ncclResult_t end = ncclGroupEnd();
+  return r != ncclSuccess ? r : end;
+}
+
 }  // namespace
 
 const std::vector<CollInfo>& collectives() {
@@ -134,6 +195,7 @@ const std::vector<CollInfo>& collectives() {
       {Coll::Broadcast, "broadcast", false, true, true},
       {Coll::Reduce, "reduce", true, true, true},
       {Coll::AllToAll, "alltoall", false, false, false},
+      {Coll::AllToAllV, "alltoallv", false, false, false},
       {Coll::SendRecv, "sendrecv", false, false, false},
   };
   return all;
@@ -192,6 +254,15 @@ Shape shapeFor(Coll coll, size_t bytes, size_t elementBytes, int nRanks) {
       s.count = s.count / n * n;
       s.sendCount = s.recvCount = s.count;
       break;
+    case Coll::AllToAllV:
+      s.sendCount = s.count;
+      s.splits = moeSplits(s.count, nRanks);
+      for (size_t r = 0; r < n; ++r) {
+        size_t in = 0;
+        for (size_t q = 0; q < n; ++q) in += s.splits[q * n + r];
+        s.recvCount = std::max(s.recvCount, in);
+      }
+      break;
     default:
       s.sendCount = s.recvCount = s.count;
   }
@@ -207,6 +278,7 @@ double busBandwidthFactor(Coll coll, int nRanks) {
     case Coll::AllGather:
     case Coll::ReduceScatter:
     case Coll::AllToAll:
+    case Coll::AllToAllV:
       return (n - 1) / n;
     default:
       return 1;
@@ -229,6 +301,8 @@ ncclResult_t issue(Coll coll, const Shape& shape, const CallBuffers& b, const Da
       return ncclReduce(b.send, b.recv, shape.count, type.nccl, op, root, comm, stream);
     case Coll::AllToAll:
       return allToAll(b.send, b.recv, shape.count / static_cast<size_t>(nRanks), type, nRanks, comm, stream);
+    case Coll::AllToAllV:
+      return allToAllV(shape, b, type, rank, nRanks, comm, stream);
     case Coll::SendRecv: {
       ncclResult_t r = ncclGroupStart();
       if (r != ncclSuccess) return r;
@@ -253,6 +327,18 @@ size_t countWrong(Coll coll, const Shape& shape, const DataType& type, int op, i
                   const std::vector<char>& recv) {
   const size_t n = static_cast<size_t>(nRanks);
   size_t wrong = 0;
+  if (coll == Coll::AllToAllV) {
+    // Past this rank's total the buffer is undefined: not counted.
+    const size_t me = static_cast<size_t>(rank);
+    for (size_t s = 0; s < n; ++s) {
+      const size_t from = sendOffset(shape, n, s, me), at = receiveOffset(shape, n, s, me);
+      for (size_t k = 0; k < shape.splits[s * n + me]; ++k) {
+        const double want = static_cast<double>(value(op, static_cast<int>(s), from + k));
+        if (!near(type, loadAs(type, recv.data() + (at + k) * type.bytes), want)) ++wrong;
+      }
+    }
+    return wrong;
+  }
   for (size_t j = 0; j < shape.recvCount; ++j) {
     double want = 0;
     switch (coll) {
@@ -281,6 +367,8 @@ size_t countWrong(Coll coll, const Shape& shape, const DataType& type, int op, i
       case Coll::SendRecv:
         want = static_cast<double>(value(op, (rank + nRanks - 1) % nRanks, j));
         break;
+      case Coll::AllToAllV:
+        break;  // above
     }
     if (!near(type, loadAs(type, recv.data() + j * type.bytes), want)) ++wrong;
   }

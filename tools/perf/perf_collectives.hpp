@@ -13,7 +13,7 @@
 
 namespace mscclpp::perf {
 
-enum class Coll { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll, SendRecv };
+enum class Coll { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, AllToAll, AllToAllV, SendRecv };
 
 struct CollInfo {
   Coll coll;
@@ -41,8 +41,10 @@ const char* redOpName(int op);
 struct Shape {
   size_t count = 0;
   size_t sendCount = 0;
-  size_t recvCount = 0;
-  size_t bytes = 0;  // count x element size: the size column
+  size_t recvCount = 0;  // alltoallv: the most any rank receives
+  size_t bytes = 0;      // count x element size: the size column
+  // alltoallv: the elements rank s sends rank r at [s * nRanks + r].
+  std::vector<size_t> splits;
 };
 // The shape for about `bytes` bytes on n ranks: counts round down to
 // what the collective divides evenly, as nccl-tests does.

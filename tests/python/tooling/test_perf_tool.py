@@ -41,8 +41,9 @@ def test_every_collective_runs_checked_on_two_ranks():
     run = perf("all", "-g", "2", "-b", "1K", "-e", "4K", "-f", "2", "-n", "2", "-w", "1", "-R", "3")
     assert run.returncode == 0, run.stdout + run.stderr
     got = rows(run.stdout)
-    assert len(got) == 7 * 3  # seven collectives, sizes 1K, 2K, 4K
-    for name in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv"):
+    assert len(got) == 8 * 3  # eight collectives, sizes 1K, 2K, 4K
+    for name in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "alltoallv",
+                 "sendrecv"):
         assert f"# {name}: 2 ranks (threads), host buffers, 3 runs of 2 calls after 1 warm-up calls" in run.stdout
     for row in got:
         assert row["size"] in (1024, 2048, 4096) and row["count"] * 4 == row["size"] and row["type"] == "float"
@@ -52,9 +53,18 @@ def test_every_collective_runs_checked_on_two_ranks():
         assert algbw == pytest.approx(row["size"] / 1e9 / (time * 1e-6), rel=0.02, abs=0.01)
     reduce_rows = [r for r in got if r["redop"] == "sum"]
     assert len(reduce_rows) == 9  # all_reduce, reduce_scatter, reduce
-    # In place where nccl-tests has it; alltoall and sendrecv print N/A there.
-    assert sum(r["in"] == ["N/A"] * 5 for r in got) == 6
+    # In place where nccl-tests has it; alltoall, alltoallv and sendrecv print N/A there.
+    assert sum(r["in"] == ["N/A"] * 5 for r in got) == 9
     assert "# Out of bounds values : 0 OK" in run.stdout
+
+
+def test_alltoallv_runs_uneven_splits_on_the_plans():
+    # Zero pairs and uneven shares at 3 and 5 ranks, every element checked.
+    for ranks in ("3", "5"):
+        run = perf("alltoallv", "-g", ranks, "-b", "8", "-e", "64K", "-f", "64", "-n", "2", "-w", "1", "-R", "1")
+        assert run.returncode == 0, run.stdout + run.stderr
+        got = rows(run.stdout)
+        assert [r["size"] for r in got] == [8, 512, 32768] and all(r["out"][4] == "0" for r in got), run.stdout
 
 
 def test_bus_bandwidth_factors_are_nccl_tests():
