@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <future>
 #include <map>
 #include <mutex>
+#include <set>
 #include <tuple>
 
 #include "channel/nvls_binding.hpp"
@@ -18,10 +20,12 @@
 #include "executor/cuda/context_releaser.hpp"
 #include "executor/cuda/cuda_check.hpp"
 #include "executor/cuda/device_image.hpp"
+#include "executor/cuda/far_ports.hpp"
 #include "executor/cuda/launch_config.hpp"
 #include "executor/diagnostics.hpp"
 #include "executor/native_view.hpp"
 #include "executor/scale_steps.hpp"
+#include "mscclpp/communicator.hpp"
 #include "plan/variable_sizes.hpp"
 #include "transport/device_memory.hpp"
 
@@ -40,10 +44,17 @@ struct GpuContext::LiveWaitReader {
 namespace {
 
 constexpr uint64_t kDirectoryMagic = 0x4d53434c47444952ull;  // "MSCLGDIR"
-constexpr uint64_t kDirectoryVersion = 2;                    // 2: the call's descriptor
+constexpr uint64_t kDirectoryVersion = 3;                    // 2: the call's descriptor; 3: network reaches
 constexpr size_t kMaxDirectoryBytes = 1 << 20;
 constexpr uint64_t kNone = UINT64_MAX;
-constexpr uint64_t kReachRaw = 1, kReachIpc = 2;
+// How a peer reaches a region: a raw pointer (this process), a CUDA IPC
+// registration (this host), or a TCP/IB registration (another host).
+constexpr uint64_t kReachRaw = 1, kReachIpc = 2, kReachNet = 3;
+// Tag bits of the exchanges for ranks on other hosts: the transport kind on
+// the executor's bootstrap view, and the connections on the communicator
+// (the CPU backend's use 1 << 30).
+constexpr int kFarKindTagBit = 1 << 29;
+constexpr int kFarConnectionTagBit = 1 << 29;
 
 uint64_t reserve(uint64_t* size, uint64_t bytes, uint64_t align) {
   *size = (*size + align - 1) / align * align;
@@ -66,6 +77,46 @@ struct BufferRef {
   uint64_t reach = kNone, offset = 0, bytes = 0;
 };
 
+// Load/store access between ranks on different hosts, in every rank's
+// declarations, so that all ranks refuse the same plan before any exchange:
+// across hosts only port channels reach, through the proxy.
+std::string loadStoreAcrossHosts(const plan::Plan& p, const GpuTopology& topo, const Communicator& comm) {
+  auto other = [&](int a, int b) { return b >= topo.size() || topo.of(a).hostHash != topo.of(b).hostHash; };
+  auto refusal = [&](const std::string& what, int a, int b) {
+    return strFormat(
+        "plan %s (%s) on the CUDA backend: %s of rank %d to rank %d: rank %d is on another host (%s; rank %d is on "
+        "%s); across hosts plans must use port channels (memory and switch channels need the peer's memory mapped)",
+        p.header.name.c_str(), p.header.source.c_str(), what.c_str(), a, b, b, comm.hostIdOf(b).c_str(), a,
+        comm.hostIdOf(a).c_str());
+  };
+  for (const plan::RankPlan& rp : p.ranks) {
+    const int a = rp.rank;
+    if (a < 0 || a >= topo.size()) continue;
+    for (size_t c = 0; c < rp.memoryChannels.size(); ++c)
+      if (other(a, rp.memoryChannels[c].peer))
+        return refusal(strFormat("memory channel %zu", c), a, rp.memoryChannels[c].peer);
+    for (size_t c = 0; c < rp.switchChannels.size(); ++c)
+      for (int m : rp.switchChannels[c].ranks)
+        if (other(a, m)) return refusal(strFormat("switch channel %zu (a member)", c), a, m);
+    for (size_t k = 0; k < rp.remoteBuffers.size(); ++k) {
+      const plan::RemoteBufferDecl& d = rp.remoteBuffers[k];
+      if (d.viaMemory && other(a, d.rank))
+        return refusal(
+            strFormat("remote buffer %zu (%s, accessed by memory channels)", k, plan::bufferTypeName(d.type)), a,
+            d.rank);
+    }
+  }
+  return std::string();
+}
+
+// Whether `rank` has a port channel to a rank on another host.
+bool hasFarPorts(const plan::Plan& p, const GpuTopology& topo, int rank) {
+  if (rank < 0 || rank >= static_cast<int>(p.ranks.size())) return false;
+  for (const plan::ChannelDecl& c : p.ranks[static_cast<size_t>(rank)].portChannels)
+    if (c.peer < topo.size() && topo.of(rank).hostHash != topo.of(c.peer).hostHash) return true;
+  return false;
+}
+
 }  // namespace
 
 // A peer's buffers and counters as reachable from this process.
@@ -74,6 +125,11 @@ struct GpuContext::Peer {
   std::vector<char*> reach;
   std::vector<uint64_t> reachBytes;
   std::vector<RegisteredMemory> imports;  // keeps CUDA IPC mappings open
+  // A peer on another host: its reaches' TCP/IB registrations (none mapped
+  // here, reach pointers null), where its buffers and counters lie in them.
+  std::vector<RegisteredMemory> netReach;
+  BufferRef inputRef, outputRef, scratchRef;
+  std::map<CounterKey, uint64_t> counterOffsets;
   char* input = nullptr;
   char* output = nullptr;
   char* scratch = nullptr;
@@ -109,12 +165,9 @@ Refusal GpuContext::admit(DataType dtype, ReduceOp nativeOp) {
   const plan::RankPlan& rp = plan_->ranks[static_cast<size_t>(rank_)];
   // ---- Facts every rank shares: refuse before anything is exchanged. ----
   const GpuTopology& topo = world_->topology();
-  const std::vector<int> far = topo.otherHosts();
-  if (!far.empty()) {
-    return strFormat(
-        "%s: ranks %s are on other hosts; the CUDA backend's executor connects the ranks of one host (CUDA IPC; port "
-        "channels over InfiniBand are not implemented for it)",
-        name_.c_str(), rankList(far).c_str());
+  if (!topo.otherHosts().empty()) {
+    const std::string across = loadStoreAcrossHosts(*plan_, topo, world_->comm());
+    if (!across.empty()) return across;
   }
   // Ranks that are threads of this process on other GPUs hand us raw
   // pointers, so our device needs peer access to theirs. CUDA IPC mappings
@@ -178,9 +231,14 @@ Refusal GpuContext::admit(DataType dtype, ReduceOp nativeOp) {
   cooperative_ = (topo.of(rank_).flags & kGpuCooperativeOff) == 0 && waitOnEachOther(rank_);
   // Hardware queues: checked for every process and GPU group of the plan,
   // so a rank whose own group is fine refuses with the others.
+  // A group with port channels to other hosts counts one stream more: the
+  // process's runtime stream, on which the transports copy between the
+  // network and device memory while the kernels spin.
   for (const std::vector<int>& group : topo.processGpuGroups()) {
-    const std::string problem =
-        queueProblem(h, group, concurrentStreams(*plan_, group), topo.of(group.front()).hardwareQueues);
+    bool far = false;
+    for (int q : group) far |= hasFarPorts(*plan_, topo, q);
+    const std::string problem = queueProblem(h, group, concurrentStreams(*plan_, group) + (far ? 1 : 0),
+                                             topo.of(group.front()).hardwareQueues);
     if (!problem.empty()) return strFormat("%s: %s", name_.c_str(), problem.c_str());
   }
   return precheck(dtype, nativeOp);
@@ -209,8 +267,10 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
 
   // ---- Every allocation before the exchange, the collective build point. ----
   // Buffers: the user's where possible; ours for scratch, counters, staging.
+  // Peers of other processes on this host map our buffers through CUDA IPC;
+  // those on other hosts reach them through the transports.
   bool crossProcess = false;
-  for (int r = 0; r < topo.size(); ++r) crossProcess |= r != rank_ && !topo.sameProcess(r);
+  for (int r = 0; r < topo.size(); ++r) crossProcess |= r != rank_ && topo.sameHost(r) && !topo.sameProcess(r);
   CallRequest shaped = request;
   shaped.geometry = shape.geometry;  // a padded call binds staged buffers at the plan's padded pitch
   bindBuffers(shaped, crossProcess);
@@ -382,6 +442,7 @@ GpuContext::~GpuContext() {
   }
   cudaSetDevice(world_->device());
   if (proxy_) proxy_->stopProxy();
+  far_.reset();  // its connections and the peers' registrations, once the proxy is done with them
   // Nothing is freed here: page-table changes would block the CUDA calls of
   // this process's ranks while peers' kernels spin on them. The blocks go
   // back to the rank's memory for the next build; what unmaps or frees when
@@ -646,10 +707,10 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
   const BufferRef myInput = refOf(binding_.input), myOutput = refOf(binding_.output);
   const BufferRef myScratch{0, scratchOffset_, shape.scratchBytes};
 
-  // Registrations for peers of other processes (the user ranges may already be registered).
+  // Registrations for peers of other processes on this host (the user ranges may already be registered).
   std::vector<std::vector<char>> ipc(reaches.size());
   bool crossProcess = false;
-  for (int q = 0; q < n; ++q) crossProcess |= q != rank_ && !topo.sameProcess(q);
+  for (int q = 0; q < n; ++q) crossProcess |= q != rank_ && topo.sameHost(q) && !topo.sameProcess(q);
   if (crossProcess) {
     for (size_t i = 0; i < reaches.size(); ++i) {
       RegisteredMemory reg = world_->comm().registerMemory(reaches[i].ptr, reaches[i].bytes, Transport::CudaIpc);
@@ -657,7 +718,46 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
       exported_.push_back(reg);
     }
   }
-  auto message = [&](bool raw) {
+  // Peers on other hosts: every reach registered for TCP, and IB where this
+  // host has an HCA port, and a connection to each port-channel peer.
+  Bootstrap& bs = world_->exchange();
+  Communicator& comm = world_->comm();
+  bool farPeers = false;
+  for (int q = 0; q < n; ++q) farPeers |= q != rank_ && !topo.sameHost(q);
+  std::set<int> farPortPeers;
+  for (const plan::ChannelDecl& c : rp.portChannels)
+    if (!topo.sameHost(c.peer)) farPortPeers.insert(c.peer);
+  std::vector<std::vector<char>> net(reaches.size());
+  std::vector<RegisteredMemory> netRegs(reaches.size());
+  std::map<int, Transport> kinds;
+  std::map<int, std::shared_future<std::shared_ptr<Connection>>> pending;
+  if (farPeers) {
+    std::string why;
+    const Transport myIb = farPortPeers.empty() ? Transport::Unknown : comm.nearestIbTransport(&why);
+    TransportFlags flags(Transport::Tcp);
+    if (myIb != Transport::Unknown) flags |= myIb;
+    for (size_t i = 0; i < reaches.size(); ++i) {
+      netRegs[i] = comm.registerMemory(reaches[i].ptr, reaches[i].bytes, flags);
+      net[i] = netRegs[i].serialize();
+      exported_.push_back(netRegs[i]);
+    }
+    // Both ends of a pair pick the same kind: IB when both have a port, else TCP.
+    for (int q : farPortPeers) {
+      const uint64_t v = static_cast<uint64_t>(myIb);
+      bs.send(&v, sizeof(v), q, tag | kFarKindTagBit);
+    }
+    for (int q : farPortPeers) {
+      uint64_t v = 0;
+      bs.recv(&v, sizeof(v), q, tag | kFarKindTagBit);
+      const Transport theirs = static_cast<Transport>(v);
+      MSCCLPP_ENFORCE(theirs == Transport::Unknown || isIbTransport(theirs), ErrorCode::RemoteError,
+                      "%s: rank %d's HCA port %llu is not IB0..IB7", name_.c_str(), q, ull(v));
+      kinds[q] = myIb != Transport::Unknown && theirs != Transport::Unknown ? myIb : Transport::Tcp;
+    }
+    // Posted before the directories, read after them: every peer posted its end by then.
+    for (int q : farPortPeers) pending[q] = comm.connect(q, tag | kFarConnectionTagBit, kinds[q]);
+  }
+  auto message = [&](uint64_t kind) {
     ByteWriter w;
     for (uint64_t v : {kDirectoryMagic, kDirectoryVersion, static_cast<uint64_t>(rank_), static_cast<uint64_t>(tag),
                        nameHash(h.name), shape.inputBytes, shape.outputBytes, shape.scratchBytes})
@@ -666,13 +766,13 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
     w.put<uint64_t>(reaches.size());
     for (size_t i = 0; i < reaches.size(); ++i) {
       w.put<uint64_t>(reaches[i].bytes);
-      if (raw) {
-        w.put<uint64_t>(kReachRaw);
+      w.put<uint64_t>(kind);
+      if (kind == kReachRaw) {
         w.put<uint64_t>(reinterpret_cast<uint64_t>(reaches[i].ptr));
       } else {
-        w.put<uint64_t>(kReachIpc);
-        w.put<uint64_t>(ipc[i].size());
-        w.putBytes(ipc[i].data(), ipc[i].size());
+        const std::vector<char>& reg = kind == kReachIpc ? ipc[i] : net[i];
+        w.put<uint64_t>(reg.size());
+        w.putBytes(reg.data(), reg.size());
       }
     }
     for (const BufferRef& b : {myInput, myOutput, myScratch}) {
@@ -689,11 +789,12 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
     }
     return std::move(w.bytes());
   };
-  std::vector<char> rawMessage = message(true), ipcMessage = crossProcess ? message(false) : std::vector<char>();
-  Bootstrap& bs = world_->exchange();
+  const std::vector<char> rawMessage = message(kReachRaw);
+  const std::vector<char> ipcMessage = crossProcess ? message(kReachIpc) : std::vector<char>();
+  const std::vector<char> netMessage = farPeers ? message(kReachNet) : std::vector<char>();
   for (int q = 0; q < n; ++q) {
     if (q == rank_) continue;
-    const std::vector<char>& m = topo.sameProcess(q) ? rawMessage : ipcMessage;
+    const std::vector<char>& m = !topo.sameHost(q) ? netMessage : topo.sameProcess(q) ? rawMessage : ipcMessage;
     bs.send(m.data(), m.size(), q, tag);
   }
 
@@ -740,35 +841,45 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
         MSCCLPP_ENFORCE(topo.sameProcess(q), ErrorCode::RemoteError, "%s: a raw pointer from another process",
                         what.c_str());
         ptr = reinterpret_cast<char*>(r.get<uint64_t>("reach pointer"));
-      } else if (kind == kReachIpc) {
+      } else if (kind == kReachIpc || kind == kReachNet) {
         const uint64_t len = r.get<uint64_t>("registration size");
         MSCCLPP_ENFORCE(len <= kMaxDirectoryBytes, ErrorCode::RemoteError, "%s: a %llu-byte registration", what.c_str(),
                         ull(len));
         std::vector<char> reg(len);
         r.getBytes(reg.data(), len, "registration");
         RegisteredMemory m = RegisteredMemory::deserialize(reg);
-        ptr = static_cast<char*>(m.data());
-        MSCCLPP_ENFORCE(ptr != nullptr && m.size() >= bytes, ErrorCode::RemoteError,
-                        "%s: its memory is not mapped here (CUDA IPC)", what.c_str());
-        peer->imports.push_back(m);
+        MSCCLPP_ENFORCE(m.size() >= bytes, ErrorCode::RemoteError, "%s: a registration of %zu bytes for %llu",
+                        what.c_str(), m.size(), ull(bytes));
+        if (kind == kReachIpc) {
+          MSCCLPP_ENFORCE(topo.sameHost(q), ErrorCode::RemoteError, "%s: CUDA IPC from another host", what.c_str());
+          ptr = static_cast<char*>(m.data());
+          MSCCLPP_ENFORCE(ptr != nullptr, ErrorCode::RemoteError, "%s: its memory is not mapped here (CUDA IPC)",
+                          what.c_str());
+          peer->imports.push_back(m);
+        } else {
+          MSCCLPP_ENFORCE(!topo.sameHost(q), ErrorCode::RemoteError, "%s: a network registration from this host",
+                          what.c_str());
+          peer->netReach.push_back(m);  // reached through the proxy's connection; ptr stays null
+        }
       } else {
         MSCCLPP_THROW(ErrorCode::RemoteError, "%s: unknown reach kind %llu", what.c_str(), ull(kind));
       }
       peer->reach.push_back(ptr);
       peer->reachBytes.push_back(bytes);
     }
-    auto buffer = [&](const char* field, char** ptr, uint64_t* bytes) {
+    auto buffer = [&](const char* field, char** ptr, uint64_t* bytes, BufferRef* ref) {
       BufferRef b{r.get<uint64_t>(field), r.get<uint64_t>(field), r.get<uint64_t>(field)};
       *bytes = b.bytes;
+      *ref = b;
       if (b.reach == kNone) return;
       MSCCLPP_ENFORCE(
           b.reach < nReach && b.offset <= peer->reachBytes[b.reach] && b.bytes <= peer->reachBytes[b.reach] - b.offset,
           ErrorCode::RemoteError, "%s: its %s points outside its memory", what.c_str(), field);
-      *ptr = peer->reach[b.reach] + b.offset;
+      if (peer->reach[b.reach] != nullptr) *ptr = peer->reach[b.reach] + b.offset;
     };
-    buffer("input", &peer->input, &peer->inputBytes);
-    buffer("output", &peer->output, &peer->outputBytes);
-    buffer("scratch", &peer->scratch, &peer->scratchBytes);
+    buffer("input", &peer->input, &peer->inputBytes, &peer->inputRef);
+    buffer("output", &peer->output, &peer->outputBytes, &peer->outputRef);
+    buffer("scratch", &peer->scratch, &peer->scratchBytes, &peer->scratchRef);
     MSCCLPP_ENFORCE(peer->inputBytes == in && peer->outputBytes == out && peer->scratchBytes == scr,
                     ErrorCode::RemoteError, "%s: inconsistent sizes", what.c_str());
     const uint64_t nCounters = r.get<uint64_t>("counter count");
@@ -780,7 +891,9 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
       const uint64_t off = r.get<uint64_t>("counter offset");
       MSCCLPP_ENFORCE(off % 8 == 0 && off + 8 <= peer->reachBytes[0], ErrorCode::RemoteError,
                       "%s: counter offset %llu is outside its region or unaligned", what.c_str(), ull(off));
-      peer->counters[CounterKey{sender, pair, port}] = reinterpret_cast<uint64_t*>(peer->reach[0] + off);
+      peer->counterOffsets[CounterKey{sender, pair, port}] = off;
+      if (peer->reach[0] != nullptr)
+        peer->counters[CounterKey{sender, pair, port}] = reinterpret_cast<uint64_t*>(peer->reach[0] + off);
     }
     r.expectEnd();
     peers_[static_cast<size_t>(q)] = std::move(peer);
@@ -844,9 +957,70 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
     res.memoryInbound.push_back(myCounter(CounterKey{c.peer, c.pairIndex, false}));
     res.memoryOutbound.push_back(peerCounter(c.peer, CounterKey{rank_, c.pairIndex, false}));
   }
-  for (const plan::ChannelDecl& c : rp.portChannels) {
-    res.portInbound.push_back(myCounter(CounterKey{c.peer, c.pairIndex, true}));
-    res.portOutbound.push_back(peerCounter(c.peer, CounterKey{rank_, c.pairIndex, true}));
+  if (!farPortPeers.empty()) {
+    // Port channels to other hosts: the proxy writes through the connection
+    // from our registrations into the peer's, and raises its counter there.
+    far_ = std::make_unique<FarPorts>(name_, rp.portChannels.size());
+    std::map<int, int> connectionOf;
+    for (auto& [q, future] : pending) {
+      std::shared_ptr<Connection> connection;
+      try {
+        connection = future.get();
+      } catch (const Error& e) {
+        throw Error(e.code(), strFormat("%s: connecting to rank %d (host %s) over %s for its port channels: %s",
+                                        name_.c_str(), q, comm.hostIdOf(q).c_str(), transportName(kinds[q]),
+                                        e.what()));
+      }
+      connectionOf[q] = far_->addConnection(std::move(connection));
+    }
+    for (size_t c = 0; c < rp.portChannels.size(); ++c) {
+      const plan::ChannelDecl& d = rp.portChannels[c];
+      if (topo.sameHost(d.peer)) continue;
+      const Peer& p = *peers_.at(static_cast<size_t>(d.peer));
+      auto it = p.counterOffsets.find(CounterKey{rank_, d.pairIndex, true});
+      MSCCLPP_ENFORCE(it != p.counterOffsets.end() && !p.netReach.empty(), ErrorCode::RemoteError,
+                      "%s: rank %d has no port channel paired with this rank's channel %d", name_.c_str(), d.peer,
+                      d.pairIndex);
+      FarPorts::Channel& ch = far_->channel(static_cast<uint32_t>(c));
+      ch.peer = d.peer;
+      ch.peerHost = comm.hostIdOf(d.peer);
+      ch.connection = connectionOf.at(d.peer);
+      ch.peerRegion = p.netReach[0];
+      ch.peerCounterOffset = it->second;
+    }
+    // Proxy memory ids: our input, output and scratch, then the remote buffers.
+    std::vector<FarPorts::Memory>& mem = far_->memories();
+    for (const BufferRef& b : {myInput, myOutput, myScratch}) {
+      FarPorts::Memory m;
+      m.owner = rank_;
+      if (b.reach != kNone) m.region = netRegs.at(b.reach), m.offset = b.offset;
+      mem.push_back(m);
+    }
+    for (const plan::RemoteBufferDecl& d : rp.remoteBuffers) {
+      FarPorts::Memory m;
+      m.owner = d.rank;
+      if (!topo.sameHost(d.rank)) {
+        const Peer& p = *peers_.at(static_cast<size_t>(d.rank));
+        const BufferRef& b = d.type == plan::BufferType::Input    ? p.inputRef
+                             : d.type == plan::BufferType::Output ? p.outputRef
+                                                                  : p.scratchRef;
+        if (b.reach != kNone && b.reach < p.netReach.size()) m.region = p.netReach[b.reach], m.offset = b.offset;
+      }
+      mem.push_back(m);
+    }
+    std::string peers;
+    for (int q : farPortPeers)
+      peers += strFormat("%s%d over %s", peers.empty() ? "" : ", ", q, transportName(kinds[q]));
+    MSCCLPP_INFO(LogExec, "%s (host %s): port channels to rank(s) on other hosts: %s", name_.c_str(),
+                 comm.hostId().c_str(), peers.c_str());
+  }
+  for (size_t c = 0; c < rp.portChannels.size(); ++c) {
+    const plan::ChannelDecl& d = rp.portChannels[c];
+    res.portInbound.push_back(myCounter(CounterKey{d.peer, d.pairIndex, true}));
+    // Across hosts the proxy signals through the connection; the outbound word is its local source.
+    res.portOutbound.push_back(far_ && far_->crosses(static_cast<uint32_t>(c))
+                                   ? far_->outboundOf(static_cast<uint32_t>(c))
+                                   : peerCounter(d.peer, CounterKey{rank_, d.pairIndex, true}));
   }
   for (const plan::SwitchChannelDecl& s : rp.switchChannels) {
     // The members' buffers, and the multicast address when the group bound
@@ -893,7 +1067,11 @@ std::string GpuContext::handleRequest(const TriggerFields& f) {
     proxyDeviceSet_ = true;
   }
   cudaStream_t stream = proxyStream_;
-  if (f.type & TriggerPut) {
+  if (far_ && far_->crosses(f.channelId)) {
+    // Another host: the put and signal go on the channel's connection.
+    std::string error = far_->perform(f, image_->memoryTable());
+    if (!error.empty()) return error;
+  } else if (f.type & TriggerPut) {
     char *src = nullptr, *dst = nullptr;
     std::string error = image_->resolvePut(f, &src, &dst);
     if (!error.empty()) return error;
@@ -903,7 +1081,7 @@ std::string GpuContext::handleRequest(const TriggerFields& f) {
       if (e != cudaSuccess) return strFormat("cudaMemcpyAsync of %llu bytes: %s", ull(f.size), cudaGetErrorString(e));
     }
   }
-  if (f.type & TriggerSignal) {
+  if ((f.type & TriggerSignal) && !(far_ && far_->crosses(f.channelId))) {
     if (f.channelId >= signalsSent_.size())
       return strFormat("signal on port channel %u; %zu declared", f.channelId, signalsSent_.size());
     std::string error;
@@ -925,6 +1103,11 @@ std::string GpuContext::handleRequest(const TriggerFields& f) {
       return e.what();
     }
     if (last != cudaSuccess) return strFormat("flush: cudaStreamQuery: %s", cudaGetErrorString(last));
+    // And every write and signal to other hosts reached its peer.
+    if (far_) {
+      std::string error = far_->flush(timeoutSeconds_);
+      if (!error.empty()) return error;
+    }
   }
   return std::string();
 }
@@ -975,11 +1158,14 @@ void GpuContext::throwFailure() {
       msg += "\n  " + line;
   }
   MSCCLPP_WARN(LogExec, "%s", msg.c_str());
+  // A connection to another host meets a dead peer a moment before the bootstrap names it.
+  if (far_ && !proxyError.empty()) world_->comm().throwIfFailedAfter(Error(ErrorCode::RemoteError, msg));
   ErrorCode commCode;
   std::string commFailure;
   if (world_->comm().failed(&commCode, &commFailure)) throw Error(commCode, commFailure + "\n" + msg);
   if (!cudaProblem.empty()) throw Error(ErrorCode::CudaError, msg);
   if (timedOut) throw TimeoutError(msg);
+  if (far_ && !proxyError.empty() && !invalid) throw Error(ErrorCode::RemoteError, msg);
   if (invalid || !proxyError.empty()) throw Error(ErrorCode::NotSupported, msg);
   throw Error(ErrorCode::Aborted, msg);
 }

@@ -36,6 +36,8 @@ class NvlsBinding;
 
 namespace mscclpp::exec {
 
+class FarPorts;
+
 struct GpuCallArgs {
   DataType dtype = DataType::Float32;
   ReduceOp op = ReduceOp::Sum;  // the call's op (avg and premulsum run the plan as sum)
@@ -156,6 +158,7 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   std::shared_ptr<const std::function<LiveCall()>> liveSource_;  // calls liveWaitReader_
   cudaStream_t proxyStream_ = nullptr;                           // the rank's (GpuWorld::proxyStream)
   std::unique_ptr<ProxyService> proxy_;
+  std::unique_ptr<FarPorts> far_;      // port channels to other hosts, or null
   std::vector<uint64_t> signalsSent_;  // per port channel: the value our proxy last wrote to the peer
   bool proxyDeviceSet_ = false;        // the proxy thread selected our device
   void* writeValue64_ = nullptr;       // cuStreamWriteValue64 when the device supports it
