@@ -103,8 +103,8 @@ void plans(Job& job, const std::vector<std::string>& paths) {
     for (DataType t : testTypes()) {
       for (bool inPlace : {false, true}) {
         const ReferenceCall ref(p, messageSizeFor(*p, 8), t, ReduceOp::Sum, 5);
-        const std::string what = strFormat("%s, %s, %s call", path.c_str(), dataTypeName(t),
-                                           inPlace ? "in-place" : "out-of-place");
+        const std::string what =
+            strFormat("%s, %s, %s call", path.c_str(), dataTypeName(t), inPlace ? "in-place" : "out-of-place");
         for (int it = 0; it < 2; ++it) {
           checkedCall(
               job, ref.input(gRank), ref.inBytes(), ref.outBytes(), inPlace,
@@ -151,8 +151,9 @@ void native(Job& job) {
         std::vector<char> reduced(bytes + 16);
         exec::computeReduction(req, reduced.data());
         req.reduced = reduced.data();
-        const std::string what = strFormat("allreduce_two_level, %s, %llu elements, %s call", dataTypeName(t),
-                                           static_cast<unsigned long long>(count), inPlace ? "in-place" : "out-of-place");
+        const std::string what =
+            strFormat("allreduce_two_level, %s, %llu elements, %s call", dataTypeName(t),
+                      static_cast<unsigned long long>(count), inPlace ? "in-place" : "out-of-place");
         checkedCall(
             job, inputs[gRank].data(), bytes, bytes, inPlace,
             [&](const void* s, void* r) {
@@ -195,8 +196,9 @@ void killScenario(Job& job, const std::string& path, int victim) {
   auto run = [&](const void* s, void* r) {
     job.ex->execute(gRank, s, r, ref.inBytes(), ref.outBytes(), DataType::Float32, p, job.stream);
   };
-  checkedCall(job, ref.input(gRank), ref.inBytes(), ref.outBytes(), false, run,
-              [&](const char* out) { return ref.check(gRank, out); }, "the call before the victim dies");
+  checkedCall(
+      job, ref.input(gRank), ref.inBytes(), ref.outBytes(), false, run,
+      [&](const char* out) { return ref.check(gRank, out); }, "the call before the victim dies");
   if (gRank == victim) {
     // The others' next call is in flight by then, waiting for us.
     usleep(300 * 1000);
@@ -236,7 +238,8 @@ void killScenario(Job& job, const std::string& path, int victim) {
 int main(int argc, char** argv) {
   gRank = envInt("RANK");
   const int size = envInt("WORLD_SIZE");
-  if (argc < 2) fail("usage: gpu_double_far_worker plans PLAN.json... | native | refuse PLAN.json | kill PLAN.json RANK");
+  if (argc < 2)
+    fail("usage: gpu_double_far_worker plans PLAN.json... | native | refuse PLAN.json | kill PLAN.json RANK");
   const std::string scenario = argv[1];
   try {
     GPUTEST_CUDA(cudaSetDevice(0));

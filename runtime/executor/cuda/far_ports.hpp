@@ -27,8 +27,8 @@ class FarPorts {
   // One per port channel, by id. No connection: the peer is on this host.
   struct Channel {
     int peer = -1;
-    std::string peerHost;    // its host id, for messages
-    int connection = -1;     // index into connections()
+    std::string peerHost;            // its host id, for messages
+    int connection = -1;             // index into connections()
     RegisteredMemory peerRegion;     // the peer's context region, which holds its counters
     uint64_t peerCounterOffset = 0;  // the paired channel's counter inside peerRegion
     uint64_t outbound = 0;           // signals sent so far (updateAndSync's source)

@@ -237,8 +237,8 @@ Refusal GpuContext::admit(DataType dtype, ReduceOp nativeOp) {
   for (const std::vector<int>& group : topo.processGpuGroups()) {
     bool far = false;
     for (int q : group) far |= hasFarPorts(*plan_, topo, q);
-    const std::string problem = queueProblem(h, group, concurrentStreams(*plan_, group) + (far ? 1 : 0),
-                                             topo.of(group.front()).hardwareQueues);
+    const std::string problem =
+        queueProblem(h, group, concurrentStreams(*plan_, group) + (far ? 1 : 0), topo.of(group.front()).hardwareQueues);
     if (!problem.empty()) return strFormat("%s: %s", name_.c_str(), problem.c_str());
   }
   return precheck(dtype, nativeOp);
@@ -968,8 +968,7 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
         connection = future.get();
       } catch (const Error& e) {
         throw Error(e.code(), strFormat("%s: connecting to rank %d (host %s) over %s for its port channels: %s",
-                                        name_.c_str(), q, comm.hostIdOf(q).c_str(), transportName(kinds[q]),
-                                        e.what()));
+                                        name_.c_str(), q, comm.hostIdOf(q).c_str(), transportName(kinds[q]), e.what()));
       }
       connectionOf[q] = far_->addConnection(std::move(connection));
     }
