@@ -5,6 +5,7 @@
 //                       out-of-place calls, each checked against the reference
 //   native              the built-in two-level allreduce, the same matrix
 //   refuse PLAN.json    a plan with memory channels across hosts is refused
+//   destroy-early PLAN.json  executors destroyed as soon as their call's stream is done
 //   kill PLAN.json R    rank R dies during the call after a good one; every other
 //                       rank's call must fail within 10 s naming rank R
 // Exit 0 when this rank passed; 1 with the reason on stderr.
@@ -38,6 +39,8 @@ using namespace mscclpp::gputest;
 namespace {
 
 int gRank = -1;
+
+unsigned long long ull(uint64_t v) { return static_cast<unsigned long long>(v); }
 
 [[noreturn]] void fail(const std::string& what) {
   std::fprintf(stderr, "gpu_double_far_worker rank %d: FAILED: %s\n", gRank, what.c_str());
@@ -187,6 +190,32 @@ void refuse(Job& job, const std::string& path) {
   fail("a plan with memory channels across hosts ran on the CUDA backend");
 }
 
+// Each round, a new executor runs one call and is destroyed as soon as its
+// stream is done: its context's proxy must still perform the final signal
+// its kernel pushed, which a peer's kernel waits for.
+void destroyEarly(Job& job, const std::string& path) {
+  plan::PlanPtr p = plan::loadPlanFile(path);
+  const ReferenceCall ref(p, messageSizeFor(*p, 8), DataType::Float32, ReduceOp::Sum, 5);
+  for (int round = 0; round < 10; ++round) {
+    job.ex = std::make_unique<exec::RuntimeExecutor>(job.comm);
+    GPUTEST_CUDA(cudaMemcpyAsync(job.send, ref.input(gRank), ref.inBytes(), cudaMemcpyHostToDevice, job.stream));
+    GPUTEST_CUDA(cudaStreamSynchronize(job.stream));
+    job.bootstrap->barrier();
+    job.ex->execute(gRank, job.send, job.recv, ref.inBytes(), ref.outBytes(), DataType::Float32, p, job.stream);
+    GPUTEST_CUDA(cudaStreamSynchronize(job.stream));
+    std::string async;
+    if (job.ex->pollAsyncError(&async)) fail(strFormat("round %d: %s", round, async.c_str()));
+    job.ex.reset();
+    std::vector<char> host(ref.outBytes() + 16);
+    GPUTEST_CUDA(cudaMemcpyAsync(host.data(), job.recv, ref.outBytes(), cudaMemcpyDeviceToHost, job.stream));
+    GPUTEST_CUDA(cudaStreamSynchronize(job.stream));
+    exec::CheckResult cr = ref.check(gRank, host.data());
+    if (cr.mismatches) fail(strFormat("round %d: %llu mismatches\n%s", round, ull(cr.mismatches), cr.text.c_str()));
+    job.bootstrap->barrier();
+  }
+  std::printf("gpu_double_far_worker rank %d: 10 executors destroyed right after their call: correct\n", gRank);
+}
+
 // A good call builds the contexts; then the victim dies while the others'
 // next call waits for it, and that call must fail, naming it, well within
 // the deadline.
@@ -239,7 +268,9 @@ int main(int argc, char** argv) {
   gRank = envInt("RANK");
   const int size = envInt("WORLD_SIZE");
   if (argc < 2)
-    fail("usage: gpu_double_far_worker plans PLAN.json... | native | refuse PLAN.json | kill PLAN.json RANK");
+    fail(
+        "usage: gpu_double_far_worker plans PLAN.json... | native | refuse PLAN.json | destroy-early PLAN.json | "
+        "kill PLAN.json RANK");
   const std::string scenario = argv[1];
   try {
     GPUTEST_CUDA(cudaSetDevice(0));
@@ -258,12 +289,14 @@ int main(int argc, char** argv) {
       native(job);
     else if (scenario == "refuse" && argc == 3)
       refuse(job, argv[2]);
+    else if (scenario == "destroy-early" && argc == 3)
+      destroyEarly(job, argv[2]);
     else if (scenario == "kill" && argc == 4)
       killScenario(job, argv[2], std::atoi(argv[3]));
     else
       fail("unknown scenario or arguments: " + scenario);
-    job.bootstrap->barrier();  // every rank's last launch completed
-    job.ex.reset();            // contexts go before the buffers
+    job.bootstrap->barrier();    // every rank's last launch completed
+    if (job.ex) job.ex.reset();  // contexts go before the buffers
     job.bootstrap->barrier();
     GPUTEST_CUDA(cudaFree(job.send));
     GPUTEST_CUDA(cudaFree(job.recv));

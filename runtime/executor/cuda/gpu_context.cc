@@ -3,11 +3,13 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <future>
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include "channel/nvls_binding.hpp"
@@ -337,6 +339,7 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
     proxy_ =
         std::make_unique<ProxyService>(static_cast<int>(slots), world_->device(), timeoutSeconds_, timeoutSetting_);
     fifo = proxy_->fifoDeviceHandle();
+    fifoHead_ = fifo.head;
     writeValue64_ = resolveStreamWriteValue64(world_->device());
   }
   memory.trim();  // the idle blocks this build did not take
@@ -410,7 +413,11 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
     signalsSent_.assign(rp.portChannels.size(), 0);
     // The handler reads this context's tables. A failure raises the abort
     // flag from the proxy thread, so every device wait of the launch stops.
-    proxy_->setRequestHandler([this](const TriggerFields& f) { return handleRequest(f); });
+    proxy_->setRequestHandler([this](const TriggerFields& f) {
+      std::string error = handleRequest(f);
+      requestsHandled_.fetch_add(1, std::memory_order_release);
+      return error;
+    });
     proxy_->setFailureFlag(static_cast<uint32_t*>(abort_->host()));
     proxy_->startProxy();
   }
@@ -441,6 +448,7 @@ GpuContext::~GpuContext() {
     }
   }
   cudaSetDevice(world_->device());
+  finishProxyRequests();
   if (proxy_) proxy_->stopProxy();
   far_.reset();  // its connections and the peers' registrations, once the proxy is done with them
   // Nothing is freed here: page-table changes would block the CUDA calls of
@@ -461,6 +469,33 @@ GpuContext::~GpuContext() {
     memory.retire(std::make_shared<std::vector<std::shared_ptr<Peer>>>(std::move(peers_)));
   if (!nvls_.empty())
     memory.retire(std::make_shared<std::vector<std::shared_ptr<detail::NvlsBinding>>>(std::move(nvls_)));
+}
+
+// Our kernels ended, but the requests they pushed last may still be in the
+// FIFO: a final signal a peer still waits for, to another host or through
+// the proxy stream. The proxy performs them before it stops, unless the
+// context failed (a claimed slot may never be published). Bounded by the
+// communicator's deadline, else 10 s: each request ends or fails on its own.
+void GpuContext::finishProxyRequests() {
+  if (!proxy_ || fifoHead_ == nullptr || failed_ || failureRaised()) return;
+  uint64_t head = 0;
+  try {
+    transport::copyDeviceToHost(&head, fifoHead_, sizeof(head), (name_ + ": reading the proxy FIFO's head").c_str());
+  } catch (const Error& e) {
+    MSCCLPP_WARN(LogExec, "%s: %s", name_.c_str(), e.what());
+    return;
+  }
+  const double limit = timeoutSeconds_ > 0 ? timeoutSeconds_ : 10.0;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit);
+  while (requestsHandled_.load(std::memory_order_acquire) < head) {
+    if (failureRaised() || !proxy_->errorMessage().empty()) return;
+    if (std::chrono::steady_clock::now() > end) {
+      MSCCLPP_WARN(LogExec, "%s: %llu port-channel requests still not performed after %.3g s; stopping the proxy",
+                   name_.c_str(), ull(head - requestsHandled_.load()), limit);
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
 }
 
 uint64_t GpuContext::deviceBytes() const {
