@@ -3,7 +3,7 @@
 // each on the double's device 0: port channels cross hosts over TCP.
 //   plans PLAN.json...  each plan, every type this build has, in-place and
 //                       out-of-place calls, each checked against the reference
-//   native              the built-in two-level allreduce, the same matrix
+//   native              the built-in two-level allreduce, the same matrix, sum, max and avg
 //   refuse PLAN.json TEXT...  the plan is refused with a message holding each TEXT
 //   destroy-early PLAN.json  executors destroyed as soon as their call's stream is done
 //   kill PLAN.json R    rank R dies during the call after a good one; every other
@@ -20,6 +20,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithm/algorithm_registry.hpp"
@@ -131,7 +132,10 @@ void native(Job& job) {
   const std::vector<int32_t> hostOf = algo::hostIndexes(hostIds);
   for (DataType t : testTypes()) {
     for (bool inPlace : {false, true}) {
-      for (uint64_t count : {uint64_t{1}, uint64_t{1000}, uint64_t{65537}}) {
+      for (auto [count, op] : {std::pair<uint64_t, ReduceOp>{1, ReduceOp::Sum},
+                               {1000, ReduceOp::Max},
+                               {65537, ReduceOp::Sum},
+                               {4099, ReduceOp::Avg}}) {
         const exec::NativeProgramPtr program = algorithm->program(hostOf, inPlace, -1, Backend::Cuda);
         const uint64_t bytes = count * dataTypeSize(t);
         unsigned char scalar[8] = {};
@@ -139,14 +143,14 @@ void native(Job& job) {
         std::vector<std::vector<char>> inputs(static_cast<size_t>(n), std::vector<char>(bytes + 16));
         std::vector<const char*> ptrs;
         for (int r = 0; r < n; ++r) {
-          exec::fillInput(t, ReduceOp::Sum, 3 + count, r, inputs[r].data(), bytes);
+          exec::fillInput(t, op, 3 + count, r, inputs[r].data(), bytes);
           ptrs.push_back(inputs[r].data());
         }
         exec::CheckRequest req;
         req.collective = plan::Collective::AllReduce;
         req.nRanks = n;
         req.dtype = t;
-        req.op = ReduceOp::Sum;
+        req.op = op;
         req.scalar = scalar;
         req.inputs = ptrs.data();
         req.inputBytes = bytes;
@@ -155,13 +159,12 @@ void native(Job& job) {
         exec::computeReduction(req, reduced.data());
         req.reduced = reduced.data();
         const std::string what =
-            strFormat("allreduce_two_level, %s, %llu elements, %s call", dataTypeName(t),
+            strFormat("allreduce_two_level, %s %s, %llu elements, %s call", dataTypeName(t), reduceOpName(op),
                       static_cast<unsigned long long>(count), inPlace ? "in-place" : "out-of-place");
         checkedCall(
             job, inputs[gRank].data(), bytes, bytes, inPlace,
             [&](const void* s, void* r) {
-              if (auto refused =
-                      job.ex->tryExecute(gRank, s, r, bytes, bytes, t, program, job.stream, ReduceOp::Sum, nullptr))
+              if (auto refused = job.ex->tryExecute(gRank, s, r, bytes, bytes, t, program, job.stream, op, nullptr))
                 fail(what + ": refused: " + *refused);
             },
             [&](const char* out) { return exec::checkOutput(req, gRank, out); }, what);
