@@ -769,6 +769,9 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
   if (farPeers) {
     std::string why;
     const Transport myIb = farPortPeers.empty() ? Transport::Unknown : comm.nearestIbTransport(&why);
+    if (!farPortPeers.empty() && myIb == Transport::Unknown)
+      MSCCLPP_INFO(LogExec, "%s (host %s): no InfiniBand for port channels across hosts (%s); they use TCP",
+                   name_.c_str(), comm.hostId().c_str(), why.c_str());
     TransportFlags flags(Transport::Tcp);
     if (myIb != Transport::Unknown) flags |= myIb;
     for (size_t i = 0; i < reaches.size(); ++i) {
