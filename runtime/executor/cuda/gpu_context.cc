@@ -5,10 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <future>
 #include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 #include <tuple>
 
@@ -23,6 +21,7 @@
 #include "executor/cuda/cuda_check.hpp"
 #include "executor/cuda/device_image.hpp"
 #include "executor/cuda/far_ports.hpp"
+#include "executor/cuda/far_wiring.hpp"
 #include "executor/cuda/launch_config.hpp"
 #include "executor/diagnostics.hpp"
 #include "executor/native_view.hpp"
@@ -48,15 +47,9 @@ namespace {
 constexpr uint64_t kDirectoryMagic = 0x4d53434c47444952ull;  // "MSCLGDIR"
 constexpr uint64_t kDirectoryVersion = 3;                    // 2: the call's descriptor; 3: network reaches
 constexpr size_t kMaxDirectoryBytes = 1 << 20;
-constexpr uint64_t kNone = UINT64_MAX;
 // How a peer reaches a region: a raw pointer (this process), a CUDA IPC
 // registration (this host), or a TCP/IB registration (another host).
 constexpr uint64_t kReachRaw = 1, kReachIpc = 2, kReachNet = 3;
-// Tag bits of the exchanges for ranks on other hosts: the transport kind on
-// the executor's bootstrap view, and the connections on the communicator
-// (the CPU backend's use 1 << 30).
-constexpr int kFarKindTagBit = 1 << 29;
-constexpr int kFarConnectionTagBit = 1 << 29;
 
 uint64_t reserve(uint64_t* size, uint64_t bytes, uint64_t align) {
   *size = (*size + align - 1) / align * align;
@@ -72,52 +65,7 @@ uint64_t nameHash(const std::string& s) {
   return h;
 }
 
-using CounterKey = std::tuple<int, int, bool>;  // (sender, pair index, port?)
-
-// A buffer as a peer describes it: which of its reaches holds it, where, how large.
-struct BufferRef {
-  uint64_t reach = kNone, offset = 0, bytes = 0;
-};
-
-// Load/store access between ranks on different hosts, in every rank's
-// declarations, so that all ranks refuse the same plan before any exchange:
-// across hosts only port channels reach, through the proxy.
-std::string loadStoreAcrossHosts(const plan::Plan& p, const GpuTopology& topo, const Communicator& comm) {
-  auto other = [&](int a, int b) { return b >= topo.size() || topo.of(a).hostHash != topo.of(b).hostHash; };
-  auto refusal = [&](const std::string& what, int a, int b) {
-    return strFormat(
-        "plan %s (%s) on the CUDA backend: %s of rank %d to rank %d: rank %d is on another host (%s; rank %d is on "
-        "%s); across hosts plans must use port channels (memory and switch channels need the peer's memory mapped)",
-        p.header.name.c_str(), p.header.source.c_str(), what.c_str(), a, b, b, comm.hostIdOf(b).c_str(), a,
-        comm.hostIdOf(a).c_str());
-  };
-  for (const plan::RankPlan& rp : p.ranks) {
-    const int a = rp.rank;
-    if (a < 0 || a >= topo.size()) continue;
-    for (size_t c = 0; c < rp.memoryChannels.size(); ++c)
-      if (other(a, rp.memoryChannels[c].peer))
-        return refusal(strFormat("memory channel %zu", c), a, rp.memoryChannels[c].peer);
-    for (size_t c = 0; c < rp.switchChannels.size(); ++c)
-      for (int m : rp.switchChannels[c].ranks)
-        if (other(a, m)) return refusal(strFormat("switch channel %zu (a member)", c), a, m);
-    for (size_t k = 0; k < rp.remoteBuffers.size(); ++k) {
-      const plan::RemoteBufferDecl& d = rp.remoteBuffers[k];
-      if (d.viaMemory && other(a, d.rank))
-        return refusal(
-            strFormat("remote buffer %zu (%s, accessed by memory channels)", k, plan::bufferTypeName(d.type)), a,
-            d.rank);
-    }
-  }
-  return std::string();
-}
-
-// Whether `rank` has a port channel to a rank on another host.
-bool hasFarPorts(const plan::Plan& p, const GpuTopology& topo, int rank) {
-  if (rank < 0 || rank >= static_cast<int>(p.ranks.size())) return false;
-  for (const plan::ChannelDecl& c : p.ranks[static_cast<size_t>(rank)].portChannels)
-    if (c.peer < topo.size() && topo.of(rank).hostHash != topo.of(c.peer).hostHash) return true;
-  return false;
-}
+using CounterKey = FarPeer::CounterKey;
 
 }  // namespace
 
@@ -127,11 +75,7 @@ struct GpuContext::Peer {
   std::vector<char*> reach;
   std::vector<uint64_t> reachBytes;
   std::vector<RegisteredMemory> imports;  // keeps CUDA IPC mappings open
-  // A peer on another host: its reaches' TCP/IB registrations (none mapped
-  // here, reach pointers null), where its buffers and counters lie in them.
-  std::vector<RegisteredMemory> netReach;
-  BufferRef inputRef, outputRef, scratchRef;
-  std::map<CounterKey, uint64_t> counterOffsets;
+  FarPeer far;  // on another host: reach pointers null, its memory reached through its registrations
   char* input = nullptr;
   char* output = nullptr;
   char* scratch = nullptr;
@@ -720,13 +664,9 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
   char* const base = region_->get();
 
   // Our reaches: 0 = the context region, then the user ranges the plan works in.
-  struct Reach {
-    char* ptr;
-    uint64_t bytes;
-  };
-  std::vector<Reach> reaches{{base, region_->bytes()}};
+  std::vector<MemoryRange> reaches{{base, region_->bytes()}};
   auto userReach = [&](const BufferPlace& p) -> uint64_t {
-    if (p.staged || p.user == nullptr || p.bytes == 0) return kNone;
+    if (p.staged || p.user == nullptr || p.bytes == 0) return kNoReach;
     for (size_t i = 1; i < reaches.size(); ++i)
       if (p.user >= reaches[i].ptr && p.user + p.bytes <= reaches[i].ptr + reaches[i].bytes) return i;
     reaches.push_back({p.user, p.bytes});
@@ -737,7 +677,7 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
     if (p.bytes == 0) return BufferRef{};
     if (p.staged) return BufferRef{0, stagingOffset_ + p.stagingOffset, p.bytes};
     uint64_t r = userReach(p);
-    return r == kNone ? BufferRef{} : BufferRef{r, static_cast<uint64_t>(p.user - reaches[r].ptr), p.bytes};
+    return r == kNoReach ? BufferRef{} : BufferRef{r, static_cast<uint64_t>(p.user - reaches[r].ptr), p.bytes};
   };
   const BufferRef myInput = refOf(binding_.input), myOutput = refOf(binding_.output);
   const BufferRef myScratch{0, scratchOffset_, shape.scratchBytes};
@@ -753,48 +693,11 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
       exported_.push_back(reg);
     }
   }
-  // Peers on other hosts: every reach registered for TCP, and IB where this
-  // host has an HCA port, and a connection to each port-channel peer.
+  // Peers on other hosts: our reaches registered for them, and a connection
+  // to each port-channel peer among them.
   Bootstrap& bs = world_->exchange();
-  Communicator& comm = world_->comm();
-  bool farPeers = false;
-  for (int q = 0; q < n; ++q) farPeers |= q != rank_ && !topo.sameHost(q);
-  std::set<int> farPortPeers;
-  for (const plan::ChannelDecl& c : rp.portChannels)
-    if (!topo.sameHost(c.peer)) farPortPeers.insert(c.peer);
-  std::vector<std::vector<char>> net(reaches.size());
-  std::vector<RegisteredMemory> netRegs(reaches.size());
-  std::map<int, Transport> kinds;
-  std::map<int, std::shared_future<std::shared_ptr<Connection>>> pending;
-  if (farPeers) {
-    std::string why;
-    const Transport myIb = farPortPeers.empty() ? Transport::Unknown : comm.nearestIbTransport(&why);
-    if (!farPortPeers.empty() && myIb == Transport::Unknown)
-      MSCCLPP_INFO(LogExec, "%s (host %s): no InfiniBand for port channels across hosts (%s); they use TCP",
-                   name_.c_str(), comm.hostId().c_str(), why.c_str());
-    TransportFlags flags(Transport::Tcp);
-    if (myIb != Transport::Unknown) flags |= myIb;
-    for (size_t i = 0; i < reaches.size(); ++i) {
-      netRegs[i] = comm.registerMemory(reaches[i].ptr, reaches[i].bytes, flags);
-      net[i] = netRegs[i].serialize();
-      exported_.push_back(netRegs[i]);
-    }
-    // Both ends of a pair pick the same kind: IB when both have a port, else TCP.
-    for (int q : farPortPeers) {
-      const uint64_t v = static_cast<uint64_t>(myIb);
-      bs.send(&v, sizeof(v), q, tag | kFarKindTagBit);
-    }
-    for (int q : farPortPeers) {
-      uint64_t v = 0;
-      bs.recv(&v, sizeof(v), q, tag | kFarKindTagBit);
-      const Transport theirs = static_cast<Transport>(v);
-      MSCCLPP_ENFORCE(theirs == Transport::Unknown || isIbTransport(theirs), ErrorCode::RemoteError,
-                      "%s: rank %d's HCA port %llu is not IB0..IB7", name_.c_str(), q, ull(v));
-      kinds[q] = myIb != Transport::Unknown && theirs != Transport::Unknown ? myIb : Transport::Tcp;
-    }
-    // Posted before the directories, read after them: every peer posted its end by then.
-    for (int q : farPortPeers) pending[q] = comm.connect(q, tag | kFarConnectionTagBit, kinds[q]);
-  }
+  FarWiring far(name_, world_->comm(), bs, topo, rank_, rp.portChannels, reaches, tag);
+  exported_.insert(exported_.end(), far.registrations().begin(), far.registrations().end());
   auto message = [&](uint64_t kind) {
     ByteWriter w;
     for (uint64_t v : {kDirectoryMagic, kDirectoryVersion, static_cast<uint64_t>(rank_), static_cast<uint64_t>(tag),
@@ -808,7 +711,7 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
       if (kind == kReachRaw) {
         w.put<uint64_t>(reinterpret_cast<uint64_t>(reaches[i].ptr));
       } else {
-        const std::vector<char>& reg = kind == kReachIpc ? ipc[i] : net[i];
+        const std::vector<char>& reg = kind == kReachIpc ? ipc[i] : far.serialized(i);
         w.put<uint64_t>(reg.size());
         w.putBytes(reg.data(), reg.size());
       }
@@ -829,7 +732,7 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
   };
   const std::vector<char> rawMessage = message(kReachRaw);
   const std::vector<char> ipcMessage = crossProcess ? message(kReachIpc) : std::vector<char>();
-  const std::vector<char> netMessage = farPeers ? message(kReachNet) : std::vector<char>();
+  const std::vector<char> netMessage = far.farPeers() ? message(kReachNet) : std::vector<char>();
   for (int q = 0; q < n; ++q) {
     if (q == rank_) continue;
     const std::vector<char>& m = !topo.sameHost(q) ? netMessage : topo.sameProcess(q) ? rawMessage : ipcMessage;
@@ -897,7 +800,7 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
         } else {
           MSCCLPP_ENFORCE(!topo.sameHost(q), ErrorCode::RemoteError, "%s: a network registration from this host",
                           what.c_str());
-          peer->netReach.push_back(m);  // reached through the proxy's connection; ptr stays null
+          peer->far.regions.push_back(m);  // reached through the proxy's connection; ptr stays null
         }
       } else {
         MSCCLPP_THROW(ErrorCode::RemoteError, "%s: unknown reach kind %llu", what.c_str(), ull(kind));
@@ -909,15 +812,15 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
       BufferRef b{r.get<uint64_t>(field), r.get<uint64_t>(field), r.get<uint64_t>(field)};
       *bytes = b.bytes;
       *ref = b;
-      if (b.reach == kNone) return;
+      if (b.reach == kNoReach) return;
       MSCCLPP_ENFORCE(
           b.reach < nReach && b.offset <= peer->reachBytes[b.reach] && b.bytes <= peer->reachBytes[b.reach] - b.offset,
           ErrorCode::RemoteError, "%s: its %s points outside its memory", what.c_str(), field);
       if (peer->reach[b.reach] != nullptr) *ptr = peer->reach[b.reach] + b.offset;
     };
-    buffer("input", &peer->input, &peer->inputBytes, &peer->inputRef);
-    buffer("output", &peer->output, &peer->outputBytes, &peer->outputRef);
-    buffer("scratch", &peer->scratch, &peer->scratchBytes, &peer->scratchRef);
+    buffer("input", &peer->input, &peer->inputBytes, &peer->far.input);
+    buffer("output", &peer->output, &peer->outputBytes, &peer->far.output);
+    buffer("scratch", &peer->scratch, &peer->scratchBytes, &peer->far.scratch);
     MSCCLPP_ENFORCE(peer->inputBytes == in && peer->outputBytes == out && peer->scratchBytes == scr,
                     ErrorCode::RemoteError, "%s: inconsistent sizes", what.c_str());
     const uint64_t nCounters = r.get<uint64_t>("counter count");
@@ -929,7 +832,7 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
       const uint64_t off = r.get<uint64_t>("counter offset");
       MSCCLPP_ENFORCE(off % 8 == 0 && off + 8 <= peer->reachBytes[0], ErrorCode::RemoteError,
                       "%s: counter offset %llu is outside its region or unaligned", what.c_str(), ull(off));
-      peer->counterOffsets[CounterKey{sender, pair, port}] = off;
+      peer->far.counterOffsets[CounterKey{sender, pair, port}] = off;
       if (peer->reach[0] != nullptr)
         peer->counters[CounterKey{sender, pair, port}] = reinterpret_cast<uint64_t*>(peer->reach[0] + off);
     }
@@ -995,62 +898,10 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
     res.memoryInbound.push_back(myCounter(CounterKey{c.peer, c.pairIndex, false}));
     res.memoryOutbound.push_back(peerCounter(c.peer, CounterKey{rank_, c.pairIndex, false}));
   }
-  if (!farPortPeers.empty()) {
-    // Port channels to other hosts: the proxy writes through the connection
-    // from our registrations into the peer's, and raises its counter there.
-    far_ = std::make_unique<FarPorts>(name_, rp.portChannels.size());
-    std::map<int, int> connectionOf;
-    for (auto& [q, future] : pending) {
-      std::shared_ptr<Connection> connection;
-      try {
-        connection = future.get();
-      } catch (const Error& e) {
-        throw Error(e.code(), strFormat("%s: connecting to rank %d (host %s) over %s for its port channels: %s",
-                                        name_.c_str(), q, comm.hostIdOf(q).c_str(), transportName(kinds[q]), e.what()));
-      }
-      connectionOf[q] = far_->addConnection(std::move(connection));
-    }
-    for (size_t c = 0; c < rp.portChannels.size(); ++c) {
-      const plan::ChannelDecl& d = rp.portChannels[c];
-      if (topo.sameHost(d.peer)) continue;
-      const Peer& p = *peers_.at(static_cast<size_t>(d.peer));
-      auto it = p.counterOffsets.find(CounterKey{rank_, d.pairIndex, true});
-      MSCCLPP_ENFORCE(it != p.counterOffsets.end() && !p.netReach.empty(), ErrorCode::RemoteError,
-                      "%s: rank %d has no port channel paired with this rank's channel %d", name_.c_str(), d.peer,
-                      d.pairIndex);
-      FarPorts::Channel& ch = far_->channel(static_cast<uint32_t>(c));
-      ch.peer = d.peer;
-      ch.peerHost = comm.hostIdOf(d.peer);
-      ch.connection = connectionOf.at(d.peer);
-      ch.peerRegion = p.netReach[0];
-      ch.peerCounterOffset = it->second;
-    }
-    // Proxy memory ids: our input, output and scratch, then the remote buffers.
-    std::vector<FarPorts::Memory>& mem = far_->memories();
-    for (const BufferRef& b : {myInput, myOutput, myScratch}) {
-      FarPorts::Memory m;
-      m.owner = rank_;
-      if (b.reach != kNone) m.region = netRegs.at(b.reach), m.offset = b.offset;
-      mem.push_back(m);
-    }
-    for (const plan::RemoteBufferDecl& d : rp.remoteBuffers) {
-      FarPorts::Memory m;
-      m.owner = d.rank;
-      if (!topo.sameHost(d.rank)) {
-        const Peer& p = *peers_.at(static_cast<size_t>(d.rank));
-        const BufferRef& b = d.type == plan::BufferType::Input    ? p.inputRef
-                             : d.type == plan::BufferType::Output ? p.outputRef
-                                                                  : p.scratchRef;
-        if (b.reach != kNone && b.reach < p.netReach.size()) m.region = p.netReach[b.reach], m.offset = b.offset;
-      }
-      mem.push_back(m);
-    }
-    std::string peers;
-    for (int q : farPortPeers)
-      peers += strFormat("%s%d over %s", peers.empty() ? "" : ", ", q, transportName(kinds[q]));
-    MSCCLPP_INFO(LogExec, "%s (host %s): port channels to rank(s) on other hosts: %s", name_.c_str(),
-                 comm.hostId().c_str(), peers.c_str());
-  }
+  std::vector<const FarPeer*> farDirectories(peers_.size(), nullptr);
+  for (size_t q = 0; q < peers_.size(); ++q)
+    if (peers_[q] && !topo.sameHost(static_cast<int>(q))) farDirectories[q] = &peers_[q]->far;
+  far_ = far.connect(rp, {myInput, myOutput, myScratch}, farDirectories);
   for (size_t c = 0; c < rp.portChannels.size(); ++c) {
     const plan::ChannelDecl& d = rp.portChannels[c];
     res.portInbound.push_back(myCounter(CounterKey{d.peer, d.pairIndex, true}));
