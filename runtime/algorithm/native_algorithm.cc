@@ -167,7 +167,6 @@ exec::Refusal NativeAlgorithm::refusal(const Request& r) const {
     if (!spec_.kernel->gpuLaunch) return strFormat("%s has no GPU code", name);
     if (c.dtype < 0 || c.dtype >= 32 || ((spec_.gpuDtypes >> c.dtype) & 1u) == 0)
       return strFormat("%s has no GPU code for %s", name, dataTypeName(static_cast<DataType>(c.dtype)));
-    if (nHosts > 1) return strFormat("%s: the CUDA backend's contexts connect the ranks of one host", name);
   }
   if (has(res, MSCCLPP_ALGORITHM_MULTICAST)) {
     if (r.backend != Backend::Cuda) return strFormat("%s needs NVLS multicast, which the CPU backend has not", name);

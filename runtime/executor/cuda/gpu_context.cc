@@ -3,9 +3,11 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <tuple>
 
 #include "channel/nvls_binding.hpp"
@@ -18,10 +20,13 @@
 #include "executor/cuda/context_releaser.hpp"
 #include "executor/cuda/cuda_check.hpp"
 #include "executor/cuda/device_image.hpp"
+#include "executor/cuda/far_ports.hpp"
+#include "executor/cuda/far_wiring.hpp"
 #include "executor/cuda/launch_config.hpp"
 #include "executor/diagnostics.hpp"
 #include "executor/native_view.hpp"
 #include "executor/scale_steps.hpp"
+#include "mscclpp/communicator.hpp"
 #include "plan/variable_sizes.hpp"
 #include "transport/device_memory.hpp"
 
@@ -40,10 +45,11 @@ struct GpuContext::LiveWaitReader {
 namespace {
 
 constexpr uint64_t kDirectoryMagic = 0x4d53434c47444952ull;  // "MSCLGDIR"
-constexpr uint64_t kDirectoryVersion = 2;                    // 2: the call's descriptor
+constexpr uint64_t kDirectoryVersion = 3;                    // 2: the call's descriptor; 3: network reaches
 constexpr size_t kMaxDirectoryBytes = 1 << 20;
-constexpr uint64_t kNone = UINT64_MAX;
-constexpr uint64_t kReachRaw = 1, kReachIpc = 2;
+// How a peer reaches a region: a raw pointer (this process), a CUDA IPC
+// registration (this host), or a TCP/IB registration (another host).
+constexpr uint64_t kReachRaw = 1, kReachIpc = 2, kReachNet = 3;
 
 uint64_t reserve(uint64_t* size, uint64_t bytes, uint64_t align) {
   *size = (*size + align - 1) / align * align;
@@ -59,12 +65,7 @@ uint64_t nameHash(const std::string& s) {
   return h;
 }
 
-using CounterKey = std::tuple<int, int, bool>;  // (sender, pair index, port?)
-
-// A buffer as a peer describes it: which of its reaches holds it, where, how large.
-struct BufferRef {
-  uint64_t reach = kNone, offset = 0, bytes = 0;
-};
+using CounterKey = FarPeer::CounterKey;
 
 }  // namespace
 
@@ -74,6 +75,7 @@ struct GpuContext::Peer {
   std::vector<char*> reach;
   std::vector<uint64_t> reachBytes;
   std::vector<RegisteredMemory> imports;  // keeps CUDA IPC mappings open
+  FarPeer far;  // on another host: reach pointers null, its memory reached through its registrations
   char* input = nullptr;
   char* output = nullptr;
   char* scratch = nullptr;
@@ -109,12 +111,9 @@ Refusal GpuContext::admit(DataType dtype, ReduceOp nativeOp) {
   const plan::RankPlan& rp = plan_->ranks[static_cast<size_t>(rank_)];
   // ---- Facts every rank shares: refuse before anything is exchanged. ----
   const GpuTopology& topo = world_->topology();
-  const std::vector<int> far = topo.otherHosts();
-  if (!far.empty()) {
-    return strFormat(
-        "%s: ranks %s are on other hosts; the CUDA backend's executor connects the ranks of one host (CUDA IPC; port "
-        "channels over InfiniBand are not implemented for it)",
-        name_.c_str(), rankList(far).c_str());
+  if (!topo.otherHosts().empty()) {
+    const std::string across = loadStoreAcrossHosts(*plan_, topo, world_->comm());
+    if (!across.empty()) return across;
   }
   // Ranks that are threads of this process on other GPUs hand us raw
   // pointers, so our device needs peer access to theirs. CUDA IPC mappings
@@ -178,9 +177,14 @@ Refusal GpuContext::admit(DataType dtype, ReduceOp nativeOp) {
   cooperative_ = (topo.of(rank_).flags & kGpuCooperativeOff) == 0 && waitOnEachOther(rank_);
   // Hardware queues: checked for every process and GPU group of the plan,
   // so a rank whose own group is fine refuses with the others.
+  // A group with port channels to other hosts counts one stream more: the
+  // process's runtime stream, on which the transports copy between the
+  // network and device memory while the kernels spin.
   for (const std::vector<int>& group : topo.processGpuGroups()) {
+    bool far = false;
+    for (int q : group) far |= hasFarPorts(*plan_, topo, q);
     const std::string problem =
-        queueProblem(h, group, concurrentStreams(*plan_, group), topo.of(group.front()).hardwareQueues);
+        queueProblem(h, group, concurrentStreams(*plan_, group) + (far ? 1 : 0), topo.of(group.front()).hardwareQueues);
     if (!problem.empty()) return strFormat("%s: %s", name_.c_str(), problem.c_str());
   }
   return precheck(dtype, nativeOp);
@@ -209,8 +213,10 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
 
   // ---- Every allocation before the exchange, the collective build point. ----
   // Buffers: the user's where possible; ours for scratch, counters, staging.
+  // Peers of other processes on this host map our buffers through CUDA IPC;
+  // those on other hosts reach them through the transports.
   bool crossProcess = false;
-  for (int r = 0; r < topo.size(); ++r) crossProcess |= r != rank_ && !topo.sameProcess(r);
+  for (int r = 0; r < topo.size(); ++r) crossProcess |= r != rank_ && topo.sameHost(r) && !topo.sameProcess(r);
   CallRequest shaped = request;
   shaped.geometry = shape.geometry;  // a padded call binds staged buffers at the plan's padded pitch
   bindBuffers(shaped, crossProcess);
@@ -277,6 +283,7 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
     proxy_ =
         std::make_unique<ProxyService>(static_cast<int>(slots), world_->device(), timeoutSeconds_, timeoutSetting_);
     fifo = proxy_->fifoDeviceHandle();
+    fifoHead_ = fifo.head;
     writeValue64_ = resolveStreamWriteValue64(world_->device());
   }
   memory.trim();  // the idle blocks this build did not take
@@ -350,7 +357,11 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
     signalsSent_.assign(rp.portChannels.size(), 0);
     // The handler reads this context's tables. A failure raises the abort
     // flag from the proxy thread, so every device wait of the launch stops.
-    proxy_->setRequestHandler([this](const TriggerFields& f) { return handleRequest(f); });
+    proxy_->setRequestHandler([this](const TriggerFields& f) {
+      std::string error = handleRequest(f);
+      requestsHandled_.fetch_add(1, std::memory_order_release);
+      return error;
+    });
     proxy_->setFailureFlag(static_cast<uint32_t*>(abort_->host()));
     proxy_->startProxy();
   }
@@ -381,7 +392,9 @@ GpuContext::~GpuContext() {
     }
   }
   cudaSetDevice(world_->device());
+  finishProxyRequests();
   if (proxy_) proxy_->stopProxy();
+  far_.reset();  // its connections and the peers' registrations, once the proxy is done with them
   // Nothing is freed here: page-table changes would block the CUDA calls of
   // this process's ranks while peers' kernels spin on them. The blocks go
   // back to the rank's memory for the next build; what unmaps or frees when
@@ -400,6 +413,33 @@ GpuContext::~GpuContext() {
     memory.retire(std::make_shared<std::vector<std::shared_ptr<Peer>>>(std::move(peers_)));
   if (!nvls_.empty())
     memory.retire(std::make_shared<std::vector<std::shared_ptr<detail::NvlsBinding>>>(std::move(nvls_)));
+}
+
+// Our kernels ended, but the requests they pushed last may still be in the
+// FIFO: a final signal a peer still waits for, to another host or through
+// the proxy stream. The proxy performs them before it stops, unless the
+// context failed (a claimed slot may never be published). Bounded by the
+// communicator's deadline, else 10 s: each request ends or fails on its own.
+void GpuContext::finishProxyRequests() {
+  if (!proxy_ || fifoHead_ == nullptr || failed_ || failureRaised()) return;
+  uint64_t head = 0;
+  try {
+    transport::copyDeviceToHost(&head, fifoHead_, sizeof(head), (name_ + ": reading the proxy FIFO's head").c_str());
+  } catch (const Error& e) {
+    MSCCLPP_WARN(LogExec, "%s: %s", name_.c_str(), e.what());
+    return;
+  }
+  const double limit = timeoutSeconds_ > 0 ? timeoutSeconds_ : 10.0;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit);
+  while (requestsHandled_.load(std::memory_order_acquire) < head) {
+    if (failureRaised() || !proxy_->errorMessage().empty()) return;
+    if (std::chrono::steady_clock::now() > end) {
+      MSCCLPP_WARN(LogExec, "%s: %llu port-channel requests still not performed after %.3g s; stopping the proxy",
+                   name_.c_str(), ull(head - requestsHandled_.load()), limit);
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
 }
 
 uint64_t GpuContext::deviceBytes() const {
@@ -624,13 +664,9 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
   char* const base = region_->get();
 
   // Our reaches: 0 = the context region, then the user ranges the plan works in.
-  struct Reach {
-    char* ptr;
-    uint64_t bytes;
-  };
-  std::vector<Reach> reaches{{base, region_->bytes()}};
+  std::vector<MemoryRange> reaches{{base, region_->bytes()}};
   auto userReach = [&](const BufferPlace& p) -> uint64_t {
-    if (p.staged || p.user == nullptr || p.bytes == 0) return kNone;
+    if (p.staged || p.user == nullptr || p.bytes == 0) return kNoReach;
     for (size_t i = 1; i < reaches.size(); ++i)
       if (p.user >= reaches[i].ptr && p.user + p.bytes <= reaches[i].ptr + reaches[i].bytes) return i;
     reaches.push_back({p.user, p.bytes});
@@ -641,15 +677,15 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
     if (p.bytes == 0) return BufferRef{};
     if (p.staged) return BufferRef{0, stagingOffset_ + p.stagingOffset, p.bytes};
     uint64_t r = userReach(p);
-    return r == kNone ? BufferRef{} : BufferRef{r, static_cast<uint64_t>(p.user - reaches[r].ptr), p.bytes};
+    return r == kNoReach ? BufferRef{} : BufferRef{r, static_cast<uint64_t>(p.user - reaches[r].ptr), p.bytes};
   };
   const BufferRef myInput = refOf(binding_.input), myOutput = refOf(binding_.output);
   const BufferRef myScratch{0, scratchOffset_, shape.scratchBytes};
 
-  // Registrations for peers of other processes (the user ranges may already be registered).
+  // Registrations for peers of other processes on this host (the user ranges may already be registered).
   std::vector<std::vector<char>> ipc(reaches.size());
   bool crossProcess = false;
-  for (int q = 0; q < n; ++q) crossProcess |= q != rank_ && !topo.sameProcess(q);
+  for (int q = 0; q < n; ++q) crossProcess |= q != rank_ && topo.sameHost(q) && !topo.sameProcess(q);
   if (crossProcess) {
     for (size_t i = 0; i < reaches.size(); ++i) {
       RegisteredMemory reg = world_->comm().registerMemory(reaches[i].ptr, reaches[i].bytes, Transport::CudaIpc);
@@ -657,7 +693,12 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
       exported_.push_back(reg);
     }
   }
-  auto message = [&](bool raw) {
+  // Peers on other hosts: our reaches registered for them, and a connection
+  // to each port-channel peer among them.
+  Bootstrap& bs = world_->exchange();
+  FarWiring far(name_, world_->comm(), bs, topo, rank_, rp.portChannels, reaches, tag);
+  exported_.insert(exported_.end(), far.registrations().begin(), far.registrations().end());
+  auto message = [&](uint64_t kind) {
     ByteWriter w;
     for (uint64_t v : {kDirectoryMagic, kDirectoryVersion, static_cast<uint64_t>(rank_), static_cast<uint64_t>(tag),
                        nameHash(h.name), shape.inputBytes, shape.outputBytes, shape.scratchBytes})
@@ -666,13 +707,13 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
     w.put<uint64_t>(reaches.size());
     for (size_t i = 0; i < reaches.size(); ++i) {
       w.put<uint64_t>(reaches[i].bytes);
-      if (raw) {
-        w.put<uint64_t>(kReachRaw);
+      w.put<uint64_t>(kind);
+      if (kind == kReachRaw) {
         w.put<uint64_t>(reinterpret_cast<uint64_t>(reaches[i].ptr));
       } else {
-        w.put<uint64_t>(kReachIpc);
-        w.put<uint64_t>(ipc[i].size());
-        w.putBytes(ipc[i].data(), ipc[i].size());
+        const std::vector<char>& reg = kind == kReachIpc ? ipc[i] : far.serialized(i);
+        w.put<uint64_t>(reg.size());
+        w.putBytes(reg.data(), reg.size());
       }
     }
     for (const BufferRef& b : {myInput, myOutput, myScratch}) {
@@ -689,11 +730,12 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
     }
     return std::move(w.bytes());
   };
-  std::vector<char> rawMessage = message(true), ipcMessage = crossProcess ? message(false) : std::vector<char>();
-  Bootstrap& bs = world_->exchange();
+  const std::vector<char> rawMessage = message(kReachRaw);
+  const std::vector<char> ipcMessage = crossProcess ? message(kReachIpc) : std::vector<char>();
+  const std::vector<char> netMessage = far.farPeers() ? message(kReachNet) : std::vector<char>();
   for (int q = 0; q < n; ++q) {
     if (q == rank_) continue;
-    const std::vector<char>& m = topo.sameProcess(q) ? rawMessage : ipcMessage;
+    const std::vector<char>& m = !topo.sameHost(q) ? netMessage : topo.sameProcess(q) ? rawMessage : ipcMessage;
     bs.send(m.data(), m.size(), q, tag);
   }
 
@@ -740,35 +782,45 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
         MSCCLPP_ENFORCE(topo.sameProcess(q), ErrorCode::RemoteError, "%s: a raw pointer from another process",
                         what.c_str());
         ptr = reinterpret_cast<char*>(r.get<uint64_t>("reach pointer"));
-      } else if (kind == kReachIpc) {
+      } else if (kind == kReachIpc || kind == kReachNet) {
         const uint64_t len = r.get<uint64_t>("registration size");
         MSCCLPP_ENFORCE(len <= kMaxDirectoryBytes, ErrorCode::RemoteError, "%s: a %llu-byte registration", what.c_str(),
                         ull(len));
         std::vector<char> reg(len);
         r.getBytes(reg.data(), len, "registration");
         RegisteredMemory m = RegisteredMemory::deserialize(reg);
-        ptr = static_cast<char*>(m.data());
-        MSCCLPP_ENFORCE(ptr != nullptr && m.size() >= bytes, ErrorCode::RemoteError,
-                        "%s: its memory is not mapped here (CUDA IPC)", what.c_str());
-        peer->imports.push_back(m);
+        MSCCLPP_ENFORCE(m.size() >= bytes, ErrorCode::RemoteError, "%s: a registration of %zu bytes for %llu",
+                        what.c_str(), m.size(), ull(bytes));
+        if (kind == kReachIpc) {
+          MSCCLPP_ENFORCE(topo.sameHost(q), ErrorCode::RemoteError, "%s: CUDA IPC from another host", what.c_str());
+          ptr = static_cast<char*>(m.data());
+          MSCCLPP_ENFORCE(ptr != nullptr, ErrorCode::RemoteError, "%s: its memory is not mapped here (CUDA IPC)",
+                          what.c_str());
+          peer->imports.push_back(m);
+        } else {
+          MSCCLPP_ENFORCE(!topo.sameHost(q), ErrorCode::RemoteError, "%s: a network registration from this host",
+                          what.c_str());
+          peer->far.regions.push_back(m);  // reached through the proxy's connection; ptr stays null
+        }
       } else {
         MSCCLPP_THROW(ErrorCode::RemoteError, "%s: unknown reach kind %llu", what.c_str(), ull(kind));
       }
       peer->reach.push_back(ptr);
       peer->reachBytes.push_back(bytes);
     }
-    auto buffer = [&](const char* field, char** ptr, uint64_t* bytes) {
+    auto buffer = [&](const char* field, char** ptr, uint64_t* bytes, BufferRef* ref) {
       BufferRef b{r.get<uint64_t>(field), r.get<uint64_t>(field), r.get<uint64_t>(field)};
       *bytes = b.bytes;
-      if (b.reach == kNone) return;
+      *ref = b;
+      if (b.reach == kNoReach) return;
       MSCCLPP_ENFORCE(
           b.reach < nReach && b.offset <= peer->reachBytes[b.reach] && b.bytes <= peer->reachBytes[b.reach] - b.offset,
           ErrorCode::RemoteError, "%s: its %s points outside its memory", what.c_str(), field);
-      *ptr = peer->reach[b.reach] + b.offset;
+      if (peer->reach[b.reach] != nullptr) *ptr = peer->reach[b.reach] + b.offset;
     };
-    buffer("input", &peer->input, &peer->inputBytes);
-    buffer("output", &peer->output, &peer->outputBytes);
-    buffer("scratch", &peer->scratch, &peer->scratchBytes);
+    buffer("input", &peer->input, &peer->inputBytes, &peer->far.input);
+    buffer("output", &peer->output, &peer->outputBytes, &peer->far.output);
+    buffer("scratch", &peer->scratch, &peer->scratchBytes, &peer->far.scratch);
     MSCCLPP_ENFORCE(peer->inputBytes == in && peer->outputBytes == out && peer->scratchBytes == scr,
                     ErrorCode::RemoteError, "%s: inconsistent sizes", what.c_str());
     const uint64_t nCounters = r.get<uint64_t>("counter count");
@@ -780,7 +832,9 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
       const uint64_t off = r.get<uint64_t>("counter offset");
       MSCCLPP_ENFORCE(off % 8 == 0 && off + 8 <= peer->reachBytes[0], ErrorCode::RemoteError,
                       "%s: counter offset %llu is outside its region or unaligned", what.c_str(), ull(off));
-      peer->counters[CounterKey{sender, pair, port}] = reinterpret_cast<uint64_t*>(peer->reach[0] + off);
+      peer->far.counterOffsets[CounterKey{sender, pair, port}] = off;
+      if (peer->reach[0] != nullptr)
+        peer->counters[CounterKey{sender, pair, port}] = reinterpret_cast<uint64_t*>(peer->reach[0] + off);
     }
     r.expectEnd();
     peers_[static_cast<size_t>(q)] = std::move(peer);
@@ -844,9 +898,17 @@ void GpuContext::exchange(const CallShape& shape, int tag, const CallDescriptor&
     res.memoryInbound.push_back(myCounter(CounterKey{c.peer, c.pairIndex, false}));
     res.memoryOutbound.push_back(peerCounter(c.peer, CounterKey{rank_, c.pairIndex, false}));
   }
-  for (const plan::ChannelDecl& c : rp.portChannels) {
-    res.portInbound.push_back(myCounter(CounterKey{c.peer, c.pairIndex, true}));
-    res.portOutbound.push_back(peerCounter(c.peer, CounterKey{rank_, c.pairIndex, true}));
+  std::vector<const FarPeer*> farDirectories(peers_.size(), nullptr);
+  for (size_t q = 0; q < peers_.size(); ++q)
+    if (peers_[q] && !topo.sameHost(static_cast<int>(q))) farDirectories[q] = &peers_[q]->far;
+  far_ = far.connect(rp, {myInput, myOutput, myScratch}, farDirectories);
+  for (size_t c = 0; c < rp.portChannels.size(); ++c) {
+    const plan::ChannelDecl& d = rp.portChannels[c];
+    res.portInbound.push_back(myCounter(CounterKey{d.peer, d.pairIndex, true}));
+    // Across hosts the proxy signals through the connection; the outbound word is its local source.
+    res.portOutbound.push_back(far_ && far_->crosses(static_cast<uint32_t>(c))
+                                   ? far_->outboundOf(static_cast<uint32_t>(c))
+                                   : peerCounter(d.peer, CounterKey{rank_, d.pairIndex, true}));
   }
   for (const plan::SwitchChannelDecl& s : rp.switchChannels) {
     // The members' buffers, and the multicast address when the group bound
@@ -893,7 +955,11 @@ std::string GpuContext::handleRequest(const TriggerFields& f) {
     proxyDeviceSet_ = true;
   }
   cudaStream_t stream = proxyStream_;
-  if (f.type & TriggerPut) {
+  if (far_ && far_->crosses(f.channelId)) {
+    // Another host: the put and signal go on the channel's connection.
+    std::string error = far_->perform(f, image_->memoryTable());
+    if (!error.empty()) return error;
+  } else if (f.type & TriggerPut) {
     char *src = nullptr, *dst = nullptr;
     std::string error = image_->resolvePut(f, &src, &dst);
     if (!error.empty()) return error;
@@ -903,7 +969,7 @@ std::string GpuContext::handleRequest(const TriggerFields& f) {
       if (e != cudaSuccess) return strFormat("cudaMemcpyAsync of %llu bytes: %s", ull(f.size), cudaGetErrorString(e));
     }
   }
-  if (f.type & TriggerSignal) {
+  if ((f.type & TriggerSignal) && !(far_ && far_->crosses(f.channelId))) {
     if (f.channelId >= signalsSent_.size())
       return strFormat("signal on port channel %u; %zu declared", f.channelId, signalsSent_.size());
     std::string error;
@@ -925,6 +991,11 @@ std::string GpuContext::handleRequest(const TriggerFields& f) {
       return e.what();
     }
     if (last != cudaSuccess) return strFormat("flush: cudaStreamQuery: %s", cudaGetErrorString(last));
+    // And every write and signal to other hosts reached its peer.
+    if (far_) {
+      std::string error = far_->flush(timeoutSeconds_);
+      if (!error.empty()) return error;
+    }
   }
   return std::string();
 }
@@ -975,11 +1046,14 @@ void GpuContext::throwFailure() {
       msg += "\n  " + line;
   }
   MSCCLPP_WARN(LogExec, "%s", msg.c_str());
+  // A connection to another host meets a dead peer a moment before the bootstrap names it.
+  if (far_ && !proxyError.empty()) world_->comm().throwIfFailedAfter(Error(ErrorCode::RemoteError, msg));
   ErrorCode commCode;
   std::string commFailure;
   if (world_->comm().failed(&commCode, &commFailure)) throw Error(commCode, commFailure + "\n" + msg);
   if (!cudaProblem.empty()) throw Error(ErrorCode::CudaError, msg);
   if (timedOut) throw TimeoutError(msg);
+  if (far_ && !proxyError.empty() && !invalid) throw Error(ErrorCode::RemoteError, msg);
   if (invalid || !proxyError.empty()) throw Error(ErrorCode::NotSupported, msg);
   throw Error(ErrorCode::Aborted, msg);
 }

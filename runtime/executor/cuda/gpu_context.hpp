@@ -10,6 +10,7 @@
 #ifndef MSCCLPP_EXECUTOR_CUDA_GPU_CONTEXT_HPP_
 #define MSCCLPP_EXECUTOR_CUDA_GPU_CONTEXT_HPP_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -35,6 +36,8 @@ class NvlsBinding;
 }
 
 namespace mscclpp::exec {
+
+class FarPorts;
 
 struct GpuCallArgs {
   DataType dtype = DataType::Float32;
@@ -124,6 +127,7 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   void exchange(const CallShape& shape, int tag, const CallDescriptor& call);
   void writeSignal(uint32_t channel, uint64_t value, std::string* error);
   std::string handleRequest(const TriggerFields& f);
+  void finishProxyRequests();
   char* placePtr(const BufferPlace& p) const;
 
   std::shared_ptr<GpuWorld> world_;
@@ -156,9 +160,12 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   std::shared_ptr<const std::function<LiveCall()>> liveSource_;  // calls liveWaitReader_
   cudaStream_t proxyStream_ = nullptr;                           // the rank's (GpuWorld::proxyStream)
   std::unique_ptr<ProxyService> proxy_;
-  std::vector<uint64_t> signalsSent_;  // per port channel: the value our proxy last wrote to the peer
-  bool proxyDeviceSet_ = false;        // the proxy thread selected our device
-  void* writeValue64_ = nullptr;       // cuStreamWriteValue64 when the device supports it
+  std::unique_ptr<FarPorts> far_;             // port channels to other hosts, or null
+  std::vector<uint64_t> signalsSent_;         // per port channel: the value our proxy last wrote to the peer
+  bool proxyDeviceSet_ = false;               // the proxy thread selected our device
+  uint64_t* fifoHead_ = nullptr;              // the FIFO's head (device memory): requests pushed
+  std::atomic<uint64_t> requestsHandled_{0};  // requests the proxy performed
+  void* writeValue64_ = nullptr;              // cuStreamWriteValue64 when the device supports it
 
   std::unique_ptr<ContextImage> image_;
   std::unique_ptr<DeviceAllocation> imageMemory_;

@@ -198,7 +198,8 @@ std::string queueProblem(const plan::PlanHeader& header, const std::vector<int>&
   if (streams <= queues) return std::string();
   return strFormat(
       "plan %s (%s): ranks %s share one GPU in one process and need %d streams progressing at once (each rank's "
-      "kernel stream, and its proxy's copy stream where it has port channels), but CUDA spreads the process's streams "
+      "kernel stream, its proxy's copy stream where it has port channels, and the process's runtime stream where "
+      "they reach other hosts), but CUDA spreads the process's streams "
       "over CUDA_DEVICE_MAX_CONNECTIONS=%d hardware queues and serialises streams that share one, so a kernel would "
       "wait behind another that waits for it: set CUDA_DEVICE_MAX_CONNECTIONS to at least %d (at most 32) before "
       "CUDA initialises, or run fewer ranks per GPU",

@@ -115,7 +115,8 @@ std::string cooperativeProblem(const plan::Plan& plan, const std::vector<bool>& 
                                const std::vector<int>& devices);
 
 // Streams that must progress at once for ranks sharing a process and GPU:
-// one per rank, plus one per rank with port channels for its proxy.
+// one per rank, plus one per rank with port channels for its proxy. (The
+// GPU context adds the process's runtime stream when they reach other hosts.)
 int concurrentStreams(const plan::Plan& plan, const std::vector<int>& groupRanks);
 // Why the group's streams cannot all progress on `queues` hardware queues ("" when they can).
 std::string queueProblem(const plan::PlanHeader& header, const std::vector<int>& groupRanks, int streams, int queues);
