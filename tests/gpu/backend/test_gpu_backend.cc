@@ -412,11 +412,13 @@ struct A2avCall {
   bool inPlace = false;
   ReduceOp op = ReduceOp::Sum;
   float scalar = 1.0f;
+  bool publicApi = false;  // through Executor::execute with an ExecutionPlan
 };
 
 // Counts in host or device memory, each call checked against the reference.
 std::string runA2av(const std::string& name, int calls, bool onDevice, uint64_t seed, const A2avCall& how = {}) {
   const plan::PlanPtr p = plan::loadPlanFile(planDir() + "/" + name);
+  const ExecutionPlan publicPlan(planDir() + "/" + name);
   const int n = static_cast<int>(p->ranks.size());
   GpuRanks& w = world(n);
   const uint64_t capacity = 256 * 1024;
@@ -447,9 +449,14 @@ std::string runA2av(const std::string& name, int calls, bool onDevice, uint64_t 
         splits.onDevice = true;
       }
       barrier.arriveAndWait();
-      auto refused = w.executor(r).tryExecuteVariable(r, send, w.recv(r), capacity, capacity, DataType::Float32, p,
-                                                      splits, s, PacketType::LL16, how.op, &how.scalar);
-      if (refused) throw std::runtime_error("refused: " + *refused);
+      if (how.publicApi) {
+        w.executor(r).execute(r, send, w.recv(r), capacity, capacity, DataType::Float32, publicPlan, splits, s,
+                              PacketType::LL16, how.op, &how.scalar);
+      } else {
+        auto refused = w.executor(r).tryExecuteVariable(r, send, w.recv(r), capacity, capacity, DataType::Float32, p,
+                                                        splits, s, PacketType::LL16, how.op, &how.scalar);
+        if (refused) throw std::runtime_error("refused: " + *refused);
+      }
       GPUTEST_CUDA(cudaStreamSynchronize(s));
       const float factor = how.op == ReduceOp::PreMulSum ? how.scalar : 1.0f;
       problem = checkA2avRecv(r, n, c, w.recv(r), capacity, &before, factor);
@@ -583,6 +590,8 @@ TEST_CASE("GPU backend: avg and premulsum on all-to-all-v run", "[gpu][alltoallv
   premul.scalar = 3.0f;
   A2avCall premulInPlace = premul;
   premulInPlace.inPlace = true;
+  A2avCall premulPublic = premul;
+  premulPublic.publicApi = true;
   for (const char* name : {"alltoallv_direct_n4_oop.json", "alltoallv_ll_n2_oop.json"}) {
     INFO(name);
     for (bool onDevice : {false, true}) {
@@ -590,6 +599,7 @@ TEST_CASE("GPU backend: avg and premulsum on all-to-all-v run", "[gpu][alltoallv
       CHECK(runA2av(name, 2, onDevice, 19, avg) == "");
       CHECK(runA2av(name, 2, onDevice, 23, premul) == "");
       CHECK(runA2av(name, 2, onDevice, 29, premulInPlace) == "");
+      CHECK(runA2av(name, 2, onDevice, 31, premulPublic) == "");
     }
   }
 }

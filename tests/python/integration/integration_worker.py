@@ -394,7 +394,42 @@ def scenario_alltoallv(group, args):
         too_large = {"type": None}
     except MscclppError as error:
         too_large = error_report(error)
-    return {"results": results, "back_to_back": back_to_back, "too_large": too_large}
+    return {"results": results, "back_to_back": back_to_back, "too_large": too_large,
+            "premulsum": _premulsum_calls(group, executor, registry)}
+
+
+def _premulsum_calls(group, executor, registry):
+    """Premulsum's scalar through Executor.execute: an all-to-all-v with splits and an allreduce, each
+    checked with numpy; then premulsum without a scalar and a scalar with sum, which must fail."""
+    rank, n = group.my_rank, group.nranks
+    out = {}
+    counts = np.array([[(3 * s + 5 * d) % 11 for d in range(n)] for s in range(n)], dtype=np.uint64)
+    send = np.concatenate([np.arange(int(c), dtype=np.float32) + 100 * rank + p
+                           for p, c in enumerate(counts[rank, :])])
+    recv = np.full(int(counts[:, rank].sum()) + 2, -1, dtype=np.float32)
+    handle = registry.select("alltoallv", n, group.nranks_per_node, send.ctypes.data, recv.ctypes.data,
+                             int(counts.max()) * 4, dtype=send.dtype)
+    a2av = handle.plan
+    executor.execute(rank, send.ctypes.data, recv.ctypes.data, send.nbytes, recv.nbytes, send.dtype, a2av,
+                     op=mscclpp.ReduceOp.premulsum, splits=counts, scalar=2.5)
+    expected = np.concatenate([(np.arange(int(c), dtype=np.float32) + 100 * s + rank) * 2.5
+                               for s, c in enumerate(counts[:, rank])])
+    out["splits_ok"] = bool(np.array_equal(recv[: expected.size], expected)) and bool((recv[expected.size:] == -1).all())
+    data = np.arange(64, dtype=np.float32) + rank
+    handle = registry.select("allreduce", n, group.nranks_per_node, data.ctypes.data, data.ctypes.data, data.nbytes,
+                             dtype=data.dtype)
+    executor.execute(rank, data.ctypes.data, data.ctypes.data, data.nbytes, data.nbytes, data.dtype, handle.plan,
+                     op=mscclpp.ReduceOp.premulsum, scalar=0.5)
+    out["allreduce_ok"] = bool(np.array_equal(data, (np.arange(64, dtype=np.float32) * n + n * (n - 1) / 2) * 0.5))
+    for label, op, scalar in (("no_scalar", mscclpp.ReduceOp.premulsum, None),
+                              ("sum_scalar", mscclpp.ReduceOp.sum, 2.0)):
+        try:
+            executor.execute(rank, send.ctypes.data, recv.ctypes.data, send.nbytes, recv.nbytes, send.dtype, a2av,
+                             op=op, splits=counts, scalar=scalar)
+            out[label] = {"type": None}
+        except MscclppError as error:
+            out[label] = error_report(error)
+    return out
 
 
 GROUP_SCENARIOS = {"info": scenario_info, "collectives": scenario_collectives,

@@ -1,6 +1,6 @@
 """Executor.execute with splits: all-to-all-v on the default plans through the customized-communicator
 path, 2 and 4 ranks as processes on the CPU backend, random uneven counts in six datatypes, and 100
-small calls back to back with many empty pairs."""
+small calls back to back with many empty pairs; premulsum's scalar with and without splits."""
 import pytest
 from integration_support import requires_runtime, run_ranks
 
@@ -22,3 +22,11 @@ def test_alltoallv_with_splits(nranks):
         too_large = report["too_large"]
         assert too_large["type"] == "InvalidArgumentError", too_large
         assert f"rank {rank}: the counts need" in too_large["message"]
+        premulsum = report["premulsum"]
+        assert premulsum["splits_ok"] and premulsum["allreduce_ok"], premulsum
+        assert premulsum["no_scalar"]["type"] == "InvalidArgumentError", premulsum
+        assert (f"mscclppExecuteSplitsWithScalar: rank {rank}: redOp 5 (premulsum) needs a scalar: one element of "
+                "the call's dtype in host memory, got NULL") in premulsum["no_scalar"]["message"]
+        assert premulsum["sum_scalar"]["type"] == "InvalidArgumentError", premulsum
+        assert (f"mscclppExecuteSplitsWithScalar: rank {rank}: a scalar was given with redOp 0; only premulsum (5) "
+                "takes one") in premulsum["sum_scalar"]["message"]
