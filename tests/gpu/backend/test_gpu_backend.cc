@@ -606,23 +606,21 @@ TEST_CASE("GPU backend: avg and premulsum on all-to-all-v run", "[gpu][alltoallv
 
 namespace {
 
-// Test-data plans live beside the presets' folder, in the source tree.
-std::string variableDataPlan(const char* name) { return planDir() + "/../tests/data/plans/variable/" + name; }
-
 // Reduce-scatter-v: every rank sends rank d the same count c[d]; rank d's
 // output is the sum (times premulsum's scalar, over n for avg) of every
 // rank's segment for d. Returns the first mismatch, or every rank's refusal.
-std::string runRsv(bool onDevice, const A2avCall& how, uint64_t seed) {
-  const plan::PlanPtr p = plan::loadPlanFile(variableDataPlan("reducescatterv_ll_n2_oop.json"));
+std::string runRsv(const std::string& name, bool onDevice, const A2avCall& how, uint64_t seed) {
+  const plan::PlanPtr p = plan::loadPlanFile(planDir() + "/" + name);
   const int n = static_cast<int>(p->ranks.size());
   GpuRanks& w = world(n);
   const uint64_t capacity = 64 * 1024;
+  const uint64_t most = std::min<uint64_t>(3000, p->header.slotBytes > 0 ? p->header.slotBytes / 4 : 3000);
   std::mt19937_64 rng(seed);
   std::vector<std::vector<uint64_t>> counts;
   for (int k = 0; k < 2; ++k) {
     std::vector<uint64_t> c(static_cast<size_t>(n) * n);
     for (int d = 0; d < n; ++d) {
-      const uint64_t v = rng() % 4 == 0 ? 0 : rng() % (p->header.slotBytes / 4 + 1);
+      const uint64_t v = rng() % 4 == 0 ? 0 : rng() % (most + 1);
       for (int s = 0; s < n; ++s) c[s * n + d] = v;
     }
     counts.push_back(c);
@@ -674,18 +672,27 @@ std::string runRsv(bool onDevice, const A2avCall& how, uint64_t seed) {
 
 }  // namespace
 
+TEST_CASE("GPU backend: reduce-scatter-v presets with random splits", "[gpu][alltoallv]") {
+  A2avCall sum;
+  for (const char* name : {"reducescatterv_ll_n2_oop.json", "reducescatterv_ll_n4_oop.json",
+                           "reducescatterv_read_n2_oop.json", "reducescatterv_read_n4_oop.json"}) {
+    INFO(name);
+    CHECK(runRsv(name, false, sum, 59) == "");
+    CHECK(runRsv(name, true, sum, 61) == "");
+  }
+}
+
 TEST_CASE("GPU backend: reduce-scatter-v with avg and premulsum", "[gpu][alltoallv]") {
-  A2avCall sum, avg, premul;
+  const std::string name = "reducescatterv_ll_n2_oop.json";
+  A2avCall avg, premul;
   avg.op = ReduceOp::Avg;
   premul.op = ReduceOp::PreMulSum;
   premul.scalar = 3.0f;
-  CHECK(runRsv(false, sum, 31) == "");
-  CHECK(runRsv(true, sum, 37) == "");
-  CHECK(runRsv(false, avg, 41) == "");
-  CHECK(runRsv(false, premul, 43) == "");
-  CHECK(runRsv(true, premul, 47) == "");
+  CHECK(runRsv(name, false, avg, 41) == "");
+  CHECK(runRsv(name, false, premul, 43) == "");
+  CHECK(runRsv(name, true, premul, 47) == "");
   // Avg with device counts: the host cannot know what to divide. Every rank refuses.
-  const std::string refused = runRsv(true, avg, 53);
+  const std::string refused = runRsv(name, true, avg, 53);
   INFO(refused);
   CHECK(refused.find("rank 0: refused:") != std::string::npos);
   CHECK(refused.find("rank 1: refused:") != std::string::npos);

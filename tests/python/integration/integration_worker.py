@@ -395,7 +395,37 @@ def scenario_alltoallv(group, args):
     except MscclppError as error:
         too_large = error_report(error)
     return {"results": results, "back_to_back": back_to_back, "too_large": too_large,
-            "premulsum": _premulsum_calls(group, executor, registry)}
+            "premulsum": _premulsum_calls(group, executor, registry),
+            "reducescatterv": _reducescatterv_calls(group, executor, registry)}
+
+
+def _reducescatterv_calls(group, executor, registry):
+    """Reduce-scatter-v on the presets: rank d receives the sum of every rank's segment for d, its count
+    the same from every sender (zeros too); small segments (staged) and large ones (read), checked with
+    numpy. Returns the plans that ran and whether each output was right."""
+    rank, n = group.my_rank, group.nranks
+    out = []
+    for call, (largest, dtype) in enumerate(((300, "float32"), (40000, "int32"), (9000, "float64"))):
+        random = np.random.RandomState(500 + call)
+        column = random.randint(0, largest + 1, size=n)
+        column[random.rand(n) < 0.3] = 0
+        column[call % n] = largest
+        counts = np.tile(column.astype(np.uint64), (n, 1))
+        dt = np.dtype(dtype)
+        parts = [(np.arange(int(c)) % 97 + 10 * rank + d).astype(dt) for d, c in enumerate(column)]
+        send = np.concatenate(parts)
+        recv = np.full(int(column[rank]) + 3, -1, dtype=dt)
+        handle = registry.select("reducescatterv", n, group.nranks_per_node, send.ctypes.data, recv.ctypes.data,
+                                 int(column.max()) * dt.itemsize, dtype=dt)
+        if handle is None:
+            out.append({"ok": False, "why": registry.last_reason})
+            continue
+        executor.execute(rank, send.ctypes.data, recv.ctypes.data, send.nbytes, recv.nbytes, dt, handle.plan,
+                         splits=counts)
+        expected = sum((np.arange(int(column[rank])) % 97 + 10 * s + rank).astype(dt) for s in range(n))
+        ok = bool(np.array_equal(recv[: expected.size], expected)) and bool((recv[expected.size:] == -1).all())
+        out.append({"ok": ok, "plan": handle.name})
+    return out
 
 
 def _premulsum_calls(group, executor, registry):

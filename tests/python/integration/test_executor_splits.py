@@ -1,6 +1,6 @@
 """Executor.execute with splits: all-to-all-v on the default plans through the customized-communicator
 path, 2 and 4 ranks as processes on the CPU backend, random uneven counts in six datatypes, and 100
-small calls back to back with many empty pairs; premulsum's scalar with and without splits."""
+small calls back to back with many empty pairs; premulsum's scalar with and without splits; reduce-scatter-v on its presets."""
 import pytest
 from integration_support import requires_runtime, run_ranks
 
@@ -30,3 +30,8 @@ def test_alltoallv_with_splits(nranks):
         assert premulsum["sum_scalar"]["type"] == "InvalidArgumentError", premulsum
         assert (f"mscclppExecuteSplitsWithScalar: rank {rank}: a scalar was given with redOp 0; only premulsum (5) "
                 "takes one") in premulsum["sum_scalar"]["message"]
+        reducescatterv = report["reducescatterv"]
+        assert all(c["ok"] for c in reducescatterv), (rank, reducescatterv)
+        # Segments up to 64 KiB run staged through scratch; 40000 x 4 and 9000 x 8 bytes are read.
+        assert [c["plan"] for c in reducescatterv] == [f"reducescatterv_ll_n{nranks}_oop"] + 2 * [
+            f"reducescatterv_read_n{nranks}_oop"]
