@@ -364,6 +364,10 @@ class BlockInterpreter {
         break;
       }
     }
+    // An invalid launch (counts its buffers cannot hold) never waits long,
+    // so no slot would show it: publish it, for the call monitor to tell the
+    // peers at once, which otherwise wait for this rank until their deadline.
+    if (st == SpinStatus::Invalid && ctx_.liveWaits != nullptr) publishWait(kind, what, expected, observed, detail);
     if (st != SpinStatus::Aborted) {
       uint32_t none = UINT32_MAX;
       atomicCompareExchange<uint32_t, scopeDevice>(&ctx_.state->firstFailedBlock, &none, block_, memoryOrderRelaxed);

@@ -6,6 +6,7 @@
 // Exits 77, a Meson skip, with a message when no CUDA device is visible.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <random>
@@ -560,14 +561,83 @@ TEST_CASE("GPU backend: device splits past a buffer fail the call", "[gpu][allto
     std::vector<float> h(capacity / 4);
     GPUTEST_CUDA(cudaMemcpy(h.data(), w.recv(r), capacity, cudaMemcpyDeviceToHost));
     GPUTEST_CUDA(cudaFree(dev));
-    const std::string expected = strFormat("could not place the segment rank %d sends to rank %d", r, 1 - r);
-    if (!failed || message.find(expected) == std::string::npos)
-      throw std::runtime_error("expected a failure naming \"" + expected + "\", got: " + message);
+    // Both ranks fail; the first to tell the other names its own segment on both.
+    const std::string mine = strFormat("could not place the segment rank %d sends to rank %d", r, 1 - r);
+    const std::string theirs = strFormat("could not place the segment rank %d sends to rank %d", 1 - r, r);
+    if (!failed || (message.find(mine) == std::string::npos && message.find(theirs) == std::string::npos))
+      throw std::runtime_error("expected a failure naming \"" + mine + "\" or its peer's, got: " + message);
     for (float v : h) {
       if (v != kUntouched) throw std::runtime_error("the failed call wrote the receive buffer");
     }
   });
   CHECK(err == "");
+}
+
+namespace {
+
+// Every rank calls all-to-all-v with 100 elements per pair, the last rank
+// with a send buffer of 16 bytes. Returns each rank's error text (the
+// call's, else its context's asynchronous one) and milliseconds to it.
+std::vector<std::pair<std::string, double>> runOverrun(int n, bool onDevice) {
+  const plan::PlanPtr p = plan::loadPlanFile(planDir() + strFormat("/alltoallv_direct_n%d_oop.json", n));
+  GpuRanks w(n, 1u << 20);  // its own world: the failure must not reach the other tests'
+  const uint64_t capacity = 64 * 1024;
+  const std::vector<uint64_t> counts(static_cast<size_t>(n) * n, 100);
+  std::vector<std::pair<std::string, double>> out(n);
+  ThreadBarrier barrier(n);
+  std::string err = onRanks(n, [&](int r) {
+    cudaStream_t s = w.stream(r);
+    uint64_t* dev = nullptr;
+    GPUTEST_CUDA(cudaMalloc(&dev, counts.size() * 8));
+    GPUTEST_CUDA(cudaMemcpyAsync(dev, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice, s));
+    GPUTEST_CUDA(cudaStreamSynchronize(s));
+    SplitSizes splits;
+    splits.counts = onDevice ? dev : counts.data();
+    splits.onDevice = onDevice;
+    const uint64_t sendBytes = r == n - 1 ? 16 : capacity;
+    barrier.arriveAndWait();
+    const auto start = std::chrono::steady_clock::now();
+    std::string text;
+    try {
+      auto refused = w.executor(r).tryExecuteVariable(r, w.send(r), w.recv(r), sendBytes, capacity, DataType::Float32,
+                                                      p, splits, s);
+      if (refused) text = "refused: " + *refused;
+      GPUTEST_CUDA(cudaStreamSynchronize(s));
+    } catch (const std::exception& e) {
+      text = e.what();
+    }
+    // The failing rank looks at its launch only once the peers' ended: its
+    // call monitor told them, not a host call of its own.
+    if (r == n - 1) barrier.arriveAndWait();
+    if (text.empty() && !w.executor(r).pollAsyncError(&text)) text = "the call succeeded";
+    out[r] = {text, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count()};
+    if (r != n - 1) barrier.arriveAndWait();
+    GPUTEST_CUDA(cudaFree(dev));
+  });
+  if (!err.empty()) out.push_back({err, 0});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("GPU backend: one rank's split overrun fails every rank", "[gpu][alltoallv]") {
+  for (int n : {2, 4}) {
+    for (bool onDevice : {true, false}) {
+      INFO(n << " ranks, counts on the device: " << onDevice);
+      const auto out = runOverrun(n, onDevice);
+      REQUIRE(out.size() == static_cast<size_t>(n));
+      // The last rank's own segments need 400 bytes per peer of its 16; the
+      // device names the first segment its kernel could not place.
+      const std::string named = onDevice ? strFormat("could not place the segment rank %d sends to rank", n - 1)
+                                         : strFormat("rank %d: the counts need", n - 1);
+      for (int r = 0; r < n; ++r) {
+        INFO("rank " << r << " after " << out[r].second << " ms: " << out[r].first);
+        CHECK(out[r].first.find(named) != std::string::npos);
+        if (!onDevice) CHECK(out[r].first.find(strFormat("rank %d sends 100, 100", n - 1)) != std::string::npos);
+        if (r != n - 1) CHECK(out[r].second < 1000);  // the communicator's deadline is 30 s
+      }
+    }
+  }
 }
 
 TEST_CASE("GPU backend: in-place all-to-all-v calls run", "[gpu][alltoallv]") {

@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+import time
 import traceback
 
 import numpy as np
@@ -384,6 +385,9 @@ def scenario_alltoallv(group, args):
                                    for s, c in enumerate(counts[:, rank])])
         back_to_back["calls"] += 1
         back_to_back["wrong"] += int(not np.array_equal(recv[: expected.size], expected))
+    premulsum = _premulsum_calls(group, executor, registry)
+    reducescatterv = _reducescatterv_calls(group, executor, registry)
+    # Last: counts no rank's buffers hold fail the call on every rank, and the communicator with it.
     small = np.zeros(4, dtype=np.float32)
     counts = np.full((n, n), 100, dtype=np.uint64)
     handle = registry.select("alltoallv", n, group.nranks_per_node, small.ctypes.data, small.ctypes.data, 400,
@@ -394,9 +398,34 @@ def scenario_alltoallv(group, args):
         too_large = {"type": None}
     except MscclppError as error:
         too_large = error_report(error)
-    return {"results": results, "back_to_back": back_to_back, "too_large": too_large,
-            "premulsum": _premulsum_calls(group, executor, registry),
-            "reducescatterv": _reducescatterv_calls(group, executor, registry)}
+    return {"results": results, "back_to_back": back_to_back, "too_large": too_large, "premulsum": premulsum,
+            "reducescatterv": reducescatterv}
+
+
+def scenario_overrun(group, args):
+    """All-to-all-v with 100 elements per pair, the last rank's send buffer 16 bytes: every rank's call
+    must fail at once naming that rank and its counts, not at the peers' deadline."""
+    rank, n = group.my_rank, group.nranks
+    executor = mscclpp.Executor(group.communicator)
+    registry = mscclpp.ExecutionPlanRegistry()
+    counts = np.full((n, n), 100, dtype=np.uint64)
+    send = np.arange(100 * n, dtype=np.float32)
+    recv = np.zeros(100 * n, dtype=np.float32)
+    handle = registry.select("alltoallv", n, group.nranks_per_node, send.ctypes.data, recv.ctypes.data, 400,
+                             dtype=send.dtype)
+    send_size = 16 if rank == n - 1 else send.nbytes
+    group.barrier()
+    start = time.monotonic()
+    try:
+        executor.execute(rank, send.ctypes.data, recv.ctypes.data, send_size, recv.nbytes, send.dtype, handle.plan,
+                         splits=counts)
+        out = {"type": None}
+    except MscclppError as error:
+        out = error_report(error)
+    out["seconds"] = time.monotonic() - start
+    if rank == n - 1:
+        time.sleep(1.2)  # alive past the peers' bound: leaving would fail them as a departure
+    return out
 
 
 def _reducescatterv_calls(group, executor, registry):
@@ -463,7 +492,8 @@ def _premulsum_calls(group, executor, registry):
 
 
 GROUP_SCENARIOS = {"info": scenario_info, "collectives": scenario_collectives,
-                   "execute_errors": scenario_execute_errors, "alltoallv": scenario_alltoallv}
+                   "execute_errors": scenario_execute_errors, "alltoallv": scenario_alltoallv,
+                   "overrun": scenario_overrun}
 LONE_SCENARIOS = {"registry": scenario_registry, "lone_group": scenario_lone_group,
                   "missing_rank": scenario_missing_rank, "plan_dirs": scenario_plan_dirs,
                   "nvls_selector": scenario_nvls_selector, "users_plan": scenario_users_plan}
