@@ -242,10 +242,22 @@ bool Executor::pollAsyncError(std::string* message) {
   return impl_->runner != nullptr && impl_->runner->pollError(message);
 }
 
+namespace {
+
+// The public calls take a scalar with premulsum only, as the C API does.
+void checkScalarOp(const plan::PlanPtr& plan, int rank, ReduceOp op, const void* scalar) {
+  MSCCLPP_ENFORCE(op == ReduceOp::PreMulSum || scalar == nullptr, ErrorCode::InvalidArgument,
+                  "Executor::execute: plan %s rank %d: a scalar was given with reduce op %s; only premulsum takes one",
+                  plan ? plan->header.name.c_str() : "(null)", rank, reduceOpName(op) ? reduceOpName(op) : "(invalid)");
+}
+
+}  // namespace
+
 void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes,
                        DataType dtype, const ExecutionPlan& plan, void* stream, PacketType packetType, ReduceOp op,
                        const void* scalar) {
   const plan::PlanPtr& loaded = plan.impl_ ? plan.impl_->plan : nullptr;
+  checkScalarOp(loaded, rank, op, scalar);
   if (exec::Refusal r = impl_->tryExecute(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, loaded, stream,
                                           packetType, op, scalar))
     throw Error(ErrorCode::NotSupported, *r);
@@ -255,6 +267,7 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
                        DataType dtype, const ExecutionPlan& plan, const SplitSizes& splits, void* stream,
                        PacketType packetType, ReduceOp op, const void* scalar) {
   const plan::PlanPtr& loaded = plan.impl_ ? plan.impl_->plan : nullptr;
+  checkScalarOp(loaded, rank, op, scalar);
   if (exec::Refusal r = impl_->tryExecute(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, loaded, stream,
                                           packetType, op, scalar, &splits))
     throw Error(ErrorCode::NotSupported, *r);

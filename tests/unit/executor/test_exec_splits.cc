@@ -67,7 +67,7 @@ TEST_CASE("public split execute scales by premulsum's scalar", "[exec][splits]")
   }
 }
 
-TEST_CASE("public split execute: premulsum without a scalar fails", "[exec][splits]") {
+TEST_CASE("public split execute: premulsum and scalar go together", "[exec][splits]") {
   const ExecutionPlan plan(defaultPlanDir() + "/alltoallv_ll_n2_oop.json");
   auto wiring = std::make_shared<exec::LocalWorldWiring>(2);
   exec::RuntimeExecutor ex(wiring, Backend::Cpu);
@@ -82,6 +82,15 @@ TEST_CASE("public split execute: premulsum without a scalar fails", "[exec][spli
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::InvalidArgument);
     CHECK_THAT(e.what(), Catch::Contains("plan alltoallv_ll_n2_oop rank 0: premulsum needs a scalar"));
+  }
+  const float scalar = 2.0f;
+  try {
+    ex.execute(0, buf.data(), buf.data() + 2, 8, 8, DataType::Float32, plan, splits, nullptr, PacketType::LL16,
+               ReduceOp::Sum, &scalar);
+    FAIL("the call ran");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::InvalidArgument);
+    CHECK_THAT(e.what(), Catch::Contains("a scalar was given with reduce op sum; only premulsum takes one"));
   }
   CHECK(ex.contextCount() == 0);
 }
