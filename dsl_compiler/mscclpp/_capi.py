@@ -12,7 +12,7 @@ from .errors import error_for_status
 __all__ = ["load", "check", "error_buffer", "text", "CommInfo", "C_API_VERSION", "UNIQUE_ID_BYTES", "DEVICE_AUTO",
            "DEVICE_HOST"]
 
-C_API_VERSION = 2  # MSCCLPP_C_API_VERSION of mscclpp_c.h
+C_API_VERSION = 3  # MSCCLPP_C_API_VERSION of mscclpp_c.h
 UNIQUE_ID_BYTES = 128
 DEVICE_AUTO = -2
 DEVICE_HOST = -1
@@ -53,6 +53,12 @@ _SIGNATURES = {
     "mscclppExecuteSplits": (_HANDLE, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
                              ctypes.c_size_t, ctypes.c_int, _HANDLE, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
                              ctypes.c_int) + _ERR,
+    "mscclppExecuteWithScalar": (_HANDLE, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+                                 ctypes.c_size_t, ctypes.c_int, _HANDLE, ctypes.c_void_p, ctypes.c_int,
+                                 ctypes.c_void_p) + _ERR,
+    "mscclppExecuteSplitsWithScalar": (_HANDLE, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+                                       ctypes.c_size_t, ctypes.c_int, _HANDLE, ctypes.c_void_p, ctypes.c_int,
+                                       ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p) + _ERR,
 }
 
 _declared: Optional[object] = None  # the library object the signatures were set on

@@ -29,13 +29,15 @@ class DataType(enum.IntEnum):
 
 
 class ReduceOp(enum.IntEnum):
-    """mscclpp::ReduceOp = ncclRedOp_t (premulsum needs a scalar and is not offered to Python)."""
+    """mscclpp::ReduceOp = ncclRedOp_t. premulsum multiplies each input by the call's scalar
+    (``Executor.execute(..., scalar=...)``), then sums."""
 
     sum = 0
     prod = 1
     max = 2
     min = 3
     avg = 4
+    premulsum = 5
 
 
 _SIZES = {

@@ -8,11 +8,12 @@ On the CUDA backend pointers are device memory and the work is enqueued on ``str
 the backend cannot serve raises NotSupportedError with the reason (MSCCLPP_BACKEND picks one).
 """
 import ctypes
+import struct
 from typing import Any, Union
 
 from . import _capi
 from .comm import CommGroup, Communicator
-from .dtypes import DataType, ReduceOp, dtype_to_mscclpp_dtype
+from .dtypes import DataType, ReduceOp, dtype_to_mscclpp_dtype, element_size
 from .registry import ExecutionPlan, ExecutionPlanHandle
 
 __all__ = ["Executor"]
@@ -55,6 +56,7 @@ class Executor(_capi.OwnedHandle):
         stream: Any = 0,
         op: Union[ReduceOp, int] = ReduceOp.sum,
         splits: Any = None,
+        scalar: Any = None,
     ) -> None:
         """Runs ``plan`` for ``rank`` (this executor's rank) on the given buffers.
 
@@ -73,6 +75,11 @@ class Executor(_capi.OwnedHandle):
         memory are read by the CUDA backend's kernel when it runs, so a captured call replays with
         new counts written there; the CPU backend refuses them. send_size and recv_size are then the
         buffers' sizes.
+
+        ``scalar`` is premulsum's factor (``op=ReduceOp.premulsum``), with or without splits: a number,
+        stored as one element of ``dtype`` (float8 types take it as one byte, ``bytes``), or ``bytes``
+        of one element. premulsum without a scalar, or a scalar with another op, raises
+        InvalidArgumentError.
         """
         if isinstance(plan, ExecutionPlanHandle):
             plan = plan.plan
@@ -84,18 +91,27 @@ class Executor(_capi.OwnedHandle):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"execute: {name}={value!r} must be a non-negative integer")
         error = _capi.error_buffer()
+        lib = _capi.load()
+        send, recv = _address(send_buffer, "send_buffer"), _address(recv_buffer, "recv_buffer")
+        # The scalar entry points when premulsum or a scalar is involved: they check the pair.
+        with_scalar = scalar is not None or int(op) == int(ReduceOp.premulsum)
+        factor = None if scalar is None else ctypes.create_string_buffer(_scalar_bytes(scalar, data_type))
         if splits is not None:
             address, on_device, keep = _counts(splits, self.size)
-            status = _capi.load().mscclppExecuteSplits(
-                self.handle, rank, _address(send_buffer, "send_buffer"), _address(recv_buffer, "recv_buffer"),
-                send_size, recv_size, int(DataType(data_type)), plan.handle, address, int(on_device), _stream(stream),
-                int(op), error, len(error))
+            common = (self.handle, rank, send, recv, send_size, recv_size, int(DataType(data_type)), plan.handle,
+                      address, int(on_device), _stream(stream), int(op))
+            if with_scalar:
+                status = lib.mscclppExecuteSplitsWithScalar(*common, factor, error, len(error))
+            else:
+                status = lib.mscclppExecuteSplits(*common, error, len(error))
             del keep
         else:
-            status = _capi.load().mscclppExecute(
-                self.handle, rank, _address(send_buffer, "send_buffer"), _address(recv_buffer, "recv_buffer"),
-                send_size, recv_size, int(DataType(data_type)), plan.handle, _stream(stream), int(op), error,
-                len(error))
+            common = (self.handle, rank, send, recv, send_size, recv_size, int(DataType(data_type)), plan.handle,
+                      _stream(stream), int(op))
+            if with_scalar:
+                status = lib.mscclppExecuteWithScalar(*common, factor, error, len(error))
+            else:
+                status = lib.mscclppExecute(*common, error, len(error))
         _capi.check(status, error, f"mscclpp.Executor.execute(plan '{plan.name}', rank {rank})")
 
     _destroy = "mscclppExecutorDestroy"
@@ -120,6 +136,35 @@ def _address(value: Any, what: str):
         raise TypeError(f"execute: {what} must be an address (a non-negative int such as tensor.data_ptr()), "
                         f"got {value!r}")
     return value or None
+
+
+_PACKED = {DataType.int8: "<b", DataType.uint8: "<B", DataType.int32: "<i", DataType.uint32: "<I",
+           DataType.int64: "<q", DataType.uint64: "<Q", DataType.float16: "<e", DataType.float32: "<f",
+           DataType.float64: "<d"}
+
+
+def _scalar_bytes(scalar: Any, data_type: DataType) -> bytes:
+    """premulsum's scalar as one element of data_type."""
+    size = element_size(data_type)
+    if isinstance(scalar, (bytes, bytearray)):
+        if len(scalar) != size:
+            raise ValueError(f"execute: scalar has {len(scalar)} bytes; one {data_type.name} element has {size}")
+        return bytes(scalar)
+    if isinstance(scalar, bool) or not isinstance(scalar, (int, float)):
+        raise TypeError(f"execute: scalar must be a number or bytes of one {data_type.name} element, got {scalar!r}")
+    if data_type == DataType.bfloat16:
+        bits = struct.unpack("<I", struct.pack("<f", float(scalar)))[0]
+        bits += 0x7FFF + ((bits >> 16) & 1)  # round to nearest even
+        return struct.pack("<H", (bits >> 16) & 0xFFFF)
+    fmt = _PACKED.get(data_type)
+    if fmt is None:
+        raise ValueError(f"execute: give a {data_type.name} scalar as bytes (one byte), got {scalar!r}")
+    if fmt[1] in "bBiIqQ" and (isinstance(scalar, float) and not scalar.is_integer()):
+        raise ValueError(f"execute: scalar {scalar!r} is not an integer, as a {data_type.name} scalar must be")
+    try:
+        return struct.pack(fmt, int(scalar) if fmt[1] in "bBiIqQ" else float(scalar))
+    except (struct.error, OverflowError):
+        raise ValueError(f"execute: scalar {scalar!r} does not fit a {data_type.name} element") from None
 
 
 def _counts(splits: Any, size: int):

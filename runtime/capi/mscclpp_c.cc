@@ -218,16 +218,25 @@ mscclpp::Communicator& communicatorOf(const char* function, mscclppComm_t comm) 
   return *comm->comm;
 }
 
-mscclpp::ReduceOp reduceOpOf(int rank, int redOp) {
-  if (redOp == -1) return mscclpp::ReduceOp::Sum;  // a collective that does not reduce
-  MSCCLPP_ENFORCE(redOp != static_cast<int>(mscclpp::ReduceOp::PreMulSum), ErrorCode::InvalidArgument,
-                  "mscclppExecute: rank %d: redOp %d (premulsum) needs a scalar, which this API does not take", rank,
-                  redOp);
-  MSCCLPP_ENFORCE(redOp >= 0 && redOp < static_cast<int>(mscclpp::ReduceOp::PreMulSum), ErrorCode::InvalidArgument,
-                  "mscclppExecute: rank %d: redOp %d is not a reduce op (NCCL numbering: 0 sum, 1 prod, 2 max, 3 min, "
-                  "4 avg; -1 for collectives that do not reduce)",
-                  rank, redOp);
-  return static_cast<mscclpp::ReduceOp>(redOp);
+// redOp in NCCL's numbering, or -1 for a collective that does not reduce. Premulsum (5) needs the
+// scalar, which only the *WithScalar entry points take; a scalar goes with premulsum only.
+mscclpp::ReduceOp reduceOpOf(const char* function, int rank, int redOp, bool takesScalar, const void* scalar) {
+  MSCCLPP_ENFORCE(redOp == -1 || (redOp >= 0 && redOp <= static_cast<int>(mscclpp::ReduceOp::PreMulSum)),
+                  ErrorCode::InvalidArgument,
+                  "%s: rank %d: redOp %d is not a reduce op (NCCL numbering: 0 sum, 1 prod, 2 max, 3 min, 4 avg, "
+                  "5 premulsum; -1 for collectives that do not reduce)",
+                  function, rank, redOp);
+  const bool premul = redOp == static_cast<int>(mscclpp::ReduceOp::PreMulSum);
+  MSCCLPP_ENFORCE(!premul || takesScalar, ErrorCode::InvalidArgument,
+                  "%s: rank %d: redOp %d (premulsum) needs a scalar, which this API does not take; call %sWithScalar",
+                  function, rank, redOp, function);
+  MSCCLPP_ENFORCE(!premul || scalar != nullptr, ErrorCode::InvalidArgument,
+                  "%s: rank %d: redOp %d (premulsum) needs a scalar: one element of the call's dtype in host memory, "
+                  "got NULL",
+                  function, rank, redOp);
+  MSCCLPP_ENFORCE(premul || scalar == nullptr, ErrorCode::InvalidArgument,
+                  "%s: rank %d: a scalar was given with redOp %d; only premulsum (5) takes one", function, rank, redOp);
+  return redOp == -1 ? mscclpp::ReduceOp::Sum : static_cast<mscclpp::ReduceOp>(redOp);
 }
 
 // The plan's size range is part of what it promises to serve (a selection checks it too).
@@ -355,55 +364,58 @@ int mscclppExecutorDestroy(mscclppExecutor_t executor) {
   });
 }
 
-int mscclppExecute(mscclppExecutor_t executor, int rank, const void* sendBuff, void* recvBuff, size_t sendBytes,
-                   size_t recvBytes, int dtype, mscclppPlan_t plan, void* stream, int redOp, char* errBuf,
-                   size_t errLen) {
+namespace {
+
+// mscclppExecute and mscclppExecuteWithScalar (function names the caller in messages).
+int executeFixed(const char* function, mscclppExecutor_t executor, int rank, const void* sendBuff, void* recvBuff,
+                 size_t sendBytes, size_t recvBytes, int dtype, mscclppPlan_t plan, void* stream, int redOp,
+                 bool takesScalar, const void* scalar, char* errBuf, size_t errLen) {
   return mscclpp::capi::guarded(errBuf, errLen, [&] {
     MSCCLPP_ENFORCE(executor != nullptr && executor->executor != nullptr, ErrorCode::InvalidArgument,
-                    "mscclppExecute: the executor handle is NULL");
+                    "%s: the executor handle is NULL", function);
     MSCCLPP_ENFORCE(plan != nullptr, ErrorCode::InvalidArgument,
-                    "mscclppExecute: rank %d: the plan handle is NULL (no plan was selected for this call)", rank);
+                    "%s: rank %d: the plan handle is NULL (no plan was selected for this call)", function, rank);
     const mscclpp::Communicator& comm = *executor->comm;
     MSCCLPP_ENFORCE(rank == comm.rank(), ErrorCode::InvalidArgument,
-                    "mscclppExecute: rank %d was given, but this executor's communicator is rank %d of %d", rank,
+                    "%s: rank %d was given, but this executor's communicator is rank %d of %d", function, rank,
                     comm.rank(), comm.size());
     MSCCLPP_ENFORCE(dtype >= 0 && dtype < mscclpp::kNumDataTypes, ErrorCode::InvalidArgument,
-                    "mscclppExecute: rank %d: dtype %d is not a datatype (NCCL numbering: 0 int8, 1 uint8, 2 int32, "
+                    "%s: rank %d: dtype %d is not a datatype (NCCL numbering: 0 int8, 1 uint8, 2 int32, "
                     "3 uint32, 4 int64, 5 uint64, 6 float16, 7 float32, 8 float64, 9 bfloat16, 10 float8e4m3, "
                     "11 float8e5m2)",
-                    rank, dtype);
-    const mscclpp::ReduceOp op = reduceOpOf(rank, redOp);
+                    function, rank, dtype);
+    const mscclpp::ReduceOp op = reduceOpOf(function, rank, redOp, takesScalar, scalar);
     const mscclpp::plan::PlanPtr loaded = plan->planFor(rank);
     checkMessageSize(loaded->header, rank, sendBytes, recvBytes);
     mscclpp::ScopedLogRank logRank(rank);
     executor->executor->execute(rank, sendBuff, recvBuff, sendBytes, recvBytes, static_cast<mscclpp::DataType>(dtype),
-                                loaded, stream, mscclpp::PacketType::LL16, op);
+                                loaded, stream, mscclpp::PacketType::LL16, op, scalar);
     return static_cast<int>(mscclppSuccess);
   });
 }
 
-int mscclppExecuteSplits(mscclppExecutor_t executor, int rank, const void* sendBuff, void* recvBuff, size_t sendBytes,
-                         size_t recvBytes, int dtype, mscclppPlan_t plan, const uint64_t* counts, int countsOnDevice,
-                         void* stream, int redOp, char* errBuf, size_t errLen) {
+// mscclppExecuteSplits and mscclppExecuteSplitsWithScalar.
+int executeSplits(const char* function, mscclppExecutor_t executor, int rank, const void* sendBuff, void* recvBuff,
+                  size_t sendBytes, size_t recvBytes, int dtype, mscclppPlan_t plan, const uint64_t* counts,
+                  int countsOnDevice, void* stream, int redOp, bool takesScalar, const void* scalar, char* errBuf,
+                  size_t errLen) {
   return mscclpp::capi::guarded(errBuf, errLen, [&] {
     MSCCLPP_ENFORCE(executor != nullptr && executor->executor != nullptr, ErrorCode::InvalidArgument,
-                    "mscclppExecuteSplits: the executor handle is NULL");
+                    "%s: the executor handle is NULL", function);
     MSCCLPP_ENFORCE(plan != nullptr, ErrorCode::InvalidArgument,
-                    "mscclppExecuteSplits: rank %d: the plan handle is NULL (no plan was selected for this call)",
-                    rank);
-    MSCCLPP_ENFORCE(counts != nullptr, ErrorCode::InvalidArgument, "mscclppExecuteSplits: rank %d: counts is NULL",
-                    rank);
+                    "%s: rank %d: the plan handle is NULL (no plan was selected for this call)", function, rank);
+    MSCCLPP_ENFORCE(counts != nullptr, ErrorCode::InvalidArgument, "%s: rank %d: counts is NULL", function, rank);
     const mscclpp::Communicator& comm = *executor->comm;
     MSCCLPP_ENFORCE(rank == comm.rank(), ErrorCode::InvalidArgument,
-                    "mscclppExecuteSplits: rank %d was given, but this executor's communicator is rank %d of %d", rank,
+                    "%s: rank %d was given, but this executor's communicator is rank %d of %d", function, rank,
                     comm.rank(), comm.size());
     MSCCLPP_ENFORCE(dtype >= 0 && dtype < mscclpp::kNumDataTypes, ErrorCode::InvalidArgument,
-                    "mscclppExecuteSplits: rank %d: dtype %d is not a datatype (NCCL numbering)", rank, dtype);
-    const mscclpp::ReduceOp op = reduceOpOf(rank, redOp);
+                    "%s: rank %d: dtype %d is not a datatype (NCCL numbering)", function, rank, dtype);
+    const mscclpp::ReduceOp op = reduceOpOf(function, rank, redOp, takesScalar, scalar);
     const mscclpp::plan::PlanPtr loaded = plan->planFor(rank);
     const mscclpp::plan::PlanHeader& h = loaded->header;
     MSCCLPP_ENFORCE(h.variableSizes, ErrorCode::InvalidArgument,
-                    "mscclppExecuteSplits: plan '%s' (%s) has fixed sizes; run it with mscclppExecute", h.name.c_str(),
+                    "%s: plan '%s' (%s) has fixed sizes; run it with mscclppExecute", function, h.name.c_str(),
                     h.source.c_str());
     if (!countsOnDevice) {
       // The size range holds the largest segment; device counts are checked when the kernel reads them.
@@ -424,10 +436,41 @@ int mscclppExecuteSplits(mscclppExecutor_t executor, int rank, const void* sendB
     splits.onDevice = countsOnDevice != 0;
     if (std::optional<std::string> refusal = executor->executor->tryExecuteVariable(
             rank, sendBuff, recvBuff, sendBytes, recvBytes, static_cast<mscclpp::DataType>(dtype), loaded, splits,
-            stream, mscclpp::PacketType::LL16, op))
+            stream, mscclpp::PacketType::LL16, op, scalar))
       throw mscclpp::Error(ErrorCode::NotSupported, *refusal);
     return static_cast<int>(mscclppSuccess);
   });
+}
+
+}  // namespace
+
+int mscclppExecute(mscclppExecutor_t executor, int rank, const void* sendBuff, void* recvBuff, size_t sendBytes,
+                   size_t recvBytes, int dtype, mscclppPlan_t plan, void* stream, int redOp, char* errBuf,
+                   size_t errLen) {
+  return executeFixed("mscclppExecute", executor, rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan, stream,
+                      redOp, false, nullptr, errBuf, errLen);
+}
+
+int mscclppExecuteWithScalar(mscclppExecutor_t executor, int rank, const void* sendBuff, void* recvBuff,
+                             size_t sendBytes, size_t recvBytes, int dtype, mscclppPlan_t plan, void* stream, int redOp,
+                             const void* scalar, char* errBuf, size_t errLen) {
+  return executeFixed("mscclppExecuteWithScalar", executor, rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan,
+                      stream, redOp, true, scalar, errBuf, errLen);
+}
+
+int mscclppExecuteSplits(mscclppExecutor_t executor, int rank, const void* sendBuff, void* recvBuff, size_t sendBytes,
+                         size_t recvBytes, int dtype, mscclppPlan_t plan, const uint64_t* counts, int countsOnDevice,
+                         void* stream, int redOp, char* errBuf, size_t errLen) {
+  return executeSplits("mscclppExecuteSplits", executor, rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, plan,
+                       counts, countsOnDevice, stream, redOp, false, nullptr, errBuf, errLen);
+}
+
+int mscclppExecuteSplitsWithScalar(mscclppExecutor_t executor, int rank, const void* sendBuff, void* recvBuff,
+                                   size_t sendBytes, size_t recvBytes, int dtype, mscclppPlan_t plan,
+                                   const uint64_t* counts, int countsOnDevice, void* stream, int redOp,
+                                   const void* scalar, char* errBuf, size_t errLen) {
+  return executeSplits("mscclppExecuteSplitsWithScalar", executor, rank, sendBuff, recvBuff, sendBytes, recvBytes,
+                       dtype, plan, counts, countsOnDevice, stream, redOp, true, scalar, errBuf, errLen);
 }
 
 // ---- plan handles

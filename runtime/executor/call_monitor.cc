@@ -23,6 +23,8 @@ constexpr int64_t kMaxRoundGapMs = 30000;  // then at doubling intervals, at mos
 // Once a peer left, calls are looked at this often: one that waits on it
 // and stays still fails within a second, saying so.
 constexpr int64_t kDepartedRoundMs = 100;
+// With a failure probe: how often it is asked (a failed launch's peers wait until they are told).
+constexpr int64_t kProbeMs = 50;
 constexpr double kAskSeconds = 2.0;  // a live peer answers in microseconds (its helper thread)
 constexpr size_t kMaxText = 4096;
 constexpr size_t kMaxWaitsSent = 64;
@@ -189,6 +191,23 @@ void CallMonitor::enqueued(std::shared_ptr<const std::function<LiveCall()>> live
   Recent& r = board_->recent[board_->seq % kRecentCalls];
   r.inFlight = board_->completed != nullptr;
   r.live = r.inFlight ? std::move(live) : nullptr;
+}
+
+void CallMonitor::setFailureProbe(std::function<std::string()> probe) {
+  {
+    std::lock_guard<std::mutex> lock(board_->mutex);
+    board_->failureProbe = std::move(probe);
+  }
+  wake_.notify_all();  // the watchdog's next wait is the probe's interval
+}
+
+void CallMonitor::failCall(ErrorCode code, const std::string& message) {
+  if (comm_->failed()) return;  // the first failure stands; the peers heard of it
+  failEverywhere(static_cast<int>(code), message);
+}
+
+void CallMonitor::failLaunch(const std::string& failure) {
+  failCall(ErrorCode::InvalidArgument, strFormat("a launch failed on rank %d's device: %s", rank_, failure.c_str()));
 }
 
 void CallMonitor::setCompletion(std::function<bool(uint64_t seq)> completed) {
@@ -397,8 +416,26 @@ void CallMonitor::watch() {
   int64_t lastRoundAtMs = 0;  // steady ms of the last round
   while (!stopping_) {
     const bool departures = comm_->departed();
-    wake_.wait_for(lock, std::chrono::milliseconds(departures ? 25 : 250));
+    bool probing = false;
+    {
+      std::lock_guard<std::mutex> board(board_->mutex);
+      probing = board_->failureProbe != nullptr;
+    }
+    wake_.wait_for(lock, std::chrono::milliseconds(departures ? 25 : probing ? kProbeMs : 250));
     if (stopping_) break;
+    if (probing && !comm_->failed()) {
+      std::string failure;
+      {
+        std::lock_guard<std::mutex> board(board_->mutex);
+        if (board_->failureProbe) failure = board_->failureProbe();
+      }
+      if (!failure.empty()) {
+        lock.unlock();  // failLaunch talks to peers
+        failLaunch(failure);
+        lock.lock();
+        continue;
+      }
+    }
     uint64_t seq;
     uint32_t launch;
     Phase phase;

@@ -21,6 +21,7 @@
 
 #include "executor/call_descriptor.hpp"
 #include "executor/diagnostics.hpp"
+#include "mscclpp/errors.hpp"
 
 namespace mscclpp {
 class Bootstrap;
@@ -84,6 +85,19 @@ class CallMonitor {
   // For the long-wait WARN: what the peers were doing at the last round ("" before any).
   std::string peerStatus() const;
 
+  // A call of this rank failed in a way its peers cannot see, which leaves
+  // them waiting for it (counts its buffers cannot hold): fails the
+  // communicator here and on every peer at once, their waits end, and every
+  // rank's call fails with `message` (docs/failure-handling.md).
+  void failCall(ErrorCode code, const std::string& message);
+  // failCall for a launch of this rank that failed on its device with `failure` (a probe's text).
+  void failLaunch(const std::string& failure);
+  // An asynchronous backend's launches that failed on their own: the probe
+  // returns such a failure's description, or "". The watchdog asks it every
+  // kProbeMs and fails the call as failCall does. Any thread; null removes
+  // it before what it reads goes.
+  void setFailureProbe(std::function<std::string()> probe);
+
  private:
   struct State;
   struct Recent {
@@ -127,6 +141,7 @@ class CallMonitor {
     std::function<LiveCall()> live;
     std::array<Recent, kRecentCalls> recent;  // by seq % kRecentCalls
     std::function<bool(uint64_t)> completed;
+    std::function<std::string()> failureProbe;
     std::vector<Captured> captured;  // a ring of kMaxCaptured once full; empty slots have no live
     size_t capturedNext = 0;         // once full: the least recently captured slot
     // Under mutex: the current call into its recent slot; the call the watchdog looks at.

@@ -473,6 +473,29 @@ std::vector<std::string> describeUnfinishedBlocks(const plan::Plan& plan, int ra
   return lines;
 }
 
+std::string describeSlotFailure(const plan::Plan& plan, int rank, const LiveWaitSlot* slots, uint32_t nBlocks) {
+  const plan::RankPlan& rp = plan.ranks[rank];
+  nBlocks = std::min<uint32_t>(nBlocks, static_cast<uint32_t>(rp.threadblocks.size()));
+  for (uint32_t b = 0; b < nBlocks; ++b) {
+    LiveWaitSlot s{};
+    if (!readSlot(slots[b], &s) || s.waiting == 0) continue;
+    const WaitKind kind = static_cast<WaitKind>(s.waitKind);
+    const plan::ThreadblockPlan& tb = rp.threadblocks[b];
+    if ((kind != WaitKind::Segment && kind != WaitKind::Request) || s.opIndex >= tb.ops.size()) continue;
+    BlockRecord r{};
+    r.opIndex = s.opIndex;
+    r.pipelineIteration = s.pipelineIteration;
+    r.waitKind = s.waitKind;
+    r.id = s.id;
+    r.expected = s.expected;
+    r.observed = s.observed;
+    r.detail = s.detail;
+    return strFormat("rank %d threadblock %d op %u (%s) %s", rank, tb.id, r.opIndex,
+                     plan::opTypeName(tb.ops[r.opIndex].type), waitText(plan, rank, b, r).c_str());
+  }
+  return std::string();
+}
+
 std::string summarizeWaits(const std::vector<BlockWait>& waits) {
   constexpr size_t kShown = 4;
   std::string what;

@@ -65,6 +65,12 @@ std::vector<BlockWait> describeWaitSlots(const plan::Plan& plan, int rank, const
                                          uint64_t* progress, WaitingLaunch* launch = nullptr,
                                          const NativeSteps* steps = nullptr);
 
+// A launch failure a block of a plan's kernel published in its live-wait
+// slot (a segment its counts cannot place, a port channel request too large),
+// as "rank 1 threadblock 0 op 2 (put) could not place ...", or "" when no
+// slot shows one.
+std::string describeSlotFailure(const plan::Plan& plan, int rank, const LiveWaitSlot* slots, uint32_t nBlocks);
+
 }  // namespace mscclpp::exec
 
 #endif  // MSCCLPP_EXECUTOR_DIAGNOSTICS_HPP_

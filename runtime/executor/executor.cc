@@ -133,7 +133,9 @@ struct MSCCLPP_INTERNAL Executor::Impl {
                     recvBytes, rank);
     if (exec::Refusal r = exec::planOpRefusal(h, op)) return r;
     MSCCLPP_ENFORCE(op != ReduceOp::PreMulSum || scalar != nullptr, ErrorCode::InvalidArgument,
-                    "Executor::execute: premulsum needs a scalar (got a null pointer)");
+                    "Executor::execute: plan %s rank %d: premulsum needs a scalar, one %s element in host memory (got "
+                    "a null pointer)",
+                    h.name.c_str(), rank, dataTypeName(dtype));
     MSCCLPP_ENFORCE(!abort.aborted(), ErrorCode::Aborted, "plan %s rank %d: the executor was aborted", h.name.c_str(),
                     rank);
     // The detail is formatted only for a failed communicator: a call allocates nothing.
@@ -240,10 +242,22 @@ bool Executor::pollAsyncError(std::string* message) {
   return impl_->runner != nullptr && impl_->runner->pollError(message);
 }
 
+namespace {
+
+// The public calls take a scalar with premulsum only, as the C API does.
+void checkScalarOp(const plan::PlanPtr& plan, int rank, ReduceOp op, const void* scalar) {
+  MSCCLPP_ENFORCE(op == ReduceOp::PreMulSum || scalar == nullptr, ErrorCode::InvalidArgument,
+                  "Executor::execute: plan %s rank %d: a scalar was given with reduce op %s; only premulsum takes one",
+                  plan ? plan->header.name.c_str() : "(null)", rank, reduceOpName(op) ? reduceOpName(op) : "(invalid)");
+}
+
+}  // namespace
+
 void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes,
                        DataType dtype, const ExecutionPlan& plan, void* stream, PacketType packetType, ReduceOp op,
                        const void* scalar) {
   const plan::PlanPtr& loaded = plan.impl_ ? plan.impl_->plan : nullptr;
+  checkScalarOp(loaded, rank, op, scalar);
   if (exec::Refusal r = impl_->tryExecute(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, loaded, stream,
                                           packetType, op, scalar))
     throw Error(ErrorCode::NotSupported, *r);
@@ -251,10 +265,11 @@ void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t se
 
 void Executor::execute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes,
                        DataType dtype, const ExecutionPlan& plan, const SplitSizes& splits, void* stream,
-                       PacketType packetType, ReduceOp op) {
+                       PacketType packetType, ReduceOp op, const void* scalar) {
   const plan::PlanPtr& loaded = plan.impl_ ? plan.impl_->plan : nullptr;
+  checkScalarOp(loaded, rank, op, scalar);
   if (exec::Refusal r = impl_->tryExecute(rank, sendBuff, recvBuff, sendBytes, recvBytes, dtype, loaded, stream,
-                                          packetType, op, nullptr, &splits))
+                                          packetType, op, scalar, &splits))
     throw Error(ErrorCode::NotSupported, *r);
 }
 

@@ -224,7 +224,11 @@ class BlockInterpreter {
                                        uint64_t expected, uint64_t observed, uint64_t detail) {
     if (failed_) return;
     failed_ = true;
-    recorder_.recordStop(st, site(), static_cast<uint32_t>(op.type), kind, what, expected, observed, detail);
+    // An invalid launch (counts its buffers cannot hold) never waits long,
+    // so no slot would show it: it is published, for the call monitor to
+    // tell the peers at once, which otherwise wait for this rank until their deadline.
+    recorder_.recordStop(st, site(), static_cast<uint32_t>(op.type), kind, what, expected, observed, detail,
+                         /*publishInvalid=*/true);
   }
 
   MSCCLPP_HOST_DEVICE_INLINE void finishBlock() {

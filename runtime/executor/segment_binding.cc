@@ -46,6 +46,15 @@ uint64_t variableCapacity(const plan::Plan& plan, const uint64_t* counts, size_t
   return c;
 }
 
+std::string withRankCounts(const std::string& why, int rank, int n, const uint64_t* counts) {
+  std::string sends, receives;
+  for (int p = 0; p < n; ++p) {
+    sends += strFormat("%s%llu", p ? ", " : "", ull(counts[static_cast<size_t>(rank) * n + p]));
+    receives += strFormat("%s%llu", p ? ", " : "", ull(counts[static_cast<size_t>(p) * n + rank]));
+  }
+  return strFormat("%s; rank %d sends %s and receives %s elements", why.c_str(), rank, sends.c_str(), receives.c_str());
+}
+
 std::string checkCounts(const plan::Plan& plan, int rank, const uint64_t* counts, size_t elementBytes,
                         uint64_t sendBytes, uint64_t recvBytes) {
   const plan::PlanHeader& h = plan.header;

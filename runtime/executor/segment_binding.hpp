@@ -15,6 +15,7 @@
 #include "executor/rank_resources.hpp"
 #include "executor/refusal.hpp"
 #include "mscclpp/datatype.hpp"
+#include "mscclpp/errors.hpp"
 #include "plan/plan.hpp"
 
 namespace mscclpp::exec {
@@ -46,6 +47,17 @@ Refusal tryShapeVariableCall(const plan::Plan& plan, int rank, uint64_t inputByt
 // the same from the same counts, so all build a new context at the same call,
 // and calls whose totals vary share one context.
 uint64_t variableCapacity(const plan::Plan& plan, const uint64_t* counts, size_t elementBytes);
+
+// Counts this rank's buffers or scratch slots cannot hold, found on the host
+// once the call began: the peers run the call and wait for this rank, so the
+// backend fails the call on every rank (CallMonitor::failCall) before throwing.
+class CountsError : public Error {
+ public:
+  explicit CountsError(const std::string& message) : Error(ErrorCode::InvalidArgument, message) {}
+};
+
+// `why`, then the counts `rank` sends and receives: "...; rank 1 sends 5, 300 and receives 300, 17".
+std::string withRankCounts(const std::string& why, int rank, int n, const uint64_t* counts);
 
 // Checks the counts of one call for `rank`: the collective's rule, and the
 // rank's own segments within its buffers. "" or the error, naming the plan.

@@ -69,6 +69,13 @@ Refusal CpuBackend::execute(const ExecCall& c) {
     if (Refusal r = ctx->launchRefusal(c.dtype)) return r;
     if (monitor_) monitor_->running([ctx]() { return ctx->liveCall(); });
     run(c, *ctx);
+  } catch (const CountsError& e) {
+    // The peers run this call and wait for this rank: it fails on every rank at once, alike.
+    if (monitor_) monitor_->failCall(e.code(), e.what());
+    ErrorCode code;
+    std::string message;
+    if (comm_ && comm_->failed(&code, &message)) throw Error(code, message);
+    throw;
   } catch (const Error& e) {
     // Communicator::throwIfFailedAfter gives a dead peer the moment the bootstrap needs to name it.
     if (comm_) comm_->throwIfFailedAfter(e);
@@ -92,7 +99,7 @@ void CpuBackend::bindCounts(const ExecCall& c, CpuContext& ctx, uint64_t* inByte
   const size_t elem = dataTypeSize(c.dtype);
   std::string why = checkCounts(p, c.rank, c.counts, elem, c.sendBytes, c.recvBytes);
   if (why.empty()) why = ctx.bindSegments(c.counts, elem);
-  if (!why.empty()) throw Error(ErrorCode::InvalidArgument, why);
+  if (!why.empty()) throw CountsError(withRankCounts(why, c.rank, p.header.worldSize, c.counts));
   plan::variableCallBytes(p.header.collective, p.header.worldSize, c.counts, elem, c.rank, inBytes, outBytes);
 }
 

@@ -2,6 +2,11 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <functional>
+#include <mutex>
+#include <vector>
+
 #include "core/enforce.hpp"
 #include "core/logger.hpp"
 #include "core/params.hpp"
@@ -16,6 +21,7 @@
 #include "executor/cuda/gpu_context.hpp"
 #include "executor/cuda/gpu_world.hpp"
 #include "executor/scale_steps.hpp"
+#include "executor/segment_binding.hpp"
 #include "mscclpp/communicator.hpp"
 #include "transport/cuda_ipc/memory.hpp"
 
@@ -37,6 +43,30 @@ struct GpuContextKey {
   }
 };
 
+// The failure sources of this backend's contexts, for the call monitor's
+// probe: a context that went (or sits in a graph) drops out by itself.
+struct FailureSources {
+  std::mutex mutex;
+  std::vector<std::weak_ptr<const std::function<std::string()>>> sources;
+
+  void add(const std::shared_ptr<const std::function<std::string()>>& source) {
+    std::lock_guard<std::mutex> lock(mutex);
+    sources.erase(std::remove_if(sources.begin(), sources.end(), [](const auto& s) { return s.expired(); }),
+                  sources.end());
+    sources.push_back(source);
+  }
+  std::string probe() {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const auto& weak : sources) {
+      if (auto source = weak.lock()) {
+        std::string failure = (*source)();
+        if (!failure.empty()) return failure;
+      }
+    }
+    return std::string();
+  }
+};
+
 class GpuBackendImpl final : public GpuBackend {
  public:
   GpuBackendImpl(std::shared_ptr<Communicator> comm, CallMonitor* monitor)
@@ -52,10 +82,14 @@ class GpuBackendImpl final : public GpuBackend {
     completion_ = std::make_unique<CallCompletion>(world_->device(), CallMonitor::kRecentCalls,
                                                    strFormat("rank %d: call completion marks", world_->rank()));
     monitor_->setCompletion([c = completion_.get()](uint64_t seq) { return c->completed(seq); });
+    // A launch that fails on its own (counts its buffers cannot hold) leaves
+    // its peers waiting: the monitor tells them as soon as it shows.
+    monitor_->setFailureProbe([sources = failureSources_]() { return sources->probe(); });
   }
 
   ~GpuBackendImpl() override {
     if (monitor_) monitor_->setCompletion(nullptr);  // before completion_ goes
+    if (monitor_) monitor_->setFailureProbe(nullptr);
     // Every context goes to the releaser; wait here until it destroyed them,
     // so the executor's memory goes with it. Graphs keep theirs alive.
     cache_.clear();
@@ -81,6 +115,16 @@ class GpuBackendImpl final : public GpuBackend {
     const std::shared_ptr<const std::function<LiveCall()>>* live = nullptr;
     try {
       refusal = enqueue(c, seq, &tracked, &captured, &live);
+    } catch (const CountsError& e) {
+      // The peers run this call and wait for this rank: it fails on every rank at once, alike.
+      if (monitor_) {
+        monitor_->failCall(e.code(), e.what());
+        monitor_->end();
+      }
+      ErrorCode code;
+      std::string message;
+      if (world_->comm().failed(&code, &message)) throw Error(code, message);
+      throw;
     } catch (const Error& e) {
       if (monitor_) monitor_->end();
       // A failed communicator (a dead peer, a mismatch the monitor found) says why the call stopped.
@@ -110,6 +154,7 @@ class GpuBackendImpl final : public GpuBackend {
       if (failed == nullptr && c->failureRaised()) failed = &c;
     });
     if (failed == nullptr) return false;
+    tellPeers(**failed);
     std::unique_ptr<RetiringContextRef> ctx = cache_.erase(failed);
     world_->forgetLoad(&**ctx);
     try {
@@ -151,6 +196,7 @@ class GpuBackendImpl final : public GpuBackend {
             h.name.c_str(), h.source.c_str(), c.rank, c.send, c.recv);
       }
       if (Refusal r = build(key, req, c, &ctx)) return r;
+      entry = cache_.find(key);  // a communicator that failed meanwhile raised the new context's flag
     }
     const void* legacy = reinterpret_cast<const void*>(cudaStreamLegacy);
     // The legacy stream serialises the kernels of ranks sharing this GPU.
@@ -161,6 +207,7 @@ class GpuBackendImpl final : public GpuBackend {
       MSCCLPP_ENFORCE(problem.empty(), ErrorCode::InvalidUsage, "%s", problem.c_str());
     }
     if (ctx->failureRaised()) {
+      tellPeers(*ctx);
       std::unique_ptr<RetiringContextRef> failed = cache_.erase(entry);
       world_->forgetLoad(&**failed);
       (*failed)->throwFailure();
@@ -184,6 +231,15 @@ class GpuBackendImpl final : public GpuBackend {
     *captured = args.capturing;
     *tracked = completion_ != nullptr && !args.capturing && completion_->mark(c.stream, seq);
     return std::nullopt;
+  }
+
+  // A failure the context's blocks published (counts its buffers cannot
+  // hold) leaves the peers waiting for this rank, unless the monitor's probe
+  // told them already: they are told before it is thrown here.
+  void tellPeers(GpuContext& ctx) {
+    if (!monitor_) return;
+    const std::string failure = (*ctx.failureSource())();
+    if (!failure.empty()) monitor_->failLaunch(failure);
   }
 
   static CallRequest requestOf(const GpuCall& c) {
@@ -221,6 +277,7 @@ class GpuBackendImpl final : public GpuBackend {
     // the device, and peers' kernels may wait for this thread's next launch.
     std::vector<std::unique_ptr<RetiringContextRef>> evicted;
     cache_.setCapacity(static_cast<size_t>(std::max<int64_t>(1, params::contextCacheSize())));
+    failureSources_->add(ctx->failureSource());
     RetiringContextRef& added = cache_.insert(key, std::make_unique<RetiringContextRef>(std::move(ctx)), &evicted);
     // Later calls' residency counts the kernels of the cached contexts.
     for (const std::unique_ptr<RetiringContextRef>& e : evicted) world_->forgetLoad(&**e);
@@ -236,9 +293,10 @@ class GpuBackendImpl final : public GpuBackend {
   std::shared_ptr<GpuWorld> world_;
   CallMonitor* monitor_;
   std::unique_ptr<CallCompletion> completion_;  // with a monitor: where calls say they completed
-  CallDescriptor descriptor_;                   // the call's, reused (no allocation per call)
-  PlanFingerprints fingerprints_;               // keeps its plans alive, so fingerprintOf_ names a live one
-  const plan::Plan* fingerprintOf_ = nullptr;   // the plan of the last call, and its fingerprint
+  std::shared_ptr<FailureSources> failureSources_ = std::make_shared<FailureSources>();
+  CallDescriptor descriptor_;                  // the call's, reused (no allocation per call)
+  PlanFingerprints fingerprints_;              // keeps its plans alive, so fingerprintOf_ names a live one
+  const plan::Plan* fingerprintOf_ = nullptr;  // the plan of the last call, and its fingerprint
   uint64_t fingerprint_ = 0;
   ContextCache<GpuContextKey, RetiringContextRef> cache_;
 };

@@ -40,6 +40,7 @@ struct GpuContext::LiveWaitReader {
   int rank = 0;
   uint32_t nBlocks = 0;
   const LiveWaitSlot* slots = nullptr;  // guarded by mutex; null once the context went
+  const uint32_t* abortHost = nullptr;  // the abort flag's host mapping, valid while slots is
 };
 
 namespace {
@@ -241,6 +242,15 @@ void GpuContext::build(const CallShape& shape, const CallRequest& request, const
   liveWaitReader_->rank = rank_;
   liveWaitReader_->nBlocks = nBlocks;
   liveWaitReader_->slots = static_cast<const LiveWaitSlot*>(liveWaits_->host());
+  liveWaitReader_->abortHost = static_cast<const uint32_t*>(abort_->host());
+  failureSource_ = std::make_shared<const std::function<std::string()>>([reader = liveWaitReader_]() {
+    std::lock_guard<std::mutex> lock(reader->mutex);
+    // One load while nothing failed; a raised flag without a published failure is a wait that ended.
+    if (reader->slots == nullptr || reader->native != nullptr ||
+        __atomic_load_n(reader->abortHost, __ATOMIC_ACQUIRE) == 0)
+      return std::string();
+    return describeSlotFailure(*reader->plan, reader->rank, reader->slots, reader->nBlocks);
+  });
   liveSource_ = std::make_shared<const std::function<LiveCall()>>([reader = liveWaitReader_]() {
     LiveCall call;
     std::lock_guard<std::mutex> lock(reader->mutex);
@@ -1179,7 +1189,7 @@ Refusal GpuContext::bindCounts(const GpuCallArgs& a, CallSteps* steps) {
   const size_t elem = dataTypeSize(a.dtype);
   std::string why = checkCounts(p, rank_, a.counts, elem, binding_.input.bytes, binding_.output.bytes);
   if (why.empty()) why = image_->bindSegments(a.counts, elem);
-  if (!why.empty()) throw Error(ErrorCode::InvalidArgument, why);
+  if (!why.empty()) throw CountsError(withRankCounts(why, rank_, static_cast<int>(n), a.counts));
   // The steps move only what the segments cover, from offset 0, as the
   // CPU backend does: the receive bytes past them stay untouched.
   uint64_t inBytes = 0, outBytes = 0;

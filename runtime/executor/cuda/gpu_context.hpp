@@ -80,6 +80,9 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   // What the call monitor reads while a launch runs: its blocks' waits.
   // Safe from any thread, also after the context is gone.
   const std::shared_ptr<const std::function<LiveCall()>>& liveSource() const { return liveSource_; }
+  // A launch failure a block published (describeSlotFailure), or "": any
+  // thread, also after the context went (then always "").
+  const std::shared_ptr<const std::function<std::string()>>& failureSource() const { return failureSource_; }
   // Synchronises with the failed launch and throws its diagnosis. Marks the
   // context unusable.
   [[noreturn]] void throwFailure();
@@ -159,6 +162,9 @@ class GpuContext : public std::enable_shared_from_this<GpuContext> {
   std::shared_ptr<LiveWaitReader> liveWaitReader_;               // reads liveWaits_ until the context goes
   std::shared_ptr<const std::function<LiveCall()>> liveSource_;  // calls liveWaitReader_
   cudaStream_t proxyStream_ = nullptr;                           // the rank's (GpuWorld::proxyStream)
+
+  // Calls liveWaitReader_ for a failure its blocks published.
+  std::shared_ptr<const std::function<std::string()>> failureSource_;
   std::unique_ptr<ProxyService> proxy_;
   std::unique_ptr<FarPorts> far_;             // port channels to other hosts, or null
   std::vector<uint64_t> signalsSent_;         // per port channel: the value our proxy last wrote to the peer

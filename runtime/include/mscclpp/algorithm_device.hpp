@@ -257,7 +257,7 @@ class AlgorithmBlock {
                                        uint64_t observed, uint64_t detail) {
     if (failed_) return;
     failed_ = true;
-    recorder_.recordStop(st, site(), 0, kind, what, expected, observed, detail);
+    recorder_.recordStop(st, site(), 0, kind, what, expected, observed, detail, /*publishInvalid=*/false);
   }
 
   const AlgorithmDeviceContext& ctx_;

@@ -79,11 +79,12 @@ class MSCCLPP_API Executor {
 
   // A call on a variable-size plan: sendBytes and recvBytes are the buffers' sizes, which the
   // counts' segments must fit; the plan's references take their places and sizes from the counts.
-  // In place (sendBuff == recvBuff) is allowed: the input is staged. Throws as execute() above, and
-  // InvalidArgument when the counts do not fit the buffers or the plan's scratch slots.
+  // In place (sendBuff == recvBuff) is allowed: the input is staged. scalar: premulsum's factor, as
+  // above. Throws as execute() above, and InvalidArgument when the counts do not fit the buffers or
+  // the plan's scratch slots.
   void execute(int rank, const void* sendBuff, void* recvBuff, size_t sendBytes, size_t recvBytes, DataType dtype,
                const ExecutionPlan& plan, const SplitSizes& splits, void* stream = nullptr,
-               PacketType packetType = PacketType::LL16, ReduceOp op = ReduceOp::Sum);
+               PacketType packetType = PacketType::LL16, ReduceOp op = ReduceOp::Sum, const void* scalar = nullptr);
 
   Backend backend() const;
   // Execution contexts cached now: MSCCLPP_EXEC_CONTEXT_CACHE at most.

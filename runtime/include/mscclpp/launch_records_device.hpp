@@ -247,9 +247,12 @@ struct BlockRecorder {
 
   // Records where the block stopped; the first writer of the block wins. A
   // failure of this rank's own (not an abort) raises both abort flags, so
-  // other blocks and ranks stop. opType: a plan's op type, 0 for native kernels.
+  // other blocks and ranks stop. opType: a plan's op type, 0 for native
+  // kernels. publishInvalid: an invalid stop also fills the block's slot,
+  // before the abort that would stop the slot's writer.
   MSCCLPP_HOST_DEVICE_NOINLINE void recordStop(SpinStatus st, WaitSite at, uint32_t opType, WaitKind kind,
-                                               uint32_t what, uint64_t expected, uint64_t observed, uint64_t detail) {
+                                               uint32_t what, uint64_t expected, uint64_t observed, uint64_t detail,
+                                               bool publishInvalid) {
     BlockRecord* r = record;
     uint32_t s = atomicLoad<uint32_t, scopeDevice>(&r->state, memoryOrderRelaxed);
     while (s == kBlockRunning || s == kBlockFinished) {
@@ -273,6 +276,8 @@ struct BlockRecorder {
         break;
       }
     }
+    if (publishInvalid && st == SpinStatus::Invalid && slot != nullptr)
+      publishWait(at, kind, what, expected, observed, detail);
     if (st != SpinStatus::Aborted) {
       uint32_t none = UINT32_MAX;
       atomicCompareExchange<uint32_t, scopeDevice>(&state->firstFailedBlock, &none, block, memoryOrderRelaxed);

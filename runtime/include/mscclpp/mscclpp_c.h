@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define MSCCLPP_C_API_VERSION 2
+#define MSCCLPP_C_API_VERSION 3
 #define MSCCLPP_C_UNIQUE_ID_BYTES 128
 
 /* Opaque handles. */
@@ -89,10 +89,18 @@ MSCCLPP_API int mscclppPlanHandleDestroy(mscclppPlan_t plan);
  * NCCL's: sum, prod, max, min, avg; plans that do not reduce ignore redOp. stream is a cudaStream_t
  * for the CUDA backend; the CPU backend ignores it and has completed the call when this returns.
  * The message size, the receive size for allgather and the send size otherwise, must be within
- * the plan's range, and the plan must accept the sizes and dtype; the error says why not. */
+ * the plan's range, and the plan must accept the sizes and dtype; the error says why not. Premulsum
+ * (redOp 5) needs a scalar: use mscclppExecuteWithScalar. */
 MSCCLPP_API int mscclppExecute(mscclppExecutor_t executor, int rank, const void* sendBuff, void* recvBuff,
                                size_t sendBytes, size_t recvBytes, int dtype, mscclppPlan_t plan, void* stream,
                                int redOp, char* errBuf, size_t errLen);
+
+/* mscclppExecute with premulsum's scalar: one element of dtype in host memory, read during the call
+ * (as ncclRedOpCreatePreMulSum's ncclScalarHostImmediate). scalar is required with redOp 5 and
+ * refused with any other op. Added in version 3. */
+MSCCLPP_API int mscclppExecuteWithScalar(mscclppExecutor_t executor, int rank, const void* sendBuff, void* recvBuff,
+                                         size_t sendBytes, size_t recvBytes, int dtype, mscclppPlan_t plan,
+                                         void* stream, int redOp, const void* scalar, char* errBuf, size_t errLen);
 
 /* mscclppExecute for a variable-size plan (alltoallv, allgatherv, reducescatterv): counts holds
  * nRanks x nRanks element counts, counts[s * nRanks + d] from rank s to rank d, the same on every
@@ -104,6 +112,13 @@ MSCCLPP_API int mscclppExecuteSplits(mscclppExecutor_t executor, int rank, const
                                      size_t sendBytes, size_t recvBytes, int dtype, mscclppPlan_t plan,
                                      const uint64_t* counts, int countsOnDevice, void* stream, int redOp, char* errBuf,
                                      size_t errLen);
+
+/* mscclppExecuteSplits with premulsum's scalar, as mscclppExecuteWithScalar. Added in version 3. */
+MSCCLPP_API int mscclppExecuteSplitsWithScalar(mscclppExecutor_t executor, int rank, const void* sendBuff,
+                                               void* recvBuff, size_t sendBytes, size_t recvBytes, int dtype,
+                                               mscclppPlan_t plan, const uint64_t* counts, int countsOnDevice,
+                                               void* stream, int redOp, const void* scalar, char* errBuf,
+                                               size_t errLen);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,7 @@
 // Exits 77, a Meson skip, with a message when no CUDA device is visible.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <random>
@@ -412,11 +413,13 @@ struct A2avCall {
   bool inPlace = false;
   ReduceOp op = ReduceOp::Sum;
   float scalar = 1.0f;
+  bool publicApi = false;  // through Executor::execute with an ExecutionPlan
 };
 
 // Counts in host or device memory, each call checked against the reference.
 std::string runA2av(const std::string& name, int calls, bool onDevice, uint64_t seed, const A2avCall& how = {}) {
   const plan::PlanPtr p = plan::loadPlanFile(planDir() + "/" + name);
+  const ExecutionPlan publicPlan(planDir() + "/" + name);
   const int n = static_cast<int>(p->ranks.size());
   GpuRanks& w = world(n);
   const uint64_t capacity = 256 * 1024;
@@ -447,9 +450,14 @@ std::string runA2av(const std::string& name, int calls, bool onDevice, uint64_t 
         splits.onDevice = true;
       }
       barrier.arriveAndWait();
-      auto refused = w.executor(r).tryExecuteVariable(r, send, w.recv(r), capacity, capacity, DataType::Float32, p,
-                                                      splits, s, PacketType::LL16, how.op, &how.scalar);
-      if (refused) throw std::runtime_error("refused: " + *refused);
+      if (how.publicApi) {
+        w.executor(r).execute(r, send, w.recv(r), capacity, capacity, DataType::Float32, publicPlan, splits, s,
+                              PacketType::LL16, how.op, &how.scalar);
+      } else {
+        auto refused = w.executor(r).tryExecuteVariable(r, send, w.recv(r), capacity, capacity, DataType::Float32, p,
+                                                        splits, s, PacketType::LL16, how.op, &how.scalar);
+        if (refused) throw std::runtime_error("refused: " + *refused);
+      }
       GPUTEST_CUDA(cudaStreamSynchronize(s));
       const float factor = how.op == ReduceOp::PreMulSum ? how.scalar : 1.0f;
       problem = checkA2avRecv(r, n, c, w.recv(r), capacity, &before, factor);
@@ -553,14 +561,83 @@ TEST_CASE("GPU backend: device splits past a buffer fail the call", "[gpu][allto
     std::vector<float> h(capacity / 4);
     GPUTEST_CUDA(cudaMemcpy(h.data(), w.recv(r), capacity, cudaMemcpyDeviceToHost));
     GPUTEST_CUDA(cudaFree(dev));
-    const std::string expected = strFormat("could not place the segment rank %d sends to rank %d", r, 1 - r);
-    if (!failed || message.find(expected) == std::string::npos)
-      throw std::runtime_error("expected a failure naming \"" + expected + "\", got: " + message);
+    // Both ranks fail; the first to tell the other names its own segment on both.
+    const std::string mine = strFormat("could not place the segment rank %d sends to rank %d", r, 1 - r);
+    const std::string theirs = strFormat("could not place the segment rank %d sends to rank %d", 1 - r, r);
+    if (!failed || (message.find(mine) == std::string::npos && message.find(theirs) == std::string::npos))
+      throw std::runtime_error("expected a failure naming \"" + mine + "\" or its peer's, got: " + message);
     for (float v : h) {
       if (v != kUntouched) throw std::runtime_error("the failed call wrote the receive buffer");
     }
   });
   CHECK(err == "");
+}
+
+namespace {
+
+// Every rank calls all-to-all-v with 100 elements per pair, the last rank
+// with a send buffer of 16 bytes. Returns each rank's error text (the
+// call's, else its context's asynchronous one) and milliseconds to it.
+std::vector<std::pair<std::string, double>> runOverrun(int n, bool onDevice) {
+  const plan::PlanPtr p = plan::loadPlanFile(planDir() + strFormat("/alltoallv_direct_n%d_oop.json", n));
+  GpuRanks w(n, 1u << 20);  // its own world: the failure must not reach the other tests'
+  const uint64_t capacity = 64 * 1024;
+  const std::vector<uint64_t> counts(static_cast<size_t>(n) * n, 100);
+  std::vector<std::pair<std::string, double>> out(n);
+  ThreadBarrier barrier(n);
+  std::string err = onRanks(n, [&](int r) {
+    cudaStream_t s = w.stream(r);
+    uint64_t* dev = nullptr;
+    GPUTEST_CUDA(cudaMalloc(&dev, counts.size() * 8));
+    GPUTEST_CUDA(cudaMemcpyAsync(dev, counts.data(), counts.size() * 8, cudaMemcpyHostToDevice, s));
+    GPUTEST_CUDA(cudaStreamSynchronize(s));
+    SplitSizes splits;
+    splits.counts = onDevice ? dev : counts.data();
+    splits.onDevice = onDevice;
+    const uint64_t sendBytes = r == n - 1 ? 16 : capacity;
+    barrier.arriveAndWait();
+    const auto start = std::chrono::steady_clock::now();
+    std::string text;
+    try {
+      auto refused = w.executor(r).tryExecuteVariable(r, w.send(r), w.recv(r), sendBytes, capacity, DataType::Float32,
+                                                      p, splits, s);
+      if (refused) text = "refused: " + *refused;
+      GPUTEST_CUDA(cudaStreamSynchronize(s));
+    } catch (const std::exception& e) {
+      text = e.what();
+    }
+    // The failing rank looks at its launch only once the peers' ended: its
+    // call monitor told them, not a host call of its own.
+    if (r == n - 1) barrier.arriveAndWait();
+    if (text.empty() && !w.executor(r).pollAsyncError(&text)) text = "the call succeeded";
+    out[r] = {text, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count()};
+    if (r != n - 1) barrier.arriveAndWait();
+    GPUTEST_CUDA(cudaFree(dev));
+  });
+  if (!err.empty()) out.push_back({err, 0});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("GPU backend: one rank's split overrun fails every rank", "[gpu][alltoallv]") {
+  for (int n : {2, 4}) {
+    for (bool onDevice : {true, false}) {
+      INFO(n << " ranks, counts on the device: " << onDevice);
+      const auto out = runOverrun(n, onDevice);
+      REQUIRE(out.size() == static_cast<size_t>(n));
+      // The last rank's own segments need 400 bytes per peer of its 16; the
+      // device names the first segment its kernel could not place.
+      const std::string named = onDevice ? strFormat("could not place the segment rank %d sends to rank", n - 1)
+                                         : strFormat("rank %d: the counts need", n - 1);
+      for (int r = 0; r < n; ++r) {
+        INFO("rank " << r << " after " << out[r].second << " ms: " << out[r].first);
+        CHECK(out[r].first.find(named) != std::string::npos);
+        if (!onDevice) CHECK(out[r].first.find(strFormat("rank %d sends 100, 100", n - 1)) != std::string::npos);
+        if (r != n - 1) CHECK(out[r].second < 1000);  // the communicator's deadline is 30 s
+      }
+    }
+  }
 }
 
 TEST_CASE("GPU backend: in-place all-to-all-v calls run", "[gpu][alltoallv]") {
@@ -583,6 +660,8 @@ TEST_CASE("GPU backend: avg and premulsum on all-to-all-v run", "[gpu][alltoallv
   premul.scalar = 3.0f;
   A2avCall premulInPlace = premul;
   premulInPlace.inPlace = true;
+  A2avCall premulPublic = premul;
+  premulPublic.publicApi = true;
   for (const char* name : {"alltoallv_direct_n4_oop.json", "alltoallv_ll_n2_oop.json"}) {
     INFO(name);
     for (bool onDevice : {false, true}) {
@@ -590,29 +669,28 @@ TEST_CASE("GPU backend: avg and premulsum on all-to-all-v run", "[gpu][alltoallv
       CHECK(runA2av(name, 2, onDevice, 19, avg) == "");
       CHECK(runA2av(name, 2, onDevice, 23, premul) == "");
       CHECK(runA2av(name, 2, onDevice, 29, premulInPlace) == "");
+      CHECK(runA2av(name, 2, onDevice, 31, premulPublic) == "");
     }
   }
 }
 
 namespace {
 
-// Test-data plans live beside the presets' folder, in the source tree.
-std::string variableDataPlan(const char* name) { return planDir() + "/../tests/data/plans/variable/" + name; }
-
 // Reduce-scatter-v: every rank sends rank d the same count c[d]; rank d's
 // output is the sum (times premulsum's scalar, over n for avg) of every
 // rank's segment for d. Returns the first mismatch, or every rank's refusal.
-std::string runRsv(bool onDevice, const A2avCall& how, uint64_t seed) {
-  const plan::PlanPtr p = plan::loadPlanFile(variableDataPlan("reducescatterv_ll_n2_oop.json"));
+std::string runRsv(const std::string& name, bool onDevice, const A2avCall& how, uint64_t seed) {
+  const plan::PlanPtr p = plan::loadPlanFile(planDir() + "/" + name);
   const int n = static_cast<int>(p->ranks.size());
   GpuRanks& w = world(n);
   const uint64_t capacity = 64 * 1024;
+  const uint64_t most = std::min<uint64_t>(3000, p->header.slotBytes > 0 ? p->header.slotBytes / 4 : 3000);
   std::mt19937_64 rng(seed);
   std::vector<std::vector<uint64_t>> counts;
   for (int k = 0; k < 2; ++k) {
     std::vector<uint64_t> c(static_cast<size_t>(n) * n);
     for (int d = 0; d < n; ++d) {
-      const uint64_t v = rng() % 4 == 0 ? 0 : rng() % (p->header.slotBytes / 4 + 1);
+      const uint64_t v = rng() % 4 == 0 ? 0 : rng() % (most + 1);
       for (int s = 0; s < n; ++s) c[s * n + d] = v;
     }
     counts.push_back(c);
@@ -664,18 +742,27 @@ std::string runRsv(bool onDevice, const A2avCall& how, uint64_t seed) {
 
 }  // namespace
 
+TEST_CASE("GPU backend: reduce-scatter-v presets with random splits", "[gpu][alltoallv]") {
+  A2avCall sum;
+  for (const char* name : {"reducescatterv_ll_n2_oop.json", "reducescatterv_ll_n4_oop.json",
+                           "reducescatterv_read_n2_oop.json", "reducescatterv_read_n4_oop.json"}) {
+    INFO(name);
+    CHECK(runRsv(name, false, sum, 59) == "");
+    CHECK(runRsv(name, true, sum, 61) == "");
+  }
+}
+
 TEST_CASE("GPU backend: reduce-scatter-v with avg and premulsum", "[gpu][alltoallv]") {
-  A2avCall sum, avg, premul;
+  const std::string name = "reducescatterv_ll_n2_oop.json";
+  A2avCall avg, premul;
   avg.op = ReduceOp::Avg;
   premul.op = ReduceOp::PreMulSum;
   premul.scalar = 3.0f;
-  CHECK(runRsv(false, sum, 31) == "");
-  CHECK(runRsv(true, sum, 37) == "");
-  CHECK(runRsv(false, avg, 41) == "");
-  CHECK(runRsv(false, premul, 43) == "");
-  CHECK(runRsv(true, premul, 47) == "");
+  CHECK(runRsv(name, false, avg, 41) == "");
+  CHECK(runRsv(name, false, premul, 43) == "");
+  CHECK(runRsv(name, true, premul, 47) == "");
   // Avg with device counts: the host cannot know what to divide. Every rank refuses.
-  const std::string refused = runRsv(true, avg, 53);
+  const std::string refused = runRsv(name, true, avg, 53);
   INFO(refused);
   CHECK(refused.find("rank 0: refused:") != std::string::npos);
   CHECK(refused.find("rank 1: refused:") != std::string::npos);

@@ -60,12 +60,14 @@ def test_every_collective_has_a_default_plan_for_every_size(generated):
                     assert covered and covered[0][0] == 0 and covered[-1][1] == MAX, (collective, n, inplace, root)
                     for (_, high), (low, _) in zip(covered, covered[1:]):
                         assert low == high + 1, (collective, n, inplace, root, covered)
-    # All-to-all-v: out of place only (the runtime stages an in-place call), 2 to 8 ranks.
-    for n in presets.ALLTOALLV_RANKS:
-        covered = sorted(ranges[("alltoallv", n, False, None)])
-        assert covered and covered[0][0] == 0 and covered[-1][1] == MAX, n
-        for (_, high), (low, _) in zip(covered, covered[1:]):
-            assert low == high + 1, (n, covered)
+    # All-to-all-v and reduce-scatter-v: out of place only (the runtime stages an in-place call), 2 to 8
+    # ranks.
+    for collective in ("alltoallv", "reducescatterv"):
+        for n in presets.ALLTOALLV_RANKS:
+            covered = sorted(ranges[(collective, n, False, None)])
+            assert covered and covered[0][0] == 0 and covered[-1][1] == MAX, (collective, n)
+            for (_, high), (low, _) in zip(covered, covered[1:]):
+                assert low == high + 1, (collective, n, covered)
 
 
 def test_nvls_plans_are_tagged_and_never_default(generated):

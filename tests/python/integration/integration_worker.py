@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+import time
 import traceback
 
 import numpy as np
@@ -384,6 +385,9 @@ def scenario_alltoallv(group, args):
                                    for s, c in enumerate(counts[:, rank])])
         back_to_back["calls"] += 1
         back_to_back["wrong"] += int(not np.array_equal(recv[: expected.size], expected))
+    premulsum = _premulsum_calls(group, executor, registry)
+    reducescatterv = _reducescatterv_calls(group, executor, registry)
+    # Last: counts no rank's buffers hold fail the call on every rank, and the communicator with it.
     small = np.zeros(4, dtype=np.float32)
     counts = np.full((n, n), 100, dtype=np.uint64)
     handle = registry.select("alltoallv", n, group.nranks_per_node, small.ctypes.data, small.ctypes.data, 400,
@@ -394,11 +398,102 @@ def scenario_alltoallv(group, args):
         too_large = {"type": None}
     except MscclppError as error:
         too_large = error_report(error)
-    return {"results": results, "back_to_back": back_to_back, "too_large": too_large}
+    return {"results": results, "back_to_back": back_to_back, "too_large": too_large, "premulsum": premulsum,
+            "reducescatterv": reducescatterv}
+
+
+def scenario_overrun(group, args):
+    """All-to-all-v with 100 elements per pair, the last rank's send buffer 16 bytes: every rank's call
+    must fail at once naming that rank and its counts, not at the peers' deadline."""
+    rank, n = group.my_rank, group.nranks
+    executor = mscclpp.Executor(group.communicator)
+    registry = mscclpp.ExecutionPlanRegistry()
+    counts = np.full((n, n), 100, dtype=np.uint64)
+    send = np.arange(100 * n, dtype=np.float32)
+    recv = np.zeros(100 * n, dtype=np.float32)
+    handle = registry.select("alltoallv", n, group.nranks_per_node, send.ctypes.data, recv.ctypes.data, 400,
+                             dtype=send.dtype)
+    send_size = 16 if rank == n - 1 else send.nbytes
+    group.barrier()
+    start = time.monotonic()
+    try:
+        executor.execute(rank, send.ctypes.data, recv.ctypes.data, send_size, recv.nbytes, send.dtype, handle.plan,
+                         splits=counts)
+        out = {"type": None}
+    except MscclppError as error:
+        out = error_report(error)
+    out["seconds"] = time.monotonic() - start
+    if rank == n - 1:
+        time.sleep(1.2)  # alive past the peers' bound: leaving would fail them as a departure
+    return out
+
+
+def _reducescatterv_calls(group, executor, registry):
+    """Reduce-scatter-v on the presets: rank d receives the sum of every rank's segment for d, its count
+    the same from every sender (zeros too); small segments (staged) and large ones (read), checked with
+    numpy. Returns the plans that ran and whether each output was right."""
+    rank, n = group.my_rank, group.nranks
+    out = []
+    for call, (largest, dtype) in enumerate(((300, "float32"), (40000, "int32"), (9000, "float64"))):
+        random = np.random.RandomState(500 + call)
+        column = random.randint(0, largest + 1, size=n)
+        column[random.rand(n) < 0.3] = 0
+        column[call % n] = largest
+        counts = np.tile(column.astype(np.uint64), (n, 1))
+        dt = np.dtype(dtype)
+        parts = [(np.arange(int(c)) % 97 + 10 * rank + d).astype(dt) for d, c in enumerate(column)]
+        send = np.concatenate(parts)
+        recv = np.full(int(column[rank]) + 3, -1, dtype=dt)
+        handle = registry.select("reducescatterv", n, group.nranks_per_node, send.ctypes.data, recv.ctypes.data,
+                                 int(column.max()) * dt.itemsize, dtype=dt)
+        if handle is None:
+            out.append({"ok": False, "why": registry.last_reason})
+            continue
+        executor.execute(rank, send.ctypes.data, recv.ctypes.data, send.nbytes, recv.nbytes, dt, handle.plan,
+                         splits=counts)
+        expected = sum((np.arange(int(column[rank])) % 97 + 10 * s + rank).astype(dt) for s in range(n))
+        ok = bool(np.array_equal(recv[: expected.size], expected)) and bool((recv[expected.size:] == -1).all())
+        out.append({"ok": ok, "plan": handle.name})
+    return out
+
+
+def _premulsum_calls(group, executor, registry):
+    """Premulsum's scalar through Executor.execute: an all-to-all-v with splits and an allreduce, each
+    checked with numpy; then premulsum without a scalar and a scalar with sum, which must fail."""
+    rank, n = group.my_rank, group.nranks
+    out = {}
+    counts = np.array([[(3 * s + 5 * d) % 11 for d in range(n)] for s in range(n)], dtype=np.uint64)
+    send = np.concatenate([np.arange(int(c), dtype=np.float32) + 100 * rank + p
+                           for p, c in enumerate(counts[rank, :])])
+    recv = np.full(int(counts[:, rank].sum()) + 2, -1, dtype=np.float32)
+    handle = registry.select("alltoallv", n, group.nranks_per_node, send.ctypes.data, recv.ctypes.data,
+                             int(counts.max()) * 4, dtype=send.dtype)
+    a2av = handle.plan
+    executor.execute(rank, send.ctypes.data, recv.ctypes.data, send.nbytes, recv.nbytes, send.dtype, a2av,
+                     op=mscclpp.ReduceOp.premulsum, splits=counts, scalar=2.5)
+    expected = np.concatenate([(np.arange(int(c), dtype=np.float32) + 100 * s + rank) * 2.5
+                               for s, c in enumerate(counts[:, rank])])
+    out["splits_ok"] = bool(np.array_equal(recv[: expected.size], expected)) and bool((recv[expected.size:] == -1).all())
+    data = np.arange(64, dtype=np.float32) + rank
+    handle = registry.select("allreduce", n, group.nranks_per_node, data.ctypes.data, data.ctypes.data, data.nbytes,
+                             dtype=data.dtype)
+    executor.execute(rank, data.ctypes.data, data.ctypes.data, data.nbytes, data.nbytes, data.dtype, handle.plan,
+                     op=mscclpp.ReduceOp.premulsum, scalar=0.5)
+    out["allreduce_ok"] = bool(np.array_equal(data, (np.arange(64, dtype=np.float32) * n + n * (n - 1) / 2) * 0.5))
+    for label, op, scalar in (("no_scalar", mscclpp.ReduceOp.premulsum, None),
+                              ("sum_scalar", mscclpp.ReduceOp.sum, 2.0)):
+        try:
+            executor.execute(rank, send.ctypes.data, recv.ctypes.data, send.nbytes, recv.nbytes, send.dtype, a2av,
+                             op=op, splits=counts, scalar=scalar)
+            out[label] = {"type": None}
+        except MscclppError as error:
+            out[label] = error_report(error)
+    return out
 
 
 GROUP_SCENARIOS = {"info": scenario_info, "collectives": scenario_collectives,
-                   "execute_errors": scenario_execute_errors, "alltoallv": scenario_alltoallv}
+                   "execute_errors": scenario_execute_errors, "alltoallv": scenario_alltoallv,
+                   "overrun": scenario_overrun}
 LONE_SCENARIOS = {"registry": scenario_registry, "lone_group": scenario_lone_group,
                   "missing_rank": scenario_missing_rank, "plan_dirs": scenario_plan_dirs,
                   "nvls_selector": scenario_nvls_selector, "users_plan": scenario_users_plan}

@@ -83,6 +83,17 @@ def catalog():
             Preset(f"alltoallv_direct_n{n}_oop", "alltoallv", n, False, (ALLTOALLV_SLOT + 1, MAX), ("default",),
                    a.alltoallv_direct)
         )
+    # Reduce-scatter-v (each rank's output size its own): staged through LL scratch slots up to
+    # ALLTOALLV_SLOT, read from the peers' inputs above; 2 to 8 ranks.
+    for n in ALLTOALLV_RANKS:
+        presets.append(
+            Preset(f"reducescatterv_ll_n{n}_oop", "reducescatterv", n, False, (0, ALLTOALLV_SLOT), ("default", "ll"),
+                   a.reducescatterv_ll, (("slot_bytes", ALLTOALLV_SLOT),))
+        )
+        presets.append(
+            Preset(f"reducescatterv_read_n{n}_oop", "reducescatterv", n, False, (ALLTOALLV_SLOT + 1, MAX),
+                   ("default",), a.reducescatterv_read)
+        )
     for per_node in (2, 4):
         n = 2 * per_node
         presets.append(

@@ -22,6 +22,7 @@ from mscclpp.language import (
     Rank,
     Reduce,
     ReduceScatter,
+    ReduceScatterV,
     Scatter,
     SendRecv,
     SwitchChannel,
@@ -428,4 +429,44 @@ def alltoallv_ll(name, n, inplace, size_range, tags, slot_bytes):
                 at = _slot(p, r)
                 rank.unpack_packets(out[p : p + 1], scratch[r][at : at + 1], tb=_slot(p, r))
             rank.copy(out[r : r + 1], inp[r : r + 1], tb=0)
+    return program
+
+
+def reducescatterv_ll(name, n, inplace, size_range, tags, slot_bytes):
+    """Reduce-scatter-v staged through scratch: rank r sends its segment for rank p to p's scratch
+    slot as LL packets; p reduces its own segment with the packets received. Every rank sends rank p
+    the same count, so a zero count removes all of p's packets: the relaxed handshake of
+    alltoallv_ll keeps every rank within one call of its peers, which double scratch covers. A
+    segment fits one slot of slot_bytes; the size range stops there."""
+    with _program(name, ReduceScatterV(n, slot_bytes), n, size_range, tags, protocol="LL") as program:
+        scratch = [Buffer(r, n - 1) for r in range(n)]
+        channels = _channels(n)
+        _handshake(channels, n, lambda r, p: _slot(p, r))
+        for r in range(n):
+            inp = Rank(r).get_input_buffer()
+            for p in _peers(n, r):
+                at = _slot(r, p)
+                channels[(r, p)].put_packets(scratch[p][at : at + 1], inp[p : p + 1], tb=_slot(p, r))
+        for r in range(n):
+            rank = Rank(r)
+            inp, out = rank.get_input_buffer(), rank.get_output_buffer()
+            received = [scratch[r][_slot(p, r) : _slot(p, r) + 1] for p in _peers(n, r)]
+            rank.reduce(inp[r : r + 1], received, tb=n - 1, dst_chunk=out[0:1], packet=True)
+    return program
+
+
+def reducescatterv_read(name, n, inplace, size_range, tags):
+    """Reduce-scatter-v without scratch, for segments of any size: after a handshake rank r adds the
+    segment for r read from each peer's input to its own, peer by peer, into its output. A final
+    signal/wait keeps every peer's input in place until its readers are done."""
+    with _program(name, ReduceScatterV(n), n, size_range, tags) as program:
+        channels = _channels(n)
+        tb_of = lambda r, p: 0  # noqa: E731
+        _handshake(channels, n, tb_of)
+        for r in range(n):
+            inp, out = Rank(r).get_input_buffer(), Rank(r).get_output_buffer()
+            for k, p in enumerate(_peers(n, r)):
+                source = inp[r : r + 1] if k == 0 else out[0:1]
+                channels[(r, p)].reduce(source, [Rank(p).get_input_buffer()[r : r + 1]], 0, local_dst_chunk=out[0:1])
+        _finish(channels, n, tb_of)
     return program
