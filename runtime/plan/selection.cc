@@ -10,6 +10,10 @@
 namespace mscclpp::plan::detail {
 namespace {
 
+// The request's op for PreMulSum: NCCL numbers its built-in ops 0-4 and
+// user ops from 5; the executor runs every user op as PreMulSum.
+constexpr int kPreMulSumOp = 5;
+
 const char* dtypeName(int dtype) {
   static const char* const names[] = {"int8",    "uint8",   "int32",   "uint32",   "int64",      "uint64",
                                       "float16", "float32", "float64", "bfloat16", "float8e4m3", "float8e5m2"};
@@ -17,8 +21,8 @@ const char* dtypeName(int dtype) {
 }
 
 const char* redOpName(int op) {
-  static const char* const names[] = {"sum", "prod", "max", "min", "avg"};
-  return op >= 0 && op < 5 ? names[op] : nullptr;
+  static const char* const names[] = {"sum", "prod", "max", "min", "avg", "premulsum"};
+  return op >= 0 && op <= kPreMulSumOp ? names[op] : nullptr;
 }
 
 // The ncclRedOp_t of a plan reduce op: ncclSum
@@ -127,8 +131,10 @@ Verdict judge(const Registry::Entry& e, const SelectRequest& r) {
     const uint32_t sumOnly = 1u << static_cast<unsigned>(PlanReduceOp::Sum);
     if (r.redOp >= 0) {
       if (h.reduceOps == sumOnly) {
-        // The DSL's default op: the executor applies any built-in call op instead.
-        if (r.redOp > 4) {
+        // The DSL's default op: the executor applies any built-in call op
+        // instead, and PreMulSum (op 5, what NCCL's ncclRedOpCreatePreMulSum
+        // ops are) as a sum of its scaled inputs.
+        if (r.redOp > kPreMulSumOp) {
           v.why = strFormat("it cannot apply the user-defined reduce op %d", r.redOp);
           return v;
         }

@@ -579,13 +579,26 @@ void scenarioPlans(int rank, int nRanks) {
     planCollectives(pc, ncclFloat16, ncclSum, 5, false);
   }
   {
-    // A user-defined op (PreMulSum): no plan serves it, the real NCCL gets it.
+    // A PreMulSum op runs on the sum plans: each input scaled, then summed
+    // (allreduce, and reduce-scatter as FSDP's gradient reduction calls it).
     float a[3] = {1, 2, 3}, b[3] = {0, 0, 0}, scalar = 2;
     ncclRedOp_t op;
     NCCL_OK(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, ncclScalarHostImmediate, comm));
     d.reset();
     NCCL_OK(ncclAllReduce(a, b, 3, ncclFloat32, op, comm, nullptr));
-    checkResult(pc, "allreduce with a user-defined op", b, 3, ncclFloat32, true, [](size_t) { return 0.0; });
+    checkResult(pc, "allreduce with a PreMulSum op", b, 3, ncclFloat32, false,
+                [&](size_t e) { return 2.0 * static_cast<double>((e + 1) * nRanks); });
+    NCCL_OK(ncclRedOpDestroy(op, comm));
+    const float half = 0.5f;
+    NCCL_OK(ncclRedOpCreatePreMulSum(&op, const_cast<float*>(&half), ncclFloat32, ncclScalarHostImmediate, comm));
+    const size_t part = 256;
+    std::vector<float> in(part * static_cast<size_t>(nRanks)), out(part, -1);
+    for (size_t e = 0; e < in.size(); ++e) in[e] = static_cast<float>(e % 7 + 1);
+    d.reset();
+    NCCL_OK(ncclReduceScatter(in.data(), out.data(), part, ncclFloat32, op, comm, nullptr));
+    checkResult(pc, "reduce-scatter with a PreMulSum op", out.data(), part, ncclFloat32, false, [&](size_t e) {
+      return 0.5 * nRanks * static_cast<double>((static_cast<size_t>(rank) * part + e) % 7 + 1);
+    });
     NCCL_OK(ncclRedOpDestroy(op, comm));
   }
   {

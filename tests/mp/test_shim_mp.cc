@@ -150,7 +150,11 @@ TEST_CASE("processes: a late rank is waited for quietly, with a WARN", "[mp][slo
 }
 
 TEST_CASE("processes: one rank's registry change fails both ranks", "[mp][agree]") {
-  auto results = runWorker("reregister", 2, {std::string("MSCCLPP_PLAN_DIR=") + SHIM_PLAN_DIRS, "MSCCLPP_TIMEOUT_S=0"});
+  // Each rank aborts only once both failed (the mark directory): an abort
+  // before the peer heard of the mismatch would look like a death to it.
+  MarkDir marks;
+  auto results = runWorker("reregister", 2,
+                           {std::string("MSCCLPP_PLAN_DIR=") + SHIM_PLAN_DIRS, "MSCCLPP_TIMEOUT_S=0", marks.env()});
   printLines(results, "failed after");
   requireAllOk(results, 2);
 }

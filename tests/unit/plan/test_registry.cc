@@ -324,7 +324,12 @@ TEST_CASE("selection: root, tags, reduce ops and datatypes", "[plan][registry]")
     q.redOp = op;
     CHECK(reg.select(q)->name == "sumplan");
   }
-  q.redOp = 7;  // a user-defined op (ncclRedOpCreatePreMulSum)
+  q.redOp = 5;  // PreMulSum: the executor scales the inputs, then sums
+  CHECK(reg.select(q)->name == "sumplan");
+  q.worldSize = q.nRanksPerNode = 3;
+  CHECK(contains(reg.select(q)->reason, "'maxonly' (maxonly.json): it reduces with max, the call asks for premulsum"));
+  q.worldSize = q.nRanksPerNode = 4;
+  q.redOp = 7;  // an op the executor does not know
   CHECK(contains(reg.select(q)->reason, "it cannot apply the user-defined reduce op 7"));
   q.redOp = 0;
   q.dtype = 99;
