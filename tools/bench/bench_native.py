@@ -63,9 +63,9 @@ def main(argv):
     if len(argv) < 2 or not os.access(argv[1], os.X_OK):
         sys.exit(__doc__)
     tool, args = argv[1], argv[2:]
-    (plans, plan_status), (natives, native_status) = (run(tool, args, label, extra) for label, extra in RUNS)
     if nccl_lib and not os.path.isfile(nccl_lib):
         sys.exit(f"--nccl {nccl_lib}: no such file")
+    (plans, plan_status), (natives, native_status) = (run(tool, args, label, extra) for label, extra in RUNS)
     # Both of our steps off: if the preload did not take, our library serves nothing and the run fails.
     nccl = None
     if nccl_lib:
