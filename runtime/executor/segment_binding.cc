@@ -55,12 +55,17 @@ std::string withRankCounts(const std::string& why, int rank, int n, const uint64
   return strFormat("%s; rank %d sends %s and receives %s elements", why.c_str(), rank, sends.c_str(), receives.c_str());
 }
 
+std::string checkCountRule(const plan::Plan& plan, int rank, const uint64_t* counts) {
+  const plan::PlanHeader& h = plan.header;
+  const std::string rule = plan::checkCountMatrix(h.collective, h.worldSize, counts);
+  if (rule.empty()) return rule;
+  return strFormat("plan %s (%s) rank %d: %s", h.name.c_str(), h.source.c_str(), rank, rule.c_str());
+}
+
 std::string checkCounts(const plan::Plan& plan, int rank, const uint64_t* counts, size_t elementBytes,
                         uint64_t sendBytes, uint64_t recvBytes) {
   const plan::PlanHeader& h = plan.header;
   const int n = h.worldSize;
-  const std::string rule = plan::checkCountMatrix(h.collective, n, counts);
-  if (!rule.empty()) return strFormat("plan %s (%s) rank %d: %s", h.name.c_str(), h.source.c_str(), rank, rule.c_str());
   uint64_t in = 0, out = 0;
   if (!plan::variableCallBytes(h.collective, n, counts, elementBytes, rank, &in, &out)) {
     return strFormat("plan %s (%s) rank %d: the counts' bytes exceed 2^64", h.name.c_str(), h.source.c_str(), rank);

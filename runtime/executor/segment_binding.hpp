@@ -59,8 +59,16 @@ class CountsError : public Error {
 // `why`, then the counts `rank` sends and receives: "...; rank 1 sends 5, 300 and receives 300, 17".
 std::string withRankCounts(const std::string& why, int rank, int n, const uint64_t* counts);
 
-// Checks the counts of one call for `rank`: the collective's rule, and the
-// rank's own segments within its buffers. "" or the error, naming the plan.
+// The collective's rule for the count matrix (allgatherv: a rank sends every
+// rank the same count; reducescatterv: a rank receives the same count from
+// every rank). A pure property of the matrix: every rank that holds it finds
+// the same, so it is an argument error of the call, thrown as such, which
+// leaves the communicator usable as NCCL's argument errors do. "" or the
+// error, naming the plan.
+std::string checkCountRule(const plan::Plan& plan, int rank, const uint64_t* counts);
+
+// Checks the counts of one call for `rank`: its own segments within its
+// buffers (a CountsError when not). "" or the error, naming the plan.
 std::string checkCounts(const plan::Plan& plan, int rank, const uint64_t* counts, size_t elementBytes,
                         uint64_t sendBytes, uint64_t recvBytes);
 

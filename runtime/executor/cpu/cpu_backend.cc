@@ -97,6 +97,9 @@ void CpuBackend::launch(const ExecCall& c, CpuContext& ctx) {
 void CpuBackend::bindCounts(const ExecCall& c, CpuContext& ctx, uint64_t* inBytes, uint64_t* outBytes) {
   const plan::Plan& p = *c.plan;
   const size_t elem = dataTypeSize(c.dtype);
+  const std::string rule = checkCountRule(p, c.rank, c.counts);
+  if (!rule.empty())
+    throw Error(ErrorCode::InvalidArgument, withRankCounts(rule, c.rank, p.header.worldSize, c.counts));
   std::string why = checkCounts(p, c.rank, c.counts, elem, c.sendBytes, c.recvBytes);
   if (why.empty()) why = ctx.bindSegments(c.counts, elem);
   if (!why.empty()) throw CountsError(withRankCounts(why, c.rank, p.header.worldSize, c.counts));

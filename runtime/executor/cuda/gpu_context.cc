@@ -1187,6 +1187,9 @@ Refusal GpuContext::bindCounts(const GpuCallArgs& a, CallSteps* steps) {
                      name_.c_str(), n, kInlineCounts);
   }
   const size_t elem = dataTypeSize(a.dtype);
+  const std::string rule = checkCountRule(p, rank_, a.counts);
+  if (!rule.empty())
+    throw Error(ErrorCode::InvalidArgument, withRankCounts(rule, rank_, static_cast<int>(n), a.counts));
   std::string why = checkCounts(p, rank_, a.counts, elem, binding_.input.bytes, binding_.output.bytes);
   if (why.empty()) why = image_->bindSegments(a.counts, elem);
   if (!why.empty()) throw CountsError(withRankCounts(why, rank_, static_cast<int>(n), a.counts));

@@ -90,7 +90,8 @@ void rankMain(const RankJob& job, int rank) {
         // Every iteration binds new counts to the same context.
         const uint64_t* counts = (*job.counts)[it].data();
         const size_t elem = dataTypeSize(opt.dtype);
-        std::string why = checkCounts(plan, rank, counts, elem, w.inputBytes(), w.outputBytes());
+        std::string why = checkCountRule(plan, rank, counts);
+        if (why.empty()) why = checkCounts(plan, rank, counts, elem, w.inputBytes(), w.outputBytes());
         if (why.empty()) why = ctx.bindSegments(counts, elem);
         if (!why.empty()) throw Error(ErrorCode::InvalidArgument, why);
         req.counts = counts;

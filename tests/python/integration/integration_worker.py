@@ -387,6 +387,7 @@ def scenario_alltoallv(group, args):
         back_to_back["wrong"] += int(not np.array_equal(recv[: expected.size], expected))
     premulsum = _premulsum_calls(group, executor, registry)
     reducescatterv = _reducescatterv_calls(group, executor, registry)
+    count_rule = _count_rule_calls(group, executor, registry)
     # Last: counts no rank's buffers hold fail the call on every rank, and the communicator with it.
     small = np.zeros(4, dtype=np.float32)
     counts = np.full((n, n), 100, dtype=np.uint64)
@@ -399,7 +400,7 @@ def scenario_alltoallv(group, args):
     except MscclppError as error:
         too_large = error_report(error)
     return {"results": results, "back_to_back": back_to_back, "too_large": too_large, "premulsum": premulsum,
-            "reducescatterv": reducescatterv}
+            "reducescatterv": reducescatterv, "count_rule": count_rule}
 
 
 def scenario_overrun(group, args):
@@ -455,6 +456,29 @@ def _reducescatterv_calls(group, executor, registry):
         ok = bool(np.array_equal(recv[: expected.size], expected)) and bool((recv[expected.size:] == -1).all())
         out.append({"ok": ok, "plan": handle.name})
     return out
+
+
+def _count_rule_calls(group, executor, registry):
+    """A reduce-scatter-v whose matrix breaks its rule (rank 0 receives 4 elements from rank 0, 5 from
+    rank 1) on every rank: an argument error of the call, alike everywhere, after which the communicator
+    still serves the same call with a valid matrix."""
+    rank, n = group.my_rank, group.nranks
+    counts = np.full((n, n), 4, dtype=np.uint64)
+    counts[1, 0] = 5
+    send = np.ones(5 * n, dtype=np.float32)
+    recv = np.zeros(8, dtype=np.float32)
+    handle = registry.select("reducescatterv", n, group.nranks_per_node, send.ctypes.data, recv.ctypes.data, 20,
+                             dtype=send.dtype)
+    try:
+        executor.execute(rank, send.ctypes.data, recv.ctypes.data, send.nbytes, recv.nbytes, send.dtype, handle.plan,
+                         splits=counts)
+        broken = {"type": None}
+    except MscclppError as error:
+        broken = error_report(error)
+    counts[1, 0] = 4
+    executor.execute(rank, send.ctypes.data, recv.ctypes.data, send.nbytes, recv.nbytes, send.dtype, handle.plan,
+                     splits=counts)
+    return {"broken": broken, "after_ok": bool((recv[:4] == n).all())}
 
 
 def _premulsum_calls(group, executor, registry):

@@ -35,6 +35,12 @@ def test_alltoallv_with_splits(nranks):
         # Segments up to 64 KiB run staged through scratch; 40000 x 4 and 9000 x 8 bytes are read.
         assert [c["plan"] for c in reducescatterv] == [f"reducescatterv_ll_n{nranks}_oop"] + 2 * [
             f"reducescatterv_read_n{nranks}_oop"]
+        # A matrix that breaks the collective's rule is an argument error on every rank, not a failure.
+        broken = report["count_rule"]["broken"]
+        assert broken["type"] == "InvalidArgumentError", broken
+        assert ("reducescatterv reduces one part per rank from every rank, but rank 0 receives 4 elements from rank "
+                "0 and 5 from rank 1") in broken["message"], broken
+        assert report["count_rule"]["after_ok"], report["count_rule"]
 
 
 @requires_runtime
