@@ -105,6 +105,12 @@ Config load() {
   } else {
     c.hostAddr = defaultHostAddr();
   }
+  if (const char* g = std::getenv("IBV_DOUBLE_GPUDIRECT")) {
+    if (std::strcmp(g, "0") == 0 || std::strcmp(g, "1") == 0)
+      c.gpuDirect = *g == '1';
+    else
+      c.error = std::string("IBV_DOUBLE_GPUDIRECT '") + g + "' is not 0 or 1";
+  }
   if (const char* t = std::getenv("IBV_DOUBLE_MIN_ACK_TIMEOUT_MS")) {
     long x = 0;
     if (parseInt(t, 0, 600000, &x))

@@ -36,6 +36,7 @@ struct Config {
   std::vector<DeviceSpec> devices;  // IBV_DOUBLE_DEVICES
   uint32_t hostAddr = 0;            // IBV_DOUBLE_ADDR (host byte order): this host on the fabric
   int minAckTimeoutMs = 250;        // IBV_DOUBLE_MIN_ACK_TIMEOUT_MS
+  bool gpuDirect = true;            // IBV_DOUBLE_GPUDIRECT=0: device memory cannot be registered
   std::string error;                // a bad setting: ibv_get_device_list fails with EINVAL
 };
 const Config& config();

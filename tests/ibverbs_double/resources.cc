@@ -1,6 +1,7 @@
 // Devices, contexts, protection domains, memory regions and completion
 // queues: the exported verbs of rdma-core that make and query them, each
 // following the man page named in its comment (docs/ibverbs-double.md).
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -415,6 +416,26 @@ ibv_mr* registerRange(ibv_pd* handle, char* host, size_t length, uint64_t iova, 
   return &mr->mr;
 }
 
+// Whether p is CUDA device memory, as the process's CUDA runtime (when one
+// is loaded) says. Without GPUDirect RDMA (the nvidia-peermem module) the
+// kernel cannot pin device pages, and ibv_reg_mr fails with EFAULT.
+bool deviceMemory(const void* p) {
+  using Query = int (*)(void* attributes, const void* ptr);
+  static const Query query = reinterpret_cast<Query>(dlsym(RTLD_DEFAULT, "cudaPointerGetAttributes"));
+  if (query == nullptr) return false;
+  // cudaPointerAttributes: type (cudaMemoryTypeDevice = 2), device, two
+  // pointers; room to spare for fields a runtime may add.
+  struct {
+    int type;
+    int device;
+    void* pointers[2];
+    long reserved[16];
+  } attributes{};
+  return query(&attributes, p) == 0 && attributes.type == 2;
+}
+
+bool unpinnable(const void* p) { return !config().gpuDirect && deviceMemory(p); }
+
 // Whether every page of [p, +n) is mapped: the kernel pins them at
 // registration and fails with EFAULT otherwise.
 bool mapped(const void* p, size_t n) {
@@ -431,7 +452,7 @@ bool mapped(const void* p, size_t n) {
 extern "C" {
 
 ibv_mr*(ibv_reg_mr)(ibv_pd* pd, void* addr, size_t length, int access) {
-  if (addr == nullptr || !mapped(addr, length)) {
+  if (addr == nullptr || !mapped(addr, length) || ibvdouble::unpinnable(addr)) {
     errno = EFAULT;
     return nullptr;
   }
@@ -440,7 +461,7 @@ ibv_mr*(ibv_reg_mr)(ibv_pd* pd, void* addr, size_t length, int access) {
 }
 
 ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access) {
-  if (addr == nullptr || !mapped(addr, length)) {
+  if (addr == nullptr || !mapped(addr, length) || ibvdouble::unpinnable(addr)) {
     errno = EFAULT;
     return nullptr;
   }

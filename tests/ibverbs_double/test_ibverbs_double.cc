@@ -361,7 +361,7 @@ TEST_CASE("devices, ports and GID tables follow the configuration", "[devices]")
 }
 
 TEST_CASE("no device, or a bad configuration, as rdma-core says it", "[devices]") {
-  for (const char* env : {"IBV_DOUBLE_DEVICES=", "IBV_DOUBLE_DEVICES=mlx5_0:link=fddi"}) {
+  for (const char* env : {"IBV_DOUBLE_DEVICES=", "IBV_DOUBLE_DEVICES=mlx5_0:link=fddi", "IBV_DOUBLE_GPUDIRECT=2"}) {
     Child c = spawnChild("count", {env});
     char line[256] = {};
     REQUIRE(std::fgets(line, sizeof(line), c.out) != nullptr);

@@ -70,16 +70,29 @@ FarWiring::FarWiring(std::string name, Communicator& comm, Bootstrap& bs, const 
     if (!topo.sameHost(c.peer)) portPeers_.insert(c.peer);
   if (!farPeers_) return;
   std::string why;
-  const Transport myIb = portPeers_.empty() ? Transport::Unknown : comm.nearestIbTransport(&why);
+  Transport myIb = portPeers_.empty() ? Transport::Unknown : comm.nearestIbTransport(&why);
+  if (myIb != Transport::Unknown) {
+    // Device memory the HCA cannot register (no GPUDirect RDMA on this
+    // host, memory it cannot pin) is a fact of this rank alone: it falls
+    // back to TCP and says so in the kind it sends, instead of failing
+    // before its peers hear from it.
+    try {
+      for (size_t i = 0; i < reaches.size(); ++i)
+        regs_.push_back(comm.registerMemory(reaches[i].ptr, reaches[i].bytes, TransportFlags(Transport::Tcp) | myIb));
+    } catch (const Error& e) {
+      why = strFormat("registering device memory for %s: %s", transportName(myIb), e.what());
+      regs_.clear();
+      myIb = Transport::Unknown;
+    }
+  }
   if (!portPeers_.empty() && myIb == Transport::Unknown)
     MSCCLPP_INFO(LogExec, "%s (host %s): no InfiniBand for port channels across hosts (%s); they use TCP",
                  name_.c_str(), comm.hostId().c_str(), why.c_str());
-  TransportFlags flags(Transport::Tcp);
-  if (myIb != Transport::Unknown) flags |= myIb;
-  for (size_t i = 0; i < reaches.size(); ++i) {
-    regs_.push_back(comm.registerMemory(reaches[i].ptr, reaches[i].bytes, flags));
-    serialized_[i] = regs_.back().serialize();
+  if (regs_.empty()) {
+    for (size_t i = 0; i < reaches.size(); ++i)
+      regs_.push_back(comm.registerMemory(reaches[i].ptr, reaches[i].bytes, Transport::Tcp));
   }
+  for (size_t i = 0; i < reaches.size(); ++i) serialized_[i] = regs_[i].serialize();
   // Both ends of a pair pick the same kind: IB when both have a port, else TCP.
   for (int q : portPeers_) {
     const uint64_t v = static_cast<uint64_t>(myIb);
