@@ -356,6 +356,19 @@ bool readSlot(const LiveWaitSlot& live, LiveWaitSlot* out) {
   return (before & 1u) == 0 && atomicLoad<uint32_t>(&live.sequence, memoryOrderRelaxed) == before;
 }
 
+// The wait a slot shows, as a block record, for the texts records have.
+BlockRecord recordOf(const LiveWaitSlot& s) {
+  BlockRecord r{};
+  r.opIndex = s.opIndex;
+  r.pipelineIteration = s.pipelineIteration;
+  r.waitKind = s.waitKind;
+  r.id = s.id;
+  r.expected = s.expected;
+  r.observed = s.observed;
+  r.detail = s.detail;
+  return r;
+}
+
 }  // namespace
 
 std::vector<BlockWait> describeWaitSlots(const plan::Plan& plan, int rank, const LiveWaitSlot* slots, uint32_t nBlocks,
@@ -395,14 +408,7 @@ std::vector<BlockWait> describeWaitSlots(const plan::Plan& plan, int rank, const
       out.push_back(std::move(w));
       continue;
     }
-    BlockRecord r{};
-    r.opIndex = s.opIndex;
-    r.pipelineIteration = s.pipelineIteration;
-    r.waitKind = s.waitKind;
-    r.id = s.id;
-    r.expected = s.expected;
-    r.observed = s.observed;
-    r.detail = s.detail;
+    const BlockRecord r = recordOf(s);
     if (steps != nullptr) {
       w.text = strFormat("rank %d threadblock %d %s %s", rank, tb.id, stepName(*steps, r.opIndex).c_str(),
                          nativeWaitText(r).c_str());
@@ -482,14 +488,7 @@ std::string describeSlotFailure(const plan::Plan& plan, int rank, const LiveWait
     const WaitKind kind = static_cast<WaitKind>(s.waitKind);
     const plan::ThreadblockPlan& tb = rp.threadblocks[b];
     if ((kind != WaitKind::Segment && kind != WaitKind::Request) || s.opIndex >= tb.ops.size()) continue;
-    BlockRecord r{};
-    r.opIndex = s.opIndex;
-    r.pipelineIteration = s.pipelineIteration;
-    r.waitKind = s.waitKind;
-    r.id = s.id;
-    r.expected = s.expected;
-    r.observed = s.observed;
-    r.detail = s.detail;
+    const BlockRecord r = recordOf(s);
     return strFormat("rank %d threadblock %d op %u (%s) %s", rank, tb.id, r.opIndex,
                      plan::opTypeName(tb.ops[r.opIndex].type), waitText(plan, rank, b, r).c_str());
   }

@@ -17,6 +17,7 @@
 #include "executor/context_image.hpp"
 #include "executor/cpu/context_wiring.hpp"
 #include "executor/cpu/remote_port_peers.hpp"
+#include "executor/host_reach.hpp"
 #include "mscclpp/bootstrap.hpp"
 #include "mscclpp/communicator.hpp"
 #include "mscclpp/memory.hpp"
@@ -100,36 +101,6 @@ char* bufferBase(char* base, const Directory& d, plan::BufferType t, uint64_t* b
   return nullptr;
 }
 
-// Load/store access across hosts, in every rank's declarations, so all
-// ranks refuse the same plan before any exchange.
-Refusal loadStoreAcrossHosts(const plan::Plan& p, const Communicator& comm) {
-  auto other = [&](int a, int b) { return comm.hostIdOf(a) != comm.hostIdOf(b); };
-  auto refusal = [&](const std::string& what, int a, int b) -> Refusal {
-    return strFormat(
-        "plan %s (%s) on the CPU backend: %s of rank %d to rank %d: rank %d is on another host (%s; rank %d is on "
-        "%s); across hosts plans must use port channels",
-        p.header.name.c_str(), p.header.source.c_str(), what.c_str(), a, b, b, comm.hostIdOf(b).c_str(), a,
-        comm.hostIdOf(a).c_str());
-  };
-  for (const plan::RankPlan& rp : p.ranks) {
-    const int a = rp.rank;
-    for (size_t c = 0; c < rp.memoryChannels.size(); ++c)
-      if (other(a, rp.memoryChannels[c].peer))
-        return refusal(strFormat("memory channel %zu", c), a, rp.memoryChannels[c].peer);
-    for (size_t c = 0; c < rp.switchChannels.size(); ++c)
-      for (int m : rp.switchChannels[c].ranks)
-        if (other(a, m)) return refusal(strFormat("switch channel %zu (a member)", c), a, m);
-    for (size_t k = 0; k < rp.remoteBuffers.size(); ++k) {
-      const plan::RemoteBufferDecl& d = rp.remoteBuffers[k];
-      if (d.viaMemory && other(a, d.rank))
-        return refusal(
-            strFormat("remote buffer %zu (%s, accessed by memory channels)", k, plan::bufferTypeName(d.type)), a,
-            d.rank);
-    }
-  }
-  return std::nullopt;
-}
-
 uint64_t bufferOffset(const Directory& d, plan::BufferType t) {
   switch (t) {
     case plan::BufferType::Input:
@@ -170,7 +141,7 @@ Transport CommunicatorWiring::nearestIb() {
   return ib_;
 }
 
-Refusal CommunicatorWiring::refusal(const plan::Plan& plan) const { return loadStoreAcrossHosts(plan, *comm_); }
+Refusal CommunicatorWiring::refusal(const plan::Plan& plan) const { return loadStoreAcrossHosts(plan, *comm_, "CPU"); }
 
 RankResources CommunicatorWiring::connect(const plan::PlanPtr& plan, int rank, const CallShape& shape,
                                           const CallDescriptor& call) {

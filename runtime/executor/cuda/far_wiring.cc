@@ -18,38 +18,6 @@ constexpr int kFarConnectionTagBit = 1 << 29;
 
 }  // namespace
 
-// In every rank's declarations, so that all ranks refuse the same plan
-// before any exchange: memory and switch channels, and remote buffers they
-// access, need the peer's memory mapped, which no transport across hosts does.
-std::string loadStoreAcrossHosts(const plan::Plan& p, const GpuTopology& topo, const Communicator& comm) {
-  auto other = [&](int a, int b) { return b >= topo.size() || topo.of(a).hostHash != topo.of(b).hostHash; };
-  auto refusal = [&](const std::string& what, int a, int b) {
-    return strFormat(
-        "plan %s (%s) on the CUDA backend: %s of rank %d to rank %d: rank %d is on another host (%s; rank %d is on "
-        "%s); across hosts plans must use port channels (memory and switch channels need the peer's memory mapped)",
-        p.header.name.c_str(), p.header.source.c_str(), what.c_str(), a, b, b, comm.hostIdOf(b).c_str(), a,
-        comm.hostIdOf(a).c_str());
-  };
-  for (const plan::RankPlan& rp : p.ranks) {
-    const int a = rp.rank;
-    if (a < 0 || a >= topo.size()) continue;
-    for (size_t c = 0; c < rp.memoryChannels.size(); ++c)
-      if (other(a, rp.memoryChannels[c].peer))
-        return refusal(strFormat("memory channel %zu", c), a, rp.memoryChannels[c].peer);
-    for (size_t c = 0; c < rp.switchChannels.size(); ++c)
-      for (int m : rp.switchChannels[c].ranks)
-        if (other(a, m)) return refusal(strFormat("switch channel %zu (a member)", c), a, m);
-    for (size_t k = 0; k < rp.remoteBuffers.size(); ++k) {
-      const plan::RemoteBufferDecl& d = rp.remoteBuffers[k];
-      if (d.viaMemory && other(a, d.rank))
-        return refusal(
-            strFormat("remote buffer %zu (%s, accessed by memory channels)", k, plan::bufferTypeName(d.type)), a,
-            d.rank);
-    }
-  }
-  return std::string();
-}
-
 // The hardware-queue check counts one stream more for such a rank's group.
 bool hasFarPorts(const plan::Plan& p, const GpuTopology& topo, int rank) {
   if (rank < 0 || rank >= static_cast<int>(p.ranks.size())) return false;

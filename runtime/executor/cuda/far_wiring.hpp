@@ -26,9 +26,6 @@
 
 namespace mscclpp::exec {
 
-// The refusal when a plan has load/store access between ranks on different
-// hosts, "" if none: across hosts only port channels reach.
-std::string loadStoreAcrossHosts(const plan::Plan& p, const GpuTopology& topo, const Communicator& comm);
 // Whether `rank` has a port channel to a rank on another host.
 bool hasFarPorts(const plan::Plan& p, const GpuTopology& topo, int rank);
 

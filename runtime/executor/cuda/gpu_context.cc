@@ -24,6 +24,7 @@
 #include "executor/cuda/far_wiring.hpp"
 #include "executor/cuda/launch_config.hpp"
 #include "executor/diagnostics.hpp"
+#include "executor/host_reach.hpp"
 #include "executor/native_view.hpp"
 #include "executor/scale_steps.hpp"
 #include "mscclpp/communicator.hpp"
@@ -113,8 +114,7 @@ Refusal GpuContext::admit(DataType dtype, ReduceOp nativeOp) {
   // ---- Facts every rank shares: refuse before anything is exchanged. ----
   const GpuTopology& topo = world_->topology();
   if (!topo.otherHosts().empty()) {
-    const std::string across = loadStoreAcrossHosts(*plan_, topo, world_->comm());
-    if (!across.empty()) return across;
+    if (Refusal across = loadStoreAcrossHosts(*plan_, world_->comm(), "CUDA")) return across;
   }
   // Ranks that are threads of this process on other GPUs hand us raw
   // pointers, so our device needs peer access to theirs. CUDA IPC mappings
